@@ -1,0 +1,50 @@
+// Package api is Engram's HTTP interface: chi routes under /v1, the
+// success/failure envelope, authentication and rate limits.
+package api
+
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"github.com/engram-memory/engram/domain"
+)
+
+// statusByKind is the one place where error kinds become HTTP statuses.
+var statusByKind = map[domain.Kind]int{
+	domain.KindInvalid:             http.StatusBadRequest,
+	domain.KindUnauthorized:        http.StatusUnauthorized,
+	domain.KindNotFound:            http.StatusNotFound,
+	domain.KindConflict:            http.StatusConflict,
+	domain.KindGone:                http.StatusGone,
+	domain.KindTooLarge:            http.StatusRequestEntityTooLarge,
+	domain.KindUnsupportedMedia:    http.StatusUnsupportedMediaType,
+	domain.KindRateLimited:         http.StatusTooManyRequests,
+	domain.KindProviderUnavailable: http.StatusServiceUnavailable,
+	domain.KindInternal:            http.StatusInternalServerError,
+}
+
+type errorBody struct {
+	Code      string         `json:"code"`
+	Message   string         `json:"message"`
+	RequestID string         `json:"request_id"`
+	Details   map[string]any `json:"details,omitempty"`
+}
+
+// writeError sends the failure envelope. Errors that are not *domain.Error
+// are internal: the client gets a generic message, the log gets the detail.
+func writeError(w http.ResponseWriter, r *http.Request, logger *slog.Logger, err error) {
+	body := errorBody{Code: string(domain.KindInternal), Message: "internal error", RequestID: requestID(r.Context())}
+	status := http.StatusInternalServerError
+	var de *domain.Error
+	if errors.As(err, &de) && de.Kind != domain.KindInternal {
+		body.Code, body.Message, body.Details = de.PublicCode(), de.Message, de.Details
+		status = statusByKind[de.Kind]
+		if status == 0 {
+			status = http.StatusInternalServerError
+		}
+	} else {
+		logger.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "request_id", body.RequestID, "error", err)
+	}
+	writeJSON(w, status, map[string]any{"success": false, "error": body})
+}

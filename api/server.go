@@ -1,0 +1,86 @@
+package api
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/engram-memory/engram/domain"
+)
+
+// Config holds the server's dependencies and limits.
+type Config struct {
+	Logger       *slog.Logger
+	MaxBodyBytes int64
+	// UserRateLimit applies per credential, IPRateLimit per client IP on
+	// register, verify and login.
+	UserRateLimit RateLimit
+	IPRateLimit   RateLimit
+	// Ready reports whether the server can serve (projections caught up).
+	Ready func(ctx context.Context) error
+
+	Auth     Authenticator
+	Accounts Accounts
+}
+
+// Server serves the HTTP API.
+type Server struct {
+	cfg        Config
+	logger     *slog.Logger
+	userLimits *limiterSet
+	ipLimits   *limiterSet
+}
+
+// New returns a server; cfg.Logger and cfg.Auth are required.
+func New(cfg Config) *Server {
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = 10 << 20
+	}
+	return &Server{
+		cfg:        cfg,
+		logger:     cfg.Logger,
+		userLimits: newLimiterSet(cfg.UserRateLimit),
+		ipLimits:   newLimiterSet(cfg.IPRateLimit),
+	}
+}
+
+// Handler returns the routed HTTP handler.
+func (s *Server) Handler() http.Handler {
+	r := chi.NewRouter()
+	r.Use(withRequestID, withAccessLog(s.logger), s.withBodyLimit)
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		s.fail(w, r, domain.Errorf(domain.KindNotFound, "no such endpoint: %s %s", r.Method, r.URL.Path))
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusMethodNotAllowed, map[string]any{"success": false, "error": errorBody{
+			Code: "method_not_allowed", Message: "method " + r.Method + " is not allowed on " + r.URL.Path, RequestID: requestID(r.Context()),
+		}})
+	})
+	r.Get("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeData(w, http.StatusOK, map[string]any{"status": "ok"})
+	})
+	r.Get("/readyz", s.readyz)
+	r.Route("/v1", func(r chi.Router) {
+		s.accountRoutes(r)
+	})
+	return r
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.Ready != nil {
+		if err := s.cfg.Ready(r.Context()); err != nil {
+			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"success": false, "error": errorBody{
+				Code: "not_ready", Message: err.Error(), RequestID: requestID(r.Context()),
+			}})
+			return
+		}
+	}
+	writeData(w, http.StatusOK, map[string]any{"status": "ready"})
+}
+
+// fail sends err as the failure envelope.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	writeError(w, r, s.logger, err)
+}

@@ -1,0 +1,83 @@
+// Package commands holds the write side: each handler loads what it needs,
+// asks the domain to decide, and appends the resulting events. A command
+// returns only once its events are visible to every read model, which is
+// how the API keeps read-your-writes.
+package commands
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/engram-memory/engram/domain"
+)
+
+// Visibility reports when the projections have applied a log position.
+type Visibility interface {
+	WaitFor(ctx context.Context, position uint64) error
+}
+
+// EventWriter appends events and waits until they are visible.
+type EventWriter struct {
+	store   domain.EventStore
+	visible Visibility
+	timeout time.Duration
+}
+
+// NewEventWriter returns a writer over store; visible may not be nil.
+func NewEventWriter(store domain.EventStore, visible Visibility) *EventWriter {
+	return &EventWriter{store: store, visible: visible, timeout: 30 * time.Second}
+}
+
+// Store is the underlying log, for loading streams.
+func (w *EventWriter) Store() domain.EventStore { return w.store }
+
+// Append marshals payloads into events carrying meta, appends them to
+// stream if it is at the expected version, and waits until the projections
+// have applied them.
+func (w *EventWriter) Append(ctx context.Context, stream string, expected int64, meta domain.Metadata, payloads ...domain.Payload) (domain.AppendResult, error) {
+	events := make([]domain.NewEvent, len(payloads))
+	for i, p := range payloads {
+		e, err := domain.MarshalEvent(p, meta)
+		if err != nil {
+			return domain.AppendResult{}, fmt.Errorf("commands: encode %s: %w", p.EventType(), err)
+		}
+		events[i] = e
+	}
+	res, err := w.store.Append(ctx, stream, expected, events)
+	if err != nil {
+		return res, err
+	}
+	return res, w.Await(ctx, res.LastPosition)
+}
+
+// Await waits until position is visible to every read model.
+func (w *EventWriter) Await(ctx context.Context, position uint64) error {
+	// The write is already durable; keep waiting even if the client left,
+	// but never forever.
+	waitCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.timeout)
+	defer cancel()
+	if err := w.visible.WaitFor(waitCtx, position); err != nil {
+		return fmt.Errorf("commands: write at %d not yet visible: %w", position, err)
+	}
+	return nil
+}
+
+// maxConflictRetries bounds optimistic-concurrency retries of one command.
+const maxConflictRetries = 100
+
+// RetryOnConflict runs attempt until it does not fail with
+// domain.ErrWrongExpectedVersion. Each attempt must reload its aggregate, so
+// a retry decides on fresh state.
+func RetryOnConflict(ctx context.Context, attempt func() error) error {
+	for i := 0; ; i++ {
+		err := attempt()
+		if !errors.Is(err, domain.ErrWrongExpectedVersion) || i >= maxConflictRetries {
+			return err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+}

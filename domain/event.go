@@ -1,0 +1,115 @@
+package domain
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+// ActorKind says who caused an event.
+type ActorKind string
+
+const (
+	ActorUser    ActorKind = "user"    // an unauthenticated request on behalf of a user (register, verify)
+	ActorKey     ActorKind = "key"     // a request authenticated with an API key
+	ActorSession ActorKind = "session" // a request authenticated with a session token
+	ActorSystem  ActorKind = "system"  // the server itself (jobs, embedding queue, usage flush)
+)
+
+// Actor identifies who caused an event. ID is a user, key, session or
+// component id, never a secret.
+type Actor struct {
+	Kind   ActorKind `json:"kind"`
+	ID     string    `json:"id"`
+	UserID string    `json:"user_id,omitempty"`
+}
+
+// Metadata travels with every command into the events it appends.
+type Metadata struct {
+	Actor     Actor
+	RequestID string
+}
+
+// Event is one recorded fact. Version is the event's 0-based revision in its
+// stream; Position is its 1-based place in the global log.
+type Event struct {
+	ID            string          `json:"id"`
+	Stream        string          `json:"stream"`
+	Version       uint64          `json:"version"`
+	Position      uint64          `json:"position"`
+	Type          string          `json:"type"`
+	SchemaVersion int             `json:"schema_version"`
+	Time          time.Time       `json:"time"`
+	Actor         Actor           `json:"actor"`
+	RequestID     string          `json:"request_id,omitempty"`
+	Payload       json.RawMessage `json:"payload"`
+}
+
+// Decode unmarshals the payload into v.
+func (e Event) Decode(v any) error { return json.Unmarshal(e.Payload, v) }
+
+// Payload is implemented by every event payload type.
+type Payload interface {
+	EventType() string
+}
+
+// NewEvent is an event about to be appended. The store assigns version,
+// position and (when empty) ID and Time.
+type NewEvent struct {
+	ID            string
+	Type          string
+	SchemaVersion int
+	Time          time.Time
+	Actor         Actor
+	RequestID     string
+	Payload       json.RawMessage
+}
+
+// Expected stream versions for Append, besides an exact version (>= 0).
+const (
+	ExpectAny      int64 = -2 // append whatever the stream holds
+	ExpectNoStream int64 = -1 // the stream must not exist yet
+)
+
+// ErrWrongExpectedVersion is returned by Append when the stream's version is
+// not the expected one (optimistic concurrency).
+var ErrWrongExpectedVersion = errors.New("wrong expected stream version")
+
+// AppendResult tells where appended events landed.
+type AppendResult struct {
+	// NextExpectedVersion is the version of the last appended event.
+	NextExpectedVersion int64
+	// LastPosition is the global position of the last appended event;
+	// waiting for projections to reach it gives read-your-writes.
+	LastPosition uint64
+}
+
+// EventStore is the append-only log that is the single source of truth.
+// KurrentDB (streams, expected revision, $all subscriptions), PostgreSQL and
+// SQLite implement it.
+type EventStore interface {
+	// Append writes events atomically to one stream if its current version
+	// matches expected (ExpectAny, ExpectNoStream or an exact version).
+	Append(ctx context.Context, stream string, expected int64, events []NewEvent) (AppendResult, error)
+	// ReadStream returns the stream's events from version from on, in order.
+	// A missing stream yields no events and no error.
+	ReadStream(ctx context.Context, stream string, from uint64) ([]Event, error)
+	// ReadAll returns up to limit events with Position > after, in order.
+	ReadAll(ctx context.Context, after uint64, limit int) ([]Event, error)
+	// SubscribeAll calls handle with batches of events after position after,
+	// in order, catching up first and then following new appends, until ctx
+	// ends or handle fails. It returns ctx.Err() or handle's error.
+	SubscribeAll(ctx context.Context, after uint64, handle func(context.Context, []Event) error) error
+	// Head is the position of the newest event (0 for an empty log).
+	Head(ctx context.Context) (uint64, error)
+}
+
+// MarshalEvent turns a payload into a NewEvent carrying meta.
+func MarshalEvent(p Payload, meta Metadata) (NewEvent, error) {
+	raw, err := json.Marshal(p)
+	if err != nil {
+		return NewEvent{}, err
+	}
+	return NewEvent{Type: p.EventType(), SchemaVersion: 1, Actor: meta.Actor, RequestID: meta.RequestID, Payload: raw}, nil
+}

@@ -1,0 +1,262 @@
+// Package projections turns the event log into read models and search
+// indexes. Events reach each projection through a watermill router; each
+// projection keeps its own durable checkpoint, applies batches idempotently
+// and can be rebuilt by replaying the log from the start.
+package projections
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill/message"
+
+	"github.com/engram-memory/engram/domain"
+)
+
+// Projection is one read model or index built from the log.
+type Projection interface {
+	// Name is stable: it keys the checkpoint and names the projection on
+	// the command line.
+	Name() string
+	// Position is the durable checkpoint: the last global position applied.
+	Position(ctx context.Context) (uint64, error)
+	// Apply applies events in log order and advances the checkpoint in the
+	// same atomic step. Events at or below the checkpoint must be ignored,
+	// so redelivery is harmless.
+	Apply(ctx context.Context, events []domain.Event) error
+	// Reset drops all state and the checkpoint.
+	Reset(ctx context.Context) error
+}
+
+// Engine runs projections and tells writers when their events are visible.
+type Engine struct {
+	store       domain.EventStore
+	projections []Projection
+	logger      *slog.Logger
+	retryDelay  time.Duration
+
+	mu        sync.Mutex
+	positions map[string]uint64
+	changed   chan struct{}
+	failures  map[string]error
+}
+
+// NewEngine returns an engine over store for the given projections.
+func NewEngine(store domain.EventStore, logger *slog.Logger, projections ...Projection) *Engine {
+	return &Engine{
+		store:       store,
+		projections: projections,
+		logger:      logger,
+		retryDelay:  250 * time.Millisecond,
+		positions:   make(map[string]uint64, len(projections)),
+		changed:     make(chan struct{}),
+		failures:    make(map[string]error),
+	}
+}
+
+// Names lists the projections in the order they were given.
+func (e *Engine) Names() []string {
+	names := make([]string, len(e.projections))
+	for i, p := range e.projections {
+		names[i] = p.Name()
+	}
+	return names
+}
+
+// Run feeds every projection from its checkpoint until ctx ends.
+func (e *Engine) Run(ctx context.Context) error {
+	return e.run(ctx, e.projections)
+}
+
+func (e *Engine) run(ctx context.Context, projections []Projection) error {
+	router, err := message.NewRouter(message.RouterConfig{CloseTimeout: 10 * time.Second}, watermill.NewSlogLogger(e.logger.With("component", "watermill")))
+	if err != nil {
+		return fmt.Errorf("projections: router: %w", err)
+	}
+	for _, p := range projections {
+		pos, err := p.Position(ctx)
+		if err != nil {
+			return fmt.Errorf("projections: %s checkpoint: %w", p.Name(), err)
+		}
+		e.advance(p.Name(), pos)
+		router.AddConsumerHandler(p.Name(), p.Name(), &logSubscriber{store: e.store, from: pos, retryDelay: e.retryDelay, logger: e.logger}, e.handler(p))
+	}
+	return router.Run(ctx)
+}
+
+func (e *Engine) handler(p Projection) message.NoPublishHandlerFunc {
+	return func(msg *message.Message) error {
+		events, err := decodeBatch(msg.Payload)
+		if err != nil {
+			return fmt.Errorf("projections: %s: %w", p.Name(), err)
+		}
+		if err := p.Apply(msg.Context(), events); err != nil {
+			e.fail(p.Name(), err)
+			e.logger.Error("projection apply failed; will retry", "projection", p.Name(), "from", events[0].Position, "error", err)
+			return err
+		}
+		e.advance(p.Name(), events[len(events)-1].Position)
+		return nil
+	}
+}
+
+func (e *Engine) advance(name string, pos uint64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.failures, name)
+	if pos <= e.positions[name] && pos != 0 {
+		return
+	}
+	e.positions[name] = pos
+	close(e.changed)
+	e.changed = make(chan struct{})
+}
+
+func (e *Engine) fail(name string, err error) {
+	e.mu.Lock()
+	e.failures[name] = err
+	e.mu.Unlock()
+}
+
+// lowest returns the smallest position any projection has reached, and a
+// channel closed at the next change.
+func (e *Engine) lowest() (uint64, <-chan struct{}) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var low uint64
+	first := true
+	for _, p := range e.projections {
+		if pos := e.positions[p.Name()]; first || pos < low {
+			low, first = pos, false
+		}
+	}
+	return low, e.changed
+}
+
+// WaitFor blocks until every projection has applied the event at position,
+// so a write is visible to every read that follows (read-your-writes).
+func (e *Engine) WaitFor(ctx context.Context, position uint64) error {
+	for {
+		low, changed := e.lowest()
+		if low >= position {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("projections: waiting for position %d (at %d): %w", position, low, ctx.Err())
+		case <-changed:
+		}
+	}
+}
+
+// Status reports each projection's position and last failure, if any.
+func (e *Engine) Status() map[string]ProjectionStatus {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make(map[string]ProjectionStatus, len(e.projections))
+	for _, p := range e.projections {
+		st := ProjectionStatus{Position: e.positions[p.Name()]}
+		if err := e.failures[p.Name()]; err != nil {
+			st.Error = err.Error()
+		}
+		out[p.Name()] = st
+	}
+	return out
+}
+
+// ProjectionStatus is one projection's progress.
+type ProjectionStatus struct {
+	Position uint64 `json:"position"`
+	Error    string `json:"error,omitempty"`
+}
+
+// CatchUp runs the named projections (all when names is empty) until they
+// have applied the whole log as it stands now, then stops.
+func (e *Engine) CatchUp(ctx context.Context, names ...string) error {
+	selected, err := e.select_(names)
+	if err != nil {
+		return err
+	}
+	head, err := e.store.Head(ctx)
+	if err != nil {
+		return err
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	done := make(chan error, 1)
+	go func() { done <- e.run(runCtx, selected) }()
+	for {
+		if e.reached(selected, head) {
+			stop()
+			<-done
+			return nil
+		}
+		e.mu.Lock()
+		changed := e.changed
+		e.mu.Unlock()
+		select {
+		case err := <-done:
+			if err == nil {
+				err = errors.New("router stopped")
+			}
+			return fmt.Errorf("projections: catch up: %w", err)
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-changed:
+		}
+	}
+}
+
+func (e *Engine) reached(selected []Projection, head uint64) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, p := range selected {
+		if e.positions[p.Name()] < head {
+			return false
+		}
+	}
+	return true
+}
+
+// Rebuild drops the named projections (all when names is empty) and replays
+// the whole log into them.
+func (e *Engine) Rebuild(ctx context.Context, names ...string) error {
+	selected, err := e.select_(names)
+	if err != nil {
+		return err
+	}
+	for _, p := range selected {
+		if err := p.Reset(ctx); err != nil {
+			return fmt.Errorf("projections: reset %s: %w", p.Name(), err)
+		}
+		e.mu.Lock()
+		e.positions[p.Name()] = 0
+		e.mu.Unlock()
+	}
+	return e.CatchUp(ctx, names...)
+}
+
+func (e *Engine) select_(names []string) ([]Projection, error) {
+	if len(names) == 0 {
+		return e.projections, nil
+	}
+	var out []Projection
+	for _, n := range names {
+		found := false
+		for _, p := range e.projections {
+			if p.Name() == n {
+				out = append(out, p)
+				found = true
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("projections: unknown projection %q (have %v)", n, e.Names())
+		}
+	}
+	return out, nil
+}

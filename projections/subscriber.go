@@ -1,0 +1,88 @@
+package projections
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/google/uuid"
+
+	"github.com/engram-memory/engram/domain"
+)
+
+// logSubscriber is a watermill Subscriber that reads the event log from a
+// checkpoint and delivers it as one message per batch. A batch is
+// redelivered until it is acked, so a failing projection retries instead of
+// skipping events.
+type logSubscriber struct {
+	store      domain.EventStore
+	from       uint64
+	retryDelay time.Duration
+	logger     *slog.Logger
+}
+
+var _ message.Subscriber = (*logSubscriber)(nil)
+
+func (s *logSubscriber) Subscribe(ctx context.Context, topic string) (<-chan *message.Message, error) {
+	out := make(chan *message.Message)
+	go func() {
+		defer close(out)
+		err := s.store.SubscribeAll(ctx, s.from, func(ctx context.Context, events []domain.Event) error {
+			return s.deliver(ctx, out, events)
+		})
+		if err != nil && !errors.Is(err, context.Canceled) {
+			s.logger.Error("event subscription ended", "topic", topic, "error", err)
+		}
+	}()
+	return out, nil
+}
+
+func (s *logSubscriber) deliver(ctx context.Context, out chan<- *message.Message, events []domain.Event) error {
+	payload, err := json.Marshal(events)
+	if err != nil {
+		return fmt.Errorf("projections: encode batch: %w", err)
+	}
+	for {
+		msg := message.NewMessage(uuid.NewString(), payload)
+		msgCtx, cancel := context.WithCancel(ctx)
+		msg.SetContext(msgCtx)
+		select {
+		case out <- msg:
+		case <-ctx.Done():
+			cancel()
+			return ctx.Err()
+		}
+		select {
+		case <-msg.Acked():
+			cancel()
+			return nil
+		case <-msg.Nacked():
+			cancel()
+		case <-ctx.Done():
+			cancel()
+			return ctx.Err()
+		}
+		select {
+		case <-time.After(s.retryDelay):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func (s *logSubscriber) Close() error { return nil }
+
+func decodeBatch(payload []byte) ([]domain.Event, error) {
+	var events []domain.Event
+	if err := json.Unmarshal(payload, &events); err != nil {
+		return nil, fmt.Errorf("decode batch: %w", err)
+	}
+	if len(events) == 0 {
+		return nil, errors.New("empty batch")
+	}
+	return events, nil
+}
