@@ -46,5 +46,13 @@ func writeError(w http.ResponseWriter, r *http.Request, logger *slog.Logger, err
 	} else {
 		logger.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "request_id", body.RequestID, "error", err)
 	}
-	writeJSON(w, status, map[string]any{"success": false, "error": body})
+	writeFailure(w, status, body)
+}
+
+// writeFailure sends the failure envelope.
+func writeFailure(w http.ResponseWriter, status int, body errorBody) {
+	writeJSON(w, status, struct {
+		Success bool      `json:"success"`
+		Error   errorBody `json:"error"`
+	}{false, body})
 }

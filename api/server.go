@@ -54,9 +54,9 @@ func (s *Server) Handler() http.Handler {
 		s.fail(w, r, domain.Errorf(domain.KindNotFound, "no such endpoint: %s %s", r.Method, r.URL.Path))
 	})
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusMethodNotAllowed, map[string]any{"success": false, "error": errorBody{
+		writeFailure(w, http.StatusMethodNotAllowed, errorBody{
 			Code: "method_not_allowed", Message: "method " + r.Method + " is not allowed on " + r.URL.Path, RequestID: requestID(r.Context()),
-		}})
+		})
 	})
 	r.Get("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeData(w, http.StatusOK, map[string]any{"status": "ok"})
@@ -71,9 +71,9 @@ func (s *Server) Handler() http.Handler {
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.Ready != nil {
 		if err := s.cfg.Ready(r.Context()); err != nil {
-			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"success": false, "error": errorBody{
+			writeFailure(w, http.StatusServiceUnavailable, errorBody{
 				Code: "not_ready", Message: err.Error(), RequestID: requestID(r.Context()),
-			}})
+			})
 			return
 		}
 	}

@@ -1,0 +1,141 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/engram-memory/engram/api"
+	"github.com/engram-memory/engram/infra/sqlite"
+	"github.com/engram-memory/engram/projections"
+)
+
+// app is one wired Engram server on the embedded storage.
+type app struct {
+	logger  *slog.Logger
+	db      *sqlite.DB
+	store   *sqlite.EventStore
+	engine  *projections.Engine
+	handler http.Handler
+
+	stopEngine context.CancelFunc
+	engineDone chan struct{}
+	closeOnce  sync.Once
+	closers    []func(context.Context) error
+}
+
+// storage is the embedded storage and the projections over it; the server
+// and the offline maintenance commands share it.
+type storage struct {
+	db          *sqlite.DB
+	store       *sqlite.EventStore
+	projections []projections.Projection
+}
+
+func openStorage(ctx context.Context, dataDir string, logger *slog.Logger) (*storage, error) {
+	db, err := sqlite.Open(ctx, dataDir, sqlite.Options{})
+	if err != nil {
+		return nil, err
+	}
+	return &storage{
+		db:          db,
+		store:       sqlite.NewEventStore(db, 500*time.Millisecond),
+		projections: []projections.Projection{},
+	}, nil
+}
+
+func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, error) {
+	st, err := openStorage(ctx, cfg.DataDir, logger)
+	if err != nil {
+		return nil, err
+	}
+	a := &app{logger: logger, db: st.db, store: st.store}
+	a.engine = projections.NewEngine(st.store, logger, st.projections...)
+
+	caughtUp := newStartupGate()
+	engineCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	a.stopEngine, a.engineDone = stop, make(chan struct{})
+	go func() {
+		defer close(a.engineDone)
+		if err := a.engine.Run(engineCtx); err != nil && !errors.Is(err, context.Canceled) {
+			logger.Error("projection engine stopped", "error", err)
+		}
+	}()
+	go func() {
+		head, err := st.store.Head(engineCtx)
+		if err == nil {
+			err = a.engine.WaitFor(engineCtx, head)
+		}
+		caughtUp.open(err)
+		if err == nil {
+			logger.Info("projections caught up", "position", head)
+		}
+	}()
+
+	srv := api.New(api.Config{
+		Logger:        logger,
+		MaxBodyBytes:  cfg.MaxBodyBytes,
+		UserRateLimit: api.RateLimit{PerSecond: cfg.RateLimit, Burst: cfg.RateBurst},
+		IPRateLimit:   api.RateLimit{PerSecond: cfg.IPRateLimit, Burst: cfg.IPRateBurst},
+		Ready:         caughtUp.ready,
+	})
+	a.handler = caughtUp.gate(srv.Handler())
+	return a, nil
+}
+
+// close stops everything in dependency order; it is safe to call twice.
+func (a *app) close(ctx context.Context) error {
+	var errs []error
+	a.closeOnce.Do(func() {
+		for i := len(a.closers) - 1; i >= 0; i-- {
+			errs = append(errs, a.closers[i](ctx))
+		}
+		a.stopEngine()
+		<-a.engineDone
+		errs = append(errs, a.db.Close())
+	})
+	return errors.Join(errs...)
+}
+
+// startupGate holds API requests until the projections have applied the log
+// as it stood at start, so no read misses a write acknowledged before a
+// restart.
+type startupGate struct {
+	done chan struct{}
+	err  error
+}
+
+func newStartupGate() *startupGate { return &startupGate{done: make(chan struct{})} }
+
+func (g *startupGate) open(err error) {
+	g.err = err
+	close(g.done)
+}
+
+func (g *startupGate) ready(context.Context) error {
+	select {
+	case <-g.done:
+		return g.err
+	default:
+		return fmt.Errorf("projections are catching up with the event log")
+	}
+}
+
+func (g *startupGate) gate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		select {
+		case <-g.done:
+		case <-r.Context().Done():
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}

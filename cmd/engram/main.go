@@ -1,0 +1,63 @@
+// Command engram is the Engram server, its maintenance commands, the CLI and
+// the local dashboard, in one binary.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "engram:", err)
+		}
+		os.Exit(exitCode(err))
+	}
+}
+
+func exitCode(err error) int {
+	if errors.Is(err, flag.ErrHelp) || errors.Is(err, errUsage) {
+		return 2
+	}
+	return 1
+}
+
+var errUsage = errors.New("usage")
+
+const usage = `Usage: engram <command> [flags]
+
+Commands:
+  serve                     run the HTTP API (embedded SQLite storage by default)
+  projections rebuild [NAME] drop and rebuild read models and indexes from the event log
+  projections status        show each projection's checkpoint
+
+Run 'engram <command> -h' for the flags of a command.
+`
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return errUsage
+	}
+	switch args[0] {
+	case "serve":
+		return serveCommand(ctx, args[1:], stderr)
+	case "projections":
+		return projectionsCommand(ctx, args[1:], stdout, stderr)
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	default:
+		fmt.Fprintf(stderr, "engram: unknown command %q\n\n%s", args[0], usage)
+		return errUsage
+	}
+}

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"path/filepath"
+	"time"
+
+	"github.com/engram-memory/engram/projections"
+)
+
+func projectionsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || (args[0] != "rebuild" && args[0] != "status") {
+		fmt.Fprint(stderr, "Usage: engram projections rebuild [NAME] [--data-dir DIR]\n       engram projections status [--data-dir DIR]\n")
+		return errUsage
+	}
+	sub := args[0]
+	fs := flag.NewFlagSet("projections "+sub, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dataDir := fs.String("data-dir", filepath.Join(engramHome(), "server"), "data directory of a stopped server")
+	// Flags may come before or after the projection name.
+	var names []string
+	rest := args[1:]
+	for {
+		if err := parseFlags(fs, rest); err != nil {
+			return err
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		names = append(names, fs.Arg(0))
+		rest = fs.Args()[1:]
+	}
+	logger, err := newLogger(stderr, "warn", "text")
+	if err != nil {
+		return err
+	}
+	st, err := openStorage(ctx, *dataDir, logger)
+	if err != nil {
+		return err
+	}
+	defer st.db.Close()
+	engine := projections.NewEngine(st.store, logger, st.projections...)
+	if sub == "status" {
+		positions := map[string]uint64{}
+		for _, p := range st.projections {
+			pos, err := p.Position(ctx)
+			if err != nil {
+				return err
+			}
+			positions[p.Name()] = pos
+		}
+		head, err := st.store.Head(ctx)
+		if err != nil {
+			return err
+		}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(map[string]any{"head": head, "projections": positions})
+	}
+	start := time.Now()
+	head, err := st.store.Head(ctx)
+	if err != nil {
+		return err
+	}
+	if err := engine.Rebuild(ctx, names...); err != nil {
+		return err
+	}
+	elapsed := time.Since(start)
+	rebuilt := names
+	if len(rebuilt) == 0 {
+		rebuilt = engine.Names()
+	}
+	fmt.Fprintf(stdout, "rebuilt %v from %d events in %s (%.0f events/s)\n", rebuilt, head, elapsed.Round(time.Millisecond), float64(head)/elapsed.Seconds())
+	return nil
+}
