@@ -21,8 +21,11 @@ type Config struct {
 	// Ready reports whether the server can serve (projections caught up).
 	Ready func(ctx context.Context) error
 
-	Auth     Authenticator
-	Accounts Accounts
+	Auth       Authenticator
+	Accounts   Accounts
+	Memories   Memories
+	Embeddings Embeddings
+	Search     Searcher
 }
 
 // Server serves the HTTP API.
@@ -64,6 +67,9 @@ func (s *Server) Handler() http.Handler {
 	r.Get("/readyz", s.readyz)
 	r.Route("/v1", func(r chi.Router) {
 		s.accountRoutes(r)
+		s.memoryRoutes(r)
+		s.embeddingRoutes(r)
+		s.searchRoutes(r)
 	})
 	return r
 }

@@ -1,0 +1,95 @@
+package memory
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// AgentRef names the agent an event belongs to. Every agent-stream event
+// carries it, so projections need not parse stream names.
+type AgentRef struct {
+	UserID  string `json:"user_id"`
+	AgentID string `json:"agent_id"`
+}
+
+// AgentCreated: the first write to an agent creates it, bound to the
+// embedding model its memories are searched with.
+type AgentCreated struct {
+	AgentRef
+	EmbeddingModel string    `json:"embedding_model"`
+	Dimensions     int       `json:"dimensions"`
+	CreatedAt      time.Time `json:"created_at"`
+}
+
+// MemoryCreated records a new memory with canonical content.
+type MemoryCreated struct {
+	AgentRef
+	MemoryID    string          `json:"memory_id"`
+	Type        Type            `json:"type"`
+	Content     json.RawMessage `json:"content"`
+	Tags        []string        `json:"tags"`
+	DerivedFrom []string        `json:"derived_from"`
+	CreatedAt   time.Time       `json:"created_at"`
+	TextHash    string          `json:"text_hash"`
+}
+
+// MemoryEmbedded records the vector of a memory's indexed text (identified
+// by TextHash) under one model. Replays read vectors from here and never
+// call a provider. JobID is set when a re-embedding job produced it.
+type MemoryEmbedded struct {
+	AgentRef
+	MemoryID   string `json:"memory_id"`
+	Model      string `json:"model"`
+	Dimensions int    `json:"dimensions"`
+	TextHash   string `json:"text_hash"`
+	Vector     Vector `json:"vector"`
+	JobID      string `json:"job_id,omitempty"`
+}
+
+// MemoryUpdated records a memory's content and tags after a patch.
+type MemoryUpdated struct {
+	AgentRef
+	MemoryID  string          `json:"memory_id"`
+	Content   json.RawMessage `json:"content"`
+	Tags      []string        `json:"tags"`
+	TextHash  string          `json:"text_hash"`
+	UpdatedAt time.Time       `json:"updated_at"`
+}
+
+// MemoryForgotten hides a memory from search; it stays in the log and in
+// the dashboard.
+type MemoryForgotten struct {
+	AgentRef
+	MemoryID    string    `json:"memory_id"`
+	ForgottenAt time.Time `json:"forgotten_at"`
+}
+
+// MemoryPurged removes a memory from every projection (the log keeps the
+// fact that it was purged).
+type MemoryPurged struct {
+	AgentRef
+	MemoryID string `json:"memory_id"`
+}
+
+// AgentDeleted removes an agent and all its memories from every projection.
+type AgentDeleted struct {
+	AgentRef
+}
+
+// AgentModelSwitched moves an agent's search to vectors of another model,
+// once a re-embedding job has produced them all.
+type AgentModelSwitched struct {
+	AgentRef
+	Model      string `json:"model"`
+	Dimensions int    `json:"dimensions"`
+	JobID      string `json:"job_id,omitempty"`
+}
+
+func (AgentCreated) EventType() string       { return "AgentCreated" }
+func (MemoryCreated) EventType() string      { return "MemoryCreated" }
+func (MemoryEmbedded) EventType() string     { return "MemoryEmbedded" }
+func (MemoryUpdated) EventType() string      { return "MemoryUpdated" }
+func (MemoryForgotten) EventType() string    { return "MemoryForgotten" }
+func (MemoryPurged) EventType() string       { return "MemoryPurged" }
+func (AgentDeleted) EventType() string       { return "AgentDeleted" }
+func (AgentModelSwitched) EventType() string { return "AgentModelSwitched" }

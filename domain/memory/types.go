@@ -1,0 +1,130 @@
+// Package memory defines agents' typed memories: their types, content
+// fields, defaults and validation, the text that is indexed for search,
+// and the events that record every change.
+package memory
+
+import (
+	"sort"
+	"strings"
+
+	"github.com/engram-memory/engram/domain"
+)
+
+// Type is a memory type by its singular name, as results show it.
+type Type string
+
+const (
+	Episode      Type = "episode"
+	Belief       Type = "belief"
+	Note         Type = "note"
+	Value        Type = "value"
+	Goal         Type = "goal"
+	Playbook     Type = "playbook"
+	RawEntry     Type = "raw_entry"
+	Relationship Type = "relationship"
+	Drive        Type = "drive"
+)
+
+// typeInfo is the immutable table of types: plural (filter) name and
+// whether the type is indexed for search.
+var typeInfo = []struct {
+	t          Type
+	plural     string
+	searchable bool
+}{
+	{Episode, "episodes", true},
+	{Belief, "beliefs", true},
+	{Note, "notes", true},
+	{Value, "agent_values", true},
+	{Goal, "goals", true},
+	{Playbook, "playbooks", true},
+	{RawEntry, "raw_entries", true},
+	{Relationship, "relationships", true},
+	{Drive, "drives", false},
+}
+
+// Types lists every memory type.
+func Types() []Type {
+	out := make([]Type, len(typeInfo))
+	for i, ti := range typeInfo {
+		out[i] = ti.t
+	}
+	return out
+}
+
+// SearchableTypes lists the types that search and similarity can return.
+func SearchableTypes() []Type {
+	var out []Type
+	for _, ti := range typeInfo {
+		if ti.searchable {
+			out = append(out, ti.t)
+		}
+	}
+	return out
+}
+
+// Plural is the type's filter name (e.g. "agent_values").
+func (t Type) Plural() string {
+	for _, ti := range typeInfo {
+		if ti.t == t {
+			return ti.plural
+		}
+	}
+	return string(t)
+}
+
+// Searchable tells whether memories of this type are indexed for search.
+func (t Type) Searchable() bool {
+	for _, ti := range typeInfo {
+		if ti.t == t {
+			return ti.searchable
+		}
+	}
+	return false
+}
+
+// ParseType accepts a plural or singular type name ("episodes", "episode",
+// "agent_values", "value"; also "values").
+func ParseType(name string) (Type, bool) {
+	n := strings.ToLower(strings.TrimSpace(name))
+	for _, ti := range typeInfo {
+		if n == string(ti.t) || n == ti.plural {
+			return ti.t, true
+		}
+	}
+	if n == "values" {
+		return Value, true
+	}
+	return "", false
+}
+
+// ParseTypeFilter turns a list of type names into a sorted, de-duplicated
+// set; field names the request field for errors. An empty list is nil (all).
+func ParseTypeFilter(field string, names []string) ([]Type, error) {
+	if len(names) == 0 {
+		return nil, nil
+	}
+	seen := map[Type]bool{}
+	var out []Type
+	for i, n := range names {
+		t, ok := ParseType(n)
+		if !ok {
+			return nil, domain.Invalid(field, "%s[%d]: unknown memory type %q; use one of %s", field, i, n, strings.Join(pluralNames(), ", ")).
+				WithDetail("index", i)
+		}
+		if !seen[t] {
+			seen[t] = true
+			out = append(out, t)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out, nil
+}
+
+func pluralNames() []string {
+	out := make([]string, len(typeInfo))
+	for i, ti := range typeInfo {
+		out[i] = ti.plural
+	}
+	return out
+}

@@ -1,0 +1,41 @@
+package memory
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// View is a memory as read models return it.
+type View struct {
+	ID          string          `json:"id"`
+	AgentID     string          `json:"agent_id"`
+	Type        Type            `json:"type"`
+	Content     json.RawMessage `json:"content"`
+	Tags        []string        `json:"tags"`
+	DerivedFrom []string        `json:"derived_from"`
+	CreatedAt   time.Time       `json:"created_at"`
+	UpdatedAt   time.Time       `json:"updated_at"`
+	Forgotten   bool            `json:"forgotten"`
+	ForgottenAt *time.Time      `json:"forgotten_at"`
+	TextHash    string          `json:"-"`
+	// Embedding tells whether the current text has a vector in the agent's
+	// active model ("embedded") or waits for one ("pending").
+	Embedding EmbeddingState `json:"embedding"`
+}
+
+// EmbeddingState is a memory's embedding status in its agent's model.
+type EmbeddingState struct {
+	Status     string `json:"status"` // "embedded", "pending", or "not_indexed" (drives)
+	Model      string `json:"model"`
+	Dimensions int    `json:"dimensions"`
+}
+
+// AgentView is an agent as read models return it.
+type AgentView struct {
+	UserID         string    `json:"-"`
+	AgentID        string    `json:"agent_id"`
+	EmbeddingModel string    `json:"embedding_model"`
+	Dimensions     int       `json:"dimensions"`
+	CreatedAt      time.Time `json:"created_at"`
+	MemoryCount    int       `json:"memory_count"`
+}
