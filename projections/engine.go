@@ -86,7 +86,15 @@ func (e *Engine) run(ctx context.Context, projections []Projection) error {
 		e.advance(p.Name(), pos)
 		router.AddConsumerHandler(p.Name(), p.Name(), &logSubscriber{store: e.store, from: pos, retryDelay: e.retryDelay, logger: e.logger}, e.handler(p))
 	}
-	return router.Run(ctx)
+	// The router stops only when closed, not when its context ends.
+	go func() {
+		<-ctx.Done()
+		router.Close()
+	}()
+	if err := router.Run(ctx); err != nil {
+		return err
+	}
+	return ctx.Err()
 }
 
 func (e *Engine) handler(p Projection) message.NoPublishHandlerFunc {

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/engram-memory/engram/api"
+	"github.com/engram-memory/engram/commands"
+	"github.com/engram-memory/engram/infra/mail"
 	"github.com/engram-memory/engram/infra/sqlite"
 	"github.com/engram-memory/engram/projections"
 )
@@ -31,9 +33,9 @@ type app struct {
 // storage is the embedded storage and the projections over it; the server
 // and the offline maintenance commands share it.
 type storage struct {
-	db          *sqlite.DB
-	store       *sqlite.EventStore
-	projections []projections.Projection
+	db       *sqlite.DB
+	store    *sqlite.EventStore
+	accounts *sqlite.Accounts
 }
 
 func openStorage(ctx context.Context, dataDir string, logger *slog.Logger) (*storage, error) {
@@ -42,10 +44,15 @@ func openStorage(ctx context.Context, dataDir string, logger *slog.Logger) (*sto
 		return nil, err
 	}
 	return &storage{
-		db:          db,
-		store:       sqlite.NewEventStore(db, 500*time.Millisecond),
-		projections: []projections.Projection{},
+		db:       db,
+		store:    sqlite.NewEventStore(db, 500*time.Millisecond),
+		accounts: sqlite.NewAccounts(db),
 	}, nil
+}
+
+// projections lists every projection, in the order they are rebuilt.
+func (st *storage) projections() []projections.Projection {
+	return []projections.Projection{st.accounts}
 }
 
 func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, error) {
@@ -54,7 +61,8 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 		return nil, err
 	}
 	a := &app{logger: logger, db: st.db, store: st.store}
-	a.engine = projections.NewEngine(st.store, logger, st.projections...)
+	a.engine = projections.NewEngine(st.store, logger, st.projections()...)
+	writer := commands.NewEventWriter(st.store, a.engine)
 
 	caughtUp := newStartupGate()
 	engineCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
@@ -76,15 +84,57 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 		}
 	}()
 
+	sender, err := mail.NewFromConfig(cfg.SMTPURL, cfg.MailOutbox, logger)
+	if err != nil {
+		a.close(ctx)
+		return nil, err
+	}
+	usage := commands.NewUsageRecorder(writer, cfg.UsageFlush, logger)
+	a.runInBackground(usage.Run)
+	accounts, err := commands.NewAccounts(commands.AccountsConfig{
+		Writer:     writer,
+		Reader:     st.accounts,
+		Mailer:     commands.MailerFunc(func(ctx context.Context, m commands.Mail) error { return sender.Send(ctx, mail.Message(m)) }),
+		Usage:      usage,
+		Logger:     logger,
+		PublicURL:  cfg.PublicURL,
+		SessionTTL: cfg.SessionTTL,
+	})
+	if err != nil {
+		a.close(ctx)
+		return nil, err
+	}
+
 	srv := api.New(api.Config{
 		Logger:        logger,
 		MaxBodyBytes:  cfg.MaxBodyBytes,
 		UserRateLimit: api.RateLimit{PerSecond: cfg.RateLimit, Burst: cfg.RateBurst},
 		IPRateLimit:   api.RateLimit{PerSecond: cfg.IPRateLimit, Burst: cfg.IPRateBurst},
 		Ready:         caughtUp.ready,
+		Auth:          accounts,
+		Accounts:      accounts,
 	})
 	a.handler = caughtUp.gate(srv.Handler())
 	return a, nil
+}
+
+// runInBackground runs a component until the app closes; its final work
+// (e.g. a last flush that waits for projections) finishes before the
+// projection engine stops.
+func (a *app) runInBackground(run func(context.Context) error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			a.logger.Error("background component stopped", "error", err)
+		}
+	}()
+	a.closers = append(a.closers, func(context.Context) error {
+		cancel()
+		<-done
+		return nil
+	})
 }
 
 // close stops everything in dependency order; it is safe to call twice.

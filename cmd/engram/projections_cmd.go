@@ -43,10 +43,10 @@ func projectionsCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 		return err
 	}
 	defer st.db.Close()
-	engine := projections.NewEngine(st.store, logger, st.projections...)
+	engine := projections.NewEngine(st.store, logger, st.projections()...)
 	if sub == "status" {
 		positions := map[string]uint64{}
-		for _, p := range st.projections {
+		for _, p := range st.projections() {
 			pos, err := p.Position(ctx)
 			if err != nil {
 				return err

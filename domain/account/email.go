@@ -58,3 +58,7 @@ func StreamFor(normalizedEmail string) string {
 	sum := sha256.Sum256([]byte(normalizedEmail))
 	return StreamPrefix + hex.EncodeToString(sum[:])[:32]
 }
+
+// UsageStream holds a user's coalesced key-use events (APIKeysUsed), apart
+// from the user stream that decisions reload.
+func UsageStream(userID string) string { return "keyuse-" + userID }

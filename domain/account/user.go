@@ -100,6 +100,15 @@ func (u *User) ActiveKeys() int {
 	return n
 }
 
+// Apply folds events just decided into the state, so a command can answer
+// from the state it produced. Version is not changed: it stays the version
+// the events were decided on, the expected version of their append.
+func (u *User) Apply(payloads ...domain.Payload) {
+	for _, p := range payloads {
+		u.apply(p)
+	}
+}
+
 func (u *User) apply(p domain.Payload) {
 	switch e := p.(type) {
 	case *UserRegistered:

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"flag"
+	"testing"
+)
+
+func TestParseFlagsPrecedence(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{"default", nil, nil, "127.0.0.1:8080"},
+		{"env fills an unset flag", nil, map[string]string{"ENGRAM_ADDR": "127.0.0.1:9000"}, "127.0.0.1:9000"},
+		{"flag wins over env", []string{"--addr", "127.0.0.1:7000"}, map[string]string{"ENGRAM_ADDR": "127.0.0.1:9000"}, "127.0.0.1:7000"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			for k, v := range c.env {
+				t.Setenv(k, v)
+			}
+			var cfg serveConfig
+			if err := parseFlags(serveFlags(&cfg), c.args); err != nil {
+				t.Fatal(err)
+			}
+			if cfg.Addr != c.want {
+				t.Fatalf("addr = %q, want %q", cfg.Addr, c.want)
+			}
+		})
+	}
+}
+
+func TestParseFlagsEnvTwinsAndErrors(t *testing.T) {
+	t.Setenv("ENGRAM_DATA_DIR", "/tmp/x")
+	t.Setenv("ENGRAM_SMTP_URL", "smtp://127.0.0.1:2525")
+	t.Setenv("ENGRAM_MAIL_OUTBOX", "/tmp/outbox")
+	t.Setenv("ENGRAM_EMBED_PROVIDER", "openai")
+	t.Setenv("ENGRAM_SESSION_TTL", "2h")
+	var cfg serveConfig
+	if err := parseFlags(serveFlags(&cfg), nil); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.DataDir != "/tmp/x" || cfg.SMTPURL != "smtp://127.0.0.1:2525" || cfg.MailOutbox != "/tmp/outbox" || cfg.EmbedProvider != "openai" || cfg.SessionTTL.Hours() != 2 {
+		t.Fatalf("env twins not applied: %+v", cfg)
+	}
+
+	t.Setenv("ENGRAM_RATE_BURST", "lots")
+	var bad serveConfig
+	fs := serveFlags(&bad)
+	fs.SetOutput(discard{})
+	if err := parseFlags(fs, nil); err == nil {
+		t.Fatal("a malformed ENGRAM_RATE_BURST was accepted")
+	}
+	var unknown serveConfig
+	fs = serveFlags(&unknown)
+	fs.SetOutput(discard{})
+	if err := parseFlags(fs, []string{"--no-such-flag"}); err == nil || err == flag.ErrHelp {
+		t.Fatalf("unknown flag: err = %v", err)
+	}
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }

@@ -1,0 +1,78 @@
+package sqlite
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"io"
+)
+
+// exportTable names a read-model table and the primary key that orders it.
+type exportTable struct {
+	name    string
+	orderBy string
+}
+
+// exportTables writes each table as JSON lines {"table":…,"row":{…}}, rows
+// in primary-key order and columns in name order (encoding/json sorts map
+// keys), so equal states give equal bytes. Read models use it for their
+// Export, which the replay test compares.
+func exportTables(ctx context.Context, db *sql.DB, w io.Writer, tables []exportTable) error {
+	// One read transaction: every table from the same snapshot.
+	tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return fmt.Errorf("sqlite: export: %w", err)
+	}
+	defer tx.Rollback()
+	bw := bufio.NewWriter(w)
+	for _, t := range tables {
+		if err := exportTableRows(ctx, tx, bw, t); err != nil {
+			return err
+		}
+	}
+	return bw.Flush()
+}
+
+func exportTableRows(ctx context.Context, tx *sql.Tx, w *bufio.Writer, t exportTable) error {
+	rows, err := tx.QueryContext(ctx, `SELECT * FROM `+t.name+` ORDER BY `+t.orderBy)
+	if err != nil {
+		return fmt.Errorf("sqlite: export %s: %w", t.name, err)
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return fmt.Errorf("sqlite: export %s: %w", t.name, err)
+	}
+	values := make([]any, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range values {
+		ptrs[i] = &values[i]
+	}
+	for rows.Next() {
+		if err := rows.Scan(ptrs...); err != nil {
+			return fmt.Errorf("sqlite: export %s: %w", t.name, err)
+		}
+		row := make(map[string]any, len(cols))
+		for i, c := range cols {
+			if b, ok := values[i].([]byte); ok {
+				values[i] = string(b)
+			}
+			row[c] = values[i]
+		}
+		line, err := json.Marshal(struct {
+			Table string         `json:"table"`
+			Row   map[string]any `json:"row"`
+		}{t.name, row})
+		if err != nil {
+			return fmt.Errorf("sqlite: export %s: %w", t.name, err)
+		}
+		w.Write(line)
+		w.WriteByte('\n')
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("sqlite: export %s: %w", t.name, err)
+	}
+	return nil
+}
