@@ -1,8 +1,280 @@
 package api
 
-import "github.com/go-chi/chi/v5"
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
 
-// Memories is the agent and memory use-case surface the API needs.
-type Memories interface{}
+	"github.com/go-chi/chi/v5"
 
-func (s *Server) memoryRoutes(r chi.Router) {}
+	"github.com/engram-memory/engram/commands"
+	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/domain/memory"
+)
+
+// Memories is the agent and memory use-case surface the API needs;
+// commands.Memories implements it. Writes act for meta's user, reads are
+// scoped by userID.
+type Memories interface {
+	Create(ctx context.Context, meta domain.Metadata, agentID string, in commands.MemoryInput) (commands.CreatedMemory, error)
+	CreateBatch(ctx context.Context, meta domain.Metadata, agentID string, in []commands.MemoryInput) ([]commands.CreatedMemory, error)
+	Get(ctx context.Context, userID, id string) (memory.View, error)
+	List(ctx context.Context, q memory.ListQuery) (memory.Page, error)
+	Patch(ctx context.Context, meta domain.Metadata, id string, p commands.MemoryPatch) (memory.View, error)
+	Forget(ctx context.Context, meta domain.Metadata, id string) (memory.View, error)
+	Purge(ctx context.Context, meta domain.Metadata, id string) error
+	Agents(ctx context.Context, userID string) ([]memory.AgentView, error)
+	DeleteAgent(ctx context.Context, meta domain.Metadata, agentID string) error
+}
+
+// memoryRoutes mounts /memories and /agents; every route needs a bearer
+// credential and sees only its user's agents and memories.
+func (s *Server) memoryRoutes(r chi.Router) {
+	if s.cfg.Memories == nil {
+		return
+	}
+	r.Group(func(r chi.Router) {
+		r.Use(s.requireAuth)
+		r.Post("/memories", s.createMemory)
+		r.Post("/memories/batch", s.createMemoryBatch)
+		r.Get("/memories", s.listMemories)
+		r.Get("/memories/{id}", s.getMemory)
+		r.Patch("/memories/{id}", s.patchMemory)
+		r.Delete("/memories/{id}", s.deleteMemory)
+		r.Get("/agents", s.listAgents)
+		r.Delete("/agents/{agent_id}", s.deleteAgent)
+	})
+}
+
+// memoryItemJSON is one memory of a create request.
+type memoryItemJSON struct {
+	Type        string          `json:"type"`
+	Content     json.RawMessage `json:"content"`
+	Tags        []string        `json:"tags"`
+	CreatedAt   *string         `json:"created_at"`
+	DerivedFrom []string        `json:"derived_from"`
+}
+
+func (m memoryItemJSON) input() commands.MemoryInput {
+	in := commands.MemoryInput{Type: m.Type, Content: m.Content, Tags: m.Tags, DerivedFrom: m.DerivedFrom}
+	if m.CreatedAt != nil {
+		in.CreatedAt = *m.CreatedAt
+	}
+	return in
+}
+
+// createdJSON is the response entry of one created memory.
+type createdJSON struct {
+	Type      memory.Type           `json:"type"`
+	ID        string                `json:"id"`
+	CreatedAt time.Time             `json:"created_at"`
+	Embedding memory.EmbeddingState `json:"embedding"`
+}
+
+func toCreatedJSON(c commands.CreatedMemory) createdJSON {
+	return createdJSON{Type: c.Type, ID: c.ID, CreatedAt: c.CreatedAt.UTC(), Embedding: c.Embedding}
+}
+
+func (s *Server) createMemory(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		AgentID string `json:"agent_id"`
+		memoryItemJSON
+	}
+	if err := decodeJSON(r, &req); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	created, err := s.cfg.Memories.Create(r.Context(), meta(r), req.AgentID, req.input())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeData(w, http.StatusCreated, toCreatedJSON(created))
+}
+
+func (s *Server) createMemoryBatch(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		AgentID  string            `json:"agent_id"`
+		Memories []json.RawMessage `json:"memories"`
+	}
+	if err := decodeJSON(r, &req); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if err := commands.CheckBatchSize(len(req.Memories)); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	// Items are decoded one by one so an error can name its item.
+	inputs := make([]commands.MemoryInput, len(req.Memories))
+	for i, raw := range req.Memories {
+		var item memoryItemJSON
+		if err := decodeStrictJSON(raw, &item); err != nil {
+			s.fail(w, r, commands.BatchItemError(i, err))
+			return
+		}
+		inputs[i] = item.input()
+	}
+	created, err := s.cfg.Memories.CreateBatch(r.Context(), meta(r), req.AgentID, inputs)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	out := make([]createdJSON, len(created))
+	for i, c := range created {
+		out[i] = toCreatedJSON(c)
+	}
+	writeData(w, http.StatusCreated, map[string]any{"memories": out})
+}
+
+// decodeStrictJSON decodes one JSON object held in raw like decodeJSON
+// decodes a body: no unknown fields, errors naming the field.
+func decodeStrictJSON(raw json.RawMessage, v any) error {
+	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' {
+		return domain.Errorf(domain.KindInvalid, "each memory must be a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return jsonError(err)
+	}
+	if err := dec.Decode(&struct{}{}); !errors.Is(err, io.EOF) {
+		return domain.Errorf(domain.KindInvalid, "each memory must be one JSON object")
+	}
+	return nil
+}
+
+func (s *Server) getMemory(w http.ResponseWriter, r *http.Request) {
+	v, err := s.cfg.Memories.Get(r.Context(), actor(r.Context()).UserID, chi.URLParam(r, "id"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeData(w, http.StatusOK, v)
+}
+
+// listMemories serves GET /memories?agent_id=&type=&limit=&cursor=&include_forgotten=.
+// type takes plural or singular names, repeated or comma-separated.
+func (s *Server) listMemories(w http.ResponseWriter, r *http.Request) {
+	q, err := listQuery(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	page, err := s.cfg.Memories.List(r.Context(), q)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	var next *string
+	if page.NextCursor != "" {
+		next = &page.NextCursor
+	}
+	writeData(w, http.StatusOK, map[string]any{"memories": page.Memories, "next_cursor": next})
+}
+
+func listQuery(r *http.Request) (memory.ListQuery, error) {
+	params := r.URL.Query()
+	q := memory.ListQuery{UserID: actor(r.Context()).UserID, AgentID: params.Get("agent_id"), Cursor: params.Get("cursor")}
+	var names []string
+	for _, v := range params["type"] {
+		for _, n := range strings.Split(v, ",") {
+			if n = strings.TrimSpace(n); n != "" {
+				names = append(names, n)
+			}
+		}
+	}
+	var err error
+	if q.Types, err = memory.ParseTypeFilter("type", names); err != nil {
+		return q, err
+	}
+	if v := params.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > memory.MaxListLimit {
+			return q, domain.Invalid("limit", "limit must be an integer from 1 to %d, got %q", memory.MaxListLimit, v).WithDetail("limit", memory.MaxListLimit)
+		}
+		q.Limit = n
+	}
+	if q.IncludeForgotten, err = boolParam(params.Get("include_forgotten"), "include_forgotten"); err != nil {
+		return q, err
+	}
+	return q, nil
+}
+
+// boolParam reads an optional boolean query parameter (absent is false).
+func boolParam(v, name string) (bool, error) {
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, domain.Invalid(name, "%s must be true or false, got %q", name, v)
+	}
+	return b, nil
+}
+
+func (s *Server) patchMemory(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Content json.RawMessage `json:"content"`
+		Tags    *[]string       `json:"tags"`
+	}
+	if err := decodeJSON(r, &req); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	v, err := s.cfg.Memories.Patch(r.Context(), meta(r), chi.URLParam(r, "id"), commands.MemoryPatch{Content: req.Content, Tags: req.Tags})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeData(w, http.StatusOK, v)
+}
+
+// deleteMemory forgets a memory, or with ?purge=true removes it from every
+// projection.
+func (s *Server) deleteMemory(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "id")
+	purge, err := boolParam(r.URL.Query().Get("purge"), "purge")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if purge {
+		if err := s.cfg.Memories.Purge(r.Context(), meta(r), id); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		writeData(w, http.StatusOK, map[string]any{"id": id, "purged": true})
+		return
+	}
+	v, err := s.cfg.Memories.Forget(r.Context(), meta(r), id)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeData(w, http.StatusOK, map[string]any{"id": v.ID, "forgotten": v.Forgotten, "forgotten_at": v.ForgottenAt})
+}
+
+func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) {
+	agents, err := s.cfg.Memories.Agents(r.Context(), actor(r.Context()).UserID)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeData(w, http.StatusOK, map[string]any{"agents": agents})
+}
+
+func (s *Server) deleteAgent(w http.ResponseWriter, r *http.Request) {
+	agentID := chi.URLParam(r, "agent_id")
+	if err := s.cfg.Memories.DeleteAgent(r.Context(), meta(r), agentID); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeData(w, http.StatusOK, map[string]any{"agent_id": agentID, "deleted": true})
+}

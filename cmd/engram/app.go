@@ -36,6 +36,7 @@ type storage struct {
 	db       *sqlite.DB
 	store    *sqlite.EventStore
 	accounts *sqlite.Accounts
+	memories *sqlite.Memories
 }
 
 func openStorage(ctx context.Context, dataDir string, logger *slog.Logger) (*storage, error) {
@@ -47,12 +48,13 @@ func openStorage(ctx context.Context, dataDir string, logger *slog.Logger) (*sto
 		db:       db,
 		store:    sqlite.NewEventStore(db, 500*time.Millisecond),
 		accounts: sqlite.NewAccounts(db),
+		memories: sqlite.NewMemories(db),
 	}, nil
 }
 
 // projections lists every projection, in the order they are rebuilt.
 func (st *storage) projections() []projections.Projection {
-	return []projections.Projection{st.accounts}
+	return []projections.Projection{st.accounts, st.memories}
 }
 
 func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, error) {
@@ -84,6 +86,26 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 		}
 	}()
 
+	catalog, err := newEmbedCatalog(cfg)
+	if err != nil {
+		a.close(ctx)
+		return nil, err
+	}
+	queue, err := commands.NewEmbedQueue(commands.EmbedQueueConfig{Writer: writer, Reader: st.memories, Embedder: catalog, Logger: logger})
+	if err != nil {
+		a.close(ctx)
+		return nil, err
+	}
+	a.runInBackground(queue.Run)
+	memories, err := commands.NewMemories(commands.MemoriesConfig{
+		Writer: writer, Reader: st.memories, Embedder: catalog,
+		DefaultModel: catalog.DefaultModel(), Queue: queue, Logger: logger,
+	})
+	if err != nil {
+		a.close(ctx)
+		return nil, err
+	}
+
 	sender, err := mail.NewFromConfig(cfg.SMTPURL, cfg.MailOutbox, logger)
 	if err != nil {
 		a.close(ctx)
@@ -96,6 +118,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 		Reader:     st.accounts,
 		Mailer:     commands.MailerFunc(func(ctx context.Context, m commands.Mail) error { return sender.Send(ctx, mail.Message(m)) }),
 		Usage:      usage,
+		Agents:     st.memories,
 		Logger:     logger,
 		PublicURL:  cfg.PublicURL,
 		SessionTTL: cfg.SessionTTL,
@@ -113,6 +136,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 		Ready:         caughtUp.ready,
 		Auth:          accounts,
 		Accounts:      accounts,
+		Memories:      memories,
 	})
 	a.handler = caughtUp.gate(srv.Handler())
 	return a, nil

@@ -17,26 +17,27 @@ import (
 
 // serveConfig is everything `engram serve` can be told.
 type serveConfig struct {
-	Addr          string
-	DataDir       string
-	PublicURL     string
-	SMTPURL       string
-	MailOutbox    string
-	SessionTTL    time.Duration
-	UsageFlush    time.Duration
-	RateLimit     float64
-	RateBurst     int
-	IPRateLimit   float64
-	IPRateBurst   int
-	MaxBodyBytes  int64
-	EmbedProvider string
-	EmbedModel    string
-	EmbedModelDir string
-	OpenAIBaseURL string
-	OpenAIAPIKey  string
-	OpenAIOrg     string
-	LogLevel      string
-	LogFormat     string
+	Addr              string
+	DataDir           string
+	PublicURL         string
+	SMTPURL           string
+	MailOutbox        string
+	SessionTTL        time.Duration
+	UsageFlush        time.Duration
+	RateLimit         float64
+	RateBurst         int
+	IPRateLimit       float64
+	IPRateBurst       int
+	MaxBodyBytes      int64
+	EmbedProvider     string
+	EmbedModel        string
+	EmbedModelDir     string
+	OpenAIBaseURL     string
+	OpenAIAPIKey      string
+	OpenAIOrg         string
+	OpenAIExtraModels string
+	LogLevel          string
+	LogFormat         string
 }
 
 func serveFlags(cfg *serveConfig) *flag.FlagSet {
@@ -58,6 +59,7 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.StringVar(&cfg.EmbedModelDir, "embed-model-dir", "", "comma-separated directories of Model2Vec-style static models to load")
 	fs.StringVar(&cfg.OpenAIBaseURL, "openai-base-url", "", "OpenAI-compatible API base URL (env OPENAI_BASE_URL also works)")
 	fs.StringVar(&cfg.OpenAIOrg, "openai-org", "", "OpenAI organisation")
+	fs.StringVar(&cfg.OpenAIExtraModels, "openai-extra-models", "", "extra models of an OpenAI-compatible server, as name:dimensions,... (e.g. nomic-embed-text:768)")
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&cfg.LogFormat, "log-format", "text", "text or json")
 	return fs

@@ -178,7 +178,10 @@ func decodeStrict(raw json.RawMessage, v any) error {
 	var typ *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &typ) && typ.Field != "":
-		return domain.Invalid("content."+typ.Field, "content.%s has the wrong type (got %s)", typ.Field, typ.Value)
+		// Fields of the embedded Metadata come back as "Metadata.<name>";
+		// clients know them as plain content fields.
+		f := strings.TrimPrefix(typ.Field, "Metadata.")
+		return domain.Invalid("content."+f, "content.%s has the wrong type (got %s)", f, typ.Value)
 	case errors.As(err, &typ):
 		return domain.Invalid("content", "content must be a JSON object, not %s", typ.Value)
 	case strings.HasPrefix(err.Error(), "json: unknown field "):

@@ -21,7 +21,8 @@ func (r Ref) String() string { return string(r.Type) + ":" + r.ID }
 func ParseRefs(field string, refs []string) ([]Ref, error) {
 	out := make([]Ref, 0, len(refs))
 	for i, s := range refs {
-		typ, id, ok := strings.Cut(strings.TrimSpace(s), ":")
+		typ, id, ok := strings.Cut(s, ":")
+		typ, id = strings.TrimSpace(typ), strings.TrimSpace(id)
 		t, known := ParseType(typ)
 		if typ == "raw" {
 			t, known = RawEntry, true

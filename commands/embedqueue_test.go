@@ -1,0 +1,128 @@
+package commands_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/engram-memory/engram/commands"
+	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/domain/memory"
+)
+
+func TestEmbedQueueDrainsAfterOutage(t *testing.T) {
+	e := newMemEnv(t)
+	ctx := context.Background()
+	e.provider.down.Store(true)
+	var ids []string
+	for _, w := range []struct{ user, agent string }{{"u1", "a"}, {"u1", "a"}, {"u1", "b"}, {"u2", "a"}} {
+		c, err := e.memories.CreateBatch(ctx, memMeta(w.user), w.agent, []commands.MemoryInput{memNote("x " + w.user + w.agent), memNote("y")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range c {
+			if m.Embedding.Status != memory.StatusPending {
+				t.Fatalf("status %s while the provider is down", m.Embedding.Status)
+			}
+			ids = append(ids, w.user+"/"+m.ID)
+		}
+	}
+	if n, err := e.queue.Drain(ctx); n != 0 || domain.ErrorKind(err) != domain.KindProviderUnavailable {
+		t.Errorf("Drain while down = %d, %v", n, err)
+	}
+
+	e.provider.down.Store(false)
+	calls := e.provider.calls.Load()
+	n, err := e.queue.Drain(ctx)
+	if err != nil || n != len(ids) {
+		t.Fatalf("Drain = %d, %v; want %d", n, err, len(ids))
+	}
+	// One provider call (and one append) per agent: u1/a, u1/b, u2/a.
+	if got := e.provider.calls.Load() - calls; got != 3 {
+		t.Errorf("%d provider calls, want 3", got)
+	}
+	for _, id := range ids {
+		var user, mid string
+		fmt.Sscanf(id, "%2s/%s", &user, &mid)
+		v, err := e.memories.Get(ctx, user, mid)
+		if err != nil || v.Embedding.Status != memory.StatusEmbedded {
+			t.Errorf("%s: %+v, %v", id, v.Embedding, err)
+		}
+	}
+	events, _ := e.store.ReadStream(ctx, memory.AgentStream("u1", "a"), 0)
+	last := events[len(events)-1]
+	if last.Type != "MemoryEmbedded" || last.Actor.Kind != domain.ActorSystem || last.Actor.UserID != "u1" {
+		t.Errorf("queue event = %s by %+v", last.Type, last.Actor)
+	}
+	calls = e.provider.calls.Load()
+	if n, err := e.queue.Drain(ctx); n != 0 || err != nil || e.provider.calls.Load() != calls {
+		t.Errorf("an empty queue did work: %d, %v", n, err)
+	}
+}
+
+func TestEmbedQueueRunRetriesWithBackoff(t *testing.T) {
+	e := newMemEnv(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	e.provider.down.Store(true)
+	c, err := e.memories.Create(ctx, memMeta("u1"), "a", memNote("embedded once the provider is back"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- e.queue.Run(ctx) }()
+	// Without any kick, the queue keeps retrying while the provider fails.
+	before := e.provider.calls.Load()
+	memWaitFor(t, "two retries", func() bool { return e.provider.calls.Load() >= before+2 })
+	e.provider.down.Store(false)
+	memWaitFor(t, "the memory is embedded", func() bool {
+		v, err := e.memories.Get(ctx, "u1", c.ID)
+		return err == nil && v.Embedding.Status == memory.StatusEmbedded
+	})
+	cancel()
+	if err := <-done; err != context.Canceled {
+		t.Errorf("Run = %v", err)
+	}
+}
+
+func TestEmbedQueueModelNotServed(t *testing.T) {
+	e := newMemEnv(t)
+	ctx := context.Background()
+	c, err := e.memories.Create(ctx, memMeta("u1"), "a", memNote("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The agent moves to a model no provider here serves: its memories
+	// wait for vectors, and the queue reports the failure instead of
+	// looping.
+	ref := memory.AgentRef{UserID: "u1", AgentID: "a"}
+	if _, err := e.writer.Append(ctx, memory.AgentStream("u1", "a"), domain.ExpectAny, memMeta("u1"),
+		memory.AgentModelSwitched{AgentRef: ref, Model: "text-embedding-3-small", Dimensions: 1536}); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := e.memories.Get(ctx, "u1", c.ID); v.Embedding.Status != memory.StatusPending || v.Embedding.Model != "text-embedding-3-small" {
+		t.Errorf("after the switch: %+v", v.Embedding)
+	}
+	if n, err := e.queue.Drain(ctx); n != 0 || err == nil {
+		t.Errorf("Drain = %d, %v; want a model error", n, err)
+	}
+}
+
+func TestEmbedQueueKickNeverBlocks(t *testing.T) {
+	e := newMemEnv(t)
+	for range 100 {
+		e.queue.Kick()
+	}
+}
+
+func memWaitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}

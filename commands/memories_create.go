@@ -1,0 +1,296 @@
+package commands
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/domain/memory"
+)
+
+// MemoryInput is one memory to create, as the client sent it.
+type MemoryInput struct {
+	Type        string // plural or singular name
+	Content     json.RawMessage
+	Tags        []string
+	CreatedAt   string // RFC 3339; empty means now
+	DerivedFrom []string
+}
+
+// CreatedMemory is what a create returns per memory.
+type CreatedMemory struct {
+	Type      memory.Type
+	ID        string
+	CreatedAt time.Time
+	Embedding memory.EmbeddingState
+}
+
+// maxCreateAttempts bounds re-appends after a concurrent agent delete won.
+const maxCreateAttempts = 3
+
+// Create validates and records one memory of the agent. A missing agent is
+// created first, in the same append.
+func (m *Memories) Create(ctx context.Context, meta domain.Metadata, agentID string, in MemoryInput) (CreatedMemory, error) {
+	out, err := m.create(ctx, meta, agentID, []MemoryInput{in}, func(_ int, err error) error { return err })
+	if err != nil {
+		return CreatedMemory{}, err
+	}
+	return out[0], nil
+}
+
+// CreateBatch records up to memory.MaxBatch memories of one agent in one
+// append: all of them or, if any is invalid, none (the error names the
+// item as memories[i] and carries details.index). The result is in input
+// order. derived_from must name memories that exist before the batch.
+func (m *Memories) CreateBatch(ctx context.Context, meta domain.Metadata, agentID string, in []MemoryInput) ([]CreatedMemory, error) {
+	if err := CheckBatchSize(len(in)); err != nil {
+		return nil, err
+	}
+	return m.create(ctx, meta, agentID, in, BatchItemError)
+}
+
+// CheckBatchSize accepts 1 to memory.MaxBatch items.
+func CheckBatchSize(n int) error {
+	switch {
+	case n == 0:
+		return domain.Invalid("memories", "memories must hold at least one memory")
+	case n > memory.MaxBatch:
+		return domain.Invalid("memories", "memories holds %d items; the limit is %d per batch", n, memory.MaxBatch).
+			WithDetail("limit", memory.MaxBatch)
+	}
+	return nil
+}
+
+// pendingMemory is a validated input with everything its events need.
+type pendingMemory struct {
+	typ       memory.Type
+	content   json.RawMessage
+	tags      []string
+	refs      []memory.Ref
+	createdAt time.Time
+	text      string
+	hash      string
+}
+
+func (m *Memories) create(ctx context.Context, meta domain.Metadata, agentID string, in []MemoryInput, at func(int, error) error) ([]CreatedMemory, error) {
+	userID, err := userOf(meta)
+	if err != nil {
+		return nil, err
+	}
+	if err := memory.ValidateAgentID(agentID); err != nil {
+		return nil, err
+	}
+	now := m.now()
+	items := make([]pendingMemory, len(in))
+	for i, input := range in {
+		if items[i], err = m.prepare(input, now); err != nil {
+			return nil, at(i, err)
+		}
+	}
+	for attempt := 1; ; attempt++ {
+		out, lost, err := m.appendCreated(ctx, meta, userID, agentID, items, at)
+		if err != nil || !lost {
+			return out, err
+		}
+		// The agent was deleted between our read and our append, so the
+		// read model dropped the memories. The write came later in the
+		// log, so it must re-create the agent: decide again.
+		m.logger.InfoContext(ctx, "memory write raced an agent delete; writing again", "agent_id", agentID, "attempt", attempt)
+		if attempt == maxCreateAttempts {
+			return nil, domain.Conflict("agent_changed", "agent %s was deleted while the memories were written; retry the request", agentID)
+		}
+	}
+}
+
+// prepare validates one input and computes its canonical form.
+func (m *Memories) prepare(in MemoryInput, now time.Time) (pendingMemory, error) {
+	var p pendingMemory
+	if strings.TrimSpace(in.Type) == "" {
+		return p, domain.Invalid("type", "type is required")
+	}
+	t, ok := memory.ParseType(in.Type)
+	if !ok {
+		return p, domain.Invalid("type", "unknown memory type %q; use a plural or singular type name such as episodes or episode", in.Type)
+	}
+	var err error
+	if p.content, err = memory.NormalizeContent(t, in.Content); err != nil {
+		return p, err
+	}
+	if p.tags, err = memory.NormalizeTags("tags", in.Tags); err != nil {
+		return p, err
+	}
+	if p.createdAt, err = parseCreatedAt(in.CreatedAt, now); err != nil {
+		return p, err
+	}
+	if len(in.DerivedFrom) > memory.MaxListItems {
+		return p, domain.Invalid("derived_from", "derived_from holds %d references; the limit is %d", len(in.DerivedFrom), memory.MaxListItems)
+	}
+	if p.refs, err = memory.ParseRefs("derived_from", in.DerivedFrom); err != nil {
+		return p, err
+	}
+	if p.text, err = memory.IndexedText(t, p.content); err != nil {
+		return p, err
+	}
+	p.typ, p.hash = t, memory.TextHash(p.text)
+	return p, nil
+}
+
+func parseCreatedAt(s string, now time.Time) (time.Time, error) {
+	if s == "" {
+		return now, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, domain.Invalid("created_at", "created_at must be an RFC 3339 timestamp such as 2025-01-31T12:00:00Z, got %q", s)
+	}
+	if t.After(now.Add(MaxFutureSkew)) {
+		return time.Time{}, domain.Invalid("created_at", "created_at %s is in the future (more than %s ahead of the server clock)", s, MaxFutureSkew)
+	}
+	return t.UTC(), nil
+}
+
+// appendCreated records items in one append. lost reports that a
+// concurrent agent delete, earlier in the log, made the read model drop
+// them.
+func (m *Memories) appendCreated(ctx context.Context, meta domain.Metadata, userID, agentID string, items []pendingMemory, at func(int, error) error) (out []CreatedMemory, lost bool, err error) {
+	ref := memory.AgentRef{UserID: userID, AgentID: agentID}
+	agent, exists, err := m.cfg.Reader.Agent(ctx, userID, agentID)
+	if err != nil {
+		return nil, false, err
+	}
+	var payloads []domain.Payload
+	if !exists {
+		agent = memory.AgentView{UserID: userID, AgentID: agentID, EmbeddingModel: m.cfg.DefaultModel.Name, Dimensions: m.cfg.DefaultModel.Dimensions, CreatedAt: m.now()}
+		payloads = append(payloads, memory.AgentCreated{AgentRef: ref, EmbeddingModel: agent.EmbeddingModel, Dimensions: agent.Dimensions, CreatedAt: agent.CreatedAt})
+	}
+	if err := m.checkRefs(ctx, userID, agentID, items, exists, at); err != nil {
+		return nil, false, err
+	}
+	vectors := m.embedOnWrite(ctx, agent, items)
+	out = make([]CreatedMemory, len(items))
+	for i, it := range items {
+		id, err := uuid.NewV7()
+		if err != nil {
+			return nil, false, fmt.Errorf("commands: memory id: %w", err)
+		}
+		out[i] = CreatedMemory{Type: it.typ, ID: id.String(), CreatedAt: it.createdAt,
+			Embedding: memory.EmbeddingState{Model: agent.EmbeddingModel, Dimensions: agent.Dimensions}}
+		payloads = append(payloads, memory.MemoryCreated{AgentRef: ref, MemoryID: out[i].ID, Type: it.typ, Content: it.content,
+			Tags: it.tags, DerivedFrom: memory.RefStrings(it.refs), CreatedAt: it.createdAt, TextHash: it.hash})
+		switch {
+		case !it.typ.Searchable():
+			out[i].Embedding.Status = memory.StatusNotIndexed
+		case vectors[i] != nil:
+			out[i].Embedding.Status = memory.StatusEmbedded
+			payloads = append(payloads, memory.MemoryEmbedded{AgentRef: ref, MemoryID: out[i].ID, Model: agent.EmbeddingModel,
+				Dimensions: agent.Dimensions, TextHash: it.hash, Vector: memory.Vector(vectors[i])})
+		default:
+			out[i].Embedding.Status = memory.StatusPending
+		}
+	}
+	if _, err := m.cfg.Writer.Append(ctx, memory.AgentStream(userID, agentID), domain.ExpectAny, meta, payloads...); err != nil {
+		return nil, false, err
+	}
+	if exists {
+		// All-or-nothing: the first memory tells about the whole append.
+		if _, found, err := m.cfg.Reader.Memory(ctx, userID, out[0].ID); err != nil || !found {
+			return nil, !found, err
+		}
+	}
+	for _, c := range out {
+		if c.Embedding.Status == memory.StatusPending {
+			m.kick()
+			break
+		}
+	}
+	return out, false, nil
+}
+
+// checkRefs makes sure every derived_from reference names an existing
+// memory of the same agent, of the type it says.
+func (m *Memories) checkRefs(ctx context.Context, userID, agentID string, items []pendingMemory, agentExists bool, at func(int, error) error) error {
+	var ids []string
+	for _, it := range items {
+		for _, r := range it.refs {
+			ids = append(ids, r.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	existing := map[string]memory.Type{}
+	if agentExists {
+		var err error
+		if existing, err = m.cfg.Reader.ExistingRefs(ctx, userID, agentID, ids); err != nil {
+			return err
+		}
+	}
+	for i, it := range items {
+		for j, r := range it.refs {
+			if t, ok := existing[r.ID]; !ok || t != r.Type {
+				return at(i, memory.ErrRefNotFound("derived_from", j, r))
+			}
+		}
+	}
+	return nil
+}
+
+// embedOnWrite embeds the indexed texts of the searchable items with the
+// agent's model in one provider call. vectors[i] is nil for drives and for
+// every item when the provider fails: the write goes on without vectors
+// and the embedding queue fills them in later.
+func (m *Memories) embedOnWrite(ctx context.Context, agent memory.AgentView, items []pendingMemory) [][]float32 {
+	vectors := make([][]float32, len(items))
+	var texts []string
+	var idx []int
+	for i, it := range items {
+		if it.typ.Searchable() {
+			texts, idx = append(texts, it.text), append(idx, i)
+		}
+	}
+	if len(texts) == 0 {
+		return vectors
+	}
+	got, err := embedTexts(ctx, m.cfg.Embedder, m.cfg.EmbedTimeout, agent.EmbeddingModel, agent.Dimensions, texts)
+	if err != nil {
+		m.logger.WarnContext(ctx, "embedding on write failed; memories queued for embedding",
+			"agent_id", agent.AgentID, "model", agent.EmbeddingModel, "memories", len(texts), "error", err)
+		return vectors
+	}
+	for k, i := range idx {
+		vectors[i] = got[k]
+	}
+	return vectors
+}
+
+// BatchItemError places item i's validation error inside the batch: the
+// field becomes memories[i].<field>, details.index is i, and an index the
+// error already had (a position inside the field) moves to
+// details.field_index. Other errors pass unchanged.
+func BatchItemError(i int, err error) error {
+	de, ok := domain.AsError(err)
+	if !ok {
+		return err
+	}
+	c := *de
+	c.Message = fmt.Sprintf("memories[%d]: %s", i, de.Message)
+	c.Details = make(map[string]any, len(de.Details)+2)
+	for k, v := range de.Details {
+		c.Details[k] = v
+	}
+	if inner, ok := de.Details["index"]; ok {
+		c.Details["field_index"] = inner
+	}
+	c.Details["index"] = i
+	if f, ok := de.Details["field"].(string); ok && f != "" {
+		c.Details["field"] = fmt.Sprintf("memories[%d].%s", i, f)
+	} else {
+		c.Details["field"] = fmt.Sprintf("memories[%d]", i)
+	}
+	return &c
+}

@@ -1,0 +1,248 @@
+package commands_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/engram-memory/engram/commands"
+	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/domain/memory"
+	"github.com/engram-memory/engram/infra/embed/local"
+	"github.com/engram-memory/engram/infra/sqlite"
+	"github.com/engram-memory/engram/projections"
+)
+
+// memEnv is the memory write side on the real stack: SQLite log and read
+// model, the projection engine, the built-in local model behind a
+// counting switch, and the embedding queue (not running: tests drain it).
+type memEnv struct {
+	store    *sqlite.EventStore
+	readMod  *sqlite.Memories
+	writer   *commands.EventWriter
+	provider *memSwitchProvider
+	model    domain.EmbeddingModel
+	queue    *commands.EmbedQueue
+	memories *commands.Memories
+}
+
+func newMemEnv(t *testing.T) *memEnv {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	db, err := sqlite.Open(ctx, t.TempDir(), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &memEnv{store: sqlite.NewEventStore(db, 20*time.Millisecond), readMod: sqlite.NewMemories(db)}
+	engine := projections.NewEngine(e.store, slog.New(slog.DiscardHandler), e.readMod)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = engine.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done; db.Close() })
+
+	lp, err := local.New(local.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.provider = &memSwitchProvider{inner: lp}
+	e.model = lp.Models()[0]
+	e.writer = commands.NewEventWriter(e.store, engine)
+	e.queue, err = commands.NewEmbedQueue(commands.EmbedQueueConfig{Writer: e.writer, Reader: e.readMod, Embedder: e.provider,
+		MinBackoff: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.memories = e.newMemories(t, e.readMod)
+	return e
+}
+
+func (e *memEnv) newMemories(t *testing.T, reader commands.MemoryReadModel) *commands.Memories {
+	t.Helper()
+	m, err := commands.NewMemories(commands.MemoriesConfig{Writer: e.writer, Reader: reader, Embedder: e.provider, Queue: e.queue, DefaultModel: e.model})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func memMeta(userID string) domain.Metadata {
+	return domain.Metadata{Actor: domain.Actor{Kind: domain.ActorKey, ID: "key-" + userID, UserID: userID}, RequestID: "test"}
+}
+
+func memNote(text string) commands.MemoryInput {
+	content, _ := json.Marshal(map[string]string{"content": text})
+	return commands.MemoryInput{Type: "notes", Content: content}
+}
+
+// memSwitchProvider is the real local provider behind a switch that
+// simulates an outage, optionally corrupting answers, and counting calls.
+type memSwitchProvider struct {
+	inner    *local.Provider
+	down     atomic.Bool
+	truncate atomic.Bool  // answer vectors one dimension short
+	calls    atomic.Int64 // calls that reached the provider, failed or not
+}
+
+func (p *memSwitchProvider) Embed(ctx context.Context, req domain.EmbedRequest) (domain.EmbedResult, error) {
+	p.calls.Add(1)
+	if p.down.Load() {
+		return domain.EmbedResult{}, domain.Errorf(domain.KindProviderUnavailable, "provider down (test)")
+	}
+	res, err := p.inner.Embed(ctx, req)
+	if err == nil && p.truncate.Load() {
+		for i, v := range res.Vectors {
+			res.Vectors[i] = v[:len(v)-1]
+		}
+	}
+	return res, err
+}
+
+// staleAgentReader answers the first Agent lookup from a snapshot taken
+// earlier, as a read racing a concurrent delete would.
+type staleAgentReader struct {
+	commands.MemoryReadModel
+	snapshot memory.AgentView
+	used     atomic.Bool
+}
+
+func (r *staleAgentReader) Agent(ctx context.Context, userID, agentID string) (memory.AgentView, bool, error) {
+	if r.used.CompareAndSwap(false, true) {
+		return r.snapshot, true, nil
+	}
+	return r.MemoryReadModel.Agent(ctx, userID, agentID)
+}
+
+func TestMemoriesCreateAfterConcurrentAgentDelete(t *testing.T) {
+	e := newMemEnv(t)
+	ctx := context.Background()
+	meta := memMeta("u1")
+	old, err := e.memories.Create(ctx, meta, "a", memNote("before the delete"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	snapshot, _, _ := e.readMod.Agent(ctx, "u1", "a")
+	if err := e.memories.DeleteAgent(ctx, meta, "a"); err != nil {
+		t.Fatal(err)
+	}
+	// The writer still believes the agent exists: its first append has no
+	// AgentCreated and lands after the delete, so the read model drops
+	// it; the command notices and writes again, re-creating the agent.
+	racing := e.newMemories(t, &staleAgentReader{MemoryReadModel: e.readMod, snapshot: snapshot})
+	c, err := racing.Create(ctx, meta, "a", memNote("after the delete"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := e.memories.Get(ctx, "u1", c.ID)
+	if err != nil || v.AgentID != "a" || v.Embedding.Status != memory.StatusEmbedded {
+		t.Fatalf("memory written after the delete: %+v, %v", v, err)
+	}
+	if _, err := e.memories.Get(ctx, "u1", old.ID); domain.ErrorKind(err) != domain.KindNotFound {
+		t.Errorf("the deleted agent's memory is back: %v", err)
+	}
+	page, err := e.memories.List(ctx, memory.ListQuery{UserID: "u1", AgentID: "a"})
+	if err != nil || len(page.Memories) != 1 || page.Memories[0].ID != c.ID {
+		t.Errorf("agent holds %d memories, want exactly the new one", len(page.Memories))
+	}
+	events, _ := e.store.ReadStream(ctx, memory.AgentStream("u1", "a"), 0)
+	var created, agents int
+	for _, ev := range events {
+		switch ev.Type {
+		case "MemoryCreated":
+			created++
+		case "AgentCreated":
+			agents++
+		}
+	}
+	if created != 3 || agents != 2 {
+		t.Errorf("log holds %d MemoryCreated and %d AgentCreated, want 3 (one dropped) and 2", created, agents)
+	}
+}
+
+func TestMemoriesEmbedOnWriteRejectsBadVectors(t *testing.T) {
+	e := newMemEnv(t)
+	ctx := context.Background()
+	e.provider.truncate.Store(true)
+	c, err := e.memories.Create(ctx, memMeta("u1"), "a", memNote("vectors of the wrong size are never recorded"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Embedding.Status != memory.StatusPending {
+		t.Errorf("status = %s, want pending", c.Embedding.Status)
+	}
+	events, _ := e.store.ReadStream(ctx, memory.AgentStream("u1", "a"), 0)
+	for _, ev := range events {
+		if ev.Type == "MemoryEmbedded" {
+			t.Error("a vector of the wrong size was recorded")
+		}
+	}
+	e.provider.truncate.Store(false)
+	if n, err := e.queue.Drain(ctx); n != 1 || err != nil {
+		t.Errorf("Drain = %d, %v", n, err)
+	}
+}
+
+func TestMemoriesCommandErrors(t *testing.T) {
+	e := newMemEnv(t)
+	ctx := context.Background()
+	if _, err := e.memories.Create(ctx, domain.Metadata{}, "a", memNote("x")); err == nil || domain.ErrorKind(err) != domain.KindInternal {
+		t.Errorf("a write without a user: %v", err)
+	}
+	if _, err := commands.NewMemories(commands.MemoriesConfig{Writer: e.writer, Reader: e.readMod, Embedder: e.provider}); err == nil {
+		t.Error("NewMemories without a default model succeeded")
+	}
+	if err := e.memories.DeleteAgent(ctx, memMeta("u1"), "missing"); domain.ErrorKind(err) != domain.KindNotFound {
+		t.Errorf("delete of a missing agent: %v", err)
+	}
+	if _, err := e.memories.List(ctx, memory.ListQuery{UserID: "u1", Limit: 1001}); domain.ErrorKind(err) != domain.KindInvalid {
+		t.Errorf("limit 1001: %v", err)
+	}
+	c, _ := e.memories.Create(ctx, memMeta("u1"), "a", memNote("x"))
+	if _, err := e.memories.Patch(ctx, memMeta("u1"), c.ID, commands.MemoryPatch{}); domain.ErrorKind(err) != domain.KindInvalid {
+		t.Errorf("empty patch: %v", err)
+	}
+	// A patch that changes nothing records nothing.
+	before, _ := e.store.Head(ctx)
+	same := []string{}
+	if _, err := e.memories.Patch(ctx, memMeta("u1"), c.ID, commands.MemoryPatch{Content: json.RawMessage(`{"content":"x"}`), Tags: &same}); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := e.store.Head(ctx); after != before {
+		t.Error("a no-op patch appended events")
+	}
+}
+
+func TestMemoriesConcurrentWritesToANewAgent(t *testing.T) {
+	e := newMemEnv(t)
+	ctx := context.Background()
+	const writers = 8
+	errs := make(chan error, writers)
+	ids := make(chan string, writers*5)
+	for w := range writers {
+		go func() {
+			c, err := e.memories.CreateBatch(ctx, memMeta("u1"), "fresh", []commands.MemoryInput{
+				memNote(fmt.Sprint("a", w)), memNote(fmt.Sprint("b", w)), memNote(fmt.Sprint("c", w)), memNote(fmt.Sprint("d", w)), memNote(fmt.Sprint("e", w))})
+			for _, m := range c {
+				ids <- m.ID
+			}
+			errs <- err
+		}()
+	}
+	for range writers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(ids)
+	for id := range ids {
+		if _, err := e.memories.Get(ctx, "u1", id); err != nil {
+			t.Errorf("%s: %v", id, err)
+		}
+	}
+	agents, _ := e.memories.Agents(ctx, "u1")
+	if len(agents) != 1 || agents[0].MemoryCount != writers*5 {
+		t.Errorf("agents = %+v", agents)
+	}
+}

@@ -1,0 +1,95 @@
+package memory
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+func TestIndexedTextPerType(t *testing.T) {
+	tests := []struct {
+		typ     Type
+		content string
+		want    string
+	}{
+		{Episode, `{"objective":"ship v1","outcome":"shipped late","lessons":["plan buffers"," ","test early"],"outcome_type":"partial"}`, "ship v1\nshipped late\nplan buffers\ntest early"},
+		{Belief, `{"statement":"tests catch regressions","belief_type":"causal"}`, "tests catch regressions"},
+		{Note, `{"content":"remember the milk","speaker":"Ada","reason":"shopping"}`, "remember the milk"},
+		{Value, `{"name":"honesty","statement":"say what is true","priority":90}`, "honesty\nsay what is true"},
+		{Goal, `{"title":"learn Go","description":"finish the tour"}`, "learn Go\nfinish the tour"},
+		{Goal, `{"title":"learn Go"}`, "learn Go"},
+		{Playbook, `{"name":"deploy","description":"ship it","steps":[{"action":"build","details":"make"},{"action":"push"}],"trigger_conditions":["release"]}`, "deploy\nship it\nbuild\nmake\npush"},
+		{RawEntry, `{"content":"raw blob","source":"cli"}`, "raw blob"},
+		{Relationship, `{"entity_name":"Ada","relationship_type":"colleague","notes":"met at work","entity_type":"person"}`, "Ada\nmet at work"},
+		{Drive, `{"drive_type":"curiosity","focus_areas":["math"]}`, ""},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.typ), func(t *testing.T) {
+			content, err := NormalizeContent(tt.typ, json.RawMessage(tt.content))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := IndexedText(tt.typ, content)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tt.want {
+				t.Errorf("IndexedText = %q, want %q", got, tt.want)
+			}
+		})
+	}
+	if _, err := IndexedText(Type("diary"), json.RawMessage(`{}`)); err == nil {
+		t.Error("IndexedText of an unknown type succeeded")
+	}
+}
+
+func TestTextHash(t *testing.T) {
+	a, b := TextHash("hello"), TextHash("hello ")
+	if a == b || len(a) != 32 || a != TextHash("hello") {
+		t.Errorf("TextHash: %q %q", a, b)
+	}
+}
+
+func TestParseType(t *testing.T) {
+	tests := []struct {
+		name string
+		want Type
+		ok   bool
+	}{
+		{"episodes", Episode, true}, {"episode", Episode, true}, {"Episodes", Episode, true},
+		{"beliefs", Belief, true}, {"belief", Belief, true},
+		{"notes", Note, true}, {"note", Note, true},
+		{"agent_values", Value, true}, {"value", Value, true}, {"values", Value, true},
+		{"goals", Goal, true}, {"goal", Goal, true},
+		{"playbooks", Playbook, true}, {"playbook", Playbook, true},
+		{"raw_entries", RawEntry, true}, {"raw_entry", RawEntry, true},
+		{"relationships", Relationship, true}, {"relationship", Relationship, true},
+		{"drives", Drive, true}, {" drive ", Drive, true},
+		{"diary", "", false}, {"", "", false}, {"raw", "", false},
+	}
+	for _, tt := range tests {
+		got, ok := ParseType(tt.name)
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("ParseType(%q) = %q, %v; want %q, %v", tt.name, got, ok, tt.want, tt.ok)
+		}
+	}
+	for _, typ := range Types() {
+		if back, ok := ParseType(typ.Plural()); !ok || back != typ {
+			t.Errorf("plural %q of %q does not parse back", typ.Plural(), typ)
+		}
+	}
+	if Drive.Searchable() || !Episode.Searchable() || len(SearchableTypes()) != 8 || len(Types()) != 9 {
+		t.Error("searchable types are wrong")
+	}
+}
+
+func TestParseTypeFilter(t *testing.T) {
+	got, err := ParseTypeFilter("types", []string{"notes", "episode", "note"})
+	if err != nil || len(got) != 2 || got[0] != Episode || got[1] != Note {
+		t.Errorf("ParseTypeFilter = %v, %v", got, err)
+	}
+	if got, err := ParseTypeFilter("types", nil); got != nil || err != nil {
+		t.Errorf("empty filter = %v, %v; want nil (all)", got, err)
+	}
+	_, err = ParseTypeFilter("types", []string{"notes", "diaries"})
+	assertInvalidField(t, err, "types")
+}

@@ -1,0 +1,257 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/domain/memory"
+)
+
+// memApplier applies the events of one batch in one transaction. It
+// prepares each statement once per batch: a batch write of 1000 memories
+// is 2000 events, and parsing SQL for each was most of the apply time.
+type memApplier struct {
+	ctx   context.Context
+	tx    *sql.Tx
+	stmts map[string]*sql.Stmt // closed with the transaction
+	// agents caches whether an agent exists within the batch, which
+	// changes only by AgentCreated and AgentDeleted.
+	agents map[memory.AgentRef]bool
+}
+
+func (a *memApplier) agentExists(ref memory.AgentRef) (bool, error) {
+	if ok, known := a.agents[ref]; known {
+		return ok, nil
+	}
+	ok, err := a.exists(`SELECT 1 FROM agents WHERE user_id = ? AND agent_id = ?`, ref.UserID, ref.AgentID)
+	if err == nil {
+		a.agents[ref] = ok
+	}
+	return ok, err
+}
+
+func (a *memApplier) stmt(query string) (*sql.Stmt, error) {
+	if st, ok := a.stmts[query]; ok {
+		return st, nil
+	}
+	st, err := a.tx.PrepareContext(a.ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	a.stmts[query] = st
+	return st, nil
+}
+
+// exec runs query and returns the number of rows it changed.
+func (a *memApplier) exec(query string, args ...any) (int64, error) {
+	st, err := a.stmt(query)
+	if err != nil {
+		return 0, err
+	}
+	res, err := st.ExecContext(a.ctx, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+// exists runs a SELECT 1 query and reports whether it found a row.
+func (a *memApplier) exists(query string, args ...any) (bool, error) {
+	st, err := a.stmt(query)
+	if err != nil {
+		return false, err
+	}
+	var one int
+	err = st.QueryRowContext(a.ctx, args...).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// memEmbeddedFields is MemoryEmbedded without its vector: this read model
+// records which texts have vectors, not the vectors, so it need not decode
+// them.
+type memEmbeddedFields struct {
+	memory.AgentRef
+	MemoryID   string `json:"memory_id"`
+	Model      string `json:"model"`
+	Dimensions int    `json:"dimensions"`
+	TextHash   string `json:"text_hash"`
+}
+
+func (a *memApplier) apply(e domain.Event) error {
+	switch e.Type {
+	case memory.AgentCreated{}.EventType():
+		var p memory.AgentCreated
+		return decodeMemEvent(e, &p, func() error { return a.agentCreated(p) })
+	case memory.MemoryCreated{}.EventType():
+		var p memory.MemoryCreated
+		return decodeMemEvent(e, &p, func() error { return a.memoryCreated(p) })
+	case memory.MemoryEmbedded{}.EventType():
+		var p memEmbeddedFields
+		return decodeMemEvent(e, &p, func() error { return a.memoryEmbedded(p) })
+	case memory.MemoryUpdated{}.EventType():
+		var p memory.MemoryUpdated
+		return decodeMemEvent(e, &p, func() error { return a.memoryUpdated(p) })
+	case memory.MemoryForgotten{}.EventType():
+		var p memory.MemoryForgotten
+		return decodeMemEvent(e, &p, func() error { return a.memoryForgotten(p) })
+	case memory.MemoryPurged{}.EventType():
+		var p memory.MemoryPurged
+		return decodeMemEvent(e, &p, func() error { return a.memoryPurged(p) })
+	case memory.AgentDeleted{}.EventType():
+		var p memory.AgentDeleted
+		return decodeMemEvent(e, &p, func() error { return a.agentDeleted(p) })
+	case memory.AgentModelSwitched{}.EventType():
+		var p memory.AgentModelSwitched
+		return decodeMemEvent(e, &p, func() error { return a.agentModelSwitched(p) })
+	}
+	return nil // not an agent-stream event
+}
+
+func decodeMemEvent(e domain.Event, payload any, apply func() error) error {
+	if err := e.Decode(payload); err != nil {
+		return fmt.Errorf("decode %s: %w", e.Type, err)
+	}
+	return apply()
+}
+
+func (a *memApplier) agentCreated(p memory.AgentCreated) error {
+	_, err := a.exec(`INSERT INTO agents (user_id, agent_id, embedding_model, dimensions, created_at)
+		VALUES (?, ?, ?, ?, ?) ON CONFLICT (user_id, agent_id) DO NOTHING`,
+		p.UserID, p.AgentID, p.EmbeddingModel, p.Dimensions, memTime(p.CreatedAt))
+	if err == nil {
+		a.agents[p.AgentRef] = true
+	}
+	return err
+}
+
+func (a *memApplier) memoryCreated(p memory.MemoryCreated) error {
+	if ok, err := a.agentExists(p.AgentRef); err != nil || !ok {
+		return err
+	}
+	tags, err := memJSONList(p.Tags)
+	if err != nil {
+		return err
+	}
+	refs, err := memJSONList(p.DerivedFrom)
+	if err != nil {
+		return err
+	}
+	searchable := p.Type.Searchable()
+	at := memTime(p.CreatedAt)
+	_, err = a.exec(`INSERT INTO memories
+		(id, user_id, agent_id, type, searchable, content, tags, derived_from, created_at, updated_at, forgotten_at, text_hash, embed_pending)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?) ON CONFLICT (id) DO NOTHING`,
+		p.MemoryID, p.UserID, p.AgentID, string(p.Type), searchable, string(p.Content), tags, refs, at, at, p.TextHash, searchable)
+	return err
+}
+
+func (a *memApplier) memoryEmbedded(p memEmbeddedFields) error {
+	// Recorded only for the memory's current text: a vector of a text a
+	// later patch replaced is ignored.
+	n, err := a.exec(`INSERT INTO memory_embeddings (memory_id, model, dimensions, text_hash)
+		SELECT ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM memories WHERE id = ? AND user_id = ? AND agent_id = ? AND text_hash = ?)
+		ON CONFLICT (memory_id, model, dimensions) DO UPDATE SET text_hash = excluded.text_hash`,
+		p.MemoryID, p.Model, p.Dimensions, p.TextHash, p.MemoryID, p.UserID, p.AgentID, p.TextHash)
+	if err != nil || n == 0 {
+		return err
+	}
+	_, err = a.exec(`UPDATE memories SET embed_pending = 0 WHERE id = ? AND EXISTS (
+			SELECT 1 FROM agents WHERE user_id = ? AND agent_id = ? AND embedding_model = ? AND dimensions = ?)`,
+		p.MemoryID, p.UserID, p.AgentID, p.Model, p.Dimensions)
+	return err
+}
+
+func (a *memApplier) memoryUpdated(p memory.MemoryUpdated) error {
+	tags, err := memJSONList(p.Tags)
+	if err != nil {
+		return err
+	}
+	n, err := a.exec(`UPDATE memories SET content = ?, tags = ?, text_hash = ?, updated_at = ?
+		WHERE id = ? AND user_id = ? AND agent_id = ?`,
+		string(p.Content), tags, p.TextHash, memTime(p.UpdatedAt), p.MemoryID, p.UserID, p.AgentID)
+	if err != nil || n == 0 {
+		return err
+	}
+	return a.refreshPending(`m.id = ?`, p.MemoryID)
+}
+
+func (a *memApplier) memoryForgotten(p memory.MemoryForgotten) error {
+	// The first forget wins: forgetting twice keeps the original time.
+	_, err := a.exec(`UPDATE memories SET forgotten_at = COALESCE(forgotten_at, ?), embed_pending = 0
+		WHERE id = ? AND user_id = ? AND agent_id = ?`,
+		memTime(p.ForgottenAt), p.MemoryID, p.UserID, p.AgentID)
+	return err
+}
+
+func (a *memApplier) memoryPurged(p memory.MemoryPurged) error {
+	n, err := a.exec(`DELETE FROM memories WHERE id = ? AND user_id = ? AND agent_id = ?`, p.MemoryID, p.UserID, p.AgentID)
+	if err != nil || n == 0 {
+		return err
+	}
+	_, err = a.exec(`DELETE FROM memory_embeddings WHERE memory_id = ?`, p.MemoryID)
+	return err
+}
+
+func (a *memApplier) agentDeleted(p memory.AgentDeleted) error {
+	for _, q := range []string{
+		`DELETE FROM memory_embeddings WHERE memory_id IN (SELECT id FROM memories WHERE user_id = ? AND agent_id = ?)`,
+		`DELETE FROM memories WHERE user_id = ? AND agent_id = ?`,
+		`DELETE FROM agents WHERE user_id = ? AND agent_id = ?`,
+	} {
+		if _, err := a.exec(q, p.UserID, p.AgentID); err != nil {
+			return err
+		}
+	}
+	a.agents[p.AgentRef] = false
+	return nil
+}
+
+// agentModelSwitched moves the agent to another model. Vectors of the old
+// model are dropped, as the vector projection drops them: switching back
+// later needs them made again (a re-embedding job does that first).
+func (a *memApplier) agentModelSwitched(p memory.AgentModelSwitched) error {
+	st, err := a.stmt(`SELECT embedding_model, dimensions FROM agents WHERE user_id = ? AND agent_id = ?`)
+	if err != nil {
+		return err
+	}
+	var oldModel string
+	var oldDims int
+	err = st.QueryRowContext(a.ctx, p.UserID, p.AgentID).Scan(&oldModel, &oldDims)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if oldModel == p.Model && oldDims == p.Dimensions {
+		return nil
+	}
+	if _, err := a.exec(`DELETE FROM memory_embeddings WHERE model = ? AND dimensions = ?
+		AND memory_id IN (SELECT id FROM memories WHERE user_id = ? AND agent_id = ?)`,
+		oldModel, oldDims, p.UserID, p.AgentID); err != nil {
+		return err
+	}
+	if _, err := a.exec(`UPDATE agents SET embedding_model = ?, dimensions = ? WHERE user_id = ? AND agent_id = ?`,
+		p.Model, p.Dimensions, p.UserID, p.AgentID); err != nil {
+		return err
+	}
+	return a.refreshPending(`m.user_id = ? AND m.agent_id = ?`, p.UserID, p.AgentID)
+}
+
+// refreshPending recomputes embed_pending for the memories matching where
+// (over alias m) from their agent's active model and their current text.
+func (a *memApplier) refreshPending(where string, args ...any) error {
+	_, err := a.exec(`UPDATE memories AS m SET embed_pending = (
+			m.searchable = 1 AND m.forgotten_at IS NULL AND NOT EXISTS (
+				SELECT 1 FROM agents a JOIN memory_embeddings e
+					ON e.memory_id = m.id AND e.model = a.embedding_model AND e.dimensions = a.dimensions AND e.text_hash = m.text_hash
+				WHERE a.user_id = m.user_id AND a.agent_id = m.agent_id))
+		WHERE `+where, args...)
+	return err
+}

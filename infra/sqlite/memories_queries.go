@@ -1,0 +1,341 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/domain/memory"
+)
+
+// Every query below is scoped by user: another user's agent or memory is
+// indistinguishable from a missing one.
+
+const memAgentColumns = `a.user_id, a.agent_id, a.embedding_model, a.dimensions, a.created_at,
+	(SELECT COUNT(*) FROM memories m WHERE m.user_id = a.user_id AND m.agent_id = a.agent_id AND m.forgotten_at IS NULL)`
+
+// Agent returns one agent of the user; (zero, false, nil) if there is none.
+func (m *Memories) Agent(ctx context.Context, userID, agentID string) (memory.AgentView, bool, error) {
+	rows, err := m.db.read.QueryContext(ctx, `SELECT `+memAgentColumns+` FROM agents a WHERE a.user_id = ? AND a.agent_id = ?`, userID, agentID)
+	if err != nil {
+		return memory.AgentView{}, false, fmt.Errorf("sqlite: agent: %w", err)
+	}
+	agents, err := scanMemAgents(rows)
+	if err != nil || len(agents) == 0 {
+		return memory.AgentView{}, false, err
+	}
+	return agents[0], true, nil
+}
+
+// Agents lists the user's agents by agent_id. MemoryCount counts the
+// memories that are not forgotten.
+func (m *Memories) Agents(ctx context.Context, userID string) ([]memory.AgentView, error) {
+	rows, err := m.db.read.QueryContext(ctx, `SELECT `+memAgentColumns+` FROM agents a WHERE a.user_id = ? ORDER BY a.agent_id`, userID)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: agents: %w", err)
+	}
+	return scanMemAgents(rows)
+}
+
+// AgentIDs lists the identifiers of the user's agents, sorted.
+func (m *Memories) AgentIDs(ctx context.Context, userID string) ([]string, error) {
+	rows, err := m.db.read.QueryContext(ctx, `SELECT agent_id FROM agents WHERE user_id = ? ORDER BY agent_id`, userID)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: agent ids: %w", err)
+	}
+	defer rows.Close()
+	ids := []string{}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("sqlite: agent ids: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
+
+func scanMemAgents(rows *sql.Rows) ([]memory.AgentView, error) {
+	defer rows.Close()
+	out := []memory.AgentView{}
+	for rows.Next() {
+		var a memory.AgentView
+		var created string
+		if err := rows.Scan(&a.UserID, &a.AgentID, &a.EmbeddingModel, &a.Dimensions, &created, &a.MemoryCount); err != nil {
+			return nil, fmt.Errorf("sqlite: scan agent: %w", err)
+		}
+		t, err := parseMemTime(created)
+		if err != nil {
+			return nil, err
+		}
+		a.CreatedAt = t
+		out = append(out, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: agents: %w", err)
+	}
+	return out, nil
+}
+
+const memViewColumns = `m.id, m.agent_id, m.type, m.searchable, m.content, m.tags, m.derived_from, m.created_at, m.updated_at,
+	m.forgotten_at, m.text_hash, m.embed_pending, a.embedding_model, a.dimensions`
+
+const memViewFrom = ` FROM memories m JOIN agents a ON a.user_id = m.user_id AND a.agent_id = m.agent_id `
+
+// Memory returns one memory of the user, forgotten or not; (zero, false,
+// nil) if it does not exist, was purged, or belongs to someone else.
+func (m *Memories) Memory(ctx context.Context, userID, id string) (memory.View, bool, error) {
+	views, err := m.queryViews(ctx, `SELECT `+memViewColumns+memViewFrom+`WHERE m.id = ? AND m.user_id = ?`, id, userID)
+	if err != nil || len(views) == 0 {
+		return memory.View{}, false, err
+	}
+	return views[0], true, nil
+}
+
+// memIDChunk bounds the bound parameters of one IN (...) query.
+const memIDChunk = 500
+
+// MemoriesByID returns the memories among ids that belong to the user's
+// agent and are not forgotten, keyed by id; missing, purged, forgotten and
+// foreign ids are simply absent. Search uses it to hydrate hits, and
+// forgotten memories never appear in search.
+func (m *Memories) MemoriesByID(ctx context.Context, userID, agentID string, ids []string) (map[string]memory.View, error) {
+	out := make(map[string]memory.View, len(ids))
+	for start := 0; start < len(ids); start += memIDChunk {
+		chunk := ids[start:min(start+memIDChunk, len(ids))]
+		args := []any{userID, agentID}
+		for _, id := range chunk {
+			args = append(args, id)
+		}
+		views, err := m.queryViews(ctx, `SELECT `+memViewColumns+memViewFrom+
+			`WHERE m.user_id = ? AND m.agent_id = ? AND m.forgotten_at IS NULL AND m.id IN (`+memPlaceholders(len(chunk))+`)`, args...)
+		if err != nil {
+			return nil, err
+		}
+		for _, v := range views {
+			out[v.ID] = v
+		}
+	}
+	return out, nil
+}
+
+// ListMemories returns one page, newest first by (created_at, id). The
+// cursor is the position of the last memory returned, so a page never
+// repeats or skips memories that existed when the listing started,
+// whatever is inserted meanwhile.
+func (m *Memories) ListMemories(ctx context.Context, q memory.ListQuery) (memory.Page, error) {
+	limit := q.Limit
+	if limit <= 0 {
+		limit = memory.DefaultListLimit
+	}
+	limit = min(limit, memory.MaxListLimit)
+	where := []string{"m.user_id = ?"}
+	args := []any{q.UserID}
+	if q.AgentID != "" {
+		where, args = append(where, "m.agent_id = ?"), append(args, q.AgentID)
+	}
+	if len(q.Types) > 0 {
+		where = append(where, "m.type IN ("+memPlaceholders(len(q.Types))+")")
+		for _, t := range q.Types {
+			args = append(args, string(t))
+		}
+	}
+	if !q.IncludeForgotten {
+		where = append(where, "m.forgotten_at IS NULL")
+	}
+	if q.Cursor != "" {
+		at, id, err := decodeListCursor(q.Cursor)
+		if err != nil {
+			return memory.Page{}, err
+		}
+		where, args = append(where, "(m.created_at, m.id) < (?, ?)"), append(args, at, id)
+	}
+	args = append(args, limit+1)
+	views, err := m.queryViews(ctx, `SELECT `+memViewColumns+memViewFrom+`WHERE `+strings.Join(where, " AND ")+
+		` ORDER BY m.created_at DESC, m.id DESC LIMIT ?`, args...)
+	if err != nil {
+		return memory.Page{}, err
+	}
+	page := memory.Page{Memories: views}
+	if len(views) > limit {
+		page.Memories = views[:limit]
+		last := page.Memories[limit-1]
+		page.NextCursor = encodeListCursor(memTime(last.CreatedAt), last.ID)
+	}
+	return page, nil
+}
+
+// The cursor is opaque to clients; inside it is "created_at|id".
+func encodeListCursor(createdAt, id string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(createdAt + "|" + id))
+}
+
+func decodeListCursor(cursor string) (string, string, error) {
+	invalid := domain.Invalid("cursor", "cursor is not one this server returned; start again without it")
+	raw, err := base64.RawURLEncoding.DecodeString(cursor)
+	if err != nil {
+		return "", "", invalid
+	}
+	at, id, ok := strings.Cut(string(raw), "|")
+	if !ok || id == "" {
+		return "", "", invalid
+	}
+	if _, err := parseMemTime(at); err != nil {
+		return "", "", invalid
+	}
+	return at, id, nil
+}
+
+// ExistingRefs returns the type of each id among ids that is a memory of
+// the user's agent (forgotten memories count: they still exist).
+func (m *Memories) ExistingRefs(ctx context.Context, userID, agentID string, ids []string) (map[string]memory.Type, error) {
+	out := make(map[string]memory.Type, len(ids))
+	for start := 0; start < len(ids); start += memIDChunk {
+		chunk := ids[start:min(start+memIDChunk, len(ids))]
+		args := []any{userID, agentID}
+		for _, id := range chunk {
+			args = append(args, id)
+		}
+		rows, err := m.db.read.QueryContext(ctx, `SELECT id, type FROM memories WHERE user_id = ? AND agent_id = ? AND id IN (`+memPlaceholders(len(chunk))+`)`, args...)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: existing refs: %w", err)
+		}
+		for rows.Next() {
+			var id, typ string
+			if err := rows.Scan(&id, &typ); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("sqlite: existing refs: %w", err)
+			}
+			out[id] = memory.Type(typ)
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: existing refs: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// PendingEmbeddings returns up to limit memories, of every user, whose
+// current text has no vector in their agent's active model, in id order.
+func (m *Memories) PendingEmbeddings(ctx context.Context, limit int) ([]memory.PendingEmbedding, error) {
+	rows, err := m.db.read.QueryContext(ctx, `SELECT m.user_id, m.agent_id, m.id, m.type, m.content, m.text_hash, a.embedding_model, a.dimensions
+		`+memViewFrom+`WHERE m.embed_pending = 1 ORDER BY m.id LIMIT ?`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: pending embeddings: %w", err)
+	}
+	defer rows.Close()
+	var out []memory.PendingEmbedding
+	for rows.Next() {
+		var p memory.PendingEmbedding
+		var typ, content string
+		if err := rows.Scan(&p.UserID, &p.AgentID, &p.MemoryID, &typ, &content, &p.TextHash, &p.Model, &p.Dimensions); err != nil {
+			return nil, fmt.Errorf("sqlite: pending embeddings: %w", err)
+		}
+		p.Type, p.Content = memory.Type(typ), json.RawMessage(content)
+		out = append(out, p)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: pending embeddings: %w", err)
+	}
+	return out, nil
+}
+
+// MemoryIDsAfter returns up to limit searchable, unforgotten memories of
+// the agent with id > afterID, in id order; types nil means every
+// searchable type. Re-embedding jobs page through an agent with it.
+func (m *Memories) MemoryIDsAfter(ctx context.Context, userID, agentID string, types []memory.Type, afterID string, limit int) ([]memory.View, error) {
+	where, args := memSearchableFilter(userID, agentID, types)
+	args = append(args, afterID, limit)
+	return m.queryViews(ctx, `SELECT `+memViewColumns+memViewFrom+`WHERE `+where+` AND m.id > ? ORDER BY m.id LIMIT ?`, args...)
+}
+
+// CountMemories counts what MemoryIDsAfter would page through.
+func (m *Memories) CountMemories(ctx context.Context, userID, agentID string, types []memory.Type) (int, error) {
+	where, args := memSearchableFilter(userID, agentID, types)
+	var n int
+	if err := m.db.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM memories m WHERE `+where, args...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("sqlite: count memories: %w", err)
+	}
+	return n, nil
+}
+
+func memSearchableFilter(userID, agentID string, types []memory.Type) (string, []any) {
+	where := "m.user_id = ? AND m.agent_id = ? AND m.searchable = 1 AND m.forgotten_at IS NULL"
+	args := []any{userID, agentID}
+	if len(types) > 0 {
+		where += " AND m.type IN (" + memPlaceholders(len(types)) + ")"
+		for _, t := range types {
+			args = append(args, string(t))
+		}
+	}
+	return where, args
+}
+
+func (m *Memories) queryViews(ctx context.Context, query string, args ...any) ([]memory.View, error) {
+	rows, err := m.db.read.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: memories: %w", err)
+	}
+	defer rows.Close()
+	out := []memory.View{}
+	for rows.Next() {
+		v, err := scanMemoryView(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: memories: %w", err)
+	}
+	return out, nil
+}
+
+func scanMemoryView(rows *sql.Rows) (memory.View, error) {
+	var v memory.View
+	var typ, content, tags, refs, created, updated string
+	var forgotten sql.NullString
+	var searchable, pending bool
+	if err := rows.Scan(&v.ID, &v.AgentID, &typ, &searchable, &content, &tags, &refs, &created, &updated,
+		&forgotten, &v.TextHash, &pending, &v.Embedding.Model, &v.Embedding.Dimensions); err != nil {
+		return v, fmt.Errorf("sqlite: scan memory: %w", err)
+	}
+	v.Type, v.Content = memory.Type(typ), json.RawMessage(content)
+	if err := errors.Join(json.Unmarshal([]byte(tags), &v.Tags), json.Unmarshal([]byte(refs), &v.DerivedFrom)); err != nil {
+		return v, fmt.Errorf("sqlite: memory %s lists: %w", v.ID, err)
+	}
+	var err error
+	if v.CreatedAt, err = parseMemTime(created); err != nil {
+		return v, err
+	}
+	if v.UpdatedAt, err = parseMemTime(updated); err != nil {
+		return v, err
+	}
+	if forgotten.Valid {
+		t, err := parseMemTime(forgotten.String)
+		if err != nil {
+			return v, err
+		}
+		v.Forgotten, v.ForgottenAt = true, &t
+	}
+	switch {
+	case !searchable || v.Forgotten:
+		v.Embedding.Status = memory.StatusNotIndexed
+	case pending:
+		v.Embedding.Status = memory.StatusPending
+	default:
+		v.Embedding.Status = memory.StatusEmbedded
+	}
+	return v, nil
+}
+
+func memPlaceholders(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?,", n), ",")
+}

@@ -1,0 +1,298 @@
+package sqlite_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/domain/memory"
+	"github.com/engram-memory/engram/infra/sqlite"
+)
+
+// memLog appends agent-stream events to a real event log and feeds them to
+// the memories read model, as the projection engine would.
+type memLog struct {
+	t     *testing.T
+	store *sqlite.EventStore
+	rm    *sqlite.Memories
+	fed   uint64
+}
+
+func newMemLog(t *testing.T) *memLog {
+	db := openDB(t)
+	return &memLog{t: t, store: sqlite.NewEventStore(db, 50*time.Millisecond), rm: sqlite.NewMemories(db)}
+}
+
+// append records payloads on the agent's stream and applies every new
+// event to the read model.
+func (l *memLog) append(ref memory.AgentRef, payloads ...domain.Payload) {
+	l.t.Helper()
+	ctx := context.Background()
+	events := make([]domain.NewEvent, len(payloads))
+	for i, p := range payloads {
+		e, err := domain.MarshalEvent(p, domain.Metadata{Actor: domain.Actor{Kind: domain.ActorSystem, ID: "test"}})
+		if err != nil {
+			l.t.Fatal(err)
+		}
+		events[i] = e
+	}
+	if _, err := l.store.Append(ctx, memory.AgentStream(ref.UserID, ref.AgentID), domain.ExpectAny, events); err != nil {
+		l.t.Fatal(err)
+	}
+	l.feedAll()
+}
+
+func (l *memLog) feedAll() {
+	l.t.Helper()
+	batch, err := l.store.ReadAll(context.Background(), l.fed, 10000)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	if len(batch) == 0 {
+		return
+	}
+	if err := l.rm.Apply(context.Background(), batch); err != nil {
+		l.t.Fatal(err)
+	}
+	l.fed = batch[len(batch)-1].Position
+}
+
+func (l *memLog) export() []byte {
+	l.t.Helper()
+	var buf bytes.Buffer
+	if err := l.rm.Export(context.Background(), &buf); err != nil {
+		l.t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func (l *memLog) view(ref memory.AgentRef, id string) (memory.View, bool) {
+	l.t.Helper()
+	v, found, err := l.rm.Memory(context.Background(), ref.UserID, id)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	return v, found
+}
+
+var (
+	memAlice = memory.AgentRef{UserID: "user-a", AgentID: "claire"}
+	memBob   = memory.AgentRef{UserID: "user-b", AgentID: "claire"}
+	memT0    = time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
+	memHash  = func(s string) string { return memory.TextHash(s) }
+)
+
+func memAgentCreated(ref memory.AgentRef, model string, dims int) memory.AgentCreated {
+	return memory.AgentCreated{AgentRef: ref, EmbeddingModel: model, Dimensions: dims, CreatedAt: memT0}
+}
+
+func memNoteCreated(ref memory.AgentRef, id, text string, at time.Time) memory.MemoryCreated {
+	content, _ := json.Marshal(map[string]string{"content": text})
+	return memory.MemoryCreated{AgentRef: ref, MemoryID: id, Type: memory.Note, Content: content, Tags: []string{"t"}, CreatedAt: at, TextHash: memHash(text)}
+}
+
+func memEmbeddedEvent(ref memory.AgentRef, id, model string, dims int, text string) memory.MemoryEmbedded {
+	return memory.MemoryEmbedded{AgentRef: ref, MemoryID: id, Model: model, Dimensions: dims, TextHash: memHash(text), Vector: make(memory.Vector, dims)}
+}
+
+func TestMemoriesReadModelRules(t *testing.T) {
+	l := newMemLog(t)
+	ctx := context.Background()
+	l.append(memAlice, memAgentCreated(memAlice, "m1", 4), memNoteCreated(memAlice, "n1", "one", memT0), memEmbeddedEvent(memAlice, "n1", "m1", 4, "one"))
+
+	t.Run("a second AgentCreated is ignored", func(t *testing.T) {
+		l.append(memAlice, memAgentCreated(memAlice, "other-model", 8))
+		a, found, err := l.rm.Agent(ctx, memAlice.UserID, memAlice.AgentID)
+		if err != nil || !found || a.EmbeddingModel != "m1" || a.Dimensions != 4 || a.MemoryCount != 1 {
+			t.Errorf("agent = %+v, %v, %v", a, found, err)
+		}
+	})
+	t.Run("memory events of an unknown agent are ignored", func(t *testing.T) {
+		ghost := memory.AgentRef{UserID: "user-a", AgentID: "ghost"}
+		l.append(ghost, memNoteCreated(ghost, "g1", "boo", memT0), memEmbeddedEvent(ghost, "g1", "m1", 4, "boo"))
+		if _, found := l.view(ghost, "g1"); found {
+			t.Error("a memory of an agent that does not exist was recorded")
+		}
+	})
+	t.Run("a vector of a replaced text is ignored", func(t *testing.T) {
+		l.append(memAlice, memNoteCreated(memAlice, "n2", "old text", memT0))
+		content, _ := json.Marshal(map[string]string{"content": "new text"})
+		l.append(memAlice, memory.MemoryUpdated{AgentRef: memAlice, MemoryID: "n2", Content: content, Tags: []string{}, TextHash: memHash("new text"), UpdatedAt: memT0.Add(time.Second)})
+		l.append(memAlice, memEmbeddedEvent(memAlice, "n2", "m1", 4, "old text"))
+		if v, _ := l.view(memAlice, "n2"); v.Embedding.Status != memory.StatusPending {
+			t.Errorf("status = %s after a stale vector", v.Embedding.Status)
+		}
+		pending, err := l.rm.PendingEmbeddings(ctx, 10)
+		if err != nil || len(pending) != 1 || pending[0].MemoryID != "n2" || pending[0].TextHash != memHash("new text") || pending[0].Model != "m1" {
+			t.Fatalf("pending = %+v, %v", pending, err)
+		}
+		l.append(memAlice, memEmbeddedEvent(memAlice, "n2", "m1", 4, "new text"))
+		if v, _ := l.view(memAlice, "n2"); v.Embedding.Status != memory.StatusEmbedded {
+			t.Errorf("status = %s after the current vector", v.Embedding.Status)
+		}
+	})
+	t.Run("a model switch makes memories pending until embedded in the new model", func(t *testing.T) {
+		l.append(memAlice, memory.AgentModelSwitched{AgentRef: memAlice, Model: "m2", Dimensions: 8})
+		pending, _ := l.rm.PendingEmbeddings(ctx, 10)
+		if len(pending) != 2 || pending[0].Model != "m2" || pending[0].Dimensions != 8 {
+			t.Fatalf("pending after switch = %+v", pending)
+		}
+		// Same model name in another size is another index.
+		l.append(memAlice, memEmbeddedEvent(memAlice, "n1", "m2", 4, "one"))
+		if v, _ := l.view(memAlice, "n1"); v.Embedding.Status != memory.StatusPending || v.Embedding.Model != "m2" {
+			t.Errorf("n1 = %+v", v.Embedding)
+		}
+		l.append(memAlice, memEmbeddedEvent(memAlice, "n1", "m2", 8, "one"), memEmbeddedEvent(memAlice, "n2", "m2", 8, "new text"))
+		if pending, _ := l.rm.PendingEmbeddings(ctx, 10); len(pending) != 0 {
+			t.Errorf("still pending: %+v", pending)
+		}
+		// The old model's vectors were dropped with the switch (as the
+		// vector projection drops them): switching back needs new ones.
+		if strings.Contains(string(l.export()), `"model":"m1"`) {
+			t.Error("vectors of the old model are still recorded")
+		}
+		l.append(memAlice, memory.AgentModelSwitched{AgentRef: memAlice, Model: "m1", Dimensions: 4})
+		if pending, _ := l.rm.PendingEmbeddings(ctx, 10); len(pending) != 2 {
+			t.Errorf("pending after switching back: %+v", pending)
+		}
+		l.append(memAlice, memEmbeddedEvent(memAlice, "n1", "m1", 4, "one"), memEmbeddedEvent(memAlice, "n2", "m1", 4, "new text"))
+	})
+	t.Run("forgotten memories are not pending and keep their first time", func(t *testing.T) {
+		l.append(memAlice, memNoteCreated(memAlice, "n3", "three", memT0))
+		l.append(memAlice, memory.MemoryForgotten{AgentRef: memAlice, MemoryID: "n3", ForgottenAt: memT0.Add(time.Hour)},
+			memory.MemoryForgotten{AgentRef: memAlice, MemoryID: "n3", ForgottenAt: memT0.Add(2 * time.Hour)})
+		v, _ := l.view(memAlice, "n3")
+		if !v.Forgotten || !v.ForgottenAt.Equal(memT0.Add(time.Hour)) || v.Embedding.Status != memory.StatusNotIndexed {
+			t.Errorf("forgotten view = %+v", v)
+		}
+		if pending, _ := l.rm.PendingEmbeddings(ctx, 10); len(pending) != 0 {
+			t.Errorf("a forgotten memory is pending: %+v", pending)
+		}
+		if got, _ := l.rm.MemoriesByID(ctx, memAlice.UserID, memAlice.AgentID, []string{"n1", "n3", "g1"}); len(got) != 1 {
+			t.Errorf("MemoriesByID = %d memories, want only n1", len(got))
+		}
+		n, _ := l.rm.CountMemories(ctx, memAlice.UserID, memAlice.AgentID, nil)
+		ids, _ := l.rm.MemoryIDsAfter(ctx, memAlice.UserID, memAlice.AgentID, nil, "", 10)
+		if n != 2 || len(ids) != 2 || ids[0].ID != "n1" || ids[1].ID != "n2" {
+			t.Errorf("count %d, ids %v", n, ids)
+		}
+	})
+	t.Run("events of a purged memory are ignored", func(t *testing.T) {
+		l.append(memAlice, memory.MemoryPurged{AgentRef: memAlice, MemoryID: "n3"},
+			memory.MemoryForgotten{AgentRef: memAlice, MemoryID: "n3", ForgottenAt: memT0},
+			memEmbeddedEvent(memAlice, "n3", "m1", 4, "three"))
+		if _, found := l.view(memAlice, "n3"); found || bytes.Contains(l.export(), []byte(`"n3"`)) {
+			t.Error("the purged memory is back")
+		}
+	})
+	t.Run("users never mix", func(t *testing.T) {
+		l.append(memBob, memAgentCreated(memBob, "m1", 4), memNoteCreated(memBob, "b1", "bob's", memT0))
+		if _, found := l.view(memBob, "n1"); found {
+			t.Error("bob sees alice's memory")
+		}
+		if refs, _ := l.rm.ExistingRefs(ctx, memBob.UserID, memBob.AgentID, []string{"n1", "b1"}); len(refs) != 1 || refs["b1"] != memory.Note {
+			t.Errorf("refs = %v", refs)
+		}
+		// A memory event naming bob's agent cannot touch alice's memory.
+		l.append(memBob, memory.MemoryPurged{AgentRef: memBob, MemoryID: "n1"})
+		if _, found := l.view(memAlice, "n1"); !found {
+			t.Error("bob's stream purged alice's memory")
+		}
+		l.append(memBob, memory.AgentDeleted{AgentRef: memBob})
+		ids, _ := l.rm.AgentIDs(ctx, memAlice.UserID)
+		if fmt.Sprint(ids) != "[claire]" {
+			t.Errorf("alice's agents = %v", ids)
+		}
+		if strings.Contains(string(l.export()), "user-b") {
+			t.Error("rows of bob's deleted agent remain")
+		}
+	})
+}
+
+func TestMemoriesReadModelRedeliveryAndReplay(t *testing.T) {
+	l := newMemLog(t)
+	ctx := context.Background()
+	l.append(memAlice, memAgentCreated(memAlice, "m1", 4))
+	for i := range 20 {
+		id := fmt.Sprintf("n%02d", i)
+		l.append(memAlice, memNoteCreated(memAlice, id, id, memT0.Add(time.Duration(i%5)*time.Minute)), memEmbeddedEvent(memAlice, id, "m1", 4, id))
+	}
+	l.append(memAlice, memory.MemoryForgotten{AgentRef: memAlice, MemoryID: "n03", ForgottenAt: memT0}, memory.MemoryPurged{AgentRef: memAlice, MemoryID: "n04"})
+	before := l.export()
+
+	all, err := l.store.ReadAll(ctx, 0, 10000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.rm.Apply(ctx, all); err != nil { // redelivered: a no-op
+		t.Fatal(err)
+	}
+	if !bytes.Equal(before, l.export()) {
+		t.Fatal("redelivering applied events changed the read model")
+	}
+	if err := l.rm.Reset(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if pos, _ := l.rm.Position(ctx); pos != 0 || len(l.export()) != 0 {
+		t.Fatal("reset left state behind")
+	}
+	for i := 0; i < len(all); i += 7 { // replay in other batch sizes
+		if err := l.rm.Apply(ctx, all[i:min(i+7, len(all))]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !bytes.Equal(before, l.export()) {
+		t.Fatalf("replay differs:\n%s\n---\n%s", before, l.export())
+	}
+	if pos, _ := l.rm.Position(ctx); pos != all[len(all)-1].Position {
+		t.Errorf("checkpoint %d, want %d", pos, all[len(all)-1].Position)
+	}
+}
+
+func TestMemoriesReadModelListing(t *testing.T) {
+	l := newMemLog(t)
+	ctx := context.Background()
+	l.append(memAlice, memAgentCreated(memAlice, "m1", 4))
+	var payloads []domain.Payload
+	for i := range 30 {
+		payloads = append(payloads, memNoteCreated(memAlice, fmt.Sprintf("n%02d", i), "x", memT0.Add(time.Duration(i/3)*time.Second)))
+	}
+	l.append(memAlice, payloads...)
+	var got []string
+	cursor := ""
+	for {
+		page, err := l.rm.ListMemories(ctx, memory.ListQuery{UserID: memAlice.UserID, AgentID: memAlice.AgentID, Limit: 4, Cursor: cursor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range page.Memories {
+			got = append(got, v.ID)
+		}
+		if page.NextCursor == "" {
+			break
+		}
+		cursor = page.NextCursor
+	}
+	var want []string
+	for i := 29; i >= 0; i-- {
+		want = append(want, fmt.Sprintf("n%02d", i))
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("order = %v\nwant    %v", got, want)
+	}
+	for _, bad := range []string{"x", "bm90IGEgY3Vyc29y", "MjAyNXxhYmM"} {
+		_, err := l.rm.ListMemories(ctx, memory.ListQuery{UserID: memAlice.UserID, Cursor: bad})
+		if de, ok := domain.AsError(err); !ok || de.Kind != domain.KindInvalid {
+			t.Errorf("cursor %q: err = %v", bad, err)
+		}
+	}
+	page, err := l.rm.ListMemories(ctx, memory.ListQuery{UserID: memBob.UserID})
+	if err != nil || len(page.Memories) != 0 {
+		t.Errorf("bob lists %d of alice's memories", len(page.Memories))
+	}
+}
