@@ -2,9 +2,7 @@ package projections
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"time"
 
@@ -42,10 +40,7 @@ func (s *logSubscriber) Subscribe(ctx context.Context, topic string) (<-chan *me
 }
 
 func (s *logSubscriber) deliver(ctx context.Context, out chan<- *message.Message, events []domain.Event) error {
-	payload, err := json.Marshal(events)
-	if err != nil {
-		return fmt.Errorf("projections: encode batch: %w", err)
-	}
+	payload := encodeBatch(events)
 	for {
 		msg := message.NewMessage(uuid.NewString(), payload)
 		msgCtx, cancel := context.WithCancel(ctx)
@@ -75,14 +70,3 @@ func (s *logSubscriber) deliver(ctx context.Context, out chan<- *message.Message
 }
 
 func (s *logSubscriber) Close() error { return nil }
-
-func decodeBatch(payload []byte) ([]domain.Event, error) {
-	var events []domain.Event
-	if err := json.Unmarshal(payload, &events); err != nil {
-		return nil, fmt.Errorf("decode batch: %w", err)
-	}
-	if len(events) == 0 {
-		return nil, errors.New("empty batch")
-	}
-	return events, nil
-}
