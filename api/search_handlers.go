@@ -1,8 +1,151 @@
 package api
 
-import "github.com/go-chi/chi/v5"
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"time"
 
-// Searcher runs searches over an agent's memories.
-type Searcher interface{}
+	"github.com/go-chi/chi/v5"
 
-func (s *Server) searchRoutes(r chi.Router) {}
+	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/domain/memory"
+	"github.com/engram-memory/engram/projections/search"
+)
+
+// Searcher runs searches over an agent's memories; *search.Service
+// implements it.
+type Searcher interface {
+	Search(ctx context.Context, req search.Request) (search.Response, error)
+}
+
+// defaultSearchLimit is interface.md's default for `limit`.
+const defaultSearchLimit = 10
+
+func (s *Server) searchRoutes(r chi.Router) {
+	if s.cfg.Search == nil {
+		return
+	}
+	r.With(s.requireAuth).Post("/search", s.search)
+}
+
+// searchRequestJSON is the body of POST /search. Pointers tell an absent
+// field from a zero one, so `limit: 0` is rejected instead of defaulted.
+// created_after is inclusive (created_at >= it) and created_before
+// exclusive (created_at < it), so consecutive windows never overlap; types
+// take plural or singular names; tags must all be present on a memory.
+// Scores are in [0, 1] in every mode (see package search for the scale).
+type searchRequestJSON struct {
+	AgentID       string   `json:"agent_id"`
+	Query         *string  `json:"query"`
+	Limit         *int     `json:"limit"`
+	Types         []string `json:"types"`
+	MinScore      *float64 `json:"min_score"`
+	Mode          string   `json:"mode"`
+	CreatedAfter  *string  `json:"created_after"`
+	CreatedBefore *string  `json:"created_before"`
+	Tags          []string `json:"tags"`
+	Explain       bool     `json:"explain"`
+}
+
+// searchResultJSON is one entry of data.results.
+type searchResultJSON struct {
+	Type      memory.Type     `json:"type"`
+	ID        string          `json:"id"`
+	Score     float64         `json:"score"`
+	Content   json.RawMessage `json:"content"`
+	CreatedAt time.Time       `json:"created_at"`
+	Explain   *search.Explain `json:"explain,omitempty"`
+}
+
+// searchResponseJSON is data of POST /search. total is the number of
+// results returned (after limit and min_score), not a count of every
+// match; query_time_ms is the server's time for the request in whole
+// milliseconds (rounded down). degraded is present only when a hybrid
+// search ran on the keyword index alone ("vector_unavailable").
+type searchResponseJSON struct {
+	Results     []searchResultJSON `json:"results"`
+	Total       int                `json:"total"`
+	QueryTimeMS int64              `json:"query_time_ms"`
+	Degraded    string             `json:"degraded,omitempty"`
+}
+
+func (s *Server) search(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	var body searchRequestJSON
+	if err := decodeJSON(r, &body); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	req, err := body.request(actor(r.Context()).UserID)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	resp, err := s.cfg.Search.Search(r.Context(), req)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	out := searchResponseJSON{Results: make([]searchResultJSON, len(resp.Results)), Total: len(resp.Results), Degraded: resp.Degraded}
+	for i, res := range resp.Results {
+		out.Results[i] = searchResultJSON{
+			Type: res.Memory.Type, ID: res.Memory.ID, Score: res.Score, Content: res.Memory.Content,
+			CreatedAt: res.Memory.CreatedAt.UTC(), Explain: res.Explain,
+		}
+	}
+	out.QueryTimeMS = time.Since(start).Milliseconds()
+	writeData(w, http.StatusOK, out)
+}
+
+// request validates the body and fills interface.md's defaults. Checks that
+// need no parsing (query length, limit range, searchable types, the time
+// window) are the service's, so every caller gets them.
+func (b searchRequestJSON) request(userID string) (search.Request, error) {
+	if err := memory.ValidateAgentID(b.AgentID); err != nil {
+		return search.Request{}, err
+	}
+	if b.Query == nil {
+		return search.Request{}, domain.Invalid("query", "query is required")
+	}
+	req := search.Request{
+		UserID: userID, AgentID: b.AgentID, Query: *b.Query, Mode: search.Mode(b.Mode),
+		Limit: defaultSearchLimit, Explain: b.Explain,
+	}
+	if b.Limit != nil {
+		req.Limit = *b.Limit
+	}
+	if b.MinScore != nil {
+		req.MinScore = *b.MinScore
+	}
+	types, err := memory.ParseTypeFilter("types", b.Types)
+	if err != nil {
+		return search.Request{}, err
+	}
+	req.Filter.Types = types
+	if b.Tags != nil {
+		if req.Filter.Tags, err = memory.NormalizeTags("tags", b.Tags); err != nil {
+			return search.Request{}, err
+		}
+	}
+	if req.Filter.CreatedAfter, err = parseSearchTime("created_after", b.CreatedAfter); err != nil {
+		return search.Request{}, err
+	}
+	if req.Filter.CreatedBefore, err = parseSearchTime("created_before", b.CreatedBefore); err != nil {
+		return search.Request{}, err
+	}
+	return req, nil
+}
+
+// parseSearchTime reads an RFC 3339 timestamp (fractional seconds allowed);
+// an absent field is the zero time, an open bound.
+func parseSearchTime(field string, v *string) (time.Time, error) {
+	if v == nil {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, *v)
+	if err != nil {
+		return time.Time{}, domain.Invalid(field, "%s must be an RFC 3339 timestamp such as 2024-05-01T12:00:00Z", field)
+	}
+	return t, nil
+}

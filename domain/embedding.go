@@ -16,6 +16,14 @@ type EmbeddingModel struct {
 	FlexibleDimensions bool `json:"flexible_dimensions"`
 }
 
+// CatalogEntry is one model of the server's catalogue: whether a configured
+// provider serves it here, and whether "default" selects it.
+type CatalogEntry struct {
+	EmbeddingModel
+	Available bool `json:"available"`
+	Default   bool `json:"default"`
+}
+
 // EmbedRequest asks for vectors of texts with one model. Dimensions 0 means
 // the model's native size.
 type EmbedRequest struct {

@@ -13,14 +13,15 @@ import (
 	"github.com/engram-memory/engram/commands"
 	"github.com/engram-memory/engram/infra/mail"
 	"github.com/engram-memory/engram/infra/sqlite"
+	"github.com/engram-memory/engram/infra/vectorindex"
 	"github.com/engram-memory/engram/projections"
+	"github.com/engram-memory/engram/projections/search"
 )
 
 // app is one wired Engram server on the embedded storage.
 type app struct {
 	logger  *slog.Logger
-	db      *sqlite.DB
-	store   *sqlite.EventStore
+	storage *storage
 	engine  *projections.Engine
 	handler http.Handler
 
@@ -37,6 +38,11 @@ type storage struct {
 	store    *sqlite.EventStore
 	accounts *sqlite.Accounts
 	memories *sqlite.Memories
+	keyword  *sqlite.Keyword
+	vectors  *projections.Vectors
+	jobs     *sqlite.Jobs
+	// vectorIndex is the in-process vector index behind vectors.
+	vectorIndex *vectorindex.Index
 }
 
 func openStorage(ctx context.Context, dataDir string, logger *slog.Logger) (*storage, error) {
@@ -44,17 +50,28 @@ func openStorage(ctx context.Context, dataDir string, logger *slog.Logger) (*sto
 	if err != nil {
 		return nil, err
 	}
+	vi := vectorindex.New(vectorindex.Options{})
 	return &storage{
-		db:       db,
-		store:    sqlite.NewEventStore(db, 500*time.Millisecond),
-		accounts: sqlite.NewAccounts(db),
-		memories: sqlite.NewMemories(db),
+		db:          db,
+		store:       sqlite.NewEventStore(db, 500*time.Millisecond),
+		accounts:    sqlite.NewAccounts(db),
+		memories:    sqlite.NewMemories(db),
+		keyword:     sqlite.NewKeyword(db),
+		vectors:     projections.NewVectors(sqlite.NewVectorStore(db), vi, logger),
+		jobs:        sqlite.NewJobs(db),
+		vectorIndex: vi,
 	}, nil
+}
+
+// close releases the indexes and the database.
+func (st *storage) close() error {
+	st.vectorIndex.Close()
+	return st.db.Close()
 }
 
 // projections lists every projection, in the order they are rebuilt.
 func (st *storage) projections() []projections.Projection {
-	return []projections.Projection{st.accounts, st.memories}
+	return []projections.Projection{st.accounts, st.memories, st.keyword, st.vectors, st.jobs}
 }
 
 func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, error) {
@@ -62,7 +79,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 	if err != nil {
 		return nil, err
 	}
-	a := &app{logger: logger, db: st.db, store: st.store}
+	a := &app{logger: logger, storage: st}
 	a.engine = projections.NewEngine(st.store, logger, st.projections()...)
 	writer := commands.NewEventWriter(st.store, a.engine)
 
@@ -105,6 +122,16 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 		a.close(ctx)
 		return nil, err
 	}
+	searcher, err := search.New(st.keyword, st.vectors, search.ProviderEmbedder{Provider: catalog}, st.memories, logger, search.Options{})
+	if err != nil {
+		a.close(ctx)
+		return nil, err
+	}
+	runner := commands.NewJobRunner(writer, st.jobs, st.memories, catalog, commands.RunnerConfig{Queue: queue, Logger: logger})
+	a.runInBackground(runner.Run)
+	embeddings := commands.NewEmbeddings(commands.EmbeddingsDeps{
+		Catalog: catalog, Memories: st.memories, Jobs: st.jobs, Similar: searcher, Writer: writer, Runner: runner,
+	})
 
 	sender, err := mail.NewFromConfig(cfg.SMTPURL, cfg.MailOutbox, logger)
 	if err != nil {
@@ -137,6 +164,8 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 		Auth:          accounts,
 		Accounts:      accounts,
 		Memories:      memories,
+		Embeddings:    embeddings,
+		Search:        searcher,
 	})
 	a.handler = caughtUp.gate(srv.Handler())
 	return a, nil
@@ -170,7 +199,7 @@ func (a *app) close(ctx context.Context) error {
 		}
 		a.stopEngine()
 		<-a.engineDone
-		errs = append(errs, a.db.Close())
+		errs = append(errs, a.storage.close())
 	})
 	return errors.Join(errs...)
 }

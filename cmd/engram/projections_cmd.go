@@ -42,7 +42,7 @@ func projectionsCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 	if err != nil {
 		return err
 	}
-	defer st.db.Close()
+	defer st.close()
 	engine := projections.NewEngine(st.store, logger, st.projections()...)
 	if sub == "status" {
 		positions := map[string]uint64{}

@@ -39,3 +39,11 @@ type AgentView struct {
 	CreatedAt      time.Time `json:"created_at"`
 	MemoryCount    int       `json:"memory_count"`
 }
+
+// Scored is a memory found by similarity, with its score in [0, 1].
+type Scored struct {
+	Type    Type
+	ID      string
+	Score   float64
+	Content json.RawMessage
+}

@@ -42,11 +42,7 @@ func (l Limits) withDefaults() Limits {
 
 // CatalogEntry is one model of the catalogue and whether a configured
 // provider serves it here.
-type CatalogEntry struct {
-	domain.EmbeddingModel
-	Available bool `json:"available"`
-	Default   bool `json:"default"`
-}
+type CatalogEntry = domain.CatalogEntry
 
 // CatalogOptions configures a Catalog.
 type CatalogOptions struct {

@@ -1,0 +1,165 @@
+package api_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	goopenai "github.com/sashabaranov/go-openai"
+
+	"github.com/engram-memory/engram/commands"
+	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/infra/embed/local"
+	"github.com/engram-memory/engram/infra/embed/openai"
+)
+
+// openAIClient is an OpenAI SDK pointed at the stack.
+func (s *embStack) openAIClient(key string) *goopenai.Client {
+	cfg := goopenai.DefaultConfig(key)
+	cfg.BaseURL = s.srv.URL + "/v1"
+	return goopenai.NewClientWithConfig(cfg)
+}
+
+func wantAPIError(t *testing.T, err error, status int, code, param string) {
+	t.Helper()
+	var apiErr *goopenai.APIError
+	if !errors.As(err, &apiErr) {
+		t.Fatalf("got %v, want an OpenAI API error", err)
+	}
+	gotParam := ""
+	if apiErr.Param != nil {
+		gotParam = *apiErr.Param
+	}
+	if apiErr.HTTPStatusCode != status || apiErr.Code != code || gotParam != param || apiErr.Message == "" {
+		t.Fatalf("got %d code %v param %q (%s), want %d %s %q", apiErr.HTTPStatusCode, apiErr.Code, gotParam, apiErr.Message, status, code, param)
+	}
+}
+
+func TestOpenAICompatibleEmbeddings(t *testing.T) {
+	s := newEmbStack(t, embOptions{noRun: true})
+	client := s.openAIClient(aliceKey)
+	ctx := context.Background()
+	texts := []string{"coffee in the morning", "rollback the release", "deploy on friday"}
+
+	res, err := client.CreateEmbeddings(ctx, goopenai.EmbeddingRequest{Input: texts, Model: "default"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Object != "list" || string(res.Model) != local.BuiltinModelName || len(res.Data) != 3 || res.Usage.PromptTokens <= 0 || res.Usage.TotalTokens != res.Usage.PromptTokens {
+		t.Fatalf("response: %+v", res)
+	}
+	for i, d := range res.Data {
+		want := s.vectorOf("default", texts[i])
+		if d.Object != "embedding" || d.Index != i || !slices.Equal(d.Embedding, want) {
+			t.Fatalf("data[%d] is not the vector of %q", i, texts[i])
+		}
+	}
+	// base64: little-endian float32 bytes, decoded by the SDK to the same vectors.
+	b64, err := client.CreateEmbeddings(ctx, goopenai.EmbeddingRequest{Input: texts, Model: goopenai.EmbeddingModel(local.BuiltinModelName), EncodingFormat: goopenai.EmbeddingEncodingFormatBase64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range texts {
+		if !slices.Equal(b64.Data[i].Embedding, res.Data[i].Embedding) {
+			t.Fatalf("base64 data[%d] differs from float", i)
+		}
+	}
+	// One string in, one embedding out; dimensions equal to the model's are fine.
+	one, err := client.CreateEmbeddings(ctx, goopenai.EmbeddingRequestStrings{Input: []string{"x"}, Model: staticModel, Dimensions: 64, User: "someone"})
+	if err != nil || len(one.Data) != 1 || len(one.Data[0].Embedding) != 64 || string(one.Model) != staticModel {
+		t.Fatalf("single: %+v %v", one, err)
+	}
+	raw := s.do("POST", "/v1/embeddings", aliceKey, map[string]any{"input": "a single string", "model": "default"})
+	if raw.status != 200 || raw.body["object"] != "list" || raw.body["success"] != nil {
+		t.Fatalf("plain string input: %s", raw.raw)
+	}
+
+	// Errors, in OpenAI's shape, through the SDK.
+	_, err = s.openAIClient("wrong").CreateEmbeddings(ctx, goopenai.EmbeddingRequest{Input: texts, Model: "default"})
+	wantAPIError(t, err, 401, "invalid_api_key", "")
+	_, err = client.CreateEmbeddings(ctx, goopenai.EmbeddingRequest{Input: texts, Model: "text-embedding-3-large"})
+	wantAPIError(t, err, 404, "model_not_found", "model")
+	_, err = client.CreateEmbeddings(ctx, goopenai.EmbeddingRequestTokens{Input: [][]int{{1, 2, 3}}, Model: "default"})
+	wantAPIError(t, err, 400, "invalid_request", "input")
+	_, err = client.CreateEmbeddings(ctx, goopenai.EmbeddingRequest{Input: texts, Model: "default", Dimensions: 100})
+	wantAPIError(t, err, 400, "invalid_request", "dimensions")
+	_, err = client.CreateEmbeddings(ctx, goopenai.EmbeddingRequest{Input: []string{"a", strings.Repeat("b", 32001)}, Model: "default"})
+	wantAPIError(t, err, 400, "text_too_long", "input")
+	s.provider.down.Store(true)
+	_, err = client.CreateEmbeddings(ctx, goopenai.EmbeddingRequest{Input: texts, Model: "default"})
+	wantAPIError(t, err, 503, "provider_unavailable", "")
+	s.provider.down.Store(false)
+
+	for _, c := range []struct {
+		body  any
+		param string
+	}{
+		{map[string]any{"input": "x"}, "model"},
+		{map[string]any{"model": "default"}, "input"},
+		{map[string]any{"input": []int{1, 2}, "model": "default"}, "input"},
+		{map[string]any{"input": []any{"ok", 3}, "model": "default"}, "input"},
+		{map[string]any{"input": "", "model": "default"}, "input"},
+		{map[string]any{"input": []string{}, "model": "default"}, "input"},
+		{map[string]any{"input": "x", "model": "default", "encoding_format": "int8"}, "encoding_format"},
+		{map[string]any{"input": "x", "model": "default", "dimensions": 0}, "dimensions"},
+		{map[string]any{"input": "x", "model": "default", "temperature": 1}, "temperature"},
+	} {
+		r := s.do("POST", "/v1/embeddings", aliceKey, c.body)
+		e, _ := r.body["error"].(map[string]any)
+		if r.status != 400 || e == nil || e["param"] != c.param || e["type"] != "invalid_request_error" || e["message"] == "" || r.body["success"] != nil {
+			t.Fatalf("%v: %d %s", c.body, r.status, r.raw)
+		}
+	}
+	r := s.do("POST", "/v1/embeddings", "", map[string]any{"input": "x", "model": "default"})
+	if e, _ := r.body["error"].(map[string]any); r.status != 401 || e["code"] != "invalid_api_key" || r.header.Get("WWW-Authenticate") == "" {
+		t.Fatalf("no credential: %d %s", r.status, r.raw)
+	}
+}
+
+// TestEngramAsOpenAIProvider points a second Engram's openai provider at the
+// first Engram's /v1: a real HTTP provider, no mock.
+func TestEngramAsOpenAIProvider(t *testing.T) {
+	first := newEmbStack(t, embOptions{noRun: true})
+	provider, err := openai.New(openai.Options{
+		BaseURL:         first.srv.URL + "/v1",
+		APIKey:          aliceKey,
+		ExtraModels:     []domain.EmbeddingModel{{Name: local.BuiltinModelName, Dimensions: 384}},
+		OnlyExtraModels: true,
+		MaxAttempts:     1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := newEmbStack(t, embOptions{noRun: true})
+	second.wire(newCatalog(t, provider, local.BuiltinModelName), commands.RunnerConfig{ID: "second"})
+
+	texts := []string{"the team deployed release 7", "alice prefers tea"}
+	for _, text := range texts {
+		got := second.must(http.StatusOK, "POST", "/v1/embeddings/generate", bobKey, map[string]any{"text": text}).data()
+		if got["model"] != local.BuiltinModelName || num(got["dimensions"]) != 384 || num(got["tokens_used"]) <= 0 {
+			t.Fatalf("second server: %v", got)
+		}
+		if want := first.vectorOf("default", text); !slices.Equal(floats(got["embedding"]), want) {
+			t.Fatalf("the second server's vector of %q is not the first's", text)
+		}
+	}
+	batch := second.must(http.StatusOK, "POST", "/v1/embeddings/batch", bobKey, map[string]any{"texts": texts}).data()
+	embs, _ := batch["embeddings"].([]any)
+	for i, text := range texts {
+		if !slices.Equal(floats(embs[i]), first.vectorOf("default", text)) {
+			t.Fatalf("batch[%d] is not the first server's vector", i)
+		}
+	}
+	// The second server's memories are embedded through the first.
+	before := first.provider.calls.Load()
+	second.seed(bob, "remote", 3)
+	if first.provider.calls.Load() == before {
+		t.Fatal("the second server's writes did not reach the first server's provider")
+	}
+	// The first server's outage is the second's provider outage.
+	first.provider.down.Store(true)
+	wantError(t, second.do("POST", "/v1/embeddings/generate", bobKey, map[string]any{"text": "x"}), 503, "provider_unavailable")
+}

@@ -1,0 +1,256 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/domain/memory"
+	"github.com/engram-memory/engram/projections"
+)
+
+// VectorStore is the durable state of the vector projection
+// (projections.VectorStore) in migrations/0004_vectors.sql.
+type VectorStore struct {
+	db *DB
+}
+
+var _ projections.VectorStore = (*VectorStore)(nil)
+
+// NewVectorStore returns the vector projection's store over db.
+func NewVectorStore(db *DB) *VectorStore { return &VectorStore{db: db} }
+
+// VectorsCheckpoint implements projections.VectorStore.
+func (s *VectorStore) VectorsCheckpoint(ctx context.Context) (uint64, error) {
+	return s.db.Checkpoint(ctx, projections.VectorsProjectionName)
+}
+
+// ApplyVectors implements projections.VectorStore.
+func (s *VectorStore) ApplyVectors(ctx context.Context, events []domain.Event, apply func(context.Context, projections.VectorTx, domain.Event) error) error {
+	return s.db.ApplyEvents(ctx, projections.VectorsProjectionName, events, func(tx *sql.Tx, e domain.Event) error {
+		return apply(ctx, vectorTx{tx}, e)
+	})
+}
+
+// ResetVectors implements projections.VectorStore.
+func (s *VectorStore) ResetVectors(ctx context.Context) error {
+	return s.db.ResetProjection(ctx, projections.VectorsProjectionName, "vector_vectors", "vector_memories", "vector_agents")
+}
+
+// VectorAgents implements projections.VectorStore.
+func (s *VectorStore) VectorAgents(ctx context.Context) ([]projections.VectorAgent, error) {
+	rows, err := s.db.read.QueryContext(ctx, `SELECT user_id, agent_id, model, dimensions FROM vector_agents`)
+	if err != nil {
+		return nil, fmt.Errorf("vectors: agents: %w", err)
+	}
+	defer rows.Close()
+	var out []projections.VectorAgent
+	for rows.Next() {
+		var a projections.VectorAgent
+		if err := rows.Scan(&a.UserID, &a.AgentID, &a.Model, &a.Dimensions); err != nil {
+			return nil, fmt.Errorf("vectors: agents: %w", err)
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// LoadVectors implements projections.VectorStore. Rows come in seq order
+// (the order the log inserted them) without a sort; the projection loads
+// before it applies anything, so nothing changes underneath.
+func (s *VectorStore) LoadVectors(ctx context.Context, fn func(projections.LoadedVector) error) error {
+	rows, err := s.db.read.QueryContext(ctx, `SELECT m.memory_id, m.user_id, m.agent_id, m.type, m.tags, m.created_ns, m.text_hash, v.model, v.dimensions, v.vector
+FROM vector_vectors AS v JOIN vector_memories AS m ON m.memory_id = v.memory_id AND m.text_hash = v.text_hash
+WHERE m.forgotten = 0
+ORDER BY v.seq`)
+	if err != nil {
+		return fmt.Errorf("vectors: load: %w", err)
+	}
+	defer rows.Close()
+	var (
+		lv      projections.LoadedVector
+		typ     string
+		tags    []byte
+		created int64
+		blob    []byte
+		buf     []float32
+	)
+	for rows.Next() {
+		m := &lv.Memory
+		if err := rows.Scan(&m.MemoryID, &m.UserID, &m.AgentID, &typ, &tags, &created, &m.TextHash, &lv.Model, &lv.Dimensions, &blob); err != nil {
+			return fmt.Errorf("vectors: load: %w", err)
+		}
+		m.Type, m.CreatedAt, m.Tags = memory.Type(typ), time.Unix(0, created).UTC(), nil
+		if err := json.Unmarshal(tags, &m.Tags); err != nil {
+			return fmt.Errorf("vectors: load %s tags: %w", m.MemoryID, err)
+		}
+		buf, err = decodeVector(buf, blob)
+		if err != nil {
+			return fmt.Errorf("vectors: load %s: %w", m.MemoryID, err)
+		}
+		lv.Vector = buf
+		if err := fn(lv); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// vectorTx implements projections.VectorTx on a write transaction.
+type vectorTx struct{ tx *sql.Tx }
+
+func (t vectorTx) Agent(ctx context.Context, userID, agentID string) (projections.VectorAgent, bool, error) {
+	a := projections.VectorAgent{UserID: userID, AgentID: agentID}
+	err := t.tx.QueryRowContext(ctx, `SELECT model, dimensions FROM vector_agents WHERE user_id = ? AND agent_id = ?`, userID, agentID).Scan(&a.Model, &a.Dimensions)
+	if errors.Is(err, sql.ErrNoRows) {
+		return a, false, nil
+	}
+	if err != nil {
+		return a, false, fmt.Errorf("vectors: agent: %w", err)
+	}
+	return a, true, nil
+}
+
+func (t vectorTx) PutAgent(ctx context.Context, a projections.VectorAgent) error {
+	_, err := t.tx.ExecContext(ctx, `INSERT INTO vector_agents (user_id, agent_id, model, dimensions) VALUES (?, ?, ?, ?)
+		ON CONFLICT (user_id, agent_id) DO UPDATE SET model = excluded.model, dimensions = excluded.dimensions`, a.UserID, a.AgentID, a.Model, a.Dimensions)
+	if err != nil {
+		return fmt.Errorf("vectors: put agent: %w", err)
+	}
+	return nil
+}
+
+func (t vectorTx) DeleteAgent(ctx context.Context, userID, agentID string) error {
+	for _, stmt := range []string{
+		`DELETE FROM vector_vectors WHERE memory_id IN (SELECT memory_id FROM vector_memories WHERE user_id = ? AND agent_id = ?)`,
+		`DELETE FROM vector_memories WHERE user_id = ? AND agent_id = ?`,
+		`DELETE FROM vector_agents WHERE user_id = ? AND agent_id = ?`,
+	} {
+		if _, err := t.tx.ExecContext(ctx, stmt, userID, agentID); err != nil {
+			return fmt.Errorf("vectors: delete agent: %w", err)
+		}
+	}
+	return nil
+}
+
+func (t vectorTx) Memory(ctx context.Context, memoryID string) (projections.VectorMemory, bool, error) {
+	m := projections.VectorMemory{MemoryID: memoryID}
+	var typ string
+	var tags []byte
+	var created int64
+	err := t.tx.QueryRowContext(ctx, `SELECT user_id, agent_id, type, tags, created_ns, text_hash, forgotten FROM vector_memories WHERE memory_id = ?`, memoryID).
+		Scan(&m.UserID, &m.AgentID, &typ, &tags, &created, &m.TextHash, &m.Forgotten)
+	if errors.Is(err, sql.ErrNoRows) {
+		return m, false, nil
+	}
+	if err != nil {
+		return m, false, fmt.Errorf("vectors: memory: %w", err)
+	}
+	m.Type, m.CreatedAt = memory.Type(typ), time.Unix(0, created).UTC()
+	if err := json.Unmarshal(tags, &m.Tags); err != nil {
+		return m, false, fmt.Errorf("vectors: memory %s tags: %w", memoryID, err)
+	}
+	return m, true, nil
+}
+
+func (t vectorTx) PutMemory(ctx context.Context, m projections.VectorMemory) error {
+	tags, err := json.Marshal(m.Tags)
+	if err != nil {
+		return err
+	}
+	if m.Tags == nil {
+		tags = []byte("[]")
+	}
+	_, err = t.tx.ExecContext(ctx, `INSERT INTO vector_memories (memory_id, user_id, agent_id, type, tags, created_ns, text_hash, forgotten)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (memory_id) DO UPDATE SET tags = excluded.tags, text_hash = excluded.text_hash, forgotten = excluded.forgotten`,
+		m.MemoryID, m.UserID, m.AgentID, string(m.Type), tags, keywordNanos(m.CreatedAt), m.TextHash, m.Forgotten)
+	if err != nil {
+		return fmt.Errorf("vectors: put memory: %w", err)
+	}
+	return nil
+}
+
+func (t vectorTx) DeleteMemory(ctx context.Context, memoryID string) error {
+	for _, stmt := range []string{
+		`DELETE FROM vector_vectors WHERE memory_id = ?`,
+		`DELETE FROM vector_memories WHERE memory_id = ?`,
+	} {
+		if _, err := t.tx.ExecContext(ctx, stmt, memoryID); err != nil {
+			return fmt.Errorf("vectors: delete memory: %w", err)
+		}
+	}
+	return nil
+}
+
+func (t vectorTx) PutVector(ctx context.Context, memoryID string, space projections.VectorSpace, textHash string, v []float32) error {
+	_, err := t.tx.ExecContext(ctx, `INSERT INTO vector_vectors (memory_id, model, dimensions, text_hash, vector) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (memory_id, model, dimensions, text_hash) DO UPDATE SET vector = excluded.vector`, memoryID, space.Model, space.Dimensions, textHash, encodeVector(v))
+	if err != nil {
+		return fmt.Errorf("vectors: put vector: %w", err)
+	}
+	return nil
+}
+
+func (t vectorTx) CurrentVectors(ctx context.Context, memoryID string) ([]projections.StoredVector, error) {
+	rows, err := t.tx.QueryContext(ctx, `SELECT v.model, v.dimensions, v.vector FROM vector_vectors AS v
+		JOIN vector_memories AS m ON m.memory_id = v.memory_id AND m.text_hash = v.text_hash
+		WHERE v.memory_id = ? ORDER BY v.seq`, memoryID)
+	if err != nil {
+		return nil, fmt.Errorf("vectors: current: %w", err)
+	}
+	defer rows.Close()
+	var out []projections.StoredVector
+	for rows.Next() {
+		var sv projections.StoredVector
+		var blob []byte
+		if err := rows.Scan(&sv.Model, &sv.Dimensions, &blob); err != nil {
+			return nil, fmt.Errorf("vectors: current: %w", err)
+		}
+		if sv.Vector, err = decodeVector(nil, blob); err != nil {
+			return nil, fmt.Errorf("vectors: current %s: %w", memoryID, err)
+		}
+		out = append(out, sv)
+	}
+	return out, rows.Err()
+}
+
+func (t vectorTx) DeleteSpace(ctx context.Context, userID, agentID string, space projections.VectorSpace) error {
+	_, err := t.tx.ExecContext(ctx, `DELETE FROM vector_vectors WHERE model = ? AND dimensions = ?
+		AND memory_id IN (SELECT memory_id FROM vector_memories WHERE user_id = ? AND agent_id = ?)`, space.Model, space.Dimensions, userID, agentID)
+	if err != nil {
+		return fmt.Errorf("vectors: delete model: %w", err)
+	}
+	return nil
+}
+
+// encodeVector stores float32s little-endian, as the events do.
+func encodeVector(v []float32) []byte {
+	buf := make([]byte, 4*len(v))
+	for i, f := range v {
+		binary.LittleEndian.PutUint32(buf[4*i:], math.Float32bits(f))
+	}
+	return buf
+}
+
+// decodeVector decodes into dst's storage when it is large enough.
+func decodeVector(dst []float32, blob []byte) ([]float32, error) {
+	if len(blob)%4 != 0 {
+		return nil, fmt.Errorf("vector blob of %d bytes is not whole float32s", len(blob))
+	}
+	n := len(blob) / 4
+	if cap(dst) < n {
+		dst = make([]float32, n)
+	}
+	dst = dst[:n]
+	for i := range dst {
+		dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(blob[4*i:]))
+	}
+	return dst, nil
+}

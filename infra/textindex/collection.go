@@ -1,0 +1,151 @@
+package textindex
+
+import (
+	"math"
+	"sync"
+	"time"
+)
+
+// posting is one document's count of a term.
+type posting struct {
+	slot uint32
+	tf   uint32
+}
+
+// termCount is one of a document's distinct terms, kept so a delete can
+// give back its document frequencies and a compaction can rebuild postings.
+type termCount struct {
+	term uint32
+	tf   uint32
+}
+
+// collection is one agent's index. Documents live in slots; a delete or a
+// replace marks the slot dead (postings keep pointing at it and are
+// skipped) and compaction reclaims dead slots once they are a quarter of
+// the total. Statistics (live count, total length, document frequencies)
+// always count live documents only, so scores do not depend on history.
+type collection struct {
+	mu sync.RWMutex
+
+	termID   map[string]uint32
+	postings [][]posting // by term id, in slot order
+	df       []int32     // live documents holding the term
+
+	ids      []string
+	dead     []bool
+	length   []uint32 // terms in the document
+	created  []int64  // unix nanos
+	types    []string
+	tags     [][]string
+	docTerms [][]termCount
+	slotOf   map[string]uint32
+
+	live     int
+	nDead    int
+	totalLen int64
+}
+
+func newCollection() *collection {
+	return &collection{termID: map[string]uint32{}, slotOf: map[string]uint32{}}
+}
+
+func (c *collection) add(d Doc) {
+	counts := map[string]uint32{}
+	var order []string // first-occurrence order keeps term ids deterministic
+	var n uint32
+	tokenize(d.Text, func(term string) {
+		if counts[term] == 0 {
+			order = append(order, term)
+		}
+		counts[term]++
+		n++
+	})
+	slot := uint32(len(c.ids))
+	terms := make([]termCount, 0, len(order))
+	for _, term := range order {
+		id, ok := c.termID[term]
+		if !ok {
+			id = uint32(len(c.postings))
+			c.termID[term] = id
+			c.postings = append(c.postings, nil)
+			c.df = append(c.df, 0)
+		}
+		tf := counts[term]
+		c.postings[id] = append(c.postings[id], posting{slot: slot, tf: tf})
+		c.df[id]++
+		terms = append(terms, termCount{term: id, tf: tf})
+	}
+	c.ids = append(c.ids, d.ID)
+	c.dead = append(c.dead, false)
+	c.length = append(c.length, n)
+	c.created = append(c.created, unixNanos(d.CreatedAt))
+	c.types = append(c.types, d.Type)
+	c.tags = append(c.tags, append([]string(nil), d.Tags...))
+	c.docTerms = append(c.docTerms, terms)
+	c.slotOf[d.ID] = slot
+	c.live++
+	c.totalLen += int64(n)
+}
+
+func (c *collection) remove(id string) {
+	slot, ok := c.slotOf[id]
+	if !ok {
+		return
+	}
+	delete(c.slotOf, id)
+	for _, t := range c.docTerms[slot] {
+		c.df[t.term]--
+	}
+	c.totalLen -= int64(c.length[slot])
+	c.live--
+	c.nDead++
+	c.dead[slot] = true
+	c.docTerms[slot], c.tags[slot] = nil, nil
+}
+
+// compactIfSparse rebuilds the slots and postings without dead documents
+// once they are a quarter of the slots (and at least a few hundred).
+func (c *collection) compactIfSparse() {
+	if c.nDead < 256 || c.nDead*4 < len(c.ids) {
+		return
+	}
+	wasDead := c.dead
+	remap := make([]uint32, len(c.ids))
+	next := 0
+	for slot := range c.ids {
+		if wasDead[slot] {
+			continue
+		}
+		remap[slot] = uint32(next)
+		c.ids[next], c.length[next], c.created[next] = c.ids[slot], c.length[slot], c.created[slot]
+		c.types[next], c.tags[next], c.docTerms[next] = c.types[slot], c.tags[slot], c.docTerms[slot]
+		c.slotOf[c.ids[next]] = uint32(next)
+		next++
+	}
+	c.ids, c.length, c.created = c.ids[:next], c.length[:next], c.created[:next]
+	c.types, c.tags, c.docTerms = c.types[:next], c.tags[:next], c.docTerms[:next]
+	c.dead = make([]bool, next)
+	for id, list := range c.postings {
+		kept := list[:0]
+		for _, p := range list {
+			if !wasDead[p.slot] {
+				kept = append(kept, posting{slot: remap[p.slot], tf: p.tf})
+			}
+		}
+		c.postings[id] = kept
+	}
+	c.nDead = 0
+}
+
+// unixNanos stores creation times as int64 nanos, clamping the years
+// outside 1678-2262 (the vector index does the same).
+func unixNanos(t time.Time) int64 {
+	const edgeSec = math.MaxInt64/1_000_000_000 - 1
+	switch sec := t.Unix(); {
+	case sec < -edgeSec:
+		return math.MinInt64 + 1
+	case sec > edgeSec:
+		return math.MaxInt64
+	}
+	return t.UnixNano()
+}

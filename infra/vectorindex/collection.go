@@ -1,0 +1,224 @@
+package vectorindex
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// collection stores one caller-chosen key's vectors. Every per-item array is
+// indexed by slot; vecs holds slot i at [i*dim, (i+1)*dim).
+//
+// Slots move only in flat mode (delete = swap-remove). Once a collection has
+// reached the ANN threshold it is "stable": a slot keeps its vector for ever,
+// which lets HNSW node ids be slots. Deletes and vector changes then leave a
+// tombstone, reclaimed by compact.
+type collection struct {
+	mu   sync.RWMutex
+	name string
+	dim  int
+
+	vecs    []float32
+	ids     []string // "" for tombstones
+	slotOf  map[string]uint32
+	created []int64  // unix nanos (see unixNanos)
+	types   []uint16 // code in typeNames
+	tagOff  []uint32 // item tags are tagArena[tagOff : tagOff+tagN], sorted codes
+	tagN    []uint8
+
+	tagArena   []uint32
+	tagGarbage int // arena entries no slot refers to any more
+	typeNames  interner
+	tagNames   interner
+	idBytes    int64 // bytes of live ID strings, for Stats
+
+	dead     []uint64 // tombstone bitset (stable mode only)
+	nDead    int
+	tagSlots [][]uint32 // tag code → slots carrying it (stable mode only; see posting.go)
+
+	stable   bool
+	graph    *graph // non-nil in stable mode: covers slots [0, graph.n)
+	epoch    uint64 // bumped when the graph is replaced or dropped: stale indexers stop
+	indexing bool   // a background indexer is running for this epoch
+	dropped  bool
+}
+
+// prepared is one validated item ready to be stored.
+type prepared struct {
+	id      string
+	vec     []float32
+	inv     float64
+	typ     string
+	tags    []string
+	created int64
+}
+
+func (c *collection) live() int { return len(c.ids) - c.nDead }
+
+func (c *collection) vec(slot uint32) []float32 {
+	o := int(slot) * c.dim
+	return c.vecs[o : o+c.dim : o+c.dim]
+}
+
+func (c *collection) isDead(slot uint32) bool { return c.dead[slot/64]&(1<<(slot%64)) != 0 }
+
+// checkCodes fails before any mutation if the batch would overflow the
+// compact type code.
+func (c *collection) checkCodes(items []prepared) error {
+	var unseen map[string]bool // usually stays nil: types are few and known
+	for _, it := range items {
+		if _, ok := c.typeNames.lookup(it.typ); !ok {
+			if unseen == nil {
+				unseen = map[string]bool{}
+			}
+			unseen[it.typ] = true
+		}
+	}
+	if c.typeNames.len()+len(unseen) > maxTypes {
+		return fmt.Errorf("vectorindex: collection %q would exceed %d distinct types", c.name, maxTypes)
+	}
+	return nil
+}
+
+const (
+	maxTypes = 1 << 16 // type codes are uint16
+	maxTags  = 255     // tags per item; the count is a uint8
+)
+
+// upsert stores items (caller holds the write lock; items are validated).
+func (c *collection) upsert(items []prepared) {
+	fresh := 0
+	for _, it := range items {
+		if _, ok := c.slotOf[it.id]; !ok {
+			fresh++
+		}
+	}
+	c.reserve(fresh)
+	for _, it := range items {
+		slot, exists := c.slotOf[it.id]
+		switch {
+		case !exists:
+			c.appendSlot(it)
+		case !c.stable:
+			scaleInto(c.vec(slot), it.vec, it.inv)
+			c.setMeta(slot, it)
+		default: // stable slots never change: graph links and posting lists stay valid
+			c.tombstone(slot)
+			c.appendSlot(it)
+		}
+	}
+}
+
+// reserve grows every per-slot array once for a batch, so a bulk load
+// allocates exactly what it needs instead of doubling repeatedly.
+func (c *collection) reserve(n int) {
+	if n == 0 {
+		return
+	}
+	c.vecs = growFloats(c.vecs, n*c.dim)
+	c.ids = slices.Grow(c.ids, n)
+	c.created = slices.Grow(c.created, n)
+	c.types = slices.Grow(c.types, n)
+	c.tagOff = slices.Grow(c.tagOff, n)
+	c.tagN = slices.Grow(c.tagN, n)
+	if c.slotOf == nil {
+		c.slotOf = make(map[string]uint32, n)
+	}
+}
+
+func (c *collection) appendSlot(it prepared) {
+	slot := uint32(len(c.ids))
+	c.vecs = growFloats(c.vecs, c.dim)
+	c.vecs = c.vecs[:len(c.vecs)+c.dim]
+	scaleInto(c.vec(slot), it.vec, it.inv)
+	id := strings.Clone(it.id) // do not pin the caller's request buffer
+	c.ids = append(c.ids, id)
+	c.slotOf[id] = slot
+	c.idBytes += int64(len(id))
+	c.created = append(c.created, 0)
+	c.types = append(c.types, 0)
+	c.tagOff = append(c.tagOff, 0)
+	c.tagN = append(c.tagN, 0)
+	c.setMeta(slot, it)
+	if c.stable {
+		if len(c.dead)*64 < len(c.ids) {
+			c.dead = append(c.dead, 0)
+		}
+		c.post(slot)
+	}
+}
+
+func (c *collection) setMeta(slot uint32, it prepared) {
+	c.created[slot] = it.created
+	c.types[slot] = uint16(c.typeNames.intern(it.typ))
+	c.tagGarbage += int(c.tagN[slot])
+	c.tagOff[slot], c.tagN[slot] = 0, 0
+	if len(it.tags) == 0 {
+		return
+	}
+	codes := make([]uint32, 0, len(it.tags))
+	for _, t := range it.tags {
+		codes = append(codes, c.tagNames.intern(t))
+	}
+	slices.Sort(codes)
+	codes = slices.Compact(codes)
+	c.tagOff[slot] = uint32(len(c.tagArena))
+	c.tagN[slot] = uint8(len(codes))
+	c.tagArena = append(c.tagArena, codes...)
+	c.compactTagsIfSparse()
+}
+
+// remove deletes one id. Flat mode swap-removes the last slot into the hole;
+// stable mode leaves a tombstone.
+func (c *collection) remove(id string) {
+	slot, ok := c.slotOf[id]
+	if !ok {
+		return
+	}
+	if c.stable {
+		c.tombstone(slot)
+		return
+	}
+	delete(c.slotOf, id)
+	c.idBytes -= int64(len(id))
+	c.tagGarbage += int(c.tagN[slot])
+	last := uint32(len(c.ids) - 1)
+	if slot != last {
+		copy(c.vec(slot), c.vec(last))
+		c.ids[slot] = c.ids[last]
+		c.created[slot] = c.created[last]
+		c.types[slot] = c.types[last]
+		c.tagOff[slot] = c.tagOff[last]
+		c.tagN[slot] = c.tagN[last]
+		c.slotOf[c.ids[slot]] = slot
+	}
+	c.ids[last] = ""
+	c.vecs = c.vecs[:int(last)*c.dim]
+	c.ids = c.ids[:last]
+	c.created = c.created[:last]
+	c.types = c.types[:last]
+	c.tagOff = c.tagOff[:last]
+	c.tagN = c.tagN[:last]
+}
+
+func (c *collection) tombstone(slot uint32) {
+	id := c.ids[slot]
+	delete(c.slotOf, id)
+	c.idBytes -= int64(len(id))
+	c.ids[slot] = ""
+	c.tagGarbage += int(c.tagN[slot])
+	c.tagN[slot] = 0
+	c.dead[slot/64] |= 1 << (slot % 64)
+	c.nDead++
+}
+
+// release frees everything when the collection is dropped; searches holding
+// a stale pointer see an empty collection.
+func (c *collection) release() {
+	c.vecs, c.ids, c.slotOf, c.created, c.types, c.tagOff, c.tagN = nil, nil, nil, nil, nil, nil, nil
+	c.tagArena, c.tagGarbage, c.typeNames, c.tagNames, c.idBytes = nil, 0, interner{}, interner{}, 0
+	c.dead, c.nDead, c.tagSlots, c.stable, c.graph, c.indexing = nil, 0, nil, false, nil, false
+	c.dropped = true
+	c.epoch++
+}

@@ -1,0 +1,72 @@
+package vectorindex
+
+// Mode changes of a collection: becoming stable (graph node ids = slots),
+// and compaction, which drops tombstones and the graph built over them.
+
+import "slices"
+
+// enterStable switches to tombstone deletes so that slots can serve as graph
+// node ids.
+func (c *collection) enterStable(g *graph) {
+	c.stable = true
+	c.dead = make([]uint64, (len(c.ids)+63)/64)
+	c.buildPostings()
+	c.graph = g
+	c.epoch++
+}
+
+// compact drops tombstoned slots, renumbering the survivors in order. The
+// graph, whose node ids were the old slots, must be rebuilt by the caller.
+func (c *collection) compact() {
+	n := 0
+	for s := range uint32(len(c.ids)) {
+		if c.isDead(s) {
+			continue
+		}
+		d := uint32(n)
+		if d != s {
+			copy(c.vec(d), c.vec(s))
+			c.ids[d] = c.ids[s]
+			c.created[d] = c.created[s]
+			c.types[d] = c.types[s]
+			c.tagOff[d] = c.tagOff[s]
+			c.tagN[d] = c.tagN[s]
+			c.slotOf[c.ids[d]] = d
+		}
+		n++
+	}
+	clear(c.ids[n:])
+	c.vecs = slices.Clone(c.vecs[:n*c.dim]) // a fresh array: give the tombstones' memory back
+	c.ids = slices.Clip(c.ids[:n])
+	c.created = slices.Clip(c.created[:n])
+	c.types = slices.Clip(c.types[:n])
+	c.tagOff = slices.Clip(c.tagOff[:n])
+	c.tagN = slices.Clip(c.tagN[:n])
+	c.nDead = 0
+	c.dead = make([]uint64, (n+63)/64)
+	c.graph = nil
+	c.compactTags()
+	c.buildPostings()
+}
+
+// compactTagsIfSparse rewrites the tag arena once most of it is garbage left
+// by replaced or deleted items.
+func (c *collection) compactTagsIfSparse() {
+	if c.tagGarbage > 4096 && c.tagGarbage > len(c.tagArena)/2 {
+		c.compactTags()
+	}
+}
+
+func (c *collection) compactTags() {
+	arena := make([]uint32, 0, len(c.tagArena)-c.tagGarbage)
+	for s := range c.tagN {
+		n := int(c.tagN[s])
+		if n == 0 {
+			continue
+		}
+		off := c.tagOff[s]
+		c.tagOff[s] = uint32(len(arena))
+		arena = append(arena, c.tagArena[off:int(off)+n]...)
+	}
+	c.tagArena, c.tagGarbage = arena, 0
+}

@@ -1,0 +1,167 @@
+package vectorindex
+
+import (
+	"math"
+	"math/rand/v2"
+)
+
+// graph is a hierarchical navigable small world graph (Malkov & Yashunin)
+// over a stable collection's slots: node i is slot i. Adjacency lives in flat
+// arrays instead of per-node slices so that the graph costs ~140 bytes a node
+// and gives the garbage collector nothing to scan.
+//
+// Concurrency: only the collection's single background indexer mutates the
+// graph, and only under the collection's write lock; searches read it under
+// the read lock.
+type graph struct {
+	m, m0     int // max neighbours on upper layers / on layer 0
+	efC       int
+	levelMult float64
+	rng       *rand.Rand
+	dim       int
+
+	n        int    // nodes inserted; they are slots [0, n)
+	entry    uint32 // entry point, a node on the top layer
+	maxLevel int    // -1 while the graph has no entry point
+
+	links0   []uint32 // per node (m0+1) words: count, then neighbours
+	levels   []uint8
+	upperOff []uint32 // nodes with levels>0: offset into upper
+	upper    []uint32 // per level 1..L of a node: (m+1) words
+}
+
+type graphParams struct {
+	m, efC int
+	seed   uint64
+}
+
+func newGraph(p graphParams, dim, capNodes int) *graph {
+	return &graph{
+		m:         p.m,
+		m0:        2 * p.m,
+		efC:       p.efC,
+		levelMult: 1 / math.Log(float64(p.m)),
+		rng:       rand.New(rand.NewPCG(p.seed, 0x9e3779b97f4a7c15)),
+		dim:       dim,
+		maxLevel:  -1,
+		links0:    make([]uint32, 0, capNodes*(2*p.m+1)),
+		levels:    make([]uint8, 0, capNodes),
+		upperOff:  make([]uint32, 0, capNodes),
+	}
+}
+
+func (g *graph) mmax(level int) int {
+	if level == 0 {
+		return g.m0
+	}
+	return g.m
+}
+
+func (g *graph) neighbours(id uint32, level int) []uint32 {
+	var list []uint32
+	var base int
+	if level == 0 {
+		list, base = g.links0, int(id)*(g.m0+1)
+	} else {
+		list, base = g.upper, int(g.upperOff[id])+(level-1)*(g.m+1)
+	}
+	return list[base+1 : base+1+int(list[base])]
+}
+
+func (g *graph) setNeighbours(id uint32, level int, ns []uint32) {
+	var list []uint32
+	var base int
+	if level == 0 {
+		list, base = g.links0, int(id)*(g.m0+1)
+	} else {
+		list, base = g.upper, int(g.upperOff[id])+(level-1)*(g.m+1)
+	}
+	list[base] = uint32(len(ns))
+	copy(list[base+1:], ns)
+}
+
+func (g *graph) vec(vecs []float32, id uint32) []float32 {
+	o := int(id) * g.dim
+	return vecs[o : o+g.dim : o+g.dim]
+}
+
+// acceptor decides which nodes may enter the result set. The walk itself
+// goes through every node, so a filter never disconnects the graph.
+type acceptor struct {
+	c   *collection
+	m   *matcher
+	all bool
+}
+
+func (a acceptor) ok(id uint32) bool { return a.all || a.c.match(a.m, id) }
+
+// search returns up to ef accepted nodes near q (in no particular order).
+// ok is false when the walk needed more than maxDots similarity computations,
+// which happens when few nodes are accepted; the caller then scans exactly.
+func (g *graph) search(s *scratch, vecs, q []float32, ef int, acc acceptor, maxDots int) (res []scored, ok bool) {
+	if g.maxLevel < 0 {
+		return nil, true
+	}
+	ep := scored{dot(q, g.vec(vecs, g.entry)), g.entry}
+	for l := g.maxLevel; l > 0; l-- {
+		ep = g.greedy(vecs, q, ep, l)
+	}
+	_, ok = g.searchLayer(s, vecs, q, ep, ef, 0, acc, maxDots)
+	return s.res, ok
+}
+
+// greedy moves from ep to the most similar node on one layer (ef = 1).
+func (g *graph) greedy(vecs, q []float32, ep scored, level int) scored {
+	for moved := true; moved; {
+		moved = false
+		for _, nb := range g.neighbours(ep.id, level) {
+			if sim := dot(q, g.vec(vecs, nb)); sim > ep.sim {
+				ep, moved = scored{sim, nb}, true
+			}
+		}
+	}
+	return ep
+}
+
+// searchLayer is the beam search of one layer: it expands the best
+// unexpanded candidate until no candidate can improve the ef best accepted
+// nodes, which it leaves in s.res. It reports the similarity computations it
+// made, and false if it stopped early because they exceeded maxDots.
+func (g *graph) searchLayer(s *scratch, vecs, q []float32, ep scored, ef, level int, acc acceptor, maxDots int) (dots int, ok bool) {
+	s.begin(g.n)
+	s.visit(ep.id)
+	s.cand.push(ep)
+	if acc.ok(ep.id) {
+		s.res.push(ep)
+	}
+	for len(s.cand) > 0 {
+		c := s.cand.pop()
+		if len(s.res) >= ef && c.sim < s.res[0].sim {
+			break
+		}
+		for _, nb := range g.neighbours(c.id, level) {
+			if !s.visit(nb) {
+				continue
+			}
+			sim := dot(q, g.vec(vecs, nb))
+			dots++
+			if len(s.res) < ef || sim > s.res[0].sim {
+				s.cand.push(scored{sim, nb})
+				if acc.ok(nb) {
+					s.res.push(scored{sim, nb})
+					if len(s.res) > ef {
+						s.res.pop()
+					}
+				}
+			}
+		}
+		if dots > maxDots {
+			return dots, false
+		}
+	}
+	return dots, true
+}
+
+func (g *graph) heldBytes() int64 {
+	return int64(cap(g.links0))*4 + int64(cap(g.levels)) + int64(cap(g.upperOff))*4 + int64(cap(g.upper))*4
+}

@@ -1,0 +1,168 @@
+package vectorindex
+
+import (
+	"math"
+	"slices"
+)
+
+// Insertion is split in two so that the expensive part never blocks
+// searches: plan (beam searches, neighbour selection, pruning of the
+// neighbours' lists) runs under the collection's read lock, alongside
+// searches; apply only copies the planned lists and runs under the write
+// lock for a few microseconds. This is sound because the indexer is the
+// graph's only writer, so nothing changes the graph between the two steps.
+
+// planner holds one planned insertion and the indexer's reusable buffers.
+type planner struct {
+	s        scratch
+	node     uint32
+	level    int
+	isolated bool       // tombstoned before it was indexed: add without links
+	links    [][]uint32 // per level 0..level: the new node's neighbours
+	upd      []linkUpdate
+	buf      []uint32 // backing store of the updated lists
+	cands    []scored
+	sel      []scored // the new node's chosen neighbours on the current level
+	prune    []scored // a full neighbour list plus the new node, to prune
+	kept     []scored // what pruning kept
+}
+
+// linkUpdate replaces node's list on level by buf[off:off+n].
+type linkUpdate struct {
+	node   uint32
+	level  int
+	off, n int
+}
+
+const maxLevel = 16
+
+func (g *graph) randomLevel() int {
+	l := int(-math.Log(1-g.rng.Float64()) * g.levelMult)
+	return min(l, maxLevel)
+}
+
+// plan prepares the insertion of node (which must be g.n).
+func (g *graph) plan(p *planner, vecs []float32, node uint32, dead bool) {
+	p.node, p.isolated, p.upd, p.buf = node, dead, p.upd[:0], p.buf[:0]
+	for i := range p.links {
+		p.links[i] = p.links[i][:0]
+	}
+	if dead {
+		p.level = 0
+		return
+	}
+	// Levels are drawn only for live nodes, so the graph's shape depends
+	// on the live data alone.
+	p.level = g.randomLevel()
+	for len(p.links) <= p.level {
+		p.links = append(p.links, make([]uint32, 0, g.m))
+	}
+	if g.maxLevel < 0 {
+		return
+	}
+	q := g.vec(vecs, node)
+	ep := scored{dot(q, g.vec(vecs, g.entry)), g.entry}
+	for l := g.maxLevel; l > p.level; l-- {
+		ep = g.greedy(vecs, q, ep, l)
+	}
+	all := acceptor{all: true}
+	for l := min(p.level, g.maxLevel); l >= 0; l-- {
+		g.searchLayer(&p.s, vecs, q, ep, g.efC, l, all, math.MaxInt)
+		p.cands = append(p.cands[:0], p.s.res...)
+		sortDesc(p.cands)
+		ep = p.cands[0]
+		p.sel = g.selectNeighbours(vecs, p.cands, g.m, p.sel[:0])
+		for _, e := range p.sel {
+			p.links[l] = append(p.links[l], e.id)
+			g.planBackLink(p, vecs, e, l)
+		}
+	}
+}
+
+// planBackLink plans e's list on level with the new node added, pruned by
+// the same heuristic when it would exceed the layer's maximum degree.
+func (g *graph) planBackLink(p *planner, vecs []float32, e scored, level int) {
+	cur := g.neighbours(e.id, level)
+	off := len(p.buf)
+	if len(cur) < g.mmax(level) {
+		p.buf = append(p.buf, cur...)
+		p.buf = append(p.buf, p.node)
+	} else {
+		ve := g.vec(vecs, e.id)
+		p.prune = append(p.prune[:0], scored{e.sim, p.node}) // similarity is symmetric
+		for _, x := range cur {
+			p.prune = append(p.prune, scored{dot(ve, g.vec(vecs, x)), x})
+		}
+		sortDesc(p.prune)
+		p.kept = g.selectNeighbours(vecs, p.prune, g.mmax(level), p.kept[:0])
+		for _, k := range p.kept {
+			p.buf = append(p.buf, k.id)
+		}
+	}
+	p.upd = append(p.upd, linkUpdate{node: e.id, level: level, off: off, n: len(p.buf) - off})
+}
+
+// selectNeighbours is the paper's heuristic (algorithm 4): walking the
+// candidates from the most similar, keep one only if it is more similar to
+// the base than to every neighbour already kept. This spreads links across
+// directions, which is what keeps clustered data navigable.
+func (g *graph) selectNeighbours(vecs []float32, cands []scored, m int, out []scored) []scored {
+	for _, c := range cands {
+		if len(out) >= m {
+			break
+		}
+		vc := g.vec(vecs, c.id)
+		good := true
+		for _, r := range out {
+			if dot(vc, g.vec(vecs, r.id)) > c.sim {
+				good = false
+				break
+			}
+		}
+		if good {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// apply commits the planned insertion (caller holds the write lock).
+func (g *graph) apply(p *planner) {
+	id := p.node
+	g.links0 = growUint32(g.links0, g.m0+1)
+	g.links0 = g.links0[:len(g.links0)+g.m0+1]
+	clear(g.links0[len(g.links0)-g.m0-1:])
+	g.levels = append(g.levels, uint8(p.level))
+	g.upperOff = append(g.upperOff, uint32(len(g.upper)))
+	if p.level > 0 {
+		words := p.level * (g.m + 1)
+		g.upper = growUint32(g.upper, words)
+		g.upper = g.upper[:len(g.upper)+words]
+		clear(g.upper[len(g.upper)-words:])
+	}
+	g.n++
+	if p.isolated {
+		return
+	}
+	for l := 0; l <= p.level; l++ {
+		g.setNeighbours(id, l, p.links[l])
+	}
+	for _, u := range p.upd {
+		g.setNeighbours(u.node, u.level, p.buf[u.off:u.off+u.n])
+	}
+	if g.maxLevel < 0 || p.level > g.maxLevel {
+		g.entry, g.maxLevel = id, p.level
+	}
+}
+
+func sortDesc(s []scored) {
+	slices.SortFunc(s, func(a, b scored) int {
+		switch {
+		case a.sim > b.sim:
+			return -1
+		case a.sim < b.sim:
+			return 1
+		}
+		return 0
+	})
+}

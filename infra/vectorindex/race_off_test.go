@@ -1,0 +1,5 @@
+//go:build !race
+
+package vectorindex
+
+const raceEnabled = false

@@ -1,0 +1,100 @@
+package vectorindex
+
+import "slices"
+
+// Mode is how a collection is searched.
+type Mode string
+
+const (
+	ModeFlat     Mode = "flat"     // exact scan only
+	ModeBuilding Mode = "building" // graph being built: graph walk + exact scan of the rest
+	ModeHNSW     Mode = "hnsw"     // graph covers every slot
+)
+
+// Stats describes the index's contents and memory.
+type Stats struct {
+	Collections   int
+	Vectors       int   // live items
+	Tombstones    int   // deleted items still holding a slot (graph collections)
+	VectorBytes   int64 // raw float32 bytes of the live vectors
+	HeldBytes     int64 // estimate of all memory held: vectors incl. spare capacity, graphs, ids, metadata
+	PerCollection []CollectionStats
+}
+
+// CollectionStats describes one collection.
+type CollectionStats struct {
+	Name        string
+	Dim         int
+	Vectors     int
+	Tombstones  int
+	Indexed     int // slots covered by the graph
+	Mode        Mode
+	VectorBytes int64
+	HeldBytes   int64
+}
+
+// Stats takes each collection's read lock in turn; figures are a consistent
+// snapshot per collection, not across them.
+func (ix *Index) Stats() Stats {
+	ix.mu.RLock()
+	cols := make([]*collection, 0, len(ix.cols))
+	for _, c := range ix.cols {
+		cols = append(cols, c)
+	}
+	ix.mu.RUnlock()
+	var st Stats
+	for _, c := range cols {
+		c.mu.RLock()
+		cs, dropped := c.stats(), c.dropped
+		c.mu.RUnlock()
+		if dropped {
+			continue
+		}
+		st.Collections++
+		st.Vectors += cs.Vectors
+		st.Tombstones += cs.Tombstones
+		st.VectorBytes += cs.VectorBytes
+		st.HeldBytes += cs.HeldBytes
+		st.PerCollection = append(st.PerCollection, cs)
+	}
+	slices.SortFunc(st.PerCollection, func(a, b CollectionStats) int {
+		switch {
+		case a.Name < b.Name:
+			return -1
+		case a.Name > b.Name:
+			return 1
+		}
+		return 0
+	})
+	return st
+}
+
+// Approximate costs of things whose capacity Go does not expose.
+const (
+	// mapEntryBytes: a Swiss-table slot for a string key and a uint32
+	// (24 bytes, plus control bytes) at a typical 3/4 load.
+	mapEntryBytes = 34
+	// stringOverhead: allocation rounding of a short string (size classes
+	// are 8-16 bytes apart up to 128 bytes).
+	stringOverhead = 8
+)
+
+func (c *collection) stats() CollectionStats {
+	cs := CollectionStats{Name: c.name, Dim: c.dim, Vectors: c.live(), Tombstones: c.nDead, Mode: ModeFlat}
+	cs.VectorBytes = int64(c.live()) * int64(c.dim) * 4
+	if c.graph != nil {
+		cs.Indexed = c.graph.n
+		cs.Mode = ModeBuilding
+		if c.graph.n == len(c.ids) {
+			cs.Mode = ModeHNSW
+		}
+		cs.HeldBytes += c.graph.heldBytes()
+	}
+	live := int64(c.live())
+	cs.HeldBytes += int64(cap(c.vecs))*4 +
+		int64(cap(c.ids))*16 + c.idBytes + live*stringOverhead + live*mapEntryBytes +
+		int64(cap(c.created))*8 + int64(cap(c.types))*2 + int64(cap(c.tagOff))*4 + int64(cap(c.tagN)) +
+		int64(cap(c.tagArena))*4 + int64(cap(c.dead))*8 + c.postingBytes() +
+		c.typeNames.heldBytes() + c.tagNames.heldBytes()
+	return cs
+}

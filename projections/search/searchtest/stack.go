@@ -1,0 +1,190 @@
+// Package searchtest wires the real search stack in process for tests and
+// benchmarks: SQLite event log and read models in a temp dir, the
+// projection engine with the memories, keyword and vector projections, the
+// memory commands, the built-in local embedding model behind a counting,
+// switchable provider, and the search service.
+package searchtest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/engram-memory/engram/commands"
+	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/domain/memory"
+	"github.com/engram-memory/engram/infra/embed/local"
+	"github.com/engram-memory/engram/infra/sqlite"
+	"github.com/engram-memory/engram/infra/vectorindex"
+	"github.com/engram-memory/engram/projections"
+	"github.com/engram-memory/engram/projections/search"
+)
+
+// Stack is one in-process search stack.
+type Stack struct {
+	DataDir   string
+	DB        *sqlite.DB
+	Store     *sqlite.EventStore
+	Engine    *projections.Engine
+	Writer    *commands.EventWriter
+	Memories  *commands.Memories
+	ReadModel *sqlite.Memories
+	Keyword   *sqlite.Keyword
+	Index     *vectorindex.Index
+	Vectors   *projections.Vectors
+	Provider  *Provider
+	Search    *search.Service
+	Logger    *slog.Logger
+
+	stop func()
+}
+
+// Options tune a Stack.
+type Options struct {
+	Search search.Options
+	Index  vectorindex.Options
+}
+
+// New starts a stack on a fresh data dir; it stops on t.Cleanup.
+func New(t testing.TB, opts Options) *Stack {
+	t.Helper()
+	s, err := Open(context.Background(), t.TempDir(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// Open starts a stack on dataDir (which may hold an earlier stack's data).
+func Open(ctx context.Context, dataDir string, opts Options) (*Stack, error) {
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	db, err := sqlite.Open(ctx, dataDir, sqlite.Options{})
+	if err != nil {
+		return nil, err
+	}
+	p, err := local.New(local.Options{})
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	s := &Stack{DataDir: dataDir, DB: db, Logger: logger, Provider: &Provider{P: p}}
+	s.Store = sqlite.NewEventStore(db, 20*time.Millisecond)
+	s.ReadModel = sqlite.NewMemories(db)
+	s.Keyword = sqlite.NewKeyword(db)
+	s.Index = vectorindex.New(opts.Index)
+	s.Vectors = projections.NewVectors(sqlite.NewVectorStore(db), s.Index, logger)
+	s.Engine = projections.NewEngine(s.Store, logger, s.ReadModel, s.Keyword, s.Vectors)
+	s.Writer = commands.NewEventWriter(s.Store, s.Engine)
+	s.Memories, err = commands.NewMemories(commands.MemoriesConfig{
+		Writer: s.Writer, Reader: s.ReadModel, Embedder: s.Provider, Logger: logger,
+		DefaultModel: domain.EmbeddingModel{Name: local.BuiltinModelName, Dimensions: 384},
+	})
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	s.Search, err = search.New(s.Keyword, s.Vectors, search.ProviderEmbedder{Provider: s.Provider}, s.ReadModel, logger, opts.Search)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	// Load both in-memory indexes before anything searches, as the server's
+	// start-up gate does by waiting for the projections.
+	if err := s.Keyword.Load(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if err := s.Vectors.Load(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	s.StartEngine()
+	return s, nil
+}
+
+// StartEngine runs the projection engine in the background.
+func (s *Stack) StartEngine() {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = s.Engine.Run(ctx)
+	}()
+	s.stop = func() { cancel(); <-done }
+}
+
+// StopEngine stops the background engine (before Rebuild, or a restart).
+func (s *Stack) StopEngine() {
+	if s.stop != nil {
+		s.stop()
+		s.stop = nil
+	}
+}
+
+// Close stops the engine and the index and closes the database.
+func (s *Stack) Close() {
+	s.StopEngine()
+	s.Index.Close()
+	s.DB.Close()
+}
+
+// Meta is the event metadata of a request by userID.
+func Meta(userID string) domain.Metadata {
+	return domain.Metadata{Actor: domain.Actor{Kind: domain.ActorKey, ID: "key-" + userID, UserID: userID}}
+}
+
+// Note creates a note through the memory commands and returns its id.
+func (s *Stack) Note(t testing.TB, userID, agentID, text string, tags []string, createdAt time.Time) string {
+	t.Helper()
+	return s.Create(t, userID, agentID, memory.Note, map[string]any{"content": text}, tags, createdAt)
+}
+
+// Create creates a memory of any type; a zero createdAt means now.
+func (s *Stack) Create(t testing.TB, userID, agentID string, typ memory.Type, content any, tags []string, createdAt time.Time) string {
+	t.Helper()
+	raw, err := json.Marshal(content)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := commands.MemoryInput{Type: string(typ), Content: raw, Tags: tags}
+	if !createdAt.IsZero() {
+		in.CreatedAt = createdAt.UTC().Format(time.RFC3339Nano)
+	}
+	c, err := s.Memories.Create(context.Background(), Meta(userID), agentID, in)
+	if err != nil {
+		t.Fatalf("create %s in %s/%s: %v", typ, userID, agentID, err)
+	}
+	return c.ID
+}
+
+// Provider wraps an embedding provider: it counts calls and can be switched
+// off to act like an unreachable backend.
+type Provider struct {
+	P     domain.EmbeddingProvider
+	calls atomic.Int64
+	down  atomic.Bool
+}
+
+// Calls is the number of Embed calls so far.
+func (p *Provider) Calls() int64 { return p.calls.Load() }
+
+// SetDown makes Embed fail with KindProviderUnavailable (or work again).
+func (p *Provider) SetDown(down bool) { p.down.Store(down) }
+
+func (p *Provider) Name() string                    { return p.P.Name() }
+func (p *Provider) Models() []domain.EmbeddingModel { return p.P.Models() }
+
+// Embed implements domain.EmbeddingProvider.
+func (p *Provider) Embed(ctx context.Context, req domain.EmbedRequest) (domain.EmbedResult, error) {
+	p.calls.Add(1)
+	if p.down.Load() {
+		return domain.EmbedResult{}, &domain.Error{Kind: domain.KindProviderUnavailable, Message: "embedding provider unreachable (test)", Err: errors.New("down")}
+	}
+	return p.P.Embed(ctx, req)
+}

@@ -1,0 +1,231 @@
+package search
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/engram-memory/engram/domain"
+)
+
+// Service runs searches. It is safe for concurrent use.
+type Service struct {
+	keyword  KeywordIndex
+	vectors  VectorIndex
+	embedder Embedder
+	memories MemoryReader
+	opts     Options
+	logger   *slog.Logger
+}
+
+// New returns a search service over the two indexes, the query embedder and
+// the memories read model.
+func New(keyword KeywordIndex, vectors VectorIndex, embedder Embedder, memories MemoryReader, logger *slog.Logger, opts Options) (*Service, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Service{keyword: keyword, vectors: vectors, embedder: embedder, memories: memories, opts: o, logger: logger}, nil
+}
+
+// Options returns the effective options (defaults filled in).
+func (s *Service) Options() Options { return s.opts }
+
+// Search runs req. Unknown agents (and other users' agents) are NotFound.
+// In vector mode an embedding provider that cannot be reached is
+// KindProviderUnavailable; hybrid mode falls back to the keyword side and
+// says so in Response.Degraded.
+func (s *Service) Search(ctx context.Context, req Request) (Response, error) {
+	if err := validate(&req); err != nil {
+		return Response{}, err
+	}
+	space, ok := s.vectors.VectorSpace(req.UserID, req.AgentID)
+	if !ok {
+		return Response{}, domain.NotFound("agent " + req.AgentID)
+	}
+	var resp Response
+	var vecHits, kwHits []Hit
+	var err error
+	switch req.Mode {
+	case ModeKeyword:
+		kwHits, err = s.searchKeyword(ctx, req, req.Limit)
+	case ModeVector:
+		vecHits, err = s.searchVectors(ctx, req, space, req.Limit)
+	case ModeHybrid:
+		vecHits, kwHits, resp.Degraded, err = s.searchBoth(ctx, req, space)
+	}
+	if err != nil {
+		return Response{}, err
+	}
+	cands := s.opts.fuse(req.Mode, s.candidates(req), vecHits, kwHits)
+	rank(cands)
+	// Scores are sorted, so min_score cuts a prefix: filtering after the
+	// ranking loses nothing that should have been returned.
+	n := 0
+	for n < len(cands) && n < req.Limit && cands[n].score >= req.MinScore {
+		n++
+	}
+	resp.Results, err = s.hydrate(ctx, req, cands[:n])
+	return resp, err
+}
+
+func validate(req *Request) error {
+	if strings.TrimSpace(req.Query) == "" {
+		return domain.Invalid("query", "query is required and must not be blank")
+	}
+	if n := utf8.RuneCountInString(req.Query); n > MaxQueryRune {
+		return domain.Invalid("query", "query is %d characters long; the limit is %d", n, MaxQueryRune)
+	}
+	if req.Mode == "" {
+		req.Mode = ModeHybrid
+	}
+	switch req.Mode {
+	case ModeHybrid, ModeVector, ModeKeyword:
+	default:
+		return domain.Invalid("mode", "mode must be hybrid, vector or keyword, not %q", req.Mode)
+	}
+	if req.Limit < 1 || req.Limit > MaxLimit {
+		return domain.Invalid("limit", "limit must be between 1 and %d", MaxLimit)
+	}
+	if !(req.MinScore >= 0 && req.MinScore <= 1) {
+		return domain.Invalid("min_score", "min_score must be between 0 and 1")
+	}
+	for _, t := range req.Filter.Types {
+		if !t.Searchable() {
+			return domain.Invalid("types", "memories of type %s are not searchable", t.Plural())
+		}
+	}
+	f := req.Filter
+	if !f.CreatedAfter.IsZero() && !f.CreatedBefore.IsZero() && !f.CreatedAfter.Before(f.CreatedBefore) {
+		return domain.Invalid("created_before", "created_before must be later than created_after")
+	}
+	return nil
+}
+
+func (s *Service) searchKeyword(ctx context.Context, req Request, k int) ([]Hit, error) {
+	hits, err := s.keyword.SearchKeyword(ctx, KeywordQuery{UserID: req.UserID, AgentID: req.AgentID, Text: req.Query, Filter: req.Filter, Limit: k})
+	if err != nil {
+		return nil, fmt.Errorf("search: keyword: %w", err)
+	}
+	return hits, nil
+}
+
+// searchVectors embeds the query with the agent's model and searches its
+// space. An agent without vectors yields no hits and no provider call.
+func (s *Service) searchVectors(ctx context.Context, req Request, space Space, k int) ([]Hit, error) {
+	if space.Vectors == 0 {
+		return nil, nil
+	}
+	q, err := s.embedder.EmbedQuery(ctx, space.Model, space.Dimensions, req.Query)
+	if err != nil {
+		return nil, embedError(ctx, space.Model, err)
+	}
+	hits, err := s.vectors.SearchVectors(ctx, space, q, k, req.Filter)
+	if err != nil {
+		return nil, fmt.Errorf("search: vectors: %w", err)
+	}
+	return hits, nil
+}
+
+// errEmbed marks embedding failures, which hybrid mode survives.
+var errEmbed = errors.New("query embedding failed")
+
+func embedError(ctx context.Context, model string, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if de, ok := domain.AsError(err); ok && de.Kind == domain.KindProviderUnavailable {
+		return fmt.Errorf("%w: %w", errEmbed, err)
+	}
+	// Any other failure (e.g. the agent's model is no longer configured)
+	// also means vector search cannot run now.
+	return fmt.Errorf("%w: %w", errEmbed, &domain.Error{
+		Kind: domain.KindProviderUnavailable, Code: string(domain.KindProviderUnavailable),
+		Message: fmt.Sprintf("the embedding model %q of this agent cannot embed the query now", model), Err: err,
+	})
+}
+
+// candidates is how many hits each side is asked for in hybrid mode.
+func (s *Service) candidates(req Request) int {
+	if req.Mode != ModeHybrid {
+		return req.Limit
+	}
+	return max(s.opts.MinCandidates, s.opts.CandidateFactor*req.Limit)
+}
+
+// searchBoth queries both sides concurrently: the keyword query runs in
+// SQLite while the query is embedded and the vectors are scanned.
+func (s *Service) searchBoth(ctx context.Context, req Request, space Space) (vec, kw []Hit, degraded string, err error) {
+	k := s.candidates(req)
+	type kwResult struct {
+		hits []Hit
+		err  error
+	}
+	kwc := make(chan kwResult, 1)
+	go func() {
+		hits, err := s.searchKeyword(ctx, req, k)
+		kwc <- kwResult{hits, err}
+	}()
+	vec, verr := s.searchVectors(ctx, req, space, k)
+	kr := <-kwc
+	if kr.err != nil {
+		return nil, nil, "", kr.err
+	}
+	if verr != nil {
+		if !errors.Is(verr, errEmbed) {
+			return nil, nil, "", verr
+		}
+		s.logger.WarnContext(ctx, "hybrid search degraded to keyword only", "agent_id", req.AgentID, "error", verr)
+		return nil, kr.hits, DegradedVectorUnavailable, nil
+	}
+	return vec, kr.hits, "", nil
+}
+
+// hydrate loads the final page's memories. A memory that vanished or was
+// forgotten between the index query and now is dropped.
+func (s *Service) hydrate(ctx context.Context, req Request, cands []candidate) ([]Result, error) {
+	if len(cands) == 0 {
+		return []Result{}, nil
+	}
+	ids := make([]string, len(cands))
+	for i, c := range cands {
+		ids[i] = c.hit.ID
+	}
+	views, err := s.memories.MemoriesByID(ctx, req.UserID, req.AgentID, ids)
+	if err != nil {
+		return nil, fmt.Errorf("search: hydrate: %w", err)
+	}
+	out := make([]Result, 0, len(cands))
+	for i := range cands {
+		c := &cands[i]
+		v, ok := views[c.hit.ID]
+		if !ok || v.Forgotten {
+			continue
+		}
+		r := Result{Memory: v, Score: c.score}
+		if req.Explain {
+			r.Explain = explain(c)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func explain(c *candidate) *Explain {
+	e := &Explain{FusedScore: c.score}
+	if c.vRank > 0 {
+		v, r := c.vec, c.vRank
+		e.VectorScore, e.VectorRank = &v, &r
+	}
+	if c.kRank > 0 {
+		k, r := c.kw, c.kRank
+		e.KeywordScore, e.KeywordRank = &k, &r
+	}
+	return e
+}

@@ -1,0 +1,40 @@
+package search
+
+import (
+	"context"
+
+	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/domain/memory"
+)
+
+// Similar finds the memories of an agent nearest to a raw vector in the
+// agent's active embedding space (POST /embeddings/similar). Scores are
+// max(0, cosine), like vector search; forgotten memories never match.
+func (s *Service) Similar(ctx context.Context, userID, agentID string, vector []float32, limit int, minScore float64, types []memory.Type) ([]memory.Scored, error) {
+	space, ok := s.vectors.VectorSpace(userID, agentID)
+	if !ok {
+		return nil, domain.NotFound("agent " + agentID)
+	}
+	hits, err := s.vectors.SearchVectors(ctx, space, vector, limit, Filter{Types: types})
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(hits))
+	for i, h := range hits {
+		ids[i] = h.ID
+	}
+	views, err := s.memories.MemoriesByID(ctx, userID, agentID, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]memory.Scored, 0, len(hits))
+	for _, h := range hits {
+		v, ok := views[h.ID]
+		score := max(0, h.Score)
+		if !ok || score < minScore {
+			continue
+		}
+		out = append(out, memory.Scored{Type: v.Type, ID: v.ID, Score: score, Content: v.Content})
+	}
+	return out, nil
+}
