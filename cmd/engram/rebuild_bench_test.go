@@ -1,0 +1,76 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/domain/memory"
+	"github.com/engram-memory/engram/projections"
+)
+
+// BenchmarkRebuild replays a log of memories with 384-dimension vectors
+// into every projection (accounts, memories, keyword, vectors, jobs) and
+// reports events/s: the speed of `engram projections rebuild`.
+func BenchmarkRebuild(b *testing.B) {
+	const memories = 5000
+	ctx := context.Background()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	st, err := openStorage(ctx, b.TempDir(), logger)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.close()
+	events := fillAgent(b, st.store, memories)
+	engine := projections.NewEngine(st.store, logger, st.projections()...)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := engine.Rebuild(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(events*b.N)/b.Elapsed().Seconds(), "events/s")
+}
+
+// fillAgent appends an agent with n notes and their vectors, in batches of
+// 500 as the batch endpoint would, and returns the number of events.
+func fillAgent(b *testing.B, store domain.EventStore, n int) int {
+	b.Helper()
+	ref := memory.AgentRef{UserID: "u1", AgentID: "bench"}
+	rng := rand.New(rand.NewPCG(1, 2))
+	words := []string{"deploy", "cache", "login", "latency", "backup", "friday", "review", "python", "rollback", "alert", "database", "team"}
+	meta := domain.Metadata{Actor: domain.Actor{Kind: domain.ActorSystem, ID: "bench"}}
+	total := 0
+	created, _ := domain.MarshalEvent(memory.AgentCreated{AgentRef: ref, EmbeddingModel: "engram-hash-384", Dimensions: 384, CreatedAt: time.Now()}, meta)
+	if _, err := store.Append(context.Background(), memory.AgentStream("u1", "bench"), domain.ExpectAny, []domain.NewEvent{created}); err != nil {
+		b.Fatal(err)
+	}
+	total++
+	for start := 0; start < n; start += 500 {
+		var batch []domain.NewEvent
+		for i := start; i < min(n, start+500); i++ {
+			text := fmt.Sprintf("note %d about %s and %s", i, words[rng.IntN(len(words))], words[rng.IntN(len(words))])
+			content, _ := json.Marshal(memory.NoteContent{Content: text})
+			id := fmt.Sprintf("0193a1f0-0000-7000-8000-%012d", i)
+			hash := memory.TextHash(text)
+			vec := make(memory.Vector, 384)
+			for j := range vec {
+				vec[j] = float32(rng.NormFloat64())
+			}
+			c, _ := domain.MarshalEvent(memory.MemoryCreated{AgentRef: ref, MemoryID: id, Type: memory.Note, Content: content, Tags: []string{}, DerivedFrom: []string{}, CreatedAt: time.Now(), TextHash: hash}, meta)
+			e, _ := domain.MarshalEvent(memory.MemoryEmbedded{AgentRef: ref, MemoryID: id, Model: "engram-hash-384", Dimensions: 384, TextHash: hash, Vector: vec}, meta)
+			batch = append(batch, c, e)
+		}
+		if _, err := store.Append(context.Background(), memory.AgentStream("u1", "bench"), domain.ExpectAny, batch); err != nil {
+			b.Fatal(err)
+		}
+		total += len(batch)
+	}
+	return total
+}
