@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/engram-memory/engram/domain"
@@ -30,34 +29,12 @@ func accountTables() []exportTable {
 // and sessions, folded from the user streams. It implements
 // projections.Projection and answers the queries of commands.
 type Accounts struct {
-	db *DB
+	tableModel
 }
 
 // NewAccounts returns the accounts read model stored in db.
-func NewAccounts(db *DB) *Accounts { return &Accounts{db: db} }
-
-// Name implements projections.Projection.
-func (a *Accounts) Name() string { return AccountsProjection }
-
-// Position implements projections.Projection.
-func (a *Accounts) Position(ctx context.Context) (uint64, error) {
-	return a.db.Checkpoint(ctx, AccountsProjection)
-}
-
-// Reset implements projections.Projection.
-func (a *Accounts) Reset(ctx context.Context) error {
-	tables := accountTables()
-	names := make([]string, len(tables))
-	for i, t := range tables {
-		names[i] = t.name
-	}
-	return a.db.ResetProjection(ctx, AccountsProjection, names...)
-}
-
-// Export writes every table of the read model as JSON lines, each table in
-// primary-key order: two exports are byte-equal exactly when the states are.
-func (a *Accounts) Export(ctx context.Context, w io.Writer) error {
-	return exportTables(ctx, a.db.read, w, accountTables())
+func NewAccounts(db *DB) *Accounts {
+	return &Accounts{tableModel{db: db, name: AccountsProjection, tables: accountTables()}}
 }
 
 // Apply implements projections.Projection.

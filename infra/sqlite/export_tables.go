@@ -15,6 +15,38 @@ type exportTable struct {
 	orderBy string
 }
 
+// tableModel is the plumbing every SQLite read model shares: its name (the
+// checkpoint key), and its tables, which Reset empties and Export writes in
+// the order given.
+type tableModel struct {
+	db     *DB
+	name   string
+	tables []exportTable
+}
+
+// Name implements projections.Projection.
+func (m tableModel) Name() string { return m.name }
+
+// Position implements projections.Projection.
+func (m tableModel) Position(ctx context.Context) (uint64, error) {
+	return m.db.Checkpoint(ctx, m.name)
+}
+
+// Reset implements projections.Projection.
+func (m tableModel) Reset(ctx context.Context) error {
+	names := make([]string, len(m.tables))
+	for i, t := range m.tables {
+		names[i] = t.name
+	}
+	return m.db.ResetProjection(ctx, m.name, names...)
+}
+
+// Export writes the read model as JSON lines (see exportTables); the replay
+// tests compare it byte for byte.
+func (m tableModel) Export(ctx context.Context, w io.Writer) error {
+	return exportTables(ctx, m.db.read, w, m.tables)
+}
+
 // exportTables writes each table as JSON lines {"table":…,"row":{…}}, rows
 // in primary-key order and columns in name order (encoding/json sorts map
 // keys), so equal states give equal bytes. Read models use it for their

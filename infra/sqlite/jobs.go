@@ -6,7 +6,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/engram-memory/engram/domain"
@@ -29,28 +28,12 @@ func jobTables() []exportTable {
 // implements projections.Projection and answers the job runner's and the
 // API's queries.
 type Jobs struct {
-	db *DB
+	tableModel
 }
 
 // NewJobs returns the jobs read model stored in db.
-func NewJobs(db *DB) *Jobs { return &Jobs{db: db} }
-
-// Name implements projections.Projection.
-func (j *Jobs) Name() string { return JobsProjection }
-
-// Position implements projections.Projection.
-func (j *Jobs) Position(ctx context.Context) (uint64, error) {
-	return j.db.Checkpoint(ctx, JobsProjection)
-}
-
-// Reset implements projections.Projection.
-func (j *Jobs) Reset(ctx context.Context) error {
-	return j.db.ResetProjection(ctx, JobsProjection, "jobs", "job_errors")
-}
-
-// Export writes the read model as JSON lines (see exportTables).
-func (j *Jobs) Export(ctx context.Context, w io.Writer) error {
-	return exportTables(ctx, j.db.read, w, jobTables())
+func NewJobs(db *DB) *Jobs {
+	return &Jobs{tableModel{db: db, name: JobsProjection, tables: jobTables()}}
 }
 
 // Apply implements projections.Projection.

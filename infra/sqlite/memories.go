@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/engram-memory/engram/domain"
@@ -39,35 +38,12 @@ func memoriesTables() []exportTable {
 //   - a MemoryEmbedded whose text_hash is not the memory's current one is
 //     ignored (it embedded a text that a later patch replaced).
 type Memories struct {
-	db *DB
+	tableModel
 }
 
 // NewMemories returns the read model over db.
-func NewMemories(db *DB) *Memories { return &Memories{db: db} }
-
-// Name implements projections.Projection.
-func (m *Memories) Name() string { return MemoriesProjection }
-
-// Position implements projections.Projection.
-func (m *Memories) Position(ctx context.Context) (uint64, error) {
-	return m.db.Checkpoint(ctx, MemoriesProjection)
-}
-
-// Reset implements projections.Projection.
-func (m *Memories) Reset(ctx context.Context) error {
-	tables := memoriesTables()
-	names := make([]string, len(tables))
-	for i, t := range tables {
-		names[i] = t.name
-	}
-	return m.db.ResetProjection(ctx, MemoriesProjection, names...)
-}
-
-// Export writes every table of the read model as JSON lines in primary-key
-// order (columns sorted): two exports are byte-equal exactly when the states
-// are, which the replay tests compare.
-func (m *Memories) Export(ctx context.Context, w io.Writer) error {
-	return exportTables(ctx, m.db.read, w, memoriesTables())
+func NewMemories(db *DB) *Memories {
+	return &Memories{tableModel{db: db, name: MemoriesProjection, tables: memoriesTables()}}
 }
 
 // Apply implements projections.Projection.
