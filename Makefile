@@ -23,5 +23,15 @@ lint:
 bench:
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchtime $(BENCHTIME) -benchmem ./...
 
+# Retrieval quality on the public LoCoMo dev split, every mode, next to the
+# BM25 baseline; exits 3 when a target is missed.
+bench-quality:
+	$(GO) run ./cmd/engram-bench quality --corpus ../shared/bench/locomo-dev/corpus.jsonl --queries ../shared/bench/locomo-dev/queries.jsonl --bench-dir ../shared/bench --protocol turns --modes hybrid,vector,keyword --out bench-out/quality
+
+# Search latency over HTTP on loopback at 10k and 100k memories, concurrency 8.
+bench-load:
+	$(GO) run ./cmd/engram-bench load --n 10000 --concurrency 8 --duration 20s --out bench-out/load-10k.json
+	$(GO) run ./cmd/engram-bench load --n 100000 --concurrency 8 --duration 20s --out bench-out/load-100k.json
+
 clean:
-	rm -rf bin
+	rm -rf bin bench-out

@@ -1,0 +1,134 @@
+package client_test
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/engram-memory/engram/client"
+)
+
+func TestMemoriesCreateGetBatchList(t *testing.T) {
+	ctx := t.Context()
+	f := newFixture(t)
+	at := time.Date(2024, 5, 8, 13, 56, 0, 0, time.UTC)
+
+	one, err := f.c.CreateMemory(ctx, client.CreateMemoryRequest{
+		AgentID: "claire", Type: "notes", CreatedAt: &at, Tags: []string{"ops"},
+		Content: client.NoteContent{Content: "deploy-v2.4.7-hotfix rolled back on friday", NoteType: "observation"},
+	})
+	skipIfMissing(t, err, "POST /memories")
+	noErr(t, err)
+	if one.ID == "" || one.Type != "note" || !one.CreatedAt.Equal(at) || one.Embedding.Model == "" || one.Embedding.Dimensions <= 0 {
+		t.Fatalf("created: %+v", one)
+	}
+
+	got, err := f.c.GetMemory(ctx, one.ID)
+	noErr(t, err)
+	var note client.NoteContent
+	noErr(t, got.DecodeContent(&note))
+	if got.ID != one.ID || got.AgentID != "claire" || note.Content != "deploy-v2.4.7-hotfix rolled back on friday" ||
+		note.NoteType != "observation" || !slices.Equal(got.Tags, []string{"ops"}) || got.Forgotten {
+		t.Fatalf("get: %+v / %+v", got, note)
+	}
+
+	tags := []string{"ops", "incident"}
+	patched, err := f.c.UpdateMemory(ctx, one.ID, client.UpdateMemoryRequest{
+		Content: client.NoteContent{Content: "deploy-v2.4.8 replaced the hotfix", NoteType: "observation"}, Tags: &tags,
+	})
+	noErr(t, err)
+	noErr(t, patched.DecodeContent(&note))
+	if note.Content != "deploy-v2.4.8 replaced the hotfix" || !slices.Equal(patched.Tags, tags) || patched.UpdatedAt.Before(patched.CreatedAt) {
+		t.Fatalf("patch: %+v / %+v", patched, note)
+	}
+
+	items := make([]client.BatchMemory, 25)
+	for i := range items {
+		items[i] = client.BatchMemory{Type: "raw_entries", Content: client.RawEntryContent{Content: fmt.Sprintf("turn %d about gardening", i)}}
+	}
+	items[3] = client.BatchMemory{Type: "beliefs", Content: client.BeliefContent{Statement: "tomatoes need sun"}}
+	batch, err := f.c.CreateMemories(ctx, client.BatchRequest{AgentID: "claire", Memories: items})
+	skipIfMissing(t, err, "POST /memories/batch")
+	noErr(t, err)
+	if len(batch) != len(items) || batch[0].Type != "raw_entry" || batch[3].Type != "belief" {
+		t.Fatalf("batch: %d items, %+v", len(batch), batch[:min(4, len(batch))])
+	}
+	for i, m := range batch {
+		g, err := f.c.GetMemory(ctx, m.ID)
+		noErr(t, err)
+		var c client.RawEntryContent
+		noErr(t, g.DecodeContent(&c))
+		if i != 3 && c.Content != fmt.Sprintf("turn %d about gardening", i) {
+			t.Fatalf("batch item %d out of order: %q", i, c.Content)
+		}
+	}
+
+	// One invalid item fails the whole batch and names its index.
+	_, err = f.c.CreateMemories(ctx, client.BatchRequest{AgentID: "claire", Memories: []client.BatchMemory{
+		{Type: "notes", Content: client.NoteContent{Content: "fine"}},
+		{Type: "notes", Content: map[string]any{}},
+	}})
+	if !client.IsStatus(err, http.StatusBadRequest) {
+		t.Fatalf("invalid batch: %v", err)
+	}
+
+	// Paging walks every memory once.
+	seen := map[string]bool{}
+	cursor := ""
+	for pages := 0; ; pages++ {
+		page, err := f.c.ListMemories(ctx, client.ListMemoriesOptions{AgentID: "claire", Limit: 10, Cursor: cursor})
+		noErr(t, err)
+		for _, m := range page.Memories {
+			if seen[m.ID] {
+				t.Fatalf("memory %s listed twice", m.ID)
+			}
+			seen[m.ID] = true
+		}
+		if cursor = page.NextCursor; cursor == "" || pages > 10 {
+			break
+		}
+	}
+	if len(seen) != 26 {
+		t.Fatalf("listed %d memories, want 26", len(seen))
+	}
+
+	agents, err := f.c.ListAgents(ctx)
+	noErr(t, err)
+	if len(agents) != 1 || agents[0].AgentID != "claire" {
+		t.Fatalf("agents: %+v", agents)
+	}
+
+	forgotten, err := f.c.ForgetMemory(ctx, one.ID, false)
+	noErr(t, err)
+	if !forgotten.Forgotten || forgotten.ID != one.ID {
+		t.Fatalf("forget: %+v", forgotten)
+	}
+	purged, err := f.c.ForgetMemory(ctx, batch[0].ID, true)
+	noErr(t, err)
+	if !purged.Purged {
+		t.Fatalf("purge: %+v", purged)
+	}
+	if _, err := f.c.GetMemory(ctx, batch[0].ID); !client.IsCode(err, "not_found") {
+		t.Fatalf("get purged: %v", err)
+	}
+
+	noErr(t, f.c.DeleteAgent(ctx, "claire"))
+	if _, err := f.c.GetMemory(ctx, batch[1].ID); !client.IsCode(err, "not_found") {
+		t.Fatalf("get after agent delete: %v", err)
+	}
+}
+
+func TestMemoriesOfOtherUsersAreNotFound(t *testing.T) {
+	ctx := t.Context()
+	f := newFixture(t)
+	m, err := f.c.CreateMemory(ctx, client.CreateMemoryRequest{AgentID: "a", Type: "note", Content: client.NoteContent{Content: "mine"}})
+	skipIfMissing(t, err, "POST /memories")
+	noErr(t, err)
+
+	other := registerAnother(t, f, "other@example.com")
+	if _, err := other.GetMemory(ctx, m.ID); !client.IsCode(err, "not_found") {
+		t.Fatalf("other user's get: %v, want not_found", err)
+	}
+}

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/engram-memory/engram/internal/testserver"
+)
+
+// benchDir is shared/bench beside the repository (CI runs with ../shared
+// next to the clone).
+const benchDir = "../../../shared/bench"
+
+// TestEndToEnd runs both commands against the real server, built once.
+func TestEndToEnd(t *testing.T) {
+	bin, err := testserver.Build(t.Context(), t.TempDir(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("quality", func(t *testing.T) { testQuality(t, bin) })
+	t.Run("load", func(t *testing.T) { testLoad(t, bin) })
+	t.Run("server flag", func(t *testing.T) { testAgainstRunningServer(t, bin) })
+}
+
+// testAgainstRunningServer measures a server that runs already (--server,
+// --api-key), and refuses to mix a second run into the first one's agents.
+func testAgainstRunningServer(t *testing.T, bin string) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("SKIP: python3 is not installed; score.py needs it")
+	}
+	srv := testserver.Start(t, testserver.Options{Binary: bin})
+	key := testserver.Register(t, srv.APIURL(), srv.DataDir, "bench@example.com")
+	args := []string{"quality", "--corpus", "testdata/corpus.jsonl", "--queries", "testdata/queries.jsonl",
+		"--bench-dir", benchDir, "--modes", "keyword", "--check-targets=false",
+		"--server", srv.APIURL(), "--api-key", key}
+	var stderr bytes.Buffer
+	if code := run(t.Context(), append(args, "--out", t.TempDir()), io.Discard, &stderr); code != exitOK {
+		t.Fatalf("first run: exit %d\n%s", code, stderr.String())
+	}
+	stderr.Reset()
+	code := run(t.Context(), append(args, "--out", t.TempDir()), io.Discard, &stderr)
+	if code != exitError || !strings.Contains(stderr.String(), "already has memories") {
+		t.Fatalf("second run into the same agents: exit %d\n%s", code, stderr.String())
+	}
+}
+
+// testQuality runs `engram-bench quality` on a tiny made-up corpus
+// (testdata: 30 records of two invented conversations, 5 queries; not
+// LoCoMo data) in both protocols.
+func testQuality(t *testing.T, bin string) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("SKIP: python3 is not installed; score.py needs it")
+	}
+	if _, err := os.Stat(filepath.Join(benchDir, "score.py")); err != nil {
+		t.Skipf("SKIP: %s/score.py not found: %v", benchDir, err)
+	}
+	for _, proto := range []string{"turns", "turns+notes"} {
+		t.Run(proto, func(t *testing.T) {
+			out := t.TempDir()
+			var stdout, stderr bytes.Buffer
+			code := run(t.Context(), []string{"quality",
+				"--corpus", "testdata/corpus.jsonl", "--queries", "testdata/queries.jsonl",
+				"--bench-dir", benchDir, "--out", out, "--protocol", proto,
+				"--engram-bin", bin, "--check-targets=false",
+			}, &stdout, &stderr)
+			if code != exitOK && strings.Contains(stderr.String(), "no such endpoint") {
+				t.Skipf("SKIP: the server lacks an endpoint the harness needs:\n%s", stderr.String())
+			}
+			if code != exitOK {
+				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+			}
+			for _, mode := range []string{"hybrid", "vector", "keyword", "bm25"} {
+				if !strings.Contains(stdout.String(), "\n"+mode+" ") {
+					t.Errorf("table lacks %s:\n%s", mode, stdout.String())
+				}
+				data, err := os.ReadFile(filepath.Join(out, "score-"+mode+".json"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				s, err := parseScoreFile(data)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if s.Missing != 0 || s.Groups[subsetAll].N != 5 || s.Groups[subsetExclAdv].N != 4 {
+					t.Errorf("%s: %+v", mode, s)
+				}
+				// The fixture's queries share distinctive words with their
+				// gold turns, so a working keyword index finds them.
+				if mode == "keyword" && s.Groups[subsetAll].R10 < 0.8 {
+					t.Errorf("keyword R@10 %.3f on the fixture", s.Groups[subsetAll].R10)
+				}
+			}
+			results, err := readJSONL[resultLine](filepath.Join(out, "results-hybrid.jsonl"))
+			if err != nil || len(results) != 5 {
+				t.Fatalf("results-hybrid.jsonl: %d lines, %v", len(results), err)
+			}
+			for _, r := range results {
+				for _, id := range r.RankedIDs {
+					if !strings.HasPrefix(id, strings.Split(r.QueryID, ":")[0]+":") {
+						t.Fatalf("query %s ranked %s: another agent's record, or an unmapped id", r.QueryID, id)
+					}
+				}
+			}
+			md, err := os.ReadFile(filepath.Join(out, "quality.md"))
+			if err != nil || !bytes.Contains(md, []byte("| bm25 |")) || !bytes.Contains(md, []byte("protocol **"+proto+"**")) {
+				t.Fatalf("quality.md: %v\n%s", err, md)
+			}
+		})
+	}
+}
+
+// testLoad runs a short `engram-bench load` and checks its JSON report.
+func testLoad(t *testing.T, bin string) {
+	out := filepath.Join(t.TempDir(), "load.json")
+	var stdout, stderr bytes.Buffer
+	code := run(t.Context(), []string{"load",
+		"--n", "300", "--batch-size", "100", "--ingest-concurrency", "2", "--concurrency", "4",
+		"--duration", "500ms", "--warmup", "100ms", "--out", out, "--engram-bin", bin,
+	}, &stdout, &stderr)
+	if code != exitOK && strings.Contains(stderr.String(), "no such endpoint") {
+		t.Skipf("SKIP: the server lacks an endpoint the benchmark needs:\n%s", stderr.String())
+	}
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep loadReport
+	if err := json.Unmarshal(data, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Ingest.Memories != 300 || rep.Ingest.Batches != 3 || rep.Dimensions <= 0 || rep.Memory.AfterFill == nil || rep.PID == 0 {
+		t.Fatalf("report: %+v", rep)
+	}
+	if len(rep.Modes) != 3 {
+		t.Fatalf("modes: %+v", rep.Modes)
+	}
+	for _, m := range rep.Modes {
+		if m.Requests == 0 || m.Errors != 0 || m.EndToEnd.P50 <= 0 || m.EndToEnd.P99 < m.EndToEnd.P50 || m.Throughput <= 0 {
+			t.Errorf("%s: %+v", m.Mode, m)
+		}
+	}
+	if !strings.Contains(stdout.String(), "hybrid") || !strings.Contains(stdout.String(), "memories/s") {
+		t.Errorf("table:\n%s", stdout.String())
+	}
+}

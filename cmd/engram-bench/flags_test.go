@@ -1,0 +1,131 @@
+package main
+
+import (
+	"errors"
+	"io"
+	"reflect"
+	"testing"
+	"time"
+)
+
+func TestParseModes(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    []string
+		wantErr bool
+	}{
+		{"hybrid,vector,keyword", []string{"hybrid", "vector", "keyword"}, false},
+		{" keyword , hybrid,keyword,", []string{"keyword", "hybrid"}, false},
+		{"", nil, true},
+		{"hybrid,fuzzy", nil, true},
+	}
+	for _, tc := range tests {
+		got, err := parseModes(tc.in)
+		if (err != nil) != tc.wantErr || !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("parseModes(%q) = %v, %v", tc.in, got, err)
+		}
+		if err != nil && !errors.Is(err, errUsage) {
+			t.Errorf("parseModes(%q): error %v is not a usage error", tc.in, err)
+		}
+	}
+}
+
+func TestProtocol(t *testing.T) {
+	p, err := parseProtocol("turns")
+	if err != nil || !p.includes("raw_entries") || p.includes("notes") || !reflect.DeepEqual(p.searchTypes(), []string{"raw_entries"}) {
+		t.Fatalf("turns: %v %v", p, err)
+	}
+	p, err = parseProtocol("turns+notes")
+	if err != nil || !p.includes("notes") || p.searchTypes() != nil {
+		t.Fatalf("turns+notes: %v %v", p, err)
+	}
+	if _, err := parseProtocol("notes"); !errors.Is(err, errUsage) {
+		t.Fatalf("bad protocol: %v", err)
+	}
+}
+
+func TestParseQualityFlags(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		check   func(qualityConfig) bool
+		wantErr bool
+	}{
+		{"defaults", nil, func(c qualityConfig) bool {
+			return c.limit == 10 && c.proto == protoTurns && len(c.modes) == 3 && c.checkTargets &&
+				reflect.DeepEqual(c.targets.metrics, []string{"R@10", "MRR@10"}) && c.server.server == ""
+		}, false},
+		{"custom", []string{"--modes", "keyword", "--protocol", "turns+notes", "--target-metrics", "nDCG@10", "--target-tolerance", "0.01", "--out", "x"},
+			func(c qualityConfig) bool {
+				return c.out == "x" && c.proto == protoTurnsNotes && c.modes[0] == "keyword" && c.targets.tolerance == 0.01
+			}, false},
+		{"limit below 10", []string{"--limit", "5"}, nil, true},
+		{"bad metric", []string{"--target-metrics", "R@3"}, nil, true},
+		{"bad mode", []string{"--modes", "semantic"}, nil, true},
+		{"stray argument", []string{"corpus.jsonl"}, nil, true},
+		{"unknown flag", []string{"--nope"}, nil, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := parseQualityFlags(tc.args, io.Discard)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err = %v", err)
+			}
+			if tc.check != nil && !tc.check(cfg) {
+				t.Fatalf("config %+v", cfg)
+			}
+		})
+	}
+}
+
+func TestParseLoadFlags(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		check   func(loadConfig) bool
+		wantErr bool
+	}{
+		{"defaults", nil, func(c loadConfig) bool {
+			return c.n == 10000 && c.concurrency == 8 && c.duration == 20*time.Second && len(c.modes) == 3
+		}, false},
+		{"custom", []string{"--n", "100000", "--duration", "5s", "--modes", "hybrid"}, func(c loadConfig) bool {
+			return c.n == 100000 && c.duration == 5*time.Second && reflect.DeepEqual(c.modes, []string{"hybrid"})
+		}, false},
+		{"zero n", []string{"--n", "0"}, nil, true},
+		{"huge concurrency", []string{"--concurrency", "1000"}, nil, true},
+		{"unbounded duration", []string{"--duration", "2h"}, nil, true},
+		{"bad mode", []string{"--modes", "x"}, nil, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := parseLoadFlags(tc.args, io.Discard)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err = %v", err)
+			}
+			if tc.check != nil && !tc.check(cfg) {
+				t.Fatalf("config %+v", cfg)
+			}
+		})
+	}
+}
+
+func TestRunExitCodes(t *testing.T) {
+	ctx := t.Context()
+	tests := []struct {
+		args []string
+		want int
+	}{
+		{nil, exitUsage},
+		{[]string{"frobnicate"}, exitUsage},
+		{[]string{"help"}, exitOK},
+		{[]string{"quality", "-h"}, exitOK},
+		{[]string{"load", "--n", "-1"}, exitUsage},
+		{[]string{"load", "--server", "http://10.1.2.3:8080/v1", "--api-key", "k"}, exitUsage}, // not loopback
+		{[]string{"quality", "--corpus", "testdata/no-such-file.jsonl"}, exitError},
+	}
+	for _, tc := range tests {
+		if got := run(ctx, tc.args, io.Discard, io.Discard); got != tc.want {
+			t.Errorf("run(%q) = %d, want %d", tc.args, got, tc.want)
+		}
+	}
+}

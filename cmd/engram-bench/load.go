@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/engram-memory/engram/client"
+	"github.com/engram-memory/engram/internal/testserver"
+)
+
+// loadConfig is the command line of `engram-bench load`.
+type loadConfig struct {
+	n, concurrency, batchSize, ingestConc, limit, queryPool int
+	duration, warmup                                        time.Duration
+	modes                                                   []string
+	seed                                                    uint64
+	agent, out                                              string
+	server                                                  serverFlags
+}
+
+func parseLoadFlags(args []string, stderr io.Writer) (loadConfig, error) {
+	var cfg loadConfig
+	var modes string
+	fs := flag.NewFlagSet("load", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.IntVar(&cfg.n, "n", 10000, "synthetic memories to store in the agent")
+	fs.IntVar(&cfg.concurrency, "concurrency", 8, "searches in flight")
+	fs.DurationVar(&cfg.duration, "duration", 20*time.Second, "measured time per mode")
+	fs.DurationVar(&cfg.warmup, "warmup", 2*time.Second, "unmeasured searches per mode before measuring")
+	fs.StringVar(&modes, "modes", "hybrid,vector,keyword", "comma-separated search modes")
+	fs.IntVar(&cfg.limit, "limit", 10, "search limit")
+	fs.IntVar(&cfg.batchSize, "batch-size", client.MaxBatch, "memories per POST /memories/batch")
+	fs.IntVar(&cfg.ingestConc, "ingest-concurrency", 1, "batches in flight while filling")
+	fs.IntVar(&cfg.queryPool, "queries", 5000, "distinct synthetic queries, cycled through")
+	fs.Uint64Var(&cfg.seed, "seed", 1, "seed of the synthetic data")
+	fs.StringVar(&cfg.agent, "agent", "bench-load", "agent to fill")
+	fs.StringVar(&cfg.out, "out", "bench-out/load.json", "JSON report file")
+	cfg.server.register(fs)
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	if fs.NArg() > 0 {
+		return cfg, usageErr("load takes no arguments, got %q", fs.Args())
+	}
+	var err error
+	if cfg.modes, err = parseModes(modes); err != nil {
+		return cfg, err
+	}
+	switch {
+	case cfg.n < 1:
+		return cfg, usageErr("--n must be positive")
+	case cfg.concurrency < 1 || cfg.concurrency > 256:
+		return cfg, usageErr("--concurrency must be 1-256")
+	case cfg.ingestConc < 1 || cfg.ingestConc > 16:
+		return cfg, usageErr("--ingest-concurrency must be 1-16")
+	case cfg.duration <= 0 || cfg.duration > time.Hour:
+		return cfg, usageErr("--duration must be in (0, 1h]")
+	case cfg.warmup < 0 || cfg.warmup > 5*time.Minute:
+		return cfg, usageErr("--warmup must be in [0, 5m]")
+	case cfg.queryPool < 1:
+		return cfg, usageErr("--queries must be positive")
+	}
+	return cfg, nil
+}
+
+func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg, err := parseLoadFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	tg, err := openTarget(ctx, cfg.server, cfg.concurrency, true, stderr)
+	if err != nil {
+		return err
+	}
+	defer tg.close()
+
+	rep := loadReport{
+		StartedAt: time.Now().UTC(), Server: tg.apiURL, N: cfg.n, Concurrency: cfg.concurrency,
+		DurationPerMode: cfg.duration.String(), Limit: cfg.limit, Seed: cfg.seed,
+	}
+	if tg.proc != nil {
+		rep.PID = tg.proc.PID()
+		rep.Memory.BeforeFill = memStat(tg.proc)
+	}
+	if err := ensureEmpty(ctx, tg.client, []string{cfg.agent}); err != nil {
+		return err
+	}
+	gen := newSynth(cfg.seed)
+	if rep.Ingest, err = fill(ctx, tg.client, gen, cfg, stderr); err != nil {
+		return err
+	}
+	rep.Model, rep.Dimensions = rep.Ingest.Model, rep.Ingest.Dimensions
+	rep.Memory.VectorBytes = int64(cfg.n) * int64(rep.Dimensions) * 4
+	if tg.proc != nil {
+		rep.Memory.AfterFill = memStat(tg.proc)
+	}
+	fmt.Fprintf(stderr, "filled %d memories in %.1fs (%.0f memories/s), model %s/%d\n",
+		rep.Ingest.Memories, rep.Ingest.Seconds, rep.Ingest.PerSecond, rep.Model, rep.Dimensions)
+
+	queries := make([]string, cfg.queryPool)
+	for i := range queries {
+		queries[i] = gen.query()
+	}
+	for _, mode := range cfg.modes {
+		res, err := measureMode(ctx, tg.client, cfg, mode, queries)
+		if err != nil {
+			return fmt.Errorf("mode %s: %w", mode, err)
+		}
+		rep.Modes = append(rep.Modes, res)
+		fmt.Fprintf(stderr, "mode %s: %d requests, %.0f req/s, e2e p50 %.2f ms, server p50 %.2f ms\n",
+			mode, res.Requests, res.Throughput, res.EndToEnd.P50, res.ServerSide.P50)
+	}
+	if tg.proc != nil {
+		rep.Memory.AfterSearch = memStat(tg.proc)
+	}
+	fmt.Fprint(stdout, rep.table())
+	if err := os.MkdirAll(filepath.Dir(cfg.out), 0o755); err != nil {
+		return err
+	}
+	data, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(cfg.out, append(data, '\n'), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, "wrote", cfg.out)
+	return nil
+}
+
+// memStat reads the server's RSS; nil when it cannot (not Linux).
+func memStat(p *testserver.Process) *testserver.MemStat {
+	m, err := p.MemStat()
+	if err != nil {
+		return nil
+	}
+	return &m
+}

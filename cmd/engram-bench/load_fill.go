@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/engram-memory/engram/client"
+)
+
+// ingestStats is the fill phase of the load benchmark.
+type ingestStats struct {
+	Memories   int     `json:"memories"`
+	Batches    int     `json:"batches"`
+	Seconds    float64 `json:"seconds"`
+	PerSecond  float64 `json:"memories_per_second"`
+	Model      string  `json:"model"`
+	Dimensions int     `json:"dimensions"`
+	Pending    int     `json:"pending_embeddings"` // memories not embedded when their write returned
+}
+
+// fill stores cfg.n synthetic notes in one agent through the batch
+// endpoint. Batches are generated up front so the generator's time is not
+// counted as ingest time, and so that concurrent senders share no RNG.
+func fill(ctx context.Context, c *client.Client, gen *synth, cfg loadConfig, log io.Writer) (ingestStats, error) {
+	size := min(max(cfg.batchSize, 1), client.MaxBatch)
+	// Creation times spread over the year before a fixed day, so time
+	// filters have something to cut and runs stay reproducible.
+	end := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var batches []client.BatchRequest
+	for start := 0; start < cfg.n; start += size {
+		items := make([]client.BatchMemory, min(size, cfg.n-start))
+		for i := range items {
+			text, t := gen.memory()
+			created := end.Add(-time.Duration(gen.rng.Int64N(int64(365 * 24 * time.Hour)))).Truncate(time.Second)
+			items[i] = client.BatchMemory{
+				Type:      "notes",
+				Content:   client.NoteContent{Content: text, NoteType: "observation"},
+				Tags:      []string{fmt.Sprintf("topic-%d", t)},
+				CreatedAt: &created,
+			}
+		}
+		batches = append(batches, client.BatchRequest{AgentID: cfg.agent, Memories: items})
+	}
+
+	var (
+		mu       sync.Mutex
+		st       = ingestStats{Batches: len(batches)}
+		firstErr error
+		wg       sync.WaitGroup
+		next     = make(chan client.BatchRequest)
+	)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	began := time.Now()
+	for range cfg.ingestConc {
+		wg.Go(func() {
+			for b := range next {
+				var out []client.CreatedMemory
+				err := retry429(ctx, func() (err error) {
+					out, err = c.CreateMemories(ctx, b)
+					return err
+				})
+				mu.Lock()
+				if err != nil && firstErr == nil {
+					firstErr = err
+					cancel()
+				}
+				for _, m := range out {
+					st.Memories++
+					st.Model, st.Dimensions = m.Embedding.Model, m.Embedding.Dimensions
+					if m.Embedding.Status != "embedded" {
+						st.Pending++
+					}
+				}
+				done := st.Memories
+				mu.Unlock()
+				if err == nil && done%(10*size) < size {
+					fmt.Fprintf(log, "  %d/%d memories, %.0f/s\n", done, cfg.n, float64(done)/time.Since(began).Seconds())
+				}
+			}
+		})
+	}
+send:
+	for _, b := range batches {
+		select {
+		case next <- b:
+		case <-ctx.Done():
+			break send
+		}
+	}
+	close(next)
+	wg.Wait()
+	st.Seconds = time.Since(began).Seconds()
+	st.PerSecond = float64(st.Memories) / st.Seconds
+	if firstErr == nil && ctx.Err() != nil {
+		firstErr = ctx.Err()
+	}
+	if firstErr != nil {
+		return st, fmt.Errorf("fill: %w", firstErr)
+	}
+	return st, nil
+}

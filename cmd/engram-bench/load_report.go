@@ -1,0 +1,69 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/engram-memory/engram/internal/testserver"
+)
+
+// loadReport is the JSON that `engram-bench load` writes.
+type loadReport struct {
+	StartedAt       time.Time    `json:"started_at"`
+	Server          string       `json:"server"`
+	PID             int          `json:"pid,omitempty"` // 0 for --server
+	Model           string       `json:"model"`
+	Dimensions      int          `json:"dimensions"`
+	N               int          `json:"n"`
+	Concurrency     int          `json:"concurrency"`
+	DurationPerMode string       `json:"duration_per_mode"`
+	Limit           int          `json:"limit"`
+	Seed            uint64       `json:"seed"`
+	Ingest          ingestStats  `json:"ingest"`
+	Memory          memoryReport `json:"memory"`
+	Modes           []modeResult `json:"modes"`
+}
+
+// memoryReport is the server's resident memory around the fill. Only for
+// a server this program started (it reads /proc/PID/status).
+type memoryReport struct {
+	BeforeFill  *testserver.MemStat `json:"before_fill,omitempty"`
+	AfterFill   *testserver.MemStat `json:"after_fill,omitempty"`
+	AfterSearch *testserver.MemStat `json:"after_search,omitempty"`
+	// VectorBytes is n × dimensions × 4, the raw float32 size of the
+	// vectors, to hold the RSS growth against.
+	VectorBytes int64 `json:"vector_bytes"`
+}
+
+func (r loadReport) table() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "load: %d memories (%s, %d dims), concurrency %d, %s per mode, limit %d\n",
+		r.N, r.Model, r.Dimensions, r.Concurrency, r.DurationPerMode, r.Limit)
+	fmt.Fprintf(&b, "ingest: %d memories in %.1fs = %.0f memories/s (batches of ≤1000)\n",
+		r.Ingest.Memories, r.Ingest.Seconds, r.Ingest.PerSecond)
+	if m := r.Memory; m.BeforeFill != nil && m.AfterFill != nil {
+		fmt.Fprintf(&b, "server RSS: %s before fill, %s after fill (+%s; raw vectors %s)",
+			mib(m.BeforeFill.RSSBytes), mib(m.AfterFill.RSSBytes), mib(m.AfterFill.RSSBytes-m.BeforeFill.RSSBytes), mib(m.VectorBytes))
+		if m.AfterSearch != nil {
+			fmt.Fprintf(&b, ", %s after search, peak %s", mib(m.AfterSearch.RSSBytes), mib(m.AfterSearch.PeakRSSBytes))
+		}
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(&b, "%-8s %8s %8s %6s | %-26s | %-26s\n", "mode", "requests", "req/s", "errors",
+		"end-to-end p50/p95/p99 ms", "server p50/p95/p99 ms")
+	whole := false
+	for _, m := range r.Modes {
+		fmt.Fprintf(&b, "%-8s %8d %8.0f %6d | %-26s | %-26s\n", m.Mode, m.Requests, m.Throughput, m.Errors,
+			triple(m.EndToEnd), triple(m.ServerSide))
+		whole = whole || m.ServerWholeMS
+	}
+	if whole {
+		b.WriteString("(the server reports query_time_ms in whole milliseconds, rounded down)\n")
+	}
+	return b.String()
+}
+
+func triple(s summary) string { return fmt.Sprintf("%.2f / %.2f / %.2f", s.P50, s.P95, s.P99) }
+
+func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }

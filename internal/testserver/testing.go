@@ -1,0 +1,78 @@
+package testserver
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// Options configure Start. Binary is required: build it once in TestMain
+// with Build.
+type Options struct {
+	Binary  string
+	DataDir string   // default t.TempDir()
+	Env     []string // extra KEY=VALUE pairs
+	Args    []string // extra `engram serve` flags
+}
+
+// Server is a running engram for one test. It is killed on t.Cleanup if
+// the test did not stop it.
+type Server struct {
+	BaseURL string // http://127.0.0.1:PORT, without /v1
+	DataDir string
+	Proc    *Process
+	t       testing.TB
+}
+
+// Start runs `engram serve` on a random loopback port and waits until it
+// is ready.
+func Start(t testing.TB, opts Options) *Server {
+	t.Helper()
+	if opts.Binary == "" {
+		t.Fatal("testserver.Start: Options.Binary is empty; build the binary in TestMain with testserver.Build")
+	}
+	if opts.DataDir == "" {
+		opts.DataDir = t.TempDir()
+	}
+	p, err := Launch(context.Background(), LaunchOptions{
+		Binary: opts.Binary, DataDir: opts.DataDir, Env: opts.Env, Args: opts.Args,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Kill)
+	return &Server{BaseURL: p.BaseURL, DataDir: p.DataDir, Proc: p, t: t}
+}
+
+// APIURL is BaseURL + "/v1", the base URL clients take.
+func (s *Server) APIURL() string { return s.Proc.APIURL() }
+
+// Log is the tail of the server's stderr.
+func (s *Server) Log() string { return s.Proc.Log() }
+
+// Kill ends the server with SIGKILL: no shutdown code runs.
+func (s *Server) Kill() { s.Proc.Kill() }
+
+// Stop sends SIGTERM, waits up to 30s and returns the exit error.
+func (s *Server) Stop() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return s.Proc.Stop(ctx)
+}
+
+// Register creates a verified user for email through the public API and
+// returns its first API key. baseURL may end in /v1 or not; the token is
+// read from the .eml in dataDir's outbox.
+func Register(t testing.TB, baseURL, dataDir, email string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	key, err := RegisterUser(ctx, baseURL, OutboxDir(dataDir), email)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return key
+}
+
+// OutboxDir is where the server writes mail: <DataDir>/outbox.
+func (s *Server) OutboxDir() string { return OutboxDir(s.DataDir) }
