@@ -3,11 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/engram-memory/engram/internal/testserver"
 )
 
 // TestKillMidLoadLosesNoAcknowledgedWrite SIGKILLs the server while clients
@@ -15,13 +16,12 @@ import (
 // client saw acknowledged is there and the projections caught up.
 func TestKillMidLoadLosesNoAcknowledgedWrite(t *testing.T) {
 	dataDir := t.TempDir()
-	outbox := filepath.Join(dataDir, "outbox")
 	p := startServer(t, dataDir, nil, "--ip-rate-limit", "0", "--rate-limit", "0")
 
 	const writers = 4
 	keys := make([]string, writers)
 	for i := range keys {
-		keys[i] = registerUser(t, p.BaseURL, outbox, fmt.Sprintf("crash%d@example.com", i))
+		keys[i] = testserver.Register(t, p.BaseURL, dataDir, fmt.Sprintf("crash%d@example.com", i))
 	}
 
 	var mu sync.Mutex
@@ -104,7 +104,7 @@ func TestKillMidLoadLosesNoAcknowledgedWrite(t *testing.T) {
 func TestProjectionsRebuildCommand(t *testing.T) {
 	dataDir := t.TempDir()
 	p := startServer(t, dataDir, nil, "--ip-rate-limit", "0")
-	key := registerUser(t, p.BaseURL, filepath.Join(dataDir, "outbox"), "rebuild@example.com")
+	key := testserver.Register(t, p.BaseURL, dataDir, "rebuild@example.com")
 	for i := 0; i < 5; i++ {
 		if _, err := call(t, "POST", p.BaseURL+"/v1/auth/keys", key, map[string]string{"name": fmt.Sprintf("k%d", i)}, nil); err != nil {
 			t.Fatal(err)
