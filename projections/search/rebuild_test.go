@@ -92,8 +92,13 @@ func TestRebuildGivesIdenticalResults(t *testing.T) {
 		t.Fatalf("probe finds too little to compare: %d", n)
 	}
 	s.StopEngine()
+	calls := s.Provider.Calls()
 	if err := s.Engine.Rebuild(context.Background(), sqlite.KeywordProjectionName, projections.VectorsProjectionName); err != nil {
 		t.Fatal(err)
+	}
+	// Vectors come from the MemoryEmbedded events: replay embeds nothing.
+	if got := s.Provider.Calls() - calls; got != 0 {
+		t.Fatalf("rebuild called the embedding provider %d times", got)
 	}
 	after := snapshot(t, s)
 	if !reflect.DeepEqual(before, after) {
