@@ -17,15 +17,18 @@ func (c *collection) enterStable(g *graph) {
 
 // compact drops tombstoned slots, renumbering the survivors in order. The
 // graph, whose node ids were the old slots, must be rebuilt by the caller.
+// The vectors move to a fresh array: an indexer still running on the old
+// epoch may be reading the old one without a lock.
 func (c *collection) compact() {
+	vecs := make([]float32, 0, c.live()*c.dim)
 	n := 0
 	for s := range uint32(len(c.ids)) {
 		if c.isDead(s) {
 			continue
 		}
+		vecs = append(vecs, c.vec(s)...)
 		d := uint32(n)
 		if d != s {
-			copy(c.vec(d), c.vec(s))
 			c.ids[d] = c.ids[s]
 			c.created[d] = c.created[s]
 			c.types[d] = c.types[s]
@@ -36,7 +39,7 @@ func (c *collection) compact() {
 		n++
 	}
 	clear(c.ids[n:])
-	c.vecs = slices.Clone(c.vecs[:n*c.dim]) // a fresh array: give the tombstones' memory back
+	c.vecs = vecs
 	c.ids = slices.Clip(c.ids[:n])
 	c.created = slices.Clip(c.created[:n])
 	c.types = slices.Clip(c.types[:n])

@@ -30,7 +30,8 @@ const (
 // merged at the end. Workers take interleaved blocks rather than halves:
 // slots are in insertion order, so a time-window filter's matches are
 // contiguous and halves would leave one worker idle.
-func (c *collection) scan(ctx context.Context, q []float32, lo, hi int, m *matcher, top *topK, workers int) error {
+func (ix *Index) scan(ctx context.Context, c *collection, q []float32, lo, hi int, m *matcher, top *topK) error {
+	workers := ix.opts.ScanWorkers
 	list, useList := c.postingFor(m)
 	if useList {
 		a, _ := slices.BinarySearch(list, uint32(lo))
@@ -38,17 +39,22 @@ func (c *collection) scan(ctx context.Context, q []float32, lo, hi int, m *match
 		list = list[a:b]
 		lo, hi = 0, len(list)
 	}
+	part := func(lo, stride int, top *topK) error {
+		s := ix.scratch.Get().(*scratch)
+		defer ix.scratch.Put(s)
+		return c.scanPart(ctx, q, lo, hi, stride, list, useList, m, top, s)
+	}
 	if workers < 2 || (hi-lo)*c.dim < parallelScanFloats {
-		return c.scanPart(ctx, q, lo, hi, 1, list, useList, m, top)
+		return part(lo, 1, top)
 	}
 	tops := make([]*topK, workers)
 	errs := make([]error, workers)
 	var wg sync.WaitGroup
 	for w := 1; w < workers; w++ {
 		tops[w] = newTopK(top.k, c)
-		wg.Go(func() { errs[w] = c.scanPart(ctx, q, lo+w*scanBlock, hi, workers, list, useList, m, tops[w]) })
+		wg.Go(func() { errs[w] = part(lo+w*scanBlock, workers, tops[w]) })
 	}
-	errs[0] = c.scanPart(ctx, q, lo, hi, workers, list, useList, m, top)
+	errs[0] = part(lo, workers, top)
 	wg.Wait()
 	for _, t := range tops[1:] {
 		top.merge(t)
@@ -58,12 +64,10 @@ func (c *collection) scan(ctx context.Context, q []float32, lo, hi int, m *match
 
 // scanPart scans the blocks that start at lo, lo+stride blocks, ... below
 // hi. Positions are slots, or indexes into list when useList.
-func (c *collection) scanPart(ctx context.Context, q []float32, lo, hi, stride int, list []uint32, useList bool, m *matcher, top *topK) error {
+func (c *collection) scanPart(ctx context.Context, q []float32, lo, hi, stride int, list []uint32, useList bool, m *matcher, top *topK, s *scratch) error {
 	unfiltered := !m.active && c.nDead == 0 && !useList
-	var cands []uint32
-	if !unfiltered {
-		cands = make([]uint32, 0, scanBlock)
-	}
+	cands := s.cands[:0]
+	defer func() { s.cands = cands[:0] }() // keep a grown buffer for the next scan
 	floor := top.floor()
 	for start := lo; start < hi; start += stride * scanBlock {
 		if err := ctx.Err(); err != nil {

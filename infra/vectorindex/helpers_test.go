@@ -121,7 +121,7 @@ func (o *oracle) search(query []float32, k int, f Filter) []Hit {
 		}
 		return cmp.Compare(a.ID, b.ID)
 	})
-	return hits[:min(k, len(hits))]
+	return slices.Clone(hits[:min(k, len(hits))]) // do not pin every scored item
 }
 
 func oracleMatch(it Item, f Filter) bool {

@@ -10,9 +10,9 @@ import (
 // arrays instead of per-node slices so that the graph costs ~140 bytes a node
 // and gives the garbage collector nothing to scan.
 //
-// Concurrency: only the collection's single background indexer mutates the
-// graph, and only under the collection's write lock; searches read it under
-// the read lock.
+// Concurrency: a graph is either private to the collection's indexer, which
+// mutates it, or published in collection.graph, after which nobody mutates
+// it (see indexer.go).
 type graph struct {
 	m, m0     int // max neighbours on upper layers / on layer 0
 	efC       int
@@ -48,6 +48,23 @@ func newGraph(p graphParams, dim, capNodes int) *graph {
 		levels:    make([]uint8, 0, capNodes),
 		upperOff:  make([]uint32, 0, capNodes),
 	}
+}
+
+// clone copies g, keeping spare capacity so that a copy under construction
+// does not reallocate its arrays on every insert.
+func (g *graph) clone() *graph {
+	c := *g
+	c.links0 = cloneCap(g.links0)
+	c.levels = cloneCap(g.levels)
+	c.upperOff = cloneCap(g.upperOff)
+	c.upper = cloneCap(g.upper)
+	return &c
+}
+
+func cloneCap[T any](s []T) []T {
+	c := make([]T, len(s), cap(s))
+	copy(c, s)
+	return c
 }
 
 func (g *graph) mmax(level int) int {

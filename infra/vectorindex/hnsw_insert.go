@@ -5,12 +5,16 @@ import (
 	"slices"
 )
 
-// Insertion is split in two so that the expensive part never blocks
-// searches: plan (beam searches, neighbour selection, pruning of the
-// neighbours' lists) runs under the collection's read lock, alongside
-// searches; apply only copies the planned lists and runs under the write
-// lock for a few microseconds. This is sound because the indexer is the
-// graph's only writer, so nothing changes the graph between the two steps.
+// Insertion happens in two steps: plan (beam searches, neighbour selection,
+// pruning of the neighbours' lists) only reads the graph; apply copies the
+// planned lists in. The indexer runs both on its private copy of the graph
+// (see indexer.go).
+
+// insert adds node (which must be g.n); dead nodes are added without links.
+func (g *graph) insert(p *planner, vecs []float32, node uint32, dead bool) {
+	g.plan(p, vecs, node, dead)
+	g.apply(p)
+}
 
 // planner holds one planned insertion and the indexer's reusable buffers.
 type planner struct {
@@ -25,6 +29,7 @@ type planner struct {
 	sel      []scored // the new node's chosen neighbours on the current level
 	prune    []scored // a full neighbour list plus the new node, to prune
 	kept     []scored // what pruning kept
+	dead     []bool   // tombstone flags of the indexer's current batch
 }
 
 // linkUpdate replaces node's list on level by buf[off:off+n].
@@ -126,7 +131,7 @@ func (g *graph) selectNeighbours(vecs []float32, cands []scored, m int, out []sc
 	return out
 }
 
-// apply commits the planned insertion (caller holds the write lock).
+// apply commits the planned insertion.
 func (g *graph) apply(p *planner) {
 	id := p.node
 	g.links0 = growUint32(g.links0, g.m0+1)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -35,74 +34,6 @@ type Hit struct {
 	CreatedAt time.Time
 }
 
-// Options tune the index; zero fields take the defaults shown.
-type Options struct {
-	// ANNThreshold is the number of live vectors at which a collection gets
-	// an HNSW graph. The default depends on the dimension: 20,000 vectors at
-	// 384 dims, 5,000 at 1536, i.e. a graph once an exact scan would read
-	// more than ~30 MB (~1 ms). Negative: never, always scan exactly.
-	ANNThreshold int
-	// M is the HNSW degree (default 16; layer 0 allows 2M).
-	M int
-	// EfConstruction is the beam width while building (default 100).
-	EfConstruction int
-	// EfSearch is the minimum beam width of a search (default 64); a search
-	// for k uses max(k, EfSearch).
-	EfSearch int
-	// CompactFraction: once tombstones exceed this share of a graph
-	// collection's slots it is compacted and its graph rebuilt (default 0.25).
-	CompactFraction float64
-	// ScanWorkers is how many goroutines share one exact scan of a big
-	// collection (default min(2, GOMAXPROCS)).
-	ScanWorkers int
-	// BuildWorkers is how many collections build graphs at once (default 1,
-	// leaving the other core to searches during start-up).
-	BuildWorkers int
-	// Seed varies the graphs' random levels; builds are deterministic for a
-	// given seed, collection name and insertion order.
-	Seed uint64
-
-	forceWalk bool // tests: walk the graph even when a scan looks cheaper
-}
-
-// defaultANNFloats is the default threshold in floats (20k×384 = 30 MB):
-// scan time is proportional to vectors×dim, so the threshold is too.
-const defaultANNFloats = 20000 * 384
-
-// annThreshold is the live count at which a collection of dim gets a graph;
-// 0 means never.
-func (o Options) annThreshold(dim int) int {
-	switch {
-	case o.ANNThreshold < 0:
-		return 0
-	case o.ANNThreshold > 0:
-		return o.ANNThreshold
-	}
-	return max(1000, defaultANNFloats/max(dim, 1))
-}
-
-func (o Options) withDefaults() Options {
-	if o.M <= 1 {
-		o.M = 16
-	}
-	if o.EfConstruction <= 0 {
-		o.EfConstruction = 100
-	}
-	if o.EfSearch <= 0 {
-		o.EfSearch = 64
-	}
-	if o.CompactFraction <= 0 {
-		o.CompactFraction = 0.25
-	}
-	if o.ScanWorkers <= 0 {
-		o.ScanWorkers = min(2, runtime.GOMAXPROCS(0))
-	}
-	if o.BuildWorkers <= 0 {
-		o.BuildWorkers = 1
-	}
-	return o
-}
-
 // Index is a set of independent collections. All methods are safe for
 // concurrent use: each collection has its own RWMutex, so searches run in
 // parallel and a write blocks only its own collection.
@@ -112,7 +43,7 @@ type Index struct {
 	mu   sync.RWMutex
 	cols map[string]*collection
 
-	scratch sync.Pool // *scratch for graph searches
+	scratch sync.Pool // *scratch for graph walks and scans
 
 	buildSlots chan struct{} // semaphore: BuildWorkers graph builds at a time
 	stop       chan struct{} // closed by Close
@@ -125,12 +56,13 @@ type Index struct {
 
 // New returns an empty index.
 func New(opts Options) *Index {
+	opts = opts.withDefaults()
 	idle := make(chan struct{})
 	close(idle)
 	ix := &Index{
-		opts:       opts.withDefaults(),
+		opts:       opts,
 		cols:       make(map[string]*collection),
-		buildSlots: make(chan struct{}, max(1, opts.withDefaults().BuildWorkers)),
+		buildSlots: make(chan struct{}, opts.BuildWorkers),
 		stop:       make(chan struct{}),
 		bgIdle:     idle,
 	}

@@ -102,7 +102,10 @@ func TestFilters(t *testing.T) {
 		opts Options
 	}{
 		{"flat", Options{ANNThreshold: -1}},
-		{"hnsw", Options{ANNThreshold: 200}},
+		// A 1000-item graph is cheaper to scan (posting lists, inlined
+		// metadata loops) than to walk, so the walk is also forced.
+		{"graph-scan", Options{ANNThreshold: 200}},
+		{"graph-walk", Options{ANNThreshold: 200, forceWalk: true}},
 	} {
 		ix := New(mode.opts)
 		items := fill(t, ix, 1000, 16, 2)
@@ -126,8 +129,8 @@ func TestFilters(t *testing.T) {
 							t.Fatalf("hit %s does not match the filter", h.ID)
 						}
 					}
-					if mode.name == "flat" {
-						sameHits(t, got, want)
+					if mode.name != "graph-walk" {
+						sameHits(t, got, want) // both scans are exact
 					}
 				}
 			})
@@ -186,8 +189,8 @@ func TestNormalisesAndScores(t *testing.T) {
 }
 
 func TestUpsertReplaces(t *testing.T) {
-	for _, opts := range []Options{{ANNThreshold: -1}, {ANNThreshold: 100}} {
-		t.Run(fmt.Sprint(opts.ANNThreshold), func(t *testing.T) {
+	for _, opts := range []Options{{ANNThreshold: -1}, {ANNThreshold: 100}, {ANNThreshold: 100, forceWalk: true}} {
+		t.Run(fmt.Sprint(opts.ANNThreshold, opts.forceWalk), func(t *testing.T) {
 			ix := New(opts)
 			defer ix.Close()
 			items := fill(t, ix, 300, 16, 5)
@@ -233,8 +236,8 @@ func TestDuplicateIDsInBatchLastWins(t *testing.T) {
 }
 
 func TestDelete(t *testing.T) {
-	for _, opts := range []Options{{ANNThreshold: -1}, {ANNThreshold: 100}} {
-		t.Run(fmt.Sprint(opts.ANNThreshold), func(t *testing.T) {
+	for _, opts := range []Options{{ANNThreshold: -1}, {ANNThreshold: 100}, {ANNThreshold: 100, forceWalk: true}} {
+		t.Run(fmt.Sprint(opts.ANNThreshold, opts.forceWalk), func(t *testing.T) {
 			ix := New(opts)
 			defer ix.Close()
 			items := fill(t, ix, 400, 16, 6)
@@ -270,7 +273,7 @@ func TestDelete(t *testing.T) {
 }
 
 func TestCompactionAfterManyDeletes(t *testing.T) {
-	ix := New(Options{ANNThreshold: 200})
+	ix := New(Options{ANNThreshold: 200, forceWalk: true})
 	defer ix.Close()
 	items := fill(t, ix, 1000, 16, 8)
 	ix.WaitIndexed(context.Background())

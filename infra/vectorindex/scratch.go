@@ -1,14 +1,16 @@
 package vectorindex
 
-// scratch is the per-search working memory of a graph walk: a visited set
+// scratch is the per-search working memory: for a graph walk a visited set
 // stamped with a generation number (so it never needs clearing between
-// searches) and the two heaps. Searches take one from Index.scratch, a
-// sync.Pool, so concurrent searches never share one.
+// searches) and the two heaps; for a scan the buffer of matching slots.
+// Searches take one from Index.scratch, a sync.Pool, so concurrent searches
+// never share one and a busy index allocates almost nothing per search.
 type scratch struct {
 	visited []uint16
 	gen     uint16
 	cand    maxHeap
 	res     minHeap
+	cands   []uint32
 }
 
 // begin prepares for a walk over a graph of n nodes.

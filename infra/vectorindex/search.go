@@ -3,6 +3,7 @@ package vectorindex
 import (
 	"context"
 	"fmt"
+	"math"
 )
 
 // selectivitySamples is how many rows are tested to estimate a filter's
@@ -47,18 +48,19 @@ func (ix *Index) Search(ctx context.Context, collection string, query []float32,
 }
 
 // Strategy cost model, in units of one similarity computation during a
-// graph walk (a random access: ~100 ns at 384 dims). Measured on clustered
-// data with M=16: an unfiltered walk makes ~10-14×ef of them at 10k-100k
-// nodes, and a filter that accepts a share s of the nodes multiplies that by
-// about 1/s, because the walk must see ef/s nodes to collect ef matches.
-// An exact scan pays about half a walk step per matching row (reads the
-// prefetcher can stream) and a little per row tested: ~1 ns in the inlined
-// type/time loop, ~4 ns for a posting-list entry.
+// graph walk (a random access: ~175 ns at 384 dims and 100k nodes). Measured
+// on clustered data with M=16: an unfiltered walk makes ~10-14×ef of them at
+// 10k-100k nodes, and a filter that accepts a share s of the nodes
+// multiplies that by about 1/s, because the walk must see ef/s nodes to
+// collect ef matches. An exact scan pays ~55 ns per matching row (streamed
+// reads, bandwidth-bound) and a little per row tested: ~1 ns in the inlined
+// type/time loop, ~5 ns for a posting-list entry. At 100k×384 the two meet
+// near s = 16%.
 const (
 	walkDotsPerEf = 14
-	scanMatchCost = 0.5
-	scanRowCost   = 0.01
-	listRowCost   = 0.04
+	scanMatchCost = 0.3
+	scanRowCost   = 0.005
+	listRowCost   = 0.03
 )
 
 // searchLocked picks the strategy. Every path evaluates the filter per item
@@ -84,7 +86,7 @@ func (ix *Index) searchLocked(ctx context.Context, c *collection, q []float32, k
 		}
 	}
 	top := newTopK(k, c)
-	return top, c.scan(ctx, q, 0, n, m, top, ix.opts.ScanWorkers)
+	return top, ix.scan(ctx, c, q, 0, n, m, top)
 }
 
 // searchGraph walks the graph over slots [0, g.n) and scans the slots the
@@ -104,7 +106,7 @@ func (ix *Index) searchGraph(ctx context.Context, c *collection, g *graph, q []f
 	for _, r := range res {
 		top.offer(r)
 	}
-	if err := c.scan(ctx, q, g.n, len(c.ids), m, top, ix.opts.ScanWorkers); err != nil {
+	if err := ix.scan(ctx, c, q, g.n, len(c.ids), m, top); err != nil {
 		return nil, false, err
 	}
 	return top, top.full(), nil
@@ -122,18 +124,22 @@ func (c *collection) estimate(m *matcher) (share, rowCost float64) {
 	return sampleShare(len(c.ids), func(i int) bool { return c.match(m, uint32(i)) }), n * scanRowCost
 }
 
-// sampleShare estimates the share of positions [0, n) for which ok holds
-// from evenly spaced samples. Even spacing keeps time-window filters honest:
-// slots are in insertion order, which correlates with created_at.
+// sampleShare estimates the share of positions [0, n) for which ok holds,
+// testing one jittered position per equal stratum. Strata keep time-window
+// filters honest (slots are in insertion order, which correlates with
+// created_at); the jitter keeps periodic patterns in the data (types
+// assigned round-robin, say) from aliasing with the sampling step.
 func sampleShare(n int, ok func(int) bool) float64 {
 	if n == 0 {
 		return 0
 	}
+	const golden = 0.6180339887498949
 	samples := min(n, selectivitySamples)
 	step := float64(n) / float64(samples)
 	hit := 0
 	for i := range samples {
-		if ok(int(float64(i)*step + step/2)) {
+		_, jitter := math.Modf(float64(i+1) * golden)
+		if ok(min(n-1, int((float64(i)+jitter)*step))) {
 			hit++
 		}
 	}
