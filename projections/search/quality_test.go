@@ -21,9 +21,15 @@ import (
 
 // TestLoCoMoQuality is a tuning aid: it loads the LoCoMo dev split's turns
 // (raw_entries) into the search stack and reports R@5, R@10, MRR@10 and
-// nDCG@10 per mode, excluding adversarial queries. It runs only when
-// ENGRAM_LOCOMO_DIR is set. ENGRAM_FUSION="convex|rrf,wv,wk,K[,impute]" overrides
-// the fusion options. The reference harness is cmd/engram-bench.
+// nDCG@10 per mode, excluding adversarial queries (the issue's measure) and
+// over all queries. It runs only when ENGRAM_LOCOMO_DIR is set.
+//
+//   - ENGRAM_FUSION="convex|minmax|rrf,wv,wk,P[,impute]" overrides the fusion
+//     options: P is the keyword saturation K (convex, minmax) or RRF's R.
+//   - ENGRAM_FUSION_SWEEP=1 also reports hybrid with each fusion parameter
+//     moved by ±50% (the candidate pool: halved and doubled), one at a time.
+//
+// The reference harness is cmd/engram-bench.
 func TestLoCoMoQuality(t *testing.T) {
 	dir := os.Getenv("ENGRAM_LOCOMO_DIR")
 	if dir == "" {
@@ -31,79 +37,26 @@ func TestLoCoMoQuality(t *testing.T) {
 	}
 	var opts search.Options
 	if f := os.Getenv("ENGRAM_FUSION"); f != "" {
-		parts := strings.Split(f, ",")
-		opts.Fusion = search.Fusion(parts[0])
-		opts.VectorWeight, _ = strconv.ParseFloat(parts[1], 64)
-		opts.KeywordWeight, _ = strconv.ParseFloat(parts[2], 64)
-		opts.KeywordSaturation, _ = strconv.ParseFloat(parts[3], 64)
-		opts.ImputeMissing = len(parts) > 4 && parts[4] == "impute"
+		var err error
+		if opts, err = parseFusion(f); err != nil {
+			t.Fatal(err)
+		}
 	}
 	s := searchtest.New(t, searchtest.Options{Search: opts})
 	ctx := context.Background()
-	type record struct {
-		ID, AgentID, Type, Text, CreatedAt string
-		Tags                               []string
-	}
-	byAgent := map[string][]record{}
-	var agents []string
-	for _, line := range readLines(t, filepath.Join(dir, "corpus.jsonl")) {
-		var r struct {
-			ID        string   `json:"id"`
-			AgentID   string   `json:"agent_id"`
-			Type      string   `json:"type"`
-			Text      string   `json:"text"`
-			CreatedAt string   `json:"created_at"`
-			Tags      []string `json:"tags"`
-		}
-		if err := json.Unmarshal([]byte(line), &r); err != nil {
-			t.Fatal(err)
-		}
-		if r.Type != "raw_entries" {
-			continue
-		}
-		if _, ok := byAgent[r.AgentID]; !ok {
-			agents = append(agents, r.AgentID)
-		}
-		byAgent[r.AgentID] = append(byAgent[r.AgentID], record{r.ID, r.AgentID, r.Type, r.Text, r.CreatedAt, r.Tags})
-	}
-	idmap := map[string]string{}
-	for _, a := range agents {
-		recs := byAgent[a]
-		in := make([]commands.MemoryInput, len(recs))
-		for i, r := range recs {
-			content, _ := json.Marshal(map[string]string{"content": r.Text})
-			in[i] = commands.MemoryInput{Type: r.Type, Content: content, Tags: r.Tags, CreatedAt: r.CreatedAt}
-		}
-		created, err := s.Memories.CreateBatch(ctx, searchtest.Meta("bench"), a, in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i, c := range created {
-			idmap[c.ID] = recs[i].ID
-		}
-	}
-	type query struct {
-		ID       string   `json:"id"`
-		AgentID  string   `json:"agent_id"`
-		Query    string   `json:"query"`
-		GoldIDs  []string `json:"gold_ids"`
-		Category string   `json:"category"`
-	}
-	var queries []query
+	idmap := loadTurns(t, s, filepath.Join(dir, "corpus.jsonl"))
+	var queries []locomoQuery
 	for _, line := range readLines(t, filepath.Join(dir, "queries.jsonl")) {
-		var q query
+		var q locomoQuery
 		if err := json.Unmarshal([]byte(line), &q); err != nil {
 			t.Fatal(err)
 		}
-		if q.Category != "adversarial" {
-			queries = append(queries, q)
-		}
+		queries = append(queries, q)
 	}
-	t.Logf("options %+v; %d queries (excluding adversarial), protocol turns", s.Search.Options(), len(queries))
-	for _, mode := range allModes {
-		var r5, r10, mrr, ndcg float64
+	eval := func(svc *search.Service, mode search.Mode) (excl, all [4]float64) {
+		var nExcl int
 		for _, q := range queries {
-			resp, err := s.Search.Search(ctx, search.Request{UserID: "bench", AgentID: q.AgentID, Query: q.Query, Mode: mode, Limit: 10,
+			resp, err := svc.Search(ctx, search.Request{UserID: "bench", AgentID: q.AgentID, Query: q.Query, Mode: mode, Limit: 10,
 				Filter: search.Filter{Types: []memory.Type{memory.RawEntry}}})
 			if err != nil {
 				t.Fatal(err)
@@ -113,11 +66,154 @@ func TestLoCoMoQuality(t *testing.T) {
 				ranked = append(ranked, idmap[res.Memory.ID])
 			}
 			a, b, c, d := metrics(q.GoldIDs, ranked)
-			r5, r10, mrr, ndcg = r5+a, r10+b, mrr+c, ndcg+d
+			m := [4]float64{a, b, c, d}
+			for i := range m {
+				all[i] += m[i] / float64(len(queries))
+				if q.Category != "adversarial" {
+					excl[i] += m[i]
+				}
+			}
+			if q.Category != "adversarial" {
+				nExcl++
+			}
 		}
-		n := float64(len(queries))
-		t.Logf("%-8s R@5 %.3f  R@10 %.3f  MRR@10 %.3f  nDCG@10 %.3f", mode, r5/n, r10/n, mrr/n, ndcg/n)
+		for i := range excl {
+			excl[i] /= float64(nExcl)
+		}
+		return excl, all
 	}
+	row := func(name string, m [4]float64) {
+		t.Helper()
+		t.Logf("%-26s R@5 %.3f  R@10 %.3f  MRR@10 %.3f  nDCG@10 %.3f", name, m[0], m[1], m[2], m[3])
+	}
+	t.Logf("options %+v; %d queries, protocol turns", s.Search.Options(), len(queries))
+	for _, mode := range allModes {
+		excl, all := eval(s.Search, mode)
+		row(string(mode)+" excl. adversarial", excl)
+		row(string(mode)+" ALL", all)
+	}
+	if os.Getenv("ENGRAM_FUSION_SWEEP") == "" {
+		return
+	}
+	base := s.Search.Options()
+	for _, v := range sweep(base) {
+		svc, err := search.New(s.Keyword, s.Vectors, search.ProviderEmbedder{Provider: s.Provider}, s.ReadModel, nil, v.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		excl, _ := eval(svc, search.ModeHybrid)
+		row("hybrid "+v.name, excl)
+	}
+}
+
+type locomoQuery struct {
+	ID       string   `json:"id"`
+	AgentID  string   `json:"agent_id"`
+	Query    string   `json:"query"`
+	GoldIDs  []string `json:"gold_ids"`
+	Category string   `json:"category"`
+}
+
+// loadTurns creates the split's raw_entries through the memory commands
+// and returns a map from memory id to benchmark id.
+func loadTurns(t *testing.T, s *searchtest.Stack, path string) map[string]string {
+	type record struct {
+		ID        string   `json:"id"`
+		AgentID   string   `json:"agent_id"`
+		Type      string   `json:"type"`
+		Text      string   `json:"text"`
+		CreatedAt string   `json:"created_at"`
+		Tags      []string `json:"tags"`
+	}
+	byAgent := map[string][]record{}
+	var agents []string
+	for _, line := range readLines(t, path) {
+		var r record
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.Type != "raw_entries" {
+			continue
+		}
+		if _, ok := byAgent[r.AgentID]; !ok {
+			agents = append(agents, r.AgentID)
+		}
+		byAgent[r.AgentID] = append(byAgent[r.AgentID], r)
+	}
+	idmap := map[string]string{}
+	for _, a := range agents {
+		recs := byAgent[a]
+		in := make([]commands.MemoryInput, len(recs))
+		for i, r := range recs {
+			content, _ := json.Marshal(map[string]string{"content": r.Text})
+			in[i] = commands.MemoryInput{Type: r.Type, Content: content, Tags: r.Tags, CreatedAt: r.CreatedAt}
+		}
+		created, err := s.Memories.CreateBatch(context.Background(), searchtest.Meta("bench"), a, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, c := range created {
+			idmap[c.ID] = recs[i].ID
+		}
+	}
+	return idmap
+}
+
+// parseFusion reads ENGRAM_FUSION.
+func parseFusion(f string) (search.Options, error) {
+	var o search.Options
+	parts := strings.Split(f, ",")
+	if len(parts) < 4 {
+		return o, fmt.Errorf("ENGRAM_FUSION=%q: want fusion,wv,wk,P[,impute]", f)
+	}
+	o.Fusion = search.Fusion(parts[0])
+	var nums [3]float64
+	for i := range nums {
+		v, err := strconv.ParseFloat(parts[i+1], 64)
+		if err != nil {
+			return o, fmt.Errorf("ENGRAM_FUSION=%q: %w", f, err)
+		}
+		nums[i] = v
+	}
+	o.VectorWeight, o.KeywordWeight = nums[0], nums[1]
+	if o.Fusion == search.FusionRRF {
+		o.RRFK = nums[2]
+	} else {
+		o.KeywordSaturation = nums[2]
+	}
+	o.ImputeMissing = len(parts) > 4 && parts[4] == "impute"
+	return o, nil
+}
+
+type variant struct {
+	name string
+	opts search.Options
+}
+
+// sweep moves each fusion parameter of base by ±50%, one at a time.
+func sweep(base search.Options) []variant {
+	var out []variant
+	add := func(name string, f func(o *search.Options)) {
+		o := base
+		f(&o)
+		out = append(out, variant{name, o})
+	}
+	for _, x := range []float64{0.5, 1.5} {
+		add(fmt.Sprintf("wv×%.1f (%.3g)", x, base.VectorWeight*x), func(o *search.Options) { o.VectorWeight *= x })
+	}
+	for _, x := range []float64{0.5, 1.5} {
+		if base.Fusion == search.FusionRRF {
+			add(fmt.Sprintf("R×%.1f (%.3g)", x, base.RRFK*x), func(o *search.Options) { o.RRFK *= x })
+		} else {
+			add(fmt.Sprintf("K×%.1f (%.3g)", x, base.KeywordSaturation*x), func(o *search.Options) { o.KeywordSaturation *= x })
+		}
+	}
+	for _, x := range []float64{0.5, 2} {
+		add(fmt.Sprintf("pool×%.1f (%d)", x, int(float64(base.MinCandidates)*x)), func(o *search.Options) {
+			o.MinCandidates = int(float64(o.MinCandidates) * x)
+		})
+	}
+	return out
 }
 
 // metrics follows the bench's score.py.

@@ -7,6 +7,7 @@ const (
 	kindBigram   byte = 'b'
 	kindCompound byte = 'c'
 	kindCharGram byte = 'g'
+	kindClass    byte = 't'
 )
 
 const (

@@ -15,17 +15,25 @@ const builtinDimensions = 384
 // builtinDescription says plainly what the model is, so nobody mistakes its
 // scores for semantic similarity.
 const builtinDescription = "Built-in lexical model, not a neural network: signed feature hashing " +
-	"of lower-cased, accent-folded, Porter-stemmed words (stop words removed, longer words " +
-	"weighted higher as a stand-in for rarity) and word bigrams, plus character 3/4-grams at a lower weight for fuzzy matching; identifiers " +
-	"such as deploy-v2.4.7-hotfix or getUserName count as their parts and as a whole. " +
+	"of lower-cased, accent-folded, Porter-stemmed words (stop words removed, irregular verb forms " +
+	"and plurals mapped to their base form, e.g. went to go, longer words weighted higher as a " +
+	"stand-in for rarity) and word bigrams, plus character 3/4-grams at a lower weight for fuzzy " +
+	"matching and one shared feature for time words (when, yesterday, weekdays, months, years); " +
+	"identifiers such as deploy-v2.4.7-hotfix or getUserName count as their parts and as a whole. " +
 	"It matches shared words and spellings, not meaning. Needs no download."
 
 // hashWeights are the per-occurrence weights of each feature kind before the
 // sublinear term-frequency transform. They were tuned on the LoCoMo dev split
-// (see quality_test.go); unigrams anchor the scale at 1. Changing any of them
-// changes every vector, so it means a new model name.
+// (see quality_test.go here and in projections/search, which measures the
+// model as the vector side of hybrid search); unigrams anchor the scale at 1.
+// Changing any of them, or irregularBase or timeWords, changes stored
+// vectors: once a release has stored any, that means a new model name.
 type hashWeights struct {
 	word, bigram, compound, charGram float64
+	// timeClass weighs the one feature that every time word shares (see
+	// isTimeWord): it lets "when did ...?" meet "... yesterday" or "... in
+	// May 2023", which share no word. 0 turns it off.
+	timeClass float64
 	// lengthCap: a word's weight grows with its length up to lengthCap
 	// letters (0 turns this off), see lengthFactor.
 	lengthCap int
@@ -45,7 +53,7 @@ func newBuiltinModel() *hashModel {
 	return &hashModel{
 		name:    BuiltinModelName,
 		dims:    builtinDimensions,
-		weights: hashWeights{word: 1, bigram: 0.3, compound: 1, charGram: 0.08, lengthCap: 8},
+		weights: hashWeights{word: 1, bigram: 0.5, compound: 1, charGram: 0.1, lengthCap: 8, timeClass: 0.7},
 	}
 }
 
@@ -94,11 +102,15 @@ func (m *hashModel) embed(text string) ([]float32, int) {
 	return vec, len(lw.words)
 }
 
-// features lists every feature occurrence of a text. Stop words are dropped
+// features lists every feature occurrence of a text. Irregular forms become
+// their base form first (see irregularBase), then stop words are dropped
 // unless the text has nothing else ("to be or not to be" still embeds).
 func (m *hashModel) features(lw lexicalWords) []feature {
 	content := make([]string, 0, len(lw.words))
 	for _, w := range lw.words {
+		if base, ok := irregularBase[w]; ok {
+			w = base
+		}
 		if !isStopword(w) {
 			content = append(content, w)
 		}
@@ -118,6 +130,13 @@ func (m *hashModel) features(lw lexicalWords) []feature {
 	}
 	for _, c := range lw.compounds {
 		feats = append(feats, feature{featureHash(kindCompound, c), m.weights.compound})
+	}
+	if m.weights.timeClass > 0 {
+		for _, w := range lw.words {
+			if isTimeWord(w) {
+				feats = append(feats, feature{timeFeature, m.weights.timeClass})
+			}
+		}
 	}
 	return feats
 }

@@ -139,3 +139,42 @@ func TestBuiltinDescriptionIsHonest(t *testing.T) {
 		}
 	}
 }
+
+func TestBuiltinIrregularFormsMeetTheirBase(t *testing.T) {
+	// The question uses the base form, the memory the past tense: without
+	// the irregular forms they share no content word at all.
+	res := embedBuiltin(t, "where did she go with the children",
+		"She went to the zoo with her child",
+		"She stayed at the zoo with her dog")
+	rel, unrel := cosine(res.Vectors[0], res.Vectors[1]), cosine(res.Vectors[0], res.Vectors[2])
+	if rel <= unrel+0.1 {
+		t.Errorf("went/child vs go/children %.3f, unrelated %.3f", rel, unrel)
+	}
+	for form, base := range map[string]string{"went": "go", "gone": "go", "bought": "buy", "children": "child", "people": "person"} {
+		if irregularBase[form] != base {
+			t.Errorf("irregularBase[%q] = %q, want %q", form, irregularBase[form], base)
+		}
+	}
+	for _, w := range []string{"bit", "born", "ground", "may", "read"} {
+		if b, ok := irregularBase[w]; ok {
+			t.Errorf("ambiguous form %q is mapped to %q", w, b)
+		}
+	}
+}
+
+func TestBuiltinTimeWordsShareAFeature(t *testing.T) {
+	// A when-question is closer to the memory that says when than to one
+	// that says where.
+	res := embedBuiltin(t, "when did Maria adopt the puppy",
+		"Maria adopted a puppy from the shelter on Friday",
+		"Maria adopted a puppy from the shelter in Dallas")
+	if when, where := cosine(res.Vectors[0], res.Vectors[1]), cosine(res.Vectors[0], res.Vectors[2]); when <= where+0.05 {
+		t.Errorf("with a time word %.3f, with a place %.3f", when, where)
+	}
+	for w, want := range map[string]bool{"when": true, "yesterday": true, "friday": true, "2023": true, "1999": true,
+		"may": false, "2150": false, "20x3": false, "week": true, "weekly": false} {
+		if got := isTimeWord(w); got != want {
+			t.Errorf("isTimeWord(%q) = %v, want %v", w, got, want)
+		}
+	}
+}

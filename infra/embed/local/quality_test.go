@@ -42,8 +42,9 @@ func TestLoCoMoQuality(t *testing.T) {
 	if w := os.Getenv("ENGRAM_HASH_WEIGHTS"); w != "" {
 		// Tuning aid: override the built-in model's feature weights.
 		m := newBuiltinModel()
-		if _, err := fmt.Sscanf(w, "%g,%g,%g,%g,%d", &m.weights.word, &m.weights.bigram, &m.weights.compound, &m.weights.charGram, &m.weights.lengthCap); err != nil {
-			t.Fatalf("ENGRAM_HASH_WEIGHTS=word,bigram,compound,chargram: %v", err)
+		n, err := fmt.Sscanf(w, "%g,%g,%g,%g,%d,%g", &m.weights.word, &m.weights.bigram, &m.weights.compound, &m.weights.charGram, &m.weights.lengthCap, &m.weights.timeClass)
+		if n < 5 {
+			t.Fatalf("ENGRAM_HASH_WEIGHTS=word,bigram,compound,chargram,lengthcap[,timeclass]: %v", err)
 		}
 		if d := os.Getenv("ENGRAM_HASH_DIMS"); d != "" {
 			fmt.Sscanf(d, "%d", &m.dims)
