@@ -3,6 +3,8 @@ package textindex
 import (
 	"strings"
 	"unicode"
+
+	"github.com/engram-memory/engram/infra/stem"
 )
 
 // tokenize splits text into terms: lower-cased runs of letters and digits
@@ -30,7 +32,7 @@ func tokenize(text string, emit func(term string)) {
 		}
 		for _, w := range words {
 			if _, stop := stopWords[w]; !stop {
-				emit(porterStem(w))
+				emit(stem.Porter(w))
 			}
 		}
 		if long >= 2 {

@@ -5,6 +5,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/infra/stem"
 )
 
 // BuiltinModelName names the built-in lexical model.
@@ -121,7 +122,7 @@ func (m *hashModel) features(lw lexicalWords) []feature {
 	feats := make([]feature, 0, len(content)*12+len(lw.compounds))
 	stems := make([]string, len(content))
 	for i, w := range content {
-		stems[i] = porterStem(w)
+		stems[i] = stem.Porter(w)
 		feats = append(feats, feature{featureHash(kindWord, stems[i]), m.weights.word * m.lengthFactor(w)})
 		feats = appendCharGrams(feats, w, m.weights.charGram)
 	}

@@ -1,4 +1,4 @@
-package local
+package stem
 
 import "testing"
 
@@ -18,8 +18,8 @@ func TestPorterStem(t *testing.T) {
 		"is": "is", "café": "café", "v2": "v2",
 	}
 	for word, want := range tests {
-		if got := porterStem(word); got != want {
-			t.Errorf("porterStem(%q) = %q, want %q", word, got, want)
+		if got := Porter(word); got != want {
+			t.Errorf("Porter(%q) = %q, want %q", word, got, want)
 		}
 	}
 }

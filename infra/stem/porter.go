@@ -1,15 +1,15 @@
-package textindex
+// Package stem is the English Porter stemmer shared by the keyword index
+// and the built-in hashing embedding model, so both see the same word
+// forms.
+package stem
 
-// A copy of infra/embed/local's Porter stemmer: the keyword index must not
-// change when the embedding model's tokenisation is tuned, so it owns one.
-
-// porterStem reduces an English word to its Porter stem ("connections" →
+// Porter reduces an English word to its Porter stem ("connections" →
 // "connect", "running" → "run"), so that inflected forms of a word land on
 // the same feature. It follows Porter (1980) with the two usual revisions
 // (BLI→BLE, LOGI→LOG). Words that are not lower-case ASCII letters, or are
 // shorter than three letters, are returned unchanged: stemming rules for other
 // scripts would do more harm than good.
-func porterStem(word string) string {
+func Porter(word string) string {
 	if len(word) < 3 || !isLowerASCIIWord(word) {
 		return word
 	}
