@@ -15,7 +15,7 @@ import (
 )
 
 // stepUntilIdle steps the runner until it has nothing to do.
-func (s *embStack) stepUntilIdle() {
+func (s *stack) stepUntilIdle() {
 	s.t.Helper()
 	for range 10000 {
 		did, err := s.runner.Step(context.Background())
@@ -29,7 +29,7 @@ func (s *embStack) stepUntilIdle() {
 	s.t.Fatal("the runner never ran out of work")
 }
 
-func (s *embStack) step() {
+func (s *stack) step() {
 	s.t.Helper()
 	did, err := s.runner.Step(context.Background())
 	if err != nil || !did {
@@ -39,7 +39,7 @@ func (s *embStack) step() {
 
 // agentModel is the model the agent is searched with, as the memories read
 // model and the vector projection see it.
-func (s *embStack) agentModel(userID, agentID string) (readModel, vectors string) {
+func (s *stack) agentModel(userID, agentID string) (readModel, vectors string) {
 	s.t.Helper()
 	a, ok, err := s.memories.Agent(context.Background(), userID, agentID)
 	if err != nil || !ok {
@@ -49,14 +49,14 @@ func (s *embStack) agentModel(userID, agentID string) (readModel, vectors string
 	return a.EmbeddingModel, space.Model
 }
 
-func (s *embStack) vectorOf(model, text string) []float32 {
+func (s *stack) vectorOf(model, text string) []float32 {
 	s.t.Helper()
 	return floats(s.must(http.StatusOK, "POST", "/v1/embeddings/generate", aliceKey, map[string]any{"text": text, "model": model}).data()["embedding"])
 }
 
 // searchTop runs POST /search for Alice's agent claire and returns the top
 // hit's id.
-func (s *embStack) searchTop(query, mode string) string {
+func (s *stack) searchTop(query, mode string) string {
 	s.t.Helper()
 	d := s.must(http.StatusOK, "POST", "/v1/search", aliceKey, map[string]any{"agent_id": "claire", "query": query, "mode": mode, "limit": 1}).data()
 	results, _ := d["results"].([]any)
@@ -67,7 +67,7 @@ func (s *embStack) searchTop(query, mode string) string {
 	return id
 }
 
-func (s *embStack) countEvents(eventType string) int {
+func (s *stack) countEvents(eventType string) int {
 	s.t.Helper()
 	n := 0
 	events, err := s.store.ReadAll(context.Background(), 0, 1<<30)
@@ -83,7 +83,7 @@ func (s *embStack) countEvents(eventType string) int {
 }
 
 func TestBulkReembedLifecycle(t *testing.T) {
-	s := newEmbStack(t, embOptions{noRun: true, runner: commands.RunnerConfig{BatchSize: 64}})
+	s := newStack(t, stackOptions{fixedAuth: true, noRun: true, runner: commands.RunnerConfig{BatchSize: 64}})
 	ids := s.seed(alice, "claire", 149)
 	text := "the user likes coffee in the morning"
 	target, err := s.memCmds.Create(t.Context(), metaFor(alice), "claire", commandsBelief(text))
@@ -108,7 +108,7 @@ func TestBulkReembedLifecycle(t *testing.T) {
 		t.Fatalf("queued job: %v", d)
 	}
 	// One job per agent at a time.
-	wantError(t, s.do("POST", "/v1/embeddings/bulk-reembed", aliceKey, map[string]any{"agent_id": "claire"}), 409, "job_in_progress")
+	wantError(t, s.call("POST", "/v1/embeddings/bulk-reembed", aliceKey, map[string]any{"agent_id": "claire"}), 409, "job_in_progress")
 
 	s.step() // claims the job
 	d = s.must(http.StatusOK, "GET", "/v1/embeddings/jobs/"+jobID, aliceKey, nil).data()
@@ -127,7 +127,7 @@ func TestBulkReembedLifecycle(t *testing.T) {
 	if got := s.similar(aliceKey, map[string]any{"agent_id": "claire", "embedding": oldQ, "limit": 1}); len(got) != 1 || got[0]["id"] != target.ID {
 		t.Fatalf("old-model search during the job: %v", got)
 	}
-	wantError(t, s.do("POST", "/v1/embeddings/similar", aliceKey, map[string]any{"agent_id": "claire", "embedding": newQ}), 400, "invalid_request")
+	wantError(t, s.call("POST", "/v1/embeddings/similar", aliceKey, map[string]any{"agent_id": "claire", "embedding": newQ}), 400, "invalid_request")
 	if top := s.searchTop(text, "vector"); top != target.ID {
 		t.Fatalf("vector search during the job found %s", top)
 	}
@@ -150,7 +150,7 @@ func TestBulkReembedLifecycle(t *testing.T) {
 	if top := s.searchTop(text, "vector"); top != target.ID {
 		t.Fatalf("vector search after the switch found %s", top)
 	}
-	r = s.do("POST", "/v1/embeddings/similar", aliceKey, map[string]any{"agent_id": "claire", "embedding": oldQ})
+	r = s.call("POST", "/v1/embeddings/similar", aliceKey, map[string]any{"agent_id": "claire", "embedding": oldQ})
 	wantError(t, r, 400, "invalid_request")
 	if r.details()["model"] != staticModel {
 		t.Fatalf("dimension error names %v", r.details())
@@ -170,12 +170,12 @@ func TestBulkReembedLifecycle(t *testing.T) {
 		t.Fatalf("no measured pace for %s", staticModel)
 	}
 	// A finished job cannot be cancelled; a new job may start.
-	wantError(t, s.do("POST", "/v1/embeddings/jobs/"+jobID+"/cancel", aliceKey, nil), 409, "job_finished")
+	wantError(t, s.call("POST", "/v1/embeddings/jobs/"+jobID+"/cancel", aliceKey, nil), 409, "job_finished")
 	s.must(http.StatusAccepted, "POST", "/v1/embeddings/bulk-reembed", aliceKey, map[string]any{"agent_id": "claire", "types": []string{"notes"}})
 }
 
 func TestBulkReembedErrors(t *testing.T) {
-	s := newEmbStack(t, embOptions{noRun: true})
+	s := newStack(t, stackOptions{fixedAuth: true, noRun: true})
 	s.seed(alice, "claire", 1)
 	for _, c := range []struct {
 		body   map[string]any
@@ -189,12 +189,12 @@ func TestBulkReembedErrors(t *testing.T) {
 		{map[string]any{"types": []string{"notes"}}, 400, "invalid_request"},
 		{map[string]any{"agent_id": "nobody"}, 404, "not_found"},
 	} {
-		wantError(t, s.do("POST", "/v1/embeddings/bulk-reembed", aliceKey, c.body), c.status, c.code)
+		wantError(t, s.call("POST", "/v1/embeddings/bulk-reembed", aliceKey, c.body), c.status, c.code)
 	}
-	wantError(t, s.do("POST", "/v1/embeddings/bulk-reembed", "", map[string]any{"agent_id": "claire"}), 401, "unauthorized")
-	wantError(t, s.do("GET", "/v1/embeddings/jobs/0193aaaa-0000-7000-8000-000000000000", aliceKey, nil), 404, "not_found")
-	wantError(t, s.do("POST", "/v1/embeddings/jobs/nope/cancel", aliceKey, nil), 404, "not_found")
-	wantError(t, s.do("GET", "/v1/embeddings/jobs/nope", "", nil), 401, "unauthorized")
+	wantError(t, s.call("POST", "/v1/embeddings/bulk-reembed", "", map[string]any{"agent_id": "claire"}), 401, "unauthorized")
+	wantError(t, s.call("GET", "/v1/embeddings/jobs/0193aaaa-0000-7000-8000-000000000000", aliceKey, nil), 404, "not_found")
+	wantError(t, s.call("POST", "/v1/embeddings/jobs/nope/cancel", aliceKey, nil), 404, "not_found")
+	wantError(t, s.call("GET", "/v1/embeddings/jobs/nope", "", nil), 401, "unauthorized")
 }
 
 // countingKicker counts kicks of the embedding queue.
@@ -204,7 +204,7 @@ func (k *countingKicker) Kick() { k.n.Add(1) }
 
 func TestBulkReembedRunsInBackground(t *testing.T) {
 	queue := &countingKicker{}
-	s := newEmbStack(t, embOptions{runner: commands.RunnerConfig{BatchSize: 32, Queue: queue}})
+	s := newStack(t, stackOptions{fixedAuth: true, runner: commands.RunnerConfig{BatchSize: 32, Queue: queue}})
 	s.seed(alice, "claire", 100)
 	// Refreshing vectors with the agent's own model needs no switch.
 	jobID := s.must(http.StatusAccepted, "POST", "/v1/embeddings/bulk-reembed", aliceKey, map[string]any{"agent_id": "claire", "types": []string{"notes", "beliefs"}}).data()["job_id"].(string)
@@ -236,7 +236,7 @@ func TestBulkReembedRunsInBackground(t *testing.T) {
 
 func TestCancelJob(t *testing.T) {
 	// Cancel a queued job: the runner never starts it.
-	s := newEmbStack(t, embOptions{noRun: true, runner: commands.RunnerConfig{BatchSize: 10}})
+	s := newStack(t, stackOptions{fixedAuth: true, noRun: true, runner: commands.RunnerConfig{BatchSize: 10}})
 	s.seed(alice, "claire", 40)
 	jobID := s.must(http.StatusAccepted, "POST", "/v1/embeddings/bulk-reembed", aliceKey, map[string]any{"agent_id": "claire", "model": staticModel}).data()["job_id"].(string)
 	d := s.must(http.StatusOK, "POST", "/v1/embeddings/jobs/"+jobID+"/cancel", aliceKey, nil).data()
@@ -247,7 +247,7 @@ func TestCancelJob(t *testing.T) {
 	if events, _ := s.jobEvents(jobID); events != 0 {
 		t.Fatalf("a cancelled job embedded %d memories", events)
 	}
-	wantError(t, s.do("POST", "/v1/embeddings/jobs/"+jobID+"/cancel", aliceKey, nil), 409, "job_finished")
+	wantError(t, s.call("POST", "/v1/embeddings/jobs/"+jobID+"/cancel", aliceKey, nil), 409, "job_finished")
 
 	// Cancel a running job between batches: it stops, and the agent keeps
 	// its model.
@@ -276,11 +276,11 @@ func TestCancelJob(t *testing.T) {
 
 func TestCancelWhileRunnerRuns(t *testing.T) {
 	// The runner runs on its own; a cancel arrives after its first batch.
-	var s *embStack
+	var s *stack
 	var jobID atomic.Value
 	cancelled := make(chan struct{})
 	batches := atomic.Int32{}
-	s = newEmbStack(t, embOptions{runner: commands.RunnerConfig{BatchSize: 10, AfterBatch: func(id string, n int) {
+	s = newStack(t, stackOptions{fixedAuth: true, runner: commands.RunnerConfig{BatchSize: 10, AfterBatch: func(id string, n int) {
 		if batches.Add(1) == 1 {
 			d := s.must(http.StatusOK, "POST", "/v1/embeddings/jobs/"+id+"/cancel", aliceKey, nil).data()
 			if d["status"] != "cancelled" {
@@ -311,7 +311,7 @@ func TestJobResumesAfterRestart(t *testing.T) {
 			stop() // the process dies after its third batch
 		}
 	}}
-	s := newEmbStack(t, embOptions{dataDir: dir, noRun: true, runner: cfg})
+	s := newStack(t, stackOptions{fixedAuth: true, dataDir: dir, noRun: true, runner: cfg})
 	s.seed(alice, "claire", 110)
 	jobID := s.must(http.StatusAccepted, "POST", "/v1/embeddings/bulk-reembed", aliceKey, map[string]any{"agent_id": "claire", "model": staticModel}).data()["job_id"].(string)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -328,7 +328,7 @@ func TestJobResumesAfterRestart(t *testing.T) {
 	// A new process over the same data directory resumes after the last
 	// recorded batch.
 	cfg.AfterBatch = nil
-	s = newEmbStack(t, embOptions{dataDir: dir, runner: cfg})
+	s = newStack(t, stackOptions{fixedAuth: true, dataDir: dir, runner: cfg})
 	d = s.waitJob(aliceKey, jobID, statusIs("completed"))
 	if num(d["memories_processed"]) != 110 || num(d["memories_total"]) != 110 {
 		t.Fatalf("after the restart: %v", d)
@@ -343,7 +343,7 @@ func TestJobResumesAfterRestart(t *testing.T) {
 
 func TestStaleJobIsTakenOver(t *testing.T) {
 	dir := t.TempDir()
-	s := newEmbStack(t, embOptions{dataDir: dir, noRun: true, runner: commands.RunnerConfig{ID: "node-1", BatchSize: 20}})
+	s := newStack(t, stackOptions{fixedAuth: true, dataDir: dir, noRun: true, runner: commands.RunnerConfig{ID: "node-1", BatchSize: 20}})
 	s.seed(alice, "claire", 50)
 	jobID := s.must(http.StatusAccepted, "POST", "/v1/embeddings/bulk-reembed", aliceKey, map[string]any{"agent_id": "claire", "model": staticModel}).data()["job_id"].(string)
 	s.step() // node-1 claims
@@ -355,7 +355,7 @@ func TestStaleJobIsTakenOver(t *testing.T) {
 	}
 	s.closeAll()
 	// ...and takes it over once the holder has been idle past the lease.
-	s = newEmbStack(t, embOptions{dataDir: dir, runner: commands.RunnerConfig{ID: "node-2", BatchSize: 20, LeaseTimeout: time.Millisecond}})
+	s = newStack(t, stackOptions{fixedAuth: true, dataDir: dir, runner: commands.RunnerConfig{ID: "node-2", BatchSize: 20, LeaseTimeout: time.Millisecond}})
 	d := s.waitJob(aliceKey, jobID, statusIs("completed"))
 	if num(d["memories_processed"]) != 50 {
 		t.Fatalf("after takeover: %v", d)
@@ -369,7 +369,7 @@ func TestStaleJobIsTakenOver(t *testing.T) {
 }
 
 func TestJobFailsAfterRepeatedProviderErrors(t *testing.T) {
-	s := newEmbStack(t, embOptions{noRun: true, runner: commands.RunnerConfig{BatchSize: 10, MaxAttempts: 3}})
+	s := newStack(t, stackOptions{fixedAuth: true, noRun: true, runner: commands.RunnerConfig{BatchSize: 10, MaxAttempts: 3}})
 	s.seed(alice, "claire", 30)
 	jobID := s.must(http.StatusAccepted, "POST", "/v1/embeddings/bulk-reembed", aliceKey, map[string]any{"agent_id": "claire", "model": staticModel}).data()["job_id"].(string)
 	s.step() // claim
@@ -404,7 +404,7 @@ func TestJobFailsAfterRepeatedProviderErrors(t *testing.T) {
 }
 
 func TestDeletedAgentTakesItsJobs(t *testing.T) {
-	s := newEmbStack(t, embOptions{noRun: true, runner: commands.RunnerConfig{BatchSize: 10}})
+	s := newStack(t, stackOptions{fixedAuth: true, noRun: true, runner: commands.RunnerConfig{BatchSize: 10}})
 	s.seed(alice, "claire", 30)
 	jobID := s.must(http.StatusAccepted, "POST", "/v1/embeddings/bulk-reembed", aliceKey, map[string]any{"agent_id": "claire", "model": staticModel}).data()["job_id"].(string)
 	s.step()
@@ -412,7 +412,7 @@ func TestDeletedAgentTakesItsJobs(t *testing.T) {
 	if err := s.memCmds.DeleteAgent(context.Background(), metaFor(alice), "claire"); err != nil {
 		t.Fatal(err)
 	}
-	wantError(t, s.do("GET", "/v1/embeddings/jobs/"+jobID, aliceKey, nil), 404, "not_found")
+	wantError(t, s.call("GET", "/v1/embeddings/jobs/"+jobID, aliceKey, nil), 404, "not_found")
 	s.stepUntilIdle()
 	if n := s.countEvents(memory.AgentModelSwitched{}.EventType()); n != 0 {
 		t.Fatalf("a deleted agent was switched")
@@ -423,7 +423,7 @@ func TestDeletedAgentTakesItsJobs(t *testing.T) {
 // the job embedded it keeps an old-model vector of its new text; after the
 // switch the embedding queue gives it one in the new model.
 func TestWritesDuringAJobGetNewVectorsAfterTheSwitch(t *testing.T) {
-	s := newEmbStack(t, embOptions{noRun: true, runner: commands.RunnerConfig{BatchSize: 10}})
+	s := newStack(t, stackOptions{fixedAuth: true, noRun: true, runner: commands.RunnerConfig{BatchSize: 10}})
 	ids := s.seed(alice, "claire", 30)
 	jobID := s.must(http.StatusAccepted, "POST", "/v1/embeddings/bulk-reembed", aliceKey, map[string]any{"agent_id": "claire", "model": staticModel}).data()["job_id"].(string)
 	s.step() // claim
@@ -470,7 +470,7 @@ func TestWritesDuringAJobGetNewVectorsAfterTheSwitch(t *testing.T) {
 // refuses (longer than the text limit) is skipped and listed in the job's
 // errors; the rest of its batch is embedded and the job completes.
 func TestRefusedMemoryIsSkipped(t *testing.T) {
-	s := newEmbStack(t, embOptions{noRun: true, runner: commands.RunnerConfig{BatchSize: 10}})
+	s := newStack(t, stackOptions{fixedAuth: true, noRun: true, runner: commands.RunnerConfig{BatchSize: 10}})
 	s.seed(alice, "claire", 12)
 	long := strings.Repeat("word ", 4000) // 20,000 characters per field
 	content, _ := json.Marshal(map[string]any{"objective": long, "outcome": long})

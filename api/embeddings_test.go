@@ -11,7 +11,7 @@ import (
 )
 
 func TestGenerateEmbedding(t *testing.T) {
-	s := newEmbStack(t, embOptions{noRun: true})
+	s := newStack(t, stackOptions{fixedAuth: true, noRun: true})
 	d := s.must(http.StatusOK, "POST", "/v1/embeddings/generate", aliceKey, map[string]any{"text": "deploy the server on friday"}).data()
 	if d["model"] != local.BuiltinModelName || num(d["dimensions"]) != 384 || len(floats(d["embedding"])) != 384 || num(d["tokens_used"]) <= 0 {
 		t.Fatalf("generate: %v", d)
@@ -25,25 +25,25 @@ func TestGenerateEmbedding(t *testing.T) {
 		t.Fatalf("static model: %v", d)
 	}
 
-	wantError(t, s.do("POST", "/v1/embeddings/generate", "", map[string]any{"text": "x"}), 401, "unauthorized")
-	wantError(t, s.do("POST", "/v1/embeddings/generate", "nope", map[string]any{"text": "x"}), 401, "unauthorized")
-	r := s.do("POST", "/v1/embeddings/generate", aliceKey, map[string]any{})
+	wantError(t, s.call("POST", "/v1/embeddings/generate", "", map[string]any{"text": "x"}), 401, "unauthorized")
+	wantError(t, s.call("POST", "/v1/embeddings/generate", "nope", map[string]any{"text": "x"}), 401, "unauthorized")
+	r := s.call("POST", "/v1/embeddings/generate", aliceKey, map[string]any{})
 	wantError(t, r, 400, "invalid_request")
 	if r.details()["field"] != "text" {
 		t.Fatalf("missing text names %v", r.details())
 	}
-	wantError(t, s.do("POST", "/v1/embeddings/generate", aliceKey, map[string]any{"text": ""}), 400, "invalid_request")
-	wantError(t, s.do("POST", "/v1/embeddings/generate", aliceKey, map[string]any{"text": "x", "modle": "y"}), 400, "invalid_request")
-	wantError(t, s.do("POST", "/v1/embeddings/generate", aliceKey, `{"text": 5}`), 400, "invalid_request")
+	wantError(t, s.call("POST", "/v1/embeddings/generate", aliceKey, map[string]any{"text": ""}), 400, "invalid_request")
+	wantError(t, s.call("POST", "/v1/embeddings/generate", aliceKey, map[string]any{"text": "x", "modle": "y"}), 400, "invalid_request")
+	wantError(t, s.call("POST", "/v1/embeddings/generate", aliceKey, `{"text": 5}`), 400, "invalid_request")
 
-	r = s.do("POST", "/v1/embeddings/generate", aliceKey, map[string]any{"text": strings.Repeat("é", 32001)})
+	r = s.call("POST", "/v1/embeddings/generate", aliceKey, map[string]any{"text": strings.Repeat("é", 32001)})
 	wantError(t, r, 400, "text_too_long")
 	if num(r.details()["limit"]) != 32000 || r.details()["field"] != "text" || !strings.Contains(string(r.raw), "32000") {
 		t.Fatalf("text limit: %s", r.raw)
 	}
 	s.must(http.StatusOK, "POST", "/v1/embeddings/generate", aliceKey, map[string]any{"text": strings.Repeat("é", 32000)})
 
-	r = s.do("POST", "/v1/embeddings/generate", aliceKey, map[string]any{"text": "x", "model": "text-embedding-3-small"})
+	r = s.call("POST", "/v1/embeddings/generate", aliceKey, map[string]any{"text": "x", "model": "text-embedding-3-small"})
 	wantError(t, r, 400, "model_not_available")
 	avail, _ := r.details()["available_models"].([]any)
 	if !slices.Contains(avail, any(local.BuiltinModelName)) || !slices.Contains(avail, any(staticModel)) || slices.Contains(avail, any("text-embedding-3-small")) {
@@ -51,11 +51,11 @@ func TestGenerateEmbedding(t *testing.T) {
 	}
 
 	s.provider.down.Store(true)
-	wantError(t, s.do("POST", "/v1/embeddings/generate", aliceKey, map[string]any{"text": "x"}), 503, "provider_unavailable")
+	wantError(t, s.call("POST", "/v1/embeddings/generate", aliceKey, map[string]any{"text": "x"}), 503, "provider_unavailable")
 }
 
 func TestBatchEmbeddings(t *testing.T) {
-	s := newEmbStack(t, embOptions{noRun: true})
+	s := newStack(t, stackOptions{fixedAuth: true, noRun: true})
 	texts := []string{"coffee in the morning", "rollback the release", "python code review", "coffee in the morning"}
 	d := s.must(http.StatusOK, "POST", "/v1/embeddings/batch", aliceKey, map[string]any{"texts": texts}).data()
 	embs, _ := d["embeddings"].([]any)
@@ -74,39 +74,39 @@ func TestBatchEmbeddings(t *testing.T) {
 		t.Fatal("vectors do not follow their texts")
 	}
 
-	r := s.do("POST", "/v1/embeddings/batch", aliceKey, map[string]any{"texts": []string{}})
+	r := s.call("POST", "/v1/embeddings/batch", aliceKey, map[string]any{"texts": []string{}})
 	wantError(t, r, 400, "invalid_request")
-	wantError(t, s.do("POST", "/v1/embeddings/batch", aliceKey, map[string]any{}), 400, "invalid_request")
-	wantError(t, s.do("POST", "/v1/embeddings/batch", aliceKey, `{"texts": ["a", 3]}`), 400, "invalid_request")
+	wantError(t, s.call("POST", "/v1/embeddings/batch", aliceKey, map[string]any{}), 400, "invalid_request")
+	wantError(t, s.call("POST", "/v1/embeddings/batch", aliceKey, `{"texts": ["a", 3]}`), 400, "invalid_request")
 
 	many := make([]string, 2049)
 	for i := range many {
 		many[i] = "t"
 	}
-	r = s.do("POST", "/v1/embeddings/batch", aliceKey, map[string]any{"texts": many})
+	r = s.call("POST", "/v1/embeddings/batch", aliceKey, map[string]any{"texts": many})
 	wantError(t, r, 400, "batch_too_large")
 	if num(r.details()["limit"]) != 2048 || !strings.Contains(string(r.raw), "2048") {
 		t.Fatalf("batch limit: %s", r.raw)
 	}
 	s.must(http.StatusOK, "POST", "/v1/embeddings/batch", aliceKey, map[string]any{"texts": many[:2048]})
 
-	r = s.do("POST", "/v1/embeddings/batch", aliceKey, map[string]any{"texts": []string{"a", "b", strings.Repeat("x", 32001)}})
+	r = s.call("POST", "/v1/embeddings/batch", aliceKey, map[string]any{"texts": []string{"a", "b", strings.Repeat("x", 32001)}})
 	wantError(t, r, 400, "text_too_long")
 	if num(r.details()["index"]) != 2 || r.details()["field"] != "texts" || !strings.Contains(string(r.raw), "32000") {
 		t.Fatalf("too long item: %s", r.raw)
 	}
-	r = s.do("POST", "/v1/embeddings/batch", aliceKey, map[string]any{"texts": []string{"a", ""}})
+	r = s.call("POST", "/v1/embeddings/batch", aliceKey, map[string]any{"texts": []string{"a", ""}})
 	if r.status != 400 || num(r.details()["index"]) != 1 {
 		t.Fatalf("empty item: %s", r.raw)
 	}
-	wantError(t, s.do("POST", "/v1/embeddings/batch", aliceKey, map[string]any{"texts": []string{"a"}, "model": "nope"}), 400, "model_not_available")
-	wantError(t, s.do("POST", "/v1/embeddings/batch", "", map[string]any{"texts": []string{"a"}}), 401, "unauthorized")
+	wantError(t, s.call("POST", "/v1/embeddings/batch", aliceKey, map[string]any{"texts": []string{"a"}, "model": "nope"}), 400, "model_not_available")
+	wantError(t, s.call("POST", "/v1/embeddings/batch", "", map[string]any{"texts": []string{"a"}}), 401, "unauthorized")
 	s.provider.down.Store(true)
-	wantError(t, s.do("POST", "/v1/embeddings/batch", aliceKey, map[string]any{"texts": []string{"a"}}), 503, "provider_unavailable")
+	wantError(t, s.call("POST", "/v1/embeddings/batch", aliceKey, map[string]any{"texts": []string{"a"}}), 503, "provider_unavailable")
 }
 
 func TestModelsCatalogue(t *testing.T) {
-	s := newEmbStack(t, embOptions{noRun: true})
+	s := newStack(t, stackOptions{fixedAuth: true, noRun: true})
 	d := s.must(http.StatusOK, "GET", "/v1/embeddings/models", aliceKey, nil).data()
 	models, _ := d["models"].([]any)
 	byName := map[string]map[string]any{}
@@ -140,11 +140,11 @@ func TestModelsCatalogue(t *testing.T) {
 	if byName[staticModel]["available"] != true || num(byName[staticModel]["dimensions"]) != 64 {
 		t.Fatalf("static: %v", byName[staticModel])
 	}
-	wantError(t, s.do("GET", "/v1/embeddings/models", "", nil), 401, "unauthorized")
+	wantError(t, s.call("GET", "/v1/embeddings/models", "", nil), 401, "unauthorized")
 }
 
 func TestReembedMemory(t *testing.T) {
-	s := newEmbStack(t, embOptions{noRun: true})
+	s := newStack(t, stackOptions{fixedAuth: true, noRun: true})
 	ids := s.seed(alice, "claire", 3)
 	d := s.must(http.StatusOK, "POST", "/v1/embeddings/reembed", aliceKey, map[string]any{
 		"agent_id": "claire", "memory_type": "note", "memory_id": ids[0],
@@ -163,7 +163,7 @@ func TestReembedMemory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := s.do("POST", "/v1/embeddings/reembed", aliceKey, map[string]any{"agent_id": "claire", "memory_type": "note", "memory_id": created.ID})
+	r := s.call("POST", "/v1/embeddings/reembed", aliceKey, map[string]any{"agent_id": "claire", "memory_type": "note", "memory_id": created.ID})
 	wantError(t, r, 503, "provider_unavailable")
 	s.provider.down.Store(false)
 	d = s.must(http.StatusOK, "POST", "/v1/embeddings/reembed", aliceKey, map[string]any{"agent_id": "claire", "memory_type": "note", "memory_id": created.ID}).data()
@@ -192,17 +192,17 @@ func TestReembedMemory(t *testing.T) {
 		{map[string]any{"agent_id": "claire", "memory_type": "note"}, 400, "invalid_request"},
 		{map[string]any{"memory_type": "note", "memory_id": ids[0]}, 400, "invalid_request"},
 	} {
-		wantError(t, s.do("POST", "/v1/embeddings/reembed", aliceKey, c.body), c.status, c.code)
+		wantError(t, s.call("POST", "/v1/embeddings/reembed", aliceKey, c.body), c.status, c.code)
 	}
 	if _, err := s.memCmds.Forget(t.Context(), metaFor(alice), ids[2]); err != nil {
 		t.Fatal(err)
 	}
-	wantError(t, s.do("POST", "/v1/embeddings/reembed", aliceKey, map[string]any{"agent_id": "claire", "memory_type": "note", "memory_id": ids[2]}), 409, "memory_forgotten")
-	wantError(t, s.do("POST", "/v1/embeddings/reembed", "", map[string]any{"agent_id": "claire", "memory_type": "note", "memory_id": ids[0]}), 401, "unauthorized")
+	wantError(t, s.call("POST", "/v1/embeddings/reembed", aliceKey, map[string]any{"agent_id": "claire", "memory_type": "note", "memory_id": ids[2]}), 409, "memory_forgotten")
+	wantError(t, s.call("POST", "/v1/embeddings/reembed", "", map[string]any{"agent_id": "claire", "memory_type": "note", "memory_id": ids[0]}), 401, "unauthorized")
 }
 
 func TestSimilarByVector(t *testing.T) {
-	s := newEmbStack(t, embOptions{noRun: true})
+	s := newStack(t, stackOptions{fixedAuth: true, noRun: true})
 	s.seed(alice, "claire", 5)
 	belief, err := s.memCmds.Create(t.Context(), metaFor(alice), "claire", commandsBelief("alice prefers tea in the evening"))
 	if err != nil {
@@ -241,7 +241,7 @@ func TestSimilarByVector(t *testing.T) {
 	}
 
 	short := q[:64]
-	r := s.do("POST", "/v1/embeddings/similar", aliceKey, map[string]any{"agent_id": "claire", "embedding": short})
+	r := s.call("POST", "/v1/embeddings/similar", aliceKey, map[string]any{"agent_id": "claire", "embedding": short})
 	wantError(t, r, 400, "invalid_request")
 	if num(r.details()["dimensions"]) != 64 || num(r.details()["expected_dimensions"]) != 384 || !strings.Contains(string(r.raw), "64") || !strings.Contains(string(r.raw), "384") {
 		t.Fatalf("dimension error: %s", r.raw)
@@ -257,15 +257,15 @@ func TestSimilarByVector(t *testing.T) {
 		{"agent_id": "claire", "embedding": make([]float32, 384)},
 		{"embedding": q},
 	} {
-		wantError(t, s.do("POST", "/v1/embeddings/similar", aliceKey, body), 400, "invalid_request")
+		wantError(t, s.call("POST", "/v1/embeddings/similar", aliceKey, body), 400, "invalid_request")
 	}
 	s.must(http.StatusOK, "POST", "/v1/embeddings/similar", aliceKey, map[string]any{"agent_id": "claire", "embedding": q, "limit": 100})
-	wantError(t, s.do("POST", "/v1/embeddings/similar", aliceKey, map[string]any{"agent_id": "nobody", "embedding": q}), 404, "not_found")
-	wantError(t, s.do("POST", "/v1/embeddings/similar", "", map[string]any{"agent_id": "claire", "embedding": q}), 401, "unauthorized")
+	wantError(t, s.call("POST", "/v1/embeddings/similar", aliceKey, map[string]any{"agent_id": "nobody", "embedding": q}), 404, "not_found")
+	wantError(t, s.call("POST", "/v1/embeddings/similar", "", map[string]any{"agent_id": "claire", "embedding": q}), 401, "unauthorized")
 }
 
 // similar posts to /embeddings/similar and returns the results.
-func (s *embStack) similar(bearer string, body map[string]any) []map[string]any {
+func (s *stack) similar(bearer string, body map[string]any) []map[string]any {
 	s.t.Helper()
 	d := s.must(http.StatusOK, "POST", "/v1/embeddings/similar", bearer, body).data()
 	raw, _ := d["results"].([]any)
@@ -277,21 +277,21 @@ func (s *embStack) similar(bearer string, body map[string]any) []map[string]any 
 }
 
 func TestOtherUsersResourcesAreNotFound(t *testing.T) {
-	s := newEmbStack(t, embOptions{noRun: true})
+	s := newStack(t, stackOptions{fixedAuth: true, noRun: true})
 	ids := s.seed(alice, "claire", 3)
 	s.seed(bob, "bobs-agent", 1)
 	job := s.must(http.StatusAccepted, "POST", "/v1/embeddings/bulk-reembed", aliceKey, map[string]any{"agent_id": "claire"}).data()["job_id"].(string)
 	q := floats(s.must(http.StatusOK, "POST", "/v1/embeddings/generate", bobKey, map[string]any{"text": "x"}).data()["embedding"])
 
 	// Bob names Alice's agent: it does not exist for him.
-	wantError(t, s.do("POST", "/v1/embeddings/similar", bobKey, map[string]any{"agent_id": "claire", "embedding": q}), 404, "not_found")
-	wantError(t, s.do("POST", "/v1/embeddings/reembed", bobKey, map[string]any{"agent_id": "claire", "memory_type": "note", "memory_id": ids[0]}), 404, "not_found")
-	wantError(t, s.do("POST", "/v1/embeddings/bulk-reembed", bobKey, map[string]any{"agent_id": "claire"}), 404, "not_found")
+	wantError(t, s.call("POST", "/v1/embeddings/similar", bobKey, map[string]any{"agent_id": "claire", "embedding": q}), 404, "not_found")
+	wantError(t, s.call("POST", "/v1/embeddings/reembed", bobKey, map[string]any{"agent_id": "claire", "memory_type": "note", "memory_id": ids[0]}), 404, "not_found")
+	wantError(t, s.call("POST", "/v1/embeddings/bulk-reembed", bobKey, map[string]any{"agent_id": "claire"}), 404, "not_found")
 	// Bob names his own agent and Alice's memory.
-	wantError(t, s.do("POST", "/v1/embeddings/reembed", bobKey, map[string]any{"agent_id": "bobs-agent", "memory_type": "note", "memory_id": ids[0]}), 404, "not_found")
+	wantError(t, s.call("POST", "/v1/embeddings/reembed", bobKey, map[string]any{"agent_id": "bobs-agent", "memory_type": "note", "memory_id": ids[0]}), 404, "not_found")
 	// Alice's job.
-	wantError(t, s.do("GET", "/v1/embeddings/jobs/"+job, bobKey, nil), 404, "not_found")
-	wantError(t, s.do("POST", "/v1/embeddings/jobs/"+job+"/cancel", bobKey, nil), 404, "not_found")
+	wantError(t, s.call("GET", "/v1/embeddings/jobs/"+job, bobKey, nil), 404, "not_found")
+	wantError(t, s.call("POST", "/v1/embeddings/jobs/"+job+"/cancel", bobKey, nil), 404, "not_found")
 	if got := s.must(http.StatusOK, "GET", "/v1/embeddings/jobs/"+job, aliceKey, nil).data()["status"]; got != "queued" {
 		t.Fatalf("bob's attempts touched alice's job: %v", got)
 	}

@@ -15,7 +15,7 @@ import (
 )
 
 func TestMemCreateEachType(t *testing.T) {
-	s := newMemStack(t)
+	s := newStack(t, stackOptions{runQueue: true})
 	_, key := s.user(t, "types@example.com")
 	tests := []struct {
 		typ      string // as sent: plural or singular
@@ -79,7 +79,7 @@ func TestMemCreateEachType(t *testing.T) {
 		})
 	}
 	var agents struct{ Agents []memory.AgentView }
-	s.call(t, "GET", "/v1/agents", key, nil).must(t, http.StatusOK, &agents)
+	s.request(t, "GET", "/v1/agents", key, nil).must(t, http.StatusOK, &agents)
 	if len(agents.Agents) != 1 || agents.Agents[0].AgentID != "claire" || agents.Agents[0].MemoryCount != len(tests) ||
 		agents.Agents[0].EmbeddingModel != local.BuiltinModelName || agents.Agents[0].Dimensions != 384 {
 		t.Errorf("agents = %+v", agents.Agents)
@@ -87,11 +87,11 @@ func TestMemCreateEachType(t *testing.T) {
 }
 
 func TestMemCreateOptionalFields(t *testing.T) {
-	s := newMemStack(t)
+	s := newStack(t, stackOptions{runQueue: true})
 	_, key := s.user(t, "optional@example.com")
 	src := s.create(t, key, "a", "episode", map[string]any{"objective": "o", "outcome": "x"})
 	var c memCreated
-	s.call(t, "POST", "/v1/memories", key, map[string]any{
+	s.request(t, "POST", "/v1/memories", key, map[string]any{
 		"agent_id": "a", "type": "note", "content": map[string]any{"content": "derived"},
 		"tags": []string{" work ", "ideas", "work"}, "created_at": "2024-03-01T10:00:00+02:00",
 		"derived_from": []string{"episodes:" + src.ID},
@@ -104,7 +104,7 @@ func TestMemCreateOptionalFields(t *testing.T) {
 }
 
 func TestMemCreateValidation(t *testing.T) {
-	s := newMemStack(t)
+	s := newStack(t, stackOptions{runQueue: true})
 	_, key := s.user(t, "invalid@example.com")
 	future := time.Now().Add(10 * time.Minute).UTC().Format(time.RFC3339)
 	soon := time.Now().Add(time.Minute).UTC().Format(time.RFC3339)
@@ -137,23 +137,23 @@ func TestMemCreateValidation(t *testing.T) {
 			if _, ok := tt.body["agent_id"]; !ok {
 				tt.body["agent_id"] = "v"
 			}
-			r := s.call(t, "POST", "/v1/memories", key, tt.body)
+			r := s.request(t, "POST", "/v1/memories", key, tt.body)
 			if tt.field == "" {
 				r.must(t, http.StatusCreated, nil)
 				return
 			}
 			r.invalid(t, tt.field)
-			if !strings.Contains(r.env.Error.Message, strings.TrimPrefix(tt.field, "content.")) {
-				t.Errorf("message %q does not name %s", r.env.Error.Message, tt.field)
+			if !strings.Contains(r.errorMessage(), strings.TrimPrefix(tt.field, "content.")) {
+				t.Errorf("message %q does not name %s", r.errorMessage(), tt.field)
 			}
 		})
 	}
-	s.call(t, "POST", "/v1/memories", "", map[string]any{}).must(t, http.StatusUnauthorized, nil)
-	s.call(t, "POST", "/v1/memories", key, []byte(`{"agent_id":`)).must(t, http.StatusBadRequest, nil)
+	s.request(t, "POST", "/v1/memories", "", map[string]any{}).must(t, http.StatusUnauthorized, nil)
+	s.request(t, "POST", "/v1/memories", key, []byte(`{"agent_id":`)).must(t, http.StatusBadRequest, nil)
 }
 
 func TestMemBatch(t *testing.T) {
-	s := newMemStack(t)
+	s := newStack(t, stackOptions{runQueue: true})
 	_, key := s.user(t, "batch@example.com")
 
 	t.Run("1000 in order with one provider call", func(t *testing.T) {
@@ -166,7 +166,7 @@ func TestMemBatch(t *testing.T) {
 		}
 		calls := s.provider.calls.Load()
 		var res struct{ Memories []memCreated }
-		s.call(t, "POST", "/v1/memories/batch", key, map[string]any{"agent_id": "bulk", "memories": items}).must(t, http.StatusCreated, &res)
+		s.request(t, "POST", "/v1/memories/batch", key, map[string]any{"agent_id": "bulk", "memories": items}).must(t, http.StatusCreated, &res)
 		if got := s.provider.calls.Load() - calls; got != 1 {
 			t.Errorf("%d provider calls for one batch, want 1", got)
 		}
@@ -197,8 +197,8 @@ func TestMemBatch(t *testing.T) {
 		for i := range items {
 			items[i] = map[string]any{"type": "note", "content": map[string]any{"content": "x"}}
 		}
-		r := s.call(t, "POST", "/v1/memories/batch", key, map[string]any{"agent_id": "over", "memories": items}).invalid(t, "memories")
-		if r.env.Error.Details["limit"] != float64(memory.MaxBatch) || !strings.Contains(r.env.Error.Message, "1000") {
+		r := s.request(t, "POST", "/v1/memories/batch", key, map[string]any{"agent_id": "over", "memories": items}).invalid(t, "memories")
+		if r.details()["limit"] != float64(memory.MaxBatch) || !strings.Contains(r.errorMessage(), "1000") {
 			t.Errorf("error does not name the limit: %s", r.raw)
 		}
 	})
@@ -211,16 +211,16 @@ func TestMemBatch(t *testing.T) {
 			{"type": "belief", "content": map[string]any{"belief_type": "fact"}},
 			{"type": "note", "content": map[string]any{"content": "fine"}},
 		}
-		r := s.call(t, "POST", "/v1/memories/batch", key, map[string]any{"agent_id": "allornothing", "memories": items}).
+		r := s.request(t, "POST", "/v1/memories/batch", key, map[string]any{"agent_id": "allornothing", "memories": items}).
 			invalid(t, "memories[3].content.statement")
-		if r.env.Error.Details["index"] != float64(3) {
-			t.Errorf("details.index = %v, want 3", r.env.Error.Details["index"])
+		if r.details()["index"] != float64(3) {
+			t.Errorf("details.index = %v, want 3", r.details()["index"])
 		}
 		if got := s.listAll(t, key, "agent_id=allornothing&include_forgotten=true", 100); len(got) != 0 {
 			t.Errorf("%d memories written by a failed batch", len(got))
 		}
 		var agents struct{ Agents []memory.AgentView }
-		s.call(t, "GET", "/v1/agents", key, nil).must(t, http.StatusOK, &agents)
+		s.request(t, "GET", "/v1/agents", key, nil).must(t, http.StatusOK, &agents)
 		for _, a := range agents.Agents {
 			if a.AgentID == "allornothing" {
 				t.Error("a failed batch created its agent")
@@ -241,26 +241,26 @@ func TestMemBatch(t *testing.T) {
 			{map[string]any{"type": "nope", "content": map[string]any{}}, "memories[1].type"},
 		}
 		for _, tt := range tests {
-			r := s.call(t, "POST", "/v1/memories/batch", key, map[string]any{"agent_id": "named", "memories": []any{ok, tt.item}}).invalid(t, tt.field)
-			if r.env.Error.Details["index"] != float64(1) {
-				t.Errorf("%s: details.index = %v", tt.field, r.env.Error.Details["index"])
+			r := s.request(t, "POST", "/v1/memories/batch", key, map[string]any{"agent_id": "named", "memories": []any{ok, tt.item}}).invalid(t, tt.field)
+			if r.details()["index"] != float64(1) {
+				t.Errorf("%s: details.index = %v", tt.field, r.details()["index"])
 			}
 		}
-		s.call(t, "POST", "/v1/memories/batch", key, map[string]any{"agent_id": "named", "memories": []any{}}).invalid(t, "memories")
-		s.call(t, "POST", "/v1/memories/batch", key, map[string]any{"memories": []any{ok}}).invalid(t, "agent_id")
+		s.request(t, "POST", "/v1/memories/batch", key, map[string]any{"agent_id": "named", "memories": []any{}}).invalid(t, "memories")
+		s.request(t, "POST", "/v1/memories/batch", key, map[string]any{"memories": []any{ok}}).invalid(t, "agent_id")
 	})
 }
 
 func TestMemDerivedFrom(t *testing.T) {
-	s := newMemStack(t)
+	s := newStack(t, stackOptions{runQueue: true})
 	_, key := s.user(t, "refs@example.com")
 	_, other := s.user(t, "refs-other@example.com")
 	ep := s.create(t, key, "a", "episode", map[string]any{"objective": "o", "outcome": "x"})
 	inOtherAgent := s.create(t, key, "b", "episode", map[string]any{"objective": "o", "outcome": "x"})
 	ofOtherUser := s.create(t, other, "a", "episode", map[string]any{"objective": "o", "outcome": "x"})
 	note := map[string]any{"content": "derived"}
-	post := func(refs ...string) memResp {
-		return s.call(t, "POST", "/v1/memories", key, map[string]any{"agent_id": "a", "type": "note", "content": note, "derived_from": refs})
+	post := func(refs ...string) response {
+		return s.request(t, "POST", "/v1/memories", key, map[string]any{"agent_id": "a", "type": "note", "content": note, "derived_from": refs})
 	}
 	post("episode:"+ep.ID).must(t, http.StatusCreated, nil)
 	for name, ref := range map[string]string{
@@ -270,15 +270,15 @@ func TestMemDerivedFrom(t *testing.T) {
 		"type mismatch": "belief:" + ep.ID,
 	} {
 		r := post("episode:"+ep.ID, ref).invalid(t, "derived_from")
-		if r.env.Error.Details["index"] != float64(1) {
-			t.Errorf("%s: details.index = %v, want 1", name, r.env.Error.Details["index"])
+		if r.details()["index"] != float64(1) {
+			t.Errorf("%s: details.index = %v, want 1", name, r.details()["index"])
 		}
 	}
-	r := s.call(t, "POST", "/v1/memories/batch", key, map[string]any{"agent_id": "a", "memories": []any{
+	r := s.request(t, "POST", "/v1/memories/batch", key, map[string]any{"agent_id": "a", "memories": []any{
 		map[string]any{"type": "note", "content": note, "derived_from": []string{"episode:" + ep.ID}},
 		map[string]any{"type": "note", "content": note, "derived_from": []string{"episode:" + inOtherAgent.ID}},
 	}}).invalid(t, "memories[1].derived_from")
-	if r.env.Error.Details["index"] != float64(1) || r.env.Error.Details["field_index"] != float64(0) {
-		t.Errorf("details = %v", r.env.Error.Details)
+	if r.details()["index"] != float64(1) || r.details()["field_index"] != float64(0) {
+		t.Errorf("details = %v", r.details())
 	}
 }

@@ -13,7 +13,7 @@ import (
 )
 
 func TestMemGetAndListPagination(t *testing.T) {
-	s := newMemStack(t)
+	s := newStack(t, stackOptions{runQueue: true})
 	_, key := s.user(t, "pages@example.com")
 	base := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 	var items []any
@@ -22,7 +22,7 @@ func TestMemGetAndListPagination(t *testing.T) {
 		items = append(items, map[string]any{"type": "note", "content": map[string]any{"content": fmt.Sprint("n", i)},
 			"created_at": base.Add(time.Duration(i/2) * time.Minute).Format(time.RFC3339)})
 	}
-	s.call(t, "POST", "/v1/memories/batch", key, map[string]any{"agent_id": "p", "memories": items}).must(t, http.StatusCreated, nil)
+	s.request(t, "POST", "/v1/memories/batch", key, map[string]any{"agent_id": "p", "memories": items}).must(t, http.StatusCreated, nil)
 	s.create(t, key, "p", "belief", map[string]any{"statement": "not a note"})
 	s.create(t, key, "elsewhere", "note", map[string]any{"content": "other agent"})
 
@@ -56,7 +56,7 @@ func TestMemGetAndListPagination(t *testing.T) {
 		t.Errorf("two-type listing has %d, want 41", len(got))
 	}
 	var page memList
-	s.call(t, "GET", "/v1/memories?agent_id=p", key, nil).must(t, http.StatusOK, &page)
+	s.request(t, "GET", "/v1/memories?agent_id=p", key, nil).must(t, http.StatusOK, &page)
 	if len(page.Memories) != memory.DefaultListLimit-9 || page.NextCursor != nil {
 		t.Errorf("default page: %d memories, next %v", len(page.Memories), page.NextCursor)
 	}
@@ -64,14 +64,14 @@ func TestMemGetAndListPagination(t *testing.T) {
 		{"limit=0", "limit"}, {"limit=1001", "limit"}, {"limit=x", "limit"}, {"cursor=garbage!", "cursor"},
 		{"type=diaries", "type"}, {"agent_id=bad%20id", "agent_id"}, {"include_forgotten=maybe", "include_forgotten"},
 	} {
-		s.call(t, "GET", "/v1/memories?"+q.query, key, nil).invalid(t, q.field)
+		s.request(t, "GET", "/v1/memories?"+q.query, key, nil).invalid(t, q.field)
 	}
-	s.call(t, "GET", "/v1/memories/"+uuid.Must(uuid.NewV7()).String(), key, nil).must(t, http.StatusNotFound, nil)
-	s.call(t, "GET", "/v1/memories/not-a-uuid", key, nil).must(t, http.StatusNotFound, nil)
+	s.request(t, "GET", "/v1/memories/"+uuid.Must(uuid.NewV7()).String(), key, nil).must(t, http.StatusNotFound, nil)
+	s.request(t, "GET", "/v1/memories/not-a-uuid", key, nil).must(t, http.StatusNotFound, nil)
 }
 
 func TestMemPaginationUnderConcurrentInserts(t *testing.T) {
-	s := newMemStack(t)
+	s := newStack(t, stackOptions{runQueue: true})
 	_, key := s.user(t, "concurrent@example.com")
 	var items []any
 	for i := range 60 {
@@ -79,7 +79,7 @@ func TestMemPaginationUnderConcurrentInserts(t *testing.T) {
 			"created_at": time.Now().Add(-time.Duration(i) * time.Second).UTC().Format(time.RFC3339Nano)})
 	}
 	var res struct{ Memories []memCreated }
-	s.call(t, "POST", "/v1/memories/batch", key, map[string]any{"agent_id": "c", "memories": items}).must(t, http.StatusCreated, &res)
+	s.request(t, "POST", "/v1/memories/batch", key, map[string]any{"agent_id": "c", "memories": items}).must(t, http.StatusCreated, &res)
 
 	// A writer inserts concurrently; the lister waits for at least one
 	// insert between pages so every page boundary sees new rows, both
@@ -96,7 +96,7 @@ func TestMemPaginationUnderConcurrentInserts(t *testing.T) {
 			default:
 			}
 			at := time.Now().Add(-time.Duration(n%3*40) * time.Second).UTC().Format(time.RFC3339Nano)
-			r := s.call(t, "POST", "/v1/memories", key, map[string]any{"agent_id": "c", "type": "note",
+			r := s.request(t, "POST", "/v1/memories", key, map[string]any{"agent_id": "c", "type": "note",
 				"content": map[string]any{"content": fmt.Sprint("new ", n)}, "created_at": at})
 			if r.status != http.StatusCreated {
 				t.Errorf("concurrent insert: %d %s", r.status, r.raw)
@@ -113,7 +113,7 @@ func TestMemPaginationUnderConcurrentInserts(t *testing.T) {
 			path += "&cursor=" + cursor
 		}
 		var page memList
-		s.call(t, "GET", path, key, nil).must(t, http.StatusOK, &page)
+		s.request(t, "GET", path, key, nil).must(t, http.StatusOK, &page)
 		listed = append(listed, page.Memories...)
 		if page.NextCursor == nil {
 			break
@@ -141,17 +141,17 @@ func TestMemPaginationUnderConcurrentInserts(t *testing.T) {
 }
 
 func TestMemReadYourWrites(t *testing.T) {
-	s := newMemStack(t)
+	s := newStack(t, stackOptions{runQueue: true})
 	_, key := s.user(t, "ryw@example.com")
 	for i := range 30 {
 		c := s.create(t, key, "ryw", "note", map[string]any{"content": fmt.Sprint("n", i)})
 		s.get(t, key, c.ID)
 		var page memList
-		s.call(t, "GET", "/v1/memories?agent_id=ryw&limit=1", key, nil).must(t, http.StatusOK, &page)
+		s.request(t, "GET", "/v1/memories?agent_id=ryw&limit=1", key, nil).must(t, http.StatusOK, &page)
 		if len(page.Memories) != 1 || page.Memories[0].ID != c.ID {
 			t.Fatalf("write %d not visible in the listing at once", i)
 		}
-		s.call(t, "DELETE", "/v1/memories/"+c.ID, key, nil).must(t, http.StatusOK, nil)
+		s.request(t, "DELETE", "/v1/memories/"+c.ID, key, nil).must(t, http.StatusOK, nil)
 		if !s.get(t, key, c.ID).Forgotten {
 			t.Fatalf("forget %d not visible at once", i)
 		}

@@ -19,7 +19,7 @@ import (
 // then rebuilds it from the log: the export must be byte-equal, and the
 // replay must not call the embedding provider.
 func TestMemReplayEquivalence(t *testing.T) {
-	s := newMemStack(t)
+	s := newStack(t, stackOptions{runQueue: true})
 	_, keyA := s.user(t, "replay-a@example.com")
 	_, keyB := s.user(t, "replay-b@example.com")
 
@@ -28,26 +28,26 @@ func TestMemReplayEquivalence(t *testing.T) {
 	for i, typ := range []string{"episode", "belief", "note", "value", "goal", "playbook", "raw_entry", "relationship", "drive"} {
 		items = append(items, map[string]any{"type": typ, "content": contentOf(typ, i), "tags": []string{"t" + fmt.Sprint(i%3)}})
 	}
-	s.call(t, "POST", "/v1/memories/batch", keyA, map[string]any{"agent_id": "a", "memories": items}).must(t, http.StatusCreated, &batch)
+	s.request(t, "POST", "/v1/memories/batch", keyA, map[string]any{"agent_id": "a", "memories": items}).must(t, http.StatusCreated, &batch)
 	ids := make([]string, len(batch.Memories))
 	for i, c := range batch.Memories {
 		ids[i] = c.ID
 	}
-	s.call(t, "POST", "/v1/memories", keyA, map[string]any{"agent_id": "a", "type": "note", "content": map[string]any{"content": "derived"},
+	s.request(t, "POST", "/v1/memories", keyA, map[string]any{"agent_id": "a", "type": "note", "content": map[string]any{"content": "derived"},
 		"derived_from": []string{"episode:" + ids[0], "raw:" + ids[6]}}).must(t, http.StatusCreated, nil)
-	s.call(t, "PATCH", "/v1/memories/"+ids[1], keyA, map[string]any{"content": map[string]any{"statement": "changed"}, "tags": []string{"x"}}).must(t, http.StatusOK, nil)
-	s.call(t, "PATCH", "/v1/memories/"+ids[2], keyA, map[string]any{"tags": []string{"only tags"}}).must(t, http.StatusOK, nil)
-	s.call(t, "DELETE", "/v1/memories/"+ids[3], keyA, nil).must(t, http.StatusOK, nil)
-	s.call(t, "DELETE", "/v1/memories/"+ids[4]+"?purge=true", keyA, nil).must(t, http.StatusOK, nil)
+	s.request(t, "PATCH", "/v1/memories/"+ids[1], keyA, map[string]any{"content": map[string]any{"statement": "changed"}, "tags": []string{"x"}}).must(t, http.StatusOK, nil)
+	s.request(t, "PATCH", "/v1/memories/"+ids[2], keyA, map[string]any{"tags": []string{"only tags"}}).must(t, http.StatusOK, nil)
+	s.request(t, "DELETE", "/v1/memories/"+ids[3], keyA, nil).must(t, http.StatusOK, nil)
+	s.request(t, "DELETE", "/v1/memories/"+ids[4]+"?purge=true", keyA, nil).must(t, http.StatusOK, nil)
 	s.create(t, keyB, "a", "note", map[string]any{"content": "same agent id, other user"})
 	s.create(t, keyB, "gone", "note", map[string]any{"content": "deleted with its agent"})
-	s.call(t, "DELETE", "/v1/agents/gone", keyB, nil).must(t, http.StatusOK, nil)
+	s.request(t, "DELETE", "/v1/agents/gone", keyB, nil).must(t, http.StatusOK, nil)
 	s.create(t, keyB, "gone", "belief", map[string]any{"statement": "re-created"})
 
 	// Some vectors come from the queue, after an outage.
 	s.provider.down.Store(true)
 	pending := s.create(t, keyA, "a", "goal", map[string]any{"title": "embedded later"})
-	s.call(t, "PATCH", "/v1/memories/"+ids[5], keyA, map[string]any{"content": map[string]any{"name": "renamed while down"}}).must(t, http.StatusOK, nil)
+	s.request(t, "PATCH", "/v1/memories/"+ids[5], keyA, map[string]any{"content": map[string]any{"name": "renamed while down"}}).must(t, http.StatusOK, nil)
 	s.provider.down.Store(false)
 	s.queue.Kick()
 	memEventually(t, "the queue catches up", func() bool {
@@ -106,7 +106,7 @@ func contentOf(typ string, i int) map[string]any {
 // (1000 notes per request, embedded on write with the built-in local
 // model): the memories/s metric is the figure the notes report.
 func BenchmarkMemBatchIngest(b *testing.B) {
-	s := newMemStack(b)
+	s := newStack(b, stackOptions{runQueue: true, discardLogs: true})
 	_, key := s.user(b, "bench@example.com")
 	items := make([]any, memory.MaxBatch)
 	for i := range items {
@@ -117,7 +117,7 @@ func BenchmarkMemBatchIngest(b *testing.B) {
 	b.ResetTimer()
 	start := time.Now()
 	for range b.N {
-		s.call(b, "POST", "/v1/memories/batch", key, body).must(b, http.StatusCreated, nil)
+		s.request(b, "POST", "/v1/memories/batch", key, body).must(b, http.StatusCreated, nil)
 	}
 	b.ReportMetric(float64(b.N*len(items))/time.Since(start).Seconds(), "memories/s")
 }

@@ -15,11 +15,11 @@ import (
 )
 
 func TestMemPatch(t *testing.T) {
-	s := newMemStack(t)
+	s := newStack(t, stackOptions{runQueue: true})
 	_, key := s.user(t, "patch@example.com")
 	c := s.create(t, key, "a", "belief", map[string]any{"statement": "the sky is green", "confidence": 0.4})
 	before := s.get(t, key, c.ID)
-	patch := func(body any) memResp { return s.call(t, "PATCH", "/v1/memories/"+c.ID, key, body) }
+	patch := func(body any) response { return s.request(t, "PATCH", "/v1/memories/"+c.ID, key, body) }
 
 	t.Run("indexed text change re-embeds", func(t *testing.T) {
 		calls := s.provider.calls.Load()
@@ -73,12 +73,12 @@ func TestMemPatch(t *testing.T) {
 		}
 	})
 	t.Run("missing memory", func(t *testing.T) {
-		s.call(t, "PATCH", "/v1/memories/"+uuid.Must(uuid.NewV7()).String(), key, map[string]any{"tags": []string{}}).must(t, http.StatusNotFound, nil)
+		s.request(t, "PATCH", "/v1/memories/"+uuid.Must(uuid.NewV7()).String(), key, map[string]any{"tags": []string{}}).must(t, http.StatusNotFound, nil)
 	})
 }
 
 func TestMemForgetAndPurge(t *testing.T) {
-	s := newMemStack(t)
+	s := newStack(t, stackOptions{runQueue: true})
 	_, key := s.user(t, "forget@example.com")
 	keep := s.create(t, key, "a", "note", map[string]any{"content": "keep"})
 	gone := s.create(t, key, "a", "note", map[string]any{"content": "forget me"})
@@ -88,7 +88,7 @@ func TestMemForgetAndPurge(t *testing.T) {
 		Forgotten   bool      `json:"forgotten"`
 		ForgottenAt time.Time `json:"forgotten_at"`
 	}
-	s.call(t, "DELETE", "/v1/memories/"+gone.ID, key, nil).must(t, http.StatusOK, &f)
+	s.request(t, "DELETE", "/v1/memories/"+gone.ID, key, nil).must(t, http.StatusOK, &f)
 	if f.ID != gone.ID || !f.Forgotten || time.Since(f.ForgottenAt) > time.Minute {
 		t.Errorf("forget = %+v", f)
 	}
@@ -111,7 +111,7 @@ func TestMemForgetAndPurge(t *testing.T) {
 	var again struct {
 		ForgottenAt time.Time `json:"forgotten_at"`
 	}
-	s.call(t, "DELETE", "/v1/memories/"+gone.ID, key, nil).must(t, http.StatusOK, &again)
+	s.request(t, "DELETE", "/v1/memories/"+gone.ID, key, nil).must(t, http.StatusOK, &again)
 	if !again.ForgottenAt.Equal(f.ForgottenAt) {
 		t.Error("forgetting twice moved forgotten_at")
 	}
@@ -120,45 +120,45 @@ func TestMemForgetAndPurge(t *testing.T) {
 		ID     string `json:"id"`
 		Purged bool   `json:"purged"`
 	}
-	s.call(t, "DELETE", "/v1/memories/"+gone.ID+"?purge=true", key, nil).must(t, http.StatusOK, &p)
+	s.request(t, "DELETE", "/v1/memories/"+gone.ID+"?purge=true", key, nil).must(t, http.StatusOK, &p)
 	if p.ID != gone.ID || !p.Purged {
 		t.Errorf("purge = %+v", p)
 	}
-	s.call(t, "GET", "/v1/memories/"+gone.ID, key, nil).must(t, http.StatusNotFound, nil)
-	s.call(t, "DELETE", "/v1/memories/"+gone.ID+"?purge=true", key, nil).must(t, http.StatusNotFound, nil)
-	s.call(t, "PATCH", "/v1/memories/"+gone.ID, key, map[string]any{"tags": []string{}}).must(t, http.StatusNotFound, nil)
-	s.call(t, "DELETE", "/v1/memories/"+keep.ID+"?purge=perhaps", key, nil).invalid(t, "purge")
+	s.request(t, "GET", "/v1/memories/"+gone.ID, key, nil).must(t, http.StatusNotFound, nil)
+	s.request(t, "DELETE", "/v1/memories/"+gone.ID+"?purge=true", key, nil).must(t, http.StatusNotFound, nil)
+	s.request(t, "PATCH", "/v1/memories/"+gone.ID, key, map[string]any{"tags": []string{}}).must(t, http.StatusNotFound, nil)
+	s.request(t, "DELETE", "/v1/memories/"+keep.ID+"?purge=perhaps", key, nil).invalid(t, "purge")
 	if strings.Contains(string(s.export(t)), gone.ID) {
 		t.Error("the read model still holds the purged memory")
 	}
 	// A live memory can be purged directly.
-	s.call(t, "DELETE", "/v1/memories/"+keep.ID+"?purge=1", key, nil).must(t, http.StatusOK, nil)
-	s.call(t, "GET", "/v1/memories/"+keep.ID, key, nil).must(t, http.StatusNotFound, nil)
+	s.request(t, "DELETE", "/v1/memories/"+keep.ID+"?purge=1", key, nil).must(t, http.StatusOK, nil)
+	s.request(t, "GET", "/v1/memories/"+keep.ID, key, nil).must(t, http.StatusNotFound, nil)
 }
 
 func TestMemDeleteAgent(t *testing.T) {
-	s := newMemStack(t)
+	s := newStack(t, stackOptions{runQueue: true})
 	_, key := s.user(t, "agents@example.com")
 	var ids []string
 	for i := range 3 {
 		ids = append(ids, s.create(t, key, "doomed", "note", map[string]any{"content": fmt.Sprint("n", i)}).ID)
 	}
-	s.call(t, "DELETE", "/v1/memories/"+ids[0], key, nil).must(t, http.StatusOK, nil)
+	s.request(t, "DELETE", "/v1/memories/"+ids[0], key, nil).must(t, http.StatusOK, nil)
 	survivor := s.create(t, key, "survivor", "note", map[string]any{"content": "stays"})
 
 	var del struct {
 		AgentID string `json:"agent_id"`
 		Deleted bool   `json:"deleted"`
 	}
-	s.call(t, "DELETE", "/v1/agents/doomed", key, nil).must(t, http.StatusOK, &del)
+	s.request(t, "DELETE", "/v1/agents/doomed", key, nil).must(t, http.StatusOK, &del)
 	if del.AgentID != "doomed" || !del.Deleted {
 		t.Errorf("delete = %+v", del)
 	}
 	for _, id := range ids {
-		s.call(t, "GET", "/v1/memories/"+id, key, nil).must(t, http.StatusNotFound, nil)
+		s.request(t, "GET", "/v1/memories/"+id, key, nil).must(t, http.StatusNotFound, nil)
 	}
 	var agents struct{ Agents []memory.AgentView }
-	s.call(t, "GET", "/v1/agents", key, nil).must(t, http.StatusOK, &agents)
+	s.request(t, "GET", "/v1/agents", key, nil).must(t, http.StatusOK, &agents)
 	if len(agents.Agents) != 1 || agents.Agents[0].AgentID != "survivor" {
 		t.Errorf("agents = %+v", agents.Agents)
 	}
@@ -171,8 +171,8 @@ func TestMemDeleteAgent(t *testing.T) {
 	if !strings.Contains(exported, survivor.ID) {
 		t.Error("deleting one agent removed another's memory")
 	}
-	s.call(t, "DELETE", "/v1/agents/doomed", key, nil).must(t, http.StatusNotFound, nil)
-	s.call(t, "DELETE", "/v1/agents/bad%20id", key, nil).must(t, http.StatusNotFound, nil)
+	s.request(t, "DELETE", "/v1/agents/doomed", key, nil).must(t, http.StatusNotFound, nil)
+	s.request(t, "DELETE", "/v1/agents/bad%20id", key, nil).must(t, http.StatusNotFound, nil)
 
 	// Writing to the deleted agent id creates it again, empty.
 	again := s.create(t, key, "doomed", "note", map[string]any{"content": "fresh"})
@@ -182,7 +182,7 @@ func TestMemDeleteAgent(t *testing.T) {
 }
 
 func TestMemTenantIsolation(t *testing.T) {
-	s := newMemStack(t)
+	s := newStack(t, stackOptions{runQueue: true})
 	_, keyA := s.user(t, "alice@example.com")
 	_, keyB := s.user(t, "bob@example.com")
 	a := s.create(t, keyA, "shared", "note", map[string]any{"content": "alice's secret"})
@@ -195,17 +195,17 @@ func TestMemTenantIsolation(t *testing.T) {
 		{"DELETE", "/v1/memories/" + a.ID + "?purge=true"},
 		{"DELETE", "/v1/agents/alice-only"},
 	} {
-		r := s.call(t, req.method, req.path, keyB, nil).must(t, http.StatusNotFound, nil)
-		if r.env.Error.Code != "not_found" {
-			t.Errorf("%s %s: code %q", req.method, req.path, r.env.Error.Code)
+		r := s.request(t, req.method, req.path, keyB, nil).must(t, http.StatusNotFound, nil)
+		if r.errorCode() != "not_found" {
+			t.Errorf("%s %s: code %q", req.method, req.path, r.errorCode())
 		}
 	}
-	s.call(t, "PATCH", "/v1/memories/"+a.ID, keyB, map[string]any{"tags": []string{"mine"}}).must(t, http.StatusNotFound, nil)
-	s.call(t, "POST", "/v1/memories", keyB, map[string]any{"agent_id": "shared", "type": "note",
+	s.request(t, "PATCH", "/v1/memories/"+a.ID, keyB, map[string]any{"tags": []string{"mine"}}).must(t, http.StatusNotFound, nil)
+	s.request(t, "POST", "/v1/memories", keyB, map[string]any{"agent_id": "shared", "type": "note",
 		"content": map[string]any{"content": "x"}, "derived_from": []string{"note:" + a.ID}}).invalid(t, "derived_from")
 
 	var agentsB struct{ Agents []memory.AgentView }
-	s.call(t, "GET", "/v1/agents", keyB, nil).must(t, http.StatusOK, &agentsB)
+	s.request(t, "GET", "/v1/agents", keyB, nil).must(t, http.StatusOK, &agentsB)
 	if len(agentsB.Agents) != 1 || agentsB.Agents[0].AgentID != "shared" || agentsB.Agents[0].MemoryCount != 1 {
 		t.Errorf("B's agents = %+v", agentsB.Agents)
 	}
@@ -219,26 +219,26 @@ func TestMemTenantIsolation(t *testing.T) {
 		t.Error("B lists A's agent")
 	}
 	// B deleting its "shared" leaves A's "shared" alone.
-	s.call(t, "DELETE", "/v1/agents/shared", keyB, nil).must(t, http.StatusOK, nil)
+	s.request(t, "DELETE", "/v1/agents/shared", keyB, nil).must(t, http.StatusOK, nil)
 	if v := s.get(t, keyA, a.ID); v.AgentID != "shared" {
 		t.Error("A's memory changed")
 	}
 	var status struct {
 		Agents []string `json:"agents"`
 	}
-	s.call(t, "GET", "/v1/auth/status", keyA, nil).must(t, http.StatusOK, &status)
+	s.request(t, "GET", "/v1/auth/status", keyA, nil).must(t, http.StatusOK, &status)
 	if fmt.Sprint(status.Agents) != "[alice-only shared]" {
 		t.Errorf("A's auth status agents = %v", status.Agents)
 	}
 }
 
 func TestMemProviderOutage(t *testing.T) {
-	s := newMemStack(t)
+	s := newStack(t, stackOptions{runQueue: true})
 	_, key := s.user(t, "outage@example.com")
 	s.provider.down.Store(true)
 	c := s.create(t, key, "a", "note", map[string]any{"content": "written while the provider is down"})
 	var batch struct{ Memories []memCreated }
-	s.call(t, "POST", "/v1/memories/batch", key, map[string]any{"agent_id": "a", "memories": []any{
+	s.request(t, "POST", "/v1/memories/batch", key, map[string]any{"agent_id": "a", "memories": []any{
 		map[string]any{"type": "belief", "content": map[string]any{"statement": "also pending"}},
 		map[string]any{"type": "drive", "content": map[string]any{"drive_type": "never indexed"}},
 	}}).must(t, http.StatusCreated, &batch)
@@ -250,7 +250,7 @@ func TestMemProviderOutage(t *testing.T) {
 		t.Errorf("GET while down = %+v", v.Embedding)
 	}
 	// A patch of the indexed text while down stays pending too.
-	s.call(t, "PATCH", "/v1/memories/"+c.ID, key, map[string]any{"content": map[string]any{"content": "patched while down"}}).must(t, http.StatusOK, nil)
+	s.request(t, "PATCH", "/v1/memories/"+c.ID, key, map[string]any{"content": map[string]any{"content": "patched while down"}}).must(t, http.StatusOK, nil)
 
 	calls := s.provider.calls.Load()
 	s.provider.down.Store(false)

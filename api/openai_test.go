@@ -17,7 +17,7 @@ import (
 )
 
 // openAIClient is an OpenAI SDK pointed at the stack.
-func (s *embStack) openAIClient(key string) *goopenai.Client {
+func (s *stack) openAIClient(key string) *goopenai.Client {
 	cfg := goopenai.DefaultConfig(key)
 	cfg.BaseURL = s.srv.URL + "/v1"
 	return goopenai.NewClientWithConfig(cfg)
@@ -39,7 +39,7 @@ func wantAPIError(t *testing.T, err error, status int, code, param string) {
 }
 
 func TestOpenAICompatibleEmbeddings(t *testing.T) {
-	s := newEmbStack(t, embOptions{noRun: true})
+	s := newStack(t, stackOptions{fixedAuth: true, noRun: true})
 	client := s.openAIClient(aliceKey)
 	ctx := context.Background()
 	texts := []string{"coffee in the morning", "rollback the release", "deploy on friday"}
@@ -72,7 +72,7 @@ func TestOpenAICompatibleEmbeddings(t *testing.T) {
 	if err != nil || len(one.Data) != 1 || len(one.Data[0].Embedding) != 64 || string(one.Model) != staticModel {
 		t.Fatalf("single: %+v %v", one, err)
 	}
-	raw := s.do("POST", "/v1/embeddings", aliceKey, map[string]any{"input": "a single string", "model": "default"})
+	raw := s.call("POST", "/v1/embeddings", aliceKey, map[string]any{"input": "a single string", "model": "default"})
 	if raw.status != 200 || raw.body["object"] != "list" || raw.body["success"] != nil {
 		t.Fatalf("plain string input: %s", raw.raw)
 	}
@@ -107,13 +107,13 @@ func TestOpenAICompatibleEmbeddings(t *testing.T) {
 		{map[string]any{"input": "x", "model": "default", "dimensions": 0}, "dimensions"},
 		{map[string]any{"input": "x", "model": "default", "temperature": 1}, "temperature"},
 	} {
-		r := s.do("POST", "/v1/embeddings", aliceKey, c.body)
+		r := s.call("POST", "/v1/embeddings", aliceKey, c.body)
 		e, _ := r.body["error"].(map[string]any)
 		if r.status != 400 || e == nil || e["param"] != c.param || e["type"] != "invalid_request_error" || e["message"] == "" || r.body["success"] != nil {
 			t.Fatalf("%v: %d %s", c.body, r.status, r.raw)
 		}
 	}
-	r := s.do("POST", "/v1/embeddings", "", map[string]any{"input": "x", "model": "default"})
+	r := s.call("POST", "/v1/embeddings", "", map[string]any{"input": "x", "model": "default"})
 	if e, _ := r.body["error"].(map[string]any); r.status != 401 || e["code"] != "invalid_api_key" || r.header.Get("WWW-Authenticate") == "" {
 		t.Fatalf("no credential: %d %s", r.status, r.raw)
 	}
@@ -122,7 +122,7 @@ func TestOpenAICompatibleEmbeddings(t *testing.T) {
 // TestEngramAsOpenAIProvider points a second Engram's openai provider at the
 // first Engram's /v1: a real HTTP provider, no mock.
 func TestEngramAsOpenAIProvider(t *testing.T) {
-	first := newEmbStack(t, embOptions{noRun: true})
+	first := newStack(t, stackOptions{fixedAuth: true, noRun: true})
 	provider, err := openai.New(openai.Options{
 		BaseURL:         first.srv.URL + "/v1",
 		APIKey:          aliceKey,
@@ -133,7 +133,7 @@ func TestEngramAsOpenAIProvider(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	second := newEmbStack(t, embOptions{noRun: true})
+	second := newStack(t, stackOptions{fixedAuth: true, noRun: true})
 	second.wire(newCatalog(t, provider, local.BuiltinModelName), commands.RunnerConfig{ID: "second"})
 
 	texts := []string{"the team deployed release 7", "alice prefers tea"}
@@ -161,5 +161,5 @@ func TestEngramAsOpenAIProvider(t *testing.T) {
 	}
 	// The first server's outage is the second's provider outage.
 	first.provider.down.Store(true)
-	wantError(t, second.do("POST", "/v1/embeddings/generate", bobKey, map[string]any{"text": "x"}), 503, "provider_unavailable")
+	wantError(t, second.call("POST", "/v1/embeddings/generate", bobKey, map[string]any{"text": "x"}), 503, "provider_unavailable")
 }

@@ -1,0 +1,739 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	netmail "net/mail"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/engram-memory/engram/api"
+	"github.com/engram-memory/engram/commands"
+	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/domain/memory"
+	"github.com/engram-memory/engram/infra/embed"
+	"github.com/engram-memory/engram/infra/embed/local"
+	"github.com/engram-memory/engram/infra/mail"
+	"github.com/engram-memory/engram/infra/mail/mailtest"
+	"github.com/engram-memory/engram/infra/sqlite"
+	"github.com/engram-memory/engram/infra/vectorindex"
+	"github.com/engram-memory/engram/projections"
+	"github.com/engram-memory/engram/projections/search"
+)
+
+// stack is the whole server in process, wired as `engram serve` wires it
+// (cmd/engram/app.go): the SQLite event log and every read model in a data
+// directory, the projection engine, the embedding catalog over the real
+// local provider (the built-in model plus a generated static model, behind
+// a switch that simulates an outage), the embedding queue, the memory,
+// search, embedding and account commands, the job runner, mail to an
+// outbox (or SMTP) and the HTTP API on a loopback port.
+type stack struct {
+	t       testing.TB
+	dataDir string
+	outbox  string
+	logs    *syncBuffer
+	logger  *slog.Logger
+	clock   *testClock
+
+	db       *sqlite.DB
+	store    *sqlite.EventStore
+	model    *sqlite.Accounts // the accounts read model
+	memories *sqlite.Memories
+	keyword  *sqlite.Keyword
+	vectors  *projections.Vectors
+	jobs     *sqlite.Jobs
+	engine   *projections.Engine
+	writer   *commands.EventWriter
+
+	provider *testProvider
+	catalog  *embed.Catalog
+	queue    *commands.EmbedQueue
+	memCmds  *commands.Memories
+	runner   *commands.JobRunner
+	emb      *commands.Embeddings
+	usage    *commands.UsageRecorder
+	accounts *commands.Accounts
+	smtp     *mailtest.Server // nil unless stackOptions.smtp
+
+	srv     *httptest.Server
+	handler atomic.Pointer[http.Handler]
+	opts    stackOptions
+
+	stopEngine func() // stops the engine's Run and waits for it
+	stopQueue  func() // stops the embedding queue (a no-op unless it runs)
+	stopRunner func() // stops the job runner (a no-op unless it runs)
+	closeAll   func() // closes the whole stack; also run at cleanup
+}
+
+// stackOptions choose what differs between tests; the zero value is the
+// server with real accounts, mail to the outbox, generous rate limits, the
+// job runner running and the embedding queue built but not running (tests
+// that need pending embeddings filled in set runQueue).
+type stackOptions struct {
+	discardLogs bool // drop the logs (benchmarks) instead of collecting them in logs
+
+	// HTTP server.
+	maxBody   int64
+	ipLimit   api.RateLimit // zero: generous
+	userLimit api.RateLimit // zero: generous
+	// fixedAuth authenticates the fixed bearer strings aliceKey and bobKey
+	// instead of account credentials.
+	fixedAuth bool
+
+	// Accounts.
+	smtp       bool // send mail over a test SMTP server instead of the outbox
+	sessionTTL time.Duration
+
+	// Storage.
+	dataDir string // reuse a data directory (a restart); empty: a new one
+
+	// Background components.
+	runQueue bool                  // run the embedding queue
+	runner   commands.RunnerConfig // defaults: ID test-runner, fast polls and retries
+	noRun    bool                  // do not start the runner: the test steps it
+}
+
+// generous limits keep tests that fire many requests clear of 429.
+var generous = api.RateLimit{PerSecond: 1e6, Burst: 1e6}
+
+// The two fixed test users and their bearer credentials (stackOptions.fixedAuth).
+const (
+	alice    = "user-alice"
+	bob      = "user-bob"
+	aliceKey = "test-key-alice"
+	bobKey   = "test-key-bob"
+)
+
+// staticModel is the name of the generated Model2Vec-style model.
+const staticModel = "test-static-64"
+
+// publicURL is the public URL of the test server, as mails link to it.
+const publicURL = "http://engram.test:8080"
+
+func newStack(t testing.TB, opts stackOptions) *stack {
+	t.Helper()
+	if opts.ipLimit == (api.RateLimit{}) {
+		opts.ipLimit = generous
+	}
+	if opts.userLimit == (api.RateLimit{}) {
+		opts.userLimit = generous
+	}
+	if opts.runner.ID == "" {
+		opts.runner.ID = "test-runner"
+	}
+	if opts.runner.PollInterval == 0 {
+		opts.runner.PollInterval = 20 * time.Millisecond
+	}
+	if opts.runner.RetryBackoff == 0 {
+		opts.runner.RetryBackoff = time.Millisecond
+	}
+	s := &stack{t: t, dataDir: opts.dataDir, clock: &testClock{}, logs: &syncBuffer{}, opts: opts}
+	if s.dataDir == "" {
+		s.dataDir = t.TempDir()
+	}
+	s.outbox = filepath.Join(s.dataDir, "outbox")
+	s.logger = slog.New(slog.NewJSONHandler(s.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	if opts.discardLogs {
+		s.logger = slog.New(slog.DiscardHandler)
+	}
+	ctx := context.Background()
+
+	// Storage and projections, as openStorage.
+	db, err := sqlite.Open(ctx, s.dataDir, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	index := vectorindex.New(vectorindex.Options{})
+	s.db = db
+	s.store = sqlite.NewEventStore(db, 10*time.Millisecond)
+	s.model = sqlite.NewAccounts(db)
+	s.memories = sqlite.NewMemories(db)
+	s.keyword = sqlite.NewKeyword(db)
+	s.vectors = projections.NewVectors(sqlite.NewVectorStore(db), index, s.logger)
+	s.jobs = sqlite.NewJobs(db)
+	s.engine = projections.NewEngine(s.store, s.logger, s.model, s.memories, s.keyword, s.vectors, s.jobs)
+	s.writer = commands.NewEventWriter(s.store, s.engine)
+	s.stopEngine = runInBackground(s.engine.Run)
+	s.stopQueue, s.stopRunner = func() {}, func() {}
+	var once sync.Once
+	s.closeAll = func() {
+		once.Do(func() {
+			s.srv.Close()
+			s.stopRunner()
+			s.stopQueue()
+			s.stopEngine()
+			index.Close()
+			db.Close()
+		})
+	}
+	t.Cleanup(func() { s.closeAll() })
+	// The server answers once the projections have caught up with the log
+	// (app.go's startup gate).
+	head, err := s.store.Head(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.engine.WaitFor(ctx, head); err != nil {
+		t.Fatal(err)
+	}
+
+	lp, err := local.New(local.Options{ModelDirs: []string{staticModelDir(t)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.provider = &testProvider{Provider: lp}
+
+	smtpURL := ""
+	if opts.smtp {
+		s.smtp = mailtest.Start(t)
+		smtpURL = s.smtp.URL()
+	}
+	sender, err := mail.NewFromConfig(smtpURL, s.outbox, s.logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.usage = commands.NewUsageRecorder(s.writer, time.Hour, s.logger)
+	s.accounts, err = commands.NewAccounts(commands.AccountsConfig{
+		Writer: s.writer,
+		Reader: s.model,
+		Mailer: commands.MailerFunc(func(ctx context.Context, m commands.Mail) error {
+			return sender.Send(ctx, mail.Message(m))
+		}),
+		Usage:      s.usage,
+		Agents:     s.memories,
+		Logger:     s.logger,
+		PublicURL:  publicURL,
+		SessionTTL: opts.sessionTTL,
+		Now:        s.clock.Now,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The handler is swapped by wire; the server reads it per request.
+	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		(*s.handler.Load()).ServeHTTP(w, r)
+	}))
+	s.wire(newCatalog(t, s.provider, local.BuiltinModelName), opts.runner)
+	if opts.runQueue {
+		s.stopQueue = runInBackground(s.queue.Run)
+	}
+	if !opts.noRun {
+		s.startRunner()
+	}
+	return s
+}
+
+// wire builds the catalog's dependants (the embedding queue, the memory
+// commands, the search service, the job runner and the embedding commands)
+// and the API over them, as newApp wires them, and serves the API on the
+// stack's loopback port. Tests call it again to swap the catalog of a stack
+// whose queue and runner are not running.
+func (s *stack) wire(c *embed.Catalog, rc commands.RunnerConfig) {
+	s.t.Helper()
+	s.catalog = c
+	var err error
+	s.queue, err = commands.NewEmbedQueue(commands.EmbedQueueConfig{
+		Writer: s.writer, Reader: s.memories, Embedder: c, Logger: s.logger,
+		MinBackoff: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond,
+	})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.memCmds, err = commands.NewMemories(commands.MemoriesConfig{
+		Writer: s.writer, Reader: s.memories, Embedder: c,
+		DefaultModel: c.DefaultModel(), Queue: s.queue, Logger: s.logger,
+	})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	searcher := s.searcher(c)
+	if rc.Queue == nil {
+		rc.Queue = s.queue
+	}
+	if rc.Logger == nil {
+		rc.Logger = s.logger
+	}
+	s.runner = commands.NewJobRunner(s.writer, s.jobs, s.memories, c, rc)
+	s.emb = commands.NewEmbeddings(commands.EmbeddingsDeps{
+		Catalog: c, Memories: s.memories, Jobs: s.jobs, Similar: searcher, Writer: s.writer, Runner: s.runner,
+	})
+	var auth api.Authenticator = s.accounts
+	if s.opts.fixedAuth {
+		auth = fixedAuth{aliceKey: alice, bobKey: bob}
+	}
+	h := api.New(api.Config{
+		Logger:        s.logger,
+		MaxBodyBytes:  s.opts.maxBody,
+		UserRateLimit: s.opts.userLimit,
+		IPRateLimit:   s.opts.ipLimit,
+		Auth:          auth,
+		Accounts:      s.accounts,
+		Memories:      s.memCmds,
+		Embeddings:    s.emb,
+		Search:        searcher,
+	}).Handler()
+	s.handler.Store(&h)
+}
+
+// searcher is the search service over the stack's indexes, embedding
+// queries with catalog c.
+func (s *stack) searcher(c *embed.Catalog) *search.Service {
+	s.t.Helper()
+	svc, err := search.New(s.keyword, s.vectors, search.ProviderEmbedder{Provider: c}, s.memories, s.logger, search.Options{})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return svc
+}
+
+// startRunner runs the stack's runner until stopRunner.
+func (s *stack) startRunner() {
+	s.stopRunner = runInBackground(s.runner.Run)
+}
+
+// runInBackground runs run until the returned stop is called.
+func runInBackground(run func(context.Context) error) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = run(ctx)
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			cancel()
+			<-done
+		})
+	}
+}
+
+// newCatalog is the server's catalog over one provider, with its default.
+func newCatalog(t testing.TB, provider domain.EmbeddingProvider, def string) *embed.Catalog {
+	t.Helper()
+	c, err := embed.NewCatalog(embed.CatalogOptions{Providers: []domain.EmbeddingProvider{provider}, DefaultModel: def})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// fixedAuth maps fixed bearer strings to users.
+type fixedAuth map[string]string
+
+func (a fixedAuth) Authenticate(_ context.Context, credential string) (domain.Actor, error) {
+	user, ok := a[credential]
+	if !ok {
+		return domain.Actor{}, domain.Errorf(domain.KindUnauthorized, "unknown credential")
+	}
+	return domain.Actor{Kind: domain.ActorKey, ID: "key-" + user, UserID: user}, nil
+}
+
+// testProvider is the real local provider behind a switch that simulates
+// an outage; calls counts the calls answered with vectors.
+type testProvider struct {
+	*local.Provider
+	down  atomic.Bool
+	calls atomic.Int64
+}
+
+func (p *testProvider) Embed(ctx context.Context, req domain.EmbedRequest) (domain.EmbedResult, error) {
+	if p.down.Load() {
+		return domain.EmbedResult{}, domain.Errorf(domain.KindProviderUnavailable, "the embedding provider is unavailable")
+	}
+	res, err := p.Provider.Embed(ctx, req)
+	if err == nil {
+		p.calls.Add(1)
+	}
+	return res, err
+}
+
+// testClock is the service clock; tests move it forward to expire tokens
+// and sessions without sleeping.
+type testClock struct{ offset atomic.Int64 }
+
+func (c *testClock) Now() time.Time          { return time.Now().Add(time.Duration(c.offset.Load())) }
+func (c *testClock) Advance(d time.Duration) { c.offset.Add(int64(d)) }
+
+// syncBuffer collects log output from concurrent handlers.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) Bytes() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return bytes.Clone(b.buf.Bytes())
+}
+
+// staticModelDir writes a small Model2Vec-style model in the real file
+// formats (safetensors with an F32 "embeddings" tensor, a WordPiece
+// tokenizer.json) and returns its directory, named staticModel.
+func staticModelDir(t testing.TB) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), staticModel)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	vocab := map[string]int{"[PAD]": 0, "[UNK]": 1, "[CLS]": 2, "[SEP]": 3}
+	words := strings.Fields(`the a an and or of to in on for with is was be it this that deploy deployed
+		server database backup restore user users coffee tea morning evening team meeting release bug fix
+		fixed test tests cache latency memory memories agent note notes goal plan learn learned prefer likes
+		python go rust code review friday monday night alert page oncall rollback config migration`)
+	for _, w := range words {
+		if _, ok := vocab[w]; !ok {
+			vocab[w] = len(vocab)
+		}
+	}
+	for _, suffix := range []string{"s", "ed", "ing", "er"} {
+		vocab["##"+suffix] = len(vocab)
+	}
+	const dims = 64
+	rng := rand.New(rand.NewPCG(1, 2))
+	data := make([]byte, 4*dims*len(vocab))
+	for i := 0; i < dims*len(vocab); i++ {
+		binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(float32(rng.NormFloat64())))
+	}
+	header, err := json.Marshal(map[string]any{
+		"__metadata__": map[string]string{"format": "pt"},
+		"embeddings":   map[string]any{"dtype": "F32", "shape": []int{len(vocab), dims}, "data_offsets": []int{0, len(data)}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st bytes.Buffer
+	binary.Write(&st, binary.LittleEndian, uint64(len(header)))
+	st.Write(header)
+	st.Write(data)
+	if err := os.WriteFile(filepath.Join(dir, "model.safetensors"), st.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := json.Marshal(map[string]any{
+		"added_tokens":  []map[string]any{{"id": 0, "content": "[PAD]", "special": true}},
+		"normalizer":    map[string]any{"type": "BertNormalizer", "lowercase": true},
+		"pre_tokenizer": map[string]any{"type": "BertPreTokenizer"},
+		"model":         map[string]any{"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##", "vocab": vocab},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tokenizer.json"), tok, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// --- accounts --------------------------------------------------------------
+
+var (
+	tokenLine = regexp.MustCompile(`(?m)^(engv_[0-9A-Za-z]{43})$`)
+	linkLine  = regexp.MustCompile(`(?m)^http://engram\.test:8080/v1/auth/verify\?token=(engv_[0-9A-Za-z]{43})$`)
+)
+
+// tokenFromMailBody returns the verification token of a mail body and
+// checks it appears both in the link and alone on a line.
+func tokenFromMailBody(t testing.TB, body string) string {
+	t.Helper()
+	body = strings.ReplaceAll(body, "\r\n", "\n")
+	alone := tokenLine.FindStringSubmatch(body)
+	link := linkLine.FindStringSubmatch(body)
+	if alone == nil || link == nil || alone[1] != link[1] {
+		t.Fatalf("mail body lacks the token alone on a line and in the link:\n%s", body)
+	}
+	return alone[1]
+}
+
+// outboxMails returns the bodies of the outbox mails to addr, oldest first.
+func (s *stack) outboxMails(addr string) []string {
+	s.t.Helper()
+	files, err := filepath.Glob(filepath.Join(s.outbox, "*.eml"))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	sort.Strings(files) // names start with the time
+	var bodies []string
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		msg, err := netmail.ReadMessage(bytes.NewReader(raw))
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		to, err := msg.Header.AddressList("To")
+		if err != nil || len(to) != 1 {
+			s.t.Fatalf("bad To in %s: %v", f, err)
+		}
+		if to[0].Address != addr {
+			continue
+		}
+		body, _ := io.ReadAll(msg.Body)
+		bodies = append(bodies, string(body))
+	}
+	return bodies
+}
+
+// latestToken is the token of the newest outbox mail to addr.
+func (s *stack) latestToken(addr string) string {
+	s.t.Helper()
+	mails := s.outboxMails(addr)
+	if len(mails) == 0 {
+		s.t.Fatalf("no mail to %s in the outbox", addr)
+	}
+	return tokenFromMailBody(s.t, mails[len(mails)-1])
+}
+
+// signUp registers and verifies addr through the API and returns the user
+// id and the initial key.
+func (s *stack) signUp(addr string) (userID, apiKey string) {
+	s.t.Helper()
+	reg := expect(s.t, s.call("POST", "/v1/auth/register", "", map[string]string{"email": addr}), http.StatusOK)
+	ver := expect(s.t, s.call("POST", "/v1/auth/verify", "", map[string]string{"token": s.latestToken(addr)}), http.StatusOK)
+	if ver.str("user_id") != reg.str("user_id") {
+		s.t.Fatalf("verify gave user %s, register %s", ver.str("user_id"), reg.str("user_id"))
+	}
+	return reg.str("user_id"), ver.str("api_key")
+}
+
+// user registers and verifies an account through the account commands and
+// returns its id and API key.
+func (s *stack) user(t testing.TB, email string) (userID, apiKey string) {
+	t.Helper()
+	ctx := context.Background()
+	reg, err := s.accounts.Register(ctx, metaNone(), email)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := s.accounts.Verify(ctx, metaNone(), s.latestToken(reg.Email))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v.UserID, v.APIKey
+}
+
+// createKey creates a key through the API and returns its id and secret.
+func (s *stack) createKey(bearer, name string) (id, key string) {
+	s.t.Helper()
+	r := expect(s.t, s.call("POST", "/v1/auth/keys", bearer, map[string]string{"name": name}), http.StatusCreated)
+	return r.str("id"), r.str("key")
+}
+
+// listKeys returns the caller's key listing.
+func (s *stack) listKeys(bearer string) []map[string]any {
+	s.t.Helper()
+	r := expect(s.t, s.call("GET", "/v1/auth/keys", bearer, nil), http.StatusOK)
+	raw, _ := r.data()["keys"].([]any)
+	out := make([]map[string]any, len(raw))
+	for i, k := range raw {
+		out[i], _ = k.(map[string]any)
+	}
+	return out
+}
+
+// metaNone is the metadata of a request without credential.
+func metaNone() domain.Metadata { return domain.Metadata{RequestID: "test"} }
+
+// metaFor is the metadata of a request with userID's key.
+func metaFor(userID string) domain.Metadata {
+	return domain.Metadata{Actor: domain.Actor{Kind: domain.ActorKey, ID: "key-" + userID, UserID: userID}, RequestID: "test"}
+}
+
+// --- memories --------------------------------------------------------------
+
+// memCreated is one entry of a create response.
+type memCreated struct {
+	Type      string                `json:"type"`
+	ID        string                `json:"id"`
+	CreatedAt time.Time             `json:"created_at"`
+	Embedding memory.EmbeddingState `json:"embedding"`
+}
+
+type memList struct {
+	Memories   []memory.View `json:"memories"`
+	NextCursor *string       `json:"next_cursor"`
+}
+
+// create posts one memory and returns the response entry.
+func (s *stack) create(t testing.TB, bearer, agentID, typ string, content any) memCreated {
+	t.Helper()
+	var c memCreated
+	s.request(t, "POST", "/v1/memories", bearer, map[string]any{"agent_id": agentID, "type": typ, "content": content}).
+		must(t, http.StatusCreated, &c)
+	return c
+}
+
+func (s *stack) get(t testing.TB, bearer, id string) memory.View {
+	t.Helper()
+	var v memory.View
+	s.request(t, "GET", "/v1/memories/"+id, bearer, nil).must(t, http.StatusOK, &v)
+	return v
+}
+
+// listAll pages through a listing with the given query and page size.
+func (s *stack) listAll(t testing.TB, bearer, query string, limit int) []memory.View {
+	t.Helper()
+	var all []memory.View
+	cursor := ""
+	for pages := 0; ; pages++ {
+		if pages > 10000 {
+			t.Fatal("listing does not end")
+		}
+		path := fmt.Sprintf("/v1/memories?%s&limit=%d", query, limit)
+		if cursor != "" {
+			path += "&cursor=" + cursor
+		}
+		var page memList
+		s.request(t, "GET", path, bearer, nil).must(t, http.StatusOK, &page)
+		all = append(all, page.Memories...)
+		if page.NextCursor == nil {
+			return all
+		}
+		cursor = *page.NextCursor
+	}
+}
+
+// export is the memories read model's export.
+func (s *stack) export(t testing.TB) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := s.memories.Export(context.Background(), &buf); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// memEventually polls cond until it holds or a few seconds pass.
+func memEventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// --- embeddings ------------------------------------------------------------
+
+// seed creates n notes (and one drive) in the user's agent through the
+// memory commands, and returns the note ids in id order.
+func (s *stack) seed(userID, agentID string, n int) []string {
+	s.t.Helper()
+	in := make([]commands.MemoryInput, 0, n+1)
+	for i := range n {
+		content, _ := json.Marshal(map[string]any{"content": fmt.Sprintf("note %d: the team deployed release %d to the server and fixed a cache bug", i, i)})
+		in = append(in, commands.MemoryInput{Type: "notes", Content: content})
+	}
+	in = append(in, commands.MemoryInput{Type: "drive", Content: json.RawMessage(`{"drive_type":"curiosity","intensity":0.5}`)})
+	var ids []string
+	for start := 0; start < len(in); start += memory.MaxBatch {
+		created, err := s.memCmds.CreateBatch(context.Background(), metaFor(userID), agentID, in[start:min(len(in), start+memory.MaxBatch)])
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		for _, c := range created {
+			if c.Type == memory.Note {
+				ids = append(ids, c.ID)
+			}
+		}
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// jobEvents counts the MemoryEmbedded events of the log that carry jobID,
+// and the distinct memories among them.
+func (s *stack) jobEvents(jobID string) (events, memories int) {
+	s.t.Helper()
+	seen := map[string]bool{}
+	var after uint64
+	for {
+		batch, err := s.store.ReadAll(context.Background(), after, 1000)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		if len(batch) == 0 {
+			return events, len(seen)
+		}
+		for _, e := range batch {
+			after = e.Position
+			if e.Type != (memory.MemoryEmbedded{}).EventType() {
+				continue
+			}
+			var p memory.MemoryEmbedded
+			if err := e.Decode(&p); err != nil {
+				s.t.Fatal(err)
+			}
+			if p.JobID == jobID {
+				events++
+				seen[p.MemoryID] = true
+			}
+		}
+	}
+}
+
+// waitJob polls the job until cond holds or the deadline passes.
+func (s *stack) waitJob(bearer, jobID string, cond func(map[string]any) bool) map[string]any {
+	s.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		d := s.must(http.StatusOK, "GET", "/v1/embeddings/jobs/"+jobID, bearer, nil).data()
+		if cond(d) {
+			return d
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("job %s never reached the expected state: %v", jobID, d)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func statusIs(status string) func(map[string]any) bool {
+	return func(d map[string]any) bool { return d["status"] == status }
+}
+
+type commandsInput = commands.MemoryInput
+
+// num reads a JSON number.
+func num(v any) int {
+	f, _ := v.(float64)
+	return int(f)
+}
+
+// floats reads a JSON array of numbers.
+func floats(v any) []float32 {
+	arr, _ := v.([]any)
+	out := make([]float32, len(arr))
+	for i, x := range arr {
+		f, _ := x.(float64)
+		out[i] = float32(f)
+	}
+	return out
+}
