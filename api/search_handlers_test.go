@@ -124,6 +124,11 @@ func TestSearchHTTPDefaultsAndShape(t *testing.T) {
 		if qt, ok := data["query_time_ms"].(float64); !ok || qt != float64(int64(qt)) || qt < 0 {
 			t.Fatalf("query_time_ms %v is not a non-negative integer", data["query_time_ms"])
 		}
+		// query_time_us is the same time in microseconds: ms is it rounded down.
+		if us, ok := data["query_time_us"].(float64); !ok || us != float64(int64(us)) || us < 0 ||
+			int64(us)/1000 != int64(data["query_time_ms"].(float64)) {
+			t.Fatalf("query_time_us %v does not match query_time_ms %v", data["query_time_us"], data["query_time_ms"])
+		}
 		if _, ok := data["degraded"]; ok {
 			t.Fatalf("degraded present without a failure: %v", data)
 		}

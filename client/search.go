@@ -57,6 +57,9 @@ type SearchResponse struct {
 	// QueryTimeMS is the server-side time; a float so that a server that
 	// reports fractions keeps them.
 	QueryTimeMS float64 `json:"query_time_ms"`
+	// QueryTimeUS is the same time in whole microseconds, from servers
+	// that report it (nil otherwise).
+	QueryTimeUS *int64 `json:"query_time_us,omitempty"`
 	// Degraded is "vector_unavailable" when a hybrid search could only use
 	// the keyword index; empty otherwise.
 	Degraded string `json:"degraded,omitempty"`

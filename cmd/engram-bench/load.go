@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
+	"sync"
 	"time"
 
 	"github.com/engram-memory/engram/client"
@@ -17,10 +19,10 @@ import (
 // loadConfig is the command line of `engram-bench load`.
 type loadConfig struct {
 	n, concurrency, batchSize, ingestConc, limit, queryPool int
-	duration, warmup                                        time.Duration
+	duration, warmup, settle                                time.Duration
 	modes                                                   []string
 	seed                                                    uint64
-	agent, out                                              string
+	agent, out, cpuProfile                                  string
 	server                                                  serverFlags
 }
 
@@ -41,6 +43,8 @@ func parseLoadFlags(args []string, stderr io.Writer) (loadConfig, error) {
 	fs.Uint64Var(&cfg.seed, "seed", 1, "seed of the synthetic data")
 	fs.StringVar(&cfg.agent, "agent", "bench-load", "agent to fill")
 	fs.StringVar(&cfg.out, "out", "bench-out/load.json", "JSON report file")
+	fs.DurationVar(&cfg.settle, "settle", 5*time.Minute, "after the fill, wait up to this long for a started server to go idle (background vector indexing) before measuring; 0 skips the wait")
+	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write this program's (the driver's) CPU profile of the measured searches to this file")
 	cfg.server.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
@@ -63,6 +67,8 @@ func parseLoadFlags(args []string, stderr io.Writer) (loadConfig, error) {
 		return cfg, usageErr("--duration must be in (0, 1h]")
 	case cfg.warmup < 0 || cfg.warmup > 5*time.Minute:
 		return cfg, usageErr("--warmup must be in [0, 5m]")
+	case cfg.settle < 0 || cfg.settle > time.Hour:
+		return cfg, usageErr("--settle must be in [0, 1h]")
 	case cfg.queryPool < 1:
 		return cfg, usageErr("--queries must be positive")
 	}
@@ -102,13 +108,28 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	fmt.Fprintf(stderr, "filled %d memories in %.1fs (%.0f memories/s), model %s/%d\n",
 		rep.Ingest.Memories, rep.Ingest.Seconds, rep.Ingest.PerSecond, rep.Model, rep.Dimensions)
+	waited, err := settle(ctx, tg.proc, cfg.settle, stderr)
+	if err != nil {
+		return err
+	}
+	rep.SettleSeconds = waited.Seconds()
+	if tg.proc != nil {
+		fmt.Fprintf(stderr, "server idle %.1fs after the fill\n", rep.SettleSeconds)
+	}
+	rep.LoadAverage = loadAverage()
 
 	queries := make([]string, cfg.queryPool)
 	for i := range queries {
 		queries[i] = gen.query()
 	}
+	stopProfile, err := startCPUProfile(cfg.cpuProfile)
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
+	meter := cpuMeter{server: tg.proc}
 	for _, mode := range cfg.modes {
-		res, err := measureMode(ctx, tg.client, cfg, mode, queries)
+		res, err := measureMode(ctx, tg.client, meter, cfg, mode, queries)
 		if err != nil {
 			return fmt.Errorf("mode %s: %w", mode, err)
 		}
@@ -116,6 +137,8 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintf(stderr, "mode %s: %d requests, %.0f req/s, e2e p50 %.2f ms, server p50 %.2f ms\n",
 			mode, res.Requests, res.Throughput, res.EndToEnd.P50, res.ServerSide.P50)
 	}
+	stopProfile()
+	rep.LoadAverageAfter = loadAverage()
 	if tg.proc != nil {
 		rep.Memory.AfterSearch = memStat(tg.proc)
 	}
@@ -132,6 +155,29 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	fmt.Fprintln(stdout, "wrote", cfg.out)
 	return nil
+}
+
+// startCPUProfile profiles this program into path until the returned
+// function is called (it may be called twice); "" profiles nothing.
+func startCPUProfile(path string) (func(), error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			pprof.StopCPUProfile()
+			f.Close()
+		})
+	}, nil
 }
 
 // memStat reads the server's RSS; nil when it cannot (not Linux).

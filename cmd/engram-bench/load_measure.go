@@ -20,11 +20,14 @@ type modeResult struct {
 	Seconds    float64  `json:"seconds"`
 	Throughput float64  `json:"requests_per_second"`
 	EndToEnd   summary  `json:"end_to_end"`  // client clock: request sent → response decoded
-	ServerSide summary  `json:"server_side"` // the server's query_time_ms
-	// ServerWholeMS is set when every query_time_ms was an integer: the
-	// server-side percentiles then have a resolution of 1 ms.
+	ServerSide summary  `json:"server_side"` // the server's query_time_us (query_time_ms from servers without it)
+	// ServerWholeMS is set when every server time was an integer number of
+	// milliseconds (a server without query_time_us): the server-side
+	// percentiles then have a resolution of 1 ms.
 	ServerWholeMS bool    `json:"server_whole_ms"`
 	MeanHits      float64 `json:"mean_results"`
+	// CPU is what the measured phase cost in CPU time on each side.
+	CPU cpuUse `json:"cpu"`
 }
 
 // requestTimeout bounds one search, so that a stuck server cannot hold a
@@ -34,11 +37,13 @@ const requestTimeout = 30 * time.Second
 // measureMode runs cfg.concurrency workers that search back to back:
 // first for cfg.warmup (discarded), then for cfg.duration (measured).
 // Workers start no request after the deadline; in-flight ones finish.
-func measureMode(ctx context.Context, c *client.Client, cfg loadConfig, mode string, queries []string) (modeResult, error) {
+func measureMode(ctx context.Context, c *client.Client, meter cpuMeter, cfg loadConfig, mode string, queries []string) (modeResult, error) {
 	var next atomic.Uint64 // index into queries, shared so workers don't repeat each other
+	var cpuFrom, cpuTo cpuSample
 	phase := func(d time.Duration) ([]workerLog, time.Duration) {
 		deadline := time.Now().Add(d)
 		logs := make([]workerLog, cfg.concurrency)
+		cpuFrom = meter.sample()
 		start := time.Now()
 		var wg sync.WaitGroup
 		for w := range logs {
@@ -50,7 +55,9 @@ func measureMode(ctx context.Context, c *client.Client, cfg loadConfig, mode str
 			})
 		}
 		wg.Wait()
-		return logs, time.Since(start)
+		elapsed := time.Since(start)
+		cpuTo = meter.sample()
+		return logs, elapsed
 	}
 	if cfg.warmup > 0 {
 		phase(cfg.warmup)
@@ -82,6 +89,7 @@ func measureMode(ctx context.Context, c *client.Client, cfg loadConfig, mode str
 	res.EndToEnd, res.ServerSide = summarize(e2e), summarize(server)
 	res.ServerWholeMS = wholeNumbers(server)
 	res.MeanHits = float64(hits) / float64(res.Requests)
+	res.CPU = cpuBetween(cpuFrom, cpuTo, res.Requests, elapsed)
 	return res, nil
 }
 
@@ -111,6 +119,10 @@ func (l *workerLog) search(ctx context.Context, c *client.Client, req client.Sea
 		return
 	}
 	l.e2e = append(l.e2e, float64(d.Microseconds())/1000)
-	l.server = append(l.server, res.QueryTimeMS)
+	server := res.QueryTimeMS
+	if res.QueryTimeUS != nil {
+		server = float64(*res.QueryTimeUS) / 1000
+	}
+	l.server = append(l.server, server)
 	l.hits += len(res.Results)
 }

@@ -10,19 +10,26 @@ import (
 
 // loadReport is the JSON that `engram-bench load` writes.
 type loadReport struct {
-	StartedAt       time.Time    `json:"started_at"`
-	Server          string       `json:"server"`
-	PID             int          `json:"pid,omitempty"` // 0 for --server
-	Model           string       `json:"model"`
-	Dimensions      int          `json:"dimensions"`
-	N               int          `json:"n"`
-	Concurrency     int          `json:"concurrency"`
-	DurationPerMode string       `json:"duration_per_mode"`
-	Limit           int          `json:"limit"`
-	Seed            uint64       `json:"seed"`
-	Ingest          ingestStats  `json:"ingest"`
-	Memory          memoryReport `json:"memory"`
-	Modes           []modeResult `json:"modes"`
+	StartedAt       time.Time   `json:"started_at"`
+	Server          string      `json:"server"`
+	PID             int         `json:"pid,omitempty"` // 0 for --server
+	Model           string      `json:"model"`
+	Dimensions      int         `json:"dimensions"`
+	N               int         `json:"n"`
+	Concurrency     int         `json:"concurrency"`
+	DurationPerMode string      `json:"duration_per_mode"`
+	Limit           int         `json:"limit"`
+	Seed            uint64      `json:"seed"`
+	Ingest          ingestStats `json:"ingest"`
+	// SettleSeconds is how long the started server took to go idle after
+	// the fill (background vector indexing) before searches were measured.
+	SettleSeconds float64 `json:"settle_seconds"`
+	// LoadAverage and LoadAverageAfter are the machine's load averages
+	// (1, 5, 15 min) before and after the measured searches.
+	LoadAverage      string       `json:"load_average,omitempty"`
+	LoadAverageAfter string       `json:"load_average_after,omitempty"`
+	Memory           memoryReport `json:"memory"`
+	Modes            []modeResult `json:"modes"`
 }
 
 // memoryReport is the server's resident memory around the fill. Only for
@@ -46,22 +53,40 @@ func (r loadReport) table() string {
 		fmt.Fprintf(&b, "server RSS: %s before fill, %s after fill (+%s; raw vectors %s)",
 			mib(m.BeforeFill.RSSBytes), mib(m.AfterFill.RSSBytes), mib(m.AfterFill.RSSBytes-m.BeforeFill.RSSBytes), mib(m.VectorBytes))
 		if m.AfterSearch != nil {
-			fmt.Fprintf(&b, ", %s after search, peak %s", mib(m.AfterSearch.RSSBytes), mib(m.AfterSearch.PeakRSSBytes))
+			fmt.Fprintf(&b, ", %s after search", mib(m.AfterSearch.RSSBytes))
+			if a := m.AfterSearch.AnonBytes; a > 0 {
+				fmt.Fprintf(&b, " (%s anonymous, the rest mapped file pages)", mib(a))
+			}
+			fmt.Fprintf(&b, ", peak %s", mib(m.AfterSearch.PeakRSSBytes))
 		}
 		b.WriteString("\n")
 	}
-	fmt.Fprintf(&b, "%-8s %8s %8s %6s | %-26s | %-26s\n", "mode", "requests", "req/s", "errors",
-		"end-to-end p50/p95/p99 ms", "server p50/p95/p99 ms")
+	if r.SettleSeconds > 0 {
+		fmt.Fprintf(&b, "server idle %.1fs after the fill (background indexing) before measuring\n", r.SettleSeconds)
+	}
+	if r.LoadAverage != "" {
+		fmt.Fprintf(&b, "machine load average (1/5/15 min): %s before searching, %s after\n", r.LoadAverage, r.LoadAverageAfter)
+	}
+	fmt.Fprintf(&b, "%-8s %8s %8s %6s | %-26s | %-26s | %s\n", "mode", "requests", "req/s", "errors",
+		"end-to-end p50/p95/p99 ms", "server p50/p95/p99 ms", "CPU ms/request server/driver")
 	whole := false
 	for _, m := range r.Modes {
-		fmt.Fprintf(&b, "%-8s %8d %8.0f %6d | %-26s | %-26s\n", m.Mode, m.Requests, m.Throughput, m.Errors,
-			triple(m.EndToEnd), triple(m.ServerSide))
+		fmt.Fprintf(&b, "%-8s %8d %8.0f %6d | %-26s | %-26s | %s / %s\n", m.Mode, m.Requests, m.Throughput, m.Errors,
+			triple(m.EndToEnd), triple(m.ServerSide), optMS(m.CPU.ServerMSPerRequest), optMS(m.CPU.DriverMSPerRequest))
 		whole = whole || m.ServerWholeMS
 	}
 	if whole {
 		b.WriteString("(the server reports query_time_ms in whole milliseconds, rounded down)\n")
 	}
 	return b.String()
+}
+
+// optMS formats an optional number of milliseconds ("-" when unknown).
+func optMS(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.3f", *v)
 }
 
 func triple(s summary) string { return fmt.Sprintf("%.2f / %.2f / %.2f", s.P50, s.P95, s.P99) }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"path/filepath"
 	"strings"
@@ -38,6 +39,7 @@ type serveConfig struct {
 	OpenAIExtraModels string
 	LogLevel          string
 	LogFormat         string
+	PprofAddr         string
 }
 
 func serveFlags(cfg *serveConfig) *flag.FlagSet {
@@ -62,6 +64,7 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.StringVar(&cfg.OpenAIExtraModels, "openai-extra-models", "", "extra models of an OpenAI-compatible server, as name:dimensions,... (e.g. nomic-embed-text:768)")
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&cfg.LogFormat, "log-format", "text", "text or json")
+	fs.StringVar(&cfg.PprofAddr, "pprof-addr", "", "serve net/http/pprof (/debug/pprof/) on this separate loopback address, e.g. 127.0.0.1:6060, for profiling; unauthenticated, so only loopback is accepted (default off)")
 	return fs
 }
 
@@ -70,6 +73,9 @@ func serveCommand(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := serveFlags(&cfg)
 	fs.SetOutput(stderr)
 	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := applyLocalConfig(fs, filepath.Join(engramHome(), "config.json")); err != nil {
 		return err
 	}
 	cfg.fillFromStandardEnv()
@@ -119,6 +125,14 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 	}
 	defer a.close(context.Background())
 
+	if cfg.PprofAddr != "" {
+		_, stop, err := servePprof(cfg.PprofAddr, logger)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
@@ -144,4 +158,32 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 		logger.Error("http shutdown", "error", err)
 	}
 	return a.close(shutdownCtx)
+}
+
+// servePprof serves the runtime profiles of net/http/pprof on addr, a
+// listener of its own: they are never part of the API handler. The
+// endpoints carry no authentication, so addr must be a loopback address.
+// It returns the address it listens on.
+func servePprof(addr string, logger *slog.Logger) (bound string, stop func(), err error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", nil, fmt.Errorf("--pprof-addr %q: %w", addr, err)
+	}
+	if ip := net.ParseIP(host); !strings.EqualFold(host, "localhost") && (ip == nil || !ip.IsLoopback()) {
+		return "", nil, fmt.Errorf("--pprof-addr %q: only a loopback address is allowed (the profiles are unauthenticated)", addr)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", nil, fmt.Errorf("--pprof-addr: listen on %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	logger.Info("pprof serving", "addr", ln.Addr().String())
+	go func() { _ = srv.Serve(ln) }()
+	return ln.Addr().String(), func() { _ = srv.Close() }, nil
 }

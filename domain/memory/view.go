@@ -47,3 +47,15 @@ type Scored struct {
 	Score   float64
 	Content json.RawMessage
 }
+
+// Excerpt is what a search result shows of a memory: the read model
+// answers searches with it rather than with a whole View, which costs
+// several more columns, a join and two JSON lists per memory.
+type Excerpt struct {
+	ID        string
+	AgentID   string
+	Type      Type
+	Content   json.RawMessage
+	Tags      []string
+	CreatedAt time.Time
+}

@@ -30,15 +30,21 @@ func accountTables() []exportTable {
 // projections.Projection and answers the queries of commands.
 type Accounts struct {
 	tableModel
+	// creds caches KeyByHash and SessionByHash; Apply and Reset clear it.
+	creds *credCache
 }
 
 // NewAccounts returns the accounts read model stored in db.
 func NewAccounts(db *DB) *Accounts {
-	return &Accounts{tableModel{db: db, name: AccountsProjection, tables: accountTables()}}
+	return &Accounts{tableModel: tableModel{db: db, name: AccountsProjection, tables: accountTables()}, creds: newCredCache()}
 }
 
-// Apply implements projections.Projection.
+// Apply implements projections.Projection. The credential cache is
+// cleared once the batch is committed (and also when it fails: the clear
+// is cheap and never wrong), before Apply returns and so before the
+// engine lets anyone wait on the batch.
 func (a *Accounts) Apply(ctx context.Context, events []domain.Event) error {
+	defer a.creds.invalidate()
 	return a.db.ApplyEvents(ctx, AccountsProjection, events, func(tx *sql.Tx, e domain.Event) error {
 		p, err := account.Decode(e)
 		if err != nil || p == nil {
@@ -46,6 +52,12 @@ func (a *Accounts) Apply(ctx context.Context, events []domain.Event) error {
 		}
 		return applyAccountEvent(ctx, tx, e.Stream, p)
 	})
+}
+
+// Reset implements projections.Projection.
+func (a *Accounts) Reset(ctx context.Context) error {
+	defer a.creds.invalidate()
+	return a.tableModel.Reset(ctx)
 }
 
 func applyAccountEvent(ctx context.Context, tx *sql.Tx, stream string, p domain.Payload) error {

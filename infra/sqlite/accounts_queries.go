@@ -49,8 +49,13 @@ func (a *Accounts) user(ctx context.Context, query string, arg any) (account.Use
 const keyColumns = `key_id, user_id, name, prefix, key_hash, created_at, revoked_at, last_used_at`
 
 // KeyByHash returns the key whose secret hashes to hash.
+// Every authenticated request asks, so found keys are cached (credCache).
 func (a *Accounts) KeyByHash(ctx context.Context, hash string) (account.KeyView, bool, error) {
-	rows, err := a.db.read.QueryContext(ctx, `SELECT `+keyColumns+` FROM account_keys WHERE key_hash = ?`, hash)
+	k, ok, gen := a.creds.key(hash)
+	if ok {
+		return k, true, nil
+	}
+	rows, err := a.db.queryHot(ctx, `SELECT `+keyColumns+` FROM account_keys WHERE key_hash = ?`, hash)
 	if err != nil {
 		return account.KeyView{}, false, fmt.Errorf("sqlite: accounts: key by hash: %w", err)
 	}
@@ -58,6 +63,7 @@ func (a *Accounts) KeyByHash(ctx context.Context, hash string) (account.KeyView,
 	if err != nil || len(keys) == 0 {
 		return account.KeyView{}, false, err
 	}
+	a.creds.putKey(gen, hash, keys[0])
 	return keys[0], true, nil
 }
 
@@ -98,15 +104,35 @@ func scanKeys(rows *sql.Rows) ([]account.KeyView, error) {
 }
 
 // SessionByHash returns the session whose token hashes to hash.
+// Found sessions are cached like keys; expiry is a matter of time, which
+// the caller checks (SessionView.ValidAt), so a cached session expires too.
 func (a *Accounts) SessionByHash(ctx context.Context, hash string) (account.SessionView, bool, error) {
+	s, ok, gen := a.creds.session(hash)
+	if ok {
+		return s, true, nil
+	}
+	s, found, err := a.sessionByHash(ctx, hash)
+	if err == nil && found {
+		a.creds.putSession(gen, hash, s)
+	}
+	return s, found, err
+}
+
+func (a *Accounts) sessionByHash(ctx context.Context, hash string) (account.SessionView, bool, error) {
 	var s account.SessionView
 	var expires, ended sql.NullString
-	err := a.db.read.QueryRowContext(ctx, `SELECT session_id, user_id, key_id, token_hash, expires_at, ended_at FROM account_sessions WHERE token_hash = ?`, hash).
-		Scan(&s.ID, &s.UserID, &s.KeyID, &s.Hash, &expires, &ended)
-	if errors.Is(err, sql.ErrNoRows) {
+	rows, err := a.db.queryHot(ctx, `SELECT session_id, user_id, key_id, token_hash, expires_at, ended_at FROM account_sessions WHERE token_hash = ?`, hash)
+	if err != nil {
+		return account.SessionView{}, false, fmt.Errorf("sqlite: accounts: session by hash: %w", err)
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return account.SessionView{}, false, fmt.Errorf("sqlite: accounts: session by hash: %w", err)
+		}
 		return account.SessionView{}, false, nil
 	}
-	if err != nil {
+	if err := rows.Scan(&s.ID, &s.UserID, &s.KeyID, &s.Hash, &expires, &ended); err != nil {
 		return account.SessionView{}, false, fmt.Errorf("sqlite: accounts: session by hash: %w", err)
 	}
 	if s.ExpiresAt, err = parseDBTime(expires); err != nil {

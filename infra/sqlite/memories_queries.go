@@ -108,12 +108,9 @@ func (m *Memories) MemoriesByID(ctx context.Context, userID, agentID string, ids
 	out := make(map[string]memory.View, len(ids))
 	for start := 0; start < len(ids); start += memIDChunk {
 		chunk := ids[start:min(start+memIDChunk, len(ids))]
-		args := []any{userID, agentID}
-		for _, id := range chunk {
-			args = append(args, id)
-		}
-		views, err := m.queryViews(ctx, `SELECT `+memViewColumns+memViewFrom+
-			`WHERE m.user_id = ? AND m.agent_id = ? AND m.forgotten_at IS NULL AND m.id IN (`+memPlaceholders(len(chunk))+`)`, args...)
+		// The statement is prepared once per size class (memIDSizes).
+		size := memIDSize(len(chunk))
+		views, err := m.scanViews(m.db.queryHot(ctx, memByIDQueries[size], memIDArgs(userID, agentID, chunk, size)...))
 		if err != nil {
 			return nil, err
 		}
@@ -123,6 +120,101 @@ func (m *Memories) MemoriesByID(ctx context.Context, userID, agentID string, ids
 	}
 	return out, nil
 }
+
+// ExcerptsByID returns what a search result shows of the memories among
+// ids that belong to the user's agent and are not forgotten, keyed by id;
+// like MemoriesByID, other ids are absent. Search hydrates its final page
+// with it (one prepared query per page).
+func (m *Memories) ExcerptsByID(ctx context.Context, userID, agentID string, ids []string) (map[string]memory.Excerpt, error) {
+	out := make(map[string]memory.Excerpt, len(ids))
+	for start := 0; start < len(ids); start += memIDChunk {
+		chunk := ids[start:min(start+memIDChunk, len(ids))]
+		size := memIDSize(len(chunk))
+		rows, err := m.db.queryHot(ctx, memExcerptQueries[size], memIDArgs(userID, agentID, chunk, size)...)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: memory excerpts: %w", err)
+		}
+		err = scanExcerpts(rows, agentID, out)
+		rows.Close()
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func scanExcerpts(rows *sql.Rows, agentID string, out map[string]memory.Excerpt) error {
+	for rows.Next() {
+		e := memory.Excerpt{AgentID: agentID}
+		var typ, created string
+		var content, tags []byte // Scan copies into fresh slices
+		if err := rows.Scan(&e.ID, &typ, &content, &tags, &created); err != nil {
+			return fmt.Errorf("sqlite: scan memory excerpt: %w", err)
+		}
+		e.Type, e.Content = memory.Type(typ), json.RawMessage(content)
+		if err := unmarshalMemList(tags, &e.Tags); err != nil {
+			return fmt.Errorf("sqlite: memory %s tags: %w", e.ID, err)
+		}
+		var err error
+		if e.CreatedAt, err = parseMemTime(created); err != nil {
+			return err
+		}
+		out[e.ID] = e
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("sqlite: memory excerpts: %w", err)
+	}
+	return nil
+}
+
+// unmarshalMemList decodes a stored string list (memJSONList); "[]", the
+// common case, decodes to an empty list without a JSON pass.
+func unmarshalMemList(raw []byte, v *[]string) error {
+	if string(raw) == "[]" {
+		*v = []string{}
+		return nil
+	}
+	return json.Unmarshal(raw, v)
+}
+
+// memIDArgs is the arguments of a by-id query of size placeholders: the
+// ids padded with the last one (IN is a set, so a repeat changes nothing).
+func memIDArgs(userID, agentID string, ids []string, size int) []any {
+	args := make([]any, 2, 2+size)
+	args[0], args[1] = userID, agentID
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	for len(args) < 2+size {
+		args = append(args, ids[len(ids)-1])
+	}
+	return args
+}
+
+// memIDSizes are the id list sizes the by-id queries are prepared for.
+var memIDSizes = []int{1, 2, 4, 8, 10, 12, 16, 24, 32, 48, 64, 100, 128, 256, memIDChunk}
+
+// memIDSize is the smallest size in memIDSizes that holds n ids.
+func memIDSize(n int) int {
+	for _, s := range memIDSizes {
+		if s >= n {
+			return s
+		}
+	}
+	return memIDChunk
+}
+
+// memByIDQueries and memExcerptQueries are the query texts of
+// MemoriesByID and ExcerptsByID per size in memIDSizes.
+var memByIDQueries, memExcerptQueries = func() (map[int]string, map[int]string) {
+	views, excerpts := make(map[int]string, len(memIDSizes)), make(map[int]string, len(memIDSizes))
+	for _, n := range memIDSizes {
+		where := `WHERE m.user_id = ? AND m.agent_id = ? AND m.forgotten_at IS NULL AND m.id IN (` + memPlaceholders(n) + `)`
+		views[n] = `SELECT ` + memViewColumns + memViewFrom + where
+		excerpts[n] = `SELECT m.id, m.type, m.content, m.tags, m.created_at FROM memories m ` + where
+	}
+	return views, excerpts
+}()
 
 // ListMemories returns one page, newest first by (created_at, id). The
 // cursor is the position of the last memory returned, so a page never
@@ -279,7 +371,11 @@ func memSearchableFilter(userID, agentID string, types []memory.Type) (string, [
 }
 
 func (m *Memories) queryViews(ctx context.Context, query string, args ...any) ([]memory.View, error) {
-	rows, err := m.db.read.QueryContext(ctx, query, args...)
+	return m.scanViews(m.db.read.QueryContext(ctx, query, args...))
+}
+
+// scanViews reads every row of a query over memViewColumns.
+func (m *Memories) scanViews(rows *sql.Rows, err error) ([]memory.View, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: memories: %w", err)
 	}

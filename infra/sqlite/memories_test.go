@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -175,6 +176,17 @@ func TestMemoriesReadModelRules(t *testing.T) {
 		}
 		if got, _ := l.rm.MemoriesByID(ctx, memAlice.UserID, memAlice.AgentID, []string{"n1", "n3", "g1"}); len(got) != 1 {
 			t.Errorf("MemoriesByID = %d memories, want only n1", len(got))
+		}
+		// Search's excerpts: the same memories, with what a result shows,
+		// and nothing of another user's agent of the same name.
+		full, _ := l.view(memAlice, "n1")
+		got, err := l.rm.ExcerptsByID(ctx, memAlice.UserID, memAlice.AgentID, []string{"n1", "n3", "g1", "n1"})
+		if e := got["n1"]; err != nil || len(got) != 1 || e.ID != "n1" || e.AgentID != memAlice.AgentID || e.Type != full.Type ||
+			!bytes.Equal(e.Content, full.Content) || !slices.Equal(e.Tags, full.Tags) || !e.CreatedAt.Equal(full.CreatedAt) {
+			t.Errorf("ExcerptsByID = %+v, %v; want only n1 as %+v", got, err, full)
+		}
+		if got, _ := l.rm.ExcerptsByID(ctx, memBob.UserID, memBob.AgentID, []string{"n1"}); len(got) != 0 {
+			t.Errorf("ExcerptsByID across users = %+v", got)
 		}
 		n, _ := l.rm.CountMemories(ctx, memAlice.UserID, memAlice.AgentID, nil)
 		ids, _ := l.rm.MemoryIDsAfter(ctx, memAlice.UserID, memAlice.AgentID, nil, "", 10)

@@ -6,10 +6,35 @@ import (
 	"time"
 )
 
-// posting is one document's count of a term.
+// posting is one document's count of a term, with the document's length
+// so that scoring a posting reads nothing else (the walk of a common
+// word's list is bound by memory access, not arithmetic). Both counts
+// saturate at maxPacked; a saturated posting is scored from the
+// document's own records (exactCounts), so scores stay exact.
 type posting struct {
-	slot uint32
-	tf   uint32
+	slot   uint32
+	tf     uint16
+	length uint16
+}
+
+const maxPacked = math.MaxUint16
+
+func newPosting(slot, tf, length uint32) posting {
+	return posting{slot: slot, tf: uint16(min(tf, maxPacked)), length: uint16(min(length, maxPacked))}
+}
+
+// saturated reports whether p's counts must be read from the document.
+func (p posting) saturated() bool { return p.tf == maxPacked || p.length == maxPacked }
+
+// exactCounts returns the term frequency and document length of a
+// saturated posting of term.
+func (c *collection) exactCounts(p posting, term uint32) (tf, length uint32) {
+	for _, t := range c.docTerms[p.slot] {
+		if t.term == term {
+			return t.tf, c.length[p.slot]
+		}
+	}
+	return uint32(p.tf), c.length[p.slot] // unreachable: a live posting's term is in its document
 }
 
 // termCount is one of a document's distinct terms, kept so a delete can
@@ -71,7 +96,7 @@ func (c *collection) add(d Doc) {
 			c.df = append(c.df, 0)
 		}
 		tf := counts[term]
-		c.postings[id] = append(c.postings[id], posting{slot: slot, tf: tf})
+		c.postings[id] = append(c.postings[id], newPosting(slot, tf, n))
 		c.df[id]++
 		terms = append(terms, termCount{term: id, tf: tf})
 	}
@@ -129,7 +154,8 @@ func (c *collection) compactIfSparse() {
 		kept := list[:0]
 		for _, p := range list {
 			if !wasDead[p.slot] {
-				kept = append(kept, posting{slot: remap[p.slot], tf: p.tf})
+				p.slot = remap[p.slot]
+				kept = append(kept, p)
 			}
 		}
 		c.postings[id] = kept

@@ -26,12 +26,35 @@ type Hit struct {
 	CreatedAt time.Time
 }
 
-// scratch is a search's per-document accumulator, pooled: a search costs
-// time in the postings it walks, not allocations in the collection size.
+// scratch is a search's working memory, pooled: a search costs time in
+// the postings it walks, not allocations in the collection size.
 type scratch struct {
+	lists []termList
+	// Sparse path: the touched documents and their scores, in slot order
+	// (two of each, merged back and forth).
+	slots  [2][]uint32
+	merged [2][]float64
+	// Dense path: a score per slot, and the slots touched.
 	scores  []float64
 	touched []uint32
 }
+
+// termList is one query term's postings and IDF.
+type termList struct {
+	term     uint32
+	idf      float64
+	postings []posting
+}
+
+// A query whose terms have at most sparseMax postings in all is scored by
+// merging its posting lists (each in slot order) into a list of touched
+// documents: the walk then reads memory in order. A per-slot score array
+// is indexed at random, a cache miss per posting once the index is out of
+// the CPU caches (as it is under load, between vector searches); it is
+// kept for queries of common words, whose long lists touch much of the
+// array anyway. Both paths add a document's term weights in query term
+// order, so scores are the same to the bit.
+var sparseMax = 1 << 13 // a variable so tests can force either path
 
 // Search returns the k documents of collection with the highest BM25 score
 // for query that pass f, best first; ties go to the newer document, then
@@ -57,48 +80,127 @@ func (ix *Index) Search(ctx context.Context, collection, query string, k int, f 
 	if c.live == 0 {
 		return nil, nil
 	}
-	if cap(s.scores) < len(c.ids) {
-		s.scores = make([]float64, len(c.ids))
-	}
-	scores := s.scores[:len(c.ids)]
-	s.touched = s.touched[:0]
-	defer func() {
-		for _, slot := range s.touched {
-			scores[slot] = 0
-		}
-	}()
 	n := float64(c.live)
 	avgdl := float64(c.totalLen) / n
 	if avgdl == 0 {
 		avgdl = 1
 	}
+	s.lists = s.lists[:0]
+	total := 0
 	for _, term := range terms {
 		id, ok := c.termID[term]
 		if !ok || c.df[id] == 0 {
 			continue
 		}
 		df := float64(c.df[id])
-		idf := math.Log(1 + (n-df+0.5)/(df+0.5))
-		for _, p := range c.postings[id] {
-			if c.dead[p.slot] {
+		s.lists = append(s.lists, termList{term: id, idf: math.Log(1 + (n-df+0.5)/(df+0.5)), postings: c.postings[id]})
+		total += len(c.postings[id])
+	}
+	sc := scorer{c: c, avgdl: avgdl, anyDead: c.nDead > 0}
+	top := topK{k: k, c: c}
+	m := c.compile(f)
+	offer := func(slot uint32, score float64) {
+		// Once the heap is full, a document scoring below its worst can
+		// never enter (offer would say so after the filter): most
+		// documents of a common word's list stop here.
+		if len(top.slots) == k && score < top.score[0] {
+			return
+		}
+		if m.match(c, slot) {
+			top.offer(slot, score)
+		}
+	}
+	if total <= sparseMax {
+		slots, scores := sc.merge(s)
+		for i, slot := range slots {
+			offer(slot, scores[i])
+		}
+	} else {
+		sc.dense(s, offer)
+	}
+	return top.hits(), nil
+}
+
+// scorer computes BM25 term weights in one collection.
+type scorer struct {
+	c       *collection
+	avgdl   float64
+	anyDead bool
+}
+
+// weight is the BM25 weight of the term of list l in the document of p;
+// every path scores with it, so scores do not depend on the path.
+func (sc *scorer) weight(l *termList, p posting) float64 {
+	tfCount, length := uint32(p.tf), uint32(p.length)
+	if p.saturated() {
+		tfCount, length = sc.c.exactCounts(p, l.term)
+	}
+	tf := float64(tfCount)
+	norm := k1 * (1 - b + b*float64(length)/sc.avgdl)
+	return l.idf * tf * (k1 + 1) / (tf + norm)
+}
+
+func (sc *scorer) dead(p posting) bool { return sc.anyDead && sc.c.dead[p.slot] }
+
+// merge scores the sparse way: the term lists merged one after the other
+// into the slot-ordered list of touched documents with their scores.
+func (sc *scorer) merge(s *scratch) ([]uint32, []float64) {
+	cur := 0
+	slots, scores := s.slots[cur][:0], s.merged[cur][:0]
+	for li := range s.lists {
+		l := &s.lists[li]
+		next := 1 - cur
+		outSlots, outScores := s.slots[next][:0], s.merged[next][:0]
+		i := 0
+		for _, p := range l.postings {
+			if sc.dead(p) {
 				continue
 			}
-			tf := float64(p.tf)
-			norm := k1 * (1 - b + b*float64(c.length[p.slot])/avgdl)
+			for i < len(slots) && slots[i] < p.slot {
+				outSlots, outScores = append(outSlots, slots[i]), append(outScores, scores[i])
+				i++
+			}
+			w := sc.weight(l, p)
+			if i < len(slots) && slots[i] == p.slot {
+				outSlots, outScores = append(outSlots, p.slot), append(outScores, scores[i]+w)
+				i++
+			} else {
+				outSlots, outScores = append(outSlots, p.slot), append(outScores, w)
+			}
+		}
+		outSlots, outScores = append(outSlots, slots[i:]...), append(outScores, scores[i:]...)
+		s.slots[cur], s.merged[cur] = slots, scores // keep the grown buffers
+		cur, slots, scores = next, outSlots, outScores
+	}
+	s.slots[cur], s.merged[cur] = slots, scores
+	return slots, scores
+}
+
+// dense scores the dense way, into a score per slot, and offers every
+// touched document.
+func (sc *scorer) dense(s *scratch, offer func(uint32, float64)) {
+	c := sc.c
+	if cap(s.scores) < len(c.ids) {
+		s.scores = make([]float64, len(c.ids))
+	}
+	scores := s.scores[:len(c.ids)]
+	s.touched = s.touched[:0]
+	for li := range s.lists {
+		l := &s.lists[li]
+		for _, p := range l.postings {
+			if sc.dead(p) {
+				continue
+			}
 			if scores[p.slot] == 0 {
 				s.touched = append(s.touched, p.slot)
 			}
-			scores[p.slot] += idf * tf * (k1 + 1) / (tf + norm)
+			scores[p.slot] += sc.weight(l, p)
 		}
 	}
-	m := c.compile(f)
-	top := topK{k: k, c: c}
 	for _, slot := range s.touched {
-		if m.match(c, slot) {
-			top.offer(slot, scores[slot])
-		}
+		offer(slot, scores[slot])
+		scores[slot] = 0
 	}
-	return top.hits(), nil
 }
 
 // queryTerms tokenizes a query into distinct terms, first occurrence first.

@@ -12,12 +12,17 @@ import (
 type MemStat struct {
 	RSSBytes     int64 // VmRSS: resident set size now
 	PeakRSSBytes int64 // VmHWM: the highest resident set size so far
+	// AnonBytes (RssAnon) is the anonymous part of RSSBytes: the heap and
+	// stacks. The rest is mostly file pages mapped in, e.g. the SQLite
+	// database that the server's readers map: page cache the kernel holds
+	// for the file either way.
+	AnonBytes int64
 }
 
 // MemStat reads the server's resident memory.
 func (p *Process) MemStat() (MemStat, error) { return ReadMemStat(p.PID()) }
 
-// ReadMemStat reads VmRSS and VmHWM of pid (Linux only).
+// ReadMemStat reads VmRSS, VmHWM and RssAnon of pid (Linux only).
 func ReadMemStat(pid int) (MemStat, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
@@ -36,6 +41,8 @@ func ReadMemStat(pid int) (MemStat, error) {
 			m.RSSBytes, err = parseKB(val)
 		case "VmHWM":
 			m.PeakRSSBytes, err = parseKB(val)
+		case "RssAnon":
+			m.AnonBytes, err = parseKB(val)
 		}
 		if err != nil {
 			return MemStat{}, fmt.Errorf("testserver: /proc/%d/status %s: %w", pid, key, err)

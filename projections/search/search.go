@@ -65,9 +65,9 @@ type Request struct {
 	Explain  bool
 }
 
-// Result is one hit with its hydrated memory.
+// Result is one hit with what a search shows of its memory.
 type Result struct {
-	Memory  memory.View
+	Memory  memory.Excerpt
 	Score   float64
 	Explain *Explain // set when Request.Explain
 }
@@ -141,7 +141,7 @@ type Embedder interface {
 
 // MemoryReader is the memories read model.
 type MemoryReader interface {
-	// MemoriesByID returns the agent's not forgotten memories among ids;
+	// ExcerptsByID returns the agent's not forgotten memories among ids;
 	// other ids are absent from the map.
-	MemoriesByID(ctx context.Context, userID, agentID string, ids []string) (map[string]memory.View, error)
+	ExcerptsByID(ctx context.Context, userID, agentID string, ids []string) (map[string]memory.Excerpt, error)
 }

@@ -197,15 +197,15 @@ func (s *Service) hydrate(ctx context.Context, req Request, cands []candidate) (
 	for i, c := range cands {
 		ids[i] = c.hit.ID
 	}
-	views, err := s.memories.MemoriesByID(ctx, req.UserID, req.AgentID, ids)
+	views, err := s.memories.ExcerptsByID(ctx, req.UserID, req.AgentID, ids)
 	if err != nil {
 		return nil, fmt.Errorf("search: hydrate: %w", err)
 	}
 	out := make([]Result, 0, len(cands))
 	for i := range cands {
 		c := &cands[i]
-		v, ok := views[c.hit.ID]
-		if !ok || v.Forgotten {
+		v, ok := views[c.hit.ID] // absent if forgotten or gone meanwhile
+		if !ok {
 			continue
 		}
 		r := Result{Memory: v, Score: c.score}

@@ -106,7 +106,7 @@ func TestFiltersAloneAndCombined(t *testing.T) {
 	}
 }
 
-func passes(v memory.View, f search.Filter) bool {
+func passes(v memory.Excerpt, f search.Filter) bool {
 	if len(f.Types) > 0 && !slices.Contains(f.Types, v.Type) {
 		return false
 	}

@@ -23,7 +23,7 @@ func (s *Service) Similar(ctx context.Context, userID, agentID string, vector []
 	for i, h := range hits {
 		ids[i] = h.ID
 	}
-	views, err := s.memories.MemoriesByID(ctx, userID, agentID, ids)
+	views, err := s.memories.ExcerptsByID(ctx, userID, agentID, ids)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,252 @@
+package textindex
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// referenceSearch is the plain BM25 walk Search must agree with bit for
+// bit: every posting of every query term, in term then slot order, scored
+// with the textbook expression, then the same top-k selection.
+func referenceSearch(ix *Index, collection, query string, k int, f Filter) []Hit {
+	c := ix.lookup(collection)
+	if c == nil || k <= 0 {
+		return nil
+	}
+	terms := queryTerms(query)
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.live == 0 || len(terms) == 0 {
+		return nil
+	}
+	scores := make([]float64, len(c.ids))
+	var touched []uint32
+	n := float64(c.live)
+	avgdl := float64(c.totalLen) / n
+	if avgdl == 0 {
+		avgdl = 1
+	}
+	for _, term := range terms {
+		id, ok := c.termID[term]
+		if !ok || c.df[id] == 0 {
+			continue
+		}
+		df := float64(c.df[id])
+		idf := math.Log(1 + (n-df+0.5)/(df+0.5))
+		for _, p := range c.postings[id] {
+			if c.dead[p.slot] {
+				continue
+			}
+			// The exact counts, from the document's records (a posting's
+			// own are 16-bit).
+			var tf float64
+			for _, tc := range c.docTerms[p.slot] {
+				if tc.term == id {
+					tf = float64(tc.tf)
+				}
+			}
+			norm := k1 * (1 - b + b*float64(c.length[p.slot])/avgdl)
+			if scores[p.slot] == 0 {
+				touched = append(touched, p.slot)
+			}
+			scores[p.slot] += idf * tf * (k1 + 1) / (tf + norm)
+		}
+	}
+	m := c.compile(f)
+	top := topK{k: k, c: c}
+	for _, slot := range touched {
+		if m.match(c, slot) {
+			top.offer(slot, scores[slot])
+		}
+	}
+	return top.hits()
+}
+
+// synthCorpus makes documents of Zipf-distributed words (so some posting
+// lists are long and most documents have tf 1 for most terms), some long
+// documents, repeated words and identifiers.
+type synthCorpus struct {
+	rng   *rand.Rand
+	zipf  *rand.Zipf
+	vocab []string
+}
+
+func newSynthCorpus(seed uint64) *synthCorpus {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	s := &synthCorpus{rng: rng, zipf: rand.NewZipf(rng, 1.1, 1, 2999)}
+	for i := range 3000 {
+		s.vocab = append(s.vocab, fmt.Sprintf("w%dx", i))
+	}
+	return s
+}
+
+func (s *synthCorpus) text() string {
+	n := 5 + s.rng.IntN(30)
+	if s.rng.IntN(50) == 0 {
+		n = 300 + s.rng.IntN(400) // past any per-length table
+	}
+	words := make([]string, n)
+	for i := range words {
+		words[i] = s.vocab[s.zipf.Uint64()]
+	}
+	if s.rng.IntN(4) == 0 {
+		words[0] = fmt.Sprintf("svc-%d-deploy", s.rng.IntN(500))
+	}
+	return strings.Join(words, " ")
+}
+
+func (s *synthCorpus) query() string {
+	var words []string
+	for range 1 + s.rng.IntN(5) {
+		if s.rng.IntN(3) == 0 {
+			words = append(words, s.vocab[s.rng.IntN(len(s.vocab))])
+		} else {
+			words = append(words, s.vocab[s.zipf.Uint64()])
+		}
+	}
+	if s.rng.IntN(5) == 0 {
+		words = append(words, fmt.Sprintf("svc-%d-deploy", s.rng.IntN(500)))
+	}
+	return strings.Join(words, " ")
+}
+
+// Search agrees exactly (ids, order, scores to the bit) with the reference
+// walk, with dead documents, filters and several k.
+func TestSearchMatchesReferenceWalk(t *testing.T) {
+	s := newSynthCorpus(1)
+	ix := New()
+	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 6000 {
+		ix.Upsert("c", Doc{ID: fmt.Sprintf("d%05d", i), Text: s.text(), Type: []string{"note", "fact"}[i%2],
+			Tags: []string{fmt.Sprintf("t%d", i%3)}, CreatedAt: t0.Add(time.Duration(i%500) * time.Minute)})
+	}
+	// Documents past the 16-bit counts of a posting: a 70,000-word one,
+	// and one repeating a word 70,000 times.
+	ix.Upsert("c", Doc{ID: "huge", Text: strings.Repeat(s.text()+" ", 3000), Type: "note", CreatedAt: t0})
+	ix.Upsert("c", Doc{ID: "repeat", Text: strings.Repeat("w0x ", 70000) + "w1x w2x", Type: "fact", CreatedAt: t0})
+	check := func(label string) {
+		t.Helper()
+		defer func(saved int) { sparseMax = saved }(sparseMax)
+		for q := range 300 {
+			// Both scoring paths: sparse (merge) and dense (score array).
+			sparseMax = []int{0, 1 << 30, 1 << 13}[q%3]
+			query := s.query()
+			f := Filter{}
+			switch q % 4 {
+			case 1:
+				f.Tags = []string{"t1"}
+			case 2:
+				f.Types, f.CreatedAfter = []string{"fact"}, t0.Add(100*time.Minute)
+			}
+			for _, k := range []int{1, 10, 50} {
+				got, err := ix.Search(context.Background(), "c", query, k, f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := referenceSearch(ix, "c", query, k, f)
+				if len(got) != len(want) {
+					t.Fatalf("%s: %q k=%d: %d hits, reference %d", label, query, k, len(got), len(want))
+				}
+				for i := range got {
+					if got[i].ID != want[i].ID || math.Float64bits(got[i].Score) != math.Float64bits(want[i].Score) {
+						t.Fatalf("%s: %q k=%d: hit %d is %s %v, reference %s %v", label, query, k, i, got[i].ID, got[i].Score, want[i].ID, want[i].Score)
+					}
+				}
+			}
+		}
+	}
+	check("live only")
+	// Dead slots (below the compaction threshold) and replaced documents.
+	for i := range 1000 {
+		if i%3 == 0 {
+			ix.Delete("c", fmt.Sprintf("d%05d", i))
+		} else if i%3 == 1 {
+			ix.Upsert("c", Doc{ID: fmt.Sprintf("d%05d", i), Text: s.text(), Type: "note", CreatedAt: t0})
+		}
+	}
+	check("with dead slots")
+}
+
+// BenchmarkSearch measures one agent of ENGRAM_BENCH_MEMORIES (default
+// 100000) short Zipf documents, 8 searches at a time, k = 50 as hybrid
+// search asks; cpu-ns/op is CPU time per search (steadier than wall time on
+// a shared machine).
+func BenchmarkSearch(b *testing.B) {
+	n := 100000
+	if v := os.Getenv("ENGRAM_BENCH_MEMORIES"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil {
+			b.Fatal(err)
+		}
+	}
+	s := newSynthCorpus(2)
+	ix := New()
+	docs := make([]Doc, 0, 1000)
+	for i := range n {
+		docs = append(docs, Doc{ID: fmt.Sprintf("m%07d", i), Text: s.text(), Type: "note", CreatedAt: time.Unix(int64(i), 0)})
+		if len(docs) == cap(docs) {
+			ix.Upsert("c", docs...)
+			docs = docs[:0]
+		}
+	}
+	ix.Upsert("c", docs...)
+	queries := make([]string, 4096)
+	for i := range queries {
+		queries[i] = s.query()
+	}
+	b.Run("warm", func(b *testing.B) { benchWarm(b, ix, queries) })
+	// Under the load benchmark the vector search and HTTP work between
+	// two keyword searches evict the index from the caches; cold evicts
+	// them (walks 64 MiB) before each timed search.
+	b.Run("cold", func(b *testing.B) {
+		evict := make([]byte, 64<<20)
+		var sink byte
+		var spent time.Duration
+		i := 0
+		for b.Loop() {
+			b.StopTimer()
+			for j := 0; j < len(evict); j += 64 {
+				evict[j]++
+				sink += evict[j]
+			}
+			b.StartTimer()
+			t0 := time.Now()
+			if _, err := ix.Search(context.Background(), "c", queries[i%len(queries)], 50, Filter{}); err != nil {
+				b.Fatal(err)
+			}
+			spent += time.Since(t0)
+			i++
+		}
+		b.ReportMetric(float64(spent.Nanoseconds())/float64(b.N), "search-ns/op")
+		_ = sink
+	})
+}
+
+func benchWarm(b *testing.B, ix *Index, queries []string) {
+	var ru0 syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
+	b.ResetTimer()
+	b.SetParallelism(4)
+	b.RunParallel(func(pb *testing.PB) {
+		i := rand.IntN(len(queries))
+		for pb.Next() {
+			if _, err := ix.Search(context.Background(), "c", queries[i%len(queries)], 50, Filter{}); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	})
+	b.StopTimer()
+	var ru1 syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
+	cpu := (ru1.Utime.Nano() + ru1.Stime.Nano()) - (ru0.Utime.Nano() + ru0.Stime.Nano())
+	b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
+}
