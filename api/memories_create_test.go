@@ -131,6 +131,8 @@ func TestMemCreateValidation(t *testing.T) {
 		{"created_at in the future", map[string]any{"type": "note", "content": map[string]any{"content": "c"}, "created_at": future}, "created_at"},
 		{"created_at within the skew", map[string]any{"type": "note", "content": map[string]any{"content": "c"}, "created_at": soon}, ""},
 		{"malformed derived_from", map[string]any{"type": "note", "content": map[string]any{"content": "c"}, "derived_from": []string{"nonsense"}}, "derived_from"},
+		{"too many derived_from", map[string]any{"type": "note", "content": map[string]any{"content": "c"}, "derived_from": make([]string, memory.MaxListItems+1)}, "derived_from"},
+		{"too many tags", map[string]any{"type": "note", "content": map[string]any{"content": "c"}, "tags": make([]string, memory.MaxTags+1)}, "tags"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -63,6 +63,8 @@ func TestNormalizeContentFillsDefaults(t *testing.T) {
 
 func TestNormalizeContentRejects(t *testing.T) {
 	long := strings.Repeat("x", MaxTextChars+1)
+	manyStrings := "[" + strings.TrimSuffix(strings.Repeat(`"l",`, MaxListItems+1), ",") + "]"
+	manySteps := "[" + strings.TrimSuffix(strings.Repeat(`{"action":"a"},`, MaxListItems+1), ",") + "]"
 	tests := []struct {
 		name    string
 		typ     Type
@@ -83,6 +85,8 @@ func TestNormalizeContentRejects(t *testing.T) {
 		{"episode lessons type", Episode, `{"objective":"x","outcome":"y","lessons":"one"}`, "content.lessons"},
 		{"episode lesson too long", Episode, `{"objective":"x","outcome":"y","lessons":["` + long + `"]}`, "content.lessons[0]"},
 		{"episode unknown field", Episode, `{"objective":"x","outcome":"y","mood":"ok"}`, "content.mood"},
+		{"episode too many lessons", Episode, `{"objective":"x","outcome":"y","lessons":` + manyStrings + `}`, "content.lessons"},
+		{"playbook too many steps", Playbook, `{"name":"n","description":"d","steps":` + manySteps + `}`, "content.steps"},
 
 		{"belief statement missing", Belief, `{}`, "content.statement"},
 		{"belief type enum", Belief, `{"statement":"s","belief_type":"rumour"}`, "content.belief_type"},
