@@ -1,0 +1,41 @@
+// Package postgres is the PostgreSQL adapter of the domain ports (for now the
+// event store), over a pgxpool connection pool.
+package postgres
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// DB is a migrated PostgreSQL database.
+type DB struct {
+	Pool *pgxpool.Pool
+}
+
+// Open connects to url (a postgres:// URL or key=value DSN; extra parameters
+// such as search_path become session settings), checks the connection and
+// runs every pending migration.
+func Open(ctx context.Context, url string) (*DB, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: parse url: %w", err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: connect: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: connect: %w", err)
+	}
+	if err := migrate(ctx, pool); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return &DB{Pool: pool}, nil
+}
+
+// Close closes every connection.
+func (db *DB) Close() { db.Pool.Close() }

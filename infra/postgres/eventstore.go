@@ -1,0 +1,250 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/engram-memory/engram/domain"
+)
+
+// appendLock is the transaction-scoped advisory lock key every Append takes.
+//
+// Positions come from an identity sequence, and sequence values are handed
+// out at INSERT time, not at COMMIT: two concurrent appends could commit
+// positions 8 and 7 in that order, and a subscriber that had already read past
+// 8 would never see 7. Holding one lock for the whole append transaction makes
+// positions commit in order, so ReadAll(after) never skips an event. The cost
+// is that appends are serialised database-wide (one writer at a time, like
+// SQLite and like a single KurrentDB leader); if that ever limits throughput,
+// the alternative is to read only below the oldest in-flight transaction
+// (pg_snapshot_xmin + a xid column) instead of locking.
+const appendLock int64 = 0x656e6772616d01 // "engram\1"
+
+// notifyChannel is the LISTEN/NOTIFY channel Append signals on commit.
+const notifyChannel = "engram_events"
+
+// EventStore is the PostgreSQL domain.EventStore.
+type EventStore struct {
+	db           *DB
+	pollInterval time.Duration
+	now          func() time.Time
+}
+
+var _ domain.EventStore = (*EventStore)(nil)
+
+// NewEventStore returns the event log of db. Subscribers are woken by
+// LISTEN/NOTIFY as soon as an append commits; pollInterval is the fallback
+// that bounds how late they are if a notification is lost (or LISTEN is not
+// available, e.g. behind a transaction-pooling PgBouncer).
+func NewEventStore(db *DB, pollInterval time.Duration) *EventStore {
+	if pollInterval <= 0 {
+		pollInterval = 500 * time.Millisecond
+	}
+	return &EventStore{db: db, pollInterval: pollInterval, now: time.Now}
+}
+
+// Append implements domain.EventStore.
+func (s *EventStore) Append(ctx context.Context, stream string, expected int64, events []domain.NewEvent) (domain.AppendResult, error) {
+	if len(events) == 0 {
+		return domain.AppendResult{}, fmt.Errorf("postgres: append to %s: no events", stream)
+	}
+	var res domain.AppendResult
+	err := pgx.BeginFunc(ctx, s.db.Pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, appendLock); err != nil {
+			return fmt.Errorf("postgres: append lock: %w", err)
+		}
+		// The advisory lock already serialises appends; FOR UPDATE keeps the
+		// stream check correct on its own should that lock ever be relaxed.
+		current := int64(-1)
+		err := tx.QueryRow(ctx, `SELECT version FROM streams WHERE stream = $1 FOR UPDATE`, stream).Scan(&current)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("postgres: read stream version: %w", err)
+		}
+		if expected != domain.ExpectAny && expected != current {
+			return fmt.Errorf("append to %s: expected version %d, stream is at %d: %w", stream, expected, current, domain.ErrWrongExpectedVersion)
+		}
+		now := s.now().UTC()
+		batch := &pgx.Batch{}
+		for _, e := range events {
+			current++
+			id := e.ID
+			if id == "" {
+				id = uuid.Must(uuid.NewV7()).String()
+			}
+			at := e.Time
+			if at.IsZero() {
+				at = now
+			}
+			payload := []byte(e.Payload)
+			if payload == nil {
+				payload = []byte{}
+			}
+			batch.Queue(`INSERT INTO events (id, stream, version, type, schema_version, time, actor_kind, actor_id, actor_user_id, request_id, payload)
+				VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11) RETURNING position`,
+				id, stream, current, e.Type, e.SchemaVersion, at.UTC(),
+				string(e.Actor.Kind), e.Actor.ID, e.Actor.UserID, e.RequestID, payload)
+		}
+		br := tx.SendBatch(ctx, batch)
+		for range events {
+			var pos int64
+			if err := br.QueryRow().Scan(&pos); err != nil {
+				br.Close()
+				return fmt.Errorf("postgres: append to %s: %w", stream, err)
+			}
+			res.LastPosition = uint64(pos)
+		}
+		if err := br.Close(); err != nil {
+			return fmt.Errorf("postgres: append to %s: %w", stream, err)
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO streams (stream, version) VALUES ($1, $2) ON CONFLICT (stream) DO UPDATE SET version = excluded.version`, stream, current); err != nil {
+			return fmt.Errorf("postgres: bump stream version: %w", err)
+		}
+		// Delivered to listeners only when (and if) the transaction commits.
+		if _, err := tx.Exec(ctx, `SELECT pg_notify($1, '')`, notifyChannel); err != nil {
+			return fmt.Errorf("postgres: notify append: %w", err)
+		}
+		res.NextExpectedVersion = current
+		return nil
+	})
+	if err != nil {
+		return domain.AppendResult{}, err
+	}
+	return res, nil
+}
+
+const eventColumns = `position, id, stream, version, type, schema_version, time, actor_kind, actor_id, actor_user_id, request_id, payload`
+
+// ReadStream implements domain.EventStore.
+func (s *EventStore) ReadStream(ctx context.Context, stream string, from uint64) ([]domain.Event, error) {
+	rows, err := s.db.Pool.Query(ctx, `SELECT `+eventColumns+` FROM events WHERE stream = $1 AND version >= $2 ORDER BY version`, stream, int64(from))
+	if err != nil {
+		return nil, fmt.Errorf("postgres: read stream %s: %w", stream, err)
+	}
+	return scanEvents(rows)
+}
+
+// ReadAll implements domain.EventStore.
+func (s *EventStore) ReadAll(ctx context.Context, after uint64, limit int) ([]domain.Event, error) {
+	rows, err := s.db.Pool.Query(ctx, `SELECT `+eventColumns+` FROM events WHERE position > $1 ORDER BY position LIMIT $2`, int64(after), limit)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: read all: %w", err)
+	}
+	return scanEvents(rows)
+}
+
+// Head implements domain.EventStore.
+func (s *EventStore) Head(ctx context.Context) (uint64, error) {
+	var head int64
+	if err := s.db.Pool.QueryRow(ctx, `SELECT COALESCE(MAX(position), 0) FROM events`).Scan(&head); err != nil {
+		return 0, fmt.Errorf("postgres: head: %w", err)
+	}
+	return uint64(head), nil
+}
+
+// subscribeBatch bounds how many events one handler call receives.
+const subscribeBatch = 1000
+
+// SubscribeAll implements domain.EventStore. It holds one dedicated
+// connection that LISTENs for appends (from any process) and re-reads the log
+// when woken, or every pollInterval if no notification arrives. If LISTEN
+// cannot be set up it falls back to polling alone.
+func (s *EventStore) SubscribeAll(ctx context.Context, after uint64, handle func(context.Context, []domain.Event) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	wake := s.listen(ctx)
+	for {
+		events, err := s.ReadAll(ctx, after, subscribeBatch)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return err
+		}
+		if len(events) > 0 {
+			if err := handle(ctx, events); err != nil {
+				return err
+			}
+			after = events[len(events)-1].Position
+			if len(events) == subscribeBatch {
+				continue
+			}
+		}
+		timer := time.NewTimer(s.pollInterval)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return ctx.Err()
+		case <-wake:
+		case <-timer.C:
+		}
+		timer.Stop()
+	}
+}
+
+// listen starts a goroutine that LISTENs on a connection taken out of the
+// pool and sends on the returned channel (coalescing) for every
+// notification, until ctx ends. LISTEN is in effect before listen returns,
+// so an append committed after the caller's next read always wakes it. On
+// any failure the channel just stays quiet and polling takes over.
+func (s *EventStore) listen(ctx context.Context) <-chan struct{} {
+	wake := make(chan struct{}, 1)
+	pc, err := s.db.Pool.Acquire(ctx)
+	if err != nil {
+		return wake
+	}
+	// Hijack: the connection is ours and is closed afterwards, never handed
+	// back to the pool still subscribed or mid-wait.
+	conn := pc.Hijack()
+	if _, err := conn.Exec(ctx, `LISTEN `+notifyChannel); err != nil {
+		conn.Close(context.Background())
+		return wake
+	}
+	go func() {
+		defer func() {
+			closeCtx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			conn.Close(closeCtx)
+		}()
+		for {
+			if _, err := conn.WaitForNotification(ctx); err != nil {
+				return
+			}
+			select {
+			case wake <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	return wake
+}
+
+func scanEvents(rows pgx.Rows) ([]domain.Event, error) {
+	defer rows.Close()
+	var out []domain.Event
+	for rows.Next() {
+		var e domain.Event
+		var position, version int64
+		var actorKind string
+		var at time.Time
+		var payload []byte
+		if err := rows.Scan(&position, &e.ID, &e.Stream, &version, &e.Type, &e.SchemaVersion, &at,
+			&actorKind, &e.Actor.ID, &e.Actor.UserID, &e.RequestID, &payload); err != nil {
+			return nil, fmt.Errorf("postgres: scan event: %w", err)
+		}
+		e.Position = uint64(position)
+		e.Version = uint64(version)
+		e.Actor.Kind = domain.ActorKind(actorKind)
+		e.Time = at.UTC()
+		e.Payload = payload
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: read events: %w", err)
+	}
+	return out, nil
+}
