@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/infra/eventlog"
 )
 
 // appendLock is the transaction-scoped advisory lock key every Append takes.
@@ -146,9 +147,6 @@ func (s *EventStore) Head(ctx context.Context) (uint64, error) {
 	return uint64(head), nil
 }
 
-// subscribeBatch bounds how many events one handler call receives.
-const subscribeBatch = 1000
-
 // SubscribeAll implements domain.EventStore. It holds one dedicated
 // connection that LISTENs for appends (from any process) and re-reads the log
 // when woken, or every pollInterval if no notification arrives. If LISTEN
@@ -157,33 +155,7 @@ func (s *EventStore) SubscribeAll(ctx context.Context, after uint64, handle func
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	wake := s.listen(ctx)
-	for {
-		events, err := s.ReadAll(ctx, after, subscribeBatch)
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			return err
-		}
-		if len(events) > 0 {
-			if err := handle(ctx, events); err != nil {
-				return err
-			}
-			after = events[len(events)-1].Position
-			if len(events) == subscribeBatch {
-				continue
-			}
-		}
-		timer := time.NewTimer(s.pollInterval)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return ctx.Err()
-		case <-wake:
-		case <-timer.C:
-		}
-		timer.Stop()
-	}
+	return eventlog.Follow(ctx, after, s.pollInterval, s.ReadAll, func() <-chan struct{} { return wake }, handle)
 }
 
 // listen starts a goroutine that LISTENs on a connection taken out of the

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/infra/eventlog"
 )
 
 // EventStore is the embedded domain.EventStore.
@@ -116,39 +117,9 @@ func (s *EventStore) Head(ctx context.Context) (uint64, error) {
 	return head, nil
 }
 
-// subscribeBatch bounds how many events one handler call receives.
-const subscribeBatch = 1000
-
 // SubscribeAll implements domain.EventStore.
 func (s *EventStore) SubscribeAll(ctx context.Context, after uint64, handle func(context.Context, []domain.Event) error) error {
-	for {
-		wake := s.appended.wait()
-		events, err := s.ReadAll(ctx, after, subscribeBatch)
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			return err
-		}
-		if len(events) > 0 {
-			if err := handle(ctx, events); err != nil {
-				return err
-			}
-			after = events[len(events)-1].Position
-			if len(events) == subscribeBatch {
-				continue
-			}
-		}
-		timer := time.NewTimer(s.pollInterval)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return ctx.Err()
-		case <-wake:
-		case <-timer.C:
-		}
-		timer.Stop()
-	}
+	return eventlog.Follow(ctx, after, s.pollInterval, s.ReadAll, s.appended.wait, handle)
 }
 
 func scanEvents(rows *sql.Rows) ([]domain.Event, error) {

@@ -1,0 +1,54 @@
+// Package eventlog holds what every event store adapter shares beyond the
+// port itself.
+package eventlog
+
+import (
+	"context"
+	"time"
+
+	"github.com/engram-memory/engram/domain"
+)
+
+// FollowBatch bounds how many events one handler call receives.
+const FollowBatch = 1000
+
+// Follow implements domain.EventStore.SubscribeAll over an adapter's
+// ReadAll: it hands handle every page after position after, and once caught
+// up waits for the channel wake returns (the adapter's append signal) or
+// for poll, whichever comes first. wake is called before each read, so an
+// append that lands after the read still wakes the wait. It returns
+// ctx.Err() or handle's error.
+func Follow(ctx context.Context, after uint64, poll time.Duration,
+	read func(ctx context.Context, after uint64, limit int) ([]domain.Event, error),
+	wake func() <-chan struct{},
+	handle func(context.Context, []domain.Event) error,
+) error {
+	for {
+		woken := wake()
+		events, err := read(ctx, after, FollowBatch)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return err
+		}
+		if len(events) > 0 {
+			if err := handle(ctx, events); err != nil {
+				return err
+			}
+			after = events[len(events)-1].Position
+			if len(events) == FollowBatch {
+				continue
+			}
+		}
+		timer := time.NewTimer(poll)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return ctx.Err()
+		case <-woken:
+		case <-timer.C:
+		}
+		timer.Stop()
+	}
+}
