@@ -9,13 +9,19 @@ import (
 
 var agentIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 
-// ValidateAgentID checks decisions.md §4: 1-64 characters of [A-Za-z0-9._-].
+// ValidateAgentID checks decisions.md §4: 1-64 characters of [A-Za-z0-9._-],
+// and not only dots: agent ids also name local stacks on disk
+// (~/.engram/stacks/<id>), where "." and ".." are not names but the
+// directory itself and its parent.
 func ValidateAgentID(id string) error {
 	if id == "" {
 		return domain.Invalid("agent_id", "agent_id is required")
 	}
 	if !agentIDPattern.MatchString(id) {
 		return domain.Invalid("agent_id", "agent_id must be 1-64 characters of A-Z, a-z, 0-9, '.', '_' or '-'")
+	}
+	if strings.Trim(id, ".") == "" {
+		return domain.Invalid("agent_id", "agent_id must not consist of dots only (it also names a directory on disk)")
 	}
 	return nil
 }

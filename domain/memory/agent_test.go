@@ -11,13 +11,36 @@ import (
 )
 
 func TestValidateAgentID(t *testing.T) {
-	for _, ok := range []string{"claire", "a", "A.b_c-9", strings.Repeat("x", 64)} {
-		if err := ValidateAgentID(ok); err != nil {
-			t.Errorf("ValidateAgentID(%q) = %v", ok, err)
-		}
+	tests := []struct {
+		id    string
+		valid bool
+	}{
+		{"claire", true},
+		{"a", true},
+		{"A.b_c-9", true},
+		{strings.Repeat("x", 64), true},
+		{".hidden", true},
+		{"a..b", true},
+		{"...x", true},
+		{"", false},
+		{"with space", false},
+		{"slash/no", false},
+		{"ünï", false},
+		{strings.Repeat("x", 65), false},
+		{".", false},
+		{"..", false},
+		{"...", false},
+		{strings.Repeat(".", 64), false},
 	}
-	for _, bad := range []string{"", "with space", "slash/no", "ünï", strings.Repeat("x", 65)} {
-		assertInvalidField(t, ValidateAgentID(bad), "agent_id")
+	for _, tt := range tests {
+		err := ValidateAgentID(tt.id)
+		if tt.valid {
+			if err != nil {
+				t.Errorf("ValidateAgentID(%q) = %v, want valid", tt.id, err)
+			}
+			continue
+		}
+		assertInvalidField(t, err, "agent_id")
 	}
 	if AgentStream("u1", "claire") == AgentStream("u2", "claire") {
 		t.Error("two users' agents share a stream")
