@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -206,28 +207,95 @@ func TestRateLimits(t *testing.T) {
 		ipLimit:   api.RateLimit{PerSecond: 0.01, Burst: 3},
 		userLimit: api.RateLimit{PerSecond: 0.01, Burst: 3},
 	})
-	for i := range 3 {
-		r := expect(t, s.call("POST", "/v1/auth/register", "", map[string]string{"email": "ratelimited@example.com"}), http.StatusOK)
-		if got := r.header.Get("X-RateLimit-Remaining"); got != strconv.Itoa(2-i) {
-			t.Errorf("X-RateLimit-Remaining %q after %d requests", got, i+1)
-		}
+	// Per credential: sign up through the library, which costs no IP token.
+	if _, err := s.accounts.Register(t.Context(), metaNone(), "ratelimited@example.com"); err != nil {
+		t.Fatal(err)
 	}
-	r := s.call("POST", "/v1/auth/login", "", map[string]string{"api_key": "x"})
-	assertFailure(t, r, 429, "rate_limited", "")
-	checkRateHeaders(t, r)
-
-	// Per credential: verify through the library (the IP budget is spent).
-	token := s.latestToken("ratelimited@example.com")
-	v, err := s.accounts.Verify(t.Context(), metaNone(), token)
+	v, err := s.accounts.Verify(t.Context(), metaNone(), s.latestToken("ratelimited@example.com"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for range 3 {
 		expect(t, s.call("GET", "/v1/auth/status", v.APIKey, nil), http.StatusOK)
 	}
-	r = s.call("GET", "/v1/auth/status", v.APIKey, nil)
+	r := s.call("GET", "/v1/auth/status", v.APIKey, nil)
 	assertFailure(t, r, 429, "rate_limited", "")
 	checkRateHeaders(t, r)
+
+	// Per client IP.
+	for i := range 3 {
+		r := expect(t, s.call("POST", "/v1/auth/register", "", map[string]string{"email": fmt.Sprintf("ratelimited-%d@example.com", i)}), http.StatusOK)
+		if got := r.header.Get("X-RateLimit-Remaining"); got != strconv.Itoa(2-i) {
+			t.Errorf("X-RateLimit-Remaining %q after %d requests", got, i+1)
+		}
+	}
+	r = s.call("POST", "/v1/auth/login", "", map[string]string{"api_key": "x"})
+	assertFailure(t, r, 429, "rate_limited", "")
+	checkRateHeaders(t, r)
+}
+
+// TestFailedAuthenticationCostsAnIPToken: a bad bearer credential costs the
+// client IP one token of the register/verify/login limit, on every
+// authenticated route whatever its error shape; once the IP has none left
+// it is refused before its credential is looked at, so a valid key guessed
+// then is refused too (the refusal says nothing about the credential).
+// Valid credentials cost no IP token, and missing ones are no guess.
+func TestFailedAuthenticationCostsAnIPToken(t *testing.T) {
+	s := newStack(t, stackOptions{ipLimit: api.RateLimit{PerSecond: 0.01, Burst: 4}})
+	_, key := s.signUp("victim@example.com") // register + verify: 2 tokens
+	for range 5 {
+		expect(t, s.call("GET", "/v1/auth/status", key, nil), http.StatusOK)
+		assertFailure(t, s.call("GET", "/v1/auth/status", "", nil), 401, "unauthorized", "")
+	}
+	assertFailure(t, s.call("GET", "/v1/auth/keys", "eng_"+strings.Repeat("x", 40), nil), 401, "unauthorized", "")
+	r := s.call("POST", "/v1/embeddings", "not-a-key", map[string]any{"input": "x", "model": "default"})
+	if e, _ := r.body["error"].(map[string]any); r.status != 401 || e["code"] != "invalid_api_key" {
+		t.Fatalf("OpenAI route, bad key: %d %s", r.status, r.raw)
+	}
+	// The budget is spent: guesses and the valid key alike are refused.
+	for _, bearer := range []string{"eng_" + strings.Repeat("y", 40), key} {
+		r := s.call("GET", "/v1/auth/status", bearer, nil)
+		assertFailure(t, r, 429, "rate_limited", "")
+		if r.header.Get("Retry-After") == "" {
+			t.Error("429 without Retry-After")
+		}
+	}
+	r = s.call("POST", "/v1/embeddings", key, map[string]any{"input": "x", "model": "default"})
+	if e, _ := r.body["error"].(map[string]any); r.status != 429 || e["code"] != "rate_limit_exceeded" {
+		t.Fatalf("OpenAI route, spent budget: %d %s", r.status, r.raw)
+	}
+	assertFailure(t, s.call("POST", "/v1/auth/login", "", map[string]string{"api_key": key}), 429, "rate_limited", "")
+}
+
+// TestVerificationMailThrottle: a verification mail to one address is
+// re-sent at most once a minute; sooner is 429 with Retry-After and no
+// mail, whoever asks. Other addresses are not affected.
+func TestVerificationMailThrottle(t *testing.T) {
+	s := newStack(t, stackOptions{})
+	register := func(addr string) response {
+		return s.call("POST", "/v1/auth/register", "", map[string]string{"email": addr})
+	}
+	expect(t, register("target@example.com"), http.StatusOK)
+	for _, addr := range []string{"target@example.com", " TARGET@example.com "} {
+		r := register(addr)
+		assertFailure(t, r, 429, "rate_limited", "")
+		if retry, err := strconv.Atoi(r.header.Get("Retry-After")); err != nil || retry < 59 || retry > 60 {
+			t.Errorf("Retry-After %q, want about 60", r.header.Get("Retry-After"))
+		}
+	}
+	expect(t, register("bystander@example.com"), http.StatusOK)
+	if n := len(s.outboxMails("target@example.com")); n != 1 {
+		t.Fatalf("%d mails to the target, want 1", n)
+	}
+	s.clock.Advance(59 * time.Second)
+	assertFailure(t, register("target@example.com"), 429, "rate_limited", "")
+	s.clock.Advance(time.Second)
+	expect(t, register("target@example.com"), http.StatusOK)
+	if n := len(s.outboxMails("target@example.com")); n != 2 {
+		t.Fatalf("%d mails to the target, want 2", n)
+	}
+	// Either token verifies.
+	expect(t, s.call("POST", "/v1/auth/verify", "", map[string]string{"token": s.latestToken("target@example.com")}), http.StatusOK)
 }
 
 func checkRateHeaders(t *testing.T, r response) {

@@ -2,6 +2,8 @@ package api
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -19,24 +21,55 @@ type Authenticator interface {
 // then applies the per-credential rate limit.
 func (s *Server) requireAuth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		scheme, credential, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-		if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(credential) == "" {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="engram"`)
-			s.fail(w, r, domain.Errorf(domain.KindUnauthorized, "missing bearer credential: send Authorization: Bearer <api key or session token>"))
-			return
-		}
-		actor, err := s.cfg.Auth.Authenticate(r.Context(), strings.TrimSpace(credential))
+		actor, err := s.authenticate(w, r)
 		if err != nil {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="engram", error="invalid_token"`)
+			if domain.ErrorKind(err) == domain.KindUnauthorized {
+				challenge := `Bearer realm="engram"`
+				if errors.Is(err, errBadCredential) {
+					challenge += `, error="invalid_token"`
+				}
+				w.Header().Set("WWW-Authenticate", challenge)
+			}
 			s.fail(w, r, err)
-			return
-		}
-		if !s.userLimits.allow(w, string(actor.Kind)+":"+actor.ID) {
-			s.fail(w, r, rateLimited())
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey, actor)))
 	})
+}
+
+// errBadCredential marks an authentication error for a credential that was
+// presented but is unknown, revoked or expired.
+var errBadCredential = errors.New("bad bearer credential")
+
+// authenticate resolves the request's bearer credential and applies the
+// rate limits, for every authenticated route whatever its error shape.
+// A credential that fails costs the client IP a token of the limit of
+// register, verify and login, so guessing keys is no cheaper than guessing
+// them through login; an IP with no token left is refused before its
+// credential is looked at, so a refusal says nothing about the credential.
+// A valid credential costs no IP token; it is then limited per credential.
+func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (domain.Actor, error) {
+	scheme, credential, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	credential = strings.TrimSpace(credential)
+	if !ok || !strings.EqualFold(scheme, "Bearer") || credential == "" {
+		return domain.Actor{}, domain.Errorf(domain.KindUnauthorized, "missing bearer credential: send Authorization: Bearer <api key or session token>")
+	}
+	ip := clientIP(r)
+	if !s.ipLimits.hasToken(w, ip) {
+		return domain.Actor{}, rateLimited()
+	}
+	actor, err := s.cfg.Auth.Authenticate(r.Context(), credential)
+	if err != nil {
+		if domain.ErrorKind(err) == domain.KindUnauthorized {
+			s.ipLimits.allow(w, ip)
+			err = fmt.Errorf("%w: %w", errBadCredential, err)
+		}
+		return domain.Actor{}, err
+	}
+	if !s.userLimits.allow(w, string(actor.Kind)+":"+actor.ID) {
+		return domain.Actor{}, rateLimited()
+	}
+	return actor, nil
 }
 
 // limitByIP applies the per-client-IP rate limit of the unauthenticated

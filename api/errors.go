@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strconv"
 
 	"github.com/engram-memory/engram/domain"
 )
@@ -42,6 +43,9 @@ func writeError(w http.ResponseWriter, r *http.Request, logger *slog.Logger, err
 		status = statusByKind[de.Kind]
 		if status == 0 {
 			status = http.StatusInternalServerError
+		}
+		if wait, ok := de.Details[domain.DetailRetryAfterSeconds].(int); ok {
+			w.Header().Set("Retry-After", strconv.Itoa(wait))
 		}
 	} else {
 		logger.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "request_id", body.RequestID, "error", err)

@@ -128,19 +128,9 @@ func base64Floats(v []float32) string {
 // openAIAuth is requireAuth with OpenAI's error shape.
 func (s *Server) openAIAuth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		scheme, credential, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-		credential = strings.TrimSpace(credential)
-		if !ok || !strings.EqualFold(scheme, "Bearer") || credential == "" {
-			s.failOpenAI(w, r, domain.Errorf(domain.KindUnauthorized, "you didn't provide an API key: send Authorization: Bearer <Engram API key or session token>"))
-			return
-		}
-		actor, err := s.cfg.Auth.Authenticate(r.Context(), credential)
+		actor, err := s.authenticate(w, r)
 		if err != nil {
 			s.failOpenAI(w, r, err)
-			return
-		}
-		if !s.userLimits.allow(w, string(actor.Kind)+":"+actor.ID) {
-			s.failOpenAI(w, r, rateLimited())
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey, actor)))

@@ -43,6 +43,16 @@ func newLimiterSet(limit RateLimit) *limiterSet {
 // allow takes one token for key and sets the X-RateLimit-* headers (and
 // Retry-After when refused).
 func (l *limiterSet) allow(w http.ResponseWriter, key string) bool {
+	return l.check(w, key, true)
+}
+
+// hasToken reports whether key has a token left, without taking it; when
+// it has none it sets the headers of a refusal, as allow does.
+func (l *limiterSet) hasToken(w http.ResponseWriter, key string) bool {
+	return l.check(w, key, false)
+}
+
+func (l *limiterSet) check(w http.ResponseWriter, key string, take bool) bool {
 	if l.limit.PerSecond <= 0 {
 		return true
 	}
@@ -57,10 +67,18 @@ func (l *limiterSet) allow(w http.ResponseWriter, key string) bool {
 		l.buckets[key] = b
 	}
 	b.lastSeen = now
-	ok := b.lim.AllowN(now, 1)
+	var ok bool
+	if take {
+		ok = b.lim.AllowN(now, 1)
+	} else {
+		ok = b.lim.TokensAt(now) >= 1
+	}
 	tokens := b.lim.TokensAt(now)
 	l.mu.Unlock()
 
+	if ok && !take {
+		return true
+	}
 	refill := time.Duration((float64(l.limit.Burst) - tokens) / l.limit.PerSecond * float64(time.Second))
 	h := w.Header()
 	h.Set("X-RateLimit-Limit", strconv.Itoa(l.limit.Burst))

@@ -18,7 +18,10 @@ import (
 const (
 	DefaultSessionTTL      = 24 * time.Hour
 	DefaultVerificationTTL = 24 * time.Hour
-	DefaultPublicURL       = "http://127.0.0.1:8080"
+	// DefaultVerificationResendInterval is the least time between two
+	// verification mails to one address.
+	DefaultVerificationResendInterval = time.Minute
+	DefaultPublicURL                  = "http://127.0.0.1:8080"
 	// mailTimeout bounds sending one verification mail.
 	mailTimeout = 30 * time.Second
 )
@@ -38,6 +41,10 @@ type AccountsConfig struct {
 	PublicURL       string
 	SessionTTL      time.Duration // default 24h
 	VerificationTTL time.Duration // default 24h
+	// VerificationResendInterval throttles verification mails per
+	// address (account.Registration.ResendInterval). Default
+	// DefaultVerificationResendInterval.
+	VerificationResendInterval time.Duration
 	// Now is the clock; default time.Now.
 	Now func() time.Time
 }
@@ -65,6 +72,9 @@ func NewAccounts(cfg AccountsConfig) (*Accounts, error) {
 	}
 	if cfg.VerificationTTL <= 0 {
 		cfg.VerificationTTL = DefaultVerificationTTL
+	}
+	if cfg.VerificationResendInterval <= 0 {
+		cfg.VerificationResendInterval = DefaultVerificationResendInterval
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -102,7 +112,10 @@ func (a *Accounts) Register(ctx context.Context, meta domain.Metadata, email str
 	}
 	now := a.now()
 	user, err := a.decide(ctx, account.StreamFor(email), meta, func(u *account.User) ([]domain.Payload, error) {
-		return u.Register(account.Registration{UserID: newID.String(), Email: email, TokenHash: token.Hash, Now: now, TokenTTL: a.cfg.VerificationTTL})
+		return u.Register(account.Registration{
+			UserID: newID.String(), Email: email, TokenHash: token.Hash,
+			Now: now, TokenTTL: a.cfg.VerificationTTL, ResendInterval: a.cfg.VerificationResendInterval,
+		})
 	})
 	if err != nil {
 		return Registered{}, err

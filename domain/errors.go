@@ -24,6 +24,10 @@ const (
 	KindInternal            Kind = "internal"
 )
 
+// DetailRetryAfterSeconds is the detail of a KindRateLimited error that
+// says how many seconds to wait; the API sends it as Retry-After too.
+const DetailRetryAfterSeconds = "retry_after_seconds"
+
 // Error is the one application error type. Code is the specific snake_case
 // code clients see (e.g. "last_active_key"); it defaults to the kind.
 type Error struct {

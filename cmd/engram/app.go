@@ -149,6 +149,8 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 		Logger:     logger,
 		PublicURL:  cfg.PublicURL,
 		SessionTTL: cfg.SessionTTL,
+
+		VerificationResendInterval: cfg.ResendInterval,
 	})
 	if err != nil {
 		a.close(ctx)

@@ -24,6 +24,7 @@ type serveConfig struct {
 	SMTPURL           string
 	MailOutbox        string
 	SessionTTL        time.Duration
+	ResendInterval    time.Duration
 	UsageFlush        time.Duration
 	RateLimit         float64
 	RateBurst         int
@@ -50,6 +51,7 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.StringVar(&cfg.SMTPURL, "smtp-url", "", "SMTP server for mail, e.g. smtp://user:pass@host:587 (default: write .eml files to the outbox)")
 	fs.StringVar(&cfg.MailOutbox, "mail-outbox", "", "directory for .eml files when no SMTP server is set (default <data-dir>/outbox)")
 	fs.DurationVar(&cfg.SessionTTL, "session-ttl", 24*time.Hour, "lifetime of session tokens from /auth/login")
+	fs.DurationVar(&cfg.ResendInterval, "verification-resend-interval", time.Minute, "least time between two verification mails to one address (re-registering sooner is 429)")
 	fs.DurationVar(&cfg.UsageFlush, "usage-flush", 30*time.Second, "how often key last_used_at updates are recorded")
 	fs.Float64Var(&cfg.RateLimit, "rate-limit", 50, "requests per second per credential (0 disables)")
 	fs.IntVar(&cfg.RateBurst, "rate-burst", 100, "burst size per credential")

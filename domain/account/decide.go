@@ -1,6 +1,7 @@
 package account
 
 import (
+	"math"
 	"strings"
 	"time"
 	"unicode"
@@ -41,14 +42,28 @@ type Registration struct {
 	TokenHash string
 	Now       time.Time
 	TokenTTL  time.Duration
+	// ResendInterval is the least time between two verification mails to
+	// one address, so that nobody can mail-bomb an address through
+	// registration; zero allows any rate.
+	ResendInterval time.Duration
 }
 
 // Register opens the account, or re-sends verification for an address that
 // is registered but not verified (same user id, new token; earlier tokens
-// stay valid until they expire). A verified address is a conflict.
+// stay valid until they expire). A verified address is a conflict; a
+// re-send sooner than ResendInterval after the last token is rate_limited,
+// with the seconds to wait in the detail retry_after_seconds. The time of
+// the last token is in the log (VerificationIssued.IssuedAt), so the
+// throttle holds across restarts and across servers sharing the log.
 func (u *User) Register(r Registration) ([]domain.Payload, error) {
 	if u.Verified {
 		return nil, domain.Conflict("email_already_registered", "this e-mail address is already registered and verified; log in with one of its API keys")
+	}
+	if next := u.lastTokenIssuedAt.Add(r.ResendInterval); u.Exists() && r.Now.Before(next) {
+		wait := int(math.Ceil(next.Sub(r.Now).Seconds()))
+		return nil, domain.Errorf(domain.KindRateLimited,
+			"a verification e-mail was sent to this address less than %s ago; check the inbox or retry after the time in Retry-After", r.ResendInterval).
+			WithDetail(domain.DetailRetryAfterSeconds, wait)
 	}
 	issued := &VerificationIssued{TokenHash: r.TokenHash, IssuedAt: r.Now, ExpiresAt: r.Now.Add(r.TokenTTL)}
 	if u.Exists() {

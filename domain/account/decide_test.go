@@ -62,23 +62,34 @@ func wantCode(t *testing.T, err error, code string) {
 }
 
 func TestRegister(t *testing.T) {
-	in := account.Registration{UserID: "new", Email: "a@example.com", TokenHash: "tok2", Now: t0.Add(time.Hour), TokenTTL: 24 * time.Hour}
+	// The last token of registered() was issued at t0.
 	tests := []struct {
 		name      string
 		history   []domain.Payload
+		now       time.Time
 		code      string
 		wantTypes []string
 		wantUser  string
+		wantRetry int // retry_after_seconds of a rate_limited refusal
 	}{
-		{"new address", nil, "", []string{"UserRegistered", "VerificationIssued"}, "new"},
-		{"unverified address: new token, same user", registered(), "", []string{"VerificationIssued"}, "u1"},
-		{"verified address", verified(), "email_already_registered", nil, ""},
+		{"new address", nil, t0, "", []string{"UserRegistered", "VerificationIssued"}, "new", 0},
+		{"unverified address: new token, same user", registered(), t0.Add(time.Hour), "", []string{"VerificationIssued"}, "u1", 0},
+		{"verified address", verified(), t0.Add(time.Hour), "email_already_registered", nil, "", 0},
+		{"re-send at once", registered(), t0, "rate_limited", nil, "", 60},
+		{"re-send after 59.5 s", registered(), t0.Add(59*time.Second + 500*time.Millisecond), "rate_limited", nil, "", 1},
+		{"re-send after exactly the interval", registered(), t0.Add(time.Minute), "", []string{"VerificationIssued"}, "u1", 0},
+		{"the newest token counts", append(registered(), &account.VerificationIssued{UserID: "u1", TokenHash: "tok3", IssuedAt: t0.Add(time.Hour), ExpiresAt: t0.Add(25 * time.Hour)}),
+			t0.Add(time.Hour + 30*time.Second), "rate_limited", nil, "", 30},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			in := account.Registration{UserID: "new", Email: "a@example.com", TokenHash: "tok2", Now: tt.now, TokenTTL: 24 * time.Hour, ResendInterval: time.Minute}
 			u := history(t, tt.history...)
 			got, err := u.Register(in)
 			wantCode(t, err, tt.code)
+			if de, _ := domain.AsError(err); tt.wantRetry != 0 && de.Details[domain.DetailRetryAfterSeconds] != tt.wantRetry {
+				t.Errorf("details %v, want %s %d", de.Details, domain.DetailRetryAfterSeconds, tt.wantRetry)
+			}
 			if len(got) != len(tt.wantTypes) {
 				t.Fatalf("got %d events, want %v", len(got), tt.wantTypes)
 			}

@@ -27,6 +27,8 @@ type User struct {
 	tokens   map[string]*verificationToken // by token hash
 	keys     map[string]*Key               // by key id
 	sessions map[string]*session           // by session id
+	// lastTokenIssuedAt is when the newest verification token was issued.
+	lastTokenIssuedAt time.Time
 }
 
 type verificationToken struct {
@@ -115,6 +117,7 @@ func (u *User) apply(p domain.Payload) {
 		u.ID, u.Email, u.CreatedAt = e.UserID, e.Email, e.RegisteredAt
 	case *VerificationIssued:
 		u.tokens[e.TokenHash] = &verificationToken{expiresAt: e.ExpiresAt}
+		u.lastTokenIssuedAt = e.IssuedAt
 	case *UserVerified:
 		if t := u.tokens[e.TokenHash]; t != nil {
 			t.used = true
