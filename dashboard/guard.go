@@ -12,6 +12,8 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strings"
+
+	"github.com/engram-memory/engram/internal/loopback"
 )
 
 // DefaultPort is the dashboard's default listening port.
@@ -26,12 +28,19 @@ func ListenAddr(port int) (string, error) {
 	return fmt.Sprintf("127.0.0.1:%d", port), nil
 }
 
-// Guard wraps the dashboard's routes: only GET and HEAD are served (405
-// otherwise), a trailing slash is ignored, every response says nosniff,
-// and a panic becomes a generic 500 with the detail only in the log.
+// Guard wraps the dashboard's routes: only requests whose Host header is a
+// loopback name (127.0.0.1, localhost, [::1], any port) are served, others
+// get a generic 421, so a web page cannot read the dashboard through DNS
+// rebinding; only GET and HEAD are served (405 otherwise), a trailing slash
+// is ignored, every response says nosniff, and a panic becomes a generic
+// 500 with the detail only in the log.
 func Guard(routes http.Handler, logger *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Content-Type-Options", "nosniff")
+		if !loopback.Host(r.Host) {
+			WriteError(w, http.StatusMisdirectedRequest)
+			return
+		}
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
 			WriteError(w, http.StatusMethodNotAllowed)

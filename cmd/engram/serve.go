@@ -9,11 +9,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/pprof"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/engram-memory/engram/internal/loopback"
 )
 
 // serveConfig is everything `engram serve` can be told.
@@ -22,6 +23,7 @@ type serveConfig struct {
 	DataDir           string
 	PublicURL         string
 	SMTPURL           string
+	SMTPURLFile       string
 	MailOutbox        string
 	SessionTTL        time.Duration
 	ResendInterval    time.Duration
@@ -49,6 +51,7 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.StringVar(&cfg.DataDir, "data-dir", filepath.Join(engramHome(), "server"), "data directory (SQLite file, outbox)")
 	fs.StringVar(&cfg.PublicURL, "public-url", "", "base URL used in links in e-mails (default http://<addr>)")
 	fs.StringVar(&cfg.SMTPURL, "smtp-url", "", "SMTP server for mail, e.g. smtp://user:pass@host:587 (default: write .eml files to the outbox)")
+	fs.StringVar(&cfg.SMTPURLFile, "smtp-url-file", "", "read --smtp-url from this file, so the password is not on the command line")
 	fs.StringVar(&cfg.MailOutbox, "mail-outbox", "", "directory for .eml files when no SMTP server is set (default <data-dir>/outbox)")
 	fs.DurationVar(&cfg.SessionTTL, "session-ttl", 24*time.Hour, "lifetime of session tokens from /auth/login")
 	fs.DurationVar(&cfg.ResendInterval, "verification-resend-interval", time.Minute, "least time between two verification mails to one address (re-registering sooner is 429)")
@@ -80,12 +83,34 @@ func serveCommand(ctx context.Context, args []string, stderr io.Writer) error {
 	if err := applyLocalConfig(fs, filepath.Join(engramHome(), "config.json")); err != nil {
 		return err
 	}
+	if err := cfg.readSecretFiles(); err != nil {
+		return err
+	}
 	cfg.fillFromStandardEnv()
 	logger, err := newLogger(stderr, cfg.LogLevel, cfg.LogFormat)
 	if err != nil {
 		return err
 	}
 	return serve(ctx, cfg, logger)
+}
+
+// readSecretFiles fills the secrets given as files (--smtp-url-file).
+func (cfg *serveConfig) readSecretFiles() error {
+	if cfg.SMTPURLFile == "" {
+		return nil
+	}
+	if cfg.SMTPURL != "" {
+		return errors.New("--smtp-url and --smtp-url-file are both set; give one")
+	}
+	raw, err := os.ReadFile(cfg.SMTPURLFile)
+	if err != nil {
+		return fmt.Errorf("--smtp-url-file: %w", err)
+	}
+	cfg.SMTPURL = strings.TrimSpace(string(raw))
+	if cfg.SMTPURL == "" {
+		return fmt.Errorf("--smtp-url-file %s is empty", cfg.SMTPURLFile)
+	}
+	return nil
 }
 
 // fillFromStandardEnv reads the variables OpenAI's own SDKs use.
@@ -144,6 +169,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 	}
+	warnIfExposed(logger, ln.Addr().String())
 	logger.Info("engram serving", "addr", ln.Addr().String(), "data_dir", cfg.DataDir, "base_url", "http://"+ln.Addr().String()+"/v1")
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -162,30 +188,11 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 	return a.close(shutdownCtx)
 }
 
-// servePprof serves the runtime profiles of net/http/pprof on addr, a
-// listener of its own: they are never part of the API handler. The
-// endpoints carry no authentication, so addr must be a loopback address.
-// It returns the address it listens on.
-func servePprof(addr string, logger *slog.Logger) (bound string, stop func(), err error) {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return "", nil, fmt.Errorf("--pprof-addr %q: %w", addr, err)
+// warnIfExposed warns when the API listens beyond this machine: anyone who
+// can reach the address can register and use it.
+func warnIfExposed(logger *slog.Logger, addr string) {
+	if !loopback.Addr(addr) {
+		logger.Warn("the API is exposed beyond this machine: --addr is not a loopback address, so anyone who can reach it can register and call the API; put it behind a TLS-terminating proxy or bind 127.0.0.1",
+			"addr", addr)
 	}
-	if ip := net.ParseIP(host); !strings.EqualFold(host, "localhost") && (ip == nil || !ip.IsLoopback()) {
-		return "", nil, fmt.Errorf("--pprof-addr %q: only a loopback address is allowed (the profiles are unauthenticated)", addr)
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return "", nil, fmt.Errorf("--pprof-addr: listen on %s: %w", addr, err)
-	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	logger.Info("pprof serving", "addr", ln.Addr().String())
-	go func() { _ = srv.Serve(ln) }()
-	return ln.Addr().String(), func() { _ = srv.Close() }, nil
 }
