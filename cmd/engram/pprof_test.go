@@ -187,7 +187,7 @@ func TestSMTPURLFile(t *testing.T) {
 	os.WriteFile(empty, []byte("\n"), 0o600)
 	tests := []struct {
 		name, url, file, want string
-		wantErr              bool
+		wantErr               bool
 	}{
 		{"no file", "smtp://a@b", "", "smtp://a@b", false},
 		{"file, trimmed", "", good, "smtp://u:p@mail.example:587", false},
