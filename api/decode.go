@@ -7,6 +7,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"os"
 	"strings"
 
 	"github.com/engram-memory/engram/domain"
@@ -44,6 +45,8 @@ func jsonError(err error) error {
 	switch {
 	case errors.As(err, &mbe):
 		return domain.Errorf(domain.KindTooLarge, "request body exceeds the limit of %d bytes", mbe.Limit).WithDetail("limit", mbe.Limit)
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return domain.Errorf(domain.KindTimeout, "the request body did not arrive in time")
 	case errors.As(err, &syntax):
 		return domain.Errorf(domain.KindInvalid, "malformed JSON at byte %d", syntax.Offset)
 	case errors.As(err, &typ):

@@ -21,6 +21,7 @@ var statusByKind = map[domain.Kind]int{
 	domain.KindTooLarge:            http.StatusRequestEntityTooLarge,
 	domain.KindUnsupportedMedia:    http.StatusUnsupportedMediaType,
 	domain.KindRateLimited:         http.StatusTooManyRequests,
+	domain.KindTimeout:             http.StatusRequestTimeout,
 	domain.KindProviderUnavailable: http.StatusServiceUnavailable,
 	domain.KindInternal:            http.StatusInternalServerError,
 }

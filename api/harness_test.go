@@ -93,6 +93,10 @@ type stackOptions struct {
 	maxBody   int64
 	ipLimit   api.RateLimit // zero: generous
 	userLimit api.RateLimit // zero: generous
+	// Slow-client bounds (api.Config); zero: unbounded.
+	bodyReadTimeout time.Duration
+	writeTimeout    time.Duration
+	maxInFlight     int
 	// fixedAuth authenticates the fixed bearer strings aliceKey and bobKey
 	// instead of account credentials.
 	fixedAuth bool
@@ -280,15 +284,18 @@ func (s *stack) wire(c *embed.Catalog, rc commands.RunnerConfig) {
 		auth = fixedAuth{aliceKey: alice, bobKey: bob}
 	}
 	h := api.New(api.Config{
-		Logger:        s.logger,
-		MaxBodyBytes:  s.opts.maxBody,
-		UserRateLimit: s.opts.userLimit,
-		IPRateLimit:   s.opts.ipLimit,
-		Auth:          auth,
-		Accounts:      s.accounts,
-		Memories:      s.memCmds,
-		Embeddings:    s.emb,
-		Search:        searcher,
+		Logger:          s.logger,
+		MaxBodyBytes:    s.opts.maxBody,
+		UserRateLimit:   s.opts.userLimit,
+		IPRateLimit:     s.opts.ipLimit,
+		BodyReadTimeout: s.opts.bodyReadTimeout,
+		WriteTimeout:    s.opts.writeTimeout,
+		MaxInFlight:     s.opts.maxInFlight,
+		Auth:            auth,
+		Accounts:        s.accounts,
+		Memories:        s.memCmds,
+		Embeddings:      s.emb,
+		Search:          searcher,
 	}).Handler()
 	s.handler.Store(&h)
 }

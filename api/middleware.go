@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"regexp"
@@ -73,15 +75,124 @@ func withAccessLog(logger *slog.Logger) func(http.Handler) http.Handler {
 	}
 }
 
-// withBodyLimit bounds every request body.
-func (s *Server) withBodyLimit(next http.Handler) http.Handler {
+// Unwrap lets http.ResponseController reach the connection.
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// withIOBounds keeps a slow, stalled or rejected client from holding the
+// connection: the body is bounded in size (MaxBodyBytes) and must arrive
+// within BodyReadTimeout, the response must be taken within WriteTimeout
+// of its start, and a failure answered before the body was read closes the
+// connection at once instead of reading the rest of the body first (Go's
+// server would otherwise read up to 256 KiB of it, at the client's pace).
+func (s *Server) withIOBounds(next http.Handler) http.Handler {
 	limit := s.cfg.MaxBodyBytes
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.ContentLength > limit {
-			s.fail(w, r, domain.Errorf(domain.KindTooLarge, "request body exceeds the limit of %d bytes", limit).WithDetail("limit", limit))
+		rc := http.NewResponseController(w)
+		gw := &guardedWriter{ResponseWriter: w, rc: rc, writeTimeout: s.cfg.WriteTimeout}
+		if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
+			next.ServeHTTP(gw, r)
 			return
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, limit)
+		// A deadline is set only while a body is expected: once it is read,
+		// Go's server keeps reading the connection in the background, and
+		// a deadline passing then would cancel the request's context.
+		body := &trackedBody{ReadCloser: http.MaxBytesReader(w, r.Body, limit), rc: rc}
+		if s.cfg.BodyReadTimeout > 0 {
+			_ = rc.SetReadDeadline(time.Now().Add(s.cfg.BodyReadTimeout))
+			body.deadline = true
+		}
+		gw.body = body
+		if r.ContentLength > limit {
+			s.fail(gw, r, domain.Errorf(domain.KindTooLarge, "request body exceeds the limit of %d bytes", limit).WithDetail("limit", limit))
+			return
+		}
+		r.Body = body
+		next.ServeHTTP(gw, r)
+	})
+}
+
+// trackedBody notes when the request body has been read to its end, and
+// then lifts the body's read deadline.
+type trackedBody struct {
+	io.ReadCloser
+	rc       *http.ResponseController
+	deadline bool
+	done     bool
+}
+
+func (b *trackedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if errors.Is(err, io.EOF) && !b.done {
+		b.done = true
+		if b.deadline {
+			_ = b.rc.SetReadDeadline(time.Time{})
+		}
+	}
+	return n, err
+}
+
+// guardedWriter applies the write deadline when the response starts, and
+// closes the connection without draining when a failure is answered while
+// the request body is unread.
+type guardedWriter struct {
+	http.ResponseWriter
+	rc           *http.ResponseController
+	writeTimeout time.Duration
+	body         *trackedBody // nil without a request body
+	wroteHeader  bool
+}
+
+func (w *guardedWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (w *guardedWriter) WriteHeader(code int) {
+	if !w.wroteHeader {
+		w.wroteHeader = true
+		if w.writeTimeout > 0 {
+			_ = w.rc.SetWriteDeadline(time.Now().Add(w.writeTimeout))
+		}
+		if code >= 400 && w.body != nil && !w.body.done {
+			w.Header().Set("Connection", "close")
+			_ = w.rc.SetReadDeadline(time.Now()) // the server's drain of the body fails at once
+		}
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *guardedWriter) Write(p []byte) (int, error) {
+	if !w.wroteHeader {
+		w.WriteHeader(http.StatusOK)
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+// limitInFlight answers 503 server_busy with Retry-After when MaxInFlight
+// requests are already being served; /healthz stays answerable, so a busy
+// server is not mistaken for a dead one.
+func (s *Server) limitInFlight(next http.Handler) http.Handler {
+	if s.cfg.MaxInFlight <= 0 {
+		return next
+	}
+	slots := make(chan struct{}, s.cfg.MaxInFlight)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/healthz" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		select {
+		case slots <- struct{}{}:
+		default:
+			w.Header().Set("Retry-After", "1")
+			s.fail(w, r, serverBusy(s.cfg.MaxInFlight))
+			return
+		}
+		defer func() { <-slots }()
 		next.ServeHTTP(w, r)
 	})
+}
+
+func serverBusy(limit int) error {
+	return (&domain.Error{
+		Kind: domain.KindProviderUnavailable, Code: "server_busy",
+		Message: "the server is serving as many requests as it allows at once; retry after the time in Retry-After",
+	}).WithDetail("limit", limit)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -14,6 +15,13 @@ import (
 type Config struct {
 	Logger       *slog.Logger
 	MaxBodyBytes int64
+	// BodyReadTimeout bounds the time to receive a request body, and
+	// WriteTimeout the time a client takes to receive a response; zero
+	// leaves them unbounded. MaxInFlight caps the requests served at
+	// once (503 server_busy above it); zero is no cap.
+	BodyReadTimeout time.Duration
+	WriteTimeout    time.Duration
+	MaxInFlight     int
 	// UserRateLimit applies per credential, IPRateLimit per client IP on
 	// register, verify and login.
 	UserRateLimit RateLimit
@@ -52,7 +60,7 @@ func New(cfg Config) *Server {
 // Handler returns the routed HTTP handler.
 func (s *Server) Handler() http.Handler {
 	r := chi.NewRouter()
-	r.Use(withRequestID, withAccessLog(s.logger), s.withBodyLimit)
+	r.Use(withRequestID, withAccessLog(s.logger), s.withIOBounds, s.limitInFlight)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, domain.Errorf(domain.KindNotFound, "no such endpoint: %s %s", r.Method, r.URL.Path))
 	})

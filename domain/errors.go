@@ -20,6 +20,7 @@ const (
 	KindTooLarge            Kind = "payload_too_large"
 	KindUnsupportedMedia    Kind = "unsupported_media_type"
 	KindRateLimited         Kind = "rate_limited"
+	KindTimeout             Kind = "request_timeout"
 	KindProviderUnavailable Kind = "provider_unavailable"
 	KindInternal            Kind = "internal"
 )

@@ -33,6 +33,12 @@ type serveConfig struct {
 	IPRateLimit       float64
 	IPRateBurst       int
 	MaxBodyBytes      int64
+	ReadHeaderTimeout time.Duration
+	BodyReadTimeout   time.Duration
+	WriteTimeout      time.Duration
+	IdleTimeout       time.Duration
+	MaxConnections    int
+	MaxInFlight       int
 	EmbedProvider     string
 	EmbedModel        string
 	EmbedModelDir     string
@@ -61,6 +67,12 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.Float64Var(&cfg.IPRateLimit, "ip-rate-limit", 1, "register/verify/login requests per second per client IP (0 disables)")
 	fs.IntVar(&cfg.IPRateBurst, "ip-rate-burst", 20, "burst size per client IP")
 	fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", 10<<20, "largest accepted request body")
+	fs.DurationVar(&cfg.ReadHeaderTimeout, "read-header-timeout", 10*time.Second, "time a client has to send the request line and headers")
+	fs.DurationVar(&cfg.BodyReadTimeout, "body-read-timeout", time.Minute, "time a client has to send the request body (0: unbounded)")
+	fs.DurationVar(&cfg.WriteTimeout, "write-timeout", time.Minute, "time a client has to take a response once it starts (0: unbounded)")
+	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", time.Minute, "how long a keep-alive connection may wait for its next request")
+	fs.IntVar(&cfg.MaxConnections, "max-connections", 4096, "most client connections held open at once; more wait to be accepted (0: no cap)")
+	fs.IntVar(&cfg.MaxInFlight, "max-in-flight", 256, "most requests served at once; more get 503 server_busy with Retry-After (0: no cap)")
 	fs.StringVar(&cfg.EmbedProvider, "embed-provider", "local", "embedding provider: local or openai")
 	fs.StringVar(&cfg.EmbedModel, "embed-model", "", "default embedding model (default: engram-hash-384 for local, text-embedding-3-small for openai)")
 	fs.StringVar(&cfg.EmbedModelDir, "embed-model-dir", "", "comma-separated directories of Model2Vec-style static models to load")
@@ -164,10 +176,14 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
+	ln = newLimitListener(ln, cfg.MaxConnections)
 	srv := &http.Server{
 		Handler:           a.handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
+		IdleTimeout:       cfg.IdleTimeout,
+		// No ReadTimeout: it would also cancel the context of a request
+		// that runs past it. The API bounds the body's read itself
+		// (--body-read-timeout) and the response's write (--write-timeout).
 	}
 	warnIfExposed(logger, ln.Addr().String())
 	logger.Info("engram serving", "addr", ln.Addr().String(), "data_dir", cfg.DataDir, "base_url", "http://"+ln.Addr().String()+"/v1")
