@@ -56,3 +56,13 @@ func (c *limitedConn) Close() error {
 	c.once.Do(c.release)
 	return err
 }
+
+// CloseWrite keeps the half-close that Go's server does before closing a
+// connection whose request body it did not read, so the client gets the
+// response before the reset.
+func (c *limitedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
