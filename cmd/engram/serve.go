@@ -20,6 +20,7 @@ import (
 type serveConfig struct {
 	Addr              string
 	DataDir           string
+	Durability        string
 	PublicURL         string
 	SMTPURL           string
 	MailOutbox        string
@@ -46,6 +47,7 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.StringVar(&cfg.Addr, "addr", "127.0.0.1:8080", "listen address HOST:PORT")
 	fs.StringVar(&cfg.DataDir, "data-dir", filepath.Join(engramHome(), "server"), "data directory (SQLite file, outbox)")
+	fs.StringVar(&cfg.Durability, "durability", "durable", "durable: the event log is synced to disk before a write is acknowledged; relaxed: the OS writes it back later (an OS crash or power loss can lose the last acknowledged writes)")
 	fs.StringVar(&cfg.PublicURL, "public-url", "", "base URL used in links in e-mails (default http://<addr>)")
 	fs.StringVar(&cfg.SMTPURL, "smtp-url", "", "SMTP server for mail, e.g. smtp://user:pass@host:587 (default: write .eml files to the outbox)")
 	fs.StringVar(&cfg.MailOutbox, "mail-outbox", "", "directory for .eml files when no SMTP server is set (default <data-dir>/outbox)")

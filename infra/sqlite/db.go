@@ -48,12 +48,17 @@ func Open(ctx context.Context, dataDir string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(dataDir, 0o700); err != nil {
-		return nil, fmt.Errorf("sqlite: create data dir: %w", err)
-	}
 	path := filepath.Join(dataDir, FileName)
 	db := &DB{path: path, durability: durability}
-	if !opts.ReadOnly {
+	if opts.ReadOnly {
+		// A reader creates nothing: no directory, no empty database.
+		if _, err := os.Stat(path); err != nil {
+			return nil, fmt.Errorf("sqlite: open read-only: %w", err)
+		}
+	} else {
+		if err := os.MkdirAll(dataDir, 0o700); err != nil {
+			return nil, fmt.Errorf("sqlite: create data dir: %w", err)
+		}
 		if err := restrictFiles(path); err != nil {
 			return nil, err
 		}

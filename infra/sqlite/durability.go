@@ -24,5 +24,5 @@ func ParseDurability(s string) (Durability, error) {
 	case Relaxed:
 		return Relaxed, nil
 	}
-	return "", fmt.Errorf("durability must be %q or %q, not %q", Durable, Relaxed, s)
+	return "", fmt.Errorf("%q is neither %q nor %q", s, Durable, Relaxed)
 }
