@@ -131,3 +131,36 @@ func TestServerFilesAreOwnerOnly(t *testing.T) {
 		}
 	}
 }
+
+// --durability and its twin ENGRAM_DURABILITY reach the event log (the
+// sqlite tests prove what each setting does there); a value that is
+// neither is refused before anything is opened.
+func TestDurabilitySettingReachesTheEventLog(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  []string
+		args []string
+		want string
+	}{
+		{"default", nil, nil, "durability=durable"},
+		{"environment", []string{"ENGRAM_DURABILITY=relaxed"}, nil, "durability=relaxed"},
+		{"flag over environment", []string{"ENGRAM_DURABILITY=relaxed"}, []string{"--durability", "durable"}, "durability=durable"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := startServer(t, t.TempDir(), tc.env, tc.args...)
+			if !strings.Contains(s.Log(), `msg="event log opened"`) || !strings.Contains(s.Log(), tc.want) {
+				t.Errorf("server log does not say %s:\n%s", tc.want, s.Log())
+			}
+		})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	dataDir := filepath.Join(t.TempDir(), "never-created")
+	out, err := runCLI(t, ctx, "serve", "--addr", "127.0.0.1:0", "--data-dir", dataDir, "--durability", "sometimes")
+	if err == nil || !strings.Contains(out, `--durability: "sometimes"`) {
+		t.Errorf("--durability sometimes: %v, output:\n%s", err, out)
+	}
+	if _, err := os.Stat(dataDir); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a refused --durability created the data dir (%v)", err)
+	}
+}
