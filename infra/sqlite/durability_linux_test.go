@@ -30,6 +30,27 @@ func unsyncedPages(t *testing.T, path string) uint64 {
 	return stat.Dirty + stat.Writeback
 }
 
+// diskTempDir is a temporary directory on a file system with a disk
+// behind it: on tmpfs fsync writes nothing back and pages stay dirty, so a
+// TMPDIR on tmpfs gives way to a directory beside the test's sources.
+func diskTempDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	var fs unix.Statfs_t
+	if err := unix.Statfs(dir, &fs); err != nil {
+		t.Fatal(err)
+	}
+	if fs.Type != unix.TMPFS_MAGIC && fs.Type != unix.RAMFS_MAGIC {
+		return dir
+	}
+	dir, err := os.MkdirTemp(".", ".durability-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
 // The proof without strace that a durable append is on disk when Append
 // returns: the page cache holds no unsynced page of the log. A relaxed
 // append leaves its pages dirty for the kernel to write back later (after
@@ -45,7 +66,7 @@ func TestDurableAppendLeavesNoUnsyncedPageOfTheLog(t *testing.T) {
 	} {
 		t.Run(string(tc.durability), func(t *testing.T) {
 			ctx := context.Background()
-			dir := t.TempDir()
+			dir := diskTempDir(t)
 			db, err := sqlite.Open(ctx, dir, sqlite.Options{Durability: tc.durability})
 			if err != nil {
 				t.Fatal(err)
