@@ -11,6 +11,7 @@ import (
 
 	"github.com/engram-memory/engram/api"
 	"github.com/engram-memory/engram/commands"
+	"github.com/engram-memory/engram/infra/datadir"
 	"github.com/engram-memory/engram/infra/mail"
 	"github.com/engram-memory/engram/infra/sqlite"
 	"github.com/engram-memory/engram/infra/vectorindex"
@@ -34,6 +35,8 @@ type app struct {
 // storage is the embedded storage and the projections over it; the server
 // and the offline maintenance commands share it.
 type storage struct {
+	// owner is the data dir's one-writer lock; nil when opened read-only.
+	owner    *datadir.Lock
 	db       *sqlite.DB
 	store    *sqlite.EventStore
 	accounts *sqlite.Accounts
@@ -45,13 +48,26 @@ type storage struct {
 	vectorIndex *vectorindex.Index
 }
 
-func openStorage(ctx context.Context, dataDir string, logger *slog.Logger) (*storage, error) {
-	db, err := sqlite.Open(ctx, dataDir, sqlite.Options{})
+// openStorage opens the data dir. Unless opts.ReadOnly, it first takes the
+// data dir's lock: a second writer (another `engram serve`, a `projections
+// rebuild` beside a live server) is refused at once, naming the holder.
+// Read-only openers take no lock and never write.
+func openStorage(ctx context.Context, dataDir string, opts sqlite.Options, logger *slog.Logger) (*storage, error) {
+	var owner *datadir.Lock
+	if !opts.ReadOnly {
+		var err error
+		if owner, err = datadir.Acquire(dataDir); err != nil {
+			return nil, err
+		}
+	}
+	db, err := sqlite.Open(ctx, dataDir, opts)
 	if err != nil {
+		owner.Release()
 		return nil, err
 	}
 	vi := vectorindex.New(vectorindex.Options{})
 	return &storage{
+		owner:       owner,
 		db:          db,
 		store:       sqlite.NewEventStore(db, 500*time.Millisecond),
 		accounts:    sqlite.NewAccounts(db),
@@ -63,10 +79,10 @@ func openStorage(ctx context.Context, dataDir string, logger *slog.Logger) (*sto
 	}, nil
 }
 
-// close releases the indexes and the database.
+// close releases the indexes, the database and then the data dir.
 func (st *storage) close() error {
 	st.vectorIndex.Close()
-	return st.db.Close()
+	return errors.Join(st.db.Close(), st.owner.Release())
 }
 
 // projections lists every projection, in the order they are rebuilt.
@@ -75,10 +91,15 @@ func (st *storage) projections() []projections.Projection {
 }
 
 func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, error) {
-	st, err := openStorage(ctx, cfg.DataDir, logger)
+	durability, err := sqlite.ParseDurability(cfg.Durability)
+	if err != nil {
+		return nil, fmt.Errorf("--durability: %w", err)
+	}
+	st, err := openStorage(ctx, cfg.DataDir, sqlite.Options{Durability: durability}, logger)
 	if err != nil {
 		return nil, err
 	}
+	logger.Info("event log opened", "data_dir", cfg.DataDir, "durability", durability)
 	a := &app{logger: logger, storage: st}
 	a.engine = projections.NewEngine(st.store, logger, st.projections()...)
 	writer := commands.NewEventWriter(st.store, a.engine)

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/engram-memory/engram/infra/sqlite"
 	"github.com/engram-memory/engram/projections"
 )
 
@@ -20,7 +21,7 @@ func projectionsCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 	sub := args[0]
 	fs := flag.NewFlagSet("projections "+sub, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	dataDir := fs.String("data-dir", filepath.Join(engramHome(), "server"), "data directory of a stopped server")
+	dataDir := fs.String("data-dir", filepath.Join(engramHome(), "server"), "data directory (rebuild: of a stopped server)")
 	// Flags may come before or after the projection name.
 	var names []string
 	rest := args[1:]
@@ -38,7 +39,9 @@ func projectionsCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 	if err != nil {
 		return err
 	}
-	st, err := openStorage(ctx, *dataDir, logger)
+	// status only reads, so it works beside a live server; rebuild writes
+	// every projection and needs the data dir to itself.
+	st, err := openStorage(ctx, *dataDir, sqlite.Options{ReadOnly: sub == "status"}, logger)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/memory"
+	"github.com/engram-memory/engram/infra/sqlite"
 	"github.com/engram-memory/engram/projections"
 )
 
@@ -22,7 +23,7 @@ func BenchmarkRebuild(b *testing.B) {
 	const memories = 5000
 	ctx := context.Background()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	st, err := openStorage(ctx, b.TempDir(), logger)
+	st, err := openStorage(ctx, b.TempDir(), sqlite.Options{}, logger)
 	if err != nil {
 		b.Fatal(err)
 	}

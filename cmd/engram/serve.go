@@ -21,6 +21,7 @@ import (
 type serveConfig struct {
 	Addr              string
 	DataDir           string
+	Durability        string
 	PublicURL         string
 	SMTPURL           string
 	SMTPURLFile       string
@@ -55,6 +56,7 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.StringVar(&cfg.Addr, "addr", "127.0.0.1:8080", "listen address HOST:PORT")
 	fs.StringVar(&cfg.DataDir, "data-dir", filepath.Join(engramHome(), "server"), "data directory (SQLite file, outbox)")
+	fs.StringVar(&cfg.Durability, "durability", "durable", "durable: the event log is synced to disk before a write is acknowledged; relaxed: the OS writes it back later (an OS crash or power loss can lose the last acknowledged writes)")
 	fs.StringVar(&cfg.PublicURL, "public-url", "", "base URL used in links in e-mails (default http://<addr>)")
 	fs.StringVar(&cfg.SMTPURL, "smtp-url", "", "SMTP server for mail, e.g. smtp://user:pass@host:587 (default: write .eml files to the outbox)")
 	fs.StringVar(&cfg.SMTPURLFile, "smtp-url-file", "", "read --smtp-url from this file, so the password is not on the command line")

@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/engram-memory/engram/infra/datadir"
 )
 
 // OutboxSender writes each message as an .eml file into a directory. It is
@@ -22,9 +24,10 @@ type OutboxSender struct {
 	logger *slog.Logger
 }
 
-// NewOutboxSender creates dir (mode 0700: the files hold live verification
-// tokens) if it does not exist yet. An existing directory keeps its mode; it
-// is the operator's. logger receives one line per written file; nil discards.
+// NewOutboxSender creates dir with mode 0700, or restricts an existing dir
+// to 0700: the files hold live verification tokens (see
+// datadir.MakePrivate). logger receives one line per written file; nil
+// discards.
 func NewOutboxSender(dir string, logger *slog.Logger) (*OutboxSender, error) {
 	if dir == "" {
 		return nil, errors.New("mail: outbox directory not set")
@@ -34,8 +37,8 @@ func NewOutboxSender(dir string, logger *slog.Logger) (*OutboxSender, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mail: outbox directory: %w", err)
 	}
-	if err := os.MkdirAll(abs, 0o700); err != nil {
-		return nil, fmt.Errorf("mail: create outbox: %w", err)
+	if err := datadir.MakePrivate(abs); err != nil {
+		return nil, fmt.Errorf("mail: outbox: %w", err)
 	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)

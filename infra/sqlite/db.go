@@ -5,7 +5,9 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -21,9 +23,10 @@ const FileName = "engram.db"
 // (SQLite allows one writer; serialising in Go avoids SQLITE_BUSY) and a pool
 // of read-only connections that see committed data through WAL.
 type DB struct {
-	path  string
-	write *sql.DB
-	read  *sql.DB
+	path       string
+	durability Durability
+	write      *sql.DB
+	read       *sql.DB
 	// hot holds the prepared statements of the read queries that run per
 	// request (see queryHot).
 	hot *stmtCache
@@ -33,17 +36,36 @@ type DB struct {
 type Options struct {
 	// ReadOnly opens the file without the writer (the dashboard never writes).
 	ReadOnly bool
+	// Durability is when an appended event reaches stable storage; the
+	// zero value is Durable.
+	Durability Durability
 }
 
 // Open opens (creating if needed) the database in dataDir and migrates it.
+// The files it creates are private to the owner (0600), whatever the umask.
 func Open(ctx context.Context, dataDir string, opts Options) (*DB, error) {
-	if err := os.MkdirAll(dataDir, 0o700); err != nil {
-		return nil, fmt.Errorf("sqlite: create data dir: %w", err)
+	durability, err := ParseDurability(string(opts.Durability))
+	if err != nil {
+		return nil, err
 	}
 	path := filepath.Join(dataDir, FileName)
-	db := &DB{path: path}
-	var err error
-	if !opts.ReadOnly {
+	db := &DB{path: path, durability: durability}
+	if opts.ReadOnly {
+		// A reader creates nothing: no directory, no empty database.
+		if _, err := os.Stat(path); err != nil {
+			return nil, fmt.Errorf("sqlite: open read-only: %w", err)
+		}
+	} else {
+		if err := os.MkdirAll(dataDir, 0o700); err != nil {
+			return nil, fmt.Errorf("sqlite: create data dir: %w", err)
+		}
+		if err := restrictFiles(path); err != nil {
+			return nil, err
+		}
+		// Every connection starts at synchronous=NORMAL: commits of the
+		// read models are not synced (a crash loses at most their last
+		// transactions, which the projections re-apply from the log). The
+		// log's own commits raise it per transaction (see logTx).
 		db.write, err = sql.Open("sqlite", dsn(path, url.Values{"_txlock": {"immediate"}}, "journal_mode(WAL)", "synchronous(NORMAL)", "foreign_keys(ON)"))
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: open writer: %w", err)
@@ -52,10 +74,6 @@ func Open(ctx context.Context, dataDir string, opts Options) (*DB, error) {
 		if err := migrate(ctx, db.write); err != nil {
 			db.write.Close()
 			return nil, err
-		}
-		if err := os.Chmod(path, 0o600); err != nil {
-			db.write.Close()
-			return nil, fmt.Errorf("sqlite: restrict file mode: %w", err)
 		}
 	}
 	// The readers map the file (mmap_size, SQLite's cap of 2 GiB): a page
@@ -121,13 +139,70 @@ func (db *DB) queryHot(ctx context.Context, query string, args ...any) (*sql.Row
 // Reader is the read-only pool.
 func (db *DB) Reader() *sql.DB { return db.read }
 
+// restrictFiles creates the database file with mode 0600 before SQLite
+// does (SQLite would create it 0644 minus the umask), so the -wal and -shm
+// files, which SQLite creates with the database file's mode, are 0600 too.
+// Files of an existing database are brought to 0600.
+func restrictFiles(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("sqlite: create %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("sqlite: create %s: %w", path, err)
+	}
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		if err := os.Chmod(p, 0o600); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("sqlite: restrict file mode: %w", err)
+		}
+	}
+	return nil
+}
+
 // WriteTx runs fn in an immediate write transaction and commits it when fn
-// returns nil.
+// returns nil. The commit is not synced to disk: WriteTx is for state the
+// log can rebuild; appends to the log go through logTx.
 func (db *DB) WriteTx(ctx context.Context, fn func(*sql.Tx) error) error {
 	if db.write == nil {
 		return fmt.Errorf("sqlite: database opened read-only")
 	}
-	tx, err := db.write.BeginTx(ctx, nil)
+	return runTx(ctx, db.write, fn)
+}
+
+// logTx runs fn in a write transaction whose commit has the log's
+// durability: with Durable the writer connection runs this one transaction
+// at synchronous=FULL, so the commit returns only after the WAL is synced.
+// The connection goes back to NORMAL for the read models afterwards; the
+// next synced commit flushes their unsynced frames as well, since the WAL
+// is one sequential file.
+func (db *DB) logTx(ctx context.Context, fn func(*sql.Tx) error) error {
+	if db.write == nil {
+		return fmt.Errorf("sqlite: database opened read-only")
+	}
+	if db.durability == Relaxed {
+		return runTx(ctx, db.write, fn)
+	}
+	conn, err := db.write.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("sqlite: writer connection: %w", err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `PRAGMA synchronous = FULL`); err != nil {
+		return fmt.Errorf("sqlite: synchronous=FULL: %w", err)
+	}
+	txErr := runTx(ctx, conn, fn)
+	// Should this fail, the connection stays at FULL: slower, never less safe.
+	_, _ = conn.ExecContext(context.WithoutCancel(ctx), `PRAGMA synchronous = NORMAL`)
+	return txErr
+}
+
+// beginner is a *sql.DB or a *sql.Conn.
+type beginner interface {
+	BeginTx(context.Context, *sql.TxOptions) (*sql.Tx, error)
+}
+
+func runTx(ctx context.Context, b beginner, fn func(*sql.Tx) error) error {
+	tx, err := b.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("sqlite: begin: %w", err)
 	}

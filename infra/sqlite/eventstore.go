@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -20,9 +21,33 @@ type EventStore struct {
 	pollInterval time.Duration
 	now          func() time.Time
 	appended     *signal
+
+	// queue holds the appends waiting for the writer, oldest first; its
+	// head leads the next group commit (see Append).
+	mu    sync.Mutex
+	queue []*appendRequest
 }
 
 var _ domain.EventStore = (*EventStore)(nil)
+
+// maxGroup bounds the appends one commit takes, so a leader's own caller
+// is not held up indefinitely by the ones queued behind it.
+const maxGroup = 256
+
+// appendRequest is one caller's Append while it waits in the queue.
+type appendRequest struct {
+	ctx      context.Context
+	stream   string
+	expected int64
+	events   []domain.NewEvent
+
+	res domain.AppendResult
+	err error
+	// wake is closed once: when the request is done (done set first) or
+	// when it has become the head of the queue and must lead a commit.
+	wake chan struct{}
+	done bool
+}
 
 // NewEventStore returns the event log of db. pollInterval bounds how late a
 // subscriber sees appends made by another process on the same file.
@@ -34,57 +59,152 @@ func NewEventStore(db *DB, pollInterval time.Duration) *EventStore {
 }
 
 // Append implements domain.EventStore.
+//
+// Appends are committed in groups: an append that finds the queue empty
+// leads; it waits for the writer, then commits every append queued by then
+// in one transaction (one sync of the log with Durable) and hands the lead
+// to the oldest append still waiting. Each append in a group runs inside
+// its own savepoint, after the ones queued before it, so its expected
+// version sees theirs and its failure undoes only itself. Once queued, an
+// append is not withdrawn when ctx ends: its outcome arrives within one
+// commit, and withdrawing it could not undo a commit already under way.
 func (s *EventStore) Append(ctx context.Context, stream string, expected int64, events []domain.NewEvent) (domain.AppendResult, error) {
 	if len(events) == 0 {
 		return domain.AppendResult{}, fmt.Errorf("sqlite: append to %s: no events", stream)
 	}
-	var res domain.AppendResult
-	err := s.db.WriteTx(ctx, func(tx *sql.Tx) error {
-		current := int64(-1)
-		err := tx.QueryRowContext(ctx, `SELECT version FROM streams WHERE stream = ?`, stream).Scan(&current)
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("sqlite: read stream version: %w", err)
-		}
-		if expected != domain.ExpectAny && expected != current {
-			return fmt.Errorf("append to %s: expected version %d, stream is at %d: %w", stream, expected, current, domain.ErrWrongExpectedVersion)
-		}
-		stmt, err := tx.PrepareContext(ctx, `INSERT INTO events (id, stream, version, type, schema_version, time_ns, actor_kind, actor_id, actor_user_id, request_id, payload) VALUES (?,?,?,?,?,?,?,?,?,?,?)`)
-		if err != nil {
-			return fmt.Errorf("sqlite: prepare append: %w", err)
-		}
-		defer stmt.Close()
-		now := s.now().UTC()
-		for _, e := range events {
-			current++
-			id := e.ID
-			if id == "" {
-				id = uuid.Must(uuid.NewV7()).String()
-			}
-			at := e.Time
-			if at.IsZero() {
-				at = now
-			}
-			r, err := stmt.ExecContext(ctx, id, stream, current, e.Type, e.SchemaVersion, at.UnixNano(),
-				string(e.Actor.Kind), e.Actor.ID, e.Actor.UserID, e.RequestID, []byte(e.Payload))
-			if err != nil {
-				return fmt.Errorf("sqlite: append to %s: %w", stream, err)
-			}
-			pos, err := r.LastInsertId()
-			if err != nil {
-				return fmt.Errorf("sqlite: append position: %w", err)
-			}
-			res.LastPosition = uint64(pos)
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO streams (stream, version) VALUES (?, ?) ON CONFLICT (stream) DO UPDATE SET version = excluded.version`, stream, current); err != nil {
-			return fmt.Errorf("sqlite: bump stream version: %w", err)
-		}
-		res.NextExpectedVersion = current
-		return nil
-	})
-	if err != nil {
-		return domain.AppendResult{}, err
+	if err := ctx.Err(); err != nil {
+		return domain.AppendResult{}, fmt.Errorf("sqlite: append to %s: %w", stream, err)
 	}
-	s.appended.broadcast()
+	req := &appendRequest{ctx: ctx, stream: stream, expected: expected, events: events, wake: make(chan struct{})}
+	s.mu.Lock()
+	s.queue = append(s.queue, req)
+	leads := len(s.queue) == 1
+	s.mu.Unlock()
+	if !leads {
+		<-req.wake
+		if req.done {
+			return req.res, req.err
+		}
+	}
+	s.lead(ctx)
+	return req.res, req.err
+}
+
+// lead commits the group at the head of the queue (the caller's append
+// first), then wakes its members and the next leader.
+func (s *EventStore) lead(ctx context.Context) {
+	// The group must not fail because the leader's caller went away.
+	ctx = context.WithoutCancel(ctx)
+	var group []*appendRequest
+	err := s.db.logTx(ctx, func(tx *sql.Tx) error {
+		// Taken once the writer is ours: whatever queued while the leader
+		// waited for it joins this commit.
+		group = s.takeGroup()
+		return s.appendGroup(ctx, tx, group)
+	})
+	if group == nil { // the transaction did not start
+		group = s.takeGroup()
+	}
+	committed := false
+	for _, r := range group {
+		switch {
+		case err != nil && r.err == nil:
+			r.res, r.err = domain.AppendResult{}, err
+		case r.err == nil:
+			committed = true
+		}
+	}
+	if committed {
+		s.appended.broadcast()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	clear(s.queue[:len(group)])
+	s.queue = s.queue[len(group):]
+	for _, r := range group[1:] {
+		r.done = true
+		close(r.wake)
+	}
+	if len(s.queue) > 0 {
+		close(s.queue[0].wake)
+	}
+}
+
+// takeGroup returns the appends that the next commit takes: the head of
+// the queue, up to maxGroup. They stay queued (so newcomers do not lead)
+// until lead removes them.
+func (s *EventStore) takeGroup() []*appendRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.queue[:min(len(s.queue), maxGroup)])
+}
+
+// appendGroup writes each append of group in its own savepoint and records
+// its outcome; it returns an error only when the transaction itself is
+// broken.
+func (s *EventStore) appendGroup(ctx context.Context, tx *sql.Tx, group []*appendRequest) error {
+	insert, err := tx.PrepareContext(ctx, `INSERT INTO events (id, stream, version, type, schema_version, time_ns, actor_kind, actor_id, actor_user_id, request_id, payload) VALUES (?,?,?,?,?,?,?,?,?,?,?)`)
+	if err != nil {
+		return fmt.Errorf("sqlite: prepare append: %w", err)
+	}
+	defer insert.Close()
+	now := s.now().UTC()
+	for _, r := range group {
+		if err := r.ctx.Err(); err != nil {
+			r.err = fmt.Errorf("sqlite: append to %s: %w", r.stream, err)
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, `SAVEPOINT append`); err != nil {
+			return fmt.Errorf("sqlite: savepoint: %w", err)
+		}
+		r.res, r.err = appendOne(ctx, tx, insert, r, now)
+		if r.err != nil {
+			if _, err := tx.ExecContext(ctx, `ROLLBACK TO append`); err != nil {
+				return fmt.Errorf("sqlite: roll back to savepoint: %w", err)
+			}
+		}
+		if _, err := tx.ExecContext(ctx, `RELEASE append`); err != nil {
+			return fmt.Errorf("sqlite: release savepoint: %w", err)
+		}
+	}
+	return nil
+}
+
+func appendOne(ctx context.Context, tx *sql.Tx, insert *sql.Stmt, r *appendRequest, now time.Time) (domain.AppendResult, error) {
+	current := int64(-1)
+	err := tx.QueryRowContext(ctx, `SELECT version FROM streams WHERE stream = ?`, r.stream).Scan(&current)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return domain.AppendResult{}, fmt.Errorf("sqlite: read stream version: %w", err)
+	}
+	if r.expected != domain.ExpectAny && r.expected != current {
+		return domain.AppendResult{}, fmt.Errorf("append to %s: expected version %d, stream is at %d: %w", r.stream, r.expected, current, domain.ErrWrongExpectedVersion)
+	}
+	var res domain.AppendResult
+	for _, e := range r.events {
+		current++
+		id := e.ID
+		if id == "" {
+			id = uuid.Must(uuid.NewV7()).String()
+		}
+		at := e.Time
+		if at.IsZero() {
+			at = now
+		}
+		out, err := insert.ExecContext(ctx, id, r.stream, current, e.Type, e.SchemaVersion, at.UnixNano(),
+			string(e.Actor.Kind), e.Actor.ID, e.Actor.UserID, e.RequestID, []byte(e.Payload))
+		if err != nil {
+			return domain.AppendResult{}, fmt.Errorf("sqlite: append to %s: %w", r.stream, err)
+		}
+		pos, err := out.LastInsertId()
+		if err != nil {
+			return domain.AppendResult{}, fmt.Errorf("sqlite: append position: %w", err)
+		}
+		res.LastPosition = uint64(pos)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO streams (stream, version) VALUES (?, ?) ON CONFLICT (stream) DO UPDATE SET version = excluded.version`, r.stream, current); err != nil {
+		return domain.AppendResult{}, fmt.Errorf("sqlite: bump stream version: %w", err)
+	}
+	res.NextExpectedVersion = current
 	return res, nil
 }
 
