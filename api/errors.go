@@ -16,6 +16,8 @@ var statusByKind = map[domain.Kind]int{
 	domain.KindUnauthorized:        http.StatusUnauthorized,
 	domain.KindNotFound:            http.StatusNotFound,
 	domain.KindConflict:            http.StatusConflict,
+	domain.KindQuotaExceeded:       http.StatusForbidden,
+	domain.KindPreconditionFailed:  http.StatusPreconditionFailed,
 	domain.KindGone:                http.StatusGone,
 	domain.KindTooLarge:            http.StatusRequestEntityTooLarge,
 	domain.KindUnsupportedMedia:    http.StatusUnsupportedMediaType,

@@ -21,6 +21,7 @@ func memoriesTables() []exportTable {
 		{name: "memory_embeddings", orderBy: "memory_id, model, dimensions"},
 		{name: "memories", orderBy: "id"},
 		{name: "agents", orderBy: "user_id, agent_id"},
+		{name: "agent_streams", orderBy: "stream"},
 	}
 }
 
@@ -28,8 +29,14 @@ func memoriesTables() []exportTable {
 // memory texts have vectors in which model. It is a projection of the agent
 // streams and answers every memory query, always scoped by user.
 //
-// Races between writers that append with ExpectAny are settled here, in log
-// order, the same way on every replay:
+// It also records the version of every agent stream it applied, which the
+// memory commands append at (so they decide on exactly the state they
+// read), and per agent the count and content size of its memories, which
+// the quotas limit.
+//
+// Races between writers that append with ExpectAny (the embedding queue and
+// re-embedding jobs) or wrote logs before expected versions are settled
+// here, in log order, the same way on every replay:
 //   - a second AgentCreated for an agent that exists is ignored (the first
 //     one's model binding wins);
 //   - memory events for an agent that does not exist (it was deleted by an

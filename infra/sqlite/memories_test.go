@@ -220,8 +220,14 @@ func TestMemoriesReadModelRules(t *testing.T) {
 		if fmt.Sprint(ids) != "[claire]" {
 			t.Errorf("alice's agents = %v", ids)
 		}
-		if strings.Contains(string(l.export()), "user-b") {
-			t.Error("rows of bob's deleted agent remain")
+		for _, row := range strings.Split(string(l.export()), "\n") {
+			// The stream goes on after the delete, and so does its version.
+			if strings.Contains(row, "user-b") && !strings.Contains(row, `"table":"agent_streams"`) {
+				t.Errorf("a row of bob's deleted agent remains: %s", row)
+			}
+		}
+		if v, err := l.rm.StreamVersion(ctx, memory.AgentStream(memBob.UserID, memBob.AgentID)); err != nil || v != 3 {
+			t.Errorf("bob's stream version after the delete = %d, %v; want 3", v, err)
 		}
 	})
 }
