@@ -256,3 +256,79 @@ func TestMemoriesConcurrentWritesToANewAgent(t *testing.T) {
 		t.Errorf("agents = %+v", page.Agents)
 	}
 }
+
+// staleMemoryReader answers like the read model did before a concurrent
+// patch, until the command asks for the stream version a second time.
+type staleMemoryReader struct {
+	commands.MemoryReadModel
+	snapshot     memory.View
+	version      int64
+	versionCalls atomic.Int32
+}
+
+func (r *staleMemoryReader) StreamVersion(ctx context.Context, stream string) (int64, error) {
+	if r.versionCalls.Add(1) == 1 {
+		return r.version, nil
+	}
+	return r.MemoryReadModel.StreamVersion(ctx, stream)
+}
+
+func (r *staleMemoryReader) Memory(ctx context.Context, userID, id string) (memory.View, bool, error) {
+	if r.versionCalls.Load() <= 1 {
+		return r.snapshot, true, nil
+	}
+	return r.MemoryReadModel.Memory(ctx, userID, id)
+}
+
+// TestMemoriesPatchDecidesAgainAfterAConflict: a patch decided on a state
+// another server's patch has since changed is refused by the log and
+// decided again, keeping both patches, with one event each.
+func TestMemoriesPatchDecidesAgainAfterAConflict(t *testing.T) {
+	e := newMemEnv(t)
+	ctx := context.Background()
+	meta := memMeta("u1")
+	c, err := e.memories.Create(ctx, meta, "a", memNote("base"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	snapshot, _, _ := e.readMod.Memory(ctx, "u1", c.ID)
+	version, _ := e.readMod.StreamVersion(ctx, memory.AgentStream("u1", "a"))
+	if _, err := e.memories.Patch(ctx, meta, c.ID, commands.MemoryPatch{Content: json.RawMessage(`{"speaker":"ann"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	// A second server, whose first decision reads the state before the
+	// patch above; If-Match names the version it read.
+	other := e.newMemories(t, &staleMemoryReader{MemoryReadModel: e.readMod, snapshot: snapshot, version: version})
+	v, err := other.Patch(ctx, meta, c.ID, commands.MemoryPatch{Content: json.RawMessage(`{"reason":"why"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct{ Speaker, Reason string }
+	json.Unmarshal(v.Content, &got)
+	if got.Speaker != "ann" || got.Reason != "why" || v.Version != 3 {
+		t.Errorf("after both patches: %s at version %d", v.Content, v.Version)
+	}
+	events, _ := e.store.ReadStream(ctx, memory.AgentStream("u1", "a"), 0)
+	var patched int
+	for _, ev := range events {
+		if ev.Type == (memory.MemoryPatched{}).EventType() {
+			patched++
+		}
+	}
+	if patched != 2 {
+		t.Errorf("%d MemoryPatched events, want 2", patched)
+	}
+
+	// With If-Match naming the version the stale decision saw, the second
+	// decision refuses: the memory changed since.
+	snapshot, _, _ = e.readMod.Memory(ctx, "u1", c.ID)
+	version, _ = e.readMod.StreamVersion(ctx, memory.AgentStream("u1", "a"))
+	if _, err := e.memories.Patch(ctx, meta, c.ID, commands.MemoryPatch{Content: json.RawMessage(`{"speaker":"bob"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	other = e.newMemories(t, &staleMemoryReader{MemoryReadModel: e.readMod, snapshot: snapshot, version: version})
+	_, err = other.Patch(ctx, meta, c.ID, commands.MemoryPatch{Content: json.RawMessage(`{"speaker":"cy"}`), IfMatch: commands.IfMatch{snapshot.ETag()}})
+	if domain.ErrorKind(err) != domain.KindPreconditionFailed {
+		t.Errorf("a conditional patch decided on a stale state: err = %v", err)
+	}
+}
