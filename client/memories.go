@@ -116,7 +116,7 @@ type Agent struct {
 	EmbeddingModel string    `json:"embedding_model"`
 	Dimensions     int       `json:"dimensions"`
 	CreatedAt      time.Time `json:"created_at"`
-	MemoryCount    int       `json:"memory_count"`   // not forgotten
+	MemoryCount    int       `json:"memory_count"`    // not forgotten
 	StoredMemories int       `json:"stored_memories"` // forgotten included: what the per-agent quota counts
 	TextBytes      int64     `json:"text_bytes"`      // content size: what the per-user byte quota sums
 }
