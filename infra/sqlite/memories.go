@@ -55,12 +55,25 @@ func NewMemories(db *DB) *Memories {
 
 // Apply implements projections.Projection.
 func (m *Memories) Apply(ctx context.Context, events []domain.Event) error {
+	// A stream's version is recorded once per batch, at its last event.
+	lastOfStream := map[string]uint64{}
+	for _, e := range events {
+		if isAgentEvent(e.Type) {
+			lastOfStream[e.Stream] = e.Position
+		}
+	}
 	var a *memApplier
 	return m.db.ApplyEvents(ctx, MemoriesProjection, events, func(tx *sql.Tx, e domain.Event) error {
 		if a == nil || a.tx != tx {
 			a = &memApplier{ctx: ctx, tx: tx, stmts: map[string]*sql.Stmt{}, agents: map[memory.AgentRef]bool{}}
 		}
-		return a.apply(e)
+		if err := a.apply(e); err != nil {
+			return err
+		}
+		if lastOfStream[e.Stream] == e.Position && isAgentEvent(e.Type) {
+			return a.recordStreamVersion(e)
+		}
+		return nil
 	})
 }
 

@@ -86,12 +86,6 @@ type memEmbeddedFields struct {
 }
 
 func (a *memApplier) apply(e domain.Event) error {
-	if isAgentEvent(e.Type) {
-		if _, err := a.exec(`INSERT INTO agent_streams (stream, version) VALUES (?, ?)
-			ON CONFLICT (stream) DO UPDATE SET version = excluded.version`, e.Stream, e.Version); err != nil {
-			return err
-		}
-	}
 	switch e.Type {
 	case memory.AgentCreated{}.EventType():
 		var p memory.AgentCreated
@@ -122,6 +116,14 @@ func (a *memApplier) apply(e domain.Event) error {
 		return decodeMemEvent(e, &p, func() error { return a.agentModelSwitched(p) })
 	}
 	return nil // not an agent-stream event
+}
+
+// recordStreamVersion records that the read model applied the agent
+// stream up to e.
+func (a *memApplier) recordStreamVersion(e domain.Event) error {
+	_, err := a.exec(`INSERT INTO agent_streams (stream, version) VALUES (?, ?)
+		ON CONFLICT (stream) DO UPDATE SET version = excluded.version`, e.Stream, e.Version)
+	return err
 }
 
 // isAgentEvent reports whether events of this type are appended to agent
