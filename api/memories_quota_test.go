@@ -70,10 +70,15 @@ func TestMemQuotaMemoriesPerAgent(t *testing.T) {
 	_, key := s.user(t, "quota-memories@example.com")
 	s.request(t, "POST", "/v1/memories/batch", key, notes("a", 3, "first")).must(t, http.StatusCreated, nil)
 
-	// A batch that crosses the limit writes none of its memories.
+	// A batch that crosses the limit writes none of its memories, and
+	// costs no embedding.
+	calls := s.provider.calls.Load()
 	wantQuota(t, s.request(t, "POST", "/v1/memories/batch", key, notes("a", 3, "crossing")), memory.CodeQuotaMemoriesPerAgent, 5)
 	if a := s.agent(t, key, "a"); a.StoredMemories != 3 {
 		t.Fatalf("a refused batch left %d memories, want 3", a.StoredMemories)
+	}
+	if got := s.provider.calls.Load() - calls; got != 0 {
+		t.Errorf("a refused batch called the provider %d times", got)
 	}
 	s.request(t, "POST", "/v1/memories/batch", key, notes("a", 2, "fits")).must(t, http.StatusCreated, nil)
 	r := s.request(t, "POST", "/v1/memories", key, map[string]any{"agent_id": "a", "type": "note", "content": map[string]any{"content": "one more"}})

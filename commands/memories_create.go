@@ -90,14 +90,19 @@ func (m *Memories) create(ctx context.Context, meta domain.Metadata, agentID str
 		}
 	}
 	// Embedding is slow, so it happens once, before the decision, with the
-	// model the agent has now (or will get). Should the decision find the
-	// agent bound to another model (a concurrent switch or delete), the
-	// memories are recorded without vectors and the queue embeds them.
+	// model the agent has now (or will get), and only for a write that the
+	// state as it is now admits (quotas, derived_from). Should the decision
+	// find the agent bound to another model (a concurrent switch or
+	// delete), the memories are recorded without vectors and the queue
+	// embeds them.
 	model := m.cfg.DefaultModel
 	if agent, exists, err := m.cfg.Reader.Agent(ctx, userID, agentID); err != nil {
 		return nil, err
 	} else if exists {
 		model = domain.EmbeddingModel{Name: agent.EmbeddingModel, Dimensions: agent.Dimensions}
+	}
+	if _, _, err := m.decideCreate(ctx, userID, agentID, items, model, make([][]float32, len(items)), at); err != nil {
+		return nil, err
 	}
 	vectors := m.embedOnWrite(ctx, agentID, model, items)
 
