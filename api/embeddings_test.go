@@ -194,7 +194,7 @@ func TestReembedMemory(t *testing.T) {
 	} {
 		wantError(t, s.call("POST", "/v1/embeddings/reembed", aliceKey, c.body), c.status, c.code)
 	}
-	if _, err := s.memCmds.Forget(t.Context(), metaFor(alice), ids[2]); err != nil {
+	if _, err := s.memCmds.Forget(t.Context(), metaFor(alice), ids[2], nil); err != nil {
 		t.Fatal(err)
 	}
 	wantError(t, s.call("POST", "/v1/embeddings/reembed", aliceKey, map[string]any{"agent_id": "claire", "memory_type": "note", "memory_id": ids[2]}), 409, "memory_forgotten")

@@ -12,11 +12,16 @@ import (
 )
 
 // statusByKind is the one place where error kinds become HTTP statuses.
+// Codes within a kind come from the domain, e.g. for 403 quota_exceeded
+// the quota reached (memory.CodeQuotaMemoriesPerAgent, CodeQuotaAgents,
+// CodeQuotaTextBytes); 412 precondition_failed answers a stale If-Match.
 var statusByKind = map[domain.Kind]int{
 	domain.KindInvalid:             http.StatusBadRequest,
 	domain.KindUnauthorized:        http.StatusUnauthorized,
 	domain.KindNotFound:            http.StatusNotFound,
 	domain.KindConflict:            http.StatusConflict,
+	domain.KindQuotaExceeded:       http.StatusForbidden,
+	domain.KindPreconditionFailed:  http.StatusPreconditionFailed,
 	domain.KindGone:                http.StatusGone,
 	domain.KindTooLarge:            http.StatusRequestEntityTooLarge,
 	domain.KindUnsupportedMedia:    http.StatusUnsupportedMediaType,

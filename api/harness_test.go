@@ -106,7 +106,8 @@ type stackOptions struct {
 	sessionTTL time.Duration
 
 	// Storage.
-	dataDir string // reuse a data directory (a restart); empty: a new one
+	dataDir string        // reuse a data directory (a restart); empty: a new one
+	quotas  memory.Quotas // zero: no limits
 
 	// Background components.
 	runQueue bool                  // run the embedding queue
@@ -263,7 +264,7 @@ func (s *stack) wire(c *embed.Catalog, rc commands.RunnerConfig) {
 	}
 	s.memCmds, err = commands.NewMemories(commands.MemoriesConfig{
 		Writer: s.writer, Reader: s.memories, Embedder: c,
-		DefaultModel: c.DefaultModel(), Queue: s.queue, Logger: s.logger,
+		DefaultModel: c.DefaultModel(), Queue: s.queue, Logger: s.logger, Quotas: s.opts.quotas,
 	})
 	if err != nil {
 		s.t.Fatal(err)

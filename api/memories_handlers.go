@@ -27,9 +27,9 @@ type Memories interface {
 	Get(ctx context.Context, userID, id string) (memory.View, error)
 	List(ctx context.Context, q memory.ListQuery) (memory.Page, error)
 	Patch(ctx context.Context, meta domain.Metadata, id string, p commands.MemoryPatch) (memory.View, error)
-	Forget(ctx context.Context, meta domain.Metadata, id string) (memory.View, error)
-	Purge(ctx context.Context, meta domain.Metadata, id string) error
-	Agents(ctx context.Context, userID string) ([]memory.AgentView, error)
+	Forget(ctx context.Context, meta domain.Metadata, id string, ifMatch commands.IfMatch) (memory.View, error)
+	Purge(ctx context.Context, meta domain.Metadata, id string, ifMatch commands.IfMatch) error
+	Agents(ctx context.Context, q memory.AgentListQuery) (memory.AgentPage, error)
 	DeleteAgent(ctx context.Context, meta domain.Metadata, agentID string) error
 }
 
@@ -150,13 +150,48 @@ func decodeStrictJSON(raw json.RawMessage, v any) error {
 	return nil
 }
 
+// getMemory answers with the memory and its version as the ETag, which
+// PATCH and DELETE take in If-Match.
 func (s *Server) getMemory(w http.ResponseWriter, r *http.Request) {
 	v, err := s.cfg.Memories.Get(r.Context(), actor(r.Context()).UserID, chi.URLParam(r, "id"))
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
+	w.Header().Set("ETag", v.ETag())
 	writeData(w, http.StatusOK, v)
+}
+
+// ifMatch reads the If-Match header (RFC 9110 §13.1.1): absent or "*"
+// (the memory exists, which every route checks anyway) is no condition;
+// otherwise a comma-separated list of entity tags. Weak tags (W/"...")
+// never match, as If-Match compares strongly.
+func ifMatch(r *http.Request) (commands.IfMatch, error) {
+	values := r.Header.Values("If-Match")
+	if len(values) == 0 {
+		return nil, nil
+	}
+	tags := commands.IfMatch{}
+	for _, v := range values {
+		for _, tag := range strings.Split(v, ",") {
+			tag = strings.TrimSpace(tag)
+			switch {
+			case tag == "*":
+				return nil, nil
+			case strings.HasPrefix(tag, "W/") && isQuotedTag(tag[2:]):
+				// a weak tag matches nothing; keep checking the syntax
+			case isQuotedTag(tag):
+				tags = append(tags, tag)
+			default:
+				return nil, domain.Invalid("If-Match", `If-Match must be "*" or a list of entity tags such as "3" (quotes included), got %q`, v)
+			}
+		}
+	}
+	return tags, nil
+}
+
+func isQuotedTag(s string) bool {
+	return len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' && !strings.Contains(s[1:len(s)-1], `"`)
 }
 
 // listMemories serves GET /memories?agent_id=&type=&limit=&cursor=&include_forgotten=.
@@ -172,11 +207,7 @@ func (s *Server) listMemories(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	var next *string
-	if page.NextCursor != "" {
-		next = &page.NextCursor
-	}
-	writeData(w, http.StatusOK, map[string]any{"memories": page.Memories, "next_cursor": next})
+	writeData(w, http.StatusOK, map[string]any{"memories": page.Memories, "next_cursor": cursorJSON(page.NextCursor)})
 }
 
 func listQuery(r *http.Request) (memory.ListQuery, error) {
@@ -194,12 +225,8 @@ func listQuery(r *http.Request) (memory.ListQuery, error) {
 	if q.Types, err = memory.ParseTypeFilter("type", names); err != nil {
 		return q, err
 	}
-	if v := params.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > memory.MaxListLimit {
-			return q, domain.Invalid("limit", "limit must be an integer from 1 to %d, got %q", memory.MaxListLimit, v).WithDetail("limit", memory.MaxListLimit)
-		}
-		q.Limit = n
+	if q.Limit, err = limitParam(params.Get("limit")); err != nil {
+		return q, err
 	}
 	if q.IncludeForgotten, err = boolParam(params.Get("include_forgotten"), "include_forgotten"); err != nil {
 		return q, err
@@ -219,25 +246,33 @@ func boolParam(v, name string) (bool, error) {
 	return b, nil
 }
 
+// patchMemory changes a memory, conditionally when If-Match is sent, and
+// answers with the memory and its new ETag.
 func (s *Server) patchMemory(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		Content json.RawMessage `json:"content"`
 		Tags    *[]string       `json:"tags"`
 	}
-	if err := decodeJSON(r, &req); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	v, err := s.cfg.Memories.Patch(r.Context(), meta(r), chi.URLParam(r, "id"), commands.MemoryPatch{Content: req.Content, Tags: req.Tags})
+	cond, err := ifMatch(r)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
+	if err := decodeJSON(r, &req); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	v, err := s.cfg.Memories.Patch(r.Context(), meta(r), chi.URLParam(r, "id"), commands.MemoryPatch{Content: req.Content, Tags: req.Tags, IfMatch: cond})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	w.Header().Set("ETag", v.ETag())
 	writeData(w, http.StatusOK, v)
 }
 
 // deleteMemory forgets a memory, or with ?purge=true removes it from every
-// projection.
+// projection; both honour If-Match. A forget answers with the new ETag.
 func (s *Server) deleteMemory(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "id")
 	purge, err := boolParam(r.URL.Query().Get("purge"), "purge")
@@ -245,29 +280,64 @@ func (s *Server) deleteMemory(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	cond, err := ifMatch(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	if purge {
-		if err := s.cfg.Memories.Purge(r.Context(), meta(r), id); err != nil {
+		if err := s.cfg.Memories.Purge(r.Context(), meta(r), id, cond); err != nil {
 			s.fail(w, r, err)
 			return
 		}
 		writeData(w, http.StatusOK, map[string]any{"id": id, "purged": true})
 		return
 	}
-	v, err := s.cfg.Memories.Forget(r.Context(), meta(r), id)
+	v, err := s.cfg.Memories.Forget(r.Context(), meta(r), id, cond)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
+	w.Header().Set("ETag", v.ETag())
 	writeData(w, http.StatusOK, map[string]any{"id": v.ID, "forgotten": v.Forgotten, "forgotten_at": v.ForgottenAt})
 }
 
+// listAgents serves GET /agents?limit=&cursor=, paginated like
+// GET /memories: agents in agent_id order, next_cursor null on the last page.
 func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) {
-	agents, err := s.cfg.Memories.Agents(r.Context(), actor(r.Context()).UserID)
+	params := r.URL.Query()
+	q := memory.AgentListQuery{UserID: actor(r.Context()).UserID, Cursor: params.Get("cursor")}
+	var err error
+	if q.Limit, err = limitParam(params.Get("limit")); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	page, err := s.cfg.Memories.Agents(r.Context(), q)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	writeData(w, http.StatusOK, map[string]any{"agents": agents})
+	writeData(w, http.StatusOK, map[string]any{"agents": page.Agents, "next_cursor": cursorJSON(page.NextCursor)})
+}
+
+// limitParam reads an optional page size (absent is 0: the default).
+func limitParam(v string) (int, error) {
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > memory.MaxListLimit {
+		return 0, domain.Invalid("limit", "limit must be an integer from 1 to %d, got %q", memory.MaxListLimit, v).WithDetail("limit", memory.MaxListLimit)
+	}
+	return n, nil
+}
+
+// cursorJSON is a listing's next_cursor: null on the last page.
+func cursorJSON(next string) *string {
+	if next == "" {
+		return nil
+	}
+	return &next
 }
 
 func (s *Server) deleteAgent(w http.ResponseWriter, r *http.Request) {

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/engram-memory/engram/domain/memory"
 	"github.com/engram-memory/engram/infra/sqlite"
 	"github.com/engram-memory/engram/projections"
+	"github.com/engram-memory/engram/projections/search"
 )
 
 // TestMemReplayEquivalence builds the memories read model through the API
@@ -20,7 +22,7 @@ import (
 // replay must not call the embedding provider.
 func TestMemReplayEquivalence(t *testing.T) {
 	s := newStack(t, stackOptions{runQueue: true})
-	_, keyA := s.user(t, "replay-a@example.com")
+	userA, keyA := s.user(t, "replay-a@example.com")
 	_, keyB := s.user(t, "replay-b@example.com")
 
 	var batch struct{ Memories []memCreated }
@@ -39,6 +41,19 @@ func TestMemReplayEquivalence(t *testing.T) {
 	s.request(t, "PATCH", "/v1/memories/"+ids[2], keyA, map[string]any{"tags": []string{"only tags"}}).must(t, http.StatusOK, nil)
 	s.request(t, "DELETE", "/v1/memories/"+ids[3], keyA, nil).must(t, http.StatusOK, nil)
 	s.request(t, "DELETE", "/v1/memories/"+ids[4]+"?purge=true", keyA, nil).must(t, http.StatusOK, nil)
+	// Concurrent patches of different fields of one memory, one of them
+	// conditional, and a refused stale one.
+	var wg sync.WaitGroup
+	for _, change := range []map[string]any{{"objective": "walrus objective"}, {"outcome": "narwhal outcome"}, {"lessons": []string{"beluga"}}, {"confidence": 0.1}} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.request(t, "PATCH", "/v1/memories/"+ids[0], keyA, map[string]any{"content": change}).must(t, http.StatusOK, nil)
+		}()
+	}
+	wg.Wait()
+	s.requestIfMatch(t, "PATCH", "/v1/memories/"+ids[0], keyA, `"1"`, map[string]any{"tags": []string{"stale"}}).must(t, http.StatusPreconditionFailed, nil)
+	s.requestIfMatch(t, "PATCH", "/v1/memories/"+ids[0], keyA, `"5"`, map[string]any{"content": map[string]any{"outcome_type": "mixed"}}).must(t, http.StatusOK, nil)
 	s.create(t, keyB, "a", "note", map[string]any{"content": "same agent id, other user"})
 	s.create(t, keyB, "gone", "note", map[string]any{"content": "deleted with its agent"})
 	s.request(t, "DELETE", "/v1/agents/gone", keyB, nil).must(t, http.StatusOK, nil)
@@ -60,11 +75,19 @@ func TestMemReplayEquivalence(t *testing.T) {
 	incremental := s.export(t)
 	calls := s.provider.calls.Load()
 
-	engine := projections.NewEngine(s.store, slog.New(slog.DiscardHandler), sqlite.NewMemories(s.db))
+	keyword := sqlite.NewKeyword(s.db)
+	engine := projections.NewEngine(s.store, slog.New(slog.DiscardHandler), sqlite.NewMemories(s.db), keyword)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := engine.Rebuild(ctx, sqlite.MemoriesProjection); err != nil {
+	if err := engine.Rebuild(ctx, sqlite.MemoriesProjection, sqlite.KeywordProjectionName); err != nil {
 		t.Fatal(err)
+	}
+	// The rebuilt keyword index applied the patches field by field too.
+	for _, word := range []string{"walrus", "narwhal", "beluga"} {
+		hits, err := keyword.SearchKeyword(ctx, search.KeywordQuery{UserID: userA, AgentID: "a", Text: word, Limit: 5})
+		if err != nil || len(hits) != 1 || hits[0].ID != ids[0] {
+			t.Errorf("rebuilt keyword index: %q finds %+v, %v; want the patched episode", word, hits, err)
+		}
 	}
 	replayed := s.export(t)
 	if !bytes.Equal(incremental, replayed) {

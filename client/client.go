@@ -130,7 +130,12 @@ const (
 // "/") under the base URL and decodes the success envelope's data into
 // out (nil: discard).
 func (c *Client) call(ctx context.Context, method, path string, query url.Values, in, out any, a auth) error {
-	resp, err := c.send(ctx, method, path, query, in, a)
+	return c.callWithHeader(ctx, method, path, query, nil, in, out, a)
+}
+
+// callWithHeader is call with extra request headers (e.g. If-Match).
+func (c *Client) callWithHeader(ctx context.Context, method, path string, query url.Values, header http.Header, in, out any, a auth) error {
+	resp, err := c.send(ctx, method, path, query, header, in, a)
 	if err != nil {
 		return err
 	}
@@ -158,7 +163,7 @@ func (c *Client) call(ctx context.Context, method, path string, query url.Values
 }
 
 // send builds and sends one request; the caller closes the body.
-func (c *Client) send(ctx context.Context, method, path string, query url.Values, in any, a auth) (*http.Response, error) {
+func (c *Client) send(ctx context.Context, method, path string, query url.Values, header http.Header, in any, a auth) (*http.Response, error) {
 	if c.baseErr != nil {
 		return nil, c.baseErr
 	}
@@ -181,6 +186,9 @@ func (c *Client) send(ctx context.Context, method, path string, query url.Values
 	req, err := http.NewRequestWithContext(ctx, method, target, body)
 	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)
+	}
+	for k, v := range header {
+		req.Header[k] = v
 	}
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", c.userAgent)

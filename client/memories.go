@@ -69,7 +69,14 @@ type Memory struct {
 	Forgotten   bool            `json:"forgotten"`
 	ForgottenAt *time.Time      `json:"forgotten_at"`
 	Embedding   EmbeddingState  `json:"embedding"`
+	// Version counts the changes of content, tags and forgotten state,
+	// from 1; ETag gives it in the form If-Match takes.
+	Version int64 `json:"version"`
 }
+
+// ETag is the memory's entity tag (its version, quoted), for the IfMatch
+// of UpdateMemoryRequest and ForgetOptions.
+func (m *Memory) ETag() string { return `"` + strconv.FormatInt(m.Version, 10) + `"` }
 
 // DecodeContent decodes the content object into v, e.g. *NoteContent.
 func (m *Memory) DecodeContent(v any) error { return json.Unmarshal(m.Content, v) }
@@ -92,10 +99,15 @@ type ListMemoriesOptions struct {
 }
 
 // UpdateMemoryRequest is the body of PATCH /memories/{id}; nil fields are
-// left unchanged. Changing indexed text re-embeds the memory.
+// left unchanged, and content fields not named keep their value (null
+// removes one). Changing indexed text re-embeds the memory.
 type UpdateMemoryRequest struct {
 	Content any       `json:"content,omitempty"`
 	Tags    *[]string `json:"tags,omitempty"`
+	// IfMatch, when set (e.g. to Memory.ETag()), applies the change only
+	// if the memory is still at that version; otherwise the call fails
+	// with status 412, code "precondition_failed".
+	IfMatch string `json:"-"`
 }
 
 // Agent is one memory stack of the user.
@@ -104,7 +116,23 @@ type Agent struct {
 	EmbeddingModel string    `json:"embedding_model"`
 	Dimensions     int       `json:"dimensions"`
 	CreatedAt      time.Time `json:"created_at"`
-	MemoryCount    int       `json:"memory_count"`
+	MemoryCount    int       `json:"memory_count"`    // not forgotten
+	StoredMemories int       `json:"stored_memories"` // forgotten included: what the per-agent quota counts
+	TextBytes      int64     `json:"text_bytes"`      // content size: what the per-user byte quota sums
+}
+
+// AgentPage is the data of GET /agents. NextCursor is empty on the last
+// page.
+type AgentPage struct {
+	Agents     []Agent `json:"agents"`
+	NextCursor string  `json:"next_cursor"`
+}
+
+// ListAgentsOptions select a page of GET /agents; zero values are left
+// out of the query.
+type ListAgentsOptions struct {
+	Limit  int
+	Cursor string
 }
 
 // CreateMemory stores one memory; it is searchable when this returns.
@@ -159,8 +187,16 @@ func (c *Client) ListMemories(ctx context.Context, opts ListMemoriesOptions) (*M
 // UpdateMemory changes a memory's content or tags.
 func (c *Client) UpdateMemory(ctx context.Context, id string, req UpdateMemoryRequest) (*Memory, error) {
 	var out Memory
-	err := c.call(ctx, http.MethodPatch, "/memories/"+pathID(id), nil, req, &out, bearer)
+	err := c.callWithHeader(ctx, http.MethodPatch, "/memories/"+pathID(id), nil, ifMatchHeader(req.IfMatch), req, &out, bearer)
 	return ret(&out, err)
+}
+
+// ifMatchHeader is the If-Match header for etag; nil for none.
+func ifMatchHeader(etag string) http.Header {
+	if etag == "" {
+		return nil
+	}
+	return http.Header{"If-Match": {etag}}
 }
 
 // Forgotten is the data of DELETE /memories/{id}: Forgotten and
@@ -172,27 +208,39 @@ type Forgotten struct {
 	Purged      bool       `json:"purged"`
 }
 
+// ForgetOptions change what ForgetMemory does.
+type ForgetOptions struct {
+	// Purge removes the memory from every projection instead of hiding it.
+	Purge bool
+	// IfMatch, when set (e.g. to Memory.ETag()), acts only if the memory
+	// is still at that version (else status 412, "precondition_failed").
+	IfMatch string
+}
+
 // ForgetMemory hides a memory from search (it stays in the log and the
-// dashboard); purge removes it from every projection instead.
-func (c *Client) ForgetMemory(ctx context.Context, id string, purge bool) (*Forgotten, error) {
+// dashboard), or with opts.Purge removes it from every projection.
+func (c *Client) ForgetMemory(ctx context.Context, id string, opts ForgetOptions) (*Forgotten, error) {
 	var q url.Values
-	if purge {
+	if opts.Purge {
 		q = url.Values{"purge": {"true"}}
 	}
 	var out Forgotten
-	err := c.call(ctx, http.MethodDelete, "/memories/"+pathID(id), q, nil, &out, bearer)
+	err := c.callWithHeader(ctx, http.MethodDelete, "/memories/"+pathID(id), q, ifMatchHeader(opts.IfMatch), nil, &out, bearer)
 	return ret(&out, err)
 }
 
-// ListAgents lists the user's agents.
-func (c *Client) ListAgents(ctx context.Context) ([]Agent, error) {
-	var out struct {
-		Agents []Agent `json:"agents"`
+// ListAgents reads one page of the user's agents, in agent_id order.
+func (c *Client) ListAgents(ctx context.Context, opts ListAgentsOptions) (*AgentPage, error) {
+	q := url.Values{}
+	if opts.Limit > 0 {
+		q.Set("limit", strconv.Itoa(opts.Limit))
 	}
-	if err := c.call(ctx, http.MethodGet, "/agents", nil, nil, &out, bearer); err != nil {
-		return nil, err
+	if opts.Cursor != "" {
+		q.Set("cursor", opts.Cursor)
 	}
-	return out.Agents, nil
+	var out AgentPage
+	err := c.call(ctx, http.MethodGet, "/agents", q, nil, &out, bearer)
+	return ret(&out, err)
 }
 
 // DeleteAgent removes an agent and everything in it, from every

@@ -94,18 +94,38 @@ func TestMemoriesCreateGetBatchList(t *testing.T) {
 		t.Fatalf("listed %d memories, want 26", len(seen))
 	}
 
-	agents, err := f.c.ListAgents(ctx)
+	agents, err := f.c.ListAgents(ctx, client.ListAgentsOptions{})
 	noErr(t, err)
-	if len(agents) != 1 || agents[0].AgentID != "claire" {
+	if len(agents.Agents) != 1 || agents.Agents[0].AgentID != "claire" || agents.NextCursor != "" || agents.Agents[0].StoredMemories != 26 {
 		t.Fatalf("agents: %+v", agents)
 	}
 
-	forgotten, err := f.c.ForgetMemory(ctx, one.ID, false)
+	// If-Match: a change made meanwhile refuses an update or forget.
+	current, err := f.c.GetMemory(ctx, one.ID)
+	noErr(t, err)
+	if current.Version != 2 || current.ETag() != `"2"` {
+		t.Fatalf("version after one patch: %d", current.Version)
+	}
+	_, err = f.c.UpdateMemory(ctx, one.ID, client.UpdateMemoryRequest{Tags: &[]string{"stale"}, IfMatch: `"1"`})
+	if !client.IsStatus(err, http.StatusPreconditionFailed) || !client.IsCode(err, "precondition_failed") {
+		t.Fatalf("stale update: %v", err)
+	}
+	_, err = f.c.ForgetMemory(ctx, one.ID, client.ForgetOptions{IfMatch: `"1"`})
+	if !client.IsStatus(err, http.StatusPreconditionFailed) {
+		t.Fatalf("stale forget: %v", err)
+	}
+	updated, err := f.c.UpdateMemory(ctx, one.ID, client.UpdateMemoryRequest{Tags: &[]string{"ops"}, IfMatch: current.ETag()})
+	noErr(t, err)
+	if updated.Version != 3 {
+		t.Fatalf("conditional update: version %d", updated.Version)
+	}
+
+	forgotten, err := f.c.ForgetMemory(ctx, one.ID, client.ForgetOptions{IfMatch: updated.ETag()})
 	noErr(t, err)
 	if !forgotten.Forgotten || forgotten.ID != one.ID {
 		t.Fatalf("forget: %+v", forgotten)
 	}
-	purged, err := f.c.ForgetMemory(ctx, batch[0].ID, true)
+	purged, err := f.c.ForgetMemory(ctx, batch[0].ID, client.ForgetOptions{Purge: true})
 	noErr(t, err)
 	if !purged.Purged {
 		t.Fatalf("purge: %+v", purged)
@@ -130,5 +150,34 @@ func TestMemoriesOfOtherUsersAreNotFound(t *testing.T) {
 	other := registerAnother(t, f, "other@example.com")
 	if _, err := other.GetMemory(ctx, m.ID); !client.IsCode(err, "not_found") {
 		t.Fatalf("other user's get: %v, want not_found", err)
+	}
+}
+
+func TestAgentsPages(t *testing.T) {
+	ctx := t.Context()
+	f := newFixture(t)
+	want := []string{"a", "b", "c", "d", "e"}
+	for _, id := range slices.Backward(want) {
+		_, err := f.c.CreateMemory(ctx, client.CreateMemoryRequest{AgentID: id, Type: "notes", Content: client.NoteContent{Content: "in " + id}})
+		noErr(t, err)
+	}
+	var got []string
+	var pages int
+	for cursor := ""; ; pages++ {
+		page, err := f.c.ListAgents(ctx, client.ListAgentsOptions{Limit: 2, Cursor: cursor})
+		noErr(t, err)
+		for _, a := range page.Agents {
+			got = append(got, a.AgentID)
+		}
+		if cursor = page.NextCursor; cursor == "" || pages > 5 {
+			break
+		}
+	}
+	if !slices.Equal(got, want) || pages != 2 {
+		t.Fatalf("agents %v in %d pages, want %v in 3", got, pages+1, want)
+	}
+	_, err := f.c.ListAgents(ctx, client.ListAgentsOptions{Cursor: "not a cursor"})
+	if !client.IsCode(err, "invalid_request") {
+		t.Fatalf("bad cursor: %v", err)
 	}
 }

@@ -40,7 +40,7 @@ type OpenAIEmbeddingResponse struct {
 // in OpenAI's error shape, are returned as *Error with Code set from the
 // error's code (or its type).
 func (c *Client) OpenAIEmbeddings(ctx context.Context, req OpenAIEmbeddingRequest) (*OpenAIEmbeddingResponse, error) {
-	resp, err := c.send(ctx, http.MethodPost, "/embeddings", nil, req, bearer)
+	resp, err := c.send(ctx, http.MethodPost, "/embeddings", nil, nil, req, bearer)
 	if err != nil {
 		return nil, err
 	}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/engram-memory/engram/domain"
@@ -16,12 +18,17 @@ import (
 // missing rows are (zero, false, nil).
 type MemoryReadModel interface {
 	Agent(ctx context.Context, userID, agentID string) (memory.AgentView, bool, error)
-	Agents(ctx context.Context, userID string) ([]memory.AgentView, error)
+	ListAgents(ctx context.Context, q memory.AgentListQuery) (memory.AgentPage, error)
 	Memory(ctx context.Context, userID, id string) (memory.View, bool, error)
 	ListMemories(ctx context.Context, q memory.ListQuery) (memory.Page, error)
 	// ExistingRefs returns the type of each of ids that is a memory of
 	// the user's agent.
 	ExistingRefs(ctx context.Context, userID, agentID string, ids []string) (map[string]memory.Type, error)
+	// Usage is what the user stores, as the quotas count it.
+	Usage(ctx context.Context, userID string) (memory.Usage, error)
+	// StreamVersion is the version of the agent stream the read model
+	// shows (domain.ExpectNoStream for none).
+	StreamVersion(ctx context.Context, stream string) (int64, error)
 }
 
 // Embedder turns texts into vectors; domain.EmbeddingProvider (and so
@@ -59,22 +66,83 @@ type MemoriesConfig struct {
 	Queue        Kicker
 	Logger       *slog.Logger  // nil discards
 	EmbedTimeout time.Duration // default DefaultEmbedTimeout
-	Now          func() time.Time
+	// Quotas bound what each user stores; the zero value is no limit.
+	Quotas memory.Quotas
+	Now    func() time.Time
 }
 
 // Memories handles the agent and memory commands, and answers the memory
 // queries of the API from the read model.
 //
 // Every event of an agent goes to one stream (memory.AgentStream), so a
-// batch is one atomic append. Appends use domain.ExpectAny: creating a
-// memory decides nothing that concurrent writes could invalidate, and
-// patch, forget and purge are validated against the read model, then
-// settled in log order (the read model documents how). Two concurrent
-// patches of one memory are last-writer-wins in log order: each records
-// the whole merged content it computed.
+// batch is one atomic append. A command decides on the read model and
+// appends at the agent stream version that read model shows
+// (appendToAgent): if anything reached the stream in between, it decides
+// again on the new state. So a check (If-Match, quotas, derived_from, the
+// agent's existence) holds for exactly the state its events follow.
+// Patches record only the fields they change (memory.MemoryPatched).
+//
+// Quotas per user span several agent streams; writes that can grow them
+// (create, patch) also take a per-user lock, so on one server concurrent
+// writes never overshoot a quota. Several servers over one log can each
+// admit one write at the limit (README, "Quotas").
 type Memories struct {
-	cfg    MemoriesConfig
-	logger *slog.Logger
+	cfg       MemoriesConfig
+	logger    *slog.Logger
+	userLocks [userLockStripes]sync.Mutex
+}
+
+// userLockStripes is how many per-user locks exist; users share one by
+// hash, which bounds the memory the locks take.
+const userLockStripes = 64
+
+// lockUser serializes the quota-bound writes of one user and returns the
+// unlock.
+func (m *Memories) lockUser(userID string) func() {
+	h := fnv.New32a()
+	h.Write([]byte(userID))
+	mu := &m.userLocks[h.Sum32()%userLockStripes]
+	mu.Lock()
+	return mu.Unlock
+}
+
+// maxAgentAttempts bounds how often a command decides again because other
+// writes reached the agent stream first.
+const maxAgentAttempts = 100
+
+// appendToAgent decides and appends at the agent stream's version: it
+// reads the version the read model shows, runs decide (which reads its
+// state from the same read model and returns the events to record; none
+// means nothing changes) and appends expecting that version. When another
+// write came first it waits until the read model has applied the log and
+// decides again.
+func (m *Memories) appendToAgent(ctx context.Context, meta domain.Metadata, userID, agentID string, decide func() ([]domain.Payload, error)) error {
+	stream := memory.AgentStream(userID, agentID)
+	for attempt := 1; ; attempt++ {
+		version, err := m.cfg.Reader.StreamVersion(ctx, stream)
+		if err != nil {
+			return err
+		}
+		payloads, err := decide()
+		if err != nil || len(payloads) == 0 {
+			return err
+		}
+		_, err = m.cfg.Writer.Append(ctx, stream, version, meta, payloads...)
+		if !errors.Is(err, domain.ErrWrongExpectedVersion) {
+			return err
+		}
+		if attempt == maxAgentAttempts {
+			return domain.Conflict("concurrent_writes", "agent %s changed %d times while this write was being decided; retry the request", agentID, attempt)
+		}
+		m.logger.DebugContext(ctx, "agent stream moved on; deciding again", "agent_id", agentID, "attempt", attempt)
+		head, err := m.cfg.Writer.Store().Head(ctx)
+		if err != nil {
+			return err
+		}
+		if err := m.cfg.Writer.Await(ctx, head); err != nil {
+			return err
+		}
+	}
 }
 
 // NewMemories checks cfg and fills its defaults.
@@ -84,6 +152,9 @@ func NewMemories(cfg MemoriesConfig) (*Memories, error) {
 	}
 	if cfg.DefaultModel.Name == "" || cfg.DefaultModel.Dimensions <= 0 {
 		return nil, errors.New("commands: memories need the default embedding model and its dimensions")
+	}
+	if q := cfg.Quotas; q.MemoriesPerAgent < 0 || q.AgentsPerUser < 0 || q.TextBytesPerUser < 0 {
+		return nil, fmt.Errorf("commands: quotas must be 0 (no limit) or more, got %+v", q)
 	}
 	if cfg.EmbedTimeout <= 0 {
 		cfg.EmbedTimeout = DefaultEmbedTimeout
@@ -145,9 +216,16 @@ func (m *Memories) List(ctx context.Context, q memory.ListQuery) (memory.Page, e
 	return m.cfg.Reader.ListMemories(ctx, q)
 }
 
-// Agents lists the user's agents.
-func (m *Memories) Agents(ctx context.Context, userID string) ([]memory.AgentView, error) {
-	return m.cfg.Reader.Agents(ctx, userID)
+// Agents returns one page of the user's agents, in agent_id order.
+func (m *Memories) Agents(ctx context.Context, q memory.AgentListQuery) (memory.AgentPage, error) {
+	switch {
+	case q.Limit == 0:
+		q.Limit = memory.DefaultListLimit
+	case q.Limit < 1 || q.Limit > memory.MaxListLimit:
+		return memory.AgentPage{}, domain.Invalid("limit", "limit must be between 1 and %d, got %d", memory.MaxListLimit, q.Limit).
+			WithDetail("limit", memory.MaxListLimit)
+	}
+	return m.cfg.Reader.ListAgents(ctx, q)
 }
 
 // DeleteAgent removes the agent and everything in it from every
@@ -160,14 +238,15 @@ func (m *Memories) DeleteAgent(ctx context.Context, meta domain.Metadata, agentI
 	if memory.ValidateAgentID(agentID) != nil {
 		return domain.NotFound("agent") // no agent can have that id
 	}
-	_, found, err := m.cfg.Reader.Agent(ctx, userID, agentID)
-	if err != nil {
-		return err
-	}
-	if !found {
-		return domain.NotFound("agent")
-	}
 	ref := memory.AgentRef{UserID: userID, AgentID: agentID}
-	_, err = m.cfg.Writer.Append(ctx, memory.AgentStream(userID, agentID), domain.ExpectAny, meta, memory.AgentDeleted{AgentRef: ref})
-	return err
+	return m.appendToAgent(ctx, meta, userID, agentID, func() ([]domain.Payload, error) {
+		_, found, err := m.cfg.Reader.Agent(ctx, userID, agentID)
+		if err != nil {
+			return nil, err
+		}
+		if !found {
+			return nil, domain.NotFound("agent")
+		}
+		return []domain.Payload{memory.AgentDeleted{AgentRef: ref}}, nil
+	})
 }

@@ -1,27 +1,76 @@
 package commands
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"slices"
+	"strconv"
 
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/memory"
 )
 
+// IfMatch is a request's If-Match precondition: the entity tags (quoted,
+// as memory.View.ETag gives them) of which the memory must have one. nil
+// accepts any version ("*" or no header).
+type IfMatch []string
+
+// check fails with precondition_failed unless v has one of the tags.
+func (im IfMatch) check(v memory.View) error {
+	if im == nil || slices.Contains(im, v.ETag()) {
+		return nil
+	}
+	return domain.Errorf(domain.KindPreconditionFailed,
+		"memory %s is at version %d (ETag %s), not one If-Match names: read it again and decide anew", v.ID, v.Version, v.ETag()).
+		WithDetail("etag", v.ETag())
+}
+
 // MemoryPatch changes a memory. Content is merged into the stored content
 // field by field (top-level keys replace, a null removes the field so its
 // default applies again), then validated as a whole; Tags replaces the tag
-// list. A nil field is left alone.
+// list. A nil field is left alone. IfMatch makes the patch conditional on
+// the memory's version.
 type MemoryPatch struct {
 	Content json.RawMessage
 	Tags    *[]string
+	IfMatch IfMatch
 }
 
-// Patch applies p to the user's memory and returns it as stored. When the
-// indexed text changes it is embedded again, in the same append; a patch
-// of tags alone never calls the provider.
+// patchResult is a patch decided against one state of the memory.
+type patchResult struct {
+	content json.RawMessage
+	changes map[string]json.RawMessage // nil: content unchanged
+	tags    *[]string                  // nil: tags unchanged
+	text    string
+	hash    string
+}
+
+// decidePatch applies the requested changes (already validated: changes
+// parsed, tags normalized) to the memory as v shows it.
+func decidePatch(v memory.View, changes map[string]json.RawMessage, tags *[]string) (patchResult, error) {
+	r := patchResult{content: v.Content}
+	if changes != nil {
+		var err error
+		if r.content, err = memory.ApplyContentChanges(v.Type, v.Content, changes); err != nil {
+			return r, err
+		}
+		if r.changes, err = memory.ContentChanges(v.Content, r.content); err != nil {
+			return r, err
+		}
+	}
+	if tags != nil && !slices.Equal(*tags, v.Tags) {
+		r.tags = tags
+	}
+	text, err := memory.IndexedText(v.Type, r.content)
+	r.text, r.hash = text, memory.TextHash(text)
+	return r, err
+}
+
+// Patch applies p to the user's memory and returns it as stored. It
+// records only the fields that change (memory.MemoryPatched), decided at
+// the agent stream's version, so concurrent patches of different fields
+// all take effect. When the indexed text changes it is embedded again, in
+// the same append; a patch of tags alone never calls the provider.
 func (m *Memories) Patch(ctx context.Context, meta domain.Metadata, id string, p MemoryPatch) (memory.View, error) {
 	userID, err := userOf(meta)
 	if err != nil {
@@ -30,50 +79,86 @@ func (m *Memories) Patch(ctx context.Context, meta domain.Metadata, id string, p
 	if p.Content == nil && p.Tags == nil {
 		return memory.View{}, domain.Invalid("", "nothing to change: send content and/or tags")
 	}
+	var changes map[string]json.RawMessage
+	if p.Content != nil {
+		if changes, err = memory.ParseContentPatch(p.Content); err != nil {
+			return memory.View{}, err
+		}
+	}
+	var tags *[]string
+	if p.Tags != nil {
+		normalized, err := memory.NormalizeTags("tags", *p.Tags)
+		if err != nil {
+			return memory.View{}, err
+		}
+		tags = &normalized
+	}
 	v, err := m.Get(ctx, userID, id)
 	if err != nil {
 		return memory.View{}, err
 	}
-	content := v.Content
-	if p.Content != nil {
-		merged, err := mergeContent(v.Content, p.Content)
-		if err != nil {
-			return memory.View{}, err
-		}
-		if content, err = memory.NormalizeContent(v.Type, merged); err != nil {
-			return memory.View{}, err
-		}
+	if err := p.IfMatch.check(v); err != nil {
+		return memory.View{}, err
 	}
-	tags := v.Tags
-	if p.Tags != nil {
-		if tags, err = memory.NormalizeTags("tags", *p.Tags); err != nil {
-			return memory.View{}, err
-		}
-	}
-	if bytes.Equal(content, v.Content) && slices.Equal(tags, v.Tags) {
-		return v, nil // nothing changes: record nothing
-	}
-	text, err := memory.IndexedText(v.Type, content)
+	// Validate, and embed the new text, before taking the user's lock: the
+	// decision below finds the same text unless a concurrent patch changed
+	// it, and only then embeds again.
+	first, err := decidePatch(v, changes, tags)
 	if err != nil {
 		return memory.View{}, err
 	}
 	ref := memory.AgentRef{UserID: userID, AgentID: v.AgentID}
-	hash := memory.TextHash(text)
-	payloads := []domain.Payload{memory.MemoryUpdated{AgentRef: ref, MemoryID: id, Content: content, Tags: tags, TextHash: hash, UpdatedAt: m.now()}}
-	if hash != v.TextHash && v.Type.Searchable() && !v.Forgotten {
-		embedded, err := m.embedOne(ctx, ref, id, text, hash)
-		if err != nil {
+	embedded := map[string]*memory.MemoryEmbedded{}
+	embedFor := func(cur memory.View, r patchResult) (*memory.MemoryEmbedded, error) {
+		key := r.hash + "\x00" + cur.Embedding.Model + "\x00" + strconv.Itoa(cur.Embedding.Dimensions)
+		if e, done := embedded[key]; done {
+			return e, nil
+		}
+		e, err := m.embedOne(ctx, ref, id, r.text, r.hash)
+		embedded[key] = e
+		return e, err
+	}
+	if first.hash != v.TextHash && v.Type.Searchable() && !v.Forgotten {
+		if _, err := embedFor(v, first); err != nil {
 			return memory.View{}, err
 		}
-		if embedded != nil {
-			payloads = append(payloads, *embedded)
-		}
 	}
-	if _, err := m.cfg.Writer.Append(ctx, memory.AgentStream(userID, v.AgentID), domain.ExpectAny, meta, payloads...); err != nil {
+
+	defer m.lockUser(userID)()
+	err = m.appendToAgent(ctx, meta, userID, v.AgentID, func() ([]domain.Payload, error) {
+		cur, err := m.Get(ctx, userID, id)
+		if err != nil {
+			return nil, err
+		}
+		if err := p.IfMatch.check(cur); err != nil {
+			return nil, err
+		}
+		r, err := decidePatch(cur, changes, tags)
+		if err != nil || (r.changes == nil && r.tags == nil) {
+			return nil, err // nothing changes: record nothing
+		}
+		usage, err := m.cfg.Reader.Usage(ctx, userID)
+		if err != nil {
+			return nil, err
+		}
+		if err := m.cfg.Quotas.CheckTextBytes(usage.TextBytes, int64(len(r.content)-len(cur.Content))); err != nil {
+			return nil, err
+		}
+		payloads := []domain.Payload{memory.MemoryPatched{AgentRef: ref, MemoryID: id, Content: r.changes, Tags: r.tags, TextHash: r.hash, UpdatedAt: m.now()}}
+		if r.hash != cur.TextHash && cur.Type.Searchable() && !cur.Forgotten {
+			e, err := embedFor(cur, r)
+			if err != nil {
+				return nil, err
+			}
+			if e != nil {
+				payloads = append(payloads, *e)
+			}
+		}
+		return payloads, nil
+	})
+	if err != nil {
 		return memory.View{}, err
 	}
-	// Read back what the log settled on: a purge or agent delete that won
-	// the race makes this a 404, like any later read.
 	v, err = m.Get(ctx, userID, id)
 	if err == nil && v.Embedding.Status == memory.StatusPending {
 		m.kick()
@@ -96,40 +181,29 @@ func (m *Memories) embedOne(ctx context.Context, ref memory.AgentRef, id, text, 
 	return &memory.MemoryEmbedded{AgentRef: ref, MemoryID: id, Model: agent.EmbeddingModel, Dimensions: agent.Dimensions, TextHash: hash, Vector: memory.Vector(vecs[0])}, nil
 }
 
-// mergeContent merges the top-level fields of patch into stored (RFC 7396
-// at the first level: nested values are replaced whole).
-func mergeContent(stored, patch json.RawMessage) (json.RawMessage, error) {
-	var base, changes map[string]json.RawMessage
-	if err := json.Unmarshal(stored, &base); err != nil {
-		return nil, err
-	}
-	if err := json.Unmarshal(patch, &changes); err != nil || changes == nil {
-		return nil, domain.Invalid("content", "content must be a JSON object of the fields to change")
-	}
-	for k, v := range changes {
-		if bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
-			delete(base, k)
-		} else {
-			base[k] = v
-		}
-	}
-	return json.Marshal(base)
-}
-
 // Forget hides the memory from search; it stays readable (with forgotten
 // true) and in the log. Forgetting a forgotten memory changes nothing.
-func (m *Memories) Forget(ctx context.Context, meta domain.Metadata, id string) (memory.View, error) {
+func (m *Memories) Forget(ctx context.Context, meta domain.Metadata, id string, ifMatch IfMatch) (memory.View, error) {
 	userID, err := userOf(meta)
 	if err != nil {
 		return memory.View{}, err
 	}
 	v, err := m.Get(ctx, userID, id)
-	if err != nil || v.Forgotten {
-		return v, err
+	if err != nil {
+		return memory.View{}, err
 	}
 	ref := memory.AgentRef{UserID: userID, AgentID: v.AgentID}
-	if _, err := m.cfg.Writer.Append(ctx, memory.AgentStream(userID, v.AgentID), domain.ExpectAny, meta,
-		memory.MemoryForgotten{AgentRef: ref, MemoryID: id, ForgottenAt: m.now()}); err != nil {
+	err = m.appendToAgent(ctx, meta, userID, v.AgentID, func() ([]domain.Payload, error) {
+		cur, err := m.Get(ctx, userID, id)
+		if err != nil {
+			return nil, err
+		}
+		if err := ifMatch.check(cur); err != nil || cur.Forgotten {
+			return nil, err
+		}
+		return []domain.Payload{memory.MemoryForgotten{AgentRef: ref, MemoryID: id, ForgottenAt: m.now()}}, nil
+	})
+	if err != nil {
 		return memory.View{}, err
 	}
 	return m.Get(ctx, userID, id)
@@ -137,7 +211,7 @@ func (m *Memories) Forget(ctx context.Context, meta domain.Metadata, id string) 
 
 // Purge removes the memory from every projection; the log keeps the fact
 // that it was purged.
-func (m *Memories) Purge(ctx context.Context, meta domain.Metadata, id string) error {
+func (m *Memories) Purge(ctx context.Context, meta domain.Metadata, id string, ifMatch IfMatch) error {
 	userID, err := userOf(meta)
 	if err != nil {
 		return err
@@ -147,6 +221,14 @@ func (m *Memories) Purge(ctx context.Context, meta domain.Metadata, id string) e
 		return err
 	}
 	ref := memory.AgentRef{UserID: userID, AgentID: v.AgentID}
-	_, err = m.cfg.Writer.Append(ctx, memory.AgentStream(userID, v.AgentID), domain.ExpectAny, meta, memory.MemoryPurged{AgentRef: ref, MemoryID: id})
-	return err
+	return m.appendToAgent(ctx, meta, userID, v.AgentID, func() ([]domain.Payload, error) {
+		cur, err := m.Get(ctx, userID, id)
+		if err != nil {
+			return nil, err
+		}
+		if err := ifMatch.check(cur); err != nil {
+			return nil, err
+		}
+		return []domain.Payload{memory.MemoryPurged{AgentRef: ref, MemoryID: id}}, nil
+	})
 }

@@ -30,9 +30,6 @@ type CreatedMemory struct {
 	Embedding memory.EmbeddingState
 }
 
-// maxCreateAttempts bounds re-appends after a concurrent agent delete won.
-const maxCreateAttempts = 3
-
 // Create validates and records one memory of the agent. A missing agent is
 // created first, in the same append.
 func (m *Memories) Create(ctx context.Context, meta domain.Metadata, agentID string, in MemoryInput) (CreatedMemory, error) {
@@ -92,19 +89,40 @@ func (m *Memories) create(ctx context.Context, meta domain.Metadata, agentID str
 			return nil, at(i, err)
 		}
 	}
-	for attempt := 1; ; attempt++ {
-		out, lost, err := m.appendCreated(ctx, meta, userID, agentID, items, at)
-		if err != nil || !lost {
-			return out, err
-		}
-		// The agent was deleted between our read and our append, so the
-		// read model dropped the memories. The write came later in the
-		// log, so it must re-create the agent: decide again.
-		m.logger.InfoContext(ctx, "memory write raced an agent delete; writing again", "agent_id", agentID, "attempt", attempt)
-		if attempt == maxCreateAttempts {
-			return nil, domain.Conflict("agent_changed", "agent %s was deleted while the memories were written; retry the request", agentID)
+	// Embedding is slow, so it happens once, before the decision, with the
+	// model the agent has now (or will get), and only for a write that the
+	// state as it is now admits (quotas, derived_from). Should the decision
+	// find the agent bound to another model (a concurrent switch or
+	// delete), the memories are recorded without vectors and the queue
+	// embeds them.
+	model := m.cfg.DefaultModel
+	if agent, exists, err := m.cfg.Reader.Agent(ctx, userID, agentID); err != nil {
+		return nil, err
+	} else if exists {
+		model = domain.EmbeddingModel{Name: agent.EmbeddingModel, Dimensions: agent.Dimensions}
+	}
+	if _, _, err := m.decideCreate(ctx, userID, agentID, items, model, make([][]float32, len(items)), at); err != nil {
+		return nil, err
+	}
+	vectors := m.embedOnWrite(ctx, agentID, model, items)
+
+	defer m.lockUser(userID)()
+	var out []CreatedMemory
+	err = m.appendToAgent(ctx, meta, userID, agentID, func() ([]domain.Payload, error) {
+		created, payloads, err := m.decideCreate(ctx, userID, agentID, items, model, vectors, at)
+		out = created
+		return payloads, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range out {
+		if c.Embedding.Status == memory.StatusPending {
+			m.kick()
+			break
 		}
 	}
+	return out, nil
 }
 
 // prepare validates one input and computes its canonical form.
@@ -154,29 +172,48 @@ func parseCreatedAt(s string, now time.Time) (time.Time, error) {
 	return t.UTC(), nil
 }
 
-// appendCreated records items in one append. lost reports that a
-// concurrent agent delete, earlier in the log, made the read model drop
-// them.
-func (m *Memories) appendCreated(ctx context.Context, meta domain.Metadata, userID, agentID string, items []pendingMemory, at func(int, error) error) (out []CreatedMemory, lost bool, err error) {
+// decideCreate checks items against the agent and the user's quotas as
+// the read model shows them, and returns the events that record them (and
+// the agent, if it does not exist yet). vectors[i] is item i's vector in
+// model, or nil.
+func (m *Memories) decideCreate(ctx context.Context, userID, agentID string, items []pendingMemory, model domain.EmbeddingModel,
+	vectors [][]float32, at func(int, error) error) ([]CreatedMemory, []domain.Payload, error) {
 	ref := memory.AgentRef{UserID: userID, AgentID: agentID}
 	agent, exists, err := m.cfg.Reader.Agent(ctx, userID, agentID)
 	if err != nil {
-		return nil, false, err
+		return nil, nil, err
+	}
+	usage, err := m.cfg.Reader.Usage(ctx, userID)
+	if err != nil {
+		return nil, nil, err
 	}
 	var payloads []domain.Payload
 	if !exists {
+		if err := m.cfg.Quotas.CheckAgents(usage.Agents); err != nil {
+			return nil, nil, err
+		}
 		agent = memory.AgentView{UserID: userID, AgentID: agentID, EmbeddingModel: m.cfg.DefaultModel.Name, Dimensions: m.cfg.DefaultModel.Dimensions, CreatedAt: m.now()}
 		payloads = append(payloads, memory.AgentCreated{AgentRef: ref, EmbeddingModel: agent.EmbeddingModel, Dimensions: agent.Dimensions, CreatedAt: agent.CreatedAt})
 	}
-	if err := m.checkRefs(ctx, userID, agentID, items, exists, at); err != nil {
-		return nil, false, err
+	if err := m.cfg.Quotas.CheckMemories(agentID, agent.StoredMemories, len(items)); err != nil {
+		return nil, nil, err
 	}
-	vectors := m.embedOnWrite(ctx, agent, items)
-	out = make([]CreatedMemory, len(items))
+	var adding int64
+	for _, it := range items {
+		adding += int64(len(it.content))
+	}
+	if err := m.cfg.Quotas.CheckTextBytes(usage.TextBytes, adding); err != nil {
+		return nil, nil, err
+	}
+	if err := m.checkRefs(ctx, userID, agentID, items, exists, at); err != nil {
+		return nil, nil, err
+	}
+	sameModel := agent.EmbeddingModel == model.Name && agent.Dimensions == model.Dimensions
+	out := make([]CreatedMemory, len(items))
 	for i, it := range items {
 		id, err := uuid.NewV7()
 		if err != nil {
-			return nil, false, fmt.Errorf("commands: memory id: %w", err)
+			return nil, nil, fmt.Errorf("commands: memory id: %w", err)
 		}
 		out[i] = CreatedMemory{Type: it.typ, ID: id.String(), CreatedAt: it.createdAt,
 			Embedding: memory.EmbeddingState{Model: agent.EmbeddingModel, Dimensions: agent.Dimensions}}
@@ -185,7 +222,7 @@ func (m *Memories) appendCreated(ctx context.Context, meta domain.Metadata, user
 		switch {
 		case !it.typ.Searchable():
 			out[i].Embedding.Status = memory.StatusNotIndexed
-		case vectors[i] != nil:
+		case vectors[i] != nil && sameModel:
 			out[i].Embedding.Status = memory.StatusEmbedded
 			payloads = append(payloads, memory.MemoryEmbedded{AgentRef: ref, MemoryID: out[i].ID, Model: agent.EmbeddingModel,
 				Dimensions: agent.Dimensions, TextHash: it.hash, Vector: memory.Vector(vectors[i])})
@@ -193,22 +230,7 @@ func (m *Memories) appendCreated(ctx context.Context, meta domain.Metadata, user
 			out[i].Embedding.Status = memory.StatusPending
 		}
 	}
-	if _, err := m.cfg.Writer.Append(ctx, memory.AgentStream(userID, agentID), domain.ExpectAny, meta, payloads...); err != nil {
-		return nil, false, err
-	}
-	if exists {
-		// All-or-nothing: the first memory tells about the whole append.
-		if _, found, err := m.cfg.Reader.Memory(ctx, userID, out[0].ID); err != nil || !found {
-			return nil, !found, err
-		}
-	}
-	for _, c := range out {
-		if c.Embedding.Status == memory.StatusPending {
-			m.kick()
-			break
-		}
-	}
-	return out, false, nil
+	return out, payloads, nil
 }
 
 // checkRefs makes sure every derived_from reference names an existing
@@ -240,11 +262,11 @@ func (m *Memories) checkRefs(ctx context.Context, userID, agentID string, items 
 	return nil
 }
 
-// embedOnWrite embeds the indexed texts of the searchable items with the
-// agent's model in one provider call. vectors[i] is nil for drives and for
-// every item when the provider fails: the write goes on without vectors
-// and the embedding queue fills them in later.
-func (m *Memories) embedOnWrite(ctx context.Context, agent memory.AgentView, items []pendingMemory) [][]float32 {
+// embedOnWrite embeds the indexed texts of the searchable items with
+// model in one provider call. vectors[i] is nil for drives and for every
+// item when the provider fails: the write goes on without vectors and the
+// embedding queue fills them in later.
+func (m *Memories) embedOnWrite(ctx context.Context, agentID string, model domain.EmbeddingModel, items []pendingMemory) [][]float32 {
 	vectors := make([][]float32, len(items))
 	var texts []string
 	var idx []int
@@ -256,10 +278,10 @@ func (m *Memories) embedOnWrite(ctx context.Context, agent memory.AgentView, ite
 	if len(texts) == 0 {
 		return vectors
 	}
-	got, err := embedTexts(ctx, m.cfg.Embedder, m.cfg.EmbedTimeout, agent.EmbeddingModel, agent.Dimensions, texts)
+	got, err := embedTexts(ctx, m.cfg.Embedder, m.cfg.EmbedTimeout, model.Name, model.Dimensions, texts)
 	if err != nil {
 		m.logger.WarnContext(ctx, "embedding on write failed; memories queued for embedding",
-			"agent_id", agent.AgentID, "model", agent.EmbeddingModel, "memories", len(texts), "error", err)
+			"agent_id", agentID, "model", model.Name, "memories", len(texts), "error", err)
 		return vectors
 	}
 	for k, i := range idx {

@@ -100,16 +100,25 @@ func (p *memSwitchProvider) Embed(ctx context.Context, req domain.EmbedRequest) 
 	return res, err
 }
 
-// staleAgentReader answers the first Agent lookup from a snapshot taken
-// earlier, as a read racing a concurrent delete would.
+// staleAgentReader answers like the read model did before a concurrent
+// delete, until the command asks for the stream version a second time:
+// its first decision sees the agent and the stream as they were.
 type staleAgentReader struct {
 	commands.MemoryReadModel
-	snapshot memory.AgentView
-	used     atomic.Bool
+	snapshot     memory.AgentView
+	version      int64
+	versionCalls atomic.Int32
+}
+
+func (r *staleAgentReader) StreamVersion(ctx context.Context, stream string) (int64, error) {
+	if r.versionCalls.Add(1) == 1 {
+		return r.version, nil
+	}
+	return r.MemoryReadModel.StreamVersion(ctx, stream)
 }
 
 func (r *staleAgentReader) Agent(ctx context.Context, userID, agentID string) (memory.AgentView, bool, error) {
-	if r.used.CompareAndSwap(false, true) {
+	if r.versionCalls.Load() <= 1 {
 		return r.snapshot, true, nil
 	}
 	return r.MemoryReadModel.Agent(ctx, userID, agentID)
@@ -124,13 +133,14 @@ func TestMemoriesCreateAfterConcurrentAgentDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 	snapshot, _, _ := e.readMod.Agent(ctx, "u1", "a")
+	version, _ := e.readMod.StreamVersion(ctx, memory.AgentStream("u1", "a"))
 	if err := e.memories.DeleteAgent(ctx, meta, "a"); err != nil {
 		t.Fatal(err)
 	}
-	// The writer still believes the agent exists: its first append has no
-	// AgentCreated and lands after the delete, so the read model drops
-	// it; the command notices and writes again, re-creating the agent.
-	racing := e.newMemories(t, &staleAgentReader{MemoryReadModel: e.readMod, snapshot: snapshot})
+	// The writer decides on the state before the delete: its append, at
+	// the version before the delete, is refused, and it decides again on
+	// the agent as it is now, re-creating it.
+	racing := e.newMemories(t, &staleAgentReader{MemoryReadModel: e.readMod, snapshot: snapshot, version: version})
 	c, err := racing.Create(ctx, meta, "a", memNote("after the delete"))
 	if err != nil {
 		t.Fatal(err)
@@ -156,8 +166,8 @@ func TestMemoriesCreateAfterConcurrentAgentDelete(t *testing.T) {
 			agents++
 		}
 	}
-	if created != 3 || agents != 2 {
-		t.Errorf("log holds %d MemoryCreated and %d AgentCreated, want 3 (one dropped) and 2", created, agents)
+	if created != 2 || agents != 2 {
+		t.Errorf("log holds %d MemoryCreated and %d AgentCreated, want 2 (nothing recorded on the stale decision) and 2", created, agents)
 	}
 }
 
@@ -241,8 +251,84 @@ func TestMemoriesConcurrentWritesToANewAgent(t *testing.T) {
 			t.Errorf("%s: %v", id, err)
 		}
 	}
-	agents, _ := e.memories.Agents(ctx, "u1")
-	if len(agents) != 1 || agents[0].MemoryCount != writers*5 {
-		t.Errorf("agents = %+v", agents)
+	page, _ := e.memories.Agents(ctx, memory.AgentListQuery{UserID: "u1"})
+	if len(page.Agents) != 1 || page.Agents[0].MemoryCount != writers*5 {
+		t.Errorf("agents = %+v", page.Agents)
+	}
+}
+
+// staleMemoryReader answers like the read model did before a concurrent
+// patch, until the command asks for the stream version a second time.
+type staleMemoryReader struct {
+	commands.MemoryReadModel
+	snapshot     memory.View
+	version      int64
+	versionCalls atomic.Int32
+}
+
+func (r *staleMemoryReader) StreamVersion(ctx context.Context, stream string) (int64, error) {
+	if r.versionCalls.Add(1) == 1 {
+		return r.version, nil
+	}
+	return r.MemoryReadModel.StreamVersion(ctx, stream)
+}
+
+func (r *staleMemoryReader) Memory(ctx context.Context, userID, id string) (memory.View, bool, error) {
+	if r.versionCalls.Load() <= 1 {
+		return r.snapshot, true, nil
+	}
+	return r.MemoryReadModel.Memory(ctx, userID, id)
+}
+
+// TestMemoriesPatchDecidesAgainAfterAConflict: a patch decided on a state
+// another server's patch has since changed is refused by the log and
+// decided again, keeping both patches, with one event each.
+func TestMemoriesPatchDecidesAgainAfterAConflict(t *testing.T) {
+	e := newMemEnv(t)
+	ctx := context.Background()
+	meta := memMeta("u1")
+	c, err := e.memories.Create(ctx, meta, "a", memNote("base"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	snapshot, _, _ := e.readMod.Memory(ctx, "u1", c.ID)
+	version, _ := e.readMod.StreamVersion(ctx, memory.AgentStream("u1", "a"))
+	if _, err := e.memories.Patch(ctx, meta, c.ID, commands.MemoryPatch{Content: json.RawMessage(`{"speaker":"ann"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	// A second server, whose first decision reads the state before the
+	// patch above; If-Match names the version it read.
+	other := e.newMemories(t, &staleMemoryReader{MemoryReadModel: e.readMod, snapshot: snapshot, version: version})
+	v, err := other.Patch(ctx, meta, c.ID, commands.MemoryPatch{Content: json.RawMessage(`{"reason":"why"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct{ Speaker, Reason string }
+	json.Unmarshal(v.Content, &got)
+	if got.Speaker != "ann" || got.Reason != "why" || v.Version != 3 {
+		t.Errorf("after both patches: %s at version %d", v.Content, v.Version)
+	}
+	events, _ := e.store.ReadStream(ctx, memory.AgentStream("u1", "a"), 0)
+	var patched int
+	for _, ev := range events {
+		if ev.Type == (memory.MemoryPatched{}).EventType() {
+			patched++
+		}
+	}
+	if patched != 2 {
+		t.Errorf("%d MemoryPatched events, want 2", patched)
+	}
+
+	// With If-Match naming the version the stale decision saw, the second
+	// decision refuses: the memory changed since.
+	snapshot, _, _ = e.readMod.Memory(ctx, "u1", c.ID)
+	version, _ = e.readMod.StreamVersion(ctx, memory.AgentStream("u1", "a"))
+	if _, err := e.memories.Patch(ctx, meta, c.ID, commands.MemoryPatch{Content: json.RawMessage(`{"speaker":"bob"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	other = e.newMemories(t, &staleMemoryReader{MemoryReadModel: e.readMod, snapshot: snapshot, version: version})
+	_, err = other.Patch(ctx, meta, c.ID, commands.MemoryPatch{Content: json.RawMessage(`{"speaker":"cy"}`), IfMatch: commands.IfMatch{snapshot.ETag()}})
+	if domain.ErrorKind(err) != domain.KindPreconditionFailed {
+		t.Errorf("a conditional patch decided on a stale state: err = %v", err)
 	}
 }

@@ -16,6 +16,8 @@ const (
 	KindUnauthorized        Kind = "unauthorized"
 	KindNotFound            Kind = "not_found"
 	KindConflict            Kind = "conflict"
+	KindQuotaExceeded       Kind = "quota_exceeded"
+	KindPreconditionFailed  Kind = "precondition_failed"
 	KindGone                Kind = "gone"
 	KindTooLarge            Kind = "payload_too_large"
 	KindUnsupportedMedia    Kind = "unsupported_media_type"

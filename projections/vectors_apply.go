@@ -78,7 +78,13 @@ func (p *Vectors) apply(ctx context.Context, tx VectorTx, e domain.Event, ops *[
 		if err := e.Decode(&ev); err != nil {
 			return err
 		}
-		return p.updated(ctx, tx, ev, ops)
+		return p.updated(ctx, tx, ev.AgentRef, ev.MemoryID, ev.TextHash, &ev.Tags, ops)
+	case memory.MemoryPatched{}.EventType():
+		var ev memory.MemoryPatched
+		if err := e.Decode(&ev); err != nil {
+			return err
+		}
+		return p.updated(ctx, tx, ev.AgentRef, ev.MemoryID, ev.TextHash, ev.Tags, ops)
 	case memory.MemoryForgotten{}.EventType():
 		var ev memory.MemoryForgotten
 		if err := e.Decode(&ev); err != nil {
@@ -134,14 +140,18 @@ func (p *Vectors) embedded(ctx context.Context, tx VectorTx, ev memory.MemoryEmb
 }
 
 // updated re-reads the memory's current vectors: a new text hash makes its
-// vectors of the old text stale, and new tags change what filters see.
-func (p *Vectors) updated(ctx context.Context, tx VectorTx, ev memory.MemoryUpdated, ops *[]func()) error {
-	m, ok, err := memoryOf(ctx, tx, ev.AgentRef, ev.MemoryID)
+// vectors of the old text stale, and new tags (nil: unchanged) change what
+// filters see.
+func (p *Vectors) updated(ctx context.Context, tx VectorTx, ref memory.AgentRef, memoryID, textHash string, tags *[]string, ops *[]func()) error {
+	m, ok, err := memoryOf(ctx, tx, ref, memoryID)
 	if err != nil || !ok {
 		return err
 	}
-	textChanged := m.TextHash != ev.TextHash
-	m.TextHash, m.Tags = ev.TextHash, ev.Tags
+	textChanged := m.TextHash != textHash
+	m.TextHash = textHash
+	if tags != nil {
+		m.Tags = *tags
+	}
 	if err := tx.PutMemory(ctx, m); err != nil {
 		return err
 	}

@@ -184,9 +184,16 @@ func runQuality(ctx context.Context, args []string, stdout, stderr io.Writer) er
 // agentModel names the embedding model of the benchmark agents, best
 // effort: the report should say which model produced the vector numbers.
 func agentModel(ctx context.Context, c *client.Client, agents []string) string {
-	list, err := c.ListAgents(ctx)
-	if err != nil {
-		return "unknown (" + err.Error() + ")"
+	var list []client.Agent
+	for cursor := ""; ; {
+		page, err := c.ListAgents(ctx, client.ListAgentsOptions{Limit: 1000, Cursor: cursor})
+		if err != nil {
+			return "unknown (" + err.Error() + ")"
+		}
+		list = append(list, page.Agents...)
+		if cursor = page.NextCursor; cursor == "" {
+			break
+		}
 	}
 	var models []string
 	for _, a := range list {

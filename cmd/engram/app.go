@@ -137,7 +137,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 	a.runInBackground(queue.Run)
 	memories, err := commands.NewMemories(commands.MemoriesConfig{
 		Writer: writer, Reader: st.memories, Embedder: catalog,
-		DefaultModel: catalog.DefaultModel(), Queue: queue, Logger: logger,
+		DefaultModel: catalog.DefaultModel(), Queue: queue, Logger: logger, Quotas: cfg.Quotas,
 	})
 	if err != nil {
 		a.close(ctx)

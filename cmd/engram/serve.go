@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/engram-memory/engram/domain/memory"
 	"github.com/engram-memory/engram/internal/loopback"
 )
 
@@ -50,6 +51,7 @@ type serveConfig struct {
 	LogLevel          string
 	LogFormat         string
 	PprofAddr         string
+	Quotas            memory.Quotas
 }
 
 func serveFlags(cfg *serveConfig) *flag.FlagSet {
@@ -84,6 +86,9 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&cfg.LogFormat, "log-format", "text", "text or json")
 	fs.StringVar(&cfg.PprofAddr, "pprof-addr", "", "serve net/http/pprof (/debug/pprof/) on this separate loopback address, e.g. 127.0.0.1:6060, for profiling; unauthenticated, so only loopback is accepted (default off)")
+	fs.IntVar(&cfg.Quotas.MemoriesPerAgent, "quota-memories-per-agent", memory.DefaultMemoriesPerAgent, "memories one agent may keep, forgotten ones included (0: no limit)")
+	fs.IntVar(&cfg.Quotas.AgentsPerUser, "quota-agents-per-user", memory.DefaultAgentsPerUser, "agents one user may have (0: no limit)")
+	fs.Int64Var(&cfg.Quotas.TextBytesPerUser, "quota-text-bytes-per-user", memory.DefaultTextBytesPerUser, "bytes of memory content one user may store (0: no limit)")
 	return fs
 }
 

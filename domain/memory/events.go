@@ -46,7 +46,9 @@ type MemoryEmbedded struct {
 	JobID      string `json:"job_id,omitempty"`
 }
 
-// MemoryUpdated records a memory's content and tags after a patch.
+// MemoryUpdated records a memory's whole content and tags after a patch.
+// Patches now record MemoryPatched; this type stays so that logs written
+// before it still replay.
 type MemoryUpdated struct {
 	AgentRef
 	MemoryID  string          `json:"memory_id"`
@@ -54,6 +56,23 @@ type MemoryUpdated struct {
 	Tags      []string        `json:"tags"`
 	TextHash  string          `json:"text_hash"`
 	UpdatedAt time.Time       `json:"updated_at"`
+}
+
+// MemoryPatched records what a patch changed, field by field: Content
+// holds only the top-level content fields whose canonical value changed
+// (JSON null: the field was removed), Tags is nil when the tags did not
+// change. Projections apply the changes to the memory as the log left it,
+// so concurrent patches of different fields all survive, and of one field
+// the last in log order wins. TextHash is the hash of the indexed text
+// after the change (the command decided at the agent stream's exact
+// version, so every projection agrees on it).
+type MemoryPatched struct {
+	AgentRef
+	MemoryID  string                     `json:"memory_id"`
+	Content   map[string]json.RawMessage `json:"content,omitempty"`
+	Tags      *[]string                  `json:"tags,omitempty"`
+	TextHash  string                     `json:"text_hash"`
+	UpdatedAt time.Time                  `json:"updated_at"`
 }
 
 // MemoryForgotten hides a memory from search; it stays in the log and in
@@ -89,6 +108,7 @@ func (AgentCreated) EventType() string       { return "AgentCreated" }
 func (MemoryCreated) EventType() string      { return "MemoryCreated" }
 func (MemoryEmbedded) EventType() string     { return "MemoryEmbedded" }
 func (MemoryUpdated) EventType() string      { return "MemoryUpdated" }
+func (MemoryPatched) EventType() string      { return "MemoryPatched" }
 func (MemoryForgotten) EventType() string    { return "MemoryForgotten" }
 func (MemoryPurged) EventType() string       { return "MemoryPurged" }
 func (AgentDeleted) EventType() string       { return "AgentDeleted" }

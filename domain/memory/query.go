@@ -38,6 +38,21 @@ type Page struct {
 	NextCursor string
 }
 
+// AgentListQuery selects one page of a user's agents, in agent_id order.
+type AgentListQuery struct {
+	UserID string
+	Limit  int
+	// Cursor is the opaque NextCursor of the previous page; empty starts
+	// at the first agent.
+	Cursor string
+}
+
+// AgentPage is one page of agents. NextCursor is empty on the last page.
+type AgentPage struct {
+	Agents     []AgentView
+	NextCursor string
+}
+
 // PendingEmbedding is a searchable memory whose current text has no vector
 // in its agent's active model: the embedding queue's unit of work.
 type PendingEmbedding struct {

@@ -2,6 +2,7 @@ package memory
 
 import (
 	"encoding/json"
+	"strconv"
 	"time"
 )
 
@@ -18,10 +19,18 @@ type View struct {
 	Forgotten   bool            `json:"forgotten"`
 	ForgottenAt *time.Time      `json:"forgotten_at"`
 	TextHash    string          `json:"-"`
+	// Version counts the changes of the memory's content, tags and
+	// forgotten state, from 1 at creation; a new vector does not change it.
+	// It is the memory's ETag.
+	Version int64 `json:"version"`
 	// Embedding tells whether the current text has a vector in the agent's
 	// active model ("embedded") or waits for one ("pending").
 	Embedding EmbeddingState `json:"embedding"`
 }
+
+// ETag is the memory's entity tag: its version, quoted (a strong tag of
+// RFC 9110, which If-Match compares).
+func (v View) ETag() string { return `"` + strconv.FormatInt(v.Version, 10) + `"` }
 
 // EmbeddingState is a memory's embedding status in its agent's model.
 type EmbeddingState struct {
@@ -38,6 +47,11 @@ type AgentView struct {
 	Dimensions     int       `json:"dimensions"`
 	CreatedAt      time.Time `json:"created_at"`
 	MemoryCount    int       `json:"memory_count"`
+	// StoredMemories counts every memory the agent keeps, forgotten ones
+	// included (what the memories-per-agent quota counts), and TextBytes
+	// their content's size (what the text-bytes quota sums).
+	StoredMemories int   `json:"stored_memories"`
+	TextBytes      int64 `json:"text_bytes"`
 }
 
 // Scored is a memory found by similarity, with its score in [0, 1].

@@ -158,6 +158,12 @@ func (k *Keyword) apply(ctx context.Context, tx *sql.Tx, e domain.Event, ops *[]
 			return err
 		}
 		return k.updated(ctx, tx, p, ops)
+	case memory.MemoryPatched{}.EventType():
+		var p memory.MemoryPatched
+		if err := e.Decode(&p); err != nil {
+			return err
+		}
+		return k.patched(ctx, tx, p, ops)
 	case memory.MemoryForgotten{}.EventType():
 		var p memory.MemoryForgotten
 		if err := e.Decode(&p); err != nil {
@@ -208,9 +214,9 @@ func (k *Keyword) created(ctx context.Context, tx *sql.Tx, p memory.MemoryCreate
 	if err != nil {
 		return err
 	}
-	res, err := tx.ExecContext(ctx, `INSERT INTO keyword_docs (memory_id, user_id, agent_id, type, tags, created_ns, body)
-		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (memory_id) DO NOTHING`,
-		p.MemoryID, p.UserID, p.AgentID, string(p.Type), tags, keywordNanos(p.CreatedAt), text)
+	res, err := tx.ExecContext(ctx, `INSERT INTO keyword_docs (memory_id, user_id, agent_id, type, tags, created_ns, body, content)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (memory_id) DO NOTHING`,
+		p.MemoryID, p.UserID, p.AgentID, string(p.Type), tags, keywordNanos(p.CreatedAt), text, string(p.Content))
 	if err != nil {
 		return fmt.Errorf("keyword: insert: %w", err)
 	}
@@ -224,29 +230,62 @@ func (k *Keyword) created(ctx context.Context, tx *sql.Tx, p memory.MemoryCreate
 }
 
 func (k *Keyword) updated(ctx context.Context, tx *sql.Tx, p memory.MemoryUpdated, ops *[]func()) error {
+	return k.change(ctx, tx, p.AgentRef, p.MemoryID, func(memory.Type, json.RawMessage, []string) (json.RawMessage, []string, error) {
+		return p.Content, p.Tags, nil
+	}, ops)
+}
+
+// patched applies a patch's changed fields to the stored content, as the
+// memories read model does.
+func (k *Keyword) patched(ctx context.Context, tx *sql.Tx, p memory.MemoryPatched, ops *[]func()) error {
+	return k.change(ctx, tx, p.AgentRef, p.MemoryID, func(t memory.Type, stored json.RawMessage, tags []string) (json.RawMessage, []string, error) {
+		if p.Tags != nil {
+			tags = *p.Tags
+		}
+		if p.Content == nil {
+			return stored, tags, nil
+		}
+		content, err := memory.ApplyContentChanges(t, stored, p.Content)
+		return content, tags, err
+	}, ops)
+}
+
+// change re-indexes an indexed memory with the content and tags that
+// change computes from its stored ones.
+func (k *Keyword) change(ctx context.Context, tx *sql.Tx, ref memory.AgentRef, id string,
+	change func(t memory.Type, content json.RawMessage, tags []string) (json.RawMessage, []string, error), ops *[]func()) error {
 	var typ string
 	var created int64
-	err := tx.QueryRowContext(ctx, `SELECT type, created_ns FROM keyword_docs WHERE memory_id = ? AND user_id = ? AND agent_id = ?`,
-		p.MemoryID, p.UserID, p.AgentID).Scan(&typ, &created)
+	var content, storedTags []byte
+	err := tx.QueryRowContext(ctx, `SELECT type, created_ns, content, tags FROM keyword_docs WHERE memory_id = ? AND user_id = ? AND agent_id = ?`,
+		id, ref.UserID, ref.AgentID).Scan(&typ, &created, &content, &storedTags)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil // not indexed: a drive, forgotten or purged before
 	}
 	if err != nil {
 		return fmt.Errorf("keyword: find: %w", err)
 	}
-	text, err := memory.IndexedText(memory.Type(typ), p.Content)
+	var oldTags []string
+	if err := json.Unmarshal(storedTags, &oldTags); err != nil {
+		return fmt.Errorf("keyword: %s tags: %w", id, err)
+	}
+	newContent, newTags, err := change(memory.Type(typ), content, oldTags)
 	if err != nil {
 		return err
 	}
-	tags, err := json.Marshal(nonNil(p.Tags))
+	text, err := memory.IndexedText(memory.Type(typ), newContent)
 	if err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE keyword_docs SET body = ?, tags = ? WHERE memory_id = ?`, text, tags, p.MemoryID); err != nil {
+	tags, err := json.Marshal(nonNil(newTags))
+	if err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE keyword_docs SET body = ?, tags = ?, content = ? WHERE memory_id = ?`, text, tags, string(newContent), id); err != nil {
 		return fmt.Errorf("keyword: update: %w", err)
 	}
-	doc := textindex.Doc{ID: p.MemoryID, Text: text, Type: typ, Tags: p.Tags, CreatedAt: time.Unix(0, created).UTC()}
-	coll := keywordCollection(p.UserID, p.AgentID)
+	doc := textindex.Doc{ID: id, Text: text, Type: typ, Tags: newTags, CreatedAt: time.Unix(0, created).UTC()}
+	coll := keywordCollection(ref.UserID, ref.AgentID)
 	*ops = append(*ops, func() { k.index.Upsert(coll, doc) })
 	return nil
 }

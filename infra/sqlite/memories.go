@@ -21,6 +21,7 @@ func memoriesTables() []exportTable {
 		{name: "memory_embeddings", orderBy: "memory_id, model, dimensions"},
 		{name: "memories", orderBy: "id"},
 		{name: "agents", orderBy: "user_id, agent_id"},
+		{name: "agent_streams", orderBy: "stream"},
 	}
 }
 
@@ -28,8 +29,14 @@ func memoriesTables() []exportTable {
 // memory texts have vectors in which model. It is a projection of the agent
 // streams and answers every memory query, always scoped by user.
 //
-// Races between writers that append with ExpectAny are settled here, in log
-// order, the same way on every replay:
+// It also records the version of every agent stream it applied, which the
+// memory commands append at (so they decide on exactly the state they
+// read), and per agent the count and content size of its memories, which
+// the quotas limit.
+//
+// Races between writers that append with ExpectAny (the embedding queue and
+// re-embedding jobs) or wrote logs before expected versions are settled
+// here, in log order, the same way on every replay:
 //   - a second AgentCreated for an agent that exists is ignored (the first
 //     one's model binding wins);
 //   - memory events for an agent that does not exist (it was deleted by an
@@ -48,12 +55,25 @@ func NewMemories(db *DB) *Memories {
 
 // Apply implements projections.Projection.
 func (m *Memories) Apply(ctx context.Context, events []domain.Event) error {
+	// A stream's version is recorded once per batch, at its last event.
+	lastOfStream := map[string]uint64{}
+	for _, e := range events {
+		if isAgentEvent(e.Type) {
+			lastOfStream[e.Stream] = e.Position
+		}
+	}
 	var a *memApplier
 	return m.db.ApplyEvents(ctx, MemoriesProjection, events, func(tx *sql.Tx, e domain.Event) error {
 		if a == nil || a.tx != tx {
 			a = &memApplier{ctx: ctx, tx: tx, stmts: map[string]*sql.Stmt{}, agents: map[memory.AgentRef]bool{}}
 		}
-		return a.apply(e)
+		if err := a.apply(e); err != nil {
+			return err
+		}
+		if lastOfStream[e.Stream] == e.Position && isAgentEvent(e.Type) {
+			return a.recordStreamVersion(e)
+		}
+		return nil
 	})
 }
 

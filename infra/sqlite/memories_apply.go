@@ -3,8 +3,10 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/memory"
@@ -97,6 +99,9 @@ func (a *memApplier) apply(e domain.Event) error {
 	case memory.MemoryUpdated{}.EventType():
 		var p memory.MemoryUpdated
 		return decodeMemEvent(e, &p, func() error { return a.memoryUpdated(p) })
+	case memory.MemoryPatched{}.EventType():
+		var p memory.MemoryPatched
+		return decodeMemEvent(e, &p, func() error { return a.memoryPatched(p) })
 	case memory.MemoryForgotten{}.EventType():
 		var p memory.MemoryForgotten
 		return decodeMemEvent(e, &p, func() error { return a.memoryForgotten(p) })
@@ -111,6 +116,26 @@ func (a *memApplier) apply(e domain.Event) error {
 		return decodeMemEvent(e, &p, func() error { return a.agentModelSwitched(p) })
 	}
 	return nil // not an agent-stream event
+}
+
+// recordStreamVersion records that the read model applied the agent
+// stream up to e.
+func (a *memApplier) recordStreamVersion(e domain.Event) error {
+	_, err := a.exec(`INSERT INTO agent_streams (stream, version) VALUES (?, ?)
+		ON CONFLICT (stream) DO UPDATE SET version = excluded.version`, e.Stream, e.Version)
+	return err
+}
+
+// isAgentEvent reports whether events of this type are appended to agent
+// streams (memory.AgentStream).
+func isAgentEvent(eventType string) bool {
+	switch eventType {
+	case memory.AgentCreated{}.EventType(), memory.MemoryCreated{}.EventType(), memory.MemoryEmbedded{}.EventType(),
+		memory.MemoryUpdated{}.EventType(), memory.MemoryPatched{}.EventType(), memory.MemoryForgotten{}.EventType(),
+		memory.MemoryPurged{}.EventType(), memory.AgentDeleted{}.EventType(), memory.AgentModelSwitched{}.EventType():
+		return true
+	}
+	return false
 }
 
 func decodeMemEvent(e domain.Event, payload any, apply func() error) error {
@@ -144,11 +169,36 @@ func (a *memApplier) memoryCreated(p memory.MemoryCreated) error {
 	}
 	searchable := p.Type.Searchable()
 	at := memTime(p.CreatedAt)
-	_, err = a.exec(`INSERT INTO memories
+	n, err := a.exec(`INSERT INTO memories
 		(id, user_id, agent_id, type, searchable, content, tags, derived_from, created_at, updated_at, forgotten_at, text_hash, embed_pending)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?) ON CONFLICT (id) DO NOTHING`,
 		p.MemoryID, p.UserID, p.AgentID, string(p.Type), searchable, string(p.Content), tags, refs, at, at, p.TextHash, searchable)
+	if err != nil || n == 0 {
+		return err
+	}
+	return a.addToAgent(p.AgentRef, 1, int64(len(p.Content)))
+}
+
+// addToAgent changes the agent's memory count and content size.
+func (a *memApplier) addToAgent(ref memory.AgentRef, memories int, bytes int64) error {
+	_, err := a.exec(`UPDATE agents SET stored_memories = stored_memories + ?, content_bytes = content_bytes + ?
+		WHERE user_id = ? AND agent_id = ?`, memories, bytes, ref.UserID, ref.AgentID)
 	return err
+}
+
+// storedContent returns the memory's type and content; found is false for
+// a memory that does not exist (purged, or its agent deleted).
+func (a *memApplier) storedContent(ref memory.AgentRef, id string) (typ memory.Type, content string, found bool, err error) {
+	st, err := a.stmt(`SELECT type, content FROM memories WHERE id = ? AND user_id = ? AND agent_id = ?`)
+	if err != nil {
+		return "", "", false, err
+	}
+	var t string
+	err = st.QueryRowContext(a.ctx, id, ref.UserID, ref.AgentID).Scan(&t, &content)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", "", false, nil
+	}
+	return memory.Type(t), content, err == nil, err
 }
 
 func (a *memApplier) memoryEmbedded(p memEmbeddedFields) error {
@@ -168,34 +218,76 @@ func (a *memApplier) memoryEmbedded(p memEmbeddedFields) error {
 }
 
 func (a *memApplier) memoryUpdated(p memory.MemoryUpdated) error {
-	tags, err := memJSONList(p.Tags)
+	return a.changeMemory(p.AgentRef, p.MemoryID, func(memory.Type, string) (json.RawMessage, *[]string, error) {
+		return p.Content, &p.Tags, nil
+	}, p.TextHash, p.UpdatedAt)
+}
+
+// memoryPatched applies the changed fields to the content as it stands
+// now in log order, which is what lets concurrent patches of different
+// fields all survive.
+func (a *memApplier) memoryPatched(p memory.MemoryPatched) error {
+	return a.changeMemory(p.AgentRef, p.MemoryID, func(t memory.Type, stored string) (json.RawMessage, *[]string, error) {
+		if p.Content == nil {
+			return json.RawMessage(stored), p.Tags, nil
+		}
+		content, err := memory.ApplyContentChanges(t, json.RawMessage(stored), p.Content)
+		return content, p.Tags, err
+	}, p.TextHash, p.UpdatedAt)
+}
+
+// changeMemory replaces an existing memory's content and (when change
+// returns them) tags, bumps its version, and keeps its agent's content
+// size and the memory's pending state current.
+func (a *memApplier) changeMemory(ref memory.AgentRef, id string, change func(memory.Type, string) (json.RawMessage, *[]string, error),
+	textHash string, at time.Time) error {
+	typ, stored, found, err := a.storedContent(ref, id)
+	if err != nil || !found {
+		return err
+	}
+	content, tags, err := change(typ, stored)
 	if err != nil {
 		return err
 	}
-	n, err := a.exec(`UPDATE memories SET content = ?, tags = ?, text_hash = ?, updated_at = ?
-		WHERE id = ? AND user_id = ? AND agent_id = ?`,
-		string(p.Content), tags, p.TextHash, memTime(p.UpdatedAt), p.MemoryID, p.UserID, p.AgentID)
-	if err != nil || n == 0 {
+	if tags != nil {
+		list, err := memJSONList(*tags)
+		if err != nil {
+			return err
+		}
+		if _, err := a.exec(`UPDATE memories SET tags = ? WHERE id = ?`, list, id); err != nil {
+			return err
+		}
+	}
+	if _, err := a.exec(`UPDATE memories SET content = ?, text_hash = ?, updated_at = ?, version = version + 1 WHERE id = ?`,
+		string(content), textHash, memTime(at), id); err != nil {
 		return err
 	}
-	return a.refreshPending(`m.id = ?`, p.MemoryID)
+	if err := a.addToAgent(ref, 0, int64(len(content)-len(stored))); err != nil {
+		return err
+	}
+	return a.refreshPending(`m.id = ?`, id)
 }
 
 func (a *memApplier) memoryForgotten(p memory.MemoryForgotten) error {
 	// The first forget wins: forgetting twice keeps the original time.
-	_, err := a.exec(`UPDATE memories SET forgotten_at = COALESCE(forgotten_at, ?), embed_pending = 0
-		WHERE id = ? AND user_id = ? AND agent_id = ?`,
+	_, err := a.exec(`UPDATE memories SET forgotten_at = ?, embed_pending = 0, version = version + 1
+		WHERE id = ? AND user_id = ? AND agent_id = ? AND forgotten_at IS NULL`,
 		memTime(p.ForgottenAt), p.MemoryID, p.UserID, p.AgentID)
 	return err
 }
 
 func (a *memApplier) memoryPurged(p memory.MemoryPurged) error {
-	n, err := a.exec(`DELETE FROM memories WHERE id = ? AND user_id = ? AND agent_id = ?`, p.MemoryID, p.UserID, p.AgentID)
-	if err != nil || n == 0 {
+	_, stored, found, err := a.storedContent(p.AgentRef, p.MemoryID)
+	if err != nil || !found {
 		return err
 	}
-	_, err = a.exec(`DELETE FROM memory_embeddings WHERE memory_id = ?`, p.MemoryID)
-	return err
+	if _, err := a.exec(`DELETE FROM memories WHERE id = ?`, p.MemoryID); err != nil {
+		return err
+	}
+	if _, err := a.exec(`DELETE FROM memory_embeddings WHERE memory_id = ?`, p.MemoryID); err != nil {
+		return err
+	}
+	return a.addToAgent(p.AgentRef, -1, -int64(len(stored)))
 }
 
 func (a *memApplier) agentDeleted(p memory.AgentDeleted) error {

@@ -17,7 +17,8 @@ import (
 // indistinguishable from a missing one.
 
 const memAgentColumns = `a.user_id, a.agent_id, a.embedding_model, a.dimensions, a.created_at,
-	(SELECT COUNT(*) FROM memories m WHERE m.user_id = a.user_id AND m.agent_id = a.agent_id AND m.forgotten_at IS NULL)`
+	(SELECT COUNT(*) FROM memories m WHERE m.user_id = a.user_id AND m.agent_id = a.agent_id AND m.forgotten_at IS NULL),
+	a.stored_memories, a.content_bytes`
 
 // Agent returns one agent of the user; (zero, false, nil) if there is none.
 func (m *Memories) Agent(ctx context.Context, userID, agentID string) (memory.AgentView, bool, error) {
@@ -32,14 +33,66 @@ func (m *Memories) Agent(ctx context.Context, userID, agentID string) (memory.Ag
 	return agents[0], true, nil
 }
 
-// Agents lists the user's agents by agent_id. MemoryCount counts the
-// memories that are not forgotten.
-func (m *Memories) Agents(ctx context.Context, userID string) ([]memory.AgentView, error) {
-	rows, err := m.db.read.QueryContext(ctx, `SELECT `+memAgentColumns+` FROM agents a WHERE a.user_id = ? ORDER BY a.agent_id`, userID)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: agents: %w", err)
+// ListAgents returns one page of the user's agents in agent_id order.
+// MemoryCount counts the memories that are not forgotten. The cursor is the
+// last agent_id returned, so agents created or deleted meanwhile never
+// make a page repeat or skip one that exists throughout.
+func (m *Memories) ListAgents(ctx context.Context, q memory.AgentListQuery) (memory.AgentPage, error) {
+	limit := q.Limit
+	if limit <= 0 {
+		limit = memory.DefaultListLimit
 	}
-	return scanMemAgents(rows)
+	limit = min(limit, memory.MaxListLimit)
+	after := ""
+	if q.Cursor != "" {
+		raw, err := base64.RawURLEncoding.DecodeString(q.Cursor)
+		if err != nil || memory.ValidateAgentID(string(raw)) != nil {
+			return memory.AgentPage{}, domain.Invalid("cursor", "cursor is not one this server returned; start again without it")
+		}
+		after = string(raw)
+	}
+	rows, err := m.db.read.QueryContext(ctx, `SELECT `+memAgentColumns+` FROM agents a WHERE a.user_id = ? AND a.agent_id > ?
+		ORDER BY a.agent_id LIMIT ?`, q.UserID, after, limit+1)
+	if err != nil {
+		return memory.AgentPage{}, fmt.Errorf("sqlite: agents: %w", err)
+	}
+	agents, err := scanMemAgents(rows)
+	if err != nil {
+		return memory.AgentPage{}, err
+	}
+	page := memory.AgentPage{Agents: agents}
+	if len(agents) > limit {
+		page.Agents = agents[:limit]
+		page.NextCursor = base64.RawURLEncoding.EncodeToString([]byte(page.Agents[limit-1].AgentID))
+	}
+	return page, nil
+}
+
+// Usage is what the user stores, as the quotas count it.
+func (m *Memories) Usage(ctx context.Context, userID string) (memory.Usage, error) {
+	var u memory.Usage
+	err := m.db.read.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(content_bytes), 0) FROM agents WHERE user_id = ?`, userID).
+		Scan(&u.Agents, &u.TextBytes)
+	if err != nil {
+		return u, fmt.Errorf("sqlite: usage: %w", err)
+	}
+	return u, nil
+}
+
+// StreamVersion is the version of the last event of the agent stream that
+// the read model applied, or domain.ExpectNoStream when it applied none:
+// the expected version of an append that decides on what this read model
+// shows.
+func (m *Memories) StreamVersion(ctx context.Context, stream string) (int64, error) {
+	var v int64
+	err := m.db.read.QueryRowContext(ctx, `SELECT version FROM agent_streams WHERE stream = ?`, stream).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return domain.ExpectNoStream, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: stream version: %w", err)
+	}
+	return v, nil
 }
 
 // AgentIDs lists the identifiers of the user's agents, sorted.
@@ -66,7 +119,7 @@ func scanMemAgents(rows *sql.Rows) ([]memory.AgentView, error) {
 	for rows.Next() {
 		var a memory.AgentView
 		var created string
-		if err := rows.Scan(&a.UserID, &a.AgentID, &a.EmbeddingModel, &a.Dimensions, &created, &a.MemoryCount); err != nil {
+		if err := rows.Scan(&a.UserID, &a.AgentID, &a.EmbeddingModel, &a.Dimensions, &created, &a.MemoryCount, &a.StoredMemories, &a.TextBytes); err != nil {
 			return nil, fmt.Errorf("sqlite: scan agent: %w", err)
 		}
 		t, err := parseMemTime(created)
@@ -83,7 +136,7 @@ func scanMemAgents(rows *sql.Rows) ([]memory.AgentView, error) {
 }
 
 const memViewColumns = `m.id, m.agent_id, m.type, m.searchable, m.content, m.tags, m.derived_from, m.created_at, m.updated_at,
-	m.forgotten_at, m.text_hash, m.embed_pending, a.embedding_model, a.dimensions`
+	m.forgotten_at, m.text_hash, m.embed_pending, m.version, a.embedding_model, a.dimensions`
 
 const memViewFrom = ` FROM memories m JOIN agents a ON a.user_id = m.user_id AND a.agent_id = m.agent_id `
 
@@ -400,7 +453,7 @@ func scanMemoryView(rows *sql.Rows) (memory.View, error) {
 	var forgotten sql.NullString
 	var searchable, pending bool
 	if err := rows.Scan(&v.ID, &v.AgentID, &typ, &searchable, &content, &tags, &refs, &created, &updated,
-		&forgotten, &v.TextHash, &pending, &v.Embedding.Model, &v.Embedding.Dimensions); err != nil {
+		&forgotten, &v.TextHash, &pending, &v.Version, &v.Embedding.Model, &v.Embedding.Dimensions); err != nil {
 		return v, fmt.Errorf("sqlite: scan memory: %w", err)
 	}
 	v.Type, v.Content = memory.Type(typ), json.RawMessage(content)

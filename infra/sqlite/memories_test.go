@@ -220,8 +220,14 @@ func TestMemoriesReadModelRules(t *testing.T) {
 		if fmt.Sprint(ids) != "[claire]" {
 			t.Errorf("alice's agents = %v", ids)
 		}
-		if strings.Contains(string(l.export()), "user-b") {
-			t.Error("rows of bob's deleted agent remain")
+		for _, row := range strings.Split(string(l.export()), "\n") {
+			// The stream goes on after the delete, and so does its version.
+			if strings.Contains(row, "user-b") && !strings.Contains(row, `"table":"agent_streams"`) {
+				t.Errorf("a row of bob's deleted agent remains: %s", row)
+			}
+		}
+		if v, err := l.rm.StreamVersion(ctx, memory.AgentStream(memBob.UserID, memBob.AgentID)); err != nil || v != 3 {
+			t.Errorf("bob's stream version after the delete = %d, %v; want 3", v, err)
 		}
 	})
 }
@@ -306,5 +312,92 @@ func TestMemoriesReadModelListing(t *testing.T) {
 	page, err := l.rm.ListMemories(ctx, memory.ListQuery{UserID: memBob.UserID})
 	if err != nil || len(page.Memories) != 0 {
 		t.Errorf("bob lists %d of alice's memories", len(page.Memories))
+	}
+}
+
+// TestMemoriesReadModelAppliesPatchesFieldByField appends patches as
+// writers that all decided on the same state would: each one's fields
+// apply to the memory as the log left it, so changes of different fields
+// all survive, and of one field the last in log order wins.
+func TestMemoriesReadModelAppliesPatchesFieldByField(t *testing.T) {
+	l := newMemLog(t)
+	ctx := context.Background()
+	content, err := memory.NormalizeContent(memory.Note, json.RawMessage(`{"content":"base"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	created := memNoteCreated(memAlice, "n1", "base", memT0)
+	created.Content = content
+	l.append(memAlice, memAgentCreated(memAlice, "m1", 4), created)
+	patch := func(fields string, tags *[]string) memory.MemoryPatched {
+		var changes map[string]json.RawMessage
+		if fields != "" {
+			if err := json.Unmarshal([]byte(fields), &changes); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return memory.MemoryPatched{AgentRef: memAlice, MemoryID: "n1", Content: changes, Tags: tags, TextHash: memHash("base"), UpdatedAt: memT0.Add(time.Minute)}
+	}
+	field := func(name string) any {
+		v, _ := l.view(memAlice, "n1")
+		var c map[string]any
+		if err := json.Unmarshal(v.Content, &c); err != nil {
+			t.Fatal(err)
+		}
+		return c[name]
+	}
+	tags := []string{"x"}
+	for _, step := range []struct {
+		name    string
+		events  []domain.Payload
+		field   string
+		want    any
+		version int64
+	}{
+		{"different fields both survive", []domain.Payload{patch(`{"speaker":"ann"}`, nil), patch(`{"reason":"because"}`, nil)}, "speaker", "ann", 3},
+		{"the other field too", nil, "reason", "because", 3},
+		{"one field: the last in log order wins", []domain.Payload{patch(`{"speaker":"bob"}`, nil), patch(`{"speaker":"cy"}`, nil)}, "speaker", "cy", 5},
+		{"null removes a field", []domain.Payload{patch(`{"reason":null}`, nil)}, "reason", nil, 6},
+		{"a default comes back", []domain.Payload{patch(`{"note_type":"quote"}`, nil), patch(`{"note_type":null}`, nil)}, "note_type", "note", 8},
+		{"tags alone leave the content", []domain.Payload{patch("", &tags)}, "speaker", "cy", 9},
+	} {
+		if len(step.events) > 0 {
+			l.append(memAlice, step.events...)
+		}
+		v, _ := l.view(memAlice, "n1")
+		if got := field(step.field); got != step.want || v.Version != step.version {
+			t.Errorf("%s: %s = %v at version %d, want %v at %d", step.name, step.field, got, v.Version, step.want, step.version)
+		}
+	}
+	v, _ := l.view(memAlice, "n1")
+	if fmt.Sprint(v.Tags) != "[x]" {
+		t.Errorf("tags = %v", v.Tags)
+	}
+	a, _, _ := l.rm.Agent(ctx, memAlice.UserID, memAlice.AgentID)
+	if a.StoredMemories != 1 || a.TextBytes != int64(len(v.Content)) {
+		t.Errorf("agent counts %d memories of %d bytes, want 1 of %d", a.StoredMemories, a.TextBytes, len(v.Content))
+	}
+
+	// Logs written before MemoryPatched hold MemoryUpdated: it still
+	// replaces the whole content.
+	old, _ := json.Marshal(map[string]string{"content": "replaced"})
+	l.append(memAlice, memory.MemoryUpdated{AgentRef: memAlice, MemoryID: "n1", Content: old, Tags: []string{}, TextHash: memHash("replaced"), UpdatedAt: memT0.Add(time.Hour)})
+	if got, v := field("content"), func() memory.View { v, _ := l.view(memAlice, "n1"); return v }(); got != "replaced" || v.Version != 10 || len(v.Tags) != 0 {
+		t.Errorf("after MemoryUpdated: content %v, version %d, tags %v", got, v.Version, v.Tags)
+	}
+
+	before := l.export()
+	all, err := l.store.ReadAll(ctx, 0, 10000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.rm.Reset(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.rm.Apply(ctx, all); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(before, l.export()) {
+		t.Fatalf("replay differs:\n%s\n---\n%s", before, l.export())
 	}
 }

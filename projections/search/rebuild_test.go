@@ -46,10 +46,10 @@ func history(t *testing.T, s *searchtest.Stack) {
 	}
 	s.Note(t, "u1", "gone", "kubernetes upgrade in a deleted agent", nil, t0)
 	m := searchtest.Meta("u1")
-	if _, err := s.Memories.Forget(ctx, m, made[1]); err != nil {
+	if _, err := s.Memories.Forget(ctx, m, made[1], nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Memories.Purge(ctx, m, made[2]); err != nil {
+	if err := s.Memories.Purge(ctx, m, made[2], nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Memories.Patch(ctx, m, made[3], patchContent(`{"content": "garden tomatoes replaced the kubernetes item"}`)); err != nil {

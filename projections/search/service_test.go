@@ -296,10 +296,10 @@ func TestForgottenPurgedAndUpdated(t *testing.T) {
 	forgot := s.Note(t, "u1", "a", "garden tomatoes were eaten by birds", nil, t0)
 	purged := s.Note(t, "u1", "a", "garden tomatoes planted in May", nil, t0)
 	edited := s.Note(t, "u1", "a", "garden tomatoes were sold", nil, t0)
-	if _, err := s.Memories.Forget(ctx, searchtest.Meta("u1"), forgot); err != nil {
+	if _, err := s.Memories.Forget(ctx, searchtest.Meta("u1"), forgot, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Memories.Purge(ctx, searchtest.Meta("u1"), purged); err != nil {
+	if err := s.Memories.Purge(ctx, searchtest.Meta("u1"), purged, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Memories.Patch(ctx, searchtest.Meta("u1"), edited, patchContent(`{"content": "the shed roof was repaired"}`)); err != nil {
