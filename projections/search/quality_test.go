@@ -15,6 +15,7 @@ import (
 
 	"github.com/engram-memory/engram/commands"
 	"github.com/engram-memory/engram/domain/memory"
+	"github.com/engram-memory/engram/infra/embed/local"
 	"github.com/engram-memory/engram/projections/search"
 	"github.com/engram-memory/engram/projections/search/searchtest"
 )
@@ -28,6 +29,11 @@ import (
 //     options: P is the keyword saturation K (convex, minmax) or RRF's R.
 //   - ENGRAM_FUSION_SWEEP=1 also reports hybrid with each fusion parameter
 //     moved by ±50% (the candidate pool: halved and doubled), one at a time.
+//   - ENGRAM_FUSION_WV="0.1,0.2,..." also reports hybrid at each of these
+//     vector weights (keyword weight 1 − wv).
+//   - ENGRAM_EMBED_MODEL_DIR loads a local model directory and
+//     ENGRAM_EMBED_MODEL binds the agents to a model (default: the
+//     server's default local model).
 //
 // The reference harness is cmd/engram-bench.
 func TestLoCoMoQuality(t *testing.T) {
@@ -42,7 +48,8 @@ func TestLoCoMoQuality(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s := searchtest.New(t, searchtest.Options{Search: opts})
+	s := searchtest.New(t, searchtest.Options{Search: opts, Model: os.Getenv("ENGRAM_EMBED_MODEL"),
+		Embed: local.Options{ModelDirs: strings.FieldsFunc(os.Getenv("ENGRAM_EMBED_MODEL_DIR"), func(r rune) bool { return r == ',' })}})
 	ctx := context.Background()
 	idmap := loadTurns(t, s, filepath.Join(dir, "corpus.jsonl"))
 	var queries []locomoQuery
@@ -92,11 +99,21 @@ func TestLoCoMoQuality(t *testing.T) {
 		row(string(mode)+" excl. adversarial", excl)
 		row(string(mode)+" ALL", all)
 	}
-	if os.Getenv("ENGRAM_FUSION_SWEEP") == "" {
-		return
-	}
 	base := s.Search.Options()
-	for _, v := range sweep(base) {
+	var variants []variant
+	if os.Getenv("ENGRAM_FUSION_SWEEP") != "" {
+		variants = sweep(base)
+	}
+	for _, f := range strings.FieldsFunc(os.Getenv("ENGRAM_FUSION_WV"), func(r rune) bool { return r == ',' }) {
+		wv, err := strconv.ParseFloat(f, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := base
+		o.VectorWeight, o.KeywordWeight = wv, 1-wv
+		variants = append(variants, variant{fmt.Sprintf("wv %.3g", wv), o})
+	}
+	for _, v := range variants {
 		svc, err := search.New(s.Keyword, s.Vectors, search.ProviderEmbedder{Provider: s.Provider}, s.ReadModel, nil, v.opts)
 		if err != nil {
 			t.Fatal(err)

@@ -5,6 +5,7 @@ package local
 
 import (
 	"context"
+	"os"
 	"sort"
 
 	"github.com/engram-memory/engram/domain"
@@ -43,17 +44,27 @@ func New(opts Options) (*Provider, error) {
 		order:  []string{builtin.name},
 	}
 	for _, dir := range opts.ModelDirs {
-		sm, err := loadStaticModel(dir)
+		m, err := loadModelDir(dir)
 		if err != nil {
 			return nil, err
 		}
-		if _, dup := p.models[sm.name]; dup {
-			return nil, domain.Invalid("model_dirs", "two local models are named %q", sm.name)
+		name := m.info().Name
+		if _, dup := p.models[name]; dup {
+			return nil, domain.Invalid("model_dirs", "two local models are named %q", name)
 		}
-		p.models[sm.name] = sm
-		p.order = append(p.order, sm.name)
+		p.models[name] = m
+		p.order = append(p.order, name)
 	}
 	return p, nil
+}
+
+// loadModelDir loads a SIF model directory (it has sif.json) or else a
+// Model2Vec-style one.
+func loadModelDir(dir string) (model, error) {
+	if isSIFModelDir(os.DirFS(dir)) {
+		return loadSIFModel(os.DirFS(dir), dir)
+	}
+	return loadStaticModel(dir)
 }
 
 // Name implements domain.EmbeddingProvider.
