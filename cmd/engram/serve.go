@@ -57,7 +57,7 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.IntVar(&cfg.IPRateBurst, "ip-rate-burst", 20, "burst size per client IP")
 	fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", 10<<20, "largest accepted request body")
 	fs.StringVar(&cfg.EmbedProvider, "embed-provider", "local", "embedding provider: local or openai")
-	fs.StringVar(&cfg.EmbedModel, "embed-model", "", "default embedding model (default: engram-hash-384 for local, text-embedding-3-small for openai)")
+	fs.StringVar(&cfg.EmbedModel, "embed-model", "", "default embedding model of new agents (default: glove-sif-100 for local, text-embedding-3-small for openai)")
 	fs.StringVar(&cfg.EmbedModelDir, "embed-model-dir", "", "comma-separated directories of Model2Vec-style static models to load")
 	fs.StringVar(&cfg.OpenAIBaseURL, "openai-base-url", "", "OpenAI-compatible API base URL (env OPENAI_BASE_URL also works)")
 	fs.StringVar(&cfg.OpenAIOrg, "openai-org", "", "OpenAI organisation")

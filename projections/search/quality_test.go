@@ -47,6 +47,7 @@ func TestLoCoMoQuality(t *testing.T) {
 		if opts, err = parseFusion(f); err != nil {
 			t.Fatal(err)
 		}
+		opts.Models = map[string]search.ModelFusion{} // the override holds for every model
 	}
 	s := searchtest.New(t, searchtest.Options{Search: opts, Model: os.Getenv("ENGRAM_EMBED_MODEL"),
 		Embed: local.Options{ModelDirs: strings.FieldsFunc(os.Getenv("ENGRAM_EMBED_MODEL_DIR"), func(r rune) bool { return r == ',' })}})
@@ -99,7 +100,12 @@ func TestLoCoMoQuality(t *testing.T) {
 		row(string(mode)+" excl. adversarial", excl)
 		row(string(mode)+" ALL", all)
 	}
+	// Variants start from the fusion the agents' model actually gets.
 	base := s.Search.Options()
+	if m, ok := base.Models[os.Getenv("ENGRAM_EMBED_MODEL")]; ok {
+		base.Fusion, base.VectorWeight, base.KeywordWeight = m.Fusion, m.VectorWeight, m.KeywordWeight
+	}
+	base.Models = map[string]search.ModelFusion{}
 	var variants []variant
 	if os.Getenv("ENGRAM_FUSION_SWEEP") != "" {
 		variants = sweep(base)
