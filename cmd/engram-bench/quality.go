@@ -162,6 +162,10 @@ func runQuality(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 
+	if rep.diff, err = hybridVersusKeyword(rep.runs, queries, corpus, cfg.proto, rep.scores); err != nil {
+		return err
+	}
+
 	rows := subsetRows(rep.systems(), rep.scores, subsetExclAdv)
 	if cfg.checkTargets {
 		if rep.misses, err = cfg.targets.check(rows); err != nil {
@@ -170,6 +174,9 @@ func runQuality(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		rep.checked = true
 	}
 	fmt.Fprintf(stdout, "protocol %s, %s (n=%d), limit %d\n%s", cfg.proto, subsetExclAdv, rows[0].Score.N, cfg.limit, formatTable(rows, false))
+	if rep.diff != nil {
+		fmt.Fprint(stdout, rep.diff.markdown())
+	}
 	mdPath := filepath.Join(cfg.out, "quality.md")
 	if err := os.WriteFile(mdPath, []byte(rep.markdown()), 0o644); err != nil {
 		return err
@@ -179,6 +186,35 @@ func runQuality(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return &targetsFailedError{failures: rep.misses}
 	}
 	return nil
+}
+
+// hybridVersusKeyword bootstraps hybrid − keyword when both modes ran
+// (nil otherwise).
+func hybridVersusKeyword(runs []modeRun, queries []queryRecord, corpus []corpusRecord, proto protocol, scores map[string]scoreFile) (*modeDifference, error) {
+	byMode := map[string]modeRun{}
+	for _, r := range runs {
+		byMode[r.Mode] = r
+	}
+	hybrid, okH := byMode[client.ModeHybrid]
+	keyword, okK := byMode[client.ModeKeyword]
+	if !okH || !okK {
+		return nil, nil
+	}
+	var sources map[string][]string
+	if proto == protoTurnsNotes { // score.py's --corpus
+		sources = map[string][]string{}
+		for _, r := range corpus {
+			if len(r.SourceIDs) > 0 {
+				sources[r.ID] = r.SourceIDs
+			}
+		}
+	}
+	d, err := compareModes(client.ModeHybrid, client.ModeKeyword,
+		scorePerQuery(queries, hybrid.Results, sources), scorePerQuery(queries, keyword.Results, sources), scores)
+	if err != nil {
+		return nil, err
+	}
+	return &d, nil
 }
 
 // agentModel names the embedding model of the benchmark agents, best

@@ -20,6 +20,7 @@ type qualityReport struct {
 	model      string
 	runs       []modeRun
 	scores     map[string]scoreFile // by system: bm25 and the modes
+	diff       *modeDifference      // hybrid − keyword, when both ran
 	checked    bool
 	misses     []string
 }
@@ -52,6 +53,10 @@ func (r qualityReport) markdown() string {
 	rows := subsetRows(r.systems(), r.scores, subsetExclAdv)
 	fmt.Fprintf(&b, "## %s\n\n%s\n", subsetExclAdv, formatTable(rows, true))
 	fmt.Fprintf(&b, "## %s\n\n%s\n", subsetAll, formatTable(subsetRows(r.systems(), r.scores, subsetAll), true))
+
+	if r.diff != nil {
+		fmt.Fprintf(&b, "## Hybrid − keyword\n\n%s\n", r.diff.markdown())
+	}
 
 	if cats := r.scores["bm25"].categories(); len(cats) > 0 {
 		fmt.Fprintf(&b, "## nDCG@10 per category\n\n| mode |")
