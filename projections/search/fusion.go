@@ -37,15 +37,18 @@ import (
 // matches and fills the page when there are fewer of them than the limit.
 // Equal scores are ordered by creation time (newer first), then by id.
 //
-// The vector weight is small because the built-in engram-hash-384 model is
-// lexical (hashed words, bigrams and character n-grams, with no corpus
-// statistics). It mostly repeats what BM25 already knows, but without
-// BM25's inverse document frequency. On the LoCoMo dev split ("turns",
-// excluding adversarial), wv = 0.05 ties keyword-only search on R@5 and is
-// a little above it on R@10, MRR@10 and nDCG@10. A larger vector weight
-// lowers R@5 (wv 0.1: −0.008; wv 0.2: −0.016). Per-query min-max
-// normalisation (FusionMinMax) and reciprocal rank fusion (FusionRRF) did
-// no better. A neural model deserves a larger Options.VectorWeight.
+// These defaults serve agents of engram-hash-384 and of any model without
+// its own entry in Options.Models. The vector weight is small because
+// engram-hash-384 is lexical (hashed words, bigrams and character n-grams,
+// with no corpus statistics): it mostly repeats what BM25 already knows,
+// but without BM25's inverse document frequency. On the LoCoMo dev split
+// ("turns", excluding adversarial), wv = 0.05 ties keyword-only search; a
+// larger vector weight lowers R@5, and per-query min-max normalisation
+// (FusionMinMax) and reciprocal rank fusion (FusionRRF) did no better.
+//
+// Agents of the semantic built-in glove-sif-100 get their own fusion
+// (DefaultModelFusion): per-query min-max normalisation with wv = 0.2,
+// which beat the best absolute weight (wv = 0.1) on the same split.
 type Fusion string
 
 const (
@@ -82,9 +85,9 @@ type Options struct {
 	Fusion Fusion // default FusionConvex
 	// VectorWeight and KeywordWeight weight the two sides (defaults
 	// DefaultVectorWeight and DefaultKeywordWeight, tuned on the LoCoMo dev
-	// split with the built-in engram-hash-384 model; a stronger model
-	// deserves more vector weight). Either may be 0 but not both; both 0
-	// means the defaults.
+	// split with the built-in engram-hash-384 model; a semantic model
+	// deserves more vector weight, see Models). Either may be 0 but not
+	// both; both 0 means the defaults.
 	VectorWeight, KeywordWeight float64
 	// KeywordSaturation is K in keyword score = x/(x+K), x the BM25
 	// relevance (default 8: a rare word matched once scores about 0.5).
