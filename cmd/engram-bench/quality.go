@@ -40,8 +40,8 @@ func parseQualityFlags(args []string, stderr io.Writer) (qualityConfig, error) {
 	fs.IntVar(&cfg.limit, "limit", 10, "search limit per query (>= 10 for R@10)")
 	fs.IntVar(&cfg.concurrency, "concurrency", 4, "queries in flight")
 	fs.IntVar(&cfg.batchSize, "batch-size", client.MaxBatch, "memories per POST /memories/batch")
-	fs.BoolVar(&cfg.checkTargets, "check-targets", true, "exit 3 when keyword < BM25 or hybrid < max(keyword, vector)")
-	fs.StringVar(&metrics, "target-metrics", "R@10,MRR@10", "metrics the targets are checked on")
+	fs.BoolVar(&cfg.checkTargets, "check-targets", true, "exit 3 when keyword < BM25, hybrid ≤ keyword or hybrid < vector")
+	fs.StringVar(&metrics, "target-metrics", "R@10,MRR@10,nDCG@10", "metrics the targets are checked on")
 	fs.Float64Var(&cfg.targets.tolerance, "target-tolerance", 0, "allowed shortfall per metric")
 	cfg.server.register(fs)
 	if err := fs.Parse(args); err != nil {

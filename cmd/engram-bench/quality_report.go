@@ -88,7 +88,7 @@ func (r qualityReport) markdown() string {
 	case !r.checked:
 		b.WriteString("not checked (--check-targets=false)\n")
 	case len(r.misses) == 0:
-		fmt.Fprintf(&b, "met on %s (%s): keyword ≥ bm25, hybrid ≥ max(keyword, vector)\n",
+		fmt.Fprintf(&b, "met on %s (%s): keyword ≥ bm25, hybrid > keyword, hybrid ≥ vector\n",
 			strings.Join(r.cfg.targets.metrics, ", "), subsetExclAdv)
 	default:
 		fmt.Fprintf(&b, "**missed** on %s:\n\n", subsetExclAdv)
