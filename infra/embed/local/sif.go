@@ -37,7 +37,8 @@ type SIFManifest struct {
 	// SIFA is a in the word weight a/(a + p(w)).
 	SIFA float64 `json:"sif_a"`
 	// PrincipalComponent is the unit direction removed from every sentence
-	// embedding (the common discourse direction).
+	// embedding (the common discourse direction); all zeros removes
+	// nothing.
 	PrincipalComponent []float64 `json:"principal_component"`
 	Description        string    `json:"description"`
 	Source             string    `json:"source,omitempty"`

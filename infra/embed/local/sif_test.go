@@ -101,7 +101,7 @@ func TestImportGloVeKeepsTokenizerWords(t *testing.T) {
 	jsonPath, _ := writeWinkJSON(t, dir, 4)
 	for _, src := range []string{jsonPath, writeWinkTgz(t, dir, jsonPath)} {
 		out := filepath.Join(t.TempDir(), "model")
-		man, err := ImportGloVe(src, out, GloVeImport{Words: 6})
+		man, err := ImportGloVe(src, out, GloVeImport{Words: 6, RemovePC: true})
 		if err != nil {
 			t.Fatalf("%s: %v", src, err)
 		}
@@ -162,7 +162,7 @@ func TestSIFEmbedMatchesHandComputation(t *testing.T) {
 	dir := t.TempDir()
 	jsonPath, source := writeWinkJSON(t, dir, 4)
 	out := filepath.Join(dir, "sif")
-	man, err := ImportGloVe(jsonPath, out, GloVeImport{Name: "tiny-sif"})
+	man, err := ImportGloVe(jsonPath, out, GloVeImport{Name: "tiny-sif", RemovePC: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +220,7 @@ func TestSIFLoadErrors(t *testing.T) {
 	dir := t.TempDir()
 	jsonPath, _ := writeWinkJSON(t, dir, 4)
 	good := filepath.Join(dir, "good")
-	if _, err := ImportGloVe(jsonPath, good, GloVeImport{Words: 3}); err != nil {
+	if _, err := ImportGloVe(jsonPath, good, GloVeImport{Words: 3, RemovePC: true}); err != nil {
 		t.Fatal(err)
 	}
 	manifest, _ := os.ReadFile(filepath.Join(good, sifManifestFile))
@@ -322,5 +322,35 @@ func TestBuiltinGloVeModelIsSemantic(t *testing.T) {
 	}
 	if near, far := cos(v[3], v[4]), cos(v[3], v[2]); near < far+0.2 {
 		t.Errorf("kitten/cat %.3f is not well above kitten/tax %.3f", near, far)
+	}
+}
+
+// Without RemovePC the stored component is zero and the embedding is the
+// plain normalised SIF-weighted sum.
+func TestImportGloVeWithoutPCRemovesNothing(t *testing.T) {
+	dir := t.TempDir()
+	jsonPath, source := writeWinkJSON(t, dir, 4)
+	out := filepath.Join(dir, "sif")
+	man, err := ImportGloVe(jsonPath, out, GloVeImport{Name: "plain-sif"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(man.PrincipalComponent, make([]float64, 4)) || strings.Contains(man.Description, "principal") {
+		t.Fatalf("manifest %+v", man)
+	}
+	p, err := New(Options{ModelDirs: []string{out}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.Embed(context.Background(), domain.EmbedRequest{Model: "plain-sif", Texts: []string{"dog"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := source["dog"][:4]
+	norm := math.Sqrt(v[0]*v[0] + v[1]*v[1] + v[2]*v[2] + v[3]*v[3])
+	for j := range 4 {
+		if math.Abs(float64(res.Vectors[0][j])-v[j]/norm) > 1e-3 {
+			t.Fatalf("embedding %v, want %v/%v", res.Vectors[0], v, norm)
+		}
 	}
 }
