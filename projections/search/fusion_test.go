@@ -59,7 +59,7 @@ func TestDefaultFusion(t *testing.T) {
 func TestFusionPerModel(t *testing.T) {
 	o := mustOptions(t, Options{})
 	glove := o.forModel(GloVeSIFModel)
-	if glove.Fusion != FusionMinMax || glove.VectorWeight != 0.2 || glove.KeywordWeight != 0.8 {
+	if glove.Fusion != FusionMinMax || glove.VectorWeight != 0.15 || glove.KeywordWeight != 0.85 {
 		t.Fatalf("glove-sif-100 fusion %+v", glove)
 	}
 	if hash := o.forModel("engram-hash-384"); hash.Fusion != FusionConvex || hash.VectorWeight != DefaultVectorWeight {
