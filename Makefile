@@ -24,9 +24,10 @@ bench:
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchtime $(BENCHTIME) -benchmem ./...
 
 # Retrieval quality on the public LoCoMo dev split, every mode, next to the
-# BM25 baseline; exits 3 when a target is missed.
+# BM25 baseline, under both protocols; exits 3 when a target is missed.
 bench-quality:
 	$(GO) run ./cmd/engram-bench quality --corpus ../shared/bench/locomo-dev/corpus.jsonl --queries ../shared/bench/locomo-dev/queries.jsonl --bench-dir ../shared/bench --protocol turns --modes hybrid,vector,keyword --out bench-out/quality
+	$(GO) run ./cmd/engram-bench quality --corpus ../shared/bench/locomo-dev/corpus.jsonl --queries ../shared/bench/locomo-dev/queries.jsonl --bench-dir ../shared/bench --protocol turns+notes --modes hybrid,vector,keyword --out bench-out/quality-notes
 
 # Search latency over HTTP on loopback at 10k and 100k memories, concurrency 8.
 bench-load:

@@ -53,7 +53,7 @@ func TestParseQualityFlags(t *testing.T) {
 	}{
 		{"defaults", nil, func(c qualityConfig) bool {
 			return c.limit == 10 && c.proto == protoTurns && len(c.modes) == 3 && c.checkTargets &&
-				reflect.DeepEqual(c.targets.metrics, []string{"R@10", "MRR@10"}) && c.server.server == ""
+				reflect.DeepEqual(c.targets.metrics, []string{"R@10", "MRR@10", "nDCG@10"}) && c.server.server == ""
 		}, false},
 		{"custom", []string{"--modes", "keyword", "--protocol", "turns+notes", "--target-metrics", "nDCG@10", "--target-tolerance", "0.01", "--out", "x"},
 			func(c qualityConfig) bool {

@@ -40,8 +40,8 @@ func parseQualityFlags(args []string, stderr io.Writer) (qualityConfig, error) {
 	fs.IntVar(&cfg.limit, "limit", 10, "search limit per query (>= 10 for R@10)")
 	fs.IntVar(&cfg.concurrency, "concurrency", 4, "queries in flight")
 	fs.IntVar(&cfg.batchSize, "batch-size", client.MaxBatch, "memories per POST /memories/batch")
-	fs.BoolVar(&cfg.checkTargets, "check-targets", true, "exit 3 when keyword < BM25 or hybrid < max(keyword, vector)")
-	fs.StringVar(&metrics, "target-metrics", "R@10,MRR@10", "metrics the targets are checked on")
+	fs.BoolVar(&cfg.checkTargets, "check-targets", true, "exit 3 when keyword < BM25, hybrid ≤ keyword or hybrid < vector")
+	fs.StringVar(&metrics, "target-metrics", "R@10,MRR@10,nDCG@10", "metrics the targets are checked on")
 	fs.Float64Var(&cfg.targets.tolerance, "target-tolerance", 0, "allowed shortfall per metric")
 	cfg.server.register(fs)
 	if err := fs.Parse(args); err != nil {
@@ -162,6 +162,10 @@ func runQuality(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 
+	if rep.diff, err = hybridVersusKeyword(rep.runs, queries, corpus, cfg.proto, rep.scores); err != nil {
+		return err
+	}
+
 	rows := subsetRows(rep.systems(), rep.scores, subsetExclAdv)
 	if cfg.checkTargets {
 		if rep.misses, err = cfg.targets.check(rows); err != nil {
@@ -170,6 +174,9 @@ func runQuality(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		rep.checked = true
 	}
 	fmt.Fprintf(stdout, "protocol %s, %s (n=%d), limit %d\n%s", cfg.proto, subsetExclAdv, rows[0].Score.N, cfg.limit, formatTable(rows, false))
+	if rep.diff != nil {
+		fmt.Fprint(stdout, rep.diff.markdown())
+	}
 	mdPath := filepath.Join(cfg.out, "quality.md")
 	if err := os.WriteFile(mdPath, []byte(rep.markdown()), 0o644); err != nil {
 		return err
@@ -179,6 +186,35 @@ func runQuality(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return &targetsFailedError{failures: rep.misses}
 	}
 	return nil
+}
+
+// hybridVersusKeyword bootstraps hybrid − keyword when both modes ran
+// (nil otherwise).
+func hybridVersusKeyword(runs []modeRun, queries []queryRecord, corpus []corpusRecord, proto protocol, scores map[string]scoreFile) (*modeDifference, error) {
+	byMode := map[string]modeRun{}
+	for _, r := range runs {
+		byMode[r.Mode] = r
+	}
+	hybrid, okH := byMode[client.ModeHybrid]
+	keyword, okK := byMode[client.ModeKeyword]
+	if !okH || !okK {
+		return nil, nil
+	}
+	var sources map[string][]string
+	if proto == protoTurnsNotes { // score.py's --corpus
+		sources = map[string][]string{}
+		for _, r := range corpus {
+			if len(r.SourceIDs) > 0 {
+				sources[r.ID] = r.SourceIDs
+			}
+		}
+	}
+	d, err := compareModes(client.ModeHybrid, client.ModeKeyword,
+		scorePerQuery(queries, hybrid.Results, sources), scorePerQuery(queries, keyword.Results, sources), scores)
+	if err != nil {
+		return nil, err
+	}
+	return &d, nil
 }
 
 // agentModel names the embedding model of the benchmark agents, best

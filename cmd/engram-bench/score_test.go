@@ -95,7 +95,13 @@ func TestTargets(t *testing.T) {
 		{
 			name: "all met",
 			spec: spec,
-			rows: []tableRow{{"bm25", g(.5, .4)}, {"keyword", g(.5, .41)}, {"vector", g(.6, .3)}, {"hybrid", g(.6, .41)}},
+			rows: []tableRow{{"bm25", g(.5, .4)}, {"keyword", g(.5, .41)}, {"vector", g(.6, .3)}, {"hybrid", g(.6, .42)}},
+		},
+		{
+			name:  "hybrid must beat keyword, not tie it",
+			spec:  spec,
+			rows:  []tableRow{{"keyword", g(.5, .41)}, {"hybrid", g(.51, .41)}},
+			wants: []string{"hybrid MRR@10 0.4100 is not above keyword 0.4100"},
 		},
 		{
 			name:  "keyword below baseline",

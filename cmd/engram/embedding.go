@@ -24,7 +24,7 @@ func newEmbedCatalog(cfg serveConfig) (*embed.Catalog, error) {
 	switch cfg.EmbedProvider {
 	case "local":
 		if defaultModel == "" {
-			defaultModel = local.BuiltinModelName
+			defaultModel = local.DefaultModelName
 		}
 	case "openai":
 		if defaultModel == "" {

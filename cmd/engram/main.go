@@ -39,6 +39,7 @@ Commands:
   serve                     run the HTTP API (embedded SQLite storage by default)
   projections rebuild [NAME] drop and rebuild read models and indexes from the event log
   projections status        show each projection's checkpoint
+  models import-glove       convert GloVe word vectors into a local SIF model
 
 Run 'engram <command> -h' for the flags of a command.
 `
@@ -53,6 +54,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return serveCommand(ctx, args[1:], stderr)
 	case "projections":
 		return projectionsCommand(ctx, args[1:], stdout, stderr)
+	case "models":
+		return modelsCommand(ctx, args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return nil

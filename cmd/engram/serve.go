@@ -78,7 +78,7 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.IntVar(&cfg.MaxConnections, "max-connections", 4096, "most client connections held open at once; more wait to be accepted (0: no cap)")
 	fs.IntVar(&cfg.MaxInFlight, "max-in-flight", 256, "most requests served at once; more get 503 server_busy with Retry-After (0: no cap)")
 	fs.StringVar(&cfg.EmbedProvider, "embed-provider", "local", "embedding provider: local or openai")
-	fs.StringVar(&cfg.EmbedModel, "embed-model", "", "default embedding model (default: engram-hash-384 for local, text-embedding-3-small for openai)")
+	fs.StringVar(&cfg.EmbedModel, "embed-model", "", "default embedding model of new agents (default: glove-sif-100 for local, text-embedding-3-small for openai)")
 	fs.StringVar(&cfg.EmbedModelDir, "embed-model-dir", "", "comma-separated directories of Model2Vec-style static models to load")
 	fs.StringVar(&cfg.OpenAIBaseURL, "openai-base-url", "", "OpenAI-compatible API base URL (env OPENAI_BASE_URL also works)")
 	fs.StringVar(&cfg.OpenAIOrg, "openai-org", "", "OpenAI organisation")

@@ -70,6 +70,11 @@ func IndexedText(t Type, content json.RawMessage) (string, error) {
 	default:
 		return "", fmt.Errorf("memory: indexed text: unknown type %q", t)
 	}
+	return joinParts(parts), nil
+}
+
+// joinParts joins the non-blank parts, trimmed, one per line.
+func joinParts(parts []string) string {
 	var b strings.Builder
 	for _, p := range parts {
 		if p = strings.TrimSpace(p); p != "" {
@@ -79,7 +84,7 @@ func IndexedText(t Type, content json.RawMessage) (string, error) {
 			b.WriteString(p)
 		}
 	}
-	return b.String(), nil
+	return b.String()
 }
 
 // TextHash identifies an indexed text, so a vector can be matched to the
@@ -87,4 +92,32 @@ func IndexedText(t Type, content json.RawMessage) (string, error) {
 func TextHash(text string) string {
 	sum := sha256.Sum256([]byte(text))
 	return hex.EncodeToString(sum[:16])
+}
+
+// IndexedMetadata is a memory's short searchable metadata: its tags and the
+// short fields of its type that name who or what it is about (a note's
+// speaker; a relationship's entity name, entity type and relationship
+// type). The keyword index searches it as a field of its own with its own
+// weight; it is not embedded. Enumerated categories (note_type, goal_type,
+// a raw entry's source, ...) are left out: they are closed vocabularies for
+// filtering, not words a question uses. content must be canonical (from NormalizeContent).
+func IndexedMetadata(t Type, content json.RawMessage, tags []string) (string, error) {
+	parts := append([]string(nil), tags...)
+	switch t {
+	case Note:
+		var c NoteContent
+		if err := json.Unmarshal(content, &c); err != nil {
+			return "", fmt.Errorf("memory: indexed metadata: %w", err)
+		}
+		parts = append(parts, c.Speaker)
+	case Relationship:
+		var c RelationshipContent
+		if err := json.Unmarshal(content, &c); err != nil {
+			return "", fmt.Errorf("memory: indexed metadata: %w", err)
+		}
+		parts = append(parts, c.EntityName, c.EntityType, c.RelationshipType)
+	case Drive:
+		return "", nil
+	}
+	return joinParts(parts), nil
 }

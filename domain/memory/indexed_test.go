@@ -42,6 +42,38 @@ func TestIndexedTextPerType(t *testing.T) {
 	}
 }
 
+func TestIndexedMetadataPerType(t *testing.T) {
+	tests := []struct {
+		typ     Type
+		content string
+		tags    []string
+		want    string
+	}{
+		{Note, `{"content":"remember the milk","speaker":"Ada","note_type":"fact"}`, []string{"shopping", " "}, "shopping\nAda"},
+		{Note, `{"content":"no speaker"}`, nil, ""},
+		{Relationship, `{"entity_name":"Ada Lovelace","relationship_type":"colleague","entity_type":"person","notes":"met at work"}`, []string{"work"}, "work\nAda Lovelace\nperson\ncolleague"},
+		{RawEntry, `{"content":"raw blob","source":"cli"}`, []string{"Caroline"}, "Caroline"},
+		{Episode, `{"objective":"ship v1","outcome":"late","outcome_type":"partial"}`, []string{"release"}, "release"},
+		{Goal, `{"title":"learn Go","goal_type":"task","status":"active"}`, nil, ""},
+		{Drive, `{"drive_type":"curiosity","focus_areas":["math"]}`, []string{"x"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.typ), func(t *testing.T) {
+			content, err := NormalizeContent(tt.typ, json.RawMessage(tt.content))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := IndexedMetadata(tt.typ, content, tt.tags)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tt.want {
+				t.Errorf("IndexedMetadata = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
 func TestTextHash(t *testing.T) {
 	a, b := TextHash("hello"), TextHash("hello ")
 	if a == b || len(a) != 32 || a != TextHash("hello") {

@@ -89,7 +89,7 @@ func TestCatalogDefaultWithoutOpenAI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.DefaultModel().Name != local.BuiltinModelName {
+	if c.DefaultModel().Name != local.DefaultModelName {
 		t.Errorf("default %q", c.DefaultModel().Name)
 	}
 	if _, err := NewCatalog(CatalogOptions{Providers: []domain.EmbeddingProvider{newLocal(t)}, DefaultModel: "text-embedding-3-large"}); err == nil ||
@@ -112,7 +112,7 @@ func TestCatalogUnknownModel(t *testing.T) {
 		if !ok || e.Kind != domain.KindInvalid || e.PublicCode() != "model_not_available" || e.Details["field"] != "model" {
 			t.Fatalf("%s: err = %v", name, err)
 		}
-		if got := e.Details["available_models"].([]string); !slices.Equal(got, []string{"engram-hash-384"}) {
+		if got := e.Details["available_models"].([]string); !slices.Equal(got, []string{"engram-hash-384", "glove-sif-100"}) {
 			t.Errorf("available_models %v", got)
 		}
 	}
@@ -197,7 +197,8 @@ func TestCatalogue(t *testing.T) {
 		{"text-embedding-3-small", "Good", "Fast", "Low", false, false},
 		{"text-embedding-3-large", "Best", "Medium", "Medium", false, false},
 		{"text-embedding-ada-002", "Good", "Fast", "Low", false, false},
-		{"engram-hash-384", "Basic", "Fastest", "Free", true, true},
+		{"glove-sif-100", "Fair", "Very fast", "Free", true, true},
+		{"engram-hash-384", "Basic", "Fastest", "Free", true, false},
 	}
 	if got := summarise(localOnly.Catalogue()); !slices.Equal(got, want) {
 		t.Errorf("local-only catalogue\n got %v\nwant %v", got, want)
@@ -210,6 +211,7 @@ func TestCatalogue(t *testing.T) {
 		{"text-embedding-3-small", "Good", "Fast", "Low", true, true}, // ratings filled from interface.md
 		{"text-embedding-3-large", "Best", "Medium", "Medium", false, false},
 		{"text-embedding-ada-002", "Good", "Fast", "Low", false, false},
+		{"glove-sif-100", "Fair", "Very fast", "Free", true, false},
 		{"engram-hash-384", "Basic", "Fastest", "Free", true, false},
 		{"nomic-embed-text", "", "", "", true, false},
 	}
@@ -219,7 +221,7 @@ func TestCatalogue(t *testing.T) {
 	if both.Catalogue()[0].Dimensions != 1536 || !both.Catalogue()[0].FlexibleDimensions {
 		t.Errorf("3-small entry %+v", both.Catalogue()[0])
 	}
-	if n := len(both.Models()); n != 3 || both.Name() != "catalog" {
+	if n := len(both.Models()); n != 4 || both.Name() != "catalog" {
 		t.Errorf("%d served models", n)
 	}
 }

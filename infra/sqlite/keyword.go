@@ -20,7 +20,8 @@ import (
 const KeywordProjectionName = "keyword"
 
 // Keyword is the keyword index projection. SQLite holds every searchable,
-// not forgotten memory's indexed text (migrations/0005_keyword.sql); an
+// not forgotten memory's indexed text and searchable metadata
+// (migrations/0005_keyword.sql, 0008_keyword_meta.sql); an
 // in-process BM25 index, one collection per agent, is loaded from it at
 // start and changed after each committed batch. It answers
 // search.KeywordIndex.
@@ -36,7 +37,7 @@ var _ search.KeywordIndex = (*Keyword)(nil)
 
 // NewKeyword returns the keyword projection over db with an empty index;
 // Load (or the engine's first Position call) fills it.
-func NewKeyword(db *DB) *Keyword { return &Keyword{db: db, index: textindex.New()} }
+func NewKeyword(db *DB) *Keyword { return &Keyword{db: db, index: textindex.New(textindex.Options{})} }
 
 // Name implements projections.Projection.
 func (k *Keyword) Name() string { return KeywordProjectionName }
@@ -107,7 +108,7 @@ func (k *Keyword) Load(ctx context.Context) error {
 	if k.loaded {
 		return nil
 	}
-	rows, err := k.db.read.QueryContext(ctx, `SELECT memory_id, user_id, agent_id, type, tags, created_ns, body FROM keyword_docs ORDER BY seq`)
+	rows, err := k.db.read.QueryContext(ctx, `SELECT memory_id, user_id, agent_id, type, tags, created_ns, body, meta FROM keyword_docs ORDER BY seq`)
 	if err != nil {
 		return fmt.Errorf("keyword: load: %w", err)
 	}
@@ -117,7 +118,7 @@ func (k *Keyword) Load(ctx context.Context) error {
 		var user, agent string
 		var tags []byte
 		var created int64
-		if err := rows.Scan(&d.ID, &user, &agent, &d.Type, &tags, &created, &d.Text); err != nil {
+		if err := rows.Scan(&d.ID, &user, &agent, &d.Type, &tags, &created, &d.Text, &d.Meta); err != nil {
 			return fmt.Errorf("keyword: load: %w", err)
 		}
 		if err := json.Unmarshal(tags, &d.Tags); err != nil {
@@ -210,20 +211,24 @@ func (k *Keyword) created(ctx context.Context, tx *sql.Tx, p memory.MemoryCreate
 	if err != nil {
 		return err
 	}
+	meta, err := memory.IndexedMetadata(p.Type, p.Content, p.Tags)
+	if err != nil {
+		return err
+	}
 	tags, err := json.Marshal(nonNil(p.Tags))
 	if err != nil {
 		return err
 	}
-	res, err := tx.ExecContext(ctx, `INSERT INTO keyword_docs (memory_id, user_id, agent_id, type, tags, created_ns, body, content)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (memory_id) DO NOTHING`,
-		p.MemoryID, p.UserID, p.AgentID, string(p.Type), tags, keywordNanos(p.CreatedAt), text, string(p.Content))
+	res, err := tx.ExecContext(ctx, `INSERT INTO keyword_docs (memory_id, user_id, agent_id, type, tags, created_ns, body, meta, content)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (memory_id) DO NOTHING`,
+		p.MemoryID, p.UserID, p.AgentID, string(p.Type), tags, keywordNanos(p.CreatedAt), text, meta, string(p.Content))
 	if err != nil {
 		return fmt.Errorf("keyword: insert: %w", err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
 		return nil // a duplicate create changes nothing, as in the read model
 	}
-	doc := textindex.Doc{ID: p.MemoryID, Text: text, Type: string(p.Type), Tags: p.Tags, CreatedAt: p.CreatedAt}
+	doc := textindex.Doc{ID: p.MemoryID, Text: text, Meta: meta, Type: string(p.Type), Tags: p.Tags, CreatedAt: p.CreatedAt}
 	coll := keywordCollection(p.UserID, p.AgentID)
 	*ops = append(*ops, func() { k.index.Upsert(coll, doc) })
 	return nil
@@ -277,14 +282,18 @@ func (k *Keyword) change(ctx context.Context, tx *sql.Tx, ref memory.AgentRef, i
 	if err != nil {
 		return err
 	}
+	meta, err := memory.IndexedMetadata(memory.Type(typ), newContent, newTags)
+	if err != nil {
+		return err
+	}
 	tags, err := json.Marshal(nonNil(newTags))
 	if err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE keyword_docs SET body = ?, tags = ?, content = ? WHERE memory_id = ?`, text, tags, string(newContent), id); err != nil {
+	if _, err := tx.ExecContext(ctx, `UPDATE keyword_docs SET body = ?, meta = ?, tags = ?, content = ? WHERE memory_id = ?`, text, meta, tags, string(newContent), id); err != nil {
 		return fmt.Errorf("keyword: update: %w", err)
 	}
-	doc := textindex.Doc{ID: id, Text: text, Type: typ, Tags: newTags, CreatedAt: time.Unix(0, created).UTC()}
+	doc := textindex.Doc{ID: id, Text: text, Meta: meta, Type: typ, Tags: newTags, CreatedAt: time.Unix(0, created).UTC()}
 	coll := keywordCollection(ref.UserID, ref.AgentID)
 	*ops = append(*ops, func() { k.index.Upsert(coll, doc) })
 	return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -115,5 +116,93 @@ func TestKeywordScopeUpdateAndReset(t *testing.T) {
 	}
 	if pos, err := r.kw.Position(context.Background()); err != nil || pos != 0 {
 		t.Fatalf("position after reset: %d %v", pos, err)
+	}
+}
+
+// Tags and a note's speaker are searchable (the metadata field), after an
+// update and after a restart reloads the index from SQLite; the tag filter
+// stays exact.
+func TestKeywordMetadataIsSearchable(t *testing.T) {
+	dir := t.TempDir()
+	db, err := Open(context.Background(), dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &keywordRig{t: t, kw: NewKeyword(db)}
+	ref := memory.AgentRef{UserID: "u", AgentID: "a"}
+	r.apply(&memory.AgentCreated{AgentRef: ref})
+	content, _ := json.Marshal(memory.NoteContent{Content: "adopted a dog", Speaker: "Melanie"})
+	r.apply(&memory.MemoryCreated{AgentRef: ref, MemoryID: "m1", Type: memory.Note, Content: content, Tags: []string{"Caroline"}, CreatedAt: time.Unix(1700000000, 0)})
+	r.note("u", "a", "m2", "adopted a cat")
+	for _, tc := range []struct {
+		query string
+		f     search.Filter
+		want  []string
+	}{
+		{"caroline", search.Filter{}, []string{"m1"}},
+		{"melanie dog", search.Filter{}, []string{"m1"}},
+		{"What did Caroline adopt?", search.Filter{}, []string{"m1", "m2"}},
+		{"adopted", search.Filter{Tags: []string{"caroline"}}, nil}, // the filter is exact: "Caroline" ≠ "caroline"
+		{"adopted", search.Filter{Tags: []string{"Caroline"}}, []string{"m1"}},
+	} {
+		if got := r.search("u", "a", tc.query, tc.f); !slices.Equal(got, tc.want) {
+			t.Errorf("%q %+v: %v, want %v", tc.query, tc.f, got, tc.want)
+		}
+	}
+	// An update replaces the metadata with the new tags and content.
+	r.apply(&memory.MemoryUpdated{AgentRef: ref, MemoryID: "m1", Content: json.RawMessage(`{"content":"adopted a dog","speaker":"Jon"}`), Tags: []string{"pets"}})
+	if got := r.search("u", "a", "caroline melanie", search.Filter{}); len(got) != 0 {
+		t.Fatalf("old metadata still matches: %v", got)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err = Open(context.Background(), dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	r = &keywordRig{t: t, kw: NewKeyword(db), pos: r.pos}
+	if err := r.kw.Load(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.search("u", "a", "jon pets", search.Filter{}); !slices.Equal(got, []string{"m1"}) {
+		t.Fatalf("after reload: %v", got)
+	}
+}
+
+// A database whose keyword projection was written before the metadata
+// column existed is emptied by the migration, so the projection replays
+// the log (and indexes metadata) at start.
+func TestKeywordMetaMigrationReplays(t *testing.T) {
+	dir := t.TempDir()
+	db, err := Open(context.Background(), dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, stmt := range []string{
+		`ALTER TABLE keyword_docs DROP COLUMN meta`,
+		`DELETE FROM migrations WHERE name LIKE '%0008_keyword_meta.sql'`,
+		`INSERT INTO keyword_agents (user_id, agent_id) VALUES ('u', 'a')`,
+		`INSERT INTO keyword_docs (memory_id, user_id, agent_id, type, tags, created_ns, body) VALUES ('m1', 'u', 'a', 'note', '["x"]', 0, 'old')`,
+		`INSERT INTO projection_checkpoints (name, position) VALUES ('keyword', 42)`,
+	} {
+		if _, err := db.write.ExecContext(ctx, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	db.Close()
+	db, err = Open(ctx, dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if pos, err := NewKeyword(db).Position(ctx); err != nil || pos != 0 {
+		t.Fatalf("keyword position after the migration: %d %v, want 0 (replay)", pos, err)
+	}
+	var n int
+	if err := db.write.QueryRowContext(ctx, `SELECT COUNT(*) FROM keyword_docs`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("keyword_docs rows after the migration: %d %v", n, err)
 	}
 }

@@ -6,7 +6,14 @@ import (
 	"time"
 )
 
-// posting is one document's count of a term, with the document's length
+// fieldScale is how many units one occurrence of a term in the text field
+// counts. Term frequencies are field-weighted sums (BM25F): an occurrence
+// in the metadata field counts metaUnits units. Document lengths count the
+// text field only.
+const fieldScale = 4
+
+// posting is one document's field-weighted count of a term (in units of
+// 1/fieldScale), with the document's length
 // so that scoring a posting reads nothing else (the walk of a common
 // word's list is bound by memory access, not arithmetic). Both counts
 // saturate at maxPacked; a saturated posting is scored from the
@@ -52,13 +59,15 @@ type termCount struct {
 type collection struct {
 	mu sync.RWMutex
 
+	metaUnits uint32 // weight of the metadata field, in units of 1/fieldScale
+
 	termID   map[string]uint32
 	postings [][]posting // by term id, in slot order
 	df       []int32     // live documents holding the term
 
 	ids      []string
 	dead     []bool
-	length   []uint32 // terms in the document
+	length   []uint32 // terms in the document's text, in units
 	created  []int64  // unix nanos
 	types    []string
 	tags     [][]string
@@ -70,21 +79,30 @@ type collection struct {
 	totalLen int64
 }
 
-func newCollection() *collection {
-	return &collection{termID: map[string]uint32{}, slotOf: map[string]uint32{}}
+func newCollection(metaUnits uint32) *collection {
+	return &collection{metaUnits: metaUnits, termID: map[string]uint32{}, slotOf: map[string]uint32{}}
 }
 
 func (c *collection) add(d Doc) {
 	counts := map[string]uint32{}
 	var order []string // first-occurrence order keeps term ids deterministic
 	var n uint32
-	tokenize(d.Text, func(term string) {
-		if counts[term] == 0 {
-			order = append(order, term)
+	field := func(text string, units uint32, length bool) {
+		if units == 0 {
+			return
 		}
-		counts[term]++
-		n++
-	})
+		tokenize(text, func(term string) {
+			if counts[term] == 0 {
+				order = append(order, term)
+			}
+			counts[term] += units
+			if length {
+				n += units
+			}
+		})
+	}
+	field(d.Text, fieldScale, true)
+	field(d.Meta, c.metaUnits, false)
 	slot := uint32(len(c.ids))
 	terms := make([]termCount, 0, len(order))
 	for _, term := range order {

@@ -9,6 +9,7 @@
 package textindex
 
 import (
+	"math"
 	"sort"
 	"strings"
 	"sync"
@@ -21,28 +22,56 @@ const (
 	b  = 0.75
 )
 
-// Doc is one memory's indexed text and the metadata searches filter on.
+// Doc is one memory's indexed text, its searchable metadata, and the
+// metadata searches filter on.
 type Doc struct {
-	ID        string
-	Text      string
+	ID   string
+	Text string
+	// Meta is short searchable metadata (tags, a note's speaker, ...): a
+	// second field, weighted Options.MetaWeight against Text.
+	Meta      string
 	Type      string
 	Tags      []string
 	CreatedAt time.Time
+}
+
+// DefaultMetaWeight is the weight of the metadata field against the text
+// field (1), tuned on the LoCoMo dev split (README, Search quality): 1 → 4
+// raised keyword nDCG@10 from 0.478 to 0.485, 8 only to 0.487.
+const DefaultMetaWeight = 4
+
+// Options configure an Index.
+type Options struct {
+	// MetaWeight weighs an occurrence of a term in Doc.Meta against one in
+	// Doc.Text, in steps of 1/4 (BM25F: the term frequency is the
+	// field-weighted sum). Metadata adds nothing to the document length:
+	// it is a few words a document either carries or not, and counting it
+	// would lower every tagged document's text scores. 0 takes
+	// DefaultMetaWeight; a negative value leaves metadata out of the index.
+	MetaWeight float64
 }
 
 // Index is a set of independent collections, safe for concurrent use: each
 // collection has its own lock, so searches run in parallel and a write
 // blocks only its own collection.
 type Index struct {
-	mu   sync.RWMutex
-	cols map[string]*collection
+	mu        sync.RWMutex
+	cols      map[string]*collection
+	metaUnits uint32
 
 	scratch sync.Pool // *scratch, so a search allocates nothing per document
 }
 
 // New returns an empty index.
-func New() *Index {
-	ix := &Index{cols: map[string]*collection{}}
+func New(opts Options) *Index {
+	w := opts.MetaWeight
+	switch {
+	case w == 0:
+		w = DefaultMetaWeight
+	case w < 0 || math.IsNaN(w):
+		w = 0
+	}
+	ix := &Index{cols: map[string]*collection{}, metaUnits: uint32(min(math.Round(w*fieldScale), 1<<12))}
 	ix.scratch.New = func() any { return new(scratch) }
 	return ix
 }
@@ -121,7 +150,7 @@ func (ix *Index) collectionFor(name string) *collection {
 	defer ix.mu.Unlock()
 	c := ix.cols[name]
 	if c == nil {
-		c = newCollection()
+		c = newCollection(ix.metaUnits)
 		ix.cols[name] = c
 	}
 	return c

@@ -45,7 +45,7 @@ func search(t *testing.T, ix *Index, coll, q string, k int, f Filter) []Hit {
 // Scores equal a direct computation of Okapi BM25 with Lucene's IDF.
 func TestBM25MatchesReference(t *testing.T) {
 	docs := []string{"apple banana apple", "banana cherry", "cherry cherry cherry date", "elder"}
-	ix := New()
+	ix := New(Options{})
 	for i, d := range docs {
 		ix.Upsert("c", Doc{ID: fmt.Sprint(i), Text: d})
 	}
@@ -69,6 +69,55 @@ func TestBM25MatchesReference(t *testing.T) {
 	}
 }
 
+// The metadata field is BM25F's second field: an occurrence there counts
+// MetaWeight occurrences in the term frequency but nothing in the document
+// length (the field is not length-normalised), and IDF counts a document
+// once whichever field holds the term.
+func TestBM25FWeighsMetadata(t *testing.T) {
+	for _, w := range []float64{0.5, 1, 2.25} {
+		ix := New(Options{MetaWeight: w})
+		ix.Upsert("c",
+			Doc{ID: "0", Text: "apple banana", Meta: "caroline"},
+			Doc{ID: "1", Text: "caroline apple", Meta: "melanie"},
+			Doc{ID: "2", Text: "cherry", Meta: "caroline apple"},
+		)
+		hits := search(t, ix, "c", "caroline apple", 10, Filter{})
+		n := 3.0
+		lengths := []float64{2, 2, 1}
+		avgdl := (lengths[0] + lengths[1] + lengths[2]) / n
+		idf := math.Log(1 + (n-3+0.5)/(3+0.5)) // both terms are in all three documents
+		part := func(tf, dl float64) float64 { return tf * (k1 + 1) / (tf + k1*(1-b+b*dl/avgdl)) }
+		want := map[string]float64{
+			"0": idf*part(1, lengths[0]) + idf*part(w, lengths[0]),
+			"1": idf*part(1, lengths[1]) + idf*part(1, lengths[1]),
+			"2": idf*part(w, lengths[2]) + idf*part(w, lengths[2]),
+		}
+		if len(hits) != 3 {
+			t.Fatalf("w=%v: hits %v", w, hits)
+		}
+		for _, h := range hits {
+			if math.Abs(h.Score-want[h.ID]) > 1e-12 {
+				t.Errorf("w=%v doc %s: score %v, want %v", w, h.ID, h.Score, want[h.ID])
+			}
+		}
+	}
+	// A negative weight leaves metadata out; the tag filter stays exact
+	// whatever the metadata says.
+	ix := New(Options{MetaWeight: -1})
+	ix.Upsert("c", Doc{ID: "a", Text: "hello", Meta: "caroline", Tags: []string{"Caroline"}})
+	if hits := search(t, ix, "c", "caroline", 10, Filter{}); len(hits) != 0 {
+		t.Fatalf("metadata indexed with a negative weight: %v", hits)
+	}
+	ix = New(Options{})
+	ix.Upsert("c", Doc{ID: "a", Text: "hello", Meta: "caroline", Tags: []string{"Caroline"}})
+	if hits := search(t, ix, "c", "caroline", 10, Filter{}); len(hits) != 1 {
+		t.Fatalf("metadata not searchable: %v", hits)
+	}
+	if hits := search(t, ix, "c", "hello", 10, Filter{Tags: []string{"caroline"}}); len(hits) != 0 {
+		t.Fatalf("the tag filter is not exact: %v", hits)
+	}
+}
+
 // After many replaces and deletes (and so compactions) the index answers
 // exactly like one built from the surviving documents.
 func TestUpdatesAndCompactionEqualFreshIndex(t *testing.T) {
@@ -81,7 +130,7 @@ func TestUpdatesAndCompactionEqualFreshIndex(t *testing.T) {
 		}
 		return strings.Join(b, " ")
 	}
-	ix := New()
+	ix := New(Options{})
 	live := map[string]Doc{}
 	for i := range 5000 {
 		id := fmt.Sprint(rng.IntN(1500))
@@ -96,7 +145,7 @@ func TestUpdatesAndCompactionEqualFreshIndex(t *testing.T) {
 			live[id] = d
 		}
 	}
-	fresh := New()
+	fresh := New(Options{})
 	ids := make([]string, 0, len(live))
 	for id := range live {
 		ids = append(ids, id)
@@ -119,7 +168,7 @@ func TestUpdatesAndCompactionEqualFreshIndex(t *testing.T) {
 }
 
 func TestFiltersTiesAndLimits(t *testing.T) {
-	ix := New()
+	ix := New(Options{})
 	at := time.Unix(1000, 5)
 	ix.Upsert("c",
 		Doc{ID: "b", Text: "same words", Type: "note", Tags: []string{"x", "y"}, CreatedAt: at},

@@ -135,7 +135,7 @@ func (sc *scorer) weight(l *termList, p posting) float64 {
 	if p.saturated() {
 		tfCount, length = sc.c.exactCounts(p, l.term)
 	}
-	tf := float64(tfCount)
+	tf := float64(tfCount) / fieldScale
 	norm := k1 * (1 - b + b*float64(length)/sc.avgdl)
 	return l.idf * tf * (k1 + 1) / (tf + norm)
 }

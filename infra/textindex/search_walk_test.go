@@ -50,7 +50,7 @@ func referenceSearch(ix *Index, collection, query string, k int, f Filter) []Hit
 			var tf float64
 			for _, tc := range c.docTerms[p.slot] {
 				if tc.term == id {
-					tf = float64(tc.tf)
+					tf = float64(tc.tf) / fieldScale
 				}
 			}
 			norm := k1 * (1 - b + b*float64(c.length[p.slot])/avgdl)
@@ -119,13 +119,13 @@ func (s *synthCorpus) query() string {
 }
 
 // Search agrees exactly (ids, order, scores to the bit) with the reference
-// walk, with dead documents, filters and several k.
+// walk, with a weighted metadata field, dead documents, filters and several k.
 func TestSearchMatchesReferenceWalk(t *testing.T) {
 	s := newSynthCorpus(1)
-	ix := New()
+	ix := New(Options{MetaWeight: 1.75})
 	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i := range 6000 {
-		ix.Upsert("c", Doc{ID: fmt.Sprintf("d%05d", i), Text: s.text(), Type: []string{"note", "fact"}[i%2],
+		ix.Upsert("c", Doc{ID: fmt.Sprintf("d%05d", i), Text: s.text(), Meta: s.vocab[i%40] + " speaker" + fmt.Sprint(i%3), Type: []string{"note", "fact"}[i%2],
 			Tags: []string{fmt.Sprintf("t%d", i%3)}, CreatedAt: t0.Add(time.Duration(i%500) * time.Minute)})
 	}
 	// Documents past the 16-bit counts of a posting: a 70,000-word one,
@@ -188,7 +188,7 @@ func BenchmarkSearch(b *testing.B) {
 		}
 	}
 	s := newSynthCorpus(2)
-	ix := New()
+	ix := New(Options{})
 	docs := make([]Doc, 0, 1000)
 	for i := range n {
 		docs = append(docs, Doc{ID: fmt.Sprintf("m%07d", i), Text: s.text(), Type: "note", CreatedAt: time.Unix(int64(i), 0)})

@@ -53,11 +53,48 @@ func TestDefaultFusion(t *testing.T) {
 	}
 }
 
+// Each agent's hybrid search fuses with its model's tuned fusion: the
+// semantic glove-sif-100 by min-max with more vector weight, other models
+// by the defaults; Options.Models replaces the table.
+func TestFusionPerModel(t *testing.T) {
+	o := mustOptions(t, Options{})
+	glove := o.forModel(GloVeSIFModel)
+	if glove.Fusion != FusionMinMax || glove.VectorWeight != 0.15 || glove.KeywordWeight != 0.85 {
+		t.Fatalf("glove-sif-100 fusion %+v", glove)
+	}
+	if hash := o.forModel("engram-hash-384"); hash.Fusion != FusionConvex || hash.VectorWeight != DefaultVectorWeight {
+		t.Fatalf("engram-hash-384 fusion %+v", hash)
+	}
+	// The same candidates rank differently: min-max lifts the vector-only
+	// hit above the weak keyword-only one.
+	vec, kw := hits("v", 0.9, "k", 0.3), hits("k", 2.0, "w", 1.0)
+	top := func(o Options) string {
+		c := o.fuse(ModeHybrid, 50, vec, kw)
+		rank(c)
+		return c[1].hit.ID
+	}
+	if got := top(glove); got != "v" {
+		t.Errorf("glove-sif-100: second is %s, want v", got)
+	}
+	if got := top(o.forModel("engram-hash-384")); got != "w" {
+		t.Errorf("engram-hash-384: second is %s, want w", got)
+	}
+	custom := mustOptions(t, Options{Models: map[string]ModelFusion{"m": {Fusion: FusionRRF}}})
+	if m := custom.forModel("m"); m.Fusion != FusionRRF || m.VectorWeight != DefaultVectorWeight {
+		t.Errorf("custom model fusion %+v (weights must default)", m)
+	}
+	if g := custom.forModel(GloVeSIFModel); g.Fusion != FusionConvex {
+		t.Errorf("Options.Models must replace the default table, got %+v", g)
+	}
+}
+
 func TestFusionOptionErrors(t *testing.T) {
 	for name, o := range map[string]Options{
-		"unknown fusion":  {Fusion: "max"},
-		"negative weight": {VectorWeight: -0.1, KeywordWeight: 1},
-		"NaN weight":      {VectorWeight: math.NaN(), KeywordWeight: 1},
+		"unknown fusion":    {Fusion: "max"},
+		"negative weight":   {VectorWeight: -0.1, KeywordWeight: 1},
+		"NaN weight":        {VectorWeight: math.NaN(), KeywordWeight: 1},
+		"bad model fusion":  {Models: map[string]ModelFusion{"m": {Fusion: "max"}}},
+		"bad model weights": {Models: map[string]ModelFusion{"m": {VectorWeight: -1}}},
 	} {
 		if _, err := o.withDefaults(); err == nil {
 			t.Errorf("%s: no error", name)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/engram-memory/engram/commands"
 	"github.com/engram-memory/engram/domain/memory"
+	"github.com/engram-memory/engram/infra/embed/local"
 	"github.com/engram-memory/engram/projections/search"
 	"github.com/engram-memory/engram/projections/search/searchtest"
 )
@@ -28,6 +29,14 @@ import (
 //     options: P is the keyword saturation K (convex, minmax) or RRF's R.
 //   - ENGRAM_FUSION_SWEEP=1 also reports hybrid with each fusion parameter
 //     moved by ±50% (the candidate pool: halved and doubled), one at a time.
+//   - ENGRAM_FUSION_WV="0.1,0.2,..." also reports hybrid at each of these
+//     vector weights (keyword weight 1 − wv).
+//   - ENGRAM_EMBED_MODEL_DIR loads a local model directory and
+//     ENGRAM_EMBED_MODEL binds the agents to a model (default
+//     engram-hash-384, the search test stack's).
+//   - ENGRAM_PROTOCOL=turns+notes loads the notes too, searches all types
+//     and counts a note as the turns it was derived from (score.py
+//     --corpus).
 //
 // The reference harness is cmd/engram-bench.
 func TestLoCoMoQuality(t *testing.T) {
@@ -41,10 +50,17 @@ func TestLoCoMoQuality(t *testing.T) {
 		if opts, err = parseFusion(f); err != nil {
 			t.Fatal(err)
 		}
+		opts.Models = map[string]search.ModelFusion{} // the override holds for every model
 	}
-	s := searchtest.New(t, searchtest.Options{Search: opts})
+	s := searchtest.New(t, searchtest.Options{Search: opts, Model: os.Getenv("ENGRAM_EMBED_MODEL"),
+		Embed: local.Options{ModelDirs: strings.FieldsFunc(os.Getenv("ENGRAM_EMBED_MODEL_DIR"), func(r rune) bool { return r == ',' })}})
 	ctx := context.Background()
-	idmap := loadTurns(t, s, filepath.Join(dir, "corpus.jsonl"))
+	withNotes := os.Getenv("ENGRAM_PROTOCOL") == "turns+notes"
+	var types []memory.Type
+	if !withNotes {
+		types = []memory.Type{memory.RawEntry}
+	}
+	idmap, sources := loadCorpus(t, s, filepath.Join(dir, "corpus.jsonl"), withNotes)
 	var queries []locomoQuery
 	for _, line := range readLines(t, filepath.Join(dir, "queries.jsonl")) {
 		var q locomoQuery
@@ -57,13 +73,22 @@ func TestLoCoMoQuality(t *testing.T) {
 		var nExcl int
 		for _, q := range queries {
 			resp, err := svc.Search(ctx, search.Request{UserID: "bench", AgentID: q.AgentID, Query: q.Query, Mode: mode, Limit: 10,
-				Filter: search.Filter{Types: []memory.Type{memory.RawEntry}}})
+				Filter: search.Filter{Types: types}})
 			if err != nil {
 				t.Fatal(err)
 			}
 			var ranked []string
 			for _, res := range resp.Results {
-				ranked = append(ranked, idmap[res.Memory.ID])
+				id := idmap[res.Memory.ID]
+				if src, ok := sources[id]; ok {
+					for _, s := range src {
+						if !slices.Contains(ranked, s) {
+							ranked = append(ranked, s)
+						}
+					}
+				} else if !slices.Contains(ranked, id) {
+					ranked = append(ranked, id)
+				}
 			}
 			a, b, c, d := metrics(q.GoldIDs, ranked)
 			m := [4]float64{a, b, c, d}
@@ -86,17 +111,32 @@ func TestLoCoMoQuality(t *testing.T) {
 		t.Helper()
 		t.Logf("%-26s R@5 %.3f  R@10 %.3f  MRR@10 %.3f  nDCG@10 %.3f", name, m[0], m[1], m[2], m[3])
 	}
-	t.Logf("options %+v; %d queries, protocol turns", s.Search.Options(), len(queries))
+	t.Logf("options %+v; %d queries, notes %v", s.Search.Options(), len(queries), withNotes)
 	for _, mode := range allModes {
 		excl, all := eval(s.Search, mode)
 		row(string(mode)+" excl. adversarial", excl)
 		row(string(mode)+" ALL", all)
 	}
-	if os.Getenv("ENGRAM_FUSION_SWEEP") == "" {
-		return
-	}
+	// Variants start from the fusion the agents' model actually gets.
 	base := s.Search.Options()
-	for _, v := range sweep(base) {
+	if m, ok := base.Models[os.Getenv("ENGRAM_EMBED_MODEL")]; ok {
+		base.Fusion, base.VectorWeight, base.KeywordWeight = m.Fusion, m.VectorWeight, m.KeywordWeight
+	}
+	base.Models = map[string]search.ModelFusion{}
+	var variants []variant
+	if os.Getenv("ENGRAM_FUSION_SWEEP") != "" {
+		variants = sweep(base)
+	}
+	for _, f := range strings.FieldsFunc(os.Getenv("ENGRAM_FUSION_WV"), func(r rune) bool { return r == ',' }) {
+		wv, err := strconv.ParseFloat(f, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := base
+		o.VectorWeight, o.KeywordWeight = wv, 1-wv
+		variants = append(variants, variant{fmt.Sprintf("wv %.3g", wv), o})
+	}
+	for _, v := range variants {
 		svc, err := search.New(s.Keyword, s.Vectors, search.ProviderEmbedder{Provider: s.Provider}, s.ReadModel, nil, v.opts)
 		if err != nil {
 			t.Fatal(err)
@@ -114,9 +154,10 @@ type locomoQuery struct {
 	Category string   `json:"category"`
 }
 
-// loadTurns creates the split's raw_entries through the memory commands
-// and returns a map from memory id to benchmark id.
-func loadTurns(t *testing.T, s *searchtest.Stack, path string) map[string]string {
+// loadCorpus creates the split's raw_entries (and with notes its notes)
+// through the memory commands and returns a map from memory id to
+// benchmark id, and the notes' source turn ids by benchmark id.
+func loadCorpus(t *testing.T, s *searchtest.Stack, path string, notes bool) (map[string]string, map[string][]string) {
 	type record struct {
 		ID        string   `json:"id"`
 		AgentID   string   `json:"agent_id"`
@@ -124,7 +165,9 @@ func loadTurns(t *testing.T, s *searchtest.Stack, path string) map[string]string
 		Text      string   `json:"text"`
 		CreatedAt string   `json:"created_at"`
 		Tags      []string `json:"tags"`
+		SourceIDs []string `json:"source_ids"`
 	}
+	sources := map[string][]string{}
 	byAgent := map[string][]record{}
 	var agents []string
 	for _, line := range readLines(t, path) {
@@ -132,8 +175,11 @@ func loadTurns(t *testing.T, s *searchtest.Stack, path string) map[string]string
 		if err := json.Unmarshal([]byte(line), &r); err != nil {
 			t.Fatal(err)
 		}
-		if r.Type != "raw_entries" {
+		if r.Type != "raw_entries" && !(notes && r.Type == "notes") {
 			continue
+		}
+		if len(r.SourceIDs) > 0 {
+			sources[r.ID] = r.SourceIDs
 		}
 		if _, ok := byAgent[r.AgentID]; !ok {
 			agents = append(agents, r.AgentID)
@@ -156,7 +202,7 @@ func loadTurns(t *testing.T, s *searchtest.Stack, path string) map[string]string
 			idmap[c.ID] = recs[i].ID
 		}
 	}
-	return idmap
+	return idmap, sources
 }
 
 // parseFusion reads ENGRAM_FUSION.

@@ -63,7 +63,7 @@ func (s *Service) Search(ctx context.Context, req Request) (Response, error) {
 	if err != nil {
 		return Response{}, err
 	}
-	cands := s.opts.fuse(req.Mode, s.candidates(req), vecHits, kwHits)
+	cands := s.opts.forModel(space.Model).fuse(req.Mode, s.candidates(req), vecHits, kwHits)
 	rank(cands)
 	// Scores are sorted, so min_score cuts a prefix: filtering after the
 	// ranking loses nothing that should have been returned.

@@ -88,6 +88,14 @@ func BenchmarkBuiltin(b *testing.B) {
 	benchmarkModel(b, p, BuiltinModelName)
 }
 
+func BenchmarkGloVeSIF(b *testing.B) {
+	p, err := New(Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchmarkModel(b, p, DefaultModelName)
+}
+
 func BenchmarkStatic30kx256(b *testing.B) {
 	dir := filepath.Join(b.TempDir(), "potion-like")
 	realisticModel().write(b, dir)

@@ -129,7 +129,7 @@ func TestBuiltinDescriptionIsHonest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := p.Models()[0]
+	m := p.Models()[1]
 	if m.Name != "engram-hash-384" || m.Dimensions != 384 || m.Provider != "local" {
 		t.Fatalf("built-in model = %+v", m)
 	}

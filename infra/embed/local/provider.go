@@ -1,10 +1,14 @@
-// Package local embeds text in process, without any network: a built-in
-// lexical hashing model that needs no download, plus Model2Vec-style static
-// models (model.safetensors + tokenizer.json) loaded from directories.
+// Package local embeds text in process, without any network: two built-in
+// models that need no download (glove-sif-100, GloVe word vectors combined
+// by smooth inverse frequency, and engram-hash-384, lexical feature
+// hashing), plus models loaded from directories: SIF models (sif.json, see
+// ImportGloVe) and Model2Vec-style static models (model.safetensors +
+// tokenizer.json).
 package local
 
 import (
 	"context"
+	"os"
 	"sort"
 
 	"github.com/engram-memory/engram/domain"
@@ -15,8 +19,10 @@ const ProviderName = "local"
 
 // Options configures the local provider.
 type Options struct {
-	// ModelDirs are directories of Model2Vec-style static models; each is
-	// served under its base name (".../potion-base-8M" → "potion-base-8M").
+	// ModelDirs are model directories: a SIF model (it has sif.json) is
+	// served under the name in its manifest, a Model2Vec-style static
+	// model under the directory's base name (".../potion-base-8M" →
+	// "potion-base-8M").
 	ModelDirs []string
 }
 
@@ -27,7 +33,7 @@ type model interface {
 	embed(text string) ([]float32, int)
 }
 
-// Provider serves the built-in model and any loaded static models. It is
+// Provider serves the built-in models and any loaded ones. It is
 // immutable after New and safe for concurrent use.
 type Provider struct {
 	models map[string]model
@@ -38,22 +44,36 @@ type Provider struct {
 // loaded is an error, rather than a silently missing model.
 func New(opts Options) (*Provider, error) {
 	builtin := newBuiltinModel()
+	glove, err := builtinSIFModel()
+	if err != nil {
+		return nil, err
+	}
 	p := &Provider{
-		models: map[string]model{builtin.name: builtin},
-		order:  []string{builtin.name},
+		models: map[string]model{DefaultModelName: glove, builtin.name: builtin},
+		order:  []string{DefaultModelName, builtin.name},
 	}
 	for _, dir := range opts.ModelDirs {
-		sm, err := loadStaticModel(dir)
+		m, err := loadModelDir(dir)
 		if err != nil {
 			return nil, err
 		}
-		if _, dup := p.models[sm.name]; dup {
-			return nil, domain.Invalid("model_dirs", "two local models are named %q", sm.name)
+		name := m.info().Name
+		if _, dup := p.models[name]; dup {
+			return nil, domain.Invalid("model_dirs", "two local models are named %q", name)
 		}
-		p.models[sm.name] = sm
-		p.order = append(p.order, sm.name)
+		p.models[name] = m
+		p.order = append(p.order, name)
 	}
 	return p, nil
+}
+
+// loadModelDir loads a SIF model directory (it has sif.json) or else a
+// Model2Vec-style one.
+func loadModelDir(dir string) (model, error) {
+	if isSIFModelDir(os.DirFS(dir)) {
+		return loadSIFModel(os.DirFS(dir), dir)
+	}
+	return loadStaticModel(dir)
 }
 
 // Name implements domain.EmbeddingProvider.

@@ -44,7 +44,7 @@ func TestProviderErrors(t *testing.T) {
 	}
 	_, err = p.Embed(context.Background(), domain.EmbedRequest{Model: "nope", Texts: []string{"x"}})
 	e, _ := domain.AsError(err)
-	if got := e.Details["available_models"]; !slices.Equal(got.([]string), []string{BuiltinModelName}) {
+	if got := e.Details["available_models"]; !slices.Equal(got.([]string), []string{BuiltinModelName, DefaultModelName}) {
 		t.Errorf("available_models = %v", got)
 	}
 	_, err = p.Embed(cancelled, domain.EmbedRequest{Model: BuiltinModelName, Texts: []string{"x"}})

@@ -95,10 +95,10 @@ func TestStaticModelInfo(t *testing.T) {
 		t.Fatal(err)
 	}
 	models := p.Models()
-	if len(models) != 2 || models[0].Name != BuiltinModelName {
+	if len(models) != 3 || models[0].Name != DefaultModelName || models[1].Name != BuiltinModelName {
 		t.Fatalf("models = %+v", models)
 	}
-	got := models[1]
+	got := models[2]
 	if got.Name != "potion-base-8M" || got.Dimensions != 4 || got.Provider != "local" || got.FlexibleDimensions {
 		t.Errorf("static model info = %+v", got)
 	}

@@ -138,22 +138,6 @@ func writeFile(t testing.TB, path string, data []byte) {
 	}
 }
 
-// float32ToFloat16 converts normal-range values exactly representable in
-// half precision (all the test helper needs); it truncates the rest.
-func float32ToFloat16(f float32) uint16 {
-	bits := math.Float32bits(f)
-	sign := uint16(bits>>16) & 0x8000
-	exp := int((bits>>23)&0xff) - 127 + 15
-	frac := uint16((bits >> 13) & 0x3ff)
-	switch {
-	case f == 0:
-		return sign
-	case exp <= 0 || exp >= 0x1f:
-		panic("float32ToFloat16: value outside the test helper's range")
-	}
-	return sign | uint16(exp)<<10 | frac
-}
-
 // expectedMean is the hand computation the static model must match: the
 // L2-normalised mean of the given rows.
 func expectedMean(rows [][]float32, ids ...int) []float32 {

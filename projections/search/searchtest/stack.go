@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"sync/atomic"
@@ -48,6 +49,11 @@ type Stack struct {
 type Options struct {
 	Search search.Options
 	Index  vectorindex.Options
+	// Embed configures the local provider (default: the built-in models).
+	Embed local.Options
+	// Model is the model new agents are bound to (default: the local
+	// provider's default model).
+	Model string
 }
 
 // New starts a stack on a fresh data dir; it stops on t.Cleanup.
@@ -68,7 +74,12 @@ func Open(ctx context.Context, dataDir string, opts Options) (*Stack, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := local.New(local.Options{})
+	p, err := local.New(opts.Embed)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	model, err := defaultModel(p, opts.Model)
 	if err != nil {
 		db.Close()
 		return nil, err
@@ -83,7 +94,7 @@ func Open(ctx context.Context, dataDir string, opts Options) (*Stack, error) {
 	s.Writer = commands.NewEventWriter(s.Store, s.Engine)
 	s.Memories, err = commands.NewMemories(commands.MemoriesConfig{
 		Writer: s.Writer, Reader: s.ReadModel, Embedder: s.Provider, Logger: logger,
-		DefaultModel: domain.EmbeddingModel{Name: local.BuiltinModelName, Dimensions: 384},
+		DefaultModel: model,
 	})
 	if err != nil {
 		db.Close()
@@ -106,6 +117,19 @@ func Open(ctx context.Context, dataDir string, opts Options) (*Stack, error) {
 	}
 	s.StartEngine()
 	return s, nil
+}
+
+// defaultModel finds name (default: the built-in default model) among p's models.
+func defaultModel(p *local.Provider, name string) (domain.EmbeddingModel, error) {
+	if name == "" {
+		name = local.BuiltinModelName
+	}
+	for _, m := range p.Models() {
+		if m.Name == name {
+			return m, nil
+		}
+	}
+	return domain.EmbeddingModel{}, fmt.Errorf("searchtest: no local model %q", name)
 }
 
 // StartEngine runs the projection engine in the background.
