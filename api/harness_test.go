@@ -285,18 +285,19 @@ func (s *stack) wire(c *embed.Catalog, rc commands.RunnerConfig) {
 		auth = fixedAuth{aliceKey: alice, bobKey: bob}
 	}
 	h := api.New(api.Config{
-		Logger:          s.logger,
-		MaxBodyBytes:    s.opts.maxBody,
-		UserRateLimit:   s.opts.userLimit,
-		IPRateLimit:     s.opts.ipLimit,
+		Logger:        s.logger,
+		MaxBodyBytes:  s.opts.maxBody,
+		UserRateLimit: s.opts.userLimit,
+		IPRateLimit:   s.opts.ipLimit,
+		Auth:          auth,
+		Accounts:      s.accounts,
+		Memories:      s.memCmds,
+		Embeddings:    s.emb,
+		Search:        searcher,
+
 		BodyReadTimeout: s.opts.bodyReadTimeout,
 		WriteTimeout:    s.opts.writeTimeout,
 		MaxInFlight:     s.opts.maxInFlight,
-		Auth:            auth,
-		Accounts:        s.accounts,
-		Memories:        s.memCmds,
-		Embeddings:      s.emb,
-		Search:          searcher,
 	}).Handler()
 	s.handler.Store(&h)
 }

@@ -179,19 +179,20 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 	}
 
 	srv := api.New(api.Config{
-		Logger:          logger,
-		MaxBodyBytes:    cfg.MaxBodyBytes,
+		Logger:        logger,
+		MaxBodyBytes:  cfg.MaxBodyBytes,
+		UserRateLimit: api.RateLimit{PerSecond: cfg.RateLimit, Burst: cfg.RateBurst},
+		IPRateLimit:   api.RateLimit{PerSecond: cfg.IPRateLimit, Burst: cfg.IPRateBurst},
+		Ready:         caughtUp.ready,
+		Auth:          accounts,
+		Accounts:      accounts,
+		Memories:      memories,
+		Embeddings:    embeddings,
+		Search:        searcher,
+
 		BodyReadTimeout: cfg.BodyReadTimeout,
 		WriteTimeout:    cfg.WriteTimeout,
 		MaxInFlight:     cfg.MaxInFlight,
-		UserRateLimit:   api.RateLimit{PerSecond: cfg.RateLimit, Burst: cfg.RateBurst},
-		IPRateLimit:     api.RateLimit{PerSecond: cfg.IPRateLimit, Burst: cfg.IPRateBurst},
-		Ready:           caughtUp.ready,
-		Auth:            accounts,
-		Accounts:        accounts,
-		Memories:        memories,
-		Embeddings:      embeddings,
-		Search:          searcher,
 	})
 	a.handler = caughtUp.gate(srv.Handler())
 	return a, nil
