@@ -51,6 +51,25 @@ func TestMemETagAndIfMatch(t *testing.T) {
 		t.Fatalf("new memory: ETag %q, version %v; want \"1\" and 1", etag, got.data()["version"])
 	}
 
+	// A conditional GET of the current version is 304 without a body.
+	for _, tc := range []struct {
+		ifNoneMatch string
+		status      int
+	}{{`"1"`, 304}, {`W/"1"`, 304}, {`"0", "1"`, 304}, {`*`, 304}, {`"2"`, 200}} {
+		req, _ := http.NewRequest("GET", s.srv.URL+path, nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("If-None-Match", tc.ifNoneMatch)
+		res, err := s.srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != tc.status || res.Header.Get("ETag") != `"1"` || (tc.status == 304 && len(body) != 0) {
+			t.Errorf("If-None-Match %s: %d, ETag %q, %d body bytes; want %d", tc.ifNoneMatch, res.StatusCode, res.Header.Get("ETag"), len(body), tc.status)
+		}
+	}
+
 	patch := map[string]any{"content": map[string]any{"statement": "the sky is grey"}}
 	r := s.requestIfMatch(t, "PATCH", path, key, `"1"`, patch).must(t, http.StatusOK, nil)
 	if r.header.Get("ETag") != `"2"` || num(r.data()["version"]) != 2 {

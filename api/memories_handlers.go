@@ -159,7 +159,25 @@ func (s *Server) getMemory(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("ETag", v.ETag())
+	if noneMatch(r.Header.Values("If-None-Match"), v.ETag()) {
+		w.WriteHeader(http.StatusNotModified) // the client's copy is current
+		return
+	}
 	writeData(w, http.StatusOK, v)
+}
+
+// noneMatch reports whether an If-None-Match header names etag, or is "*"
+// (RFC 9110 §13.1.2: weak comparison, so W/"3" names "3" too).
+func noneMatch(values []string, etag string) bool {
+	for _, v := range values {
+		for _, tag := range strings.Split(v, ",") {
+			tag = strings.TrimSpace(tag)
+			if tag == "*" || strings.TrimPrefix(tag, "W/") == etag {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // ifMatch reads the If-Match header (RFC 9110 §13.1.1): absent or "*"
