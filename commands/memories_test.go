@@ -332,3 +332,34 @@ func TestMemoriesPatchDecidesAgainAfterAConflict(t *testing.T) {
 		t.Errorf("a conditional patch decided on a stale state: err = %v", err)
 	}
 }
+
+// stuckVersionReader always shows an agent stream version the log has
+// moved past, as a read model that never catches up would.
+type stuckVersionReader struct{ commands.MemoryReadModel }
+
+func (stuckVersionReader) StreamVersion(context.Context, string) (int64, error) {
+	return domain.ExpectNoStream, nil
+}
+
+// TestMemoriesGiveUpAfterBoundedConflicts: a command that keeps losing the
+// race for the agent stream stops with 409 concurrent_writes and records
+// nothing.
+func TestMemoriesGiveUpAfterBoundedConflicts(t *testing.T) {
+	e := newMemEnv(t)
+	ctx := context.Background()
+	c, err := e.memories.Create(ctx, memMeta("u1"), "a", memNote("first"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stuck := e.newMemories(t, stuckVersionReader{e.readMod})
+	_, err = stuck.Patch(ctx, memMeta("u1"), c.ID, commands.MemoryPatch{Content: json.RawMessage(`{"reason":"never"}`)})
+	if de, ok := domain.AsError(err); !ok || de.Kind != domain.KindConflict || de.PublicCode() != "concurrent_writes" {
+		t.Fatalf("err = %v, want 409 concurrent_writes", err)
+	}
+	events, _ := e.store.ReadStream(ctx, memory.AgentStream("u1", "a"), 0)
+	for _, ev := range events {
+		if ev.Type == (memory.MemoryPatched{}).EventType() {
+			t.Errorf("a refused patch was recorded: %s", ev.Payload)
+		}
+	}
+}
