@@ -1,8 +1,8 @@
 // Package datadir owns a data directory on disk: it keeps the directory
 // private to its user and makes one process its only writer.
 //
-// A writer holds an exclusive flock(2) on <dir>/engram.lock for as long as
-// it runs; the file holds the writer's pid so that a refused process can
+// A writer holds an exclusive flock(2) on <dir>/engram.lock (LockFileEx on
+// Windows) for as long as it runs; the file holds the writer's pid so that a refused process can
 // name it. The kernel drops the lock when the holder exits, however it
 // exits (SIGKILL included), so a stale lock cannot outlive its process; the
 // file itself stays and is reused. Readers take no lock: the database's own
@@ -12,13 +12,11 @@ package datadir
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
-	"syscall"
 )
 
 // LockName is the lock file inside a data directory.
@@ -82,9 +80,9 @@ func Acquire(dir string) (*Lock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("data dir: open lock: %w", err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if held, err := tryLock(f); held || err != nil {
 		defer f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
+		if held {
 			return nil, &HeldError{Dir: dir, PID: readPID(f)}
 		}
 		return nil, fmt.Errorf("data dir: lock %s: %w", path, err)

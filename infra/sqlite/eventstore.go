@@ -65,9 +65,10 @@ func NewEventStore(db *DB, pollInterval time.Duration) *EventStore {
 // in one transaction (one sync of the log with Durable) and hands the lead
 // to the oldest append still waiting. Each append in a group runs inside
 // its own savepoint, after the ones queued before it, so its expected
-// version sees theirs and its failure undoes only itself. Once queued, an
-// append is not withdrawn when ctx ends: its outcome arrives within one
-// commit, and withdrawing it could not undo a commit already under way.
+// version sees theirs and its failure undoes only itself. An append whose
+// ctx ends before its group is formed is left out and fails with ctx's
+// error; once in a group it is committed with it, and its caller waits for
+// that outcome (at most one commit away) rather than leave not knowing it.
 func (s *EventStore) Append(ctx context.Context, stream string, expected int64, events []domain.NewEvent) (domain.AppendResult, error) {
 	if len(events) == 0 {
 		return domain.AppendResult{}, fmt.Errorf("sqlite: append to %s: no events", stream)

@@ -19,7 +19,9 @@ type groupAppend struct {
 	stream   string
 	expected int64
 	events   []domain.NewEvent
-	wantErr  error // nil: must commit
+	// cancelled: its caller gives up while it waits in the queue.
+	cancelled bool
+	wantErr   error // nil: must commit
 }
 
 func namedEvents(ids ...string) []domain.NewEvent {
@@ -31,8 +33,9 @@ func namedEvents(ids ...string) []domain.NewEvent {
 }
 
 // queueWhileWriterBusy holds the writer, queues appends one by one (each
-// is in the queue before the next starts, so their order is known), then
-// frees the writer and returns each append's outcome in queue order.
+// is in the queue before the next starts, so their order is known),
+// cancels the callers of those marked cancelled, then frees the writer and
+// returns each append's outcome in queue order.
 func queueWhileWriterBusy(t *testing.T, s *EventStore, appends []groupAppend) ([]domain.AppendResult, []error) {
 	t.Helper()
 	ctx := context.Background()
@@ -50,9 +53,15 @@ func queueWhileWriterBusy(t *testing.T, s *EventStore, appends []groupAppend) ([
 	results := make([]domain.AppendResult, len(appends))
 	errs := make([]error, len(appends))
 	finished := make(chan int, len(appends))
+	var cancels []context.CancelFunc
 	for i, a := range appends {
+		appendCtx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		if a.cancelled {
+			cancels = append(cancels, cancel)
+		}
 		go func() {
-			results[i], errs[i] = s.Append(ctx, a.stream, a.expected, a.events)
+			results[i], errs[i] = s.Append(appendCtx, a.stream, a.expected, a.events)
 			finished <- i
 		}()
 		waitFor(t, func() bool {
@@ -60,6 +69,9 @@ func queueWhileWriterBusy(t *testing.T, s *EventStore, appends []groupAppend) ([
 			defer s.mu.Unlock()
 			return len(s.queue) == i+1
 		})
+	}
+	for _, cancel := range cancels {
+		cancel()
 	}
 	close(release)
 	if err := <-writerDone; err != nil {
@@ -130,6 +142,8 @@ func TestGroupCommitGivesEachAppendItsOwnOutcome(t *testing.T) {
 				// Fails after its first event is written: the savepoint
 				// must take "c0" back with it.
 				{stream: "c", expected: domain.ExpectAny, events: namedEvents("c0", "taken"), wantErr: errAny},
+				// Its caller went away before the commit: not written.
+				{stream: "a", expected: domain.ExpectAny, events: namedEvents("gone"), cancelled: true, wantErr: context.Canceled},
 				{stream: "a", expected: domain.ExpectAny, events: namedEvents("a3")},
 				// Its expected version must not count the failed append.
 				{stream: "c", expected: domain.ExpectNoStream, events: namedEvents("c1")},
