@@ -13,8 +13,14 @@ build:
 run:
 	$(GO) run ./cmd/engram serve
 
+# The race-enabled engram binary that every end-to-end suite runs, built
+# once per `make test` and named to them in ENGRAM_TEST_BINARY
+# (internal/testserver). Plain `go test` builds it into a cache instead.
+TEST_BIN ?= $(CURDIR)/bin/engram-race
+
 test: lint
-	$(GO) test -race -count=1 -timeout 20m ./...
+	$(GO) build -race -o $(TEST_BIN) ./cmd/engram
+	ENGRAM_TEST_BINARY=$(TEST_BIN) $(GO) test -race -count=1 -timeout 20m ./...
 
 lint:
 	@unformatted="$$(gofmt -l .)"; if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi

@@ -138,8 +138,9 @@ func TestSubscribeWokenByNotify(t *testing.T) {
 		}
 		return nil
 	})
-	first := <-got // catch-up read
-	time.Sleep(100 * time.Millisecond)
+	// SubscribeAll LISTENs before its catch-up read, so once the catch-up
+	// has delivered, the append below must wake it.
+	first := <-got
 	res, err := s.Append(ctx, "n-1", domain.ExpectAny, []domain.NewEvent{{Type: "T", SchemaVersion: 1, Payload: []byte(`{}`)}})
 	if err != nil {
 		t.Fatal(err)
