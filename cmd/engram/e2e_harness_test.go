@@ -16,6 +16,13 @@ var binPath string
 func TestMain(m *testing.M) { os.Exit(runTests(m)) }
 
 func runTests(m *testing.M) int {
+	// Before the environment is isolated: the binary cache and Go's build
+	// cache live under the real HOME.
+	var err error
+	if binPath, err = testserver.Binary(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, "build engram:", err)
+		return 1
+	}
 	// The in-process tests (flags, config, pprof) read the environment and
 	// ~/.engram, so they get the same hermetic setting as the servers.
 	home, err := os.MkdirTemp("", "engram-home-")
@@ -26,10 +33,6 @@ func runTests(m *testing.M) int {
 	defer os.RemoveAll(home)
 	if err := testserver.IsolateProcessEnv(home); err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if binPath, err = testserver.Binary(context.Background()); err != nil {
-		fmt.Fprintln(os.Stderr, "build engram:", err)
 		return 1
 	}
 	return m.Run()
