@@ -76,3 +76,26 @@ func TestSourceHashFollowsTheBinarysInputsOnly(t *testing.T) {
 		base = got
 	}
 }
+
+func TestIsolateProcessEnv(t *testing.T) {
+	// t.Setenv restores every variable after the test, also the unset ones.
+	t.Setenv("HOME", os.Getenv("HOME"))
+	t.Setenv("ENGRAM_HOME", "/home/user/.engram")
+	t.Setenv("ENGRAM_EMBED_PROVIDER", "openai")
+	t.Setenv("OPENAI_API_KEY", "sk-secret")
+	t.Setenv("ENGRAM_TEST_POSTGRES_URL", "postgres://ci")
+	home := t.TempDir()
+	if err := IsolateProcessEnv(home); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"HOME": home, "ENGRAM_HOME": home, "ENGRAM_TEST_POSTGRES_URL": "postgres://ci"} {
+		if got := os.Getenv(name); got != want {
+			t.Errorf("%s = %q, want %q", name, got, want)
+		}
+	}
+	for _, name := range []string{"ENGRAM_EMBED_PROVIDER", "OPENAI_API_KEY"} {
+		if v, ok := os.LookupEnv(name); ok {
+			t.Errorf("%s = %q survived the isolation", name, v)
+		}
+	}
+}

@@ -28,8 +28,10 @@ func Environ(home string) []string {
 
 // IsolateProcessEnv makes the current process as hermetic as Environ makes
 // a child: it unsets every ENGRAM_* and OPENAI_* variable (but keeps the
-// ENGRAM_TEST_* settings of the test run itself) and points HOME and ENGRAM_HOME at home. TestMain of a package
-// that runs the server in-process calls it before m.Run.
+// ENGRAM_TEST_* settings of the test run itself) and points HOME and
+// ENGRAM_HOME at home. TestMain of a package that runs the server
+// in-process calls it before m.Run, and after Binary, whose cache (and Go's
+// build cache) lives under the real HOME.
 func IsolateProcessEnv(home string) error {
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
