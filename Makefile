@@ -5,20 +5,52 @@ BIN       ?= bin/engram
 BENCH     ?= .
 BENCHTIME ?= 1s
 
-.PHONY: build run test lint bench bench-quality bench-load clean
+.PHONY: build run test lint fuzz vulncheck bench bench-quality bench-load clean
+
+# `engram version` reports these; `go build` alone leaves them to Go's
+# build information.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
 
 build:
-	$(GO) build -o $(BIN) ./cmd/engram
+	$(GO) build -ldflags "-X main.version=$(VERSION) -X main.commit=$(COMMIT)" -o $(BIN) ./cmd/engram
 
 run:
 	$(GO) run ./cmd/engram serve
 
+# The race-enabled engram binary that every end-to-end suite runs, built
+# once per `make test` and named to them in ENGRAM_TEST_BINARY
+# (internal/testserver). Plain `go test` builds it into a cache instead.
+TEST_BIN ?= $(CURDIR)/bin/engram-race
+
 test: lint
-	$(GO) test -race -count=1 -timeout 20m ./...
+	$(GO) build -race -o $(TEST_BIN) ./cmd/engram
+	ENGRAM_TEST_BINARY=$(TEST_BIN) $(GO) test -race -count=1 -timeout 20m ./...
 
 lint:
 	@unformatted="$$(gofmt -l .)"; if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
+
+# Every fuzz target for FUZZTIME each (package:target). Not part of `make
+# test`: the committed seed corpora (testdata/fuzz) run there as ordinary
+# tests.
+FUZZTIME ?= 20s
+FUZZ_TARGETS = ./api:FuzzRequestDecoders ./domain/memory:FuzzNormalizeContent \
+	./infra/textindex:FuzzTokenize ./infra/embed/local:FuzzTokenizerJSON ./infra/embed/local:FuzzSafetensors
+
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		echo "== $${t#*:} ($${t%%:*}) for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$${t#*:}\$$" -fuzztime $(FUZZTIME) $${t%%:*}; \
+	done
+
+# Known vulnerabilities in the dependencies and the standard library. It
+# needs the Go vulnerability database (https://vuln.go.dev), so it is not
+# part of `make lint`, which must run offline.
+GOVULNCHECK ?= golang.org/x/vuln/cmd/govulncheck@v1.9.0
+
+vulncheck:
+	$(GO) run $(GOVULNCHECK) ./...
 
 bench:
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchtime $(BENCHTIME) -benchmem ./...

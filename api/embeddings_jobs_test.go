@@ -369,14 +369,17 @@ func TestStaleJobIsTakenOver(t *testing.T) {
 }
 
 func TestJobFailsAfterRepeatedProviderErrors(t *testing.T) {
-	s := newStack(t, stackOptions{fixedAuth: true, noRun: true, runner: commands.RunnerConfig{BatchSize: 10, MaxAttempts: 3}})
+	// The runner's clock is the test's: it steps past each retry backoff
+	// instead of sleeping through it.
+	clock := &testClock{}
+	s := newStack(t, stackOptions{fixedAuth: true, noRun: true, runner: commands.RunnerConfig{BatchSize: 10, MaxAttempts: 3, Now: clock.Now}})
 	s.seed(alice, "claire", 30)
 	jobID := s.must(http.StatusAccepted, "POST", "/v1/embeddings/bulk-reembed", aliceKey, map[string]any{"agent_id": "claire", "model": staticModel}).data()["job_id"].(string)
 	s.step() // claim
 	s.step() // one good batch
 	s.provider.down.Store(true)
 	for range 3 {
-		time.Sleep(5 * time.Millisecond) // past the backoff
+		clock.Advance(time.Minute) // past the backoff
 		s.step()
 	}
 	d := s.must(http.StatusOK, "GET", "/v1/embeddings/jobs/"+jobID, aliceKey, nil).data()
@@ -395,7 +398,7 @@ func TestJobFailsAfterRepeatedProviderErrors(t *testing.T) {
 	s.provider.down.Store(true)
 	s.step()
 	s.provider.down.Store(false)
-	time.Sleep(5 * time.Millisecond)
+	clock.Advance(time.Minute)
 	s.stepUntilIdle()
 	d = s.must(http.StatusOK, "GET", "/v1/embeddings/jobs/"+jobID, aliceKey, nil).data()
 	if errs, _ := d["errors"].([]any); d["status"] != "completed" || len(errs) != 1 || num(d["memories_processed"]) != 30 {

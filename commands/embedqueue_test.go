@@ -109,10 +109,22 @@ func TestEmbedQueueModelNotServed(t *testing.T) {
 	}
 }
 
+// TestEmbedQueueKickNeverBlocks: writes kick the queue on their request
+// path, so a kick returns at once even when nobody runs the queue and
+// kicks pile up.
 func TestEmbedQueueKickNeverBlocks(t *testing.T) {
 	e := newMemEnv(t)
-	for range 100 {
-		e.queue.Kick()
+	kicked := make(chan struct{})
+	go func() {
+		defer close(kicked)
+		for range 100 {
+			e.queue.Kick()
+		}
+	}()
+	select {
+	case <-kicked:
+	case <-time.After(time.Second):
+		t.Fatal("Kick blocked: 100 kicks to a queue nobody runs did not return within 1s")
 	}
 }
 

@@ -1,11 +1,13 @@
 package projections_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -109,6 +111,55 @@ func TestEngineReadYourWritesAndRetry(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestEngineLogsWatermillStartupAtDebug: an info-level log shows none of
+// the router's per-handler start-up lines; debug shows them.
+func TestEngineLogsWatermillStartupAtDebug(t *testing.T) {
+	for _, c := range []struct {
+		level     slog.Level
+		wantLines bool
+	}{{slog.LevelInfo, false}, {slog.LevelDebug, true}} {
+		t.Run(c.level.String(), func(t *testing.T) {
+			store := newStore(t)
+			var buf syncBuffer
+			p := &sumProjection{name: "p"}
+			engine := projections.NewEngine(store, slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: c.level})), p)
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- engine.Run(ctx) }()
+			pos := appendN(t, store, 1)
+			waitCtx, stop := context.WithTimeout(ctx, 10*time.Second)
+			defer stop()
+			if err := engine.WaitFor(waitCtx, pos); err != nil {
+				t.Fatal(err)
+			}
+			cancel()
+			<-done
+			got := strings.Contains(buf.String(), "component=watermill")
+			if got != c.wantLines {
+				t.Fatalf("watermill lines at %s: %v, want %v\n%s", c.level, got, c.wantLines, buf.String())
+			}
+		})
+	}
+}
+
+// syncBuffer is a bytes.Buffer that the router's goroutines may share.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func TestEngineRebuildEqualsIncremental(t *testing.T) {

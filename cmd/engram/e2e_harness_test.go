@@ -10,23 +10,32 @@ import (
 	"github.com/engram-memory/engram/internal/testserver"
 )
 
-// binPath is the engram binary built once for the end-to-end tests.
+// binPath is the race-enabled engram binary of the end-to-end tests.
 var binPath string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "engram-e2e-")
+func TestMain(m *testing.M) { os.Exit(runTests(m)) }
+
+func runTests(m *testing.M) int {
+	// Before the environment is isolated: the binary cache and Go's build
+	// cache live under the real HOME.
+	var err error
+	if binPath, err = testserver.Binary(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, "build engram:", err)
+		return 1
+	}
+	// The in-process tests (flags, config, pprof) read the environment and
+	// ~/.engram, so they get the same hermetic setting as the servers.
+	home, err := os.MkdirTemp("", "engram-home-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+		return 1
 	}
-	binPath, err = testserver.Build(context.Background(), dir, true)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "build engram:", err)
-		os.Exit(1)
+	defer os.RemoveAll(home)
+	if err := testserver.IsolateProcessEnv(home); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
 	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	return m.Run()
 }
 
 // startServer runs the binary on a random loopback port over dataDir.
@@ -35,9 +44,12 @@ func startServer(t *testing.T, dataDir string, env []string, args ...string) *te
 	return testserver.Start(t, testserver.Options{Binary: binPath, DataDir: dataDir, Env: env, Args: args})
 }
 
-// runCLI runs the binary with args and returns its combined output.
+// runCLI runs the binary with args in the servers' hermetic environment
+// and returns its combined output.
 func runCLI(t *testing.T, ctx context.Context, args ...string) (string, error) {
 	t.Helper()
-	out, err := exec.CommandContext(ctx, binPath, args...).CombinedOutput()
+	cmd := exec.CommandContext(ctx, binPath, args...)
+	cmd.Env = testserver.Environ(t.TempDir())
+	out, err := cmd.CombinedOutput()
 	return string(out), err
 }

@@ -26,6 +26,8 @@ func TestKillMidLoadLosesNoAcknowledgedWrite(t *testing.T) {
 
 	var mu sync.Mutex
 	acked := map[int][]string{} // writer -> key ids created and acknowledged
+	ackedTotal := 0             // of all writers; at 40, enough is closed
+	enough := make(chan struct{})
 	ctx, stop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	for w := 0; w < writers; w++ {
@@ -42,23 +44,18 @@ func TestKillMidLoadLosesNoAcknowledgedWrite(t *testing.T) {
 				}
 				mu.Lock()
 				acked[w] = append(acked[w], created.ID)
+				if ackedTotal++; ackedTotal == 40 {
+					close(enough)
+				}
 				mu.Unlock()
 			}
 		}(w)
 	}
 	// Let some writes land, then kill without warning.
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		mu.Lock()
-		n := 0
-		for _, ids := range acked {
-			n += len(ids)
-		}
-		mu.Unlock()
-		if n >= 40 {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
+	select {
+	case <-enough:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("fewer than 40 writes acknowledged in 20s\n%s", p.Log())
 	}
 	p.Kill()
 	stop()

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,7 +15,11 @@ import (
 // flags win over the environment, the environment over defaults.
 func parseFlags(fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
-		return err
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		// The flag package has printed the message to fs.Output().
+		return fmt.Errorf("%w: %w", errUsage, err)
 	}
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
@@ -30,6 +36,42 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		}
 	})
 	return err
+}
+
+// parseCommandFlags is parseFlags for a command, answering -h/--help
+// itself: the help goes to stdout and the result is flag.ErrHelp (exit 0).
+// A malformed command line is reported on stderr with a pointer to --help
+// (errUsage, exit 2).
+func parseCommandFlags(fs *flag.FlagSet, args []string, synopsis string, stdout, stderr io.Writer) error {
+	fs.SetOutput(stderr)
+	fs.Usage = func() {} // help is printed below, to stdout, only when asked for
+	err := parseFlags(fs, args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		writeFlagHelp(stdout, fs, synopsis)
+	case errors.Is(err, errUsage):
+		fmt.Fprintf(stderr, "Run 'engram %s --help' for its flags.\n", fs.Name())
+	}
+	return err
+}
+
+// writeFlagHelp lists every flag of fs with its default and its
+// environment twin. It is generated from the flag definitions, so a new
+// flag documents itself.
+func writeFlagHelp(w io.Writer, fs *flag.FlagSet, synopsis string) {
+	fmt.Fprintf(w, "Usage: %s\n\nFlags (each can also be set by the ENGRAM_* variable shown; a flag on the command line wins):\n", synopsis)
+	fs.VisitAll(func(f *flag.Flag) {
+		valueName, usage := flag.UnquoteUsage(f)
+		fmt.Fprintf(w, "  --%s", f.Name)
+		if valueName != "" {
+			fmt.Fprintf(w, " %s", valueName)
+		}
+		fmt.Fprintf(w, "\n      %s\n      env %s", usage, envName(f.Name))
+		if f.DefValue != "" {
+			fmt.Fprintf(w, ", default %s", f.DefValue)
+		}
+		fmt.Fprintln(w)
+	})
 }
 
 func envName(flagName string) string {

@@ -17,20 +17,27 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
+		// Help and usage errors have said what they had to say already.
+		if !errors.Is(err, flag.ErrHelp) && !errors.Is(err, errUsage) {
 			fmt.Fprintln(os.Stderr, "engram:", err)
 		}
 		os.Exit(exitCode(err))
 	}
 }
 
+// exitCode is 0 after help that was asked for, 2 for a malformed command
+// line, 1 for any other failure.
 func exitCode(err error) int {
-	if errors.Is(err, flag.ErrHelp) || errors.Is(err, errUsage) {
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errUsage):
 		return 2
 	}
 	return 1
 }
 
+// errUsage marks a malformed command line whose message has been printed.
 var errUsage = errors.New("usage")
 
 const usage = `Usage: engram <command> [flags]
@@ -40,6 +47,7 @@ Commands:
   projections rebuild [NAME] drop and rebuild read models and indexes from the event log
   projections status        show each projection's checkpoint
   models import-glove       convert GloVe word vectors into a local SIF model
+  version                   print the version, commit and Go version (also --version)
 
 Run 'engram <command> -h' for the flags of a command.
 `
@@ -51,13 +59,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	switch args[0] {
 	case "serve":
-		return serveCommand(ctx, args[1:], stderr)
+		return serveCommand(ctx, args[1:], stdout, stderr)
 	case "projections":
 		return projectionsCommand(ctx, args[1:], stdout, stderr)
 	case "models":
 		return modelsCommand(ctx, args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
+		return nil
+	case "version", "--version", "-version":
+		fmt.Fprint(stdout, buildVersionText())
 		return nil
 	default:
 		fmt.Fprintf(stderr, "engram: unknown command %q\n\n%s", args[0], usage)

@@ -20,13 +20,16 @@ func projectionsCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 	}
 	sub := args[0]
 	fs := flag.NewFlagSet("projections "+sub, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	synopsis := "engram projections status [flags]"
+	if sub == "rebuild" {
+		synopsis = "engram projections rebuild [NAME...] [flags]"
+	}
 	dataDir := fs.String("data-dir", filepath.Join(engramHome(), "server"), "data directory (rebuild: of a stopped server)")
 	// Flags may come before or after the projection name.
 	var names []string
 	rest := args[1:]
 	for {
-		if err := parseFlags(fs, rest); err != nil {
+		if err := parseCommandFlags(fs, rest, synopsis, stdout, stderr); err != nil {
 			return err
 		}
 		if fs.NArg() == 0 {

@@ -92,11 +92,10 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	return fs
 }
 
-func serveCommand(ctx context.Context, args []string, stderr io.Writer) error {
+func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var cfg serveConfig
 	fs := serveFlags(&cfg)
-	fs.SetOutput(stderr)
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseCommandFlags(fs, args, "engram serve [flags]", stdout, stderr); err != nil {
 		return err
 	}
 	if err := applyLocalConfig(fs, filepath.Join(engramHome(), "config.json")); err != nil {

@@ -15,18 +15,36 @@ import (
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/infra/eventstoretest"
 	"github.com/engram-memory/engram/infra/postgres"
+	"github.com/engram-memory/engram/internal/pgtest"
 )
 
 var schemaSeq atomic.Int64
+
+// pg is the server of this package's tests: ENGRAM_TEST_POSTGRES_URL or a
+// throwaway cluster TestMain starts.
+var pg *pgtest.Server
+
+func TestMain(m *testing.M) { os.Exit(runTests(m)) }
+
+func runTests(m *testing.M) int {
+	var err error
+	if pg, err = pgtest.Open(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() {
+		if err := pg.Close(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
+	}()
+	return m.Run()
+}
 
 // openDB opens a fresh, migrated database in a schema of its own, dropped
 // when the test ends.
 func openDB(t testing.TB) *postgres.DB {
 	t.Helper()
-	base := os.Getenv("ENGRAM_TEST_POSTGRES_URL")
-	if base == "" {
-		t.Skip("set ENGRAM_TEST_POSTGRES_URL (e.g. postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable; .ci/postgres.sh starts a throwaway cluster) to run the PostgreSQL tests")
-	}
+	base := pg.URL(t)
 	ctx := context.Background()
 	schema := fmt.Sprintf("engram_test_%d_%d_%d", os.Getpid(), time.Now().UnixNano()%1e9, schemaSeq.Add(1))
 	admin, err := pgx.Connect(ctx, base)
@@ -72,9 +90,7 @@ func withSearchPath(t testing.TB, base, schema string) string {
 }
 
 func TestEventStoreConformance(t *testing.T) {
-	if os.Getenv("ENGRAM_TEST_POSTGRES_URL") == "" {
-		openDB(t) // skips with the how-to message
-	}
+	pg.URL(t) // skips, saying why, without a server
 	eventstoretest.Run(t, func(t *testing.T) domain.EventStore {
 		return postgres.NewEventStore(openDB(t), 50*time.Millisecond)
 	})
@@ -111,7 +127,7 @@ func TestReopenKeepsMigrations(t *testing.T) {
 	if err := db.Pool.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
 		t.Fatal(err)
 	}
-	again, err := postgres.Open(ctx, withSearchPath(t, os.Getenv("ENGRAM_TEST_POSTGRES_URL"), schema))
+	again, err := postgres.Open(ctx, withSearchPath(t, pg.URL(t), schema))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,8 +154,9 @@ func TestSubscribeWokenByNotify(t *testing.T) {
 		}
 		return nil
 	})
-	first := <-got // catch-up read
-	time.Sleep(100 * time.Millisecond)
+	// SubscribeAll LISTENs before its catch-up read, so once the catch-up
+	// has delivered, the append below must wake it.
+	first := <-got
 	res, err := s.Append(ctx, "n-1", domain.ExpectAny, []domain.NewEvent{{Type: "T", SchemaVersion: 1, Payload: []byte(`{}`)}})
 	if err != nil {
 		t.Fatal(err)

@@ -2,21 +2,42 @@ package testserver
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
 )
 
 // MainPackage is the import path of the engram binary.
 const MainPackage = "github.com/engram-memory/engram/cmd/engram"
+
+// BinaryEnv names the race-enabled engram binary that `make test` builds
+// once and hands to every package's tests.
+const BinaryEnv = "ENGRAM_TEST_BINARY"
 
 // Build compiles the engram binary into dir and returns its path. race
 // builds it with the race detector, which tests want and benchmarks do not.
 // It must run inside the module (any directory of the repository).
 func Build(ctx context.Context, dir string, race bool) (string, error) {
 	bin := filepath.Join(dir, "engram")
-	args := []string{"build", "-o", bin}
+	if err := build(ctx, bin, race); err != nil {
+		return "", err
+	}
+	return bin, nil
+}
+
+func build(ctx context.Context, out string, race bool) error {
+	args := []string{"build", "-o", out}
 	if race {
 		args = append(args, "-race")
 	}
@@ -24,7 +45,156 @@ func Build(ctx context.Context, dir string, race bool) (string, error) {
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("go build %s: %w", MainPackage, err)
+		return fmt.Errorf("go build %s: %w", MainPackage, err)
 	}
+	return nil
+}
+
+// Binary returns the race-enabled engram binary for tests. Under `make
+// test` that is $ENGRAM_TEST_BINARY, built once for every package. Without
+// it (plain `go test`), the binary is built once into the user's cache
+// directory under a hash of the module's sources, so the packages of one
+// `go test ./...` share one build and an unchanged tree builds nothing.
+func Binary(ctx context.Context) (string, error) {
+	if bin := os.Getenv(BinaryEnv); bin != "" {
+		info, err := os.Stat(bin)
+		if err != nil {
+			return "", fmt.Errorf("testserver: %s: %w", BinaryEnv, err)
+		}
+		if info.IsDir() || info.Mode()&0o111 == 0 {
+			return "", fmt.Errorf("testserver: %s=%s is not an executable file", BinaryEnv, bin)
+		}
+		return filepath.Abs(bin)
+	}
+	root, err := moduleRoot()
+	if err != nil {
+		return "", err
+	}
+	key, err := sourceHash(root)
+	if err != nil {
+		return "", err
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("testserver: %w", err)
+	}
+	return cachedBuild(ctx, filepath.Join(cache, "engram-test-bin"), key)
+}
+
+// cachedBuild returns dir/key/engram, building it unless it exists. A lock
+// file makes the test binaries of concurrently tested packages wait for
+// one build instead of each running their own.
+func cachedBuild(ctx context.Context, dir, key string) (string, error) {
+	keyDir := filepath.Join(dir, key)
+	if err := os.MkdirAll(keyDir, 0o700); err != nil {
+		return "", fmt.Errorf("testserver: %w", err)
+	}
+	lock, err := os.OpenFile(filepath.Join(keyDir, "lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return "", fmt.Errorf("testserver: %w", err)
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return "", fmt.Errorf("testserver: lock %s: %w", keyDir, err)
+	}
+	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+
+	bin := filepath.Join(keyDir, "engram")
+	if _, err := os.Stat(bin); err == nil {
+		return bin, nil
+	}
+	// Build beside the final name and rename, so a build cut off half-way
+	// never leaves a binary that looks complete.
+	partial := bin + ".partial"
+	if err := build(ctx, partial, true); err != nil {
+		return "", err
+	}
+	if err := os.Rename(partial, bin); err != nil {
+		return "", fmt.Errorf("testserver: %w", err)
+	}
+	pruneStale(dir, key, 7*24*time.Hour)
 	return bin, nil
+}
+
+// pruneStale removes cached binaries of other source trees that were built
+// more than maxAge ago, so the cache does not grow with every edit.
+func pruneStale(dir, keep string, maxAge time.Duration) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if !e.IsDir() || e.Name() == keep {
+			continue
+		}
+		if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > maxAge {
+			_ = os.RemoveAll(filepath.Join(dir, e.Name()))
+		}
+	}
+}
+
+// moduleRoot is the nearest directory at or above the working directory
+// (a package directory, under go test) that holds go.mod.
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("testserver: %w", err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("testserver: no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// sourceHash hashes what goes into the binary: every file of the module
+// except tests, test data and documentation (embedded files included), the
+// Go toolchain and the build environment.
+func sourceHash(root string) (string, error) {
+	var files []string
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() {
+			if path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "bin" || name == "bench-out") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if d.Type().IsRegular() && !strings.HasSuffix(name, "_test.go") && !strings.HasSuffix(name, ".md") {
+			files = append(files, path)
+		}
+		return nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("testserver: hash sources: %w", err)
+	}
+	sort.Strings(files)
+	h := sha256.New()
+	fmt.Fprintf(h, "race\x00%s\x00%s/%s\x00", runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	for _, env := range []string{"GOFLAGS", "CGO_ENABLED", "GOEXPERIMENT", "GOAMD64", "PATH"} {
+		fmt.Fprintf(h, "%s=%s\x00", env, os.Getenv(env))
+	}
+	for _, path := range files {
+		rel, _ := filepath.Rel(root, path)
+		fmt.Fprintf(h, "%s\x00", rel)
+		f, err := os.Open(path)
+		if err != nil {
+			return "", fmt.Errorf("testserver: hash sources: %w", err)
+		}
+		_, err = io.Copy(h, f)
+		f.Close()
+		if err != nil {
+			return "", fmt.Errorf("testserver: hash sources: %w", err)
+		}
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))[:24], nil
 }

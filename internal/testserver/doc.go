@@ -5,6 +5,9 @@
 // It has two layers. Launch, Process and RegisterUser take a context and
 // return errors, so a command such as engram-bench can use them; Start and
 // Register wrap them for tests (t.Fatal on failure, cleanup on t.Cleanup).
-// Tests build the binary once in TestMain with Build and pass its path in
-// Options.Binary, the way cmd/engram's own end-to-end harness does.
+// Every test uses one race-enabled binary (Binary): the one `make test`
+// builds and names in ENGRAM_TEST_BINARY, or else one built once per source
+// tree into the user's cache directory. The servers run in a hermetic
+// environment (Environ): the user's ENGRAM_*, OPENAI_* and ~/.engram never
+// reach them.
 package testserver

@@ -19,10 +19,12 @@ import (
 
 // LaunchOptions configure one `engram serve`.
 type LaunchOptions struct {
-	Binary  string   // path of the engram binary; required
-	DataDir string   // data directory; required (it may be empty or not exist)
-	Env     []string // extra KEY=VALUE pairs on top of the current environment
-	Args    []string // extra flags after `serve --addr 127.0.0.1:0 --data-dir DIR`
+	Binary  string // path of the engram binary; required
+	DataDir string // data directory; required (it may be empty or not exist)
+	// Env holds extra KEY=VALUE pairs on top of the hermetic environment
+	// (see Environ); they win over it.
+	Env  []string
+	Args []string // extra flags after `serve --addr 127.0.0.1:0 --data-dir DIR`
 	// StartTimeout bounds the wait for the "engram serving" line and for
 	// /readyz; default 30s.
 	StartTimeout time.Duration
@@ -34,6 +36,7 @@ type Process struct {
 	DataDir string
 
 	cmd    *exec.Cmd
+	home   string // the hermetic ENGRAM_HOME, removed when the process ends
 	log    *tailLog
 	exited chan struct{} // closed when the process has been reaped
 	err    error         // Wait's result; read only after exited is closed
@@ -54,16 +57,22 @@ func Launch(ctx context.Context, opts LaunchOptions) (*Process, error) {
 		opts.StartTimeout = 30 * time.Second
 	}
 	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--data-dir", opts.DataDir}, opts.Args...)
-	cmd := exec.Command(opts.Binary, args...)
-	cmd.Env = append(os.Environ(), opts.Env...)
-	stderr, err := cmd.StderrPipe()
+	home, err := os.MkdirTemp("", "engram-home-")
 	if err != nil {
 		return nil, fmt.Errorf("testserver: %w", err)
 	}
+	cmd := exec.Command(opts.Binary, args...)
+	cmd.Env = append(Environ(home), opts.Env...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		os.RemoveAll(home)
+		return nil, fmt.Errorf("testserver: %w", err)
+	}
 	if err := cmd.Start(); err != nil {
+		os.RemoveAll(home)
 		return nil, fmt.Errorf("testserver: start %s: %w", opts.Binary, err)
 	}
-	p := &Process{DataDir: opts.DataDir, cmd: cmd, log: newTailLog(512), exited: make(chan struct{})}
+	p := &Process{DataDir: opts.DataDir, cmd: cmd, home: home, log: newTailLog(512), exited: make(chan struct{})}
 	addr := make(chan string, 1)
 	go p.readLog(stderr, addr)
 
@@ -104,6 +113,7 @@ func (p *Process) readLog(r io.Reader, addr chan<- string) {
 	}
 	_, _ = io.Copy(io.Discard, r) // a line over 1 MiB stops the scanner; keep draining
 	p.err = p.cmd.Wait()
+	_ = os.RemoveAll(p.home)
 	close(p.exited)
 }
 

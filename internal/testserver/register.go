@@ -19,11 +19,6 @@ import (
 	"time"
 )
 
-// ErrNoSuchEndpoint is wrapped by RegisterUser's error when the server
-// does not serve the account endpoints at all (404 "no such endpoint"), so
-// that a caller can tell "not built yet" from "broken".
-var ErrNoSuchEndpoint = errors.New("testserver: the server has no such endpoint")
-
 // OutboxDir is the default outbox of a data directory (decisions §8:
 // ENGRAM_MAIL_OUTBOX defaults to <data dir>/outbox).
 func OutboxDir(dataDir string) string { return filepath.Join(dataDir, "outbox") }
@@ -79,9 +74,6 @@ func postJSON(ctx context.Context, url string, body, out any) error {
 		Data    json.RawMessage `json:"data"`
 	}
 	if err := json.Unmarshal(raw, &env); err != nil || !env.Success || resp.StatusCode/100 != 2 {
-		if resp.StatusCode == http.StatusNotFound && bytes.Contains(raw, []byte("no such endpoint")) {
-			return fmt.Errorf("%w: %s", ErrNoSuchEndpoint, bytes.TrimSpace(raw))
-		}
 		return fmt.Errorf("status %d: %s", resp.StatusCode, bytes.TrimSpace(raw))
 	}
 	if out == nil {

@@ -6,10 +6,9 @@ import (
 	"time"
 )
 
-// Options configure Start. Binary is required: build it once in TestMain
-// with Build.
+// Options configure Start.
 type Options struct {
-	Binary  string
+	Binary  string   // default: Binary()
 	DataDir string   // default t.TempDir()
 	Env     []string // extra KEY=VALUE pairs
 	Args    []string // extra `engram serve` flags
@@ -29,7 +28,11 @@ type Server struct {
 func Start(t testing.TB, opts Options) *Server {
 	t.Helper()
 	if opts.Binary == "" {
-		t.Fatal("testserver.Start: Options.Binary is empty; build the binary in TestMain with testserver.Build")
+		bin, err := Binary(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts.Binary = bin
 	}
 	if opts.DataDir == "" {
 		opts.DataDir = t.TempDir()

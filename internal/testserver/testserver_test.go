@@ -1,39 +1,18 @@
 package testserver_test
 
 import (
-	"context"
-	"fmt"
+	"encoding/json"
+	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/engram-memory/engram/internal/testserver"
 )
 
-// binary is built once for this package's tests.
-var binary string
-
-func TestMain(m *testing.M) {
-	os.Exit(runTests(m))
-}
-
-func runTests(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "testserver-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	binary, err = testserver.Build(context.Background(), dir, true)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return m.Run()
-}
-
 func TestStartRegisterStop(t *testing.T) {
-	s := testserver.Start(t, testserver.Options{Binary: binary})
+	s := testserver.Start(t, testserver.Options{})
 	if !strings.HasPrefix(s.BaseURL, "http://127.0.0.1:") {
 		t.Fatalf("BaseURL %q", s.BaseURL)
 	}
@@ -51,6 +30,77 @@ func TestStartRegisterStop(t *testing.T) {
 	}
 	if err := s.Stop(); err != nil {
 		t.Fatalf("stop: %v\n%s", err, s.Log())
+	}
+}
+
+// TestServerIgnoresTheUsersSettings: a user whose environment and
+// ~/.engram/config.json select the openai provider still gets servers on
+// the built-in local model, because their environment never reaches them.
+func TestServerIgnoresTheUsersSettings(t *testing.T) {
+	// Find the binary first: its cache lives under the real HOME.
+	bin, err := testserver.Binary(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	home := t.TempDir()
+	config := `{"embeddings": {"provider": "openai", "model": "text-embedding-3-large"}}`
+	if err := os.WriteFile(filepath.Join(home, "config.json"), []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HOME", home)
+	t.Setenv("ENGRAM_HOME", home)
+	t.Setenv("ENGRAM_EMBED_PROVIDER", "openai")
+	t.Setenv("ENGRAM_EMBED_MODEL", "text-embedding-3-large")
+	t.Setenv("ENGRAM_RATE_LIMIT", "0.001")
+	t.Setenv("OPENAI_API_KEY", "sk-not-a-real-key")
+	t.Setenv("OPENAI_BASE_URL", "http://127.0.0.1:1/v1")
+
+	s := testserver.Start(t, testserver.Options{Binary: bin})
+	key := testserver.Register(t, s.APIURL(), s.DataDir, "ada@example.com")
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, s.APIURL()+"/embeddings/models", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Data struct {
+			DefaultModel string `json:"default_model"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /embeddings/models: %d, %v", resp.StatusCode, err)
+	}
+	if body.Data.DefaultModel != "engram-hash-384" {
+		t.Fatalf("default model %q: the user's settings reached the test server", body.Data.DefaultModel)
+	}
+}
+
+// TestEnvironCarriesOnlyTheAllowList checks the child environment itself.
+func TestEnvironCarriesOnlyTheAllowList(t *testing.T) {
+	t.Setenv("ENGRAM_DATA_DIR", "/home/user/.engram/server")
+	t.Setenv("OPENAI_API_KEY", "sk-secret")
+	t.Setenv("HOME", "/home/user")
+	t.Setenv("PATH", "/usr/bin:/bin")
+	env := map[string]string{}
+	for _, kv := range testserver.Environ("/tmp/hermetic") {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	want := map[string]string{"HOME": "/tmp/hermetic", "ENGRAM_HOME": "/tmp/hermetic", "PATH": "/usr/bin:/bin"}
+	for k, v := range want {
+		if env[k] != v {
+			t.Errorf("%s = %q, want %q", k, env[k], v)
+		}
+	}
+	for k := range env {
+		if _, ok := want[k]; !ok && (strings.HasPrefix(k, "ENGRAM_") || strings.HasPrefix(k, "OPENAI_")) {
+			t.Errorf("%s leaked into the child environment", k)
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package local
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 )
 
@@ -47,15 +48,20 @@ func loadTokenizerFile(path string) (*wordPiece, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
-	var tf tokenizerFile
-	if err := json.Unmarshal(raw, &tf); err != nil {
-		return nil, fmt.Errorf("%s is not valid tokenizer JSON: %w", path, err)
-	}
-	tok, err := newWordPiece(tf)
+	tok, err := parseTokenizerJSON(raw)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return tok, nil
+}
+
+// parseTokenizerJSON parses the contents of a tokenizer.json.
+func parseTokenizerJSON(raw []byte) (*wordPiece, error) {
+	var tf tokenizerFile
+	if err := json.Unmarshal(raw, &tf); err != nil {
+		return nil, fmt.Errorf("not valid tokenizer JSON: %w", err)
+	}
+	return newWordPiece(tf)
 }
 
 func newWordPiece(tf tokenizerFile) (*wordPiece, error) {
@@ -100,8 +106,9 @@ func newWordPiece(tf tokenizerFile) (*wordPiece, error) {
 		special:      map[int32]bool{int32(unkID): true},
 	}
 	for token, id := range tf.Model.Vocab {
-		if id < 0 {
-			return nil, fmt.Errorf("vocab token %q has negative id %d", token, id)
+		// Token ids are int32 from here on; a larger id would wrap.
+		if id < 0 || id > math.MaxInt32 {
+			return nil, fmt.Errorf("vocab token %q has id %d outside 0..%d", token, id, math.MaxInt32)
 		}
 		if id > wp.maxID {
 			wp.maxID = id

@@ -78,7 +78,8 @@ func TestTokenizerConfigErrors(t *testing.T) {
 		{"BPE model", set("model", "type", "BPE"), `model type "BPE"`},
 		{"unk missing from vocab", set("model", "unk_token", "<unk>"), `unk_token "<unk>"`},
 		{"empty vocab", set("model", "vocab", map[string]int{}), "vocab is empty"},
-		{"negative id", set("model", "vocab", map[string]int{"[UNK]": 0, "x": -1}), "negative id"},
+		{"negative id", set("model", "vocab", map[string]int{"[UNK]": 0, "x": -1}), "outside 0..2147483647"},
+		{"id wider than int32", set("model", "vocab", map[string]int{"[UNK]": 0, "x": 1 << 31}), "outside 0..2147483647"},
 		{"unsupported normalizer", set("normalizer", "type", "Precompiled"), `normalizer type "Precompiled"`},
 		{"unsupported pre-tokenizer", set("pre_tokenizer", "type", "Metaspace"), `pre_tokenizer type "Metaspace"`},
 	}
