@@ -34,7 +34,7 @@ func FuzzTokenize(f *testing.F) {
 			}
 		}
 
-		ix := New()
+		ix := New(Options{})
 		ix.Upsert("c", Doc{ID: "d", Text: text, Type: "note", CreatedAt: time.Unix(1, 0)})
 		hits, err := ix.Search(context.Background(), "c", text, 10, Filter{})
 		if err != nil {
