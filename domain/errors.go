@@ -28,7 +28,7 @@ const (
 	// (the error's code names which: keyword_index_unavailable or
 	// vector_index_unavailable).
 	KindIndexUnavailable Kind = "index_unavailable"
-	KindInternal            Kind = "internal"
+	KindInternal         Kind = "internal"
 )
 
 // DetailRetryAfterSeconds is the detail of a KindRateLimited error that
