@@ -52,14 +52,19 @@ func (p *Port) UpsertVectors(ctx context.Context, points ...domain.VectorPoint) 
 	}
 	groups := map[string][]Item{}
 	var order []string
+	var rejected []error
 	for _, pt := range points {
+		if len(pt.Vector) != pt.Space.Dimensions {
+			rejected = append(rejected, fmt.Errorf("%w: memory %s: %d-dimensional vector in space %s@%d",
+				domain.ErrIndexRejected, pt.MemoryID, len(pt.Vector), pt.Space.Model, pt.Space.Dimensions))
+			continue
+		}
 		c := collectionOf(domain.IndexScope{UserID: pt.UserID, AgentID: pt.AgentID}, pt.Space)
 		if _, ok := groups[c]; !ok {
 			order = append(order, c)
 		}
 		groups[c] = append(groups[c], Item{ID: pt.MemoryID, Vector: pt.Vector, Type: pt.Type, Tags: pt.Tags, CreatedAt: pt.CreatedAt})
 	}
-	var rejected []error
 	for _, c := range order {
 		items := groups[c]
 		if err := p.ix.Upsert(c, items...); err == nil {
