@@ -45,7 +45,7 @@ func fused(t *testing.T, o Options, vec, kw []Hit) map[string]candidate {
 func TestDefaultFusion(t *testing.T) {
 	o := mustOptions(t, Options{})
 	if o.Fusion != FusionConvex || o.VectorWeight != DefaultVectorWeight || o.KeywordWeight != DefaultKeywordWeight ||
-		o.KeywordSaturation != DefaultKeywordSaturation || o.MinCandidates != DefaultMinCandidates || o.CandidateFactor != DefaultCandidateFactor {
+		o.MinCandidates != DefaultMinCandidates || o.CandidateFactor != DefaultCandidateFactor {
 		t.Fatalf("defaults: %+v", o)
 	}
 	if o.VectorWeight <= 0 {
