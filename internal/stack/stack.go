@@ -150,8 +150,8 @@ func Open(ctx context.Context, cfg Config) (*Stack, error) {
 		Accounts:        sqlite.NewAccounts(db),
 		Memories:        sqlite.NewMemories(db),
 		Jobs:            sqlite.NewJobs(db),
-		Keyword:         projections.NewKeyword(sqlite.NewKeywordStore(db), ix.keyword, ix.inProcess, logger),
-		Vectors:         projections.NewVectors(sqlite.NewVectorStore(db), ix.vectors, ix.inProcess, logger),
+		Keyword:         projections.NewKeyword(sqlite.NewKeywordStore(db), ix.keyword, ix.keywordInProcess, logger),
+		Vectors:         projections.NewVectors(sqlite.NewVectorStore(db), ix.vectors, ix.vectorsInProcess, logger),
 		KeywordIndex:    ix.keyword,
 		VectorIndex:     ix.vectors,
 		EmbeddedVectors: ix.embeddedVectors,
@@ -168,28 +168,38 @@ type indexes struct {
 	keyword         domain.KeywordIndex
 	vectors         domain.VectorIndex
 	embeddedVectors *vectorindex.Index
-	// inProcess: the indexes keep nothing across restarts, so the
-	// projections fill them from their state at start.
-	inProcess bool
-	close     func()
+	// keywordInProcess, vectorsInProcess: that index keeps nothing across
+	// restarts, so its projection fills it from its state at start.
+	keywordInProcess, vectorsInProcess bool
+	closers                            []func()
 }
 
-// openIndexes builds the chosen index adapters.
-func openIndexes(_ context.Context, ix Indexes) (indexes, error) {
-	if ix.Keyword == Meilisearch {
-		return indexes{}, fmt.Errorf("--keyword-index %s: %w (use %s)", Meilisearch, ErrBackendNotBuilt, Embedded)
+func (ix *indexes) close() {
+	for _, c := range ix.closers {
+		c()
 	}
-	if ix.Vector == Qdrant {
-		return indexes{}, fmt.Errorf("--vector-index %s: %w (use %s)", Qdrant, ErrBackendNotBuilt, Embedded)
+}
+
+// openIndexes builds the chosen index adapters. A remote backend's adapter
+// is added here (infra/meilisearch, infra/qdrant) once it is part of the
+// binary; until then choosing it is an error, never a silent fallback.
+func openIndexes(_ context.Context, cfg Indexes) (*indexes, error) {
+	ix := &indexes{}
+	switch cfg.Keyword {
+	case Meilisearch:
+		return nil, fmt.Errorf("--keyword-index %s: %w (use %s)", Meilisearch, ErrBackendNotBuilt, Embedded)
+	default:
+		ix.keyword, ix.keywordInProcess = textindex.NewPort(textindex.Options{}, cfg.KeywordSaturation), true
 	}
-	vi := vectorindex.New(ix.VectorOptions)
-	return indexes{
-		keyword:         textindex.NewPort(textindex.Options{}, ix.KeywordSaturation),
-		vectors:         vectorindex.NewPort(vi),
-		embeddedVectors: vi,
-		inProcess:       true,
-		close:           vi.Close,
-	}, nil
+	switch cfg.Vector {
+	case Qdrant:
+		return nil, fmt.Errorf("--vector-index %s: %w (use %s)", Qdrant, ErrBackendNotBuilt, Embedded)
+	default:
+		vi := vectorindex.New(cfg.VectorOptions)
+		ix.vectors, ix.embeddedVectors, ix.vectorsInProcess = vectorindex.NewPort(vi), vi, true
+		ix.closers = append(ix.closers, vi.Close)
+	}
+	return ix, nil
 }
 
 // Projections lists every projection, in the order they are rebuilt.
