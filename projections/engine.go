@@ -111,8 +111,9 @@ func (e *Engine) run(ctx context.Context, projections []Projection) error {
 		e.advance(p.Name(), pos)
 		sub := &logSubscriber{store: e.store, from: pos, retryDelay: e.retryDelay, maxRetryDelay: maxRetryDelay, logger: e.logger}
 		h := router.AddConsumerHandler(p.Name(), p.Name(), sub, e.handler(p))
-		// Outermost first: park what the retries could not apply.
-		h.AddMiddleware(e.parkOnFailure(p.Name()), retry.Middleware, middleware.Recoverer)
+		// Outermost first: park what the retries could not apply; retry
+		// each failed attempt, counted, whether an error or a recovered panic.
+		h.AddMiddleware(e.parkOnFailure(p.Name()), retry.Middleware, e.countFailures(p.Name()), middleware.Recoverer)
 	}
 	// The router stops only when closed, not when its context ends.
 	go func() {
@@ -132,13 +133,25 @@ func (e *Engine) handler(p Projection) message.NoPublishHandlerFunc {
 			return fmt.Errorf("projections: %s: %w", p.Name(), err)
 		}
 		if err := p.Apply(msg.Context(), events); err != nil {
-			e.fail(p.Name(), err)
-			e.logger.Warn("projection apply failed; will retry", "projection", p.Name(), "from", events[0].Position, "error", err)
-			return err
+			return fmt.Errorf("projections: %s from %d: %w", p.Name(), events[0].Position, err)
 		}
 		e.applied(p.Name(), len(events))
 		e.advance(p.Name(), events[len(events)-1].Position)
 		return nil
+	}
+}
+
+// countFailures records every failed attempt in Status.
+func (e *Engine) countFailures(name string) message.HandlerMiddleware {
+	return func(h message.HandlerFunc) message.HandlerFunc {
+		return func(msg *message.Message) ([]*message.Message, error) {
+			out, err := h(msg)
+			if err != nil {
+				e.fail(name, err)
+				e.logger.Warn("projection apply failed; will retry", "projection", name, "error", err)
+			}
+			return out, err
+		}
 	}
 }
 
