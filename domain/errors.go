@@ -24,7 +24,11 @@ const (
 	KindRateLimited         Kind = "rate_limited"
 	KindTimeout             Kind = "request_timeout"
 	KindProviderUnavailable Kind = "provider_unavailable"
-	KindInternal            Kind = "internal"
+	// KindIndexUnavailable: a search index the request needs is down
+	// (the error's code names which: keyword_index_unavailable or
+	// vector_index_unavailable).
+	KindIndexUnavailable Kind = "index_unavailable"
+	KindInternal         Kind = "internal"
 )
 
 // DetailRetryAfterSeconds is the detail of a KindRateLimited error that

@@ -25,6 +25,8 @@ type sumProjection struct {
 	sum  int
 	pos  uint64
 	fail int
+	// panics makes the next Apply calls panic, as a bug would.
+	panics int
 }
 
 func (p *sumProjection) Name() string { return p.name }
@@ -42,6 +44,10 @@ func (p *sumProjection) Reset(context.Context) error {
 func (p *sumProjection) Apply(_ context.Context, events []domain.Event) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.panics > 0 {
+		p.panics--
+		panic("projection bug")
+	}
 	if p.fail > 0 {
 		p.fail--
 		return errors.New("transient failure")
@@ -182,5 +188,55 @@ func TestEngineRebuildEqualsIncremental(t *testing.T) {
 	}
 	if err := engine.Rebuild(ctx, "nope"); err == nil {
 		t.Fatal("rebuild of an unknown projection succeeded")
+	}
+}
+
+// A batch that fails more often than the quick retries allow is parked and
+// redelivered, never skipped; a panic is retried like an error. Status
+// counts it all and clears the error once the batch applies.
+func TestEngineParksAndRecovers(t *testing.T) {
+	store := newStore(t)
+	flaky := &sumProjection{name: "flaky", fail: 6} // 4 attempts per delivery: parked once
+	buggy := &sumProjection{name: "buggy", panics: 1}
+	engine := projections.NewEngine(store, slog.New(slog.NewTextHandler(io.Discard, nil)), flaky, buggy)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go engine.Run(ctx)
+
+	var parkedSeen bool
+	pos := appendN(t, store, 7)
+	waitCtx, done := context.WithTimeout(ctx, 30*time.Second)
+	defer done()
+	for {
+		st := engine.Status()["flaky"]
+		if st.ParkedSince != nil && st.Error != "" {
+			parkedSeen = true
+		}
+		if st.Position >= pos {
+			break
+		}
+		select {
+		case <-waitCtx.Done():
+			t.Fatalf("flaky never applied: %+v", st)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	if err := engine.WaitFor(waitCtx, pos); err != nil {
+		t.Fatal(err)
+	}
+	st := engine.Status()
+	if f := st["flaky"]; f.FailedAttempts != 6 || f.Parked < 1 || f.ParkedSince != nil || f.Error != "" || f.Batches != 1 || f.Events != 1 {
+		t.Fatalf("flaky status after recovery: %+v", f)
+	}
+	if !parkedSeen {
+		t.Error("the parked batch never showed in Status")
+	}
+	if b := st["buggy"]; b.FailedAttempts != 1 || b.Parked != 0 || b.Batches != 1 {
+		t.Fatalf("buggy status: %+v", b)
+	}
+	for _, p := range []*sumProjection{flaky, buggy} {
+		if sum, at := p.state(); sum != 7 || at != pos {
+			t.Fatalf("%s: sum %d at %d, want 7 at %d", p.name, sum, at, pos)
+		}
 	}
 }
