@@ -11,6 +11,7 @@ import (
 
 	"github.com/engram-memory/engram/api"
 	"github.com/engram-memory/engram/commands"
+	"github.com/engram-memory/engram/infra/embed"
 	"github.com/engram-memory/engram/infra/mail"
 	"github.com/engram-memory/engram/infra/sqlite"
 	"github.com/engram-memory/engram/infra/vectorindex"
@@ -24,6 +25,14 @@ type app struct {
 	storage *storage
 	engine  *projections.Engine
 	handler http.Handler
+
+	// The use cases behind the handler, for the command line, which
+	// works on a local stack through the same handlers as the API.
+	memories   *commands.Memories
+	embeddings *commands.Embeddings
+	searcher   *search.Service
+	catalog    *embed.Catalog
+	caughtUp   *startupGate
 
 	stopEngine context.CancelFunc
 	engineDone chan struct{}
@@ -84,6 +93,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 	writer := commands.NewEventWriter(st.store, a.engine)
 
 	caughtUp := newStartupGate()
+	a.caughtUp = caughtUp
 	engineCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	a.stopEngine, a.engineDone = stop, make(chan struct{})
 	go func() {
@@ -155,6 +165,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 		return nil, err
 	}
 
+	a.memories, a.embeddings, a.searcher, a.catalog = memories, embeddings, searcher, catalog
 	srv := api.New(api.Config{
 		Logger:        logger,
 		MaxBodyBytes:  cfg.MaxBodyBytes,
@@ -225,6 +236,16 @@ func (g *startupGate) ready(context.Context) error {
 		return g.err
 	default:
 		return fmt.Errorf("projections are catching up with the event log")
+	}
+}
+
+// wait blocks until the projections have caught up, or ctx ends.
+func (g *startupGate) wait(ctx context.Context) error {
+	select {
+	case <-g.done:
+		return g.err
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 

@@ -17,7 +17,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
+		if !errors.Is(err, flag.ErrHelp) && !errors.Is(err, errReported) {
 			fmt.Fprintln(os.Stderr, "engram:", err)
 		}
 		os.Exit(exitCode(err))
@@ -25,10 +25,13 @@ func main() {
 }
 
 func exitCode(err error) int {
-	if errors.Is(err, flag.ErrHelp) || errors.Is(err, errUsage) {
-		return 2
+	switch {
+	case errors.Is(err, flag.ErrHelp) || errors.Is(err, errUsage):
+		return exitUsage
+	case errors.Is(err, errCloudUnreachable):
+		return exitCloudUnreachable
 	}
-	return 1
+	return exitError
 }
 
 var errUsage = errors.New("usage")
@@ -54,10 +57,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case "projections":
 		return projectionsCommand(ctx, args[1:], stdout, stderr)
 	case "-h", "--help", "help":
-		fmt.Fprint(stdout, usage)
+		fmt.Fprint(stdout, usage+cliUsage())
 		return nil
 	default:
-		fmt.Fprintf(stderr, "engram: unknown command %q\n\n%s", args[0], usage)
-		return errUsage
+		return runStackCommand(ctx, args, os.Stdin, stdout, stderr)
 	}
 }
