@@ -84,6 +84,10 @@ func cliCommands() []cliCommand {
 		{"show", "ID", "show one memory", showCommand},
 		{"list", "[--type T]… [--limit N] [--include-forgotten]", "list memories, newest first", listCommand},
 		{"forget", "ID", "hide a memory from search (it stays in the log)", forgetCommand},
+		{"search", "QUERY… [flags]", "search the stack (the cloud when configured, else local)", searchCommand},
+		{"config", "get|set|unset KEY [VALUE] | list", "read or change ~/.engram/config.json", configCommand},
+		{"auth", "register|verify|login|status|logout", "account and login in the cloud", authCommand},
+		{"keys", "list | create NAME | revoke ID | cycle ID", "the account's API keys in the cloud", keysCommand},
 		{"edit", "ID --FIELD VALUE… [--tag T]… [--unset FIELD]…", "change a memory's content or tags", editCommand},
 	}
 	for _, t := range captureTypes() {
