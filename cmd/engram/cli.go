@@ -88,6 +88,9 @@ func cliCommands() []cliCommand {
 		{"config", "get|set|unset KEY [VALUE] | list", "read or change ~/.engram/config.json", configCommand},
 		{"auth", "register|verify|login|status|logout", "account and login in the cloud", authCommand},
 		{"keys", "list | create NAME | revoke ID | cycle ID", "the account's API keys in the cloud", keysCommand},
+		{"embed", "TEXT… [--model M]", "print the embedding of a text with the configured provider", embedCommand},
+		{"status", "", "summarise the stack and the cloud", statusCommand},
+		{"import", "FILE|-", "import memories from a JSON Lines file", importCommand},
 		{"edit", "ID --FIELD VALUE… [--tag T]… [--unset FIELD]…", "change a memory's content or tags", editCommand},
 	}
 	for _, t := range captureTypes() {
