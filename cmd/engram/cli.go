@@ -210,6 +210,16 @@ func (c *cli) parse(fs *flag.FlagSet, args []string, minArgs, maxArgs int) ([]st
 	return positional, nil
 }
 
+// isHelp reports whether args ask a command group (stacks, config, auth,
+// keys) for its help, and prints usage if so.
+func (c *cli) isHelp(args []string, usage string) bool {
+	if len(args) == 0 || (args[0] != "-h" && args[0] != "--help" && args[0] != "help") {
+		return false
+	}
+	fmt.Fprint(c.stdout, usage)
+	return true
+}
+
 // printJSON writes v as indented JSON on stdout.
 func (c *cli) printJSON(v any) error {
 	enc := json.NewEncoder(c.stdout)

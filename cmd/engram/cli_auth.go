@@ -18,10 +18,34 @@ import (
 	"github.com/engram-memory/engram/domain"
 )
 
+const authUsage = `Usage: engram auth <subcommand> [flags]
+
+  register --email ADDRESS      create an account in the cloud; a verification token is mailed
+  verify TOKEN                  verify the address; prints the first API key once and saves it
+  login [--api-key-file PATH]   log in with a key from a file, stdin or a prompt without echo
+  status                        show the cloud, the key prefix and the account
+  logout                        forget the local credentials (the key stays active)
+
+Run 'engram auth <subcommand> -h' for its flags.
+`
+
+const keysUsage = `Usage: engram keys <subcommand> [flags]
+
+  list                list the account's keys (prefixes only)
+  create NAME         create a key; the full key is printed once
+  revoke ID [--yes]   revoke a key (asks first)
+  cycle ID [--yes]    replace a key by a new one in one step (asks first); the new key is printed once
+
+Run 'engram keys <subcommand> -h' for its flags.
+`
+
 // cloudRequestTimeout bounds account and key requests.
 const cloudRequestTimeout = 30 * time.Second
 
 func authCommand(ctx context.Context, c *cli, args []string) error {
+	if c.isHelp(args, authUsage) {
+		return nil
+	}
 	if len(args) == 0 {
 		return usageErrorf("auth: say register, verify, login, status or logout")
 	}
@@ -229,6 +253,9 @@ func authLogout(_ context.Context, c *cli, args []string) error {
 }
 
 func keysCommand(ctx context.Context, c *cli, args []string) error {
+	if c.isHelp(args, keysUsage) {
+		return nil
+	}
 	if len(args) == 0 {
 		return usageErrorf("keys: say list, create NAME, revoke ID or cycle ID")
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"flag"
 	"context"
 	"net"
 	"os"
@@ -15,10 +16,19 @@ import (
 )
 
 // startCloud runs `engram serve` on a loopback port with its own
-// ENGRAM_HOME, as the cloud of the CLI tests.
+// ENGRAM_HOME, as the cloud of the CLI tests. The launcher starts from the
+// test's environment, so every variable the server reads from it is
+// overridden here: the developer's settings never reach the test.
 func startCloud(t *testing.T) *testserver.Server {
 	t.Helper()
-	return startServer(t, t.TempDir(), []string{"ENGRAM_HOME=" + t.TempDir()})
+	env := []string{"ENGRAM_HOME=" + t.TempDir(), "OPENAI_API_KEY=", "OPENAI_BASE_URL="}
+	var cfg serveConfig
+	serveFlags(&cfg).VisitAll(func(f *flag.Flag) {
+		if f.Name != "addr" && f.Name != "data-dir" {
+			env = append(env, envName(f.Name)+"="+f.DefValue)
+		}
+	})
+	return startServer(t, t.TempDir(), env)
 }
 
 var verifyToken = regexp.MustCompile(`(?m)^(engv_[A-Za-z0-9]+)\r?$`)

@@ -188,6 +188,13 @@ func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
 }
 
 func configCommand(_ context.Context, c *cli, args []string) error {
+	var keysHelp strings.Builder
+	for _, k := range configKeys() {
+		fmt.Fprintf(&keysHelp, "\n  %-20s %s", k.name, k.help)
+	}
+	if c.isHelp(args, "Usage: engram config get KEY | set KEY VALUE | unset KEY | list\n\nSettings of "+c.configPath()+":"+keysHelp.String()+"\n") {
+		return nil
+	}
 	if len(args) == 0 {
 		return usageErrorf("config: say get, set, unset or list")
 	}
@@ -200,10 +207,6 @@ func configCommand(_ context.Context, c *cli, args []string) error {
 	sh, ok := shapes[sub]
 	if !ok {
 		return usageErrorf("config: unknown subcommand %q (get, set, unset or list)", sub)
-	}
-	var keysHelp strings.Builder
-	for _, k := range configKeys() {
-		fmt.Fprintf(&keysHelp, "\n  %-20s %s", k.name, k.help)
 	}
 	flags := c.flags("config "+sub, sh.args, "Read or change "+c.configPath()+". Settings:"+keysHelp.String())
 	pos, err := c.parse(flags, rest, sh.min, sh.max)

@@ -27,6 +27,9 @@ type stackJSON struct {
 }
 
 func stacksCommand(ctx context.Context, c *cli, args []string) error {
+	if c.isHelp(args, "Usage: engram stacks list [--json]\n       engram stacks delete NAME [--yes]\n\nStacks live in "+c.stacksDir()+"; a stack is one agent, named by its id.\n") {
+		return nil
+	}
 	if len(args) == 0 {
 		return usageErrorf("stacks: say list or delete NAME")
 	}
@@ -35,9 +38,6 @@ func stacksCommand(ctx context.Context, c *cli, args []string) error {
 		return stacksList(ctx, c, args[1:])
 	case "delete":
 		return stacksDelete(ctx, c, args[1:])
-	case "-h", "--help", "help":
-		fmt.Fprint(c.stdout, "Usage: engram stacks list [--json]\n       engram stacks delete NAME [--yes]\n")
-		return nil
 	}
 	return usageErrorf("stacks: unknown subcommand %q (list or delete)", args[0])
 }
