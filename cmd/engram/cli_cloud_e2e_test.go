@@ -269,11 +269,16 @@ func TestCLIAccountAndKeys(t *testing.T) {
 
 	// Log in again with a key from a file and from stdin; never from a flag.
 	newKey := cycled["new_key"].(string)
-	h.object("auth", "logout")
+	if out := h.object("auth", "logout"); !jsonEqual(out, map[string]any{"logged_out": true}) {
+		t.Fatalf("auth logout = %v", out)
+	}
 	if _, err := os.Stat(credPath); !os.IsNotExist(err) {
 		t.Fatalf("logout left credentials.json: %v", err)
 	}
 	h.fails(1, "", "keys", "list")
+	if out := h.object("auth", "logout"); !jsonEqual(out, map[string]any{"logged_out": false}) {
+		t.Fatalf("second auth logout = %v", out)
+	}
 	keyFile := filepath.Join(t.TempDir(), "key")
 	if err := os.WriteFile(keyFile, []byte(newKey+"\n"), 0o600); err != nil {
 		t.Fatal(err)

@@ -48,7 +48,7 @@ Run 'engram <command> -h' for the flags of a command.
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+		fmt.Fprint(stderr, usage+cliUsage())
 		return errUsage
 	}
 	switch args[0] {
