@@ -217,7 +217,7 @@ func cloudFailure(err error, timeout time.Duration) (reason string, fallback boo
 	var ce *client.Error
 	switch {
 	case errors.As(err, &ce) && ce.Status >= 500:
-		return fmt.Sprintf("cloud unavailable (HTTP %d %s)", ce.Status, ce.Code), true
+		return strings.TrimSpace(fmt.Sprintf("cloud unavailable (HTTP %d %s", ce.Status, ce.Code)) + ")", true
 	case errors.As(err, &ce) && ce.Status == http.StatusUnauthorized:
 		return "cloud rejected the credentials (HTTP 401; run engram auth login)", true
 	case errors.As(err, &ce) && ce.Status == http.StatusTooManyRequests:
