@@ -26,6 +26,7 @@ type Config struct {
 	Memories   Memories
 	Embeddings Embeddings
 	Search     Searcher
+	Sync       Syncer
 }
 
 // Server serves the HTTP API.
@@ -70,6 +71,7 @@ func (s *Server) Handler() http.Handler {
 		s.memoryRoutes(r)
 		s.embeddingRoutes(r)
 		s.searchRoutes(r)
+		s.syncRoutes(r)
 	})
 	return r
 }

@@ -31,6 +31,7 @@ type app struct {
 	memories   *commands.Memories
 	embeddings *commands.Embeddings
 	searcher   *search.Service
+	sync       *commands.Sync
 	catalog    *embed.Catalog
 	caughtUp   *startupGate
 
@@ -165,6 +166,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 		return nil, err
 	}
 
+	a.sync = commands.NewSync(commands.SyncDeps{Writer: writer, Log: st.store, Reader: st.memories, Owners: st.memories, DefaultModel: catalog.DefaultModel()})
 	a.memories, a.embeddings, a.searcher, a.catalog = memories, embeddings, searcher, catalog
 	srv := api.New(api.Config{
 		Logger:        logger,
@@ -177,6 +179,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 		Memories:      memories,
 		Embeddings:    embeddings,
 		Search:        searcher,
+		Sync:          a.sync,
 	})
 	a.handler = caughtUp.gate(srv.Handler())
 	return a, nil

@@ -91,6 +91,7 @@ func cliCommands() []cliCommand {
 		{"embed", "TEXT… [--model M]", "print the embedding of a text with the configured provider", embedCommand},
 		{"status", "", "summarise the stack and the cloud", statusCommand},
 		{"import", "FILE|-", "import memories from a JSON Lines file", importCommand},
+		{"sync", "push|pull|status|run", "replicate the stack with the cloud agent of the same id", syncCommand},
 		{"edit", "ID --FIELD VALUE… [--tag T]… [--unset FIELD]…", "change a memory's content or tags", editCommand},
 	}
 	for _, t := range captureTypes() {

@@ -333,7 +333,7 @@ func TestCLIConfig(t *testing.T) {
 	h := newCLIHome(t)
 	list := h.object("config", "list")
 	assertShape(t, "config list", list, "settings")
-	assertShape(t, "settings", list["settings"], "embeddings.provider", "embeddings.model", "cloud.base_url", "cloud.timeout")
+	assertShape(t, "settings", list["settings"], "embeddings.provider", "embeddings.model", "cloud.base_url", "cloud.timeout", "sync.raw")
 	h.ok("config", "set", "embeddings.model", "engram-hash-384")
 	got := h.object("config", "get", "embeddings.model")
 	assertShape(t, "config get", got, "key", "value")
@@ -348,7 +348,7 @@ func TestCLIConfig(t *testing.T) {
 		{[]string{"config", "set", "embeddings.provider", "cohere"}, 1, "must be local or openai"},
 		{[]string{"config", "set", "cloud.timeout", "soon"}, 1, "must be a duration"},
 		{[]string{"config", "set", "cloud.timeout", "0s"}, 1, "must be a duration"},
-		{[]string{"config", "set", "cloud.colour", "blue"}, 1, "the settings are embeddings.provider, embeddings.model, cloud.base_url, cloud.timeout"},
+		{[]string{"config", "set", "cloud.colour", "blue"}, 1, "the settings are embeddings.provider, embeddings.model, cloud.base_url, cloud.timeout, sync.raw"},
 		{[]string{"config", "get", "cloud.timeout"}, 1, "not set"},
 		{[]string{"config", "set", "cloud.timeout"}, 2, "wrong number of arguments"},
 		{[]string{"config", "frobnicate"}, 2, "unknown subcommand"},

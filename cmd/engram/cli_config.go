@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -63,6 +64,13 @@ func configKeys() []configKey {
 				return nil, fmt.Errorf("must be a duration from 1ms to %s, such as 3s or 500ms", maxCloudTimeout)
 			}
 			return v, nil
+		}},
+		{"sync.raw", "push raw entries to the cloud too: true or false (default false)", func(v string) (any, error) {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return nil, fmt.Errorf("must be true or false")
+			}
+			return b, nil
 		}},
 	}
 }
