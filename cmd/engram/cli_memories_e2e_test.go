@@ -223,7 +223,7 @@ func TestCLIHelpListsCommandsAndFlags(t *testing.T) {
 	h := newCLIHome(t)
 	top := h.ok("help").stdout
 	for _, cmd := range []string{"episode", "belief", "note", "value", "goal", "playbook", "raw", "relationship", "drive", "show", "list", "forget", "edit", "stacks",
-		"search", "config", "auth", "keys", "embed", "status", "import"} {
+		"search", "config", "auth", "keys", "embed", "status", "import", "sync"} {
 		if !strings.Contains(top, "\n  "+cmd+" ") {
 			t.Errorf("engram help does not list %s:\n%s", cmd, top)
 		}
@@ -235,13 +235,14 @@ func TestCLIHelpListsCommandsAndFlags(t *testing.T) {
 		{"stacks", "list"}, {"stacks", "delete"}, {"config", "get"}, {"config", "set"}, {"config", "unset"}, {"config", "list"},
 		{"auth", "register"}, {"auth", "verify"}, {"auth", "login"}, {"auth", "status"}, {"auth", "logout"},
 		{"keys", "list"}, {"keys", "create"}, {"keys", "revoke"}, {"keys", "cycle"},
+		{"sync", "push"}, {"sync", "pull"}, {"sync", "status"}, {"sync", "run"},
 	} {
 		out := h.ok(append(cmd, "-h")...).stdout
 		if !strings.HasPrefix(out, "Usage: engram") || !strings.Contains(out, "Flags:") || !strings.Contains(out, "-json") {
 			t.Errorf("engram %s -h:\n%s", strings.Join(cmd, " "), out)
 		}
 	}
-	for _, group := range []string{"stacks", "config", "auth", "keys"} {
+	for _, group := range []string{"stacks", "config", "auth", "keys", "sync"} {
 		if out := h.ok(group, "--help").stdout; !strings.HasPrefix(out, "Usage: engram") {
 			t.Errorf("engram %s --help:\n%s", group, out)
 		}

@@ -54,7 +54,8 @@ type statusJSON struct {
 	Counts    map[string]int `json:"counts"` // per singular type; forgotten memories are left out
 	Total     int            `json:"total"`
 	Forgotten int            `json:"forgotten"`
-	Events    uint64         `json:"events"` // events in the stack's log
+	Events    uint64         `json:"events"`          // events in the stack's log
+	Unpushed  uint64         `json:"unpushed_events"` // of those, not pushed to the cloud yet
 	Embedding struct {
 		Provider   string `json:"provider"`
 		Model      string `json:"model"`
@@ -131,9 +132,12 @@ func (c *cli) stackCounts(ctx context.Context, out *statusJSON) error {
 		return err
 	}
 	defer st.close()
-	if out.Events, err = st.app.storage.store.Head(ctx); err != nil {
+	version, err := st.app.storage.store.StreamVersion(ctx, memory.AgentStream(localUserID, st.name))
+	if err != nil {
 		return err
 	}
+	out.Events = uint64(version + 1)
+	out.Unpushed = out.Events - min(out.Events, st.pushedEvents())
 	agent, found, err := st.app.storage.memories.Agent(ctx, localUserID, st.name)
 	if err != nil {
 		return err
@@ -182,7 +186,7 @@ func printStatus(c *cli, out statusJSON) {
 	if !out.Exists {
 		fmt.Fprintf(tw, "memories\tnone yet (the first capture creates the stack)\n")
 	} else {
-		fmt.Fprintf(tw, "memories\t%d (%d forgotten), %d events in the log\n", out.Total, out.Forgotten, out.Events)
+		fmt.Fprintf(tw, "memories\t%d (%d forgotten), %d events in the log, %d not pushed\n", out.Total, out.Forgotten, out.Events, out.Unpushed)
 		for _, t := range memory.Types() {
 			if n := out.Counts[string(t)]; n > 0 {
 				fmt.Fprintf(tw, "  %s\t%d\n", t, n)

@@ -32,7 +32,7 @@ func TestCLIEmbed(t *testing.T) {
 func TestCLIStatus(t *testing.T) {
 	h := newCLIHome(t)
 	empty := h.object("status")
-	assertShape(t, "status", empty, "stack", "path", "exists", "counts", "total", "forgotten", "events", "embedding", "cloud")
+	assertShape(t, "status", empty, "stack", "path", "exists", "counts", "total", "forgotten", "events", "unpushed_events", "embedding", "cloud")
 	assertShape(t, "status.embedding", empty["embedding"], "provider", "model", "dimensions")
 	assertShape(t, "status.cloud", empty["cloud"], "base_url", "configured", "reachable")
 	if empty["exists"] != false || empty["cloud"].(map[string]any)["configured"] != false {
@@ -48,8 +48,8 @@ func TestCLIStatus(t *testing.T) {
 	if counts["note"] != 2.0 || counts["drive"] != 1.0 || counts["belief"] != 0.0 || st["total"] != 3.0 || st["forgotten"] != 1.0 {
 		t.Fatalf("status = %v", st)
 	}
-	if st["events"].(float64) < 5 {
-		t.Fatalf("events = %v", st["events"])
+	if st["events"].(float64) < 5 || st["unpushed_events"] != st["events"] {
+		t.Fatalf("events = %v, unpushed %v", st["events"], st["unpushed_events"])
 	}
 	plain := h.ok("status").stdout
 	for _, want := range []string{"3 (1 forgotten)", "note", "engram-hash-384", "not configured"} {
@@ -62,6 +62,10 @@ func TestCLIStatus(t *testing.T) {
 	loginCLI(t, h, srv, "status@example.com")
 	if c := h.object("status")["cloud"].(map[string]any); c["configured"] != true || c["reachable"] != true {
 		t.Fatalf("cloud up: %v", c)
+	}
+	h.ok("sync", "push")
+	if st := h.object("status"); st["unpushed_events"] != 0.0 {
+		t.Fatalf("unpushed after sync push = %v", st["unpushed_events"])
 	}
 	srv.Kill()
 	if c := h.object("status")["cloud"].(map[string]any); c["configured"] != true || c["reachable"] != false || !strings.Contains(c["error"].(string), "unreachable") {

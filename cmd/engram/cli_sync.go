@@ -74,6 +74,20 @@ func (st *stack) readSyncState(cl *cloud) (syncState, error) {
 	return s, nil
 }
 
+// pushedEvents is how many of the stack's events have been pushed, by the
+// stack's sync.json whichever account it belongs to (0 without one).
+func (st *stack) pushedEvents() uint64 {
+	raw, err := os.ReadFile(st.syncStatePath())
+	if err != nil {
+		return 0
+	}
+	var s syncState
+	if json.Unmarshal(raw, &s) != nil {
+		return 0
+	}
+	return s.Pushed
+}
+
 func (st *stack) writeSyncState(s syncState) error {
 	if len(s.Resolved) > maxResolvedShown {
 		s.Resolved = s.Resolved[len(s.Resolved)-maxResolvedShown:]
