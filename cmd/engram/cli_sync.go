@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"text/tabwriter"
@@ -162,6 +164,9 @@ Raw entries are pushed only when sync.raw is true (engram config set sync.raw tr
 	case "status":
 		out, err = s.status(ctx)
 	}
+	if cloudUnreachable(err) {
+		return fmt.Errorf("%w: %v", errCloudUnreachable, err)
+	}
 	if err != nil {
 		return err
 	}
@@ -271,6 +276,20 @@ func (s *syncSession) push(ctx context.Context) (syncPushJSON, error) {
 	out.Pushed = s.state.Pushed
 	out.EventsPerS = rate(out.Sent, time.Since(start))
 	return out, s.st.writeSyncState(s.state)
+}
+
+// cloudUnreachable reports whether err is the cloud failing to answer: a
+// network error, a timeout, HTTP 5xx or 429 (exit code 3).
+func cloudUnreachable(err error) bool {
+	var ce *client.Error
+	var ue *url.Error
+	switch {
+	case errors.As(err, &ce):
+		return ce.Status >= 500 || ce.Status == http.StatusTooManyRequests
+	case errors.As(err, &ue), errors.Is(err, context.DeadlineExceeded):
+		return true
+	}
+	return false
 }
 
 // memoryIDOf is the memory an event is about ("" for agent events).

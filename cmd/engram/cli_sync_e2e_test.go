@@ -140,6 +140,16 @@ func TestCLISyncTwoMachinesConverge(t *testing.T) {
 	if _, ok := cloudMemories(t, api, "default")[raw]; !ok {
 		t.Fatal("sync.raw true did not push the raw entry")
 	}
+
+	// The cloud down: sync fails with exit code 3 and loses nothing.
+	laptop.ok("note", "--content", "written while the cloud is down")
+	srv.Kill()
+	if r := laptop.fails(3, "", "sync", "push"); !strings.Contains(r.stderr, "cloud unreachable") {
+		t.Fatalf("push with the cloud down: %q", r.stderr)
+	}
+	if st := laptop.object("status"); st["unpushed_events"].(float64) < 1 {
+		t.Fatalf("the unpushed note was lost: %v", st)
+	}
 }
 
 // resetSyncCursor sets a cursor of the stack's sync.json back to 0, as if
