@@ -202,6 +202,13 @@ func TestCLISearchFallsBackOnTimeoutAndRejectedKey(t *testing.T) {
 		t.Fatalf("401 fallback = %v", rejected)
 	}
 	h.fails(1, "", "search", "kept", "--cloud") // rejected credentials are not "unreachable"
+
+	// A base URL without /v1 is a configuration error, not an empty cloud.
+	h.ok("config", "set", "cloud.base_url", srv.BaseURL)
+	writeCredentials(t, h, srv.BaseURL, "eng_0000000000000000000000000000000000000000")
+	if r := h.fails(1, "", "search", "kept"); !strings.Contains(r.stderr, "does it end in /v1?") {
+		t.Fatalf("base URL without /v1: %q", r.stderr)
+	}
 }
 
 // writeCredentials stores a key for base as auth login would.

@@ -201,8 +201,12 @@ func (c *cli) searchCloud(ctx context.Context, cl *cloud, sa searchArgs, timeout
 		req.CreatedBefore = &sa.before
 	}
 	resp, err := cl.client(timeout).Search(ctx, req)
-	if client.IsStatus(err, http.StatusNotFound) && client.IsCode(err, "not_found") {
-		return &client.SearchResponse{}, nil
+	var ce *client.Error
+	if errors.As(err, &ce) && ce.Status == http.StatusNotFound {
+		if ce.Code != "not_found" || strings.Contains(ce.Message, "no such endpoint") {
+			return nil, domain.Invalid("cloud.base_url", "cloud.base_url %s serves no search endpoint (does it end in /v1?)", cl.settings.baseURL)
+		}
+		return &client.SearchResponse{}, nil // the cloud has no such agent yet
 	}
 	return resp, err
 }
@@ -224,6 +228,8 @@ func cloudFailure(err error, timeout time.Duration) (reason string, fallback boo
 		return "cloud rate limit reached (HTTP 429)", true
 	case errors.As(err, &ce), errors.Is(err, client.ErrInsecureURL):
 		return "", false
+	case domain.ErrorKind(err) != domain.KindInternal:
+		return "", false // a configuration error, ours to report
 	case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):
 		return fmt.Sprintf("cloud unreachable (no answer within %s)", timeout), true
 	}
