@@ -42,6 +42,7 @@ type Config struct {
 	Memories   Memories
 	Embeddings Embeddings
 	Search     Searcher
+	Sync       Syncer
 }
 
 // Server serves the HTTP API.
@@ -86,6 +87,7 @@ func (s *Server) Handler() http.Handler {
 		s.memoryRoutes(r)
 		s.embeddingRoutes(r)
 		s.searchRoutes(r)
+		s.syncRoutes(r)
 	})
 	return r
 }

@@ -82,6 +82,15 @@ func (c *Client) BaseURL() string {
 	return c.base.String()
 }
 
+// SecureBaseURL reports whether secrets may be sent to the API at
+// baseURL: https, or http to a loopback host (decisions.md §7). Only the
+// literal name "localhost" and loopback IPs count as loopback:
+// localhost.evil.example does not.
+func SecureBaseURL(baseURL string) bool {
+	u, err := url.Parse(baseURL)
+	return err == nil && u.Host != "" && secureURL(u)
+}
+
 // secureURL reports whether secrets may travel to u: https, or http to a
 // loopback host. Names other than "localhost" are not resolved, because
 // what a name resolves to can change between the check and the dial.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/engram-memory/engram/api"
 	"github.com/engram-memory/engram/commands"
+	"github.com/engram-memory/engram/infra/embed"
 	"github.com/engram-memory/engram/infra/mail"
 	"github.com/engram-memory/engram/infra/sqlite"
 	"github.com/engram-memory/engram/internal/stack"
@@ -22,6 +23,15 @@ type app struct {
 	logger  *slog.Logger
 	stack   *stack.Stack
 	handler http.Handler
+
+	// The use cases behind the handler, for the command line, which
+	// works on a local stack through the same handlers as the API.
+	memories   *commands.Memories
+	embeddings *commands.Embeddings
+	searcher   *search.Service
+	sync       *commands.Sync
+	catalog    *embed.Catalog
+	caughtUp   *startupGate
 
 	stopEngine context.CancelFunc
 	engineDone chan struct{}
@@ -46,6 +56,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 	writer := st.Writer
 
 	caughtUp := newStartupGate()
+	a.caughtUp = caughtUp
 	engineCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	a.stopEngine, a.engineDone = stop, make(chan struct{})
 	go func() {
@@ -119,6 +130,8 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 		return nil, err
 	}
 
+	a.sync = commands.NewSync(commands.SyncDeps{Writer: writer, Log: st.Store, Reader: st.Memories, Owners: st.Memories, DefaultModel: catalog.DefaultModel()})
+	a.memories, a.embeddings, a.searcher, a.catalog = memories, embeddings, searcher, catalog
 	srv := api.New(api.Config{
 		Logger:        logger,
 		MaxBodyBytes:  cfg.MaxBodyBytes,
@@ -136,6 +149,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 		MaxInFlight:     cfg.MaxInFlight,
 		Backends:        st.Backends,
 		Projections:     func() any { return st.Engine.Status() },
+		Sync:            a.sync,
 	})
 	a.handler = caughtUp.gate(srv.Handler())
 	return a, nil
@@ -195,6 +209,16 @@ func (g *startupGate) ready(context.Context) error {
 		return g.err
 	default:
 		return fmt.Errorf("projections are catching up with the event log")
+	}
+}
+
+// wait blocks until the projections have caught up, or ctx ends.
+func (g *startupGate) wait(ctx context.Context) error {
+	select {
+	case <-g.done:
+		return g.err
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 

@@ -17,8 +17,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		// Help and usage errors have said what they had to say already.
-		if !errors.Is(err, flag.ErrHelp) && !errors.Is(err, errUsage) {
+		if !errors.Is(err, flag.ErrHelp) && !errors.Is(err, errReported) {
 			fmt.Fprintln(os.Stderr, "engram:", err)
 		}
 		os.Exit(exitCode(err))
@@ -29,12 +28,12 @@ func main() {
 // line, 1 for any other failure.
 func exitCode(err error) int {
 	switch {
-	case errors.Is(err, flag.ErrHelp):
-		return 0
-	case errors.Is(err, errUsage):
-		return 2
+	case errors.Is(err, flag.ErrHelp) || errors.Is(err, errUsage):
+		return exitUsage
+	case errors.Is(err, errCloudUnreachable):
+		return exitCloudUnreachable
 	}
-	return 1
+	return exitError
 }
 
 // errUsage marks a malformed command line whose message has been printed.
@@ -54,7 +53,7 @@ Run 'engram <command> -h' for the flags of a command.
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+		fmt.Fprint(stderr, usage+cliUsage())
 		return errUsage
 	}
 	switch args[0] {
@@ -65,13 +64,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case "models":
 		return modelsCommand(ctx, args[1:], stdout, stderr)
 	case "-h", "--help", "help":
-		fmt.Fprint(stdout, usage)
+		fmt.Fprint(stdout, usage+cliUsage())
 		return nil
 	case "version", "--version", "-version":
 		fmt.Fprint(stdout, buildVersionText())
 		return nil
 	default:
-		fmt.Fprintf(stderr, "engram: unknown command %q\n\n%s", args[0], usage)
-		return errUsage
+		return runStackCommand(ctx, args, os.Stdin, stdout, stderr)
 	}
 }

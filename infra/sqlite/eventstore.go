@@ -286,3 +286,47 @@ func (s *signal) broadcast() {
 	s.ch = make(chan struct{})
 	s.mu.Unlock()
 }
+
+// EventStreams returns the stream of each of ids that the log holds;
+// absent ids are left out. Sync uses it to skip events it already has and
+// to refuse ids another stream owns, without reading any payload.
+func (s *EventStore) EventStreams(ctx context.Context, ids []string) (map[string]string, error) {
+	out := make(map[string]string, len(ids))
+	for start := 0; start < len(ids); start += memIDChunk {
+		chunk := ids[start:min(start+memIDChunk, len(ids))]
+		args := make([]any, len(chunk))
+		for i, id := range chunk {
+			args[i] = id
+		}
+		rows, err := s.db.read.QueryContext(ctx, `SELECT id, stream FROM events WHERE id IN (`+memPlaceholders(len(chunk))+`)`, args...)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: event streams: %w", err)
+		}
+		for rows.Next() {
+			var id, stream string
+			if err := rows.Scan(&id, &stream); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("sqlite: event streams: %w", err)
+			}
+			out[id] = stream
+		}
+		if err := rows.Close(); err != nil {
+			return nil, err
+		}
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("sqlite: event streams: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// StreamVersion is the version of a stream's last event, -1 when the
+// stream does not exist (what Append expects for an exact-version append).
+func (s *EventStore) StreamVersion(ctx context.Context, stream string) (int64, error) {
+	version := int64(-1)
+	err := s.db.read.QueryRowContext(ctx, `SELECT version FROM streams WHERE stream = ?`, stream).Scan(&version)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("sqlite: stream version: %w", err)
+	}
+	return version, nil
+}

@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -24,4 +25,35 @@ func TestEventStoreConformance(t *testing.T) {
 	eventstoretest.Run(t, func(t *testing.T) domain.EventStore {
 		return sqlite.NewEventStore(openDB(t), 50*time.Millisecond)
 	})
+}
+
+func TestEventStreamsAndStreamVersion(t *testing.T) {
+	ctx := context.Background()
+	store := sqlite.NewEventStore(openDB(t), 50*time.Millisecond)
+	if v, err := store.StreamVersion(ctx, "a"); err != nil || v != -1 {
+		t.Fatalf("version of a missing stream = %d, %v; want -1", v, err)
+	}
+	ev := func(id string) domain.NewEvent {
+		return domain.NewEvent{ID: id, Type: "T", SchemaVersion: 1, Payload: []byte(`{}`)}
+	}
+	if _, err := store.Append(ctx, "a", domain.ExpectNoStream, []domain.NewEvent{ev("e1"), ev("e2")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Append(ctx, "b", domain.ExpectNoStream, []domain.NewEvent{ev("e3")}); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := store.StreamVersion(ctx, "a"); err != nil || v != 1 {
+		t.Fatalf("version of a = %d, %v; want 1", v, err)
+	}
+	ids := []string{"e1", "e3", "missing"}
+	for i := range 600 { // more than one IN (...) chunk
+		ids = append(ids, fmt.Sprintf("absent-%d", i))
+	}
+	got, err := store.EventStreams(ctx, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got["e1"] != "a" || got["e3"] != "b" {
+		t.Fatalf("EventStreams = %v, want e1→a, e3→b", got)
+	}
 }

@@ -150,6 +150,20 @@ func (m *Memories) Memory(ctx context.Context, userID, id string) (memory.View, 
 	return views[0], true, nil
 }
 
+// MemoryOwner returns the user and agent a memory id belongs to, whoever
+// they are; (_, _, false, nil) if no memory has the id. Sync uses it to
+// refuse a pushed memory whose id is taken: ids are global.
+func (m *Memories) MemoryOwner(ctx context.Context, id string) (userID, agentID string, found bool, err error) {
+	err = m.db.read.QueryRowContext(ctx, `SELECT user_id, agent_id FROM memories WHERE id = ?`, id).Scan(&userID, &agentID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", "", false, nil
+	}
+	if err != nil {
+		return "", "", false, fmt.Errorf("sqlite: memory owner: %w", err)
+	}
+	return userID, agentID, true, nil
+}
+
 // memIDChunk bounds the bound parameters of one IN (...) query.
 const memIDChunk = 500
 

@@ -113,6 +113,15 @@ func TestMemoriesReadModelRules(t *testing.T) {
 			t.Errorf("agent = %+v, %v, %v", a, found, err)
 		}
 	})
+	t.Run("MemoryOwner finds a memory's owner across users", func(t *testing.T) {
+		user, agent, found, err := l.rm.MemoryOwner(ctx, "n1")
+		if err != nil || !found || user != memAlice.UserID || agent != memAlice.AgentID {
+			t.Errorf("MemoryOwner(n1) = %q, %q, %v, %v", user, agent, found, err)
+		}
+		if _, _, found, err := l.rm.MemoryOwner(ctx, "nobody"); err != nil || found {
+			t.Errorf("MemoryOwner(nobody) found %v, %v", found, err)
+		}
+	})
 	t.Run("memory events of an unknown agent are ignored", func(t *testing.T) {
 		ghost := memory.AgentRef{UserID: "user-a", AgentID: "ghost"}
 		l.append(ghost, memNoteCreated(ghost, "g1", "boo", memT0), memEmbeddedEvent(ghost, "g1", "m1", 4, "boo"))

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/engram-memory/engram/commands"
+	"github.com/engram-memory/engram/domain/memory"
+)
+
+// BenchmarkCLILocalSearch measures the search step of `engram search
+// --local` on a stack of 10,000 notes (interface.md: local search "about
+// 10 ms"; target p50 < 10 ms): the stack's search service in hybrid mode,
+// as the command runs it after opening the stack. It reports p50 and p99.
+func BenchmarkCLILocalSearch(b *testing.B) {
+	const memories = 10_000
+	ctx := context.Background()
+	c := &cli{stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard, home: b.TempDir(), stack: "bench"}
+	st, err := c.openStack(ctx, true)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.close()
+	rng := rand.New(rand.NewPCG(3, 4))
+	words := strings.Fields("deploy cache login latency backup friday review python rollback alert database team release train changelog incident postgres kafka dashboard metrics oncall pager budget roadmap hiring design api schema migration index")
+	sentence := func(n int) string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = words[rng.IntN(len(words))]
+		}
+		return strings.Join(out, " ")
+	}
+	for done := 0; done < memories; done += memory.MaxBatch {
+		batch := make([]commands.MemoryInput, memory.MaxBatch)
+		for i := range batch {
+			content, _ := json.Marshal(map[string]string{"content": fmt.Sprintf("%s %d", sentence(12), done+i)})
+			batch[i] = commands.MemoryInput{Type: "note", Content: content}
+		}
+		if _, err := st.app.memories.CreateBatch(ctx, st.meta(), st.name, batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	queries := make([]string, 64)
+	for i := range queries {
+		queries[i] = sentence(3)
+	}
+	sa := searchArgs{mode: "hybrid", limit: 10}
+	var took []time.Duration
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		sa.query = queries[i%len(queries)]
+		start := time.Now()
+		out, err := searchLocal(ctx, st, sa)
+		took = append(took, time.Since(start))
+		if err != nil || len(out.Results) == 0 {
+			b.Fatalf("search %q: %d results, %v", sa.query, len(out.Results), err)
+		}
+	}
+	slices.Sort(took)
+	b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(took[len(took)*99/100].Microseconds())/1000, "p99-ms")
+}
