@@ -261,8 +261,8 @@ func (ix *Index) ensureCollection(ctx context.Context, name string, dims int) er
 			CollectionName: name,
 			VectorsConfig:  qdrant.NewVectorsConfig(&qdrant.VectorParams{Size: uint64(dims), Distance: qdrant.Distance_Cosine}),
 		})
-		if status.Code(err) == codes.InvalidArgument {
-			// Another writer created it first ("already exists").
+		if err != nil {
+			// Another writer may have created it first ("already exists").
 			if exists, existsErr := ix.client.CollectionExists(ctx, name); existsErr == nil && exists {
 				return nil
 			}
@@ -619,10 +619,17 @@ func (ix *Index) CountVectors(ctx context.Context, scope domain.IndexScope, spac
 	return int(n), err
 }
 
-// Ready implements domain.VectorIndex with Qdrant's health check.
+// Ready implements domain.VectorIndex: Qdrant's health check, then a
+// listing of the collections, because Qdrant answers the health check
+// without looking at the API key and a refused key must not look ready.
 func (ix *Index) Ready(ctx context.Context) error {
-	return ix.call(ctx, "health check", func(ctx context.Context) error {
+	err := ix.call(ctx, "health check", func(ctx context.Context) error {
 		_, err := ix.client.HealthCheck(ctx)
 		return err
 	})
+	if err != nil {
+		return err
+	}
+	_, err = ix.ownCollections(ctx)
+	return err
 }

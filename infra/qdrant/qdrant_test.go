@@ -309,3 +309,41 @@ func TestInvalidUTF8IsRejected(t *testing.T) {
 		t.Fatalf("invalid UTF-8 tag: %v, want ErrIndexRejected", err)
 	}
 }
+
+// TestServerDownThenBack: while Qdrant is down every call fails with
+// ErrIndexUnavailable (the projection retries, search answers 503); once
+// it is back the same Index works again without being rebuilt.
+func TestServerDownThenBack(t *testing.T) {
+	srv := qdranttest.Start(t, testKey)
+	ix := open(t, engramqdrant.Config{URL: srv.Addr, APIKey: testKey, Timeout: 2 * time.Second})
+	ctx := context.Background()
+	p := domain.VectorPoint{MemoryID: "m1", UserID: alice.UserID, AgentID: alice.AgentID, Space: space, Vector: []float32{1, 0, 0, 0}}
+	if err := ix.UpsertVectors(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	srv.Stop()
+	if err := ix.UpsertVectors(ctx, p); !errors.Is(err, domain.ErrIndexUnavailable) {
+		t.Fatalf("upsert while down: %v, want ErrIndexUnavailable", err)
+	}
+	if _, err := ix.SearchVectors(ctx, domain.VectorQuery{Scope: alice, Space: space, Vector: []float32{1, 0, 0, 0}, Limit: 1}); !errors.Is(err, domain.ErrIndexUnavailable) {
+		t.Fatalf("search while down: %v, want ErrIndexUnavailable", err)
+	}
+	// The restarted server is empty: the write must create the collection
+	// again although this Index created it before.
+	qdranttest.StartOn(t, srv.Addr, testKey)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		err := ix.UpsertVectors(ctx, p)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, domain.ErrIndexUnavailable) || time.Now().After(deadline) {
+			t.Fatalf("upsert after the restart: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	hits, err := ix.SearchVectors(ctx, domain.VectorQuery{Scope: alice, Space: space, Vector: []float32{1, 0, 0, 0}, Limit: 1})
+	if err != nil || len(hits) != 1 || hits[0].MemoryID != "m1" {
+		t.Fatalf("search after the restart: %v, %v", hits, err)
+	}
+}

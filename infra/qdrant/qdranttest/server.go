@@ -16,10 +16,10 @@
 //   - wait: an update sent with wait=false is acknowledged at once and
 //     applied a little later, as Qdrant does, so an adapter that forgets
 //     wait=true loses read-your-writes;
-//   - the api-key metadata header, and errors as gRPC status codes
-//     (NotFound for a missing collection, InvalidArgument for a vector of
-//     the wrong size or an existing collection, Unauthenticated for a
-//     wrong key).
+//   - the api-key metadata header (the health check needs none), and
+//     errors as gRPC status codes (NotFound for a missing collection,
+//     InvalidArgument for a vector of the wrong size or an existing
+//     collection, Unauthenticated for a wrong key).
 //
 // Scoring is exact brute force. Anything else the adapter might send is
 // answered with Unimplemented, so a new call cannot pass silently.
@@ -77,7 +77,14 @@ type point struct {
 // api-key header when it is not empty; it stops when the test ends.
 func Start(t testing.TB, apiKey string) *Server {
 	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	return StartOn(t, "127.0.0.1:0", apiKey)
+}
+
+// StartOn is Start on the given address (a server restarted where a
+// stopped one was), empty.
+func StartOn(t testing.TB, addr, apiKey string) *Server {
+	t.Helper()
+	lis, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,15 +94,20 @@ func Start(t testing.TB, apiKey string) *Server {
 	qdrant.RegisterCollectionsServer(s.grpc, collectionsService{s: s})
 	qdrant.RegisterPointsServer(s.grpc, pointsService{s: s})
 	go func() { _ = s.grpc.Serve(lis) }()
-	t.Cleanup(func() {
-		s.grpc.Stop()
-		s.late.Wait()
-	})
+	t.Cleanup(s.Stop)
 	return s
 }
 
-func (s *Server) checkKey(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-	if s.apiKey != "" {
+// Stop stops the server at once, as a crash would; it is idempotent.
+func (s *Server) Stop() {
+	s.grpc.Stop()
+	s.late.Wait()
+}
+
+// checkKey requires the API key on every call but the health check, which
+// Qdrant answers unauthenticated (like its /healthz route) for probes.
+func (s *Server) checkKey(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	if s.apiKey != "" && info.FullMethod != qdrant.Qdrant_HealthCheck_FullMethodName {
 		md, _ := metadata.FromIncomingContext(ctx)
 		if got := md.Get("api-key"); len(got) != 1 || got[0] != s.apiKey {
 			return nil, status.Error(codes.Unauthenticated, "Invalid api-key")
