@@ -34,6 +34,7 @@ import (
 	"github.com/qdrant/go-client/qdrant"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/engram-memory/engram/domain"
 )
@@ -385,11 +386,38 @@ func (ix *Index) UpsertVectors(ctx context.Context, points ...domain.VectorPoint
 	}
 	for _, name := range order {
 		g := groups[name]
-		if err := ix.upsert(ctx, name, g.dims, g.points); err != nil {
-			return err
+		for _, part := range splitBySize(g.points, upsertRequestBytes) {
+			if err := ix.upsert(ctx, name, g.dims, part); err != nil {
+				return err
+			}
 		}
 	}
 	return errors.Join(rejected...)
+}
+
+// upsertRequestBytes bounds the points of one upsert request, well under
+// the 4 MiB a gRPC server accepts by default (Qdrant's own limit is
+// configurable); a larger batch goes in several requests. Redelivery of a
+// batch that failed half-way is harmless: the points are idempotent.
+const upsertRequestBytes = 1 << 20
+
+// splitBySize cuts points into runs of at most limit encoded bytes (a
+// single larger point goes alone).
+func splitBySize(points []*qdrant.PointStruct, limit int) [][]*qdrant.PointStruct {
+	var parts [][]*qdrant.PointStruct
+	start, size := 0, 0
+	for i, p := range points {
+		n := proto.Size(p)
+		if i > start && size+n > limit {
+			parts = append(parts, points[start:i])
+			start, size = i, 0
+		}
+		size += n
+	}
+	if start < len(points) {
+		parts = append(parts, points[start:])
+	}
+	return parts
 }
 
 func (ix *Index) upsert(ctx context.Context, name string, dims int, points []*qdrant.PointStruct) error {

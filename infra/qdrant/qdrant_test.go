@@ -347,3 +347,24 @@ func TestServerDownThenBack(t *testing.T) {
 		t.Fatalf("search after the restart: %v, %v", hits, err)
 	}
 }
+
+// TestLargeBatchIsSplit: a projection batch of large vectors is more than
+// one gRPC message may carry (4 MiB by default in gRPC servers); the
+// adapter sends it in parts.
+func TestLargeBatchIsSplit(t *testing.T) {
+	srv := qdranttest.Start(t, "")
+	ix := open(t, engramqdrant.Config{URL: srv.Addr})
+	big := domain.VectorSpace{Model: "large", Dimensions: 1536}
+	pts := make([]domain.VectorPoint, 1000) // about 6 MiB of vectors
+	for i := range pts {
+		v := make([]float32, big.Dimensions)
+		v[i%big.Dimensions] = 1
+		pts[i] = domain.VectorPoint{MemoryID: fmt.Sprintf("m%04d", i), UserID: alice.UserID, AgentID: alice.AgentID, Space: big, Vector: v}
+	}
+	if err := ix.UpsertVectors(context.Background(), pts...); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := ix.CountVectors(context.Background(), alice, big); err != nil || n != len(pts) {
+		t.Fatalf("count %d, %v; want %d", n, err, len(pts))
+	}
+}
