@@ -77,8 +77,8 @@ type Index struct {
 	owned   *regexp.Regexp // matches the names of the collections of prefix
 	timeout time.Duration
 
-	mu    sync.Mutex
-	ready map[string]bool // collections known to exist with their indexes
+	mu      sync.Mutex
+	created map[string]bool // collections known to exist with their indexes
 }
 
 var _ domain.VectorIndex = (*Index)(nil)
@@ -112,7 +112,7 @@ func New(ctx context.Context, cfg Config) (*Index, error) {
 		prefix:  prefix,
 		owned:   regexp.MustCompile(`^` + regexp.QuoteMeta(prefix) + `_[a-z0-9.-]+(_h[0-9a-f]{8})?_[0-9]+$`),
 		timeout: cmp.Or(cfg.Timeout, 10*time.Second),
-		ready:   map[string]bool{},
+		created: map[string]bool{},
 	}, nil
 }
 
@@ -143,11 +143,14 @@ func parseURL(raw string) (host string, port int, useTLS bool, err error) {
 		if strings.Contains(hostport, ":") && !strings.HasPrefix(hostport, "[") {
 			return "", 0, false, fmt.Errorf("qdrant: URL %q: %v", raw, splitErr)
 		}
-		return strings.Trim(hostport, "[]"), DefaultPort, useTLS, nil
+		return hostport, DefaultPort, useTLS, nil
 	}
 	n, convErr := strconv.Atoi(p)
 	if convErr != nil || n < 1 || n > 65535 || h == "" {
 		return "", 0, false, fmt.Errorf("qdrant: URL %q: want host:port with a port in 1-65535", raw)
+	}
+	if strings.Contains(h, ":") {
+		h = "[" + h + "]" // go-client joins host and port with a bare ':'
 	}
 	return h, n, useTLS, nil
 }
@@ -156,8 +159,9 @@ func parseURL(raw string) (host string, port int, useTLS bool, err error) {
 func (ix *Index) Close() error { return ix.client.Close() }
 
 // CollectionName is the collection of space: the model lower-cased with
-// every character but [a-z0-9.-] replaced by '-', and when that changed
-// the name, a hash of the exact model so two models never share one.
+// every character but [a-z0-9.-] replaced by '-' (and cut to 128 bytes,
+// as Qdrant limits names to 255), and when that changed the name, a hash
+// of the exact model so two models never share one.
 func (ix *Index) CollectionName(space domain.VectorSpace) string {
 	model := strings.Map(func(r rune) rune {
 		switch {
@@ -169,12 +173,15 @@ func (ix *Index) CollectionName(space domain.VectorSpace) string {
 			return '-'
 		}
 	}, space.Model)
+	model = model[:min(len(model), maxModelInName)]
 	if model != space.Model || model == "" {
 		sum := sha256.Sum256([]byte(space.Model))
 		model = cmp.Or(model, "-") + "_h" + hex.EncodeToString(sum[:4])
 	}
 	return ix.prefix + "_" + model + "_" + strconv.Itoa(space.Dimensions)
 }
+
+const maxModelInName = 128
 
 // PointID is the id of the memory's point in each of its spaces.
 func PointID(userID, agentID, memoryID string) string {
@@ -248,7 +255,7 @@ var payloadIndexes = []struct {
 // unless this Index already saw them.
 func (ix *Index) ensureCollection(ctx context.Context, name string, dims int) error {
 	ix.mu.Lock()
-	known := ix.ready[name]
+	known := ix.created[name]
 	ix.mu.Unlock()
 	if known {
 		return nil
@@ -288,7 +295,7 @@ func (ix *Index) ensureCollection(ctx context.Context, name string, dims int) er
 		}
 	}
 	ix.mu.Lock()
-	ix.ready[name] = true
+	ix.created[name] = true
 	ix.mu.Unlock()
 	return nil
 }
@@ -298,10 +305,10 @@ func (ix *Index) forget(names ...string) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	if len(names) == 0 {
-		clear(ix.ready)
+		clear(ix.created)
 	}
 	for _, n := range names {
-		delete(ix.ready, n)
+		delete(ix.created, n)
 	}
 }
 

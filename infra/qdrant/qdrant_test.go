@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -178,12 +179,18 @@ func TestCollectionNames(t *testing.T) {
 			t.Errorf("CollectionName(%+v) = %q, want %q", c.space, got, c.want)
 		}
 	}
-	// Models that sanitise alike still get collections of their own.
+	// Models that sanitise alike still get collections of their own, and
+	// a long model name still makes a name Qdrant accepts (<= 255 bytes).
+	long := strings.Repeat("m", 300)
 	names := map[string]bool{}
-	for _, m := range []string{"org/model", "org_model", "ORG/MODEL", "", "org-model"} {
-		names[ix.CollectionName(domain.VectorSpace{Model: m, Dimensions: 8})] = true
+	for _, m := range []string{"org/model", "org_model", "ORG/MODEL", "", "org-model", long, long + "x"} {
+		name := ix.CollectionName(domain.VectorSpace{Model: m, Dimensions: 8})
+		if len(name) > 255 {
+			t.Errorf("collection name of %d bytes for model %.20q...", len(name), m)
+		}
+		names[name] = true
 	}
-	if len(names) != 5 {
+	if len(names) != 7 {
 		t.Fatalf("distinct models share collections: %v", names)
 	}
 }
