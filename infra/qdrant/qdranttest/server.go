@@ -68,7 +68,8 @@ type collection struct {
 }
 
 type point struct {
-	id      string
+	id      string // the id's canonical text, the key in collection.points
+	pid     *qdrant.PointId
 	unit    []float32 // the vector, normalised
 	payload map[string]*qdrant.Value
 }
@@ -286,7 +287,7 @@ func (ps pointsService) Upsert(_ context.Context, req *qdrant.UpsertPoints) (*qd
 		if len(vec) != c.size {
 			return nil, status.Errorf(codes.InvalidArgument, "Wrong input: Vector dimension error: expected dim: %d, got %d", c.size, len(vec))
 		}
-		pts = append(pts, &point{id: id, unit: normalise(vec), payload: in.GetPayload()})
+		pts = append(pts, &point{id: id, pid: in.GetId(), unit: normalise(vec), payload: in.GetPayload()})
 	}
 	return ps.s.update(req.Wait, func() {
 		for _, p := range pts {
@@ -410,7 +411,11 @@ func (ps pointsService) Query(_ context.Context, req *qdrant.QueryPoints) (*qdra
 		return nil, status.Errorf(codes.InvalidArgument, "Wrong input: Vector dimension error: expected dim: %d, got %d", c.size, len(q))
 	}
 	unit := normalise(q)
-	var hits []*qdrant.ScoredPoint
+	type scored struct {
+		p     *point
+		score float32
+	}
+	var found []scored
 	for _, p := range c.points {
 		if !matches(req.GetFilter(), p.payload) {
 			continue
@@ -422,25 +427,27 @@ func (ps pointsService) Query(_ context.Context, req *qdrant.QueryPoints) (*qdra
 		if req.ScoreThreshold != nil && dot < req.GetScoreThreshold() {
 			continue
 		}
-		hits = append(hits, &qdrant.ScoredPoint{Id: qdrant.NewIDUUID(p.id), Score: dot, Payload: selectPayload(req.GetWithPayload(), p.payload)})
+		found = append(found, scored{p, dot})
 	}
 	// Best first; Qdrant leaves the order of equal scores unspecified, and
 	// ordering them by point id here keeps an adapter from relying on it.
-	slices.SortFunc(hits, func(a, b *qdrant.ScoredPoint) int {
-		if a.Score != b.Score {
-			if a.Score > b.Score {
+	slices.SortFunc(found, func(a, b scored) int {
+		if a.score != b.score {
+			if a.score > b.score {
 				return -1
 			}
 			return 1
 		}
-		return strings.Compare(a.GetId().GetUuid(), b.GetId().GetUuid())
+		return strings.Compare(a.p.id, b.p.id)
 	})
 	limit := 10
 	if req.Limit != nil {
 		limit = int(req.GetLimit())
 	}
-	if len(hits) > limit {
-		hits = hits[:limit]
+	found = found[:min(len(found), limit)]
+	hits := make([]*qdrant.ScoredPoint, len(found))
+	for i, f := range found {
+		hits[i] = &qdrant.ScoredPoint{Id: f.p.pid, Score: f.score, Payload: selectPayload(req.GetWithPayload(), f.p.payload)}
 	}
 	return &qdrant.QueryResponse{Result: hits}, nil
 }
