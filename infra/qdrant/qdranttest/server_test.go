@@ -3,7 +3,9 @@ package qdranttest_test
 import (
 	"context"
 	"math"
+	"net"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -19,9 +21,13 @@ import (
 
 func client(t *testing.T, srv *qdranttest.Server, key string) *qdrant.Client {
 	t.Helper()
-	host, port, ok := splitAddr(srv.Addr)
-	if !ok {
-		t.Fatalf("address %q", srv.Addr)
+	host, portText, err := net.SplitHostPort(srv.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, err := strconv.Atoi(portText)
+	if err != nil {
+		t.Fatal(err)
 	}
 	c, err := qdrant.NewClient(&qdrant.Config{Host: host, Port: port, APIKey: key, SkipCompatibilityCheck: true, PoolSize: 1})
 	if err != nil {
@@ -29,19 +35,6 @@ func client(t *testing.T, srv *qdranttest.Server, key string) *qdrant.Client {
 	}
 	t.Cleanup(func() { _ = c.Close() })
 	return c
-}
-
-func splitAddr(addr string) (string, int, bool) {
-	for i := len(addr) - 1; i >= 0; i-- {
-		if addr[i] == ':' {
-			port := 0
-			for _, r := range addr[i+1:] {
-				port = port*10 + int(r-'0')
-			}
-			return addr[:i], port, true
-		}
-	}
-	return "", 0, false
 }
 
 func code(err error) codes.Code { return status.Code(err) }
