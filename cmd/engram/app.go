@@ -11,7 +11,9 @@ import (
 
 	"github.com/engram-memory/engram/api"
 	"github.com/engram-memory/engram/commands"
+	"github.com/engram-memory/engram/domain/processing"
 	"github.com/engram-memory/engram/infra/datadir"
+	"github.com/engram-memory/engram/infra/llm"
 	"github.com/engram-memory/engram/infra/mail"
 	"github.com/engram-memory/engram/infra/sqlite"
 	"github.com/engram-memory/engram/infra/vectorindex"
@@ -44,6 +46,8 @@ type storage struct {
 	keyword  *sqlite.Keyword
 	vectors  *projections.Vectors
 	jobs     *sqlite.Jobs
+	// suggestions is the read model of processing suggestions.
+	suggestions *sqlite.Suggestions
 	// vectorIndex is the in-process vector index behind vectors.
 	vectorIndex *vectorindex.Index
 }
@@ -75,6 +79,7 @@ func openStorage(ctx context.Context, dataDir string, opts sqlite.Options, logge
 		keyword:     sqlite.NewKeyword(db),
 		vectors:     projections.NewVectors(sqlite.NewVectorStore(db), vi, logger),
 		jobs:        sqlite.NewJobs(db),
+		suggestions: sqlite.NewSuggestions(db),
 		vectorIndex: vi,
 	}, nil
 }
@@ -87,7 +92,7 @@ func (st *storage) close() error {
 
 // projections lists every projection, in the order they are rebuilt.
 func (st *storage) projections() []projections.Projection {
-	return []projections.Projection{st.accounts, st.memories, st.keyword, st.vectors, st.jobs}
+	return []projections.Projection{st.accounts, st.memories, st.keyword, st.vectors, st.jobs, st.suggestions}
 }
 
 func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, error) {
@@ -178,6 +183,19 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 		return nil, err
 	}
 
+	processor, err := newProcessor(cfg)
+	if err != nil {
+		a.close(ctx)
+		return nil, err
+	}
+	cognition, err := commands.NewCognition(commands.CognitionConfig{
+		Writer: writer, Memories: st.memories, Suggestions: st.suggestions, Creator: memories, Processor: processor, Logger: logger,
+	})
+	if err != nil {
+		a.close(ctx)
+		return nil, err
+	}
+
 	srv := api.New(api.Config{
 		Logger:          logger,
 		MaxBodyBytes:    cfg.MaxBodyBytes,
@@ -192,6 +210,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 		Memories:        memories,
 		Embeddings:      embeddings,
 		Search:          searcher,
+		Cognition:       cognition,
 	})
 	a.handler = caughtUp.gate(srv.Handler())
 	return a, nil
@@ -267,4 +286,17 @@ func (g *startupGate) gate(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// newProcessor is the processing pipeline's processor: the chat model when
+// one is configured, else the rule-based extractor.
+func newProcessor(cfg serveConfig) (commands.Processor, error) {
+	if cfg.ChatModel == "" {
+		return processing.NewRuleExtractor(), nil
+	}
+	chat, err := llm.New(llm.Options{BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIAPIKey, Organization: cfg.OpenAIOrg, Model: cfg.ChatModel, Timeout: cfg.ChatTimeout})
+	if err != nil {
+		return nil, fmt.Errorf("--chat-model: %w", err)
+	}
+	return chat, nil
 }

@@ -10,11 +10,17 @@ import (
 // stream so that processing never contends with memory writes.
 func Stream(userID, agentID string) string { return "cognition-" + userID + "-" + agentID }
 
-// StackRef names the agent a cognition event belongs to.
+// StackRef names the agent a cognition event belongs to. AgentCreatedAt
+// tells this agent from an earlier one of the same name that was deleted:
+// their events share the stream, and folds skip the older agent's.
 type StackRef struct {
-	UserID  string `json:"user_id"`
-	AgentID string `json:"agent_id"`
+	UserID         string    `json:"user_id"`
+	AgentID        string    `json:"agent_id"`
+	AgentCreatedAt time.Time `json:"agent_created_at"`
 }
+
+// ref returns the ref itself; every payload embeds one.
+func (r StackRef) ref() StackRef { return r }
 
 // ConfigChanged records a stack's whole processing configuration after a
 // change.

@@ -291,7 +291,7 @@ func TestSuggestionLifecycle(t *testing.T) {
 		ev(1, processing.SuggestionCreated{StackRef: ref, SuggestionID: "s1", Sources: []string{"raw_entry:r1"}, Fingerprint: "f1", CreatedAt: now, ExpiresAt: now.Add(168 * time.Hour)}),
 		ev(2, processing.SuggestionCreated{StackRef: ref, SuggestionID: "s2", Fingerprint: "f2", CreatedAt: now, ExpiresAt: now.Add(time.Hour)}),
 	}
-	st, err := processing.Fold(events)
+	st, err := processing.Fold(events, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}

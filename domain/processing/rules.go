@@ -1,6 +1,7 @@
 package processing
 
 import (
+	"context"
 	"encoding/json"
 	"math"
 	"regexp"
@@ -98,6 +99,11 @@ func NewRuleExtractor() *RuleExtractor {
 
 // Info describes the extractor as a processor.
 func (r *RuleExtractor) Info() ProcessorInfo { return ProcessorInfo{Model: RulesModel} }
+
+// Propose is Extract as a processor: it never fails and ignores known.
+func (r *RuleExtractor) Propose(_ context.Context, t Transition, batch, _ []Source) ([]Item, []error, error) {
+	return r.Extract(t, batch), nil, nil
+}
 
 // Classify returns the type a raw text suggests and its score, or "" when
 // no family qualifies.

@@ -71,8 +71,14 @@ type Stack struct {
 	processedInto map[string][]string
 	// passDays counts passes that reached a processor, per transition and
 	// UTC day ("2006-01-02").
-	passDays map[Transition]map[string]int
+	passDays       map[Transition]map[string]int
+	agentCreatedAt time.Time
+	// Runs are the latest passes, newest first, at most RecentRuns.
+	Runs []PassRecorded
 }
+
+// RecentRuns is how many passes a Stack keeps for display.
+const RecentRuns = 50
 
 // NewStack is the state of an agent with no cognition events.
 func NewStack() *Stack {
@@ -83,9 +89,12 @@ func NewStack() *Stack {
 	}
 }
 
-// Fold builds the state from the stream's events.
-func Fold(events []domain.Event) (*Stack, error) {
+// Fold builds the state of the agent created at agentCreatedAt from its
+// stream's events; events of an earlier, deleted agent of the same name
+// are skipped.
+func Fold(events []domain.Event, agentCreatedAt time.Time) (*Stack, error) {
 	s := NewStack()
+	s.agentCreatedAt = agentCreatedAt
 	for _, e := range events {
 		if err := s.Apply(e); err != nil {
 			return nil, err
@@ -95,42 +104,58 @@ func Fold(events []domain.Event) (*Stack, error) {
 	return s, nil
 }
 
-// Apply changes the state by one event.
-func (s *Stack) Apply(e domain.Event) error {
+// Decode returns the payload of a cognition event, nil for other events.
+func Decode(e domain.Event) (interface{ ref() StackRef }, error) {
+	var p interface{ ref() StackRef }
 	switch e.Type {
 	case ConfigChanged{}.EventType():
-		var p ConfigChanged
-		if err := e.Decode(&p); err != nil {
-			return fmt.Errorf("processing: decode %s: %w", e.Type, err)
-		}
-		s.Config = p.Config
+		p = &ConfigChanged{}
 	case PassRecorded{}.EventType():
-		var p PassRecorded
-		if err := e.Decode(&p); err != nil {
-			return fmt.Errorf("processing: decode %s: %w", e.Type, err)
-		}
-		s.applyPass(p)
+		p = &PassRecorded{}
 	case SuggestionCreated{}.EventType():
-		var p SuggestionCreated
-		if err := e.Decode(&p); err != nil {
-			return fmt.Errorf("processing: decode %s: %w", e.Type, err)
-		}
+		p = &SuggestionCreated{}
+	case SuggestionResolved{}.EventType():
+		p = &SuggestionResolved{}
+	default:
+		return nil, nil
+	}
+	if err := e.Decode(p); err != nil {
+		return nil, fmt.Errorf("processing: decode %s: %w", e.Type, err)
+	}
+	return p, nil
+}
+
+// Apply changes the state by one event of this agent's stream.
+func (s *Stack) Apply(e domain.Event) error {
+	payload, err := Decode(e)
+	if err != nil || payload == nil {
+		return err
+	}
+	if !payload.ref().AgentCreatedAt.Equal(s.agentCreatedAt) {
+		return nil
+	}
+	switch p := payload.(type) {
+	case *ConfigChanged:
+		s.Config = p.Config
+	case *PassRecorded:
+		s.applyPass(*p)
+	case *SuggestionCreated:
 		s.Suggestions[p.SuggestionID] = &Suggestion{
 			ID: p.SuggestionID, AgentID: p.AgentID, Transition: p.Transition, MemoryType: p.MemoryType, Content: p.Content,
 			Confidence: p.Confidence, Sources: p.Sources, Status: Pending, Fingerprint: p.Fingerprint,
 			CreatedAt: p.CreatedAt, ExpiresAt: p.ExpiresAt,
 		}
-	case SuggestionResolved{}.EventType():
-		var p SuggestionResolved
-		if err := e.Decode(&p); err != nil {
-			return fmt.Errorf("processing: decode %s: %w", e.Type, err)
-		}
-		s.applyResolved(p)
+	case *SuggestionResolved:
+		s.applyResolved(*p)
 	}
 	return nil
 }
 
 func (s *Stack) applyPass(p PassRecorded) {
+	s.Runs = append([]PassRecorded{p}, s.Runs...)
+	if len(s.Runs) > RecentRuns {
+		s.Runs = s.Runs[:RecentRuns]
+	}
 	if !p.Skipped {
 		day := p.At.UTC().Format(time.DateOnly)
 		if s.passDays[p.Transition] == nil {
@@ -256,3 +281,18 @@ func appendNew(list []string, refs ...string) []string {
 	}
 	return list
 }
+
+// SuggestionQuery selects an agent's suggestions, newest first. Status ""
+// lists all; expiry is judged at Now.
+type SuggestionQuery struct {
+	UserID, AgentID string
+	Status          Status
+	Now             time.Time
+	Limit           int
+}
+
+// Limits of suggestion listing.
+const (
+	DefaultSuggestionLimit = 50
+	MaxSuggestionLimit     = 500
+)
