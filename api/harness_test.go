@@ -27,6 +27,7 @@ import (
 	"github.com/engram-memory/engram/commands"
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/memory"
+	"github.com/engram-memory/engram/domain/processing"
 	"github.com/engram-memory/engram/infra/embed"
 	"github.com/engram-memory/engram/infra/embed/local"
 	"github.com/engram-memory/engram/infra/mail"
@@ -59,6 +60,7 @@ type stack struct {
 	keyword  *sqlite.Keyword
 	vectors  *projections.Vectors
 	jobs     *sqlite.Jobs
+	suggest  *sqlite.Suggestions
 	engine   *projections.Engine
 	writer   *commands.EventWriter
 
@@ -68,6 +70,7 @@ type stack struct {
 	memCmds  *commands.Memories
 	runner   *commands.JobRunner
 	emb      *commands.Embeddings
+	cogn     *commands.Cognition
 	usage    *commands.UsageRecorder
 	accounts *commands.Accounts
 	smtp     *mailtest.Server // nil unless stackOptions.smtp
@@ -113,6 +116,9 @@ type stackOptions struct {
 	runQueue bool                  // run the embedding queue
 	runner   commands.RunnerConfig // defaults: ID test-runner, fast polls and retries
 	noRun    bool                  // do not start the runner: the test steps it
+
+	// processor runs processing passes; nil: the rule-based extractor.
+	processor commands.Processor
 }
 
 // generous limits keep tests that fire many requests clear of 429.
@@ -173,7 +179,8 @@ func newStack(t testing.TB, opts stackOptions) *stack {
 	s.keyword = sqlite.NewKeyword(db)
 	s.vectors = projections.NewVectors(sqlite.NewVectorStore(db), index, s.logger)
 	s.jobs = sqlite.NewJobs(db)
-	s.engine = projections.NewEngine(s.store, s.logger, s.model, s.memories, s.keyword, s.vectors, s.jobs)
+	s.suggest = sqlite.NewSuggestions(db)
+	s.engine = projections.NewEngine(s.store, s.logger, s.model, s.memories, s.keyword, s.vectors, s.jobs, s.suggest)
 	s.writer = commands.NewEventWriter(s.store, s.engine)
 	s.stopEngine = runInBackground(s.engine.Run)
 	s.stopQueue, s.stopRunner = func() {}, func() {}
@@ -280,6 +287,16 @@ func (s *stack) wire(c *embed.Catalog, rc commands.RunnerConfig) {
 	s.emb = commands.NewEmbeddings(commands.EmbeddingsDeps{
 		Catalog: c, Memories: s.memories, Jobs: s.jobs, Similar: searcher, Writer: s.writer, Runner: s.runner,
 	})
+	var processor commands.Processor = processing.NewRuleExtractor()
+	if s.opts.processor != nil {
+		processor = s.opts.processor
+	}
+	s.cogn, err = commands.NewCognition(commands.CognitionConfig{
+		Writer: s.writer, Memories: s.memories, Suggestions: s.suggest, Creator: s.memCmds, Processor: processor, Now: s.clock.Now, Logger: s.logger,
+	})
+	if err != nil {
+		s.t.Fatal(err)
+	}
 	var auth api.Authenticator = s.accounts
 	if s.opts.fixedAuth {
 		auth = fixedAuth{aliceKey: alice, bobKey: bob}
@@ -297,6 +314,7 @@ func (s *stack) wire(c *embed.Catalog, rc commands.RunnerConfig) {
 		Memories:        s.memCmds,
 		Embeddings:      s.emb,
 		Search:          searcher,
+		Cognition:       s.cogn,
 	}).Handler()
 	s.handler.Store(&h)
 }

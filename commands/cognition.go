@@ -148,11 +148,26 @@ type processorJSON struct {
 }
 
 // RawProcessingState counts an agent's raw entries by processed state
-// (among the latest SourceWindow).
+// (among the latest SourceWindow) and shows the latest RawShown with what
+// became of them.
 type RawProcessingState struct {
-	Processed   int `json:"processed"`
-	Unprocessed int `json:"unprocessed"`
+	Processed   int        `json:"processed"`
+	Unprocessed int        `json:"unprocessed"`
+	Entries     []RawEntry `json:"entries"`
 }
+
+// RawEntry is a raw entry's processing state. ProcessedInto holds
+// "suggestion:<id>" while a suggestion made from it is pending, and the
+// memory's "type:id" once it was accepted.
+type RawEntry struct {
+	ID            string    `json:"id"`
+	CreatedAt     time.Time `json:"created_at"`
+	Processed     bool      `json:"processed"`
+	ProcessedInto []string  `json:"processed_into"`
+}
+
+// RawShown is how many raw entries the processing view lists.
+const RawShown = 100
 
 // SourceWindow is how many of the latest memories of a source type a pass
 // and the processing view look at.
@@ -191,11 +206,19 @@ func (c *Cognition) view(ctx context.Context, as agentStack) (ProcessingView, er
 		}
 		v.Triggers = append(v.Triggers, processing.Trigger(t, as.stack.Config.Layers[t], unconsumed(as.stack, t, bySource[t.Source()]), now))
 	}
+	v.Raw.Entries = []RawEntry{}
 	for _, s := range bySource[memory.RawEntry] {
-		if done, _ := as.stack.Processed(s.ID); done {
+		done, into := as.stack.Processed(s.ID)
+		if done {
 			v.Raw.Processed++
 		} else {
 			v.Raw.Unprocessed++
+		}
+		if len(v.Raw.Entries) < RawShown {
+			if into == nil {
+				into = []string{}
+			}
+			v.Raw.Entries = append(v.Raw.Entries, RawEntry{ID: s.ID, CreatedAt: s.CreatedAt, Processed: done, ProcessedInto: into})
 		}
 	}
 	return v, nil

@@ -136,8 +136,8 @@ func (r *RuleExtractor) Extract(t Transition, batch []Source) []Item {
 			content = map[string]any{"objective": truncate(s.Text, 200), "outcome": "not recorded (extracted by rules)", "outcome_type": "unknown"}
 		case t == RawToNote && typ == memory.Belief:
 			statement := r.beliefLead.ReplaceAllString(truncate(s.Text, 500), "")
-			conf = math.Min(0.8, score)
-			content = map[string]any{"statement": statement, "belief_type": "fact", "confidence": math.Round(conf*10000) / 10000}
+			conf = math.Round(math.Min(0.8, score)*10000) / 10000
+			content = map[string]any{"statement": statement, "belief_type": "fact", "confidence": conf}
 		case t == RawToNote && typ == memory.Note:
 			content = map[string]any{"content": s.Text, "note_type": "note"}
 		default:
