@@ -70,7 +70,7 @@ type stack struct {
 	memCmds  *commands.Memories
 	runner   *commands.JobRunner
 	emb      *commands.Embeddings
-	cogn     *commands.Cognition
+	pipeline *commands.Pipeline
 	usage    *commands.UsageRecorder
 	accounts *commands.Accounts
 	smtp     *mailtest.Server // nil unless stackOptions.smtp
@@ -291,7 +291,7 @@ func (s *stack) wire(c *embed.Catalog, rc commands.RunnerConfig) {
 	if s.opts.processor != nil {
 		processor = s.opts.processor
 	}
-	s.cogn, err = commands.NewCognition(commands.CognitionConfig{
+	s.pipeline, err = commands.NewPipeline(commands.PipelineConfig{
 		Writer: s.writer, Memories: s.memories, Suggestions: s.suggest, Creator: s.memCmds, Processor: processor, Now: s.clock.Now, Logger: s.logger,
 	})
 	if err != nil {
@@ -314,7 +314,7 @@ func (s *stack) wire(c *embed.Catalog, rc commands.RunnerConfig) {
 		Memories:        s.memCmds,
 		Embeddings:      s.emb,
 		Search:          searcher,
-		Cognition:       s.cogn,
+		Pipeline:        s.pipeline,
 	}).Handler()
 	s.handler.Store(&h)
 }

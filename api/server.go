@@ -34,7 +34,7 @@ type Config struct {
 	Memories   Memories
 	Embeddings Embeddings
 	Search     Searcher
-	Cognition  Cognition
+	Pipeline   Pipeline
 }
 
 // Server serves the HTTP API.
@@ -79,7 +79,7 @@ func (s *Server) Handler() http.Handler {
 		s.memoryRoutes(r)
 		s.embeddingRoutes(r)
 		s.searchRoutes(r)
-		s.cognitionRoutes(r)
+		s.pipelineRoutes(r)
 	})
 	return r
 }

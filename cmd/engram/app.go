@@ -188,7 +188,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 		a.close(ctx)
 		return nil, err
 	}
-	cognition, err := commands.NewCognition(commands.CognitionConfig{
+	pipeline, err := commands.NewPipeline(commands.PipelineConfig{
 		Writer: writer, Memories: st.memories, Suggestions: st.suggestions, Creator: memories, Processor: processor, Logger: logger,
 	})
 	if err != nil {
@@ -210,7 +210,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 		Memories:        memories,
 		Embeddings:      embeddings,
 		Search:          searcher,
-		Cognition:       cognition,
+		Pipeline:        pipeline,
 	})
 	a.handler = caughtUp.gate(srv.Handler())
 	return a, nil

@@ -13,7 +13,7 @@ import (
 )
 
 // Suggestions lists an agent's suggestions, newest first.
-func (c *Cognition) Suggestions(ctx context.Context, userID, agentID string, status processing.Status, limit int) ([]processing.Suggestion, error) {
+func (c *Pipeline) Suggestions(ctx context.Context, userID, agentID string, status processing.Status, limit int) ([]processing.Suggestion, error) {
 	if _, ok, err := c.cfg.Memories.Agent(ctx, userID, agentID); err != nil || !ok {
 		if err == nil {
 			err = domain.NotFound("agent")
@@ -32,7 +32,7 @@ func (c *Cognition) Suggestions(ctx context.Context, userID, agentID string, sta
 }
 
 // Suggestion returns one suggestion of the user.
-func (c *Cognition) Suggestion(ctx context.Context, userID, id string) (processing.Suggestion, error) {
+func (c *Pipeline) Suggestion(ctx context.Context, userID, id string) (processing.Suggestion, error) {
 	sg, ok, err := c.cfg.Suggestions.Suggestion(ctx, userID, id)
 	if err != nil {
 		return processing.Suggestion{}, err
@@ -65,7 +65,7 @@ const autoSuggestedTag = "auto-suggested"
 // memory create command (same validation, quotas and embedding), derived
 // from the suggestion's sources, and the suggestion becomes promoted (or
 // modified, when overrides changed its content).
-func (c *Cognition) Accept(ctx context.Context, meta domain.Metadata, id string, o AcceptOverrides) (Accepted, error) {
+func (c *Pipeline) Accept(ctx context.Context, meta domain.Metadata, id string, o AcceptOverrides) (Accepted, error) {
 	userID, err := userOf(meta)
 	if err != nil {
 		return Accepted{}, err
@@ -138,7 +138,7 @@ const MaxReasonLength = 1000
 
 // Resolve rejects or dismisses a pending suggestion, with an optional
 // reason.
-func (c *Cognition) Resolve(ctx context.Context, meta domain.Metadata, id string, to processing.Status, reason string) (processing.Suggestion, error) {
+func (c *Pipeline) Resolve(ctx context.Context, meta domain.Metadata, id string, to processing.Status, reason string) (processing.Suggestion, error) {
 	userID, err := userOf(meta)
 	if err != nil {
 		return processing.Suggestion{}, err
@@ -171,7 +171,7 @@ const AnxietyWindow = memory.MaxListLimit
 
 // Anxiety computes the agent's anxiety report from the read models and
 // the cognition stream; it writes nothing.
-func (c *Cognition) Anxiety(ctx context.Context, userID, agentID string) (anxiety.Report, error) {
+func (c *Pipeline) Anxiety(ctx context.Context, userID, agentID string) (anxiety.Report, error) {
 	as, err := c.load(ctx, userID, agentID)
 	if err != nil {
 		return anxiety.Report{}, err

@@ -14,9 +14,9 @@ import (
 	"github.com/engram-memory/engram/domain/processing"
 )
 
-// Cognition is the processing, suggestion and anxiety surface the API
-// needs; commands.Cognition implements it.
-type Cognition interface {
+// Pipeline is the processing, suggestion and anxiety surface the API
+// needs; commands.Pipeline implements it.
+type Pipeline interface {
 	Processing(ctx context.Context, userID, agentID string) (commands.ProcessingView, error)
 	Configure(ctx context.Context, meta domain.Metadata, agentID string, patch processing.ConfigPatch) (commands.ProcessingView, error)
 	Process(ctx context.Context, meta domain.Metadata, agentID string, req commands.ProcessRequest) ([]processing.PassRecorded, error)
@@ -27,11 +27,11 @@ type Cognition interface {
 	Anxiety(ctx context.Context, userID, agentID string) (anxiety.Report, error)
 }
 
-// cognitionRoutes mounts the processing pipeline, suggestions and anxiety
+// pipelineRoutes mounts the processing pipeline, suggestions and anxiety
 // of an agent; like every agent route, other users' agents and
 // suggestions are not found.
-func (s *Server) cognitionRoutes(r chi.Router) {
-	if s.cfg.Cognition == nil {
+func (s *Server) pipelineRoutes(r chi.Router) {
+	if s.cfg.Pipeline == nil {
 		return
 	}
 	r.Group(func(r chi.Router) {
@@ -66,7 +66,7 @@ func (s *Server) process(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	passes, err := s.cfg.Cognition.Process(r.Context(), meta(r), chi.URLParam(r, "agent_id"), commands.ProcessRequest{Force: body.Force, Transition: body.Transition})
+	passes, err := s.cfg.Pipeline.Process(r.Context(), meta(r), chi.URLParam(r, "agent_id"), commands.ProcessRequest{Force: body.Force, Transition: body.Transition})
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -75,7 +75,7 @@ func (s *Server) process(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getProcessing(w http.ResponseWriter, r *http.Request) {
-	v, err := s.cfg.Cognition.Processing(r.Context(), actor(r.Context()).UserID, chi.URLParam(r, "agent_id"))
+	v, err := s.cfg.Pipeline.Processing(r.Context(), actor(r.Context()).UserID, chi.URLParam(r, "agent_id"))
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -89,7 +89,7 @@ func (s *Server) patchProcessing(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	v, err := s.cfg.Cognition.Configure(r.Context(), meta(r), chi.URLParam(r, "agent_id"), patch)
+	v, err := s.cfg.Pipeline.Configure(r.Context(), meta(r), chi.URLParam(r, "agent_id"), patch)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -117,7 +117,7 @@ func (s *Server) listSuggestions(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = n
 	}
-	list, err := s.cfg.Cognition.Suggestions(r.Context(), actor(r.Context()).UserID, chi.URLParam(r, "agent_id"), status, limit)
+	list, err := s.cfg.Pipeline.Suggestions(r.Context(), actor(r.Context()).UserID, chi.URLParam(r, "agent_id"), status, limit)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -129,7 +129,7 @@ func (s *Server) listSuggestions(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getSuggestion(w http.ResponseWriter, r *http.Request) {
-	sg, err := s.cfg.Cognition.Suggestion(r.Context(), actor(r.Context()).UserID, chi.URLParam(r, "id"))
+	sg, err := s.cfg.Pipeline.Suggestion(r.Context(), actor(r.Context()).UserID, chi.URLParam(r, "id"))
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -146,7 +146,7 @@ func (s *Server) acceptSuggestion(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	out, err := s.cfg.Cognition.Accept(r.Context(), meta(r), chi.URLParam(r, "id"), commands.AcceptOverrides{Content: body.Content, Tags: body.Tags})
+	out, err := s.cfg.Pipeline.Accept(r.Context(), meta(r), chi.URLParam(r, "id"), commands.AcceptOverrides{Content: body.Content, Tags: body.Tags})
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -166,7 +166,7 @@ func (s *Server) resolveSuggestion(to processing.Status) http.HandlerFunc {
 			s.fail(w, r, err)
 			return
 		}
-		sg, err := s.cfg.Cognition.Resolve(r.Context(), meta(r), chi.URLParam(r, "id"), to, body.Reason)
+		sg, err := s.cfg.Pipeline.Resolve(r.Context(), meta(r), chi.URLParam(r, "id"), to, body.Reason)
 		if err != nil {
 			s.fail(w, r, err)
 			return
@@ -176,7 +176,7 @@ func (s *Server) resolveSuggestion(to processing.Status) http.HandlerFunc {
 }
 
 func (s *Server) getAnxiety(w http.ResponseWriter, r *http.Request) {
-	rep, err := s.cfg.Cognition.Anxiety(r.Context(), actor(r.Context()).UserID, chi.URLParam(r, "agent_id"))
+	rep, err := s.cfg.Pipeline.Anxiety(r.Context(), actor(r.Context()).UserID, chi.URLParam(r, "agent_id"))
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -302,7 +302,7 @@ func TestProcessingConfigPatch(t *testing.T) {
 	}
 }
 
-func TestCognitionBadInput(t *testing.T) {
+func TestPipelineBadInput(t *testing.T) {
 	s := newStack(t, stackOptions{fixedAuth: true})
 	s.raws(t, aliceKey, "claire", goldenRaw[0])
 	cases := []struct {
@@ -344,7 +344,7 @@ func TestCognitionBadInput(t *testing.T) {
 }
 
 // Another user's agent or suggestion is not found on every endpoint.
-func TestCognitionTenantIsolation(t *testing.T) {
+func TestPipelineTenantIsolation(t *testing.T) {
 	s := newStack(t, stackOptions{fixedAuth: true})
 	s.raws(t, aliceKey, "claire", goldenRaw...)
 	s.process(t, aliceKey, "claire", map[string]any{"force": true})
@@ -375,7 +375,7 @@ func TestCognitionTenantIsolation(t *testing.T) {
 
 // A full tour of the GET endpoints writes nothing: the log's head and the
 // read models' exports are unchanged.
-func TestCognitionReadsNeverWrite(t *testing.T) {
+func TestPipelineReadsNeverWrite(t *testing.T) {
 	s := newStack(t, stackOptions{fixedAuth: true})
 	s.raws(t, aliceKey, "claire", goldenRaw...)
 	s.process(t, aliceKey, "claire", map[string]any{"force": true})

@@ -27,8 +27,8 @@ type Processor interface {
 	Propose(ctx context.Context, t processing.Transition, batch, known []processing.Source) (items []processing.Item, itemErrs []error, err error)
 }
 
-// CognitionMemories is what cognition reads of the memories read model.
-type CognitionMemories interface {
+// PipelineMemories is what cognition reads of the memories read model.
+type PipelineMemories interface {
 	Agent(ctx context.Context, userID, agentID string) (memory.AgentView, bool, error)
 	ListMemories(ctx context.Context, q memory.ListQuery) (memory.Page, error)
 }
@@ -46,10 +46,10 @@ type MemoryCreator interface {
 	Create(ctx context.Context, meta domain.Metadata, agentID string, in MemoryInput) (CreatedMemory, error)
 }
 
-// CognitionConfig wires Cognition.
-type CognitionConfig struct {
+// PipelineConfig wires Pipeline.
+type PipelineConfig struct {
 	Writer      *EventWriter        // required
-	Memories    CognitionMemories   // required
+	Memories    PipelineMemories    // required
 	Suggestions SuggestionReadModel // required
 	Creator     MemoryCreator       // required
 	Processor   Processor           // required: a chat model, or the rule extractor
@@ -57,21 +57,21 @@ type CognitionConfig struct {
 	Logger      *slog.Logger        // nil discards
 }
 
-// Cognition runs the processing pipeline and the suggestion lifecycle of
+// Pipeline runs the processing pipeline and the suggestion lifecycle of
 // each agent, and reports its anxiety. The decisions fold the agent's
 // cognition stream (processing.Stack) and append at its version; within
 // one server, the commands of one agent are serialized so that a pass and
 // an accept never decide on the same state.
-type Cognition struct {
-	cfg    CognitionConfig
+type Pipeline struct {
+	cfg    PipelineConfig
 	logger *slog.Logger
 	locks  [userLockStripes]sync.Mutex
 }
 
-// NewCognition checks cfg.
-func NewCognition(cfg CognitionConfig) (*Cognition, error) {
+// NewPipeline checks cfg.
+func NewPipeline(cfg PipelineConfig) (*Pipeline, error) {
 	if cfg.Writer == nil || cfg.Memories == nil || cfg.Suggestions == nil || cfg.Creator == nil || cfg.Processor == nil {
-		return nil, errors.New("commands: cognition needs a writer, the memories and suggestions read models, a memory creator and a processor")
+		return nil, errors.New("commands: the pipeline needs a writer, the memories and suggestions read models, a memory creator and a processor")
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -80,12 +80,12 @@ func NewCognition(cfg CognitionConfig) (*Cognition, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Cognition{cfg: cfg, logger: logger}, nil
+	return &Pipeline{cfg: cfg, logger: logger}, nil
 }
 
-func (c *Cognition) now() time.Time { return c.cfg.Now().UTC() }
+func (c *Pipeline) now() time.Time { return c.cfg.Now().UTC() }
 
-func (c *Cognition) lock(userID, agentID string) func() {
+func (c *Pipeline) lock(userID, agentID string) func() {
 	h := fnv.New32a()
 	h.Write([]byte(userID + "\x00" + agentID))
 	mu := &c.locks[h.Sum32()%userLockStripes]
@@ -102,7 +102,7 @@ type agentStack struct {
 
 // load returns the agent's state; an agent that does not exist, or is
 // another user's, is not found.
-func (c *Cognition) load(ctx context.Context, userID, agentID string) (agentStack, error) {
+func (c *Pipeline) load(ctx context.Context, userID, agentID string) (agentStack, error) {
 	agent, ok, err := c.cfg.Memories.Agent(ctx, userID, agentID)
 	if err != nil {
 		return agentStack{}, err
@@ -121,7 +121,7 @@ func (c *Cognition) load(ctx context.Context, userID, agentID string) (agentStac
 	return agentStack{agent: agent, stack: st, ref: processing.StackRef{UserID: userID, AgentID: agentID, AgentCreatedAt: agent.CreatedAt}}, nil
 }
 
-func (c *Cognition) appendTo(ctx context.Context, meta domain.Metadata, as agentStack, payloads []domain.Payload) error {
+func (c *Pipeline) appendTo(ctx context.Context, meta domain.Metadata, as agentStack, payloads []domain.Payload) error {
 	if len(payloads) == 0 {
 		return nil
 	}
@@ -177,7 +177,7 @@ const SourceWindow = memory.MaxListLimit
 const RunsShown = 20
 
 // Processing returns the agent's pipeline view.
-func (c *Cognition) Processing(ctx context.Context, userID, agentID string) (ProcessingView, error) {
+func (c *Pipeline) Processing(ctx context.Context, userID, agentID string) (ProcessingView, error) {
 	as, err := c.load(ctx, userID, agentID)
 	if err != nil {
 		return ProcessingView{}, err
@@ -185,7 +185,7 @@ func (c *Cognition) Processing(ctx context.Context, userID, agentID string) (Pro
 	return c.view(ctx, as)
 }
 
-func (c *Cognition) view(ctx context.Context, as agentStack) (ProcessingView, error) {
+func (c *Pipeline) view(ctx context.Context, as agentStack) (ProcessingView, error) {
 	now := c.now()
 	info := c.cfg.Processor.Info()
 	v := ProcessingView{Config: as.stack.Config, Processor: processorJSON{info.Model, info.Inference}, Runs: as.stack.Runs, Triggers: []processing.TriggerState{}}
@@ -225,7 +225,7 @@ func (c *Cognition) view(ctx context.Context, as agentStack) (ProcessingView, er
 }
 
 // Configure changes the agent's processing configuration.
-func (c *Cognition) Configure(ctx context.Context, meta domain.Metadata, agentID string, patch processing.ConfigPatch) (ProcessingView, error) {
+func (c *Pipeline) Configure(ctx context.Context, meta domain.Metadata, agentID string, patch processing.ConfigPatch) (ProcessingView, error) {
 	userID, err := userOf(meta)
 	if err != nil {
 		return ProcessingView{}, err
@@ -257,7 +257,7 @@ type ProcessRequest struct {
 // ProcessingPassRecorded event (skipped ones too), and expires the
 // suggestions due. Processor failures and malformed answers are recorded
 // in the pass, never returned as errors.
-func (c *Cognition) Process(ctx context.Context, meta domain.Metadata, agentID string, req ProcessRequest) ([]processing.PassRecorded, error) {
+func (c *Pipeline) Process(ctx context.Context, meta domain.Metadata, agentID string, req ProcessRequest) ([]processing.PassRecorded, error) {
 	userID, err := userOf(meta)
 	if err != nil {
 		return nil, err
@@ -302,7 +302,7 @@ func (c *Cognition) Process(ctx context.Context, meta domain.Metadata, agentID s
 
 // pass runs one transition. New suggestions' fingerprints are added to
 // pending, so a later transition of the same request dedups against them.
-func (c *Cognition) pass(ctx context.Context, meta domain.Metadata, as agentStack, t processing.Transition, force bool,
+func (c *Pipeline) pass(ctx context.Context, meta domain.Metadata, as agentStack, t processing.Transition, force bool,
 	pending map[string]string, now time.Time) (processing.PassRecorded, []processing.SuggestionCreated, error) {
 	layer := as.stack.Config.Layers[t]
 	info := c.cfg.Processor.Info()
@@ -417,7 +417,7 @@ func unconsumed(st *processing.Stack, t processing.Transition, all []processing.
 }
 
 // sources lists the latest SourceWindow live memories of type typ.
-func (c *Cognition) sources(ctx context.Context, ref processing.StackRef, typ memory.Type) ([]processing.Source, error) {
+func (c *Pipeline) sources(ctx context.Context, ref processing.StackRef, typ memory.Type) ([]processing.Source, error) {
 	page, err := c.cfg.Memories.ListMemories(ctx, memory.ListQuery{UserID: ref.UserID, AgentID: ref.AgentID, Types: []memory.Type{typ}, Limit: SourceWindow})
 	if err != nil {
 		return nil, err
