@@ -115,12 +115,19 @@ func (AgentDeleted) EventType() string       { return "AgentDeleted" }
 func (AgentModelSwitched) EventType() string { return "AgentModelSwitched" }
 
 // MemoryRecovered brings a forgotten memory back: searchable again, at
-// RecoveredStrength.
+// RecoveredStrength. It carries the memory as it stands (type, content,
+// tags, created_at, text hash), because forgetting took it out of the
+// search indexes entirely and they re-index it from this event alone.
 type MemoryRecovered struct {
 	AgentRef
-	MemoryID    string    `json:"memory_id"`
-	Strength    float64   `json:"strength"`
-	RecoveredAt time.Time `json:"recovered_at"`
+	MemoryID    string          `json:"memory_id"`
+	Type        Type            `json:"type"`
+	Content     json.RawMessage `json:"content"`
+	Tags        []string        `json:"tags"`
+	CreatedAt   time.Time       `json:"created_at"`
+	TextHash    string          `json:"text_hash"`
+	Strength    float64         `json:"strength"`
+	RecoveredAt time.Time       `json:"recovered_at"`
 }
 
 // MemoryProtected stops a memory's decay and makes it impossible to forget

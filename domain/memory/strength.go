@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"encoding/json"
 	"math"
 	"time"
 )
@@ -110,16 +111,19 @@ func Strength(now time.Time, v Vitality, decay bool) float64 {
 	return roundStrength(math.Min(1, math.Max(MinDecayedStrength, s)))
 }
 
-// WeakAt is the instant the memory's strength falls below FadingStrength
-// (it becomes weak) by decay; the zero time when it never does (protected,
-// forgotten, or decay off). A read model can store it and select "not
+// WeakAt is the instant from which the memory is weak or dormant (its
+// strength below FadingStrength) with decay on: Since when Base is already
+// below, the zero time when it never gets there (protected, forgotten). A read model can store it and select "not
 // weak" memories as WeakAt zero or after now, inside its query.
 func WeakAt(v Vitality) time.Time {
-	if v.Protected || v.Forgotten {
+	if v.Forgotten {
 		return time.Time{}
 	}
 	if v.Base < FadingStrength {
 		return v.Since
+	}
+	if v.Protected {
+		return time.Time{}
 	}
 	perNs := DecayPerHalfLife / float64(HalfLife(v.Type, v.GoalType))
 	return v.Since.Add(time.Duration((v.Base - FadingStrength) / perNs))
@@ -139,4 +143,19 @@ func Weakened(current, amount float64) float64 {
 // Verified is the strength after a verification (capped at 1).
 func Verified(current float64) float64 {
 	return roundStrength(math.Min(1, current+VerifyBoost))
+}
+
+// GoalType is the goal_type of a goal's canonical content ("" for other
+// types, or when absent), which sets the goal's half-life.
+func GoalType(t Type, content json.RawMessage) string {
+	if t != Goal {
+		return ""
+	}
+	var c struct {
+		GoalType string `json:"goal_type"`
+	}
+	if json.Unmarshal(content, &c) != nil {
+		return ""
+	}
+	return c.GoalType
 }

@@ -81,6 +81,9 @@ func TestWeakAtMatchesStrength(t *testing.T) {
 	if s := memory.Strength(at.Add(time.Hour), v, true); memory.TierOf(s) != memory.TierWeak {
 		t.Fatalf("an hour after WeakAt the memory is %s (%v), want weak", memory.TierOf(s), s)
 	}
+	if got := memory.WeakAt(memory.Vitality{Type: memory.Value, Base: 0.3, Since: since, Protected: true}); !got.Equal(since) {
+		t.Fatalf("a protected memory at 0.3 is weak (protection stops decay, not weakness), WeakAt = %v", got)
+	}
 	if !memory.WeakAt(memory.Vitality{Type: memory.Value, Base: 1, Since: since, Protected: true}).IsZero() {
 		t.Fatal("a protected memory must never become weak")
 	}

@@ -26,7 +26,9 @@ type View struct {
 	VerificationCount int        `json:"verification_count"`
 	LastVerifiedAt    *time.Time `json:"last_verified_at"`
 	Vitality          Vitality   `json:"-"`
-	TextHash          string     `json:"-"`
+	// LazyDecay is the agent's lazy_decay setting, which ApplyStrength uses.
+	LazyDecay bool   `json:"-"`
+	TextHash  string `json:"-"`
 	// Version counts the changes of the memory's content, tags and
 	// forgotten state, from 1 at creation; a new vector does not change it.
 	// It is the memory's ETag.
@@ -36,10 +38,9 @@ type View struct {
 	Embedding EmbeddingState `json:"embedding"`
 }
 
-// ApplyStrength sets Strength and Tier as they are at now; decay is the
-// agent's lazy_decay setting.
-func (v *View) ApplyStrength(now time.Time, decay bool) {
-	v.Strength = Strength(now, v.Vitality, decay)
+// ApplyStrength sets Strength and Tier as they are at now.
+func (v *View) ApplyStrength(now time.Time) {
+	v.Strength = Strength(now, v.Vitality, v.LazyDecay)
 	v.Tier = TierOf(v.Strength)
 }
 
