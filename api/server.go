@@ -34,6 +34,7 @@ type Config struct {
 	Memories   Memories
 	Embeddings Embeddings
 	Search     Searcher
+	Cognition  Cognition
 }
 
 // Server serves the HTTP API.
@@ -78,6 +79,7 @@ func (s *Server) Handler() http.Handler {
 		s.memoryRoutes(r)
 		s.embeddingRoutes(r)
 		s.searchRoutes(r)
+		s.cognitionRoutes(r)
 	})
 	return r
 }

@@ -44,6 +44,9 @@ type storage struct {
 	keyword  *sqlite.Keyword
 	vectors  *projections.Vectors
 	jobs     *sqlite.Jobs
+	// provenance and audit are read models of stack cognition.
+	provenance *sqlite.Provenance
+	audit      *sqlite.Audit
 	// vectorIndex is the in-process vector index behind vectors.
 	vectorIndex *vectorindex.Index
 }
@@ -75,6 +78,8 @@ func openStorage(ctx context.Context, dataDir string, opts sqlite.Options, logge
 		keyword:     sqlite.NewKeyword(db),
 		vectors:     projections.NewVectors(sqlite.NewVectorStore(db), vi, logger),
 		jobs:        sqlite.NewJobs(db),
+		provenance:  sqlite.NewProvenance(db),
+		audit:       sqlite.NewAudit(db),
 		vectorIndex: vi,
 	}, nil
 }
@@ -87,7 +92,7 @@ func (st *storage) close() error {
 
 // projections lists every projection, in the order they are rebuilt.
 func (st *storage) projections() []projections.Projection {
-	return []projections.Projection{st.accounts, st.memories, st.keyword, st.vectors, st.jobs}
+	return []projections.Projection{st.accounts, st.memories, st.keyword, st.vectors, st.jobs, st.provenance, st.audit}
 }
 
 func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, error) {
@@ -143,6 +148,11 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 		a.close(ctx)
 		return nil, err
 	}
+	cognition, err := commands.NewCognition(commands.CognitionConfig{Memories: memories, Provenance: st.provenance, Audit: st.audit, Stats: st.memories})
+	if err != nil {
+		a.close(ctx)
+		return nil, err
+	}
 	searcher, err := search.New(st.keyword, st.vectors, search.ProviderEmbedder{Provider: catalog}, st.memories, logger, search.Options{})
 	if err != nil {
 		a.close(ctx)
@@ -192,6 +202,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 		Memories:        memories,
 		Embeddings:      embeddings,
 		Search:          searcher,
+		Cognition:       api.CognitionService{Memories: memories, Cognition: cognition},
 	})
 	a.handler = caughtUp.gate(srv.Handler())
 	return a, nil

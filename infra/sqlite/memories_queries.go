@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/memory"
@@ -540,4 +541,45 @@ func (m *Memories) Settings(ctx context.Context, userID, agentID string) (stack.
 		v.UpdatedAt = &t
 	}
 	return v, true, nil
+}
+
+// AgentStats counts the agent's memories (memory.Stats without
+// Suggestions) with weakness judged at now; found is false when the user
+// has no such agent.
+func (m *Memories) AgentStats(ctx context.Context, userID, agentID string, now time.Time) (memory.Stats, bool, error) {
+	st := memory.Stats{AgentID: agentID, ByType: map[memory.Type]int{}, ForgottenByType: map[memory.Type]int{}}
+	for _, t := range memory.Types() {
+		st.ByType[t], st.ForgottenByType[t] = 0, 0
+	}
+	if _, found, err := m.Settings(ctx, userID, agentID); err != nil || !found {
+		return st, found, err
+	}
+	rows, err := m.db.read.QueryContext(ctx, `SELECT m.type, COUNT(*), COALESCE(SUM(m.forgotten_at IS NOT NULL), 0),
+			COALESCE(SUM(m.forgotten_at IS NULL AND m.weak_at IS NOT NULL AND m.weak_at <= ?
+				AND (COALESCE(s.lazy_decay, 1) = 1 OR m.strength < ?)), 0),
+			COALESCE(SUM(m.type = 'raw_entry' AND m.forgotten_at IS NULL AND json_extract(m.content, '$.processed') = 1), 0),
+			COALESCE(SUM(m.type = 'raw_entry' AND m.forgotten_at IS NULL AND COALESCE(json_extract(m.content, '$.processed'), 0) = 0), 0)
+		FROM memories m LEFT JOIN agent_settings s ON s.user_id = m.user_id AND s.agent_id = m.agent_id
+		WHERE m.user_id = ? AND m.agent_id = ? GROUP BY m.type`, memTime(now), memory.FadingStrength, userID, agentID)
+	if err != nil {
+		return st, false, fmt.Errorf("sqlite: agent stats: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var typ string
+		var n, forgotten, weak, processed, unprocessed int
+		if err := rows.Scan(&typ, &n, &forgotten, &weak, &processed, &unprocessed); err != nil {
+			return st, false, fmt.Errorf("sqlite: agent stats: %w", err)
+		}
+		st.ByType[memory.Type(typ)], st.ForgottenByType[memory.Type(typ)] = n, forgotten
+		st.Total += n
+		st.Forgotten += forgotten
+		st.Weak += weak
+		st.Raw.Processed += processed
+		st.Raw.Unprocessed += unprocessed
+	}
+	if err := rows.Err(); err != nil {
+		return st, false, fmt.Errorf("sqlite: agent stats: %w", err)
+	}
+	return st, true, nil
 }
