@@ -82,8 +82,9 @@ func (m *Memories) Recover(ctx context.Context, meta domain.Metadata, id string,
 	})
 }
 
-// Protect stops the memory's decay and keeps it from being forgotten or
-// weakened. Protecting a protected memory changes nothing.
+// Protect stops the memory's decay at its strength now and keeps it from
+// being forgotten or weakened. Protecting a protected memory changes
+// nothing.
 func (m *Memories) Protect(ctx context.Context, meta domain.Metadata, id string, ifMatch IfMatch) (memory.View, error) {
 	return m.strengthAction(ctx, meta, id, ifMatch, func(cur memory.View, ref memory.AgentRef) (domain.Payload, error) {
 		switch {
@@ -92,7 +93,7 @@ func (m *Memories) Protect(ctx context.Context, meta domain.Metadata, id string,
 		case cur.Protected:
 			return nil, nil
 		}
-		return memory.MemoryProtected{AgentRef: ref, MemoryID: cur.ID}, nil
+		return memory.MemoryProtected{AgentRef: ref, MemoryID: cur.ID, Strength: cur.Strength, At: m.now()}, nil
 	})
 }
 
@@ -102,7 +103,7 @@ func (m *Memories) Unprotect(ctx context.Context, meta domain.Metadata, id strin
 		if !cur.Protected {
 			return nil, nil
 		}
-		return memory.MemoryUnprotected{AgentRef: ref, MemoryID: cur.ID, Strength: cur.Strength}, nil
+		return memory.MemoryUnprotected{AgentRef: ref, MemoryID: cur.ID, Strength: cur.Strength, At: m.now()}, nil
 	})
 }
 
@@ -149,7 +150,7 @@ func (m *Memories) Weaken(ctx context.Context, meta domain.Metadata, id string, 
 		case cur.Protected:
 			return nil, errProtected(cur, "weakened")
 		}
-		return memory.MemoryWeakened{AgentRef: ref, MemoryID: cur.ID, By: by, Strength: memory.Weakened(cur.Strength, by), Reason: c.Reason}, nil
+		return memory.MemoryWeakened{AgentRef: ref, MemoryID: cur.ID, By: by, Strength: memory.Weakened(cur.Strength, by), Reason: c.Reason, At: m.now()}, nil
 	})
 }
 

@@ -130,30 +130,34 @@ type MemoryRecovered struct {
 	RecoveredAt time.Time       `json:"recovered_at"`
 }
 
-// MemoryProtected stops a memory's decay and makes it impossible to forget
-// or weaken until MemoryUnprotected.
+// MemoryProtected stops a memory's decay at its strength then (Strength,
+// at At) and makes it impossible to forget or weaken until
+// MemoryUnprotected.
 type MemoryProtected struct {
 	AgentRef
-	MemoryID string `json:"memory_id"`
+	MemoryID string    `json:"memory_id"`
+	Strength float64   `json:"strength"`
+	At       time.Time `json:"at"`
 }
 
-// MemoryUnprotected lets a memory decay again, from its strength at the
-// moment it is unprotected (Strength).
+// MemoryUnprotected lets a memory decay again, from Strength at At.
 type MemoryUnprotected struct {
 	AgentRef
-	MemoryID string  `json:"memory_id"`
-	Strength float64 `json:"strength"`
+	MemoryID string    `json:"memory_id"`
+	Strength float64   `json:"strength"`
+	At       time.Time `json:"at"`
 }
 
 // MemoryWeakened lowers a memory's strength: Strength is the result, as
-// the command computed it from the decayed strength at that moment, so a
-// replay needs no clock.
+// the command computed it from the decayed strength at At, so a replay
+// needs no clock.
 type MemoryWeakened struct {
 	AgentRef
-	MemoryID string  `json:"memory_id"`
-	By       float64 `json:"by"`
-	Strength float64 `json:"strength"`
-	Reason   string  `json:"reason,omitempty"`
+	MemoryID string    `json:"memory_id"`
+	By       float64   `json:"by"`
+	Strength float64   `json:"strength"`
+	Reason   string    `json:"reason,omitempty"`
+	At       time.Time `json:"at"`
 }
 
 // MemoryVerified records that a memory was confirmed: its strength rises

@@ -117,25 +117,25 @@ func (a *memApplier) apply(e domain.Event) error {
 		return decodeMemEvent(e, &p, func() error { return a.agentModelSwitched(p) })
 	case memory.MemoryRecovered{}.EventType():
 		var p memory.MemoryRecovered
-		return decodeMemEvent(e, &p, func() error { return a.memoryRecovered(p, e.Time) })
+		return decodeMemEvent(e, &p, func() error { return a.memoryRecovered(p) })
 	case memory.MemoryProtected{}.EventType():
 		var p memory.MemoryProtected
 		return decodeMemEvent(e, &p, func() error {
-			return a.changeVitality(p.AgentRef, p.MemoryID, func(v *memory.Vitality) { v.Protected = true })
+			return a.changeVitality(p.AgentRef, p.MemoryID, func(v *memory.Vitality) { v.Protected, v.Base, v.Since = true, p.Strength, p.At })
 		})
 	case memory.MemoryUnprotected{}.EventType():
 		var p memory.MemoryUnprotected
 		return decodeMemEvent(e, &p, func() error {
-			return a.changeVitality(p.AgentRef, p.MemoryID, func(v *memory.Vitality) { v.Protected, v.Base, v.Since = false, p.Strength, e.Time })
+			return a.changeVitality(p.AgentRef, p.MemoryID, func(v *memory.Vitality) { v.Protected, v.Base, v.Since = false, p.Strength, p.At })
 		})
 	case memory.MemoryWeakened{}.EventType():
 		var p memory.MemoryWeakened
 		return decodeMemEvent(e, &p, func() error {
-			return a.changeVitality(p.AgentRef, p.MemoryID, func(v *memory.Vitality) { v.Base, v.Since = p.Strength, e.Time })
+			return a.changeVitality(p.AgentRef, p.MemoryID, func(v *memory.Vitality) { v.Base, v.Since = p.Strength, p.At })
 		})
 	case memory.MemoryVerified{}.EventType():
 		var p memory.MemoryVerified
-		return decodeMemEvent(e, &p, func() error { return a.memoryVerified(p, e.Time) })
+		return decodeMemEvent(e, &p, func() error { return a.memoryVerified(p) })
 	case stack.SettingsChanged{}.EventType():
 		var p stack.SettingsChanged
 		return decodeMemEvent(e, &p, func() error { return a.settingsChanged(p) })
@@ -434,20 +434,20 @@ func (a *memApplier) changeVitality(ref memory.AgentRef, id string, change func(
 // memoryRecovered brings a forgotten memory back at the event's strength,
 // decaying from the time of the recovery; its embedding state is
 // recomputed (a vector made before it was forgotten still serves).
-func (a *memApplier) memoryRecovered(p memory.MemoryRecovered, at time.Time) error {
+func (a *memApplier) memoryRecovered(p memory.MemoryRecovered) error {
 	n, err := a.exec(`UPDATE memories SET forgotten_at = NULL WHERE id = ? AND user_id = ? AND agent_id = ? AND forgotten_at IS NOT NULL`,
 		p.MemoryID, p.UserID, p.AgentID)
 	if err != nil || n == 0 {
 		return err
 	}
-	if err := a.changeVitality(p.AgentRef, p.MemoryID, func(v *memory.Vitality) { v.Forgotten, v.Base, v.Since = false, p.Strength, at }); err != nil {
+	if err := a.changeVitality(p.AgentRef, p.MemoryID, func(v *memory.Vitality) { v.Forgotten, v.Base, v.Since = false, p.Strength, p.RecoveredAt }); err != nil {
 		return err
 	}
 	return a.refreshPending(`m.id = ?`, p.MemoryID)
 }
 
-func (a *memApplier) memoryVerified(p memory.MemoryVerified, at time.Time) error {
-	if err := a.changeVitality(p.AgentRef, p.MemoryID, func(v *memory.Vitality) { v.Base, v.Since = p.Strength, at }); err != nil {
+func (a *memApplier) memoryVerified(p memory.MemoryVerified) error {
+	if err := a.changeVitality(p.AgentRef, p.MemoryID, func(v *memory.Vitality) { v.Base, v.Since = p.Strength, p.VerifiedAt }); err != nil {
 		return err
 	}
 	_, err := a.exec(`UPDATE memories SET verification_count = verification_count + 1, last_verified_at = ? WHERE id = ? AND user_id = ? AND agent_id = ?`,
