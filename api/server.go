@@ -35,6 +35,7 @@ type Config struct {
 	Embeddings Embeddings
 	Search     Searcher
 	Pipeline   Pipeline
+	Cognition  Cognition
 }
 
 // Server serves the HTTP API.
@@ -80,6 +81,7 @@ func (s *Server) Handler() http.Handler {
 		s.embeddingRoutes(r)
 		s.searchRoutes(r)
 		s.pipelineRoutes(r)
+		s.cognitionRoutes(r)
 	})
 	return r
 }

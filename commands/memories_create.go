@@ -205,6 +205,17 @@ func (m *Memories) decideCreate(ctx context.Context, userID, agentID string, ite
 	if err := m.cfg.Quotas.CheckTextBytes(usage.TextBytes, adding); err != nil {
 		return nil, nil, err
 	}
+	settings, err := m.writable(ctx, userID, agentID)
+	if err != nil {
+		return nil, nil, err
+	}
+	if settings.EnforcesProvenance() {
+		for i, it := range items {
+			if err := memory.CheckProvenance("derived_from", it.typ, it.refs); err != nil {
+				return nil, nil, at(i, err)
+			}
+		}
+	}
 	if err := m.checkRefs(ctx, userID, agentID, items, exists, at); err != nil {
 		return nil, nil, err
 	}

@@ -99,6 +99,21 @@ func (p *Vectors) apply(ctx context.Context, tx VectorTx, e domain.Event, ops *[
 			return err
 		}
 		*ops = append(*ops, p.removeEverywhere(m.UserID, m.AgentID, m.MemoryID))
+	case memory.MemoryRecovered{}.EventType():
+		var ev memory.MemoryRecovered
+		if err := e.Decode(&ev); err != nil {
+			return err
+		}
+		m, ok, err := memoryOf(ctx, tx, ev.AgentRef, ev.MemoryID)
+		if err != nil || !ok || !m.Forgotten {
+			return err
+		}
+		m.Forgotten = false
+		if err := tx.PutMemory(ctx, m); err != nil {
+			return err
+		}
+		// Its vectors were kept: index the current ones again.
+		return p.updated(ctx, tx, ev.AgentRef, ev.MemoryID, m.TextHash, nil, ops)
 	case memory.MemoryPurged{}.EventType():
 		var ev memory.MemoryPurged
 		if err := e.Decode(&ev); err != nil {

@@ -48,6 +48,9 @@ type storage struct {
 	jobs     *sqlite.Jobs
 	// suggestions is the read model of processing suggestions.
 	suggestions *sqlite.Suggestions
+	// provenance and audit are read models of stack cognition.
+	provenance *sqlite.Provenance
+	audit      *sqlite.Audit
 	// vectorIndex is the in-process vector index behind vectors.
 	vectorIndex *vectorindex.Index
 }
@@ -80,6 +83,8 @@ func openStorage(ctx context.Context, dataDir string, opts sqlite.Options, logge
 		vectors:     projections.NewVectors(sqlite.NewVectorStore(db), vi, logger),
 		jobs:        sqlite.NewJobs(db),
 		suggestions: sqlite.NewSuggestions(db),
+		provenance:  sqlite.NewProvenance(db),
+		audit:       sqlite.NewAudit(db),
 		vectorIndex: vi,
 	}, nil
 }
@@ -92,7 +97,7 @@ func (st *storage) close() error {
 
 // projections lists every projection, in the order they are rebuilt.
 func (st *storage) projections() []projections.Projection {
-	return []projections.Projection{st.accounts, st.memories, st.keyword, st.vectors, st.jobs, st.suggestions}
+	return []projections.Projection{st.accounts, st.memories, st.keyword, st.vectors, st.jobs, st.provenance, st.audit, st.suggestions}
 }
 
 func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, error) {
@@ -144,6 +149,11 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 		Writer: writer, Reader: st.memories, Embedder: catalog,
 		DefaultModel: catalog.DefaultModel(), Queue: queue, Logger: logger, Quotas: cfg.Quotas,
 	})
+	if err != nil {
+		a.close(ctx)
+		return nil, err
+	}
+	cognition, err := commands.NewCognition(commands.CognitionConfig{Memories: memories, Provenance: st.provenance, Audit: st.audit, Stats: st.memories, Suggestions: st.suggestions})
 	if err != nil {
 		a.close(ctx)
 		return nil, err
@@ -211,6 +221,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 		Embeddings:      embeddings,
 		Search:          searcher,
 		Pipeline:        pipeline,
+		Cognition:       api.CognitionService{Memories: memories, Cognition: cognition},
 	})
 	a.handler = caughtUp.gate(srv.Handler())
 	return a, nil

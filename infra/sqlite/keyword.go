@@ -173,6 +173,15 @@ func (k *Keyword) apply(ctx context.Context, tx *sql.Tx, e domain.Event, ops *[]
 		// A forgotten memory is never searchable again, so it leaves the
 		// index entirely; a later update of it finds nothing to re-index.
 		return k.deleted(ctx, tx, p.AgentRef, p.MemoryID, ops)
+	case memory.MemoryRecovered{}.EventType():
+		var p memory.MemoryRecovered
+		if err := e.Decode(&p); err != nil {
+			return err
+		}
+		// Forgetting removed the document; the event carries the memory
+		// as it stands, so it is indexed again as if created.
+		return k.created(ctx, tx, memory.MemoryCreated{AgentRef: p.AgentRef, MemoryID: p.MemoryID, Type: p.Type,
+			Content: p.Content, Tags: p.Tags, CreatedAt: p.CreatedAt, TextHash: p.TextHash}, ops)
 	case memory.MemoryPurged{}.EventType():
 		var p memory.MemoryPurged
 		if err := e.Decode(&p); err != nil {

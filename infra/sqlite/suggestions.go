@@ -153,3 +153,25 @@ func scanSuggestions(rows *sql.Rows) ([]processing.Suggestion, error) {
 	}
 	return out, rows.Err()
 }
+
+// SuggestionCounts counts an agent's suggestions by status, a pending one
+// past its expiry as expired (judged at the wall clock: the stats
+// endpoint has no injected clock).
+func (s *Suggestions) SuggestionCounts(ctx context.Context, userID, agentID string) (map[string]int, error) {
+	rows, err := s.db.read.QueryContext(ctx, `SELECT CASE WHEN status = 'pending' AND expires_at <= ? THEN 'expired' ELSE status END AS st, count(*)
+		FROM suggestions WHERE user_id = ? AND agent_id = ? GROUP BY st`, dbTime(time.Now()), userID, agentID)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: count suggestions: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var st string
+		var n int
+		if err := rows.Scan(&st, &n); err != nil {
+			return nil, fmt.Errorf("sqlite: count suggestions: %w", err)
+		}
+		out[st] = n
+	}
+	return out, rows.Err()
+}
