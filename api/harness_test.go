@@ -292,7 +292,7 @@ func (s *stack) wire(c *embed.Catalog, rc commands.RunnerConfig) {
 		processor = s.opts.processor
 	}
 	s.pipeline, err = commands.NewPipeline(commands.PipelineConfig{
-		Writer: s.writer, Memories: s.memories, Suggestions: s.suggest, Creator: s.memCmds, Processor: processor, Now: s.clock.Now, Logger: s.logger,
+		Writer: s.writer, Memories: s.memories, Suggestions: s.suggest, Creator: s.memCmds, Settings: s.memCmds, Processor: processor, Now: s.clock.Now, Logger: s.logger,
 	})
 	if err != nil {
 		s.t.Fatal(err)

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -159,12 +160,21 @@ func TestChatAutoPromotesValues(t *testing.T) {
 	for i := range 5 {
 		beliefIDs = append(beliefIDs, s.create(t, aliceKey, "claire", "belief", map[string]any{"statement": "tests matter " + itoa(i)}).ID)
 	}
-	s.request(t, "PATCH", "/v1/agents/claire/processing", aliceKey, map[string]any{"auto_promote": true}).must(t, http.StatusOK, nil)
 	chat.set(0, func(ids []string) string {
 		return `[{"content":{"name":"quality","statement":"Ship tested code","priority":80},"source_ids":` + quoted(ids) + `}]`
 	})
-	passes := s.process(t, aliceKey, "claire", map[string]any{"force": true, "transition": "belief_to_value"})
-	p := passes[0]
+	// The default gates want protected beliefs: the value is held.
+	p := s.process(t, aliceKey, "claire", map[string]any{"force": true, "transition": "belief_to_value"})[0]
+	if p.GateBlocked != 1 || len(p.Suggestions) != 0 || len(p.Consumed) != 0 {
+		t.Fatalf("unprotected beliefs: %+v", p)
+	}
+	for _, id := range beliefIDs {
+		if _, err := s.memCmds.Protect(context.Background(), metaFor(alice), id, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.request(t, "PATCH", "/v1/agents/claire/processing", aliceKey, map[string]any{"auto_promote": true}).must(t, http.StatusOK, nil)
+	p = s.process(t, aliceKey, "claire", map[string]any{"force": true, "transition": "belief_to_value"})[0]
 	if len(p.Created) != 1 || len(p.Suggestions) != 0 || !strings.HasPrefix(p.Created[0], "value:") || !p.AutoPromote {
 		t.Fatalf("pass: %+v", p)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/memory"
 	"github.com/engram-memory/engram/domain/processing"
+	"github.com/engram-memory/engram/domain/stack"
 )
 
 // Processor turns a batch of sources into proposed memories: the rule
@@ -40,6 +41,11 @@ type SuggestionReadModel interface {
 	CountPending(ctx context.Context, userID, agentID string, now time.Time) (int, error)
 }
 
+// StackSettings reads an agent's stack settings (commands.Memories).
+type StackSettings interface {
+	Settings(ctx context.Context, userID, agentID string) (stack.View, error)
+}
+
 // MemoryCreator creates memories; commands.Memories implements it, so
 // promoted suggestions go through the same checks as any write.
 type MemoryCreator interface {
@@ -52,6 +58,7 @@ type PipelineConfig struct {
 	Memories    PipelineMemories    // required
 	Suggestions SuggestionReadModel // required
 	Creator     MemoryCreator       // required
+	Settings    StackSettings       // required: the promotion gates
 	Processor   Processor           // required: a chat model, or the rule extractor
 	Now         func() time.Time    // default time.Now
 	Logger      *slog.Logger        // nil discards
@@ -70,8 +77,8 @@ type Pipeline struct {
 
 // NewPipeline checks cfg.
 func NewPipeline(cfg PipelineConfig) (*Pipeline, error) {
-	if cfg.Writer == nil || cfg.Memories == nil || cfg.Suggestions == nil || cfg.Creator == nil || cfg.Processor == nil {
-		return nil, errors.New("commands: the pipeline needs a writer, the memories and suggestions read models, a memory creator and a processor")
+	if cfg.Writer == nil || cfg.Memories == nil || cfg.Suggestions == nil || cfg.Creator == nil || cfg.Processor == nil || cfg.Settings == nil {
+		return nil, errors.New("commands: the pipeline needs a writer, the memories and suggestions read models, a memory creator, stack settings and a processor")
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -342,6 +349,17 @@ func (c *Pipeline) pass(ctx context.Context, meta domain.Metadata, as agentStack
 	if err != nil {
 		return pass, nil, err
 	}
+	settings, err := c.cfg.Settings.Settings(ctx, as.ref.UserID, as.ref.AgentID)
+	if err != nil {
+		return pass, nil, err
+	}
+	pg := settings.PromotionGates
+	gates := processing.Gates{BeliefMinSources: pg.BeliefMinEvidence, BeliefMinConfidence: pg.BeliefMinConfidence,
+		ValueMinSources: pg.ValueMinEvidence, ValueRequiresProtection: pg.ValueRequiresProtection}
+	protected := map[string]bool{}
+	for _, s := range batch {
+		protected[s.ID] = s.Protected
+	}
 	items, itemErrs, err := c.cfg.Processor.Propose(ctx, t, batch, known)
 	if err != nil {
 		pass.Errors = append(pass.Errors, err.Error())
@@ -353,7 +371,7 @@ func (c *Pipeline) pass(ctx context.Context, meta domain.Metadata, as agentStack
 	into := map[string][]string{}
 	var created []processing.SuggestionCreated
 	for _, it := range items {
-		if why := processing.ItemGate(t, it); why != "" {
+		if why := processing.ItemGate(t, it, gates, protected); why != "" {
 			pass.GateBlocked++
 			pass.GateDetails = append(pass.GateDetails, why)
 			continue
@@ -445,7 +463,7 @@ func SourceOf(v memory.View) processing.Source {
 		Arousal          float64  `json:"emotional_arousal"`
 	}
 	_ = json.Unmarshal(v.Content, &f) // read-model content is canonical JSON
-	s := processing.Source{ID: v.ID, Type: v.Type, CreatedAt: v.CreatedAt}
+	s := processing.Source{ID: v.ID, Type: v.Type, CreatedAt: v.CreatedAt, Protected: v.Protected}
 	switch v.Type {
 	case memory.RawEntry, memory.Note:
 		s.Text = f.Content

@@ -199,7 +199,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 		return nil, err
 	}
 	pipeline, err := commands.NewPipeline(commands.PipelineConfig{
-		Writer: writer, Memories: st.memories, Suggestions: st.suggestions, Creator: memories, Processor: processor, Logger: logger,
+		Writer: writer, Memories: st.memories, Suggestions: st.suggestions, Creator: memories, Settings: memories, Processor: processor, Logger: logger,
 	})
 	if err != nil {
 		a.close(ctx)

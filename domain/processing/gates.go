@@ -43,28 +43,42 @@ func PassGate(t Transition, l LayerConfig, p ProcessorInfo, passesToday int) (re
 	return "", ""
 }
 
-// Promotion gates (digest §3.3 step 5).
-const (
-	BeliefMinSources    = 3
-	BeliefMinConfidence = 0.6
-	ValueMinSources     = 5
-)
+// Gates are the promotion gates (digest §3.3 step 5); the stack settings'
+// promotion_gates set them per agent.
+type Gates struct {
+	BeliefMinSources        int
+	BeliefMinConfidence     float64
+	ValueMinSources         int
+	ValueRequiresProtection bool
+}
 
-// ItemGate checks one proposed item against the promotion gates: a belief
-// from episodes needs at least 3 source episodes and confidence ≥ 0.6; a
-// value needs at least 5 source beliefs. It returns "" or why not.
-func ItemGate(t Transition, it Item) string {
+// DefaultGates: a belief needs 3 source episodes and confidence 0.6, a
+// value 5 protected source beliefs.
+func DefaultGates() Gates {
+	return Gates{BeliefMinSources: 3, BeliefMinConfidence: 0.6, ValueMinSources: 5, ValueRequiresProtection: true}
+}
+
+// ItemGate checks one proposed item of t against g; protected tells which
+// source ids are protected memories. It returns "" or why not.
+func ItemGate(t Transition, it Item, g Gates, protected map[string]bool) string {
 	switch t {
 	case EpisodeToBelief:
-		if len(it.Sources) < BeliefMinSources {
-			return fmt.Sprintf("belief cites %d source episodes; at least %d are required", len(it.Sources), BeliefMinSources)
+		if len(it.Sources) < g.BeliefMinSources {
+			return fmt.Sprintf("belief cites %d source episodes; at least %d are required", len(it.Sources), g.BeliefMinSources)
 		}
-		if it.Confidence < BeliefMinConfidence {
-			return fmt.Sprintf("belief confidence %.2f is below %.2f", it.Confidence, BeliefMinConfidence)
+		if it.Confidence < g.BeliefMinConfidence {
+			return fmt.Sprintf("belief confidence %.2f is below %.2f", it.Confidence, g.BeliefMinConfidence)
 		}
 	case BeliefToValue:
-		if len(it.Sources) < ValueMinSources {
-			return fmt.Sprintf("value cites %d source beliefs; at least %d are required", len(it.Sources), ValueMinSources)
+		if len(it.Sources) < g.ValueMinSources {
+			return fmt.Sprintf("value cites %d source beliefs; at least %d are required", len(it.Sources), g.ValueMinSources)
+		}
+		if g.ValueRequiresProtection {
+			for _, id := range it.Sources {
+				if !protected[id] {
+					return fmt.Sprintf("value cites belief %s, which is not protected", id)
+				}
+			}
 		}
 	}
 	return ""

@@ -166,6 +166,7 @@ func TestPassGates(t *testing.T) {
 }
 
 func TestItemGates(t *testing.T) {
+	protected := map[string]bool{"a": true, "b": true, "c": true, "d": true, "e": true}
 	item := func(conf float64, n int) processing.Item {
 		it := processing.Item{Confidence: conf}
 		for i := range n {
@@ -184,10 +185,11 @@ func TestItemGates(t *testing.T) {
 		{"belief low confidence", processing.EpisodeToBelief, item(0.59, 3), true},
 		{"value 5 beliefs", processing.BeliefToValue, item(0.7, 5), false},
 		{"value 4 beliefs", processing.BeliefToValue, item(0.7, 4), true},
+		{"value citing an unprotected belief", processing.BeliefToValue, item(0.7, 6), true},
 		{"goal has no gate", processing.EpisodeToGoal, item(0.1, 1), false},
 	}
 	for _, c := range cases {
-		if got := processing.ItemGate(c.t, c.it) != ""; got != c.blocked {
+		if got := processing.ItemGate(c.t, c.it, processing.DefaultGates(), protected) != ""; got != c.blocked {
 			t.Errorf("%s: blocked=%v, want %v", c.name, got, c.blocked)
 		}
 	}
@@ -331,5 +333,16 @@ func TestSuggestionLifecycle(t *testing.T) {
 	}
 	if _, err := st.Resolve("s1", processing.Dismissed, now); domain.ErrorKind(err) != domain.KindConflict {
 		t.Errorf("dismissing a promoted suggestion: %v", err)
+	}
+}
+
+func TestItemGatesFollowSettings(t *testing.T) {
+	g := processing.Gates{BeliefMinSources: 1, BeliefMinConfidence: 0.9, ValueMinSources: 1}
+	it := processing.Item{Confidence: 0.8, Sources: []string{"x"}}
+	if processing.ItemGate(processing.EpisodeToBelief, it, g, nil) == "" {
+		t.Error("belief below a raised confidence gate passed")
+	}
+	if processing.ItemGate(processing.BeliefToValue, it, g, nil) != "" {
+		t.Error("value with protection not required was held")
 	}
 }

@@ -17,6 +17,8 @@ type Source struct {
 	Arousal float64
 	// Confidence is a belief's confidence (0 for other types).
 	Confidence float64
+	// Protected is the memory's is_protected.
+	Protected bool
 }
 
 // TriggerState is what a transition's triggers look at.
