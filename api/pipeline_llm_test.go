@@ -161,11 +161,12 @@ func TestChatAutoPromotesValues(t *testing.T) {
 		beliefIDs = append(beliefIDs, s.create(t, aliceKey, "claire", "belief", map[string]any{"statement": "tests matter " + itoa(i)}).ID)
 	}
 	chat.set(0, func(ids []string) string {
-		return `[{"content":{"name":"quality","statement":"Ship tested code","priority":80},"source_ids":` + quoted(ids) + `}]`
+		return `[{"content":{"name":"quality","statement":"Ship tested code","priority":80},"source_ids":` + quoted(ids) + `},` +
+			`{"content":{"name":"noise","statement":"Value: ship the","priority":10},"source_ids":` + quoted(ids) + `}]`
 	})
 	// The default gates want protected beliefs: the value is held.
 	p := s.process(t, aliceKey, "claire", map[string]any{"force": true, "transition": "belief_to_value"})[0]
-	if p.GateBlocked != 1 || len(p.Suggestions) != 0 || len(p.Consumed) != 0 {
+	if p.GateBlocked != 2 || len(p.Suggestions) != 0 || len(p.Consumed) != 0 {
 		t.Fatalf("unprotected beliefs: %+v", p)
 	}
 	for _, id := range beliefIDs {
@@ -175,8 +176,12 @@ func TestChatAutoPromotesValues(t *testing.T) {
 	}
 	s.request(t, "PATCH", "/v1/agents/claire/processing", aliceKey, map[string]any{"auto_promote": true}).must(t, http.StatusOK, nil)
 	p = s.process(t, aliceKey, "claire", map[string]any{"force": true, "transition": "belief_to_value"})[0]
-	if len(p.Created) != 1 || len(p.Suggestions) != 0 || !strings.HasPrefix(p.Created[0], "value:") || !p.AutoPromote {
+	if len(p.Created) != 1 || len(p.Suggestions) != 1 || !strings.HasPrefix(p.Created[0], "value:") || !p.AutoPromote {
 		t.Fatalf("pass: %+v", p)
+	}
+	// The value that fails the lint rules waits as a suggestion instead.
+	if sg := s.suggestions(t, aliceKey, "claire", "?status=pending"); len(sg) != 1 || !strings.HasPrefix(sg[0].Reason, "lint_failed: ") {
+		t.Errorf("lint redirect: %+v", sg)
 	}
 	v := s.get(t, aliceKey, strings.TrimPrefix(p.Created[0], "value:"))
 	if len(v.DerivedFrom) != 5 || !strings.Contains(string(v.Content), `"source_type":"processing"`) {

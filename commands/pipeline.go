@@ -356,6 +356,9 @@ func (c *Pipeline) pass(ctx context.Context, meta domain.Metadata, as agentStack
 	pg := settings.PromotionGates
 	gates := processing.Gates{BeliefMinSources: pg.BeliefMinEvidence, BeliefMinConfidence: pg.BeliefMinConfidence,
 		ValueMinSources: pg.ValueMinEvidence, ValueRequiresProtection: pg.ValueRequiresProtection}
+	lr := settings.LintRules
+	lint := processing.LintRules{Enabled: lr.Enabled, MinLength: lr.MinLength, MaxLength: lr.MaxLength,
+		CheckFragments: lr.CheckFragments, CheckPrefixArtifacts: lr.CheckPrefixArtifacts, CheckTemplatedNoise: lr.CheckTemplatedNoise}
 	protected := map[string]bool{}
 	for _, s := range batch {
 		protected[s.ID] = s.Protected
@@ -382,8 +385,11 @@ func (c *Pipeline) pass(ctx context.Context, meta domain.Metadata, as agentStack
 			continue
 		}
 		refs := sourceRefs(t.Source(), it.Sources)
+		// An item that fails the lint rules is never auto-promoted: it
+		// waits as a suggestion that says why.
+		lintFailure := processing.Lint(it.Type, it.Content, lint)
 		var made string
-		if as.stack.Config.AutoPromote {
+		if as.stack.Config.AutoPromote && lintFailure == "" {
 			m, err := c.cfg.Creator.Create(ctx, meta, as.ref.AgentID, MemoryInput{Type: string(it.Type), Content: it.Content, DerivedFrom: refs})
 			if err != nil {
 				pass.Errors = append(pass.Errors, fmt.Sprintf("write %s: %v", it.Type, err))
@@ -395,7 +401,7 @@ func (c *Pipeline) pass(ctx context.Context, meta domain.Metadata, as agentStack
 			id := uuid.Must(uuid.NewV7()).String()
 			created = append(created, processing.SuggestionCreated{StackRef: as.ref, SuggestionID: id, PassID: pass.PassID, Transition: t,
 				MemoryType: string(it.Type), Content: it.Content, Confidence: it.Confidence, Sources: refs, Fingerprint: fp,
-				CreatedAt: now, ExpiresAt: now.Add(time.Duration(as.stack.Config.SuggestionExpiryHours) * time.Hour)})
+				CreatedAt: now, ExpiresAt: now.Add(time.Duration(as.stack.Config.SuggestionExpiryHours) * time.Hour), LintFailure: lintFailure})
 			made = "suggestion:" + id
 			pass.Suggestions = append(pass.Suggestions, id)
 		}

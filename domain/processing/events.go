@@ -75,6 +75,9 @@ type SuggestionCreated struct {
 	Fingerprint string    `json:"fingerprint"`
 	CreatedAt   time.Time `json:"created_at"`
 	ExpiresAt   time.Time `json:"expires_at"`
+	// LintFailure says why the stack's lint rules held the item back from
+	// auto-promotion ("" when it passed).
+	LintFailure string `json:"lint_failure,omitempty"`
 }
 
 // SuggestionResolved records a suggestion leaving "pending".

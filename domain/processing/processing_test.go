@@ -346,3 +346,29 @@ func TestItemGatesFollowSettings(t *testing.T) {
 		t.Error("value with protection not required was held")
 	}
 }
+
+func TestLint(t *testing.T) {
+	rules := processing.LintRules{Enabled: true, MinLength: 10, MaxLength: 60, CheckFragments: true, CheckPrefixArtifacts: true, CheckTemplatedNoise: true}
+	content := func(s string) json.RawMessage { b, _ := json.Marshal(map[string]string{"statement": s}); return b }
+	cases := []struct {
+		name, statement string
+		typ             memory.Type
+		rules           processing.LintRules
+		fails           bool
+	}{
+		{"fine", "Tests catch regressions early", memory.Belief, rules, false},
+		{"9 characters", "too short", memory.Belief, rules, true},
+		{"10 characters", "just right", memory.Belief, rules, false},
+		{"too long", strings.Repeat("long ", 13), memory.Value, rules, true},
+		{"label prefix", "Belief: tests catch regressions", memory.Belief, rules, true},
+		{"template noise", "Always {{placeholder}} before deploys", memory.Belief, rules, true},
+		{"fragment", "Deploys fail when the migrations of the", memory.Belief, rules, true},
+		{"notes are not linted", "x", memory.Note, rules, false},
+		{"lint off", "x", memory.Belief, processing.LintRules{}, false},
+	}
+	for _, c := range cases {
+		if got := processing.Lint(c.typ, content(c.statement), c.rules) != ""; got != c.fails {
+			t.Errorf("%s: fails=%v, want %v", c.name, got, c.fails)
+		}
+	}
+}

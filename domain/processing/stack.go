@@ -143,7 +143,7 @@ func (s *Stack) Apply(e domain.Event) error {
 		s.Suggestions[p.SuggestionID] = &Suggestion{
 			ID: p.SuggestionID, AgentID: p.AgentID, Transition: p.Transition, MemoryType: p.MemoryType, Content: p.Content,
 			Confidence: p.Confidence, Sources: p.Sources, Status: Pending, Fingerprint: p.Fingerprint,
-			CreatedAt: p.CreatedAt, ExpiresAt: p.ExpiresAt,
+			CreatedAt: p.CreatedAt, ExpiresAt: p.ExpiresAt, Reason: LintReason(p.LintFailure),
 		}
 	case *SuggestionResolved:
 		s.applyResolved(*p)
@@ -296,3 +296,12 @@ const (
 	DefaultSuggestionLimit = 50
 	MaxSuggestionLimit     = 500
 )
+
+// LintReason is the resolution_reason a lint failure leaves on a pending
+// suggestion.
+func LintReason(failure string) string {
+	if failure == "" {
+		return ""
+	}
+	return "lint_failed: " + failure
+}

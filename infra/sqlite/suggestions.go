@@ -49,9 +49,9 @@ func (s *Suggestions) Apply(ctx context.Context, events []domain.Event) error {
 				return err
 			}
 			return exec(`INSERT INTO suggestions (id, user_id, agent_id, transition, memory_type, content, confidence, sources, status, fingerprint, created_at, expires_at, reason, promoted_to)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '', '') ON CONFLICT (id) DO NOTHING`,
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '') ON CONFLICT (id) DO NOTHING`,
 				p.SuggestionID, p.UserID, p.AgentID, string(p.Transition), p.MemoryType, string(p.Content), p.Confidence, string(sources),
-				string(processing.Pending), p.Fingerprint, dbTime(p.CreatedAt), dbTime(p.ExpiresAt))
+				string(processing.Pending), p.Fingerprint, dbTime(p.CreatedAt), dbTime(p.ExpiresAt), processing.LintReason(p.LintFailure))
 		case processing.SuggestionResolved{}.EventType():
 			var p processing.SuggestionResolved
 			if err := e.Decode(&p); err != nil {
