@@ -163,6 +163,14 @@ func TestSuggestionLifecycle(t *testing.T) {
 	s := newStack(t, stackOptions{fixedAuth: true})
 	ids := s.raws(t, aliceKey, "claire", goldenRaw...)
 	s.process(t, aliceKey, "claire", map[string]any{"force": true})
+	// An active stack enforces provenance: a belief written directly may
+	// not cite a raw entry, a promoted suggestion may.
+	if _, err := s.memCmds.PatchSettings(context.Background(), metaFor(alice), "claire", json.RawMessage(`{"stack_state":"active"}`)); err != nil {
+		t.Fatal(err)
+	}
+	wantError(t, s.request(t, "POST", "/v1/memories", aliceKey, map[string]any{"agent_id": "claire", "type": "belief",
+		"content": map[string]any{"statement": "caching always helps latency"}, "derived_from": []string{"raw:" + ids[goldenRaw[0]]}}),
+		http.StatusBadRequest, "provenance_violation")
 	byType := map[string]suggestionJSON{}
 	for _, sg := range s.suggestions(t, aliceKey, "claire", "") {
 		byType[sg.MemoryType] = sg

@@ -390,7 +390,7 @@ func (c *Pipeline) pass(ctx context.Context, meta domain.Metadata, as agentStack
 		lintFailure := processing.Lint(it.Type, it.Content, lint)
 		var made string
 		if as.stack.Config.AutoPromote && lintFailure == "" {
-			m, err := c.cfg.Creator.Create(ctx, meta, as.ref.AgentID, MemoryInput{Type: string(it.Type), Content: it.Content, DerivedFrom: refs})
+			m, err := c.cfg.Creator.Create(ctx, meta, as.ref.AgentID, MemoryInput{Type: string(it.Type), Content: it.Content, DerivedFrom: refs, FromProcessing: true})
 			if err != nil {
 				pass.Errors = append(pass.Errors, fmt.Sprintf("write %s: %v", it.Type, err))
 				continue

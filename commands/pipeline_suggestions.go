@@ -93,7 +93,7 @@ func (c *Pipeline) Accept(ctx context.Context, meta domain.Metadata, id string, 
 	if typ == memory.Episode || typ == memory.Note {
 		tags = append([]string{autoSuggestedTag}, tags...)
 	}
-	made, err := c.cfg.Creator.Create(ctx, meta, sg.AgentID, MemoryInput{Type: cur.MemoryType, Content: content, Tags: tags, DerivedFrom: cur.Sources})
+	made, err := c.cfg.Creator.Create(ctx, meta, sg.AgentID, MemoryInput{Type: cur.MemoryType, Content: content, Tags: tags, DerivedFrom: cur.Sources, FromProcessing: true})
 	if err != nil {
 		return Accepted{}, err
 	}
