@@ -195,13 +195,7 @@ func (c *Pipeline) Processing(ctx context.Context, userID, agentID string) (Proc
 func (c *Pipeline) view(ctx context.Context, as agentStack) (ProcessingView, error) {
 	now := c.now()
 	info := c.cfg.Processor.Info()
-	v := ProcessingView{Config: as.stack.Config, Processor: processorJSON{info.Model, info.Inference}, Runs: as.stack.Runs, Triggers: []processing.TriggerState{}}
-	if len(v.Runs) > RunsShown {
-		v.Runs = v.Runs[:RunsShown]
-	}
-	if v.Runs == nil {
-		v.Runs = []processing.PassRecorded{}
-	}
+	v := ProcessingView{Config: as.stack.Config, Processor: processorJSON{info.Model, info.Inference}, Runs: as.stack.Runs(RunsShown), Triggers: []processing.TriggerState{}}
 	bySource := map[memory.Type][]processing.Source{}
 	for _, t := range processing.Transitions() {
 		if _, ok := bySource[t.Source()]; !ok {

@@ -3,6 +3,7 @@ package processing_test
 import (
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -370,5 +371,24 @@ func TestLint(t *testing.T) {
 		if got := processing.Lint(c.typ, content(c.statement), c.rules) != ""; got != c.fails {
 			t.Errorf("%s: fails=%v, want %v", c.name, got, c.fails)
 		}
+	}
+}
+
+func TestRunsKeepTheLatestNewestFirst(t *testing.T) {
+	var events []domain.Event
+	for i := range 3*processing.RecentRuns + 7 {
+		raw, _ := json.Marshal(processing.PassRecorded{PassID: strconv.Itoa(i)})
+		events = append(events, domain.Event{Version: uint64(i), Type: processing.PassRecorded{}.EventType(), Payload: raw})
+	}
+	st, err := processing.Fold(events, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := st.Runs(1000)
+	if len(runs) != processing.RecentRuns || runs[0].PassID != strconv.Itoa(3*processing.RecentRuns+6) || runs[len(runs)-1].PassID != strconv.Itoa(2*processing.RecentRuns+7) {
+		t.Errorf("runs: %d, first %s, last %s", len(runs), runs[0].PassID, runs[len(runs)-1].PassID)
+	}
+	if got := st.Runs(2); len(got) != 2 || got[1].PassID != strconv.Itoa(3*processing.RecentRuns+5) {
+		t.Errorf("Runs(2) = %+v", got)
 	}
 }

@@ -73,8 +73,9 @@ type Stack struct {
 	// UTC day ("2006-01-02").
 	passDays       map[Transition]map[string]int
 	agentCreatedAt time.Time
-	// Runs are the latest passes, newest first, at most RecentRuns.
-	Runs []PassRecorded
+	// runs holds the latest passes, oldest first; it is trimmed to
+	// RecentRuns only when it doubles, so folding stays linear.
+	runs []PassRecorded
 }
 
 // RecentRuns is how many passes a Stack keeps for display.
@@ -152,9 +153,9 @@ func (s *Stack) Apply(e domain.Event) error {
 }
 
 func (s *Stack) applyPass(p PassRecorded) {
-	s.Runs = append([]PassRecorded{p}, s.Runs...)
-	if len(s.Runs) > RecentRuns {
-		s.Runs = s.Runs[:RecentRuns]
+	s.runs = append(s.runs, p)
+	if len(s.runs) >= 2*RecentRuns {
+		s.runs = append(s.runs[:0:0], s.runs[len(s.runs)-RecentRuns:]...)
 	}
 	if !p.Skipped {
 		day := p.At.UTC().Format(time.DateOnly)
@@ -194,6 +195,16 @@ func (s *Stack) applyResolved(p SuggestionResolved) {
 		}
 		s.processedInto[id] = appendNew(into, p.PromotedTo)
 	}
+}
+
+// Runs returns up to n of the latest passes, newest first.
+func (s *Stack) Runs(n int) []PassRecorded {
+	n = min(n, RecentRuns, len(s.runs))
+	out := make([]PassRecorded, n)
+	for i := range out {
+		out[i] = s.runs[len(s.runs)-1-i]
+	}
+	return out
 }
 
 // Consumed reports whether transition t already processed source id.
