@@ -1,12 +1,12 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/engram-memory/engram/internal/testserver"
@@ -19,11 +19,11 @@ import (
 // are as before.
 func TestProcessingWithChatModelEndToEnd(t *testing.T) {
 	ids := regexp.MustCompile(`(?m)^\[([^\]]+)\]`)
-	var sawKey bool
+	var sawKey atomic.Bool
 	chat := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sawKey = r.Header.Get("Authorization") == "Bearer sk-e2e"
+		sawKey.Store(r.Header.Get("Authorization") == "Bearer sk-e2e")
 		var req struct {
-			Model    string                      `json:"model"`
+			Model    string                     `json:"model"`
 			Messages []struct{ Content string } `json:"messages"`
 		}
 		_ = json.NewDecoder(r.Body).Decode(&req)
@@ -60,8 +60,8 @@ func TestProcessingWithChatModelEndToEnd(t *testing.T) {
 	if _, err := call(t, "POST", p.BaseURL+"/v1/agents/ops/process", key, map[string]any{"force": true, "transition": "episode_to_belief"}, &run); err != nil {
 		t.Fatal(err)
 	}
-	if len(run.Passes) != 1 || run.Passes[0].Skipped || run.Passes[0].Model != "test-chat" || len(run.Passes[0].Suggestions) != 1 || !sawKey {
-		t.Fatalf("pass: %+v (key sent: %v)", run.Passes, sawKey)
+	if len(run.Passes) != 1 || run.Passes[0].Skipped || run.Passes[0].Model != "test-chat" || len(run.Passes[0].Suggestions) != 1 || !sawKey.Load() {
+		t.Fatalf("pass: %+v (key sent: %v)", run.Passes, sawKey.Load())
 	}
 	sid := run.Passes[0].Suggestions[0]
 	var acc struct {
@@ -71,7 +71,7 @@ func TestProcessingWithChatModelEndToEnd(t *testing.T) {
 		t.Fatalf("accept: %+v %v", acc, err)
 	}
 
-	if err := p.Stop(context.Background()); err != nil {
+	if err := p.Stop(); err != nil {
 		t.Fatal(err)
 	}
 	p = startServer(t, dataDir, env, args...)
