@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -445,5 +446,36 @@ func TestSuggestionsReplayEquivalence(t *testing.T) {
 	s.request(t, "GET", "/v1/agents/gone/processing", aliceKey, nil).must(t, http.StatusOK, &view)
 	if len(view.Runs) != 0 || view.Raw.Processed != 0 || len(s.suggestions(t, aliceKey, "gone", "")) != 0 {
 		t.Errorf("recreated agent inherits: %d runs, %+v", len(view.Runs), view.Raw)
+	}
+}
+
+// Concurrent accepts of one suggestion create one memory: one succeeds,
+// the others conflict.
+func TestConcurrentAcceptCreatesOneMemory(t *testing.T) {
+	s := newStack(t, stackOptions{fixedAuth: true})
+	s.raws(t, aliceKey, "claire", goldenRaw...)
+	s.process(t, aliceKey, "claire", map[string]any{"force": true})
+	sid := s.suggestions(t, aliceKey, "claire", "?status=pending")[0].ID
+	const n = 8
+	statuses := make(chan int, n)
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			statuses <- s.request(t, "POST", "/v1/suggestions/"+sid+"/accept", aliceKey, nil).status
+		}()
+	}
+	wg.Wait()
+	close(statuses)
+	count := map[int]int{}
+	for st := range statuses {
+		count[st]++
+	}
+	if count[http.StatusOK] != 1 || count[http.StatusConflict] != n-1 {
+		t.Errorf("statuses: %v", count)
+	}
+	if got, want := len(s.listAll(t, aliceKey, "agent_id=claire", 100)), len(goldenRaw)+1; got != want {
+		t.Errorf("%d memories, want %d (the raws and one accepted)", got, want)
 	}
 }
