@@ -59,6 +59,8 @@ type stack struct {
 	keyword  *sqlite.Keyword
 	vectors  *projections.Vectors
 	jobs     *sqlite.Jobs
+	prov     *sqlite.Provenance
+	audit    *sqlite.Audit
 	engine   *projections.Engine
 	writer   *commands.EventWriter
 
@@ -173,7 +175,9 @@ func newStack(t testing.TB, opts stackOptions) *stack {
 	s.keyword = sqlite.NewKeyword(db)
 	s.vectors = projections.NewVectors(sqlite.NewVectorStore(db), index, s.logger)
 	s.jobs = sqlite.NewJobs(db)
-	s.engine = projections.NewEngine(s.store, s.logger, s.model, s.memories, s.keyword, s.vectors, s.jobs)
+	s.prov = sqlite.NewProvenance(db)
+	s.audit = sqlite.NewAudit(db)
+	s.engine = projections.NewEngine(s.store, s.logger, s.model, s.memories, s.keyword, s.vectors, s.jobs, s.prov, s.audit)
 	s.writer = commands.NewEventWriter(s.store, s.engine)
 	s.stopEngine = runInBackground(s.engine.Run)
 	s.stopQueue, s.stopRunner = func() {}, func() {}
@@ -264,8 +268,12 @@ func (s *stack) wire(c *embed.Catalog, rc commands.RunnerConfig) {
 	}
 	s.memCmds, err = commands.NewMemories(commands.MemoriesConfig{
 		Writer: s.writer, Reader: s.memories, Embedder: c,
-		DefaultModel: c.DefaultModel(), Queue: s.queue, Logger: s.logger, Quotas: s.opts.quotas,
+		DefaultModel: c.DefaultModel(), Queue: s.queue, Logger: s.logger, Quotas: s.opts.quotas, Now: s.clock.Now,
 	})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	cognition, err := commands.NewCognition(commands.CognitionConfig{Memories: s.memCmds, Provenance: s.prov, Audit: s.audit, Stats: s.memories})
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -297,6 +305,7 @@ func (s *stack) wire(c *embed.Catalog, rc commands.RunnerConfig) {
 		Memories:        s.memCmds,
 		Embeddings:      s.emb,
 		Search:          searcher,
+		Cognition:       api.CognitionService{Memories: s.memCmds, Cognition: cognition},
 	}).Handler()
 	s.handler.Store(&h)
 }

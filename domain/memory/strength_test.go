@@ -57,6 +57,7 @@ func TestStrengthDecay(t *testing.T) {
 		{"forgotten is 0", memory.Vitality{Type: memory.Note, Base: 1, Since: since, Forgotten: true}, 0, true, 0, memory.TierForgotten},
 		{"aspiration goals fade 6x slower", memory.Vitality{Type: memory.Goal, GoalType: "aspiration", Base: 1, Since: since}, 180 * day, true, 0.99, memory.TierStrong},
 		{"commitment goals", memory.Vitality{Type: memory.Goal, GoalType: "commitment", Base: 1, Since: since}, 365 * day, true, 0.99, memory.TierStrong},
+		{"raw entries never decay", memory.Vitality{Type: memory.RawEntry, Base: 1, Since: since}, 2430 * day, true, 1, memory.TierStrong},
 		{"recovered starts weak", memory.Vitality{Type: memory.Note, Base: memory.RecoveredStrength, Since: since}, 0, true, 0.2, memory.TierWeak},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
