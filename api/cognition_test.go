@@ -251,6 +251,13 @@ func TestCogStrength(t *testing.T) {
 	if v := s.get(t, keyA, value.ID); !v.Protected {
 		t.Fatal("values are protected by default")
 	}
+	// Content may set the initial strength and protection; patches may not.
+	given := s.create(t, keyA, "b", "note", map[string]any{"content": "born weak", "strength": 0.3, "is_protected": true})
+	if v := s.get(t, keyA, given.ID); v.Strength != 0.3 || v.Tier != memory.TierWeak || !v.Protected {
+		t.Fatalf("content strength 0.3 and is_protected: %+v", v)
+	}
+	s.request(t, "PATCH", "/v1/memories/"+given.ID, keyA, map[string]any{"content": map[string]any{"strength": 1}}).invalid(t, "content.strength")
+	s.request(t, "PATCH", "/v1/memories/"+given.ID, keyA, map[string]any{"content": map[string]any{"is_protected": false}}).invalid(t, "content.is_protected")
 
 	// Band edges, 1 % per 30 days from the moment the log recorded it.
 	for _, tc := range []struct {

@@ -150,6 +150,26 @@ func Verified(current float64) float64 {
 	return roundStrength(math.Min(1, current+VerifyBoost))
 }
 
+// InitialVitality is the strength basis of a memory created with canonical
+// content at: the content's strength (floored at MinDecayedStrength, since
+// only forget makes a memory forgotten) and is_protected, which
+// NormalizeContent defaults to 1 and DefaultProtected. Afterwards those
+// content fields stay as they were given: the strength actions change the
+// memory's strength and protection, not its content.
+func InitialVitality(t Type, content json.RawMessage, at time.Time) Vitality {
+	v := Vitality{Type: t, GoalType: GoalType(t, content), Base: InitialStrength, Since: at, Protected: DefaultProtected(t)}
+	var m Metadata
+	if json.Unmarshal(content, &m) == nil {
+		if m.Strength != nil {
+			v.Base = math.Max(MinDecayedStrength, *m.Strength)
+		}
+		if m.IsProtected != nil {
+			v.Protected = *m.IsProtected
+		}
+	}
+	return v
+}
+
 // GoalType is the goal_type of a goal's canonical content ("" for other
 // types, or when absent), which sets the goal's half-life.
 func GoalType(t Type, content json.RawMessage) string {

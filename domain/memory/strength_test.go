@@ -109,3 +109,27 @@ func TestWeakenAndVerify(t *testing.T) {
 		}
 	}
 }
+
+func TestInitialVitality(t *testing.T) {
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		typ       memory.Type
+		content   string
+		base      float64
+		protected bool
+		goalType  string
+	}{
+		{memory.Note, `{"content":"x"}`, 1, false, ""},
+		{memory.Value, `{"name":"n","statement":"s"}`, 1, true, ""},
+		{memory.Drive, `{"drive_type":"growth"}`, 1, true, ""},
+		{memory.Note, `{"content":"x","strength":0.4,"is_protected":true}`, 0.4, true, ""},
+		{memory.Value, `{"name":"n","statement":"s","is_protected":false}`, 1, false, ""},
+		{memory.Note, `{"content":"x","strength":0}`, memory.MinDecayedStrength, false, ""},
+		{memory.Goal, `{"title":"t","goal_type":"commitment"}`, 1, false, "commitment"},
+	} {
+		v := memory.InitialVitality(tc.typ, []byte(tc.content), at)
+		if v.Base != tc.base || v.Protected != tc.protected || v.GoalType != tc.goalType || !v.Since.Equal(at) || v.Type != tc.typ {
+			t.Errorf("%s %s: %+v", tc.typ, tc.content, v)
+		}
+	}
+}
