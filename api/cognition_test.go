@@ -245,7 +245,7 @@ func TestCogStrength(t *testing.T) {
 	}
 	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-3 }
 
-	if st, tier := strengthOf(note.ID); st != 1 || tier != memory.TierStrong {
+	if st, tier := strengthOf(note.ID); !near(st, 1) || tier != memory.TierStrong {
 		t.Fatalf("new note: %v %s", st, tier)
 	}
 	if v := s.get(t, keyA, value.ID); !v.Protected {
@@ -253,7 +253,7 @@ func TestCogStrength(t *testing.T) {
 	}
 	// Content may set the initial strength and protection; patches may not.
 	given := s.create(t, keyA, "b", "note", map[string]any{"content": "born weak", "strength": 0.3, "is_protected": true})
-	if v := s.get(t, keyA, given.ID); v.Strength != 0.3 || v.Tier != memory.TierWeak || !v.Protected {
+	if v := s.get(t, keyA, given.ID); !near(v.Strength, 0.3) || v.Tier != memory.TierWeak || !v.Protected {
 		t.Fatalf("content strength 0.3 and is_protected: %+v", v)
 	}
 	s.request(t, "PATCH", "/v1/memories/"+given.ID, keyA, map[string]any{"content": map[string]any{"strength": 1}}).invalid(t, "content.strength")
@@ -285,7 +285,7 @@ func TestCogStrength(t *testing.T) {
 	// At 1530 days: the note is weak, the protected value strong, the
 	// aspiration (180-day half-life) barely faded.
 	s.clock.offset.Store(int64(1530 * day))
-	if st, tier := strengthOf(value.ID); st != 1 || tier != memory.TierStrong {
+	if st, tier := strengthOf(value.ID); !near(st, 1) || tier != memory.TierStrong {
 		t.Errorf("protected value after 1530 days: %v %s", st, tier)
 	}
 	if st, _ := strengthOf(goal.ID); !near(st, 1-1530.0/180*0.01) {
@@ -295,7 +295,7 @@ func TestCogStrength(t *testing.T) {
 
 	// lazy_decay off: strength is what the events set.
 	s.settings(t, keyA, "a", map[string]any{"lazy_decay": false})
-	if st, _ := strengthOf(note.ID); st != 1 {
+	if st, _ := strengthOf(note.ID); !near(st, 1) {
 		t.Errorf("with lazy_decay off: %v", st)
 	}
 	s.settings(t, keyA, "a", map[string]any{"lazy_decay": true})
@@ -363,7 +363,7 @@ func TestCogStrength(t *testing.T) {
 	}
 	wantError(t, s.request(t, "POST", "/v1/memories/"+note.ID+"/verify", keyA, nil), http.StatusConflict, "memory_forgotten")
 	s.request(t, "POST", "/v1/memories/"+note.ID+"/recover", keyA, nil).must(t, http.StatusOK, &v)
-	if v.Forgotten || v.Strength != memory.RecoveredStrength || v.Tier != memory.TierWeak {
+	if v.Forgotten || !near(v.Strength, memory.RecoveredStrength) || v.Tier != memory.TierWeak {
 		t.Fatalf("recovered: %+v", v)
 	}
 	if ids := searchIDs(); len(ids) != 1 || ids[0] != note.ID {
