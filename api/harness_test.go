@@ -61,6 +61,8 @@ type stack struct {
 	vectors  *projections.Vectors
 	jobs     *sqlite.Jobs
 	suggest  *sqlite.Suggestions
+	prov     *sqlite.Provenance
+	audit    *sqlite.Audit
 	engine   *projections.Engine
 	writer   *commands.EventWriter
 
@@ -180,7 +182,9 @@ func newStack(t testing.TB, opts stackOptions) *stack {
 	s.vectors = projections.NewVectors(sqlite.NewVectorStore(db), index, s.logger)
 	s.jobs = sqlite.NewJobs(db)
 	s.suggest = sqlite.NewSuggestions(db)
-	s.engine = projections.NewEngine(s.store, s.logger, s.model, s.memories, s.keyword, s.vectors, s.jobs, s.suggest)
+	s.prov = sqlite.NewProvenance(db)
+	s.audit = sqlite.NewAudit(db)
+	s.engine = projections.NewEngine(s.store, s.logger, s.model, s.memories, s.keyword, s.vectors, s.jobs, s.prov, s.audit, s.suggest)
 	s.writer = commands.NewEventWriter(s.store, s.engine)
 	s.stopEngine = runInBackground(s.engine.Run)
 	s.stopQueue, s.stopRunner = func() {}, func() {}
@@ -271,8 +275,12 @@ func (s *stack) wire(c *embed.Catalog, rc commands.RunnerConfig) {
 	}
 	s.memCmds, err = commands.NewMemories(commands.MemoriesConfig{
 		Writer: s.writer, Reader: s.memories, Embedder: c,
-		DefaultModel: c.DefaultModel(), Queue: s.queue, Logger: s.logger, Quotas: s.opts.quotas,
+		DefaultModel: c.DefaultModel(), Queue: s.queue, Logger: s.logger, Quotas: s.opts.quotas, Now: s.clock.Now,
 	})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	cognition, err := commands.NewCognition(commands.CognitionConfig{Memories: s.memCmds, Provenance: s.prov, Audit: s.audit, Stats: s.memories, Suggestions: s.suggest})
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -315,6 +323,7 @@ func (s *stack) wire(c *embed.Catalog, rc commands.RunnerConfig) {
 		Embeddings:      s.emb,
 		Search:          searcher,
 		Pipeline:        s.pipeline,
+		Cognition:       api.CognitionService{Memories: s.memCmds, Cognition: cognition},
 	}).Handler()
 	s.handler.Store(&h)
 }

@@ -80,6 +80,11 @@ type Vitality struct {
 // values and drives are, as in the original system.
 func DefaultProtected(t Type) bool { return t == Value || t == Drive }
 
+// Decays tells whether memories of the type lose strength with time. Raw
+// entries do not: they are the record that processing works from (as in
+// the original system, where they have no strength at all).
+func Decays(t Type) bool { return t != RawEntry }
+
 // HalfLife is the decay period of a memory: DecayPerHalfLife of strength
 // is lost per half-life. Goals that are aspirations or commitments fade
 // more slowly than tasks.
@@ -105,7 +110,7 @@ func Strength(now time.Time, v Vitality, decay bool) float64 {
 		return 0
 	}
 	s := v.Base
-	if decay && !v.Protected && now.After(v.Since) {
+	if decay && !v.Protected && Decays(v.Type) && now.After(v.Since) {
 		s -= float64(now.Sub(v.Since)) / float64(HalfLife(v.Type, v.GoalType)) * DecayPerHalfLife
 	}
 	return roundStrength(math.Min(1, math.Max(MinDecayedStrength, s)))
@@ -122,7 +127,7 @@ func WeakAt(v Vitality) time.Time {
 	if v.Base < FadingStrength {
 		return v.Since
 	}
-	if v.Protected {
+	if v.Protected || !Decays(v.Type) {
 		return time.Time{}
 	}
 	perNs := DecayPerHalfLife / float64(HalfLife(v.Type, v.GoalType))
@@ -143,6 +148,26 @@ func Weakened(current, amount float64) float64 {
 // Verified is the strength after a verification (capped at 1).
 func Verified(current float64) float64 {
 	return roundStrength(math.Min(1, current+VerifyBoost))
+}
+
+// InitialVitality is the strength basis of a memory created with canonical
+// content at: the content's strength (floored at MinDecayedStrength, since
+// only forget makes a memory forgotten) and is_protected, which
+// NormalizeContent defaults to 1 and DefaultProtected. Afterwards those
+// content fields stay as they were given: the strength actions change the
+// memory's strength and protection, not its content.
+func InitialVitality(t Type, content json.RawMessage, at time.Time) Vitality {
+	v := Vitality{Type: t, GoalType: GoalType(t, content), Base: InitialStrength, Since: at, Protected: DefaultProtected(t)}
+	var m Metadata
+	if json.Unmarshal(content, &m) == nil {
+		if m.Strength != nil {
+			v.Base = math.Max(MinDecayedStrength, *m.Strength)
+		}
+		if m.IsProtected != nil {
+			v.Protected = *m.IsProtected
+		}
+	}
+	return v
 }
 
 // GoalType is the goal_type of a goal's canonical content ("" for other

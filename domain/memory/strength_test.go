@@ -57,6 +57,7 @@ func TestStrengthDecay(t *testing.T) {
 		{"forgotten is 0", memory.Vitality{Type: memory.Note, Base: 1, Since: since, Forgotten: true}, 0, true, 0, memory.TierForgotten},
 		{"aspiration goals fade 6x slower", memory.Vitality{Type: memory.Goal, GoalType: "aspiration", Base: 1, Since: since}, 180 * day, true, 0.99, memory.TierStrong},
 		{"commitment goals", memory.Vitality{Type: memory.Goal, GoalType: "commitment", Base: 1, Since: since}, 365 * day, true, 0.99, memory.TierStrong},
+		{"raw entries never decay", memory.Vitality{Type: memory.RawEntry, Base: 1, Since: since}, 2430 * day, true, 1, memory.TierStrong},
 		{"recovered starts weak", memory.Vitality{Type: memory.Note, Base: memory.RecoveredStrength, Since: since}, 0, true, 0.2, memory.TierWeak},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -105,6 +106,30 @@ func TestWeakenAndVerify(t *testing.T) {
 	} {
 		if tc.got != tc.want {
 			t.Errorf("%s: got %v, want %v", tc.name, tc.got, tc.want)
+		}
+	}
+}
+
+func TestInitialVitality(t *testing.T) {
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		typ       memory.Type
+		content   string
+		base      float64
+		protected bool
+		goalType  string
+	}{
+		{memory.Note, `{"content":"x"}`, 1, false, ""},
+		{memory.Value, `{"name":"n","statement":"s"}`, 1, true, ""},
+		{memory.Drive, `{"drive_type":"growth"}`, 1, true, ""},
+		{memory.Note, `{"content":"x","strength":0.4,"is_protected":true}`, 0.4, true, ""},
+		{memory.Value, `{"name":"n","statement":"s","is_protected":false}`, 1, false, ""},
+		{memory.Note, `{"content":"x","strength":0}`, memory.MinDecayedStrength, false, ""},
+		{memory.Goal, `{"title":"t","goal_type":"commitment"}`, 1, false, "commitment"},
+	} {
+		v := memory.InitialVitality(tc.typ, []byte(tc.content), at)
+		if v.Base != tc.base || v.Protected != tc.protected || v.GoalType != tc.goalType || !v.Since.Equal(at) || v.Type != tc.typ {
+			t.Errorf("%s %s: %+v", tc.typ, tc.content, v)
 		}
 	}
 }

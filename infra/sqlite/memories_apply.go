@@ -182,9 +182,9 @@ func (a *memApplier) agentCreated(p memory.AgentCreated) error {
 	return err
 }
 
-// memoryCreated records a memory at full strength from the time the log
-// recorded it (at): a client's created_at is when the memory happened,
-// not when this agent learned it.
+// memoryCreated records a memory at its initial strength from the time
+// the log recorded it (at): a client's created_at is when the memory
+// happened, not when this agent learned it.
 func (a *memApplier) memoryCreated(p memory.MemoryCreated, at time.Time) error {
 	if ok, err := a.agentExists(p.AgentRef); err != nil || !ok {
 		return err
@@ -199,8 +199,7 @@ func (a *memApplier) memoryCreated(p memory.MemoryCreated, at time.Time) error {
 	}
 	searchable := p.Type.Searchable()
 	created := memTime(p.CreatedAt)
-	v := memory.Vitality{Type: p.Type, GoalType: memory.GoalType(p.Type, p.Content), Base: memory.InitialStrength,
-		Since: at, Protected: memory.DefaultProtected(p.Type)}
+	v := memory.InitialVitality(p.Type, p.Content, at)
 	n, err := a.exec(`INSERT INTO memories
 		(id, user_id, agent_id, type, searchable, content, tags, derived_from, created_at, updated_at, forgotten_at, text_hash, embed_pending,
 		 strength, strength_since, protected, goal_type, weak_at)

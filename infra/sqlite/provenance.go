@@ -73,16 +73,19 @@ func (p *Provenance) Apply(ctx context.Context, events []domain.Event) error {
 // memories it was derived from, in id order.
 func (p *Provenance) Sources(ctx context.Context, userID, agentID string, ids []string) (map[string][]memory.Ref, error) {
 	return p.neighbours(ctx, `SELECT child_id, parent_id, parent_type FROM provenance_edges
-		WHERE user_id = ? AND agent_id = ? AND child_id IN (%s) ORDER BY child_id, parent_id`, userID, agentID, ids)
+		WHERE +user_id = ? AND +agent_id = ? AND child_id IN (%s) ORDER BY child_id, parent_id`, userID, agentID, ids)
 }
 
 // Derived returns, for each of ids, the memories derived from it, in id
 // order.
 func (p *Provenance) Derived(ctx context.Context, userID, agentID string, ids []string) (map[string][]memory.Ref, error) {
 	return p.neighbours(ctx, `SELECT parent_id, child_id, child_type FROM provenance_edges
-		WHERE user_id = ? AND agent_id = ? AND parent_id IN (%s) ORDER BY parent_id, child_id`, userID, agentID, ids)
+		WHERE +user_id = ? AND +agent_id = ? AND parent_id IN (%s) ORDER BY parent_id, child_id`, userID, agentID, ids)
 }
 
+// neighbours runs one level's query. The unary + keeps SQLite from
+// choosing the per-agent index (a scan of the whole agent's edges) over the
+// child or parent key the ids name.
 func (p *Provenance) neighbours(ctx context.Context, query, userID, agentID string, ids []string) (map[string][]memory.Ref, error) {
 	out := make(map[string][]memory.Ref, len(ids))
 	for start := 0; start < len(ids); start += memIDChunk {
