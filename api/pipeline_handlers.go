@@ -25,6 +25,7 @@ type Pipeline interface {
 	Accept(ctx context.Context, meta domain.Metadata, id string, o commands.AcceptOverrides) (commands.Accepted, error)
 	Resolve(ctx context.Context, meta domain.Metadata, id string, to processing.Status, reason string) (processing.Suggestion, error)
 	Anxiety(ctx context.Context, userID, agentID string) (anxiety.Report, error)
+	RawEntries(ctx context.Context, userID, agentID string, q commands.RawQuery) ([]commands.RawEntryView, error)
 }
 
 // pipelineRoutes mounts the processing pipeline, suggestions and anxiety
@@ -41,6 +42,7 @@ func (s *Server) pipelineRoutes(r chi.Router) {
 		r.Patch("/agents/{agent_id}/processing", s.patchProcessing)
 		r.Get("/agents/{agent_id}/suggestions", s.listSuggestions)
 		r.Get("/agents/{agent_id}/anxiety", s.getAnxiety)
+		r.Get("/agents/{agent_id}/raw", s.listRawEntries)
 		r.Get("/suggestions/{id}", s.getSuggestion)
 		r.Post("/suggestions/{id}/accept", s.acceptSuggestion)
 		r.Post("/suggestions/{id}/reject", s.resolveSuggestion(processing.Rejected))
@@ -182,4 +184,31 @@ func (s *Server) getAnxiety(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeData(w, http.StatusOK, rep)
+}
+
+func (s *Server) listRawEntries(w http.ResponseWriter, r *http.Request) {
+	params := r.URL.Query()
+	q := commands.RawQuery{Limit: commands.DefaultRawLimit}
+	if v := params.Get("processed"); v != "" {
+		b, err := boolParam(v, "processed")
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		q.Processed = &b
+	}
+	if v := params.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > commands.MaxRawLimit {
+			s.fail(w, r, domain.Invalid("limit", "limit must be an integer from 1 to %d, got %q", commands.MaxRawLimit, v).WithDetail("limit", commands.MaxRawLimit))
+			return
+		}
+		q.Limit = n
+	}
+	list, err := s.cfg.Pipeline.RawEntries(r.Context(), actor(r.Context()).UserID, chi.URLParam(r, "agent_id"), q)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeData(w, http.StatusOK, map[string]any{"raw_entries": list})
 }

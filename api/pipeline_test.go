@@ -365,6 +365,7 @@ func TestPipelineTenantIsolation(t *testing.T) {
 		{"PATCH", "/v1/agents/claire/processing"},
 		{"GET", "/v1/agents/claire/suggestions"},
 		{"GET", "/v1/agents/claire/anxiety"},
+		{"GET", "/v1/agents/claire/raw"},
 		{"GET", "/v1/suggestions/" + sid},
 		{"POST", "/v1/suggestions/" + sid + "/accept"},
 		{"POST", "/v1/suggestions/" + sid + "/reject"},
@@ -392,7 +393,7 @@ func TestPipelineReadsNeverWrite(t *testing.T) {
 	head, mems, sugg := s.head(t), s.export(t), s.exportSuggestions(t)
 	s.clock.Advance(400 * time.Hour) // past every expiry, and raw aging
 	for _, path := range []string{"/v1/agents/claire/processing", "/v1/agents/claire/suggestions", "/v1/agents/claire/suggestions?status=expired",
-		"/v1/suggestions/" + sid, "/v1/agents/claire/anxiety"} {
+		"/v1/suggestions/" + sid, "/v1/agents/claire/anxiety", "/v1/agents/claire/raw?processed=false"} {
 		s.request(t, "GET", path, aliceKey, nil).must(t, http.StatusOK, nil)
 	}
 	if s.head(t) != head || !bytes.Equal(s.export(t), mems) || !bytes.Equal(s.exportSuggestions(t), sugg) {
@@ -478,4 +479,37 @@ func TestConcurrentAcceptCreatesOneMemory(t *testing.T) {
 	if got, want := len(s.listAll(t, aliceKey, "agent_id=claire", 100)), len(goldenRaw)+1; got != want {
 		t.Errorf("%d memories, want %d (the raws and one accepted)", got, want)
 	}
+}
+
+func TestRawEntriesByProcessedState(t *testing.T) {
+	s := newStack(t, stackOptions{fixedAuth: true})
+	ids := s.raws(t, aliceKey, "claire", goldenRaw...)
+	s.request(t, "PATCH", "/v1/agents/claire/processing", aliceKey, map[string]any{"layers": map[string]any{"raw_to_note": map[string]any{"batch_size": 2}, "raw_to_episode": map[string]any{"enabled": false}}}).must(t, http.StatusOK, nil)
+	s.process(t, aliceKey, "claire", map[string]any{"force": true, "transition": "raw_to_note"}) // the two oldest
+	type rawJSON struct {
+		ID            string   `json:"id"`
+		Type          string   `json:"type"`
+		Processed     bool     `json:"processed"`
+		ProcessedInto []string `json:"processed_into"`
+	}
+	list := func(query string) []rawJSON {
+		var out struct {
+			Raw []rawJSON `json:"raw_entries"`
+		}
+		s.request(t, "GET", "/v1/agents/claire/raw"+query, aliceKey, nil).must(t, http.StatusOK, &out)
+		return out.Raw
+	}
+	all, done, open := list(""), list("?processed=true"), list("?processed=false&limit=1")
+	if len(all) != 4 || len(done) != 2 || len(open) != 1 {
+		t.Fatalf("all %d, processed %d, unprocessed (limit 1) %d", len(all), len(done), len(open))
+	}
+	if done[1].ID != ids[goldenRaw[0]] || len(done[1].ProcessedInto) != 1 || !strings.HasPrefix(done[1].ProcessedInto[0], "suggestion:") || done[1].Type != "raw_entry" {
+		t.Errorf("oldest raw: %+v", done[1])
+	}
+	if open[0].ID != ids[goldenRaw[3]] || open[0].Processed {
+		t.Errorf("newest unprocessed: %+v", open[0])
+	}
+	wantError(t, s.request(t, "GET", "/v1/agents/claire/raw?processed=maybe", aliceKey, nil), http.StatusBadRequest, "invalid_request")
+	wantError(t, s.request(t, "GET", "/v1/agents/claire/raw?limit=501", aliceKey, nil), http.StatusBadRequest, "invalid_request")
+	wantError(t, s.request(t, "GET", "/v1/agents/claire/raw", bobKey, nil), http.StatusNotFound, "not_found")
 }

@@ -488,3 +488,59 @@ func SourceOf(v memory.View) processing.Source {
 	}
 	return s
 }
+
+// RawQuery selects an agent's raw entries, newest first: Processed nil
+// lists all, otherwise only the processed (true) or unprocessed (false).
+type RawQuery struct {
+	Processed *bool
+	Limit     int
+}
+
+// Limits of the raw entry listing.
+const (
+	DefaultRawLimit = 50
+	MaxRawLimit     = 500
+)
+
+// RawEntryView is a raw entry with its processing state.
+type RawEntryView struct {
+	memory.View
+	Processed     bool     `json:"processed"`
+	ProcessedInto []string `json:"processed_into"`
+}
+
+// RawEntries lists the agent's raw entries with their processing state.
+// It walks the agent's raw entries page by page until it has Limit of
+// the requested state, so an old unprocessed entry is found however many
+// newer ones there are.
+func (c *Pipeline) RawEntries(ctx context.Context, userID, agentID string, q RawQuery) ([]RawEntryView, error) {
+	as, err := c.load(ctx, userID, agentID)
+	if err != nil {
+		return nil, err
+	}
+	out := []RawEntryView{}
+	cursor := ""
+	for {
+		page, err := c.cfg.Memories.ListMemories(ctx, memory.ListQuery{UserID: userID, AgentID: agentID, Types: []memory.Type{memory.RawEntry}, Limit: memory.MaxListLimit, Cursor: cursor})
+		if err != nil {
+			return nil, err
+		}
+		for _, v := range page.Memories {
+			done, into := as.stack.Processed(v.ID)
+			if q.Processed != nil && *q.Processed != done {
+				continue
+			}
+			if into == nil {
+				into = []string{}
+			}
+			out = append(out, RawEntryView{View: v, Processed: done, ProcessedInto: into})
+			if len(out) == q.Limit {
+				return out, nil
+			}
+		}
+		if page.NextCursor == "" {
+			return out, nil
+		}
+		cursor = page.NextCursor
+	}
+}
