@@ -94,12 +94,3 @@ func (ConfigChanged) EventType() string      { return "ProcessingConfigChanged" 
 func (PassRecorded) EventType() string       { return "ProcessingPassRecorded" }
 func (SuggestionCreated) EventType() string  { return "SuggestionCreated" }
 func (SuggestionResolved) EventType() string { return "SuggestionResolved" }
-
-// IsEvent reports whether an event type belongs to the cognition stream.
-func IsEvent(eventType string) bool {
-	switch eventType {
-	case ConfigChanged{}.EventType(), PassRecorded{}.EventType(), SuggestionCreated{}.EventType(), SuggestionResolved{}.EventType():
-		return true
-	}
-	return false
-}

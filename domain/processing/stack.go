@@ -105,8 +105,8 @@ func Fold(events []domain.Event, agentCreatedAt time.Time) (*Stack, error) {
 	return s, nil
 }
 
-// Decode returns the payload of a cognition event, nil for other events.
-func Decode(e domain.Event) (interface{ ref() StackRef }, error) {
+// decode returns the payload of a cognition event, nil for other events.
+func decode(e domain.Event) (interface{ ref() StackRef }, error) {
 	var p interface{ ref() StackRef }
 	switch e.Type {
 	case ConfigChanged{}.EventType():
@@ -128,7 +128,7 @@ func Decode(e domain.Event) (interface{ ref() StackRef }, error) {
 
 // Apply changes the state by one event of this agent's stream.
 func (s *Stack) Apply(e domain.Event) error {
-	payload, err := Decode(e)
+	payload, err := decode(e)
 	if err != nil || payload == nil {
 		return err
 	}
