@@ -251,13 +251,21 @@ func TestCogStrength(t *testing.T) {
 	if v := s.get(t, keyA, value.ID); !v.Protected {
 		t.Fatal("values are protected by default")
 	}
-	// Content may set the initial strength and protection; patches may not.
+	// Content sets the initial strength and protection, and a patch of
+	// those fields sets them again.
 	given := s.create(t, keyA, "b", "note", map[string]any{"content": "born weak", "strength": 0.3, "is_protected": true})
 	if v := s.get(t, keyA, given.ID); !near(v.Strength, 0.3) || v.Tier != memory.TierWeak || !v.Protected {
 		t.Fatalf("content strength 0.3 and is_protected: %+v", v)
 	}
-	s.request(t, "PATCH", "/v1/memories/"+given.ID, keyA, map[string]any{"content": map[string]any{"strength": 1}}).invalid(t, "content.strength")
-	s.request(t, "PATCH", "/v1/memories/"+given.ID, keyA, map[string]any{"content": map[string]any{"is_protected": false}}).invalid(t, "content.is_protected")
+	var patched memory.View
+	s.request(t, "PATCH", "/v1/memories/"+given.ID, keyA, map[string]any{"content": map[string]any{"strength": 0.9, "is_protected": false}}).must(t, http.StatusOK, &patched)
+	if !near(patched.Strength, 0.9) || patched.Protected || patched.Version != 2 {
+		t.Fatalf("after patching content.strength 0.9 and is_protected false: %+v", patched)
+	}
+	s.request(t, "PATCH", "/v1/memories/"+value.ID, keyA, map[string]any{"content": map[string]any{"is_protected": nil}}).must(t, http.StatusOK, &patched)
+	if !patched.Protected {
+		t.Fatal("a null is_protected restores the type's default (values are protected)")
+	}
 
 	// Band edges, 1 % per 30 days from the moment the log recorded it.
 	for _, tc := range []struct {

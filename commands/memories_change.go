@@ -84,11 +84,6 @@ func (m *Memories) Patch(ctx context.Context, meta domain.Metadata, id string, p
 		if changes, err = memory.ParseContentPatch(p.Content); err != nil {
 			return memory.View{}, err
 		}
-		for field, action := range map[string]string{"strength": "verify, weaken, forget or recover", "is_protected": "protect or unprotect"} {
-			if _, ok := changes[field]; ok {
-				return memory.View{}, domain.Invalid("content."+field, "content.%s is the value given at creation and cannot be patched; use POST /v1/memories/{id}/ with %s", field, action)
-			}
-		}
 	}
 	var tags *[]string
 	if p.Tags != nil {

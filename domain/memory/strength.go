@@ -26,8 +26,10 @@ const (
 	WeakStrength    = 0.2
 	InitialStrength = 1.0
 	// RecoveredStrength is where recover puts a forgotten memory: weak,
-	// so it has to earn its way back (verify).
-	RecoveredStrength = 0.2
+	// so it has to earn its way back (verify). The original system used
+	// 0.2, the weak band's lower edge, from which decay makes a memory
+	// dormant within seconds; 0.25 keeps it weak for 150 days.
+	RecoveredStrength = 0.25
 	// VerifyBoost is what verify adds (capped at 1).
 	VerifyBoost = 0.1
 	// DefaultWeakenBy is what weaken takes away when the request names no
@@ -153,9 +155,9 @@ func Verified(current float64) float64 {
 // InitialVitality is the strength basis of a memory created with canonical
 // content at: the content's strength (floored at MinDecayedStrength, since
 // only forget makes a memory forgotten) and is_protected, which
-// NormalizeContent defaults to 1 and DefaultProtected. Afterwards those
-// content fields stay as they were given: the strength actions change the
-// memory's strength and protection, not its content.
+// NormalizeContent defaults to 1 and DefaultProtected. A patch of those
+// content fields sets them again; the strength actions change the live
+// strength and protection, not the content.
 func InitialVitality(t Type, content json.RawMessage, at time.Time) Vitality {
 	v := Vitality{Type: t, GoalType: GoalType(t, content), Base: InitialStrength, Since: at, Protected: DefaultProtected(t)}
 	var m Metadata

@@ -58,7 +58,8 @@ func TestStrengthDecay(t *testing.T) {
 		{"aspiration goals fade 6x slower", memory.Vitality{Type: memory.Goal, GoalType: "aspiration", Base: 1, Since: since}, 180 * day, true, 0.99, memory.TierStrong},
 		{"commitment goals", memory.Vitality{Type: memory.Goal, GoalType: "commitment", Base: 1, Since: since}, 365 * day, true, 0.99, memory.TierStrong},
 		{"raw entries never decay", memory.Vitality{Type: memory.RawEntry, Base: 1, Since: since}, 2430 * day, true, 1, memory.TierStrong},
-		{"recovered starts weak", memory.Vitality{Type: memory.Note, Base: memory.RecoveredStrength, Since: since}, 0, true, 0.2, memory.TierWeak},
+		{"recovered starts weak", memory.Vitality{Type: memory.Note, Base: memory.RecoveredStrength, Since: since}, 0, true, 0.25, memory.TierWeak},
+		{"recovered stays weak for 150 days", memory.Vitality{Type: memory.Note, Base: memory.RecoveredStrength, Since: since}, 150*day - time.Hour, true, 0.200013889, memory.TierWeak},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := memory.Strength(since.Add(tc.after), tc.v, tc.decay)

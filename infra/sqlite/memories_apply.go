@@ -260,13 +260,17 @@ func (a *memApplier) memoryUpdated(p memory.MemoryUpdated) error {
 // now in log order, which is what lets concurrent patches of different
 // fields all survive.
 func (a *memApplier) memoryPatched(p memory.MemoryPatched) error {
-	return a.changeMemory(p.AgentRef, p.MemoryID, func(t memory.Type, stored string) (json.RawMessage, *[]string, error) {
+	err := a.changeMemory(p.AgentRef, p.MemoryID, func(t memory.Type, stored string) (json.RawMessage, *[]string, error) {
 		if p.Content == nil {
 			return json.RawMessage(stored), p.Tags, nil
 		}
 		content, err := memory.ApplyContentChanges(t, json.RawMessage(stored), p.Content)
 		return content, p.Tags, err
 	}, p.TextHash, p.UpdatedAt)
+	if err != nil {
+		return err
+	}
+	return a.patchedMetadata(p)
 }
 
 // changeMemory replaces an existing memory's content and (when change
@@ -297,7 +301,7 @@ func (a *memApplier) changeMemory(ref memory.AgentRef, id string, change func(me
 	}
 	if goalType := memory.GoalType(typ, content); typ == memory.Goal {
 		// A goal's half-life follows its goal_type.
-		if err := a.changeVitality(ref, id, func(v *memory.Vitality) { v.GoalType = goalType }); err != nil {
+		if err := a.storeVitality(ref, id, func(v *memory.Vitality) { v.GoalType = goalType }); err != nil {
 			return err
 		}
 	}
@@ -417,17 +421,90 @@ func (a *memApplier) vitality(ref memory.AgentRef, id string) (v memory.Vitality
 	return v, err == nil, err
 }
 
-// changeVitality applies change to an existing memory's strength basis and
-// stores it with its weak_at. A memory that does not exist is ignored.
+// changeVitality applies change to an existing memory's strength basis,
+// stores it with its weak_at and counts a new version of the memory. A
+// memory that does not exist is ignored.
 func (a *memApplier) changeVitality(ref memory.AgentRef, id string, change func(*memory.Vitality)) error {
+	if err := a.storeVitality(ref, id, change); err != nil {
+		return err
+	}
+	_, err := a.exec(`UPDATE memories SET version = version + 1 WHERE id = ? AND user_id = ? AND agent_id = ?`, id, ref.UserID, ref.AgentID)
+	return err
+}
+
+// storeVitality is changeVitality within a change that already counted
+// its version (a patch).
+func (a *memApplier) storeVitality(ref memory.AgentRef, id string, change func(*memory.Vitality)) error {
 	v, found, err := a.vitality(ref, id)
 	if err != nil || !found {
 		return err
 	}
 	change(&v)
-	_, err = a.exec(`UPDATE memories SET strength = ?, strength_since = ?, protected = ?, goal_type = ?, weak_at = ?, version = version + 1 WHERE id = ?`,
+	_, err = a.exec(`UPDATE memories SET strength = ?, strength_since = ?, protected = ?, goal_type = ?, weak_at = ? WHERE id = ?`,
 		v.Base, memTime(v.Since), v.Protected, v.GoalType, weakAtColumn(v), id)
 	return err
+}
+
+// lazyDecay is the agent's lazy_decay setting (on without a settings row).
+func (a *memApplier) lazyDecay(ref memory.AgentRef) (bool, error) {
+	st, err := a.stmt(`SELECT lazy_decay FROM agent_settings WHERE user_id = ? AND agent_id = ?`)
+	if err != nil {
+		return false, err
+	}
+	var on bool
+	err = st.QueryRowContext(a.ctx, ref.UserID, ref.AgentID).Scan(&on)
+	if errors.Is(err, sql.ErrNoRows) {
+		return true, nil
+	}
+	return on, err
+}
+
+// patchedMetadata applies a patch of the content fields strength and
+// is_protected to the memory's live strength and protection, from the
+// patch's time: the strength it had then is kept (or replaced by the new
+// strength), and a null restores the default (1, or the type's default
+// protection), as it does in content.
+func (a *memApplier) patchedMetadata(p memory.MemoryPatched) error {
+	strength, hasStrength := p.Content["strength"]
+	protected, hasProtected := p.Content["is_protected"]
+	if !hasStrength && !hasProtected {
+		return nil
+	}
+	decay, err := a.lazyDecay(p.AgentRef)
+	if err != nil {
+		return err
+	}
+	var newStrength *float64
+	var newProtected *bool
+	if err := errors.Join(json.Unmarshal(orNull(strength), &newStrength), json.Unmarshal(orNull(protected), &newProtected)); err != nil {
+		return err
+	}
+	return a.storeVitality(p.AgentRef, p.MemoryID, func(v *memory.Vitality) {
+		if v.Forgotten {
+			return // recover decides a forgotten memory's strength
+		}
+		v.Base, v.Since = memory.Strength(p.UpdatedAt, *v, decay), p.UpdatedAt
+		if hasStrength {
+			v.Base = memory.InitialStrength
+			if newStrength != nil {
+				v.Base = max(memory.MinDecayedStrength, *newStrength)
+			}
+		}
+		if hasProtected {
+			v.Protected = memory.DefaultProtected(v.Type)
+			if newProtected != nil {
+				v.Protected = *newProtected
+			}
+		}
+	})
+}
+
+// orNull is raw, or JSON null when raw is empty.
+func orNull(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 {
+		return json.RawMessage("null")
+	}
+	return raw
 }
 
 // memoryRecovered brings a forgotten memory back at the event's strength,
