@@ -27,6 +27,7 @@ import (
 	"github.com/engram-memory/engram/commands"
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/memory"
+	"github.com/engram-memory/engram/domain/processing"
 	"github.com/engram-memory/engram/infra/embed"
 	"github.com/engram-memory/engram/infra/embed/local"
 	"github.com/engram-memory/engram/infra/mail"
@@ -59,6 +60,9 @@ type stack struct {
 	memories *sqlite.Memories
 	vectors  *projections.Vectors
 	jobs     *sqlite.Jobs
+	suggest  *sqlite.Suggestions
+	prov     *sqlite.Provenance
+	audit    *sqlite.Audit
 	engine   *projections.Engine
 	writer   *commands.EventWriter
 
@@ -68,6 +72,7 @@ type stack struct {
 	memCmds  *commands.Memories
 	runner   *commands.JobRunner
 	emb      *commands.Embeddings
+	pipeline *commands.Pipeline
 	usage    *commands.UsageRecorder
 	accounts *commands.Accounts
 	smtp     *mailtest.Server // nil unless stackOptions.smtp
@@ -113,6 +118,9 @@ type stackOptions struct {
 	runQueue bool                  // run the embedding queue
 	runner   commands.RunnerConfig // defaults: ID test-runner, fast polls and retries
 	noRun    bool                  // do not start the runner: the test steps it
+
+	// processor runs processing passes; nil: the rule-based extractor.
+	processor commands.Processor
 }
 
 // generous limits keep tests that fire many requests clear of 429.
@@ -168,6 +176,7 @@ func newStack(t testing.TB, opts stackOptions) *stack {
 	s.wired = wired
 	s.db, s.store, s.model, s.memories = wired.DB, wired.Store, wired.Accounts, wired.Memories
 	s.vectors, s.jobs, s.engine, s.writer = wired.Vectors, wired.Jobs, wired.Engine, wired.Writer
+	s.suggest, s.prov, s.audit = wired.Suggestions, wired.Provenance, wired.Audit
 	s.stopEngine = runInBackground(s.engine.Run)
 	s.stopQueue, s.stopRunner = func() {}, func() {}
 	var once sync.Once
@@ -256,8 +265,12 @@ func (s *stack) wire(c *embed.Catalog, rc commands.RunnerConfig) {
 	}
 	s.memCmds, err = commands.NewMemories(commands.MemoriesConfig{
 		Writer: s.writer, Reader: s.memories, Embedder: c,
-		DefaultModel: c.DefaultModel(), Queue: s.queue, Logger: s.logger, Quotas: s.opts.quotas,
+		DefaultModel: c.DefaultModel(), Queue: s.queue, Logger: s.logger, Quotas: s.opts.quotas, Now: s.clock.Now,
 	})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	cognition, err := commands.NewCognition(commands.CognitionConfig{Memories: s.memCmds, Provenance: s.prov, Audit: s.audit, Stats: s.memories, Suggestions: s.suggest})
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -272,6 +285,16 @@ func (s *stack) wire(c *embed.Catalog, rc commands.RunnerConfig) {
 	s.emb = commands.NewEmbeddings(commands.EmbeddingsDeps{
 		Catalog: c, Memories: s.memories, Jobs: s.jobs, Similar: searcher, Writer: s.writer, Runner: s.runner,
 	})
+	var processor commands.Processor = processing.NewRuleExtractor()
+	if s.opts.processor != nil {
+		processor = s.opts.processor
+	}
+	s.pipeline, err = commands.NewPipeline(commands.PipelineConfig{
+		Writer: s.writer, Memories: s.memories, Suggestions: s.suggest, Creator: s.memCmds, Settings: s.memCmds, Processor: processor, Now: s.clock.Now, Logger: s.logger,
+	})
+	if err != nil {
+		s.t.Fatal(err)
+	}
 	var auth api.Authenticator = s.accounts
 	if s.opts.fixedAuth {
 		auth = fixedAuth{aliceKey: alice, bobKey: bob}
@@ -292,6 +315,8 @@ func (s *stack) wire(c *embed.Catalog, rc commands.RunnerConfig) {
 		MaxInFlight:     s.opts.maxInFlight,
 		Backends:        s.wired.Backends,
 		Projections:     func() any { return s.engine.Status() },
+		Pipeline:        s.pipeline,
+		Cognition:       api.CognitionService{Memories: s.memCmds, Cognition: cognition},
 	}).Handler()
 	s.handler.Store(&h)
 }

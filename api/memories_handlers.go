@@ -212,7 +212,7 @@ func isQuotedTag(s string) bool {
 	return len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' && !strings.Contains(s[1:len(s)-1], `"`)
 }
 
-// listMemories serves GET /memories?agent_id=&type=&limit=&cursor=&include_forgotten=.
+// listMemories serves GET /memories?agent_id=&type=&limit=&cursor=&include_forgotten=&include_weak=.
 // type takes plural or singular names, repeated or comma-separated.
 func (s *Server) listMemories(w http.ResponseWriter, r *http.Request) {
 	q, err := listQuery(r)
@@ -247,6 +247,9 @@ func listQuery(r *http.Request) (memory.ListQuery, error) {
 		return q, err
 	}
 	if q.IncludeForgotten, err = boolParam(params.Get("include_forgotten"), "include_forgotten"); err != nil {
+		return q, err
+	}
+	if q.IncludeWeak, err = boolParam(params.Get("include_weak"), "include_weak"); err != nil {
 		return q, err
 	}
 	return q, nil

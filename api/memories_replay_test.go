@@ -38,6 +38,8 @@ func TestMemReplayEquivalence(t *testing.T) {
 		"derived_from": []string{"episode:" + ids[0], "raw:" + ids[6]}}).must(t, http.StatusCreated, nil)
 	s.request(t, "PATCH", "/v1/memories/"+ids[1], keyA, map[string]any{"content": map[string]any{"statement": "changed"}, "tags": []string{"x"}}).must(t, http.StatusOK, nil)
 	s.request(t, "PATCH", "/v1/memories/"+ids[2], keyA, map[string]any{"tags": []string{"only tags"}}).must(t, http.StatusOK, nil)
+	// ids[3] is a value, protected by default: it is unprotected first.
+	s.request(t, "POST", "/v1/memories/"+ids[3]+"/unprotect", keyA, nil).must(t, http.StatusOK, nil)
 	s.request(t, "DELETE", "/v1/memories/"+ids[3], keyA, nil).must(t, http.StatusOK, nil)
 	s.request(t, "DELETE", "/v1/memories/"+ids[4]+"?purge=true", keyA, nil).must(t, http.StatusOK, nil)
 	// Concurrent patches of different fields of one memory, one of them

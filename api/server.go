@@ -43,6 +43,8 @@ type Config struct {
 	Embeddings Embeddings
 	Search     Searcher
 	Sync       Syncer
+	Pipeline   Pipeline
+	Cognition  Cognition
 }
 
 // Server serves the HTTP API.
@@ -88,6 +90,8 @@ func (s *Server) Handler() http.Handler {
 		s.embeddingRoutes(r)
 		s.searchRoutes(r)
 		s.syncRoutes(r)
+		s.pipelineRoutes(r)
+		s.cognitionRoutes(r)
 	})
 	return r
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/memory"
+	"github.com/engram-memory/engram/domain/stack"
 )
 
 // MemoryReadModel is the memories read model as the memory commands use it
@@ -29,6 +30,9 @@ type MemoryReadModel interface {
 	// StreamVersion is the version of the agent stream the read model
 	// shows (domain.ExpectNoStream for none).
 	StreamVersion(ctx context.Context, stream string) (int64, error)
+	// Settings is the agent's stack settings (defaults until changed);
+	// found is false when the user has no such agent.
+	Settings(ctx context.Context, userID, agentID string) (stack.View, bool, error)
 }
 
 // Embedder turns texts into vectors; domain.EmbeddingProvider (and so
@@ -195,11 +199,13 @@ func (m *Memories) Get(ctx context.Context, userID, id string) (memory.View, err
 	if !found {
 		return memory.View{}, domain.NotFound("memory")
 	}
+	v.ApplyStrength(m.now())
 	return v, nil
 }
 
-// List returns one page of the user's memories, newest first. Forgotten
-// memories are left out unless q.IncludeForgotten.
+// List returns one page of the user's memories, newest first, with their
+// strength now. Forgotten memories are left out unless q.IncludeForgotten,
+// weak and dormant ones unless q.IncludeWeak.
 func (m *Memories) List(ctx context.Context, q memory.ListQuery) (memory.Page, error) {
 	if q.AgentID != "" {
 		if err := memory.ValidateAgentID(q.AgentID); err != nil {
@@ -213,7 +219,12 @@ func (m *Memories) List(ctx context.Context, q memory.ListQuery) (memory.Page, e
 		return memory.Page{}, domain.Invalid("limit", "limit must be between 1 and %d, got %d", memory.MaxListLimit, q.Limit).
 			WithDetail("limit", memory.MaxListLimit)
 	}
-	return m.cfg.Reader.ListMemories(ctx, q)
+	q.Now = m.now()
+	page, err := m.cfg.Reader.ListMemories(ctx, q)
+	for i := range page.Memories {
+		page.Memories[i].ApplyStrength(q.Now)
+	}
+	return page, err
 }
 
 // Agents returns one page of the user's agents, in agent_id order.

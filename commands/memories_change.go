@@ -133,6 +133,9 @@ func (m *Memories) Patch(ctx context.Context, meta domain.Metadata, id string, p
 		if err := p.IfMatch.check(cur); err != nil {
 			return nil, err
 		}
+		if _, err := m.writable(ctx, userID, cur.AgentID); err != nil {
+			return nil, err
+		}
 		r, err := decidePatch(cur, changes, tags)
 		if err != nil || (r.changes == nil && r.tags == nil) {
 			return nil, err // nothing changes: record nothing
@@ -181,8 +184,10 @@ func (m *Memories) embedOne(ctx context.Context, ref memory.AgentRef, id, text, 
 	return &memory.MemoryEmbedded{AgentRef: ref, MemoryID: id, Model: agent.EmbeddingModel, Dimensions: agent.Dimensions, TextHash: hash, Vector: memory.Vector(vecs[0])}, nil
 }
 
-// Forget hides the memory from search; it stays readable (with forgotten
-// true) and in the log. Forgetting a forgotten memory changes nothing.
+// Forget hides the memory from search and sets its strength to 0; it stays
+// readable (with forgotten true) and in the log. Forgetting a forgotten
+// memory changes nothing; a protected one cannot be forgotten (409
+// memory_protected).
 func (m *Memories) Forget(ctx context.Context, meta domain.Metadata, id string, ifMatch IfMatch) (memory.View, error) {
 	userID, err := userOf(meta)
 	if err != nil {
@@ -200,6 +205,12 @@ func (m *Memories) Forget(ctx context.Context, meta domain.Metadata, id string, 
 		}
 		if err := ifMatch.check(cur); err != nil || cur.Forgotten {
 			return nil, err
+		}
+		if _, err := m.writable(ctx, userID, cur.AgentID); err != nil {
+			return nil, err
+		}
+		if cur.Protected {
+			return nil, errProtected(cur, "forgotten")
 		}
 		return []domain.Payload{memory.MemoryForgotten{AgentRef: ref, MemoryID: id, ForgottenAt: m.now()}}, nil
 	})
@@ -227,6 +238,9 @@ func (m *Memories) Purge(ctx context.Context, meta domain.Metadata, id string, i
 			return nil, err
 		}
 		if err := ifMatch.check(cur); err != nil {
+			return nil, err
+		}
+		if _, err := m.writable(ctx, userID, cur.AgentID); err != nil {
 			return nil, err
 		}
 		return []domain.Payload{memory.MemoryPurged{AgentRef: ref, MemoryID: id}}, nil

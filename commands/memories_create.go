@@ -20,6 +20,12 @@ type MemoryInput struct {
 	Tags        []string
 	CreatedAt   string // RFC 3339; empty means now
 	DerivedFrom []string
+	// FromProcessing marks a memory the processing pipeline writes (an
+	// accepted suggestion, an auto-promoted item): like the original's
+	// suggestion promotion, it must cite a source, but not necessarily of
+	// the type the provenance rules name (a rule-extracted belief cites
+	// the raw entry it came from). The sources must still exist.
+	FromProcessing bool
 }
 
 // CreatedMemory is what a create returns per memory.
@@ -72,6 +78,8 @@ type pendingMemory struct {
 	createdAt time.Time
 	text      string
 	hash      string
+	// fromProcessing: see MemoryInput.FromProcessing.
+	fromProcessing bool
 }
 
 func (m *Memories) create(ctx context.Context, meta domain.Metadata, agentID string, in []MemoryInput, at func(int, error) error) ([]CreatedMemory, error) {
@@ -154,7 +162,7 @@ func (m *Memories) prepare(in MemoryInput, now time.Time) (pendingMemory, error)
 	if p.text, err = memory.IndexedText(t, p.content); err != nil {
 		return p, err
 	}
-	p.typ, p.hash = t, memory.TextHash(p.text)
+	p.typ, p.hash, p.fromProcessing = t, memory.TextHash(p.text), in.FromProcessing
 	return p, nil
 }
 
@@ -204,6 +212,20 @@ func (m *Memories) decideCreate(ctx context.Context, userID, agentID string, ite
 	}
 	if err := m.cfg.Quotas.CheckTextBytes(usage.TextBytes, adding); err != nil {
 		return nil, nil, err
+	}
+	settings, err := m.writable(ctx, userID, agentID)
+	if err != nil {
+		return nil, nil, err
+	}
+	if settings.EnforcesProvenance() {
+		for i, it := range items {
+			if it.fromProcessing && len(it.refs) > 0 {
+				continue
+			}
+			if err := memory.CheckProvenance("derived_from", it.typ, it.refs); err != nil {
+				return nil, nil, at(i, err)
+			}
+		}
 	}
 	if err := m.checkRefs(ctx, userID, agentID, items, exists, at); err != nil {
 		return nil, nil, err

@@ -162,6 +162,15 @@ func (p *Keyword) apply(ctx context.Context, tx domain.KeywordStateTx, e domain.
 		// A forgotten memory is never searchable again, so it leaves the
 		// index entirely; a later update of it finds nothing to re-index.
 		return p.deleted(ctx, tx, ev.AgentRef, ev.MemoryID, w)
+	case memory.MemoryRecovered{}.EventType():
+		var ev memory.MemoryRecovered
+		if err := e.Decode(&ev); err != nil {
+			return err
+		}
+		// Forgetting removed the document; the event carries the memory
+		// as it stands, so it is indexed again as if created.
+		return p.created(ctx, tx, memory.MemoryCreated{AgentRef: ev.AgentRef, MemoryID: ev.MemoryID, Type: ev.Type,
+			Content: ev.Content, Tags: ev.Tags, CreatedAt: ev.CreatedAt, TextHash: ev.TextHash}, w)
 	case memory.MemoryPurged{}.EventType():
 		var ev memory.MemoryPurged
 		if err := e.Decode(&ev); err != nil {

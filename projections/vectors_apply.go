@@ -96,6 +96,21 @@ func (p *Vectors) apply(ctx context.Context, tx domain.VectorStateTx, e domain.E
 			return err
 		}
 		p.removeEverywhere(w, ev.AgentRef, ev.MemoryID)
+	case memory.MemoryRecovered{}.EventType():
+		var ev memory.MemoryRecovered
+		if err := e.Decode(&ev); err != nil {
+			return err
+		}
+		m, ok, err := memoryOf(ctx, tx, ev.AgentRef, ev.MemoryID)
+		if err != nil || !ok || !m.Forgotten {
+			return err
+		}
+		m.Forgotten = false
+		if err := tx.PutMemory(ctx, m); err != nil {
+			return err
+		}
+		// Its vectors were kept: index the current ones again.
+		return p.updated(ctx, tx, ev.AgentRef, ev.MemoryID, m.TextHash, nil, w)
 	case memory.MemoryPurged{}.EventType():
 		var ev memory.MemoryPurged
 		if err := e.Decode(&ev); err != nil {

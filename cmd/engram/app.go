@@ -12,6 +12,8 @@ import (
 	"github.com/engram-memory/engram/api"
 	"github.com/engram-memory/engram/commands"
 	"github.com/engram-memory/engram/infra/embed"
+	"github.com/engram-memory/engram/domain/processing"
+	"github.com/engram-memory/engram/infra/llm"
 	"github.com/engram-memory/engram/infra/mail"
 	"github.com/engram-memory/engram/infra/sqlite"
 	"github.com/engram-memory/engram/internal/stack"
@@ -95,6 +97,11 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 		a.close(ctx)
 		return nil, err
 	}
+	cognition, err := commands.NewCognition(commands.CognitionConfig{Memories: memories, Provenance: st.Provenance, Audit: st.Audit, Stats: st.Memories, Suggestions: st.Suggestions})
+	if err != nil {
+		a.close(ctx)
+		return nil, err
+	}
 	searcher, err := st.Search(search.ProviderEmbedder{Provider: catalog}, search.Options{})
 	if err != nil {
 		a.close(ctx)
@@ -132,6 +139,19 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 
 	a.sync = commands.NewSync(commands.SyncDeps{Writer: writer, Log: st.Store, Reader: st.Memories, Owners: st.Memories, DefaultModel: catalog.DefaultModel()})
 	a.memories, a.embeddings, a.searcher, a.catalog = memories, embeddings, searcher, catalog
+	processor, err := newProcessor(cfg)
+	if err != nil {
+		a.close(ctx)
+		return nil, err
+	}
+	pipeline, err := commands.NewPipeline(commands.PipelineConfig{
+		Writer: writer, Memories: st.Memories, Suggestions: st.Suggestions, Creator: memories, Settings: memories, Processor: processor, Logger: logger,
+	})
+	if err != nil {
+		a.close(ctx)
+		return nil, err
+	}
+
 	srv := api.New(api.Config{
 		Logger:        logger,
 		MaxBodyBytes:  cfg.MaxBodyBytes,
@@ -150,6 +170,8 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 		Backends:        st.Backends,
 		Projections:     func() any { return st.Engine.Status() },
 		Sync:            a.sync,
+		Pipeline:        pipeline,
+		Cognition:       api.CognitionService{Memories: memories, Cognition: cognition},
 	})
 	a.handler = caughtUp.gate(srv.Handler())
 	return a, nil
@@ -235,4 +257,17 @@ func (g *startupGate) gate(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// newProcessor is the processing pipeline's processor: the chat model when
+// one is configured, else the rule-based extractor.
+func newProcessor(cfg serveConfig) (commands.Processor, error) {
+	if cfg.ChatModel == "" {
+		return processing.NewRuleExtractor(), nil
+	}
+	chat, err := llm.New(llm.Options{BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIAPIKey, Organization: cfg.OpenAIOrg, Model: cfg.ChatModel, Timeout: cfg.ChatTimeout})
+	if err != nil {
+		return nil, fmt.Errorf("--chat-model: %w", err)
+	}
+	return chat, nil
 }

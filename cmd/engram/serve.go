@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/engram-memory/engram/domain/memory"
+	"github.com/engram-memory/engram/infra/llm"
 	"github.com/engram-memory/engram/internal/loopback"
 	"github.com/engram-memory/engram/internal/stack"
 )
@@ -49,6 +50,8 @@ type serveConfig struct {
 	OpenAIAPIKey      string
 	OpenAIOrg         string
 	OpenAIExtraModels string
+	ChatModel         string
+	ChatTimeout       time.Duration
 	LogLevel          string
 	LogFormat         string
 	PprofAddr         string
@@ -85,6 +88,8 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.StringVar(&cfg.OpenAIBaseURL, "openai-base-url", "", "OpenAI-compatible API base URL (env OPENAI_BASE_URL also works)")
 	fs.StringVar(&cfg.OpenAIOrg, "openai-org", "", "OpenAI organisation")
 	fs.StringVar(&cfg.OpenAIExtraModels, "openai-extra-models", "", "extra models of an OpenAI-compatible server, as name:dimensions,... (e.g. nomic-embed-text:768)")
+	fs.StringVar(&cfg.ChatModel, "chat-model", "", "chat model of the OpenAI-compatible endpoint (same base URL and key as embeddings) that raw processing uses; empty: the built-in rule-based extractor, which serves only raw_to_episode and raw_to_note")
+	fs.DurationVar(&cfg.ChatTimeout, "chat-timeout", llm.DefaultTimeout, "time one processing request to the chat model may take")
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&cfg.LogFormat, "log-format", "text", "text or json")
 	fs.StringVar(&cfg.PprofAddr, "pprof-addr", "", "serve net/http/pprof (/debug/pprof/) on this separate loopback address, e.g. 127.0.0.1:6060, for profiling; unauthenticated, so only loopback is accepted (default off)")

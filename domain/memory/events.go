@@ -113,3 +113,65 @@ func (MemoryForgotten) EventType() string    { return "MemoryForgotten" }
 func (MemoryPurged) EventType() string       { return "MemoryPurged" }
 func (AgentDeleted) EventType() string       { return "AgentDeleted" }
 func (AgentModelSwitched) EventType() string { return "AgentModelSwitched" }
+
+// MemoryRecovered brings a forgotten memory back: searchable again, at
+// RecoveredStrength. It carries the memory as it stands (type, content,
+// tags, created_at, text hash), because forgetting took it out of the
+// search indexes entirely and they re-index it from this event alone.
+type MemoryRecovered struct {
+	AgentRef
+	MemoryID    string          `json:"memory_id"`
+	Type        Type            `json:"type"`
+	Content     json.RawMessage `json:"content"`
+	Tags        []string        `json:"tags"`
+	CreatedAt   time.Time       `json:"created_at"`
+	TextHash    string          `json:"text_hash"`
+	Strength    float64         `json:"strength"`
+	RecoveredAt time.Time       `json:"recovered_at"`
+}
+
+// MemoryProtected stops a memory's decay at its strength then (Strength,
+// at At) and makes it impossible to forget or weaken until
+// MemoryUnprotected.
+type MemoryProtected struct {
+	AgentRef
+	MemoryID string    `json:"memory_id"`
+	Strength float64   `json:"strength"`
+	At       time.Time `json:"at"`
+}
+
+// MemoryUnprotected lets a memory decay again, from Strength at At.
+type MemoryUnprotected struct {
+	AgentRef
+	MemoryID string    `json:"memory_id"`
+	Strength float64   `json:"strength"`
+	At       time.Time `json:"at"`
+}
+
+// MemoryWeakened lowers a memory's strength: Strength is the result, as
+// the command computed it from the decayed strength at At, so a replay
+// needs no clock.
+type MemoryWeakened struct {
+	AgentRef
+	MemoryID string    `json:"memory_id"`
+	By       float64   `json:"by"`
+	Strength float64   `json:"strength"`
+	Reason   string    `json:"reason,omitempty"`
+	At       time.Time `json:"at"`
+}
+
+// MemoryVerified records that a memory was confirmed: its strength rises
+// by VerifyBoost (Strength is the result) and its verification count by one.
+type MemoryVerified struct {
+	AgentRef
+	MemoryID   string    `json:"memory_id"`
+	Strength   float64   `json:"strength"`
+	VerifiedAt time.Time `json:"verified_at"`
+	Reason     string    `json:"reason,omitempty"`
+}
+
+func (MemoryRecovered) EventType() string   { return "MemoryRecovered" }
+func (MemoryProtected) EventType() string   { return "MemoryProtected" }
+func (MemoryUnprotected) EventType() string { return "MemoryUnprotected" }
+func (MemoryWeakened) EventType() string    { return "MemoryWeakened" }
+func (MemoryVerified) EventType() string    { return "MemoryVerified" }

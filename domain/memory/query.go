@@ -1,6 +1,9 @@
 package memory
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Status values of EmbeddingState.
 const (
@@ -26,7 +29,12 @@ type ListQuery struct {
 	// Types limits the page to these types; nil means all.
 	Types            []Type
 	IncludeForgotten bool
-	Limit            int
+	// IncludeWeak keeps weak and dormant memories (strength below 0.5 at
+	// Now) in the page; without it they are left out.
+	IncludeWeak bool
+	// Now is the instant strengths are computed at.
+	Now   time.Time
+	Limit int
 	// Cursor is the opaque NextCursor of the previous page; empty starts
 	// at the newest memory.
 	Cursor string

@@ -18,7 +18,17 @@ type View struct {
 	UpdatedAt   time.Time       `json:"updated_at"`
 	Forgotten   bool            `json:"forgotten"`
 	ForgottenAt *time.Time      `json:"forgotten_at"`
-	TextHash    string          `json:"-"`
+	// Strength and Tier are computed from Vitality when the memory is
+	// read (ApplyStrength); no read ever stores them.
+	Strength          float64    `json:"strength"`
+	Tier              Tier       `json:"tier"`
+	Protected         bool       `json:"is_protected"`
+	VerificationCount int        `json:"verification_count"`
+	LastVerifiedAt    *time.Time `json:"last_verified_at"`
+	Vitality          Vitality   `json:"-"`
+	// LazyDecay is the agent's lazy_decay setting, which ApplyStrength uses.
+	LazyDecay bool   `json:"-"`
+	TextHash  string `json:"-"`
 	// Version counts the changes of the memory's content, tags and
 	// forgotten state, from 1 at creation; a new vector does not change it.
 	// It is the memory's ETag.
@@ -26,6 +36,12 @@ type View struct {
 	// Embedding tells whether the current text has a vector in the agent's
 	// active model ("embedded") or waits for one ("pending").
 	Embedding EmbeddingState `json:"embedding"`
+}
+
+// ApplyStrength sets Strength and Tier as they are at now.
+func (v *View) ApplyStrength(now time.Time) {
+	v.Strength = Strength(now, v.Vitality, v.LazyDecay)
+	v.Tier = TierOf(v.Strength)
 }
 
 // ETag is the memory's entity tag: its version, quoted (a strong tag of

@@ -21,6 +21,7 @@ func memoriesTables() []exportTable {
 		{name: "memory_embeddings", orderBy: "memory_id, model, dimensions"},
 		{name: "memories", orderBy: "id"},
 		{name: "agents", orderBy: "user_id, agent_id"},
+		{name: "agent_settings", orderBy: "user_id, agent_id"},
 		{name: "agent_streams", orderBy: "stream"},
 	}
 }

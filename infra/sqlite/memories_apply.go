@@ -10,6 +10,7 @@ import (
 
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/memory"
+	"github.com/engram-memory/engram/domain/stack"
 )
 
 // memApplier applies the events of one batch in one transaction. It
@@ -92,7 +93,7 @@ func (a *memApplier) apply(e domain.Event) error {
 		return decodeMemEvent(e, &p, func() error { return a.agentCreated(p) })
 	case memory.MemoryCreated{}.EventType():
 		var p memory.MemoryCreated
-		return decodeMemEvent(e, &p, func() error { return a.memoryCreated(p) })
+		return decodeMemEvent(e, &p, func() error { return a.memoryCreated(p, e.Time) })
 	case memory.MemoryEmbedded{}.EventType():
 		var p memEmbeddedFields
 		return decodeMemEvent(e, &p, func() error { return a.memoryEmbedded(p) })
@@ -114,6 +115,30 @@ func (a *memApplier) apply(e domain.Event) error {
 	case memory.AgentModelSwitched{}.EventType():
 		var p memory.AgentModelSwitched
 		return decodeMemEvent(e, &p, func() error { return a.agentModelSwitched(p) })
+	case memory.MemoryRecovered{}.EventType():
+		var p memory.MemoryRecovered
+		return decodeMemEvent(e, &p, func() error { return a.memoryRecovered(p) })
+	case memory.MemoryProtected{}.EventType():
+		var p memory.MemoryProtected
+		return decodeMemEvent(e, &p, func() error {
+			return a.changeVitality(p.AgentRef, p.MemoryID, func(v *memory.Vitality) { v.Protected, v.Base, v.Since = true, p.Strength, p.At })
+		})
+	case memory.MemoryUnprotected{}.EventType():
+		var p memory.MemoryUnprotected
+		return decodeMemEvent(e, &p, func() error {
+			return a.changeVitality(p.AgentRef, p.MemoryID, func(v *memory.Vitality) { v.Protected, v.Base, v.Since = false, p.Strength, p.At })
+		})
+	case memory.MemoryWeakened{}.EventType():
+		var p memory.MemoryWeakened
+		return decodeMemEvent(e, &p, func() error {
+			return a.changeVitality(p.AgentRef, p.MemoryID, func(v *memory.Vitality) { v.Base, v.Since = p.Strength, p.At })
+		})
+	case memory.MemoryVerified{}.EventType():
+		var p memory.MemoryVerified
+		return decodeMemEvent(e, &p, func() error { return a.memoryVerified(p) })
+	case stack.SettingsChanged{}.EventType():
+		var p stack.SettingsChanged
+		return decodeMemEvent(e, &p, func() error { return a.settingsChanged(p) })
 	}
 	return nil // not an agent-stream event
 }
@@ -132,7 +157,9 @@ func isAgentEvent(eventType string) bool {
 	switch eventType {
 	case memory.AgentCreated{}.EventType(), memory.MemoryCreated{}.EventType(), memory.MemoryEmbedded{}.EventType(),
 		memory.MemoryUpdated{}.EventType(), memory.MemoryPatched{}.EventType(), memory.MemoryForgotten{}.EventType(),
-		memory.MemoryPurged{}.EventType(), memory.AgentDeleted{}.EventType(), memory.AgentModelSwitched{}.EventType():
+		memory.MemoryPurged{}.EventType(), memory.AgentDeleted{}.EventType(), memory.AgentModelSwitched{}.EventType(),
+		memory.MemoryRecovered{}.EventType(), memory.MemoryProtected{}.EventType(), memory.MemoryUnprotected{}.EventType(),
+		memory.MemoryWeakened{}.EventType(), memory.MemoryVerified{}.EventType(), stack.SettingsChanged{}.EventType():
 		return true
 	}
 	return false
@@ -155,7 +182,10 @@ func (a *memApplier) agentCreated(p memory.AgentCreated) error {
 	return err
 }
 
-func (a *memApplier) memoryCreated(p memory.MemoryCreated) error {
+// memoryCreated records a memory at its initial strength from the time
+// the log recorded it (at): a client's created_at is when the memory
+// happened, not when this agent learned it.
+func (a *memApplier) memoryCreated(p memory.MemoryCreated, at time.Time) error {
 	if ok, err := a.agentExists(p.AgentRef); err != nil || !ok {
 		return err
 	}
@@ -168,11 +198,14 @@ func (a *memApplier) memoryCreated(p memory.MemoryCreated) error {
 		return err
 	}
 	searchable := p.Type.Searchable()
-	at := memTime(p.CreatedAt)
+	created := memTime(p.CreatedAt)
+	v := memory.InitialVitality(p.Type, p.Content, at)
 	n, err := a.exec(`INSERT INTO memories
-		(id, user_id, agent_id, type, searchable, content, tags, derived_from, created_at, updated_at, forgotten_at, text_hash, embed_pending)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?) ON CONFLICT (id) DO NOTHING`,
-		p.MemoryID, p.UserID, p.AgentID, string(p.Type), searchable, string(p.Content), tags, refs, at, at, p.TextHash, searchable)
+		(id, user_id, agent_id, type, searchable, content, tags, derived_from, created_at, updated_at, forgotten_at, text_hash, embed_pending,
+		 strength, strength_since, protected, goal_type, weak_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+		p.MemoryID, p.UserID, p.AgentID, string(p.Type), searchable, string(p.Content), tags, refs, created, created, p.TextHash, searchable,
+		v.Base, memTime(v.Since), v.Protected, v.GoalType, weakAtColumn(v))
 	if err != nil || n == 0 {
 		return err
 	}
@@ -227,13 +260,17 @@ func (a *memApplier) memoryUpdated(p memory.MemoryUpdated) error {
 // now in log order, which is what lets concurrent patches of different
 // fields all survive.
 func (a *memApplier) memoryPatched(p memory.MemoryPatched) error {
-	return a.changeMemory(p.AgentRef, p.MemoryID, func(t memory.Type, stored string) (json.RawMessage, *[]string, error) {
+	err := a.changeMemory(p.AgentRef, p.MemoryID, func(t memory.Type, stored string) (json.RawMessage, *[]string, error) {
 		if p.Content == nil {
 			return json.RawMessage(stored), p.Tags, nil
 		}
 		content, err := memory.ApplyContentChanges(t, json.RawMessage(stored), p.Content)
 		return content, p.Tags, err
 	}, p.TextHash, p.UpdatedAt)
+	if err != nil {
+		return err
+	}
+	return a.patchedMetadata(p)
 }
 
 // changeMemory replaces an existing memory's content and (when change
@@ -261,6 +298,12 @@ func (a *memApplier) changeMemory(ref memory.AgentRef, id string, change func(me
 	if _, err := a.exec(`UPDATE memories SET content = ?, text_hash = ?, updated_at = ?, version = version + 1 WHERE id = ?`,
 		string(content), textHash, memTime(at), id); err != nil {
 		return err
+	}
+	if goalType := memory.GoalType(typ, content); typ == memory.Goal {
+		// A goal's half-life follows its goal_type.
+		if err := a.storeVitality(ref, id, func(v *memory.Vitality) { v.GoalType = goalType }); err != nil {
+			return err
+		}
 	}
 	if err := a.addToAgent(ref, 0, int64(len(content)-len(stored))); err != nil {
 		return err
@@ -292,6 +335,7 @@ func (a *memApplier) memoryPurged(p memory.MemoryPurged) error {
 
 func (a *memApplier) agentDeleted(p memory.AgentDeleted) error {
 	for _, q := range []string{
+		`DELETE FROM agent_settings WHERE user_id = ? AND agent_id = ?`,
 		`DELETE FROM memory_embeddings WHERE memory_id IN (SELECT id FROM memories WHERE user_id = ? AND agent_id = ?)`,
 		`DELETE FROM memories WHERE user_id = ? AND agent_id = ?`,
 		`DELETE FROM agents WHERE user_id = ? AND agent_id = ?`,
@@ -345,5 +389,160 @@ func (a *memApplier) refreshPending(where string, args ...any) error {
 					ON e.memory_id = m.id AND e.model = a.embedding_model AND e.dimensions = a.dimensions AND e.text_hash = m.text_hash
 				WHERE a.user_id = m.user_id AND a.agent_id = m.agent_id))
 		WHERE `+where, args...)
+	return err
+}
+
+// weakAtColumn is memory.WeakAt as stored: NULL for never.
+func weakAtColumn(v memory.Vitality) any {
+	if at := memory.WeakAt(v); !at.IsZero() {
+		return memTime(at)
+	}
+	return nil
+}
+
+// vitality reads an existing memory's strength basis; found is false for
+// a memory that does not exist.
+func (a *memApplier) vitality(ref memory.AgentRef, id string) (v memory.Vitality, found bool, err error) {
+	st, err := a.stmt(`SELECT type, goal_type, strength, strength_since, protected, forgotten_at IS NOT NULL
+		FROM memories WHERE id = ? AND user_id = ? AND agent_id = ?`)
+	if err != nil {
+		return v, false, err
+	}
+	var typ, since string
+	err = st.QueryRowContext(a.ctx, id, ref.UserID, ref.AgentID).Scan(&typ, &v.GoalType, &v.Base, &since, &v.Protected, &v.Forgotten)
+	if errors.Is(err, sql.ErrNoRows) {
+		return v, false, nil
+	}
+	if err != nil {
+		return v, false, err
+	}
+	v.Type = memory.Type(typ)
+	v.Since, err = parseMemTime(since)
+	return v, err == nil, err
+}
+
+// changeVitality applies change to an existing memory's strength basis,
+// stores it with its weak_at and counts a new version of the memory. A
+// memory that does not exist is ignored.
+func (a *memApplier) changeVitality(ref memory.AgentRef, id string, change func(*memory.Vitality)) error {
+	if err := a.storeVitality(ref, id, change); err != nil {
+		return err
+	}
+	_, err := a.exec(`UPDATE memories SET version = version + 1 WHERE id = ? AND user_id = ? AND agent_id = ?`, id, ref.UserID, ref.AgentID)
+	return err
+}
+
+// storeVitality is changeVitality within a change that already counted
+// its version (a patch).
+func (a *memApplier) storeVitality(ref memory.AgentRef, id string, change func(*memory.Vitality)) error {
+	v, found, err := a.vitality(ref, id)
+	if err != nil || !found {
+		return err
+	}
+	change(&v)
+	_, err = a.exec(`UPDATE memories SET strength = ?, strength_since = ?, protected = ?, goal_type = ?, weak_at = ? WHERE id = ?`,
+		v.Base, memTime(v.Since), v.Protected, v.GoalType, weakAtColumn(v), id)
+	return err
+}
+
+// lazyDecay is the agent's lazy_decay setting (on without a settings row).
+func (a *memApplier) lazyDecay(ref memory.AgentRef) (bool, error) {
+	st, err := a.stmt(`SELECT lazy_decay FROM agent_settings WHERE user_id = ? AND agent_id = ?`)
+	if err != nil {
+		return false, err
+	}
+	var on bool
+	err = st.QueryRowContext(a.ctx, ref.UserID, ref.AgentID).Scan(&on)
+	if errors.Is(err, sql.ErrNoRows) {
+		return true, nil
+	}
+	return on, err
+}
+
+// patchedMetadata applies a patch of the content fields strength and
+// is_protected to the memory's live strength and protection, from the
+// patch's time: the strength it had then is kept (or replaced by the new
+// strength), and a null restores the default (1, or the type's default
+// protection), as it does in content.
+func (a *memApplier) patchedMetadata(p memory.MemoryPatched) error {
+	strength, hasStrength := p.Content["strength"]
+	protected, hasProtected := p.Content["is_protected"]
+	if !hasStrength && !hasProtected {
+		return nil
+	}
+	decay, err := a.lazyDecay(p.AgentRef)
+	if err != nil {
+		return err
+	}
+	var newStrength *float64
+	var newProtected *bool
+	if err := errors.Join(json.Unmarshal(orNull(strength), &newStrength), json.Unmarshal(orNull(protected), &newProtected)); err != nil {
+		return err
+	}
+	return a.storeVitality(p.AgentRef, p.MemoryID, func(v *memory.Vitality) {
+		if v.Forgotten {
+			return // recover decides a forgotten memory's strength
+		}
+		v.Base, v.Since = memory.Strength(p.UpdatedAt, *v, decay), p.UpdatedAt
+		if hasStrength {
+			v.Base = memory.InitialStrength
+			if newStrength != nil {
+				v.Base = max(memory.MinDecayedStrength, *newStrength)
+			}
+		}
+		if hasProtected {
+			v.Protected = memory.DefaultProtected(v.Type)
+			if newProtected != nil {
+				v.Protected = *newProtected
+			}
+		}
+	})
+}
+
+// orNull is raw, or JSON null when raw is empty.
+func orNull(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 {
+		return json.RawMessage("null")
+	}
+	return raw
+}
+
+// memoryRecovered brings a forgotten memory back at the event's strength,
+// decaying from the time of the recovery; its embedding state is
+// recomputed (a vector made before it was forgotten still serves).
+func (a *memApplier) memoryRecovered(p memory.MemoryRecovered) error {
+	n, err := a.exec(`UPDATE memories SET forgotten_at = NULL WHERE id = ? AND user_id = ? AND agent_id = ? AND forgotten_at IS NOT NULL`,
+		p.MemoryID, p.UserID, p.AgentID)
+	if err != nil || n == 0 {
+		return err
+	}
+	if err := a.changeVitality(p.AgentRef, p.MemoryID, func(v *memory.Vitality) { v.Forgotten, v.Base, v.Since = false, p.Strength, p.RecoveredAt }); err != nil {
+		return err
+	}
+	return a.refreshPending(`m.id = ?`, p.MemoryID)
+}
+
+func (a *memApplier) memoryVerified(p memory.MemoryVerified) error {
+	if err := a.changeVitality(p.AgentRef, p.MemoryID, func(v *memory.Vitality) { v.Base, v.Since = p.Strength, p.VerifiedAt }); err != nil {
+		return err
+	}
+	_, err := a.exec(`UPDATE memories SET verification_count = verification_count + 1, last_verified_at = ? WHERE id = ? AND user_id = ? AND agent_id = ?`,
+		memTime(p.VerifiedAt), p.MemoryID, p.UserID, p.AgentID)
+	return err
+}
+
+// settingsChanged stores the agent's whole settings (ignored for an agent
+// that does not exist).
+func (a *memApplier) settingsChanged(p stack.SettingsChanged) error {
+	if ok, err := a.agentExists(p.AgentRef); err != nil || !ok {
+		return err
+	}
+	raw, err := json.Marshal(p.Settings)
+	if err != nil {
+		return err
+	}
+	_, err = a.exec(`INSERT INTO agent_settings (user_id, agent_id, settings, lazy_decay, updated_at) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (user_id, agent_id) DO UPDATE SET settings = excluded.settings, lazy_decay = excluded.lazy_decay, updated_at = excluded.updated_at`,
+		p.UserID, p.AgentID, string(raw), p.Settings.LazyDecay, memTime(p.ChangedAt))
 	return err
 }

@@ -8,9 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/memory"
+	"github.com/engram-memory/engram/domain/stack"
 )
 
 // Every query below is scoped by user: another user's agent or memory is
@@ -136,9 +138,13 @@ func scanMemAgents(rows *sql.Rows) ([]memory.AgentView, error) {
 }
 
 const memViewColumns = `m.id, m.agent_id, m.type, m.searchable, m.content, m.tags, m.derived_from, m.created_at, m.updated_at,
-	m.forgotten_at, m.text_hash, m.embed_pending, m.version, a.embedding_model, a.dimensions`
+	m.forgotten_at, m.text_hash, m.embed_pending, m.version, a.embedding_model, a.dimensions,
+	m.strength, m.strength_since, m.protected, m.goal_type, m.verification_count, m.last_verified_at, COALESCE(s.lazy_decay, 1)`
 
-const memViewFrom = ` FROM memories m JOIN agents a ON a.user_id = m.user_id AND a.agent_id = m.agent_id `
+// memViewFrom joins each memory's agent and its settings (no row: the
+// defaults, lazy decay on).
+const memViewFrom = ` FROM memories m JOIN agents a ON a.user_id = m.user_id AND a.agent_id = m.agent_id
+	LEFT JOIN agent_settings s ON s.user_id = m.user_id AND s.agent_id = m.agent_id `
 
 // Memory returns one memory of the user, forgotten or not; (zero, false,
 // nil) if it does not exist, was purged, or belongs to someone else.
@@ -307,6 +313,13 @@ func (m *Memories) ListMemories(ctx context.Context, q memory.ListQuery) (memory
 	if !q.IncludeForgotten {
 		where = append(where, "m.forgotten_at IS NULL")
 	}
+	if !q.IncludeWeak {
+		// Not weak at q.Now (memory.WeakAt); with decay off a memory is
+		// weak only below 0.5 as it stands. Forgotten ones pass: the
+		// clause above decides them.
+		where, args = append(where, `(m.forgotten_at IS NOT NULL OR m.weak_at IS NULL OR m.weak_at > ?
+			OR (COALESCE(s.lazy_decay, 1) = 0 AND m.strength >= ?))`), append(args, memTime(q.Now), memory.FadingStrength)
+	}
 	if q.Cursor != "" {
 		at, id, err := decodeListCursor(q.Cursor)
 		if err != nil {
@@ -464,12 +477,15 @@ func (m *Memories) scanViews(rows *sql.Rows, err error) ([]memory.View, error) {
 func scanMemoryView(rows *sql.Rows) (memory.View, error) {
 	var v memory.View
 	var typ, content, tags, refs, created, updated string
-	var forgotten sql.NullString
+	var forgotten, verified sql.NullString
 	var searchable, pending bool
+	var since string
 	if err := rows.Scan(&v.ID, &v.AgentID, &typ, &searchable, &content, &tags, &refs, &created, &updated,
-		&forgotten, &v.TextHash, &pending, &v.Version, &v.Embedding.Model, &v.Embedding.Dimensions); err != nil {
+		&forgotten, &v.TextHash, &pending, &v.Version, &v.Embedding.Model, &v.Embedding.Dimensions,
+		&v.Vitality.Base, &since, &v.Vitality.Protected, &v.Vitality.GoalType, &v.VerificationCount, &verified, &v.LazyDecay); err != nil {
 		return v, fmt.Errorf("sqlite: scan memory: %w", err)
 	}
+	v.Vitality.Type, v.Protected = memory.Type(typ), v.Vitality.Protected
 	v.Type, v.Content = memory.Type(typ), json.RawMessage(content)
 	if err := errors.Join(json.Unmarshal([]byte(tags), &v.Tags), json.Unmarshal([]byte(refs), &v.DerivedFrom)); err != nil {
 		return v, fmt.Errorf("sqlite: memory %s lists: %w", v.ID, err)
@@ -481,12 +497,23 @@ func scanMemoryView(rows *sql.Rows) (memory.View, error) {
 	if v.UpdatedAt, err = parseMemTime(updated); err != nil {
 		return v, err
 	}
+	if v.Vitality.Since, err = parseMemTime(since); err != nil {
+		return v, err
+	}
 	if forgotten.Valid {
 		t, err := parseMemTime(forgotten.String)
 		if err != nil {
 			return v, err
 		}
 		v.Forgotten, v.ForgottenAt = true, &t
+		v.Vitality.Forgotten = true
+	}
+	if verified.Valid {
+		t, err := parseMemTime(verified.String)
+		if err != nil {
+			return v, err
+		}
+		v.LastVerifiedAt = &t
 	}
 	switch {
 	case !searchable || v.Forgotten:
@@ -501,4 +528,72 @@ func scanMemoryView(rows *sql.Rows) (memory.View, error) {
 
 func memPlaceholders(n int) string {
 	return strings.TrimSuffix(strings.Repeat("?,", n), ",")
+}
+
+// Settings returns the agent's stack settings (the defaults when they
+// never changed); found is false when the user has no such agent.
+func (m *Memories) Settings(ctx context.Context, userID, agentID string) (stack.View, bool, error) {
+	var raw, updated sql.NullString
+	err := m.db.read.QueryRowContext(ctx, `SELECT s.settings, s.updated_at FROM agents a
+		LEFT JOIN agent_settings s ON s.user_id = a.user_id AND s.agent_id = a.agent_id
+		WHERE a.user_id = ? AND a.agent_id = ?`, userID, agentID).Scan(&raw, &updated)
+	if errors.Is(err, sql.ErrNoRows) {
+		return stack.View{}, false, nil
+	}
+	if err != nil {
+		return stack.View{}, false, fmt.Errorf("sqlite: settings: %w", err)
+	}
+	v := stack.View{AgentID: agentID, Settings: stack.Defaults()}
+	if raw.Valid {
+		if err := json.Unmarshal([]byte(raw.String), &v.Settings); err != nil {
+			return v, false, fmt.Errorf("sqlite: settings of %s: %w", agentID, err)
+		}
+		t, err := parseMemTime(updated.String)
+		if err != nil {
+			return v, false, err
+		}
+		v.UpdatedAt = &t
+	}
+	return v, true, nil
+}
+
+// AgentStats counts the agent's memories (memory.Stats without
+// Suggestions) with weakness judged at now; found is false when the user
+// has no such agent.
+func (m *Memories) AgentStats(ctx context.Context, userID, agentID string, now time.Time) (memory.Stats, bool, error) {
+	st := memory.Stats{AgentID: agentID, ByType: map[memory.Type]int{}, ForgottenByType: map[memory.Type]int{}}
+	for _, t := range memory.Types() {
+		st.ByType[t], st.ForgottenByType[t] = 0, 0
+	}
+	if _, found, err := m.Settings(ctx, userID, agentID); err != nil || !found {
+		return st, found, err
+	}
+	rows, err := m.db.read.QueryContext(ctx, `SELECT m.type, COUNT(*), COALESCE(SUM(m.forgotten_at IS NOT NULL), 0),
+			COALESCE(SUM(m.forgotten_at IS NULL AND m.weak_at IS NOT NULL AND m.weak_at <= ?
+				AND (COALESCE(s.lazy_decay, 1) = 1 OR m.strength < ?)), 0),
+			COALESCE(SUM(m.type = 'raw_entry' AND m.forgotten_at IS NULL AND json_extract(m.content, '$.processed') = 1), 0),
+			COALESCE(SUM(m.type = 'raw_entry' AND m.forgotten_at IS NULL AND COALESCE(json_extract(m.content, '$.processed'), 0) = 0), 0)
+		FROM memories m LEFT JOIN agent_settings s ON s.user_id = m.user_id AND s.agent_id = m.agent_id
+		WHERE m.user_id = ? AND m.agent_id = ? GROUP BY m.type`, memTime(now), memory.FadingStrength, userID, agentID)
+	if err != nil {
+		return st, false, fmt.Errorf("sqlite: agent stats: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var typ string
+		var n, forgotten, weak, processed, unprocessed int
+		if err := rows.Scan(&typ, &n, &forgotten, &weak, &processed, &unprocessed); err != nil {
+			return st, false, fmt.Errorf("sqlite: agent stats: %w", err)
+		}
+		st.ByType[memory.Type(typ)], st.ForgottenByType[memory.Type(typ)] = n, forgotten
+		st.Total += n
+		st.Forgotten += forgotten
+		st.Weak += weak
+		st.Raw.Processed += processed
+		st.Raw.Unprocessed += unprocessed
+	}
+	if err := rows.Err(); err != nil {
+		return st, false, fmt.Errorf("sqlite: agent stats: %w", err)
+	}
+	return st, true, nil
 }

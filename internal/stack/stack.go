@@ -94,8 +94,14 @@ type Stack struct {
 	Accounts *sqlite.Accounts
 	Memories *sqlite.Memories
 	Jobs     *sqlite.Jobs
-	Keyword  *projections.Keyword
-	Vectors  *projections.Vectors
+	// Suggestions, Provenance and Audit are the stack cognition read
+	// models: processing suggestions, the derived_from edges both ways,
+	// and the audit trail.
+	Suggestions *sqlite.Suggestions
+	Provenance  *sqlite.Provenance
+	Audit       *sqlite.Audit
+	Keyword     *projections.Keyword
+	Vectors     *projections.Vectors
 	// KeywordIndex and VectorIndex are the search index adapters the
 	// projections write and searches read.
 	KeywordIndex domain.KeywordIndex
@@ -150,6 +156,9 @@ func Open(ctx context.Context, cfg Config) (*Stack, error) {
 		Accounts:        sqlite.NewAccounts(db),
 		Memories:        sqlite.NewMemories(db),
 		Jobs:            sqlite.NewJobs(db),
+		Suggestions:     sqlite.NewSuggestions(db),
+		Provenance:      sqlite.NewProvenance(db),
+		Audit:           sqlite.NewAudit(db),
 		Keyword:         projections.NewKeyword(sqlite.NewKeywordStore(db), ix.keyword, ix.keywordInProcess, logger),
 		Vectors:         projections.NewVectors(sqlite.NewVectorStore(db), ix.vectors, ix.vectorsInProcess, logger),
 		KeywordIndex:    ix.keyword,
@@ -204,7 +213,7 @@ func openIndexes(_ context.Context, cfg Indexes) (*indexes, error) {
 
 // Projections lists every projection, in the order they are rebuilt.
 func (s *Stack) Projections() []projections.Projection {
-	return []projections.Projection{s.Accounts, s.Memories, s.Keyword, s.Vectors, s.Jobs}
+	return []projections.Projection{s.Accounts, s.Memories, s.Keyword, s.Vectors, s.Jobs, s.Provenance, s.Audit, s.Suggestions}
 }
 
 // Search returns a search service over the stack's indexes.

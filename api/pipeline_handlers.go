@@ -1,0 +1,214 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/engram-memory/engram/commands"
+	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/domain/anxiety"
+	"github.com/engram-memory/engram/domain/processing"
+)
+
+// Pipeline is the processing, suggestion and anxiety surface the API
+// needs; commands.Pipeline implements it.
+type Pipeline interface {
+	Processing(ctx context.Context, userID, agentID string) (commands.ProcessingView, error)
+	Configure(ctx context.Context, meta domain.Metadata, agentID string, patch processing.ConfigPatch) (commands.ProcessingView, error)
+	Process(ctx context.Context, meta domain.Metadata, agentID string, req commands.ProcessRequest) ([]processing.PassRecorded, error)
+	Suggestions(ctx context.Context, userID, agentID string, status processing.Status, limit int) ([]processing.Suggestion, error)
+	Suggestion(ctx context.Context, userID, id string) (processing.Suggestion, error)
+	Accept(ctx context.Context, meta domain.Metadata, id string, o commands.AcceptOverrides) (commands.Accepted, error)
+	Resolve(ctx context.Context, meta domain.Metadata, id string, to processing.Status, reason string) (processing.Suggestion, error)
+	Anxiety(ctx context.Context, userID, agentID string) (anxiety.Report, error)
+	RawEntries(ctx context.Context, userID, agentID string, q commands.RawQuery) ([]commands.RawEntryView, error)
+}
+
+// pipelineRoutes mounts the processing pipeline, suggestions and anxiety
+// of an agent; like every agent route, other users' agents and
+// suggestions are not found.
+func (s *Server) pipelineRoutes(r chi.Router) {
+	if s.cfg.Pipeline == nil {
+		return
+	}
+	r.Group(func(r chi.Router) {
+		r.Use(s.requireAuth)
+		r.Post("/agents/{agent_id}/process", s.process)
+		r.Get("/agents/{agent_id}/processing", s.getProcessing)
+		r.Patch("/agents/{agent_id}/processing", s.patchProcessing)
+		r.Get("/agents/{agent_id}/suggestions", s.listSuggestions)
+		r.Get("/agents/{agent_id}/anxiety", s.getAnxiety)
+		r.Get("/agents/{agent_id}/raw", s.listRawEntries)
+		r.Get("/suggestions/{id}", s.getSuggestion)
+		r.Post("/suggestions/{id}/accept", s.acceptSuggestion)
+		r.Post("/suggestions/{id}/reject", s.resolveSuggestion(processing.Rejected))
+		r.Post("/suggestions/{id}/dismiss", s.resolveSuggestion(processing.Dismissed))
+	})
+}
+
+// optionalJSON decodes a body when one was sent: these POSTs work with
+// no body at all.
+func optionalJSON(r *http.Request, v any) error {
+	if r.ContentLength == 0 {
+		return nil
+	}
+	return decodeJSON(r, v)
+}
+
+func (s *Server) process(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Force      bool   `json:"force"`
+		Transition string `json:"transition"`
+	}
+	if err := optionalJSON(r, &body); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	passes, err := s.cfg.Pipeline.Process(r.Context(), meta(r), chi.URLParam(r, "agent_id"), commands.ProcessRequest{Force: body.Force, Transition: body.Transition})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeData(w, http.StatusOK, map[string]any{"passes": passes})
+}
+
+func (s *Server) getProcessing(w http.ResponseWriter, r *http.Request) {
+	v, err := s.cfg.Pipeline.Processing(r.Context(), actor(r.Context()).UserID, chi.URLParam(r, "agent_id"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeData(w, http.StatusOK, v)
+}
+
+func (s *Server) patchProcessing(w http.ResponseWriter, r *http.Request) {
+	var patch processing.ConfigPatch
+	if err := decodeJSON(r, &patch); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	v, err := s.cfg.Pipeline.Configure(r.Context(), meta(r), chi.URLParam(r, "agent_id"), patch)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeData(w, http.StatusOK, v)
+}
+
+func (s *Server) listSuggestions(w http.ResponseWriter, r *http.Request) {
+	params := r.URL.Query()
+	var status processing.Status
+	if v := params.Get("status"); v != "" {
+		st, err := processing.ParseStatus("status", v)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		status = st
+	}
+	limit := processing.DefaultSuggestionLimit
+	if v := params.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > processing.MaxSuggestionLimit {
+			s.fail(w, r, domain.Invalid("limit", "limit must be an integer from 1 to %d, got %q", processing.MaxSuggestionLimit, v).WithDetail("limit", processing.MaxSuggestionLimit))
+			return
+		}
+		limit = n
+	}
+	list, err := s.cfg.Pipeline.Suggestions(r.Context(), actor(r.Context()).UserID, chi.URLParam(r, "agent_id"), status, limit)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if list == nil {
+		list = []processing.Suggestion{}
+	}
+	writeData(w, http.StatusOK, map[string]any{"suggestions": list})
+}
+
+func (s *Server) getSuggestion(w http.ResponseWriter, r *http.Request) {
+	sg, err := s.cfg.Pipeline.Suggestion(r.Context(), actor(r.Context()).UserID, chi.URLParam(r, "id"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeData(w, http.StatusOK, sg)
+}
+
+func (s *Server) acceptSuggestion(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Content json.RawMessage `json:"content"`
+		Tags    []string        `json:"tags"`
+	}
+	if err := optionalJSON(r, &body); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	out, err := s.cfg.Pipeline.Accept(r.Context(), meta(r), chi.URLParam(r, "id"), commands.AcceptOverrides{Content: body.Content, Tags: body.Tags})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeData(w, http.StatusOK, map[string]any{
+		"suggestion": out.Suggestion,
+		"memory":     map[string]any{"type": out.Memory.Type, "id": out.Memory.ID, "created_at": out.Memory.CreatedAt, "embedding": out.Memory.Embedding},
+	})
+}
+
+func (s *Server) resolveSuggestion(to processing.Status) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Reason string `json:"reason"`
+		}
+		if err := optionalJSON(r, &body); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		sg, err := s.cfg.Pipeline.Resolve(r.Context(), meta(r), chi.URLParam(r, "id"), to, body.Reason)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		writeData(w, http.StatusOK, sg)
+	}
+}
+
+func (s *Server) getAnxiety(w http.ResponseWriter, r *http.Request) {
+	rep, err := s.cfg.Pipeline.Anxiety(r.Context(), actor(r.Context()).UserID, chi.URLParam(r, "agent_id"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeData(w, http.StatusOK, rep)
+}
+
+func (s *Server) listRawEntries(w http.ResponseWriter, r *http.Request) {
+	params := r.URL.Query()
+	q := commands.RawQuery{Limit: commands.DefaultRawLimit}
+	if v := params.Get("processed"); v != "" {
+		b, err := boolParam(v, "processed")
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		q.Processed = &b
+	}
+	if v := params.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > commands.MaxRawLimit {
+			s.fail(w, r, domain.Invalid("limit", "limit must be an integer from 1 to %d, got %q", commands.MaxRawLimit, v).WithDetail("limit", commands.MaxRawLimit))
+			return
+		}
+		q.Limit = n
+	}
+	list, err := s.cfg.Pipeline.RawEntries(r.Context(), actor(r.Context()).UserID, chi.URLParam(r, "agent_id"), q)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeData(w, http.StatusOK, map[string]any{"raw_entries": list})
+}

@@ -1,0 +1,546 @@
+package commands
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/domain/memory"
+	"github.com/engram-memory/engram/domain/processing"
+	"github.com/engram-memory/engram/domain/stack"
+)
+
+// Processor turns a batch of sources into proposed memories: the rule
+// extractor (processing.RuleExtractor) or a chat model (infra/llm).
+// itemErrs are items that broke the contract; err means no answer came.
+type Processor interface {
+	Info() processing.ProcessorInfo
+	Propose(ctx context.Context, t processing.Transition, batch, known []processing.Source) (items []processing.Item, itemErrs []error, err error)
+}
+
+// PipelineMemories is what cognition reads of the memories read model.
+type PipelineMemories interface {
+	Agent(ctx context.Context, userID, agentID string) (memory.AgentView, bool, error)
+	ListMemories(ctx context.Context, q memory.ListQuery) (memory.Page, error)
+}
+
+// SuggestionReadModel answers the suggestion queries.
+type SuggestionReadModel interface {
+	Suggestion(ctx context.Context, userID, id string) (processing.Suggestion, bool, error)
+	ListSuggestions(ctx context.Context, q processing.SuggestionQuery) ([]processing.Suggestion, error)
+	CountPending(ctx context.Context, userID, agentID string, now time.Time) (int, error)
+}
+
+// StackSettings reads an agent's stack settings (commands.Memories).
+type StackSettings interface {
+	Settings(ctx context.Context, userID, agentID string) (stack.View, error)
+}
+
+// MemoryCreator creates memories; commands.Memories implements it, so
+// promoted suggestions go through the same checks as any write.
+type MemoryCreator interface {
+	Create(ctx context.Context, meta domain.Metadata, agentID string, in MemoryInput) (CreatedMemory, error)
+}
+
+// PipelineConfig wires Pipeline.
+type PipelineConfig struct {
+	Writer      *EventWriter        // required
+	Memories    PipelineMemories    // required
+	Suggestions SuggestionReadModel // required
+	Creator     MemoryCreator       // required
+	Settings    StackSettings       // required: the promotion gates
+	Processor   Processor           // required: a chat model, or the rule extractor
+	Now         func() time.Time    // default time.Now
+	Logger      *slog.Logger        // nil discards
+}
+
+// Pipeline runs the processing pipeline and the suggestion lifecycle of
+// each agent, and reports its anxiety. The decisions fold the agent's
+// cognition stream (processing.Stack) and append at its version; within
+// one server, the commands of one agent are serialized so that a pass and
+// an accept never decide on the same state.
+type Pipeline struct {
+	cfg    PipelineConfig
+	logger *slog.Logger
+	locks  [userLockStripes]sync.Mutex
+}
+
+// NewPipeline checks cfg.
+func NewPipeline(cfg PipelineConfig) (*Pipeline, error) {
+	if cfg.Writer == nil || cfg.Memories == nil || cfg.Suggestions == nil || cfg.Creator == nil || cfg.Processor == nil || cfg.Settings == nil {
+		return nil, errors.New("commands: the pipeline needs a writer, the memories and suggestions read models, a memory creator, stack settings and a processor")
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Pipeline{cfg: cfg, logger: logger}, nil
+}
+
+func (c *Pipeline) now() time.Time { return c.cfg.Now().UTC() }
+
+func (c *Pipeline) lock(userID, agentID string) func() {
+	h := fnv.New32a()
+	h.Write([]byte(userID + "\x00" + agentID))
+	mu := &c.locks[h.Sum32()%userLockStripes]
+	mu.Lock()
+	return mu.Unlock
+}
+
+// agentStack is an agent's cognition state as its stream holds it.
+type agentStack struct {
+	agent memory.AgentView
+	stack *processing.Stack
+	ref   processing.StackRef
+}
+
+// load returns the agent's state; an agent that does not exist, or is
+// another user's, is not found.
+func (c *Pipeline) load(ctx context.Context, userID, agentID string) (agentStack, error) {
+	agent, ok, err := c.cfg.Memories.Agent(ctx, userID, agentID)
+	if err != nil {
+		return agentStack{}, err
+	}
+	if !ok {
+		return agentStack{}, domain.NotFound("agent")
+	}
+	events, err := c.cfg.Writer.Store().ReadStream(ctx, processing.Stream(userID, agentID), 0)
+	if err != nil {
+		return agentStack{}, fmt.Errorf("commands: read cognition stream: %w", err)
+	}
+	st, err := processing.Fold(events, agent.CreatedAt)
+	if err != nil {
+		return agentStack{}, err
+	}
+	return agentStack{agent: agent, stack: st, ref: processing.StackRef{UserID: userID, AgentID: agentID, AgentCreatedAt: agent.CreatedAt}}, nil
+}
+
+func (c *Pipeline) appendTo(ctx context.Context, meta domain.Metadata, as agentStack, payloads []domain.Payload) error {
+	if len(payloads) == 0 {
+		return nil
+	}
+	_, err := c.cfg.Writer.Append(ctx, processing.Stream(as.ref.UserID, as.ref.AgentID), as.stack.Version, meta, payloads...)
+	if errors.Is(err, domain.ErrWrongExpectedVersion) {
+		return domain.Conflict("concurrent_processing", "agent %s's processing state changed while this request was decided; retry it", as.ref.AgentID)
+	}
+	return err
+}
+
+// ProcessingView is an agent's pipeline: configuration, the processor
+// the server runs, what each trigger sees now, and the latest passes.
+type ProcessingView struct {
+	Config    processing.Config         `json:"config"`
+	Processor processorJSON             `json:"processor"`
+	Triggers  []processing.TriggerState `json:"triggers"`
+	Runs      []processing.PassRecorded `json:"runs"`
+	Raw       RawProcessingState        `json:"raw"`
+}
+
+type processorJSON struct {
+	Model     string `json:"model"`
+	Inference bool   `json:"inference"`
+}
+
+// RawProcessingState counts an agent's raw entries by processed state
+// (among the latest SourceWindow) and shows the latest RawShown with what
+// became of them.
+type RawProcessingState struct {
+	Processed   int        `json:"processed"`
+	Unprocessed int        `json:"unprocessed"`
+	Entries     []RawEntry `json:"entries"`
+}
+
+// RawEntry is a raw entry's processing state. ProcessedInto holds
+// "suggestion:<id>" while a suggestion made from it is pending, and the
+// memory's "type:id" once it was accepted.
+type RawEntry struct {
+	ID            string    `json:"id"`
+	CreatedAt     time.Time `json:"created_at"`
+	Processed     bool      `json:"processed"`
+	ProcessedInto []string  `json:"processed_into"`
+}
+
+// RawShown is how many raw entries the processing view lists.
+const RawShown = 100
+
+// SourceWindow is how many of the latest memories of a source type a pass
+// and the processing view look at.
+const SourceWindow = memory.MaxListLimit
+
+// RunsShown is how many passes the processing view lists.
+const RunsShown = 20
+
+// Processing returns the agent's pipeline view.
+func (c *Pipeline) Processing(ctx context.Context, userID, agentID string) (ProcessingView, error) {
+	as, err := c.load(ctx, userID, agentID)
+	if err != nil {
+		return ProcessingView{}, err
+	}
+	return c.view(ctx, as)
+}
+
+func (c *Pipeline) view(ctx context.Context, as agentStack) (ProcessingView, error) {
+	now := c.now()
+	info := c.cfg.Processor.Info()
+	v := ProcessingView{Config: as.stack.Config, Processor: processorJSON{info.Model, info.Inference}, Runs: as.stack.Runs(RunsShown), Triggers: []processing.TriggerState{}}
+	bySource := map[memory.Type][]processing.Source{}
+	for _, t := range processing.Transitions() {
+		if _, ok := bySource[t.Source()]; !ok {
+			srcs, err := c.sources(ctx, as.ref, t.Source())
+			if err != nil {
+				return ProcessingView{}, err
+			}
+			bySource[t.Source()] = srcs
+		}
+		v.Triggers = append(v.Triggers, processing.Trigger(t, as.stack.Config.Layers[t], unconsumed(as.stack, t, bySource[t.Source()]), now))
+	}
+	v.Raw.Entries = []RawEntry{}
+	for _, s := range bySource[memory.RawEntry] {
+		done, into := as.stack.Processed(s.ID)
+		if done {
+			v.Raw.Processed++
+		} else {
+			v.Raw.Unprocessed++
+		}
+		if len(v.Raw.Entries) < RawShown {
+			if into == nil {
+				into = []string{}
+			}
+			v.Raw.Entries = append(v.Raw.Entries, RawEntry{ID: s.ID, CreatedAt: s.CreatedAt, Processed: done, ProcessedInto: into})
+		}
+	}
+	return v, nil
+}
+
+// Configure changes the agent's processing configuration.
+func (c *Pipeline) Configure(ctx context.Context, meta domain.Metadata, agentID string, patch processing.ConfigPatch) (ProcessingView, error) {
+	userID, err := userOf(meta)
+	if err != nil {
+		return ProcessingView{}, err
+	}
+	defer c.lock(userID, agentID)()
+	as, err := c.load(ctx, userID, agentID)
+	if err != nil {
+		return ProcessingView{}, err
+	}
+	cfg, err := as.stack.Config.Apply(patch)
+	if err != nil {
+		return ProcessingView{}, err
+	}
+	if err := c.appendTo(ctx, meta, as, []domain.Payload{processing.ConfigChanged{StackRef: as.ref, Config: cfg, ChangedAt: c.now()}}); err != nil {
+		return ProcessingView{}, err
+	}
+	return c.Processing(ctx, userID, agentID)
+}
+
+// ProcessRequest asks for a pass: of one transition or, when empty, of
+// every transition in order; Force runs transitions whose triggers do
+// not fire.
+type ProcessRequest struct {
+	Transition string
+	Force      bool
+}
+
+// Process runs a pass and records each transition's outcome as a
+// ProcessingPassRecorded event (skipped ones too), and expires the
+// suggestions due. Processor failures and malformed answers are recorded
+// in the pass, never returned as errors.
+func (c *Pipeline) Process(ctx context.Context, meta domain.Metadata, agentID string, req ProcessRequest) ([]processing.PassRecorded, error) {
+	userID, err := userOf(meta)
+	if err != nil {
+		return nil, err
+	}
+	transitions := processing.Transitions()
+	if req.Transition != "" {
+		t, err := processing.ParseTransition("transition", req.Transition)
+		if err != nil {
+			return nil, err
+		}
+		transitions = []processing.Transition{t}
+	}
+	defer c.lock(userID, agentID)()
+	as, err := c.load(ctx, userID, agentID)
+	if err != nil {
+		return nil, err
+	}
+	now := c.now()
+	var payloads []domain.Payload
+	for _, id := range as.stack.DueToExpire(now) {
+		payloads = append(payloads, processing.SuggestionResolved{StackRef: as.ref, SuggestionID: id, Status: processing.Expired,
+			Reason: fmt.Sprintf("auto-expired after %dh", as.stack.Config.SuggestionExpiryHours), ResolvedAt: now})
+	}
+	pending := as.stack.PendingFingerprints(now)
+	var passes []processing.PassRecorded
+	for _, t := range transitions {
+		pass, created, err := c.pass(ctx, meta, as, t, req.Force, pending, now)
+		if err != nil {
+			return nil, err
+		}
+		payloads = append(payloads, pass)
+		for _, sc := range created {
+			payloads = append(payloads, sc)
+		}
+		passes = append(passes, pass)
+	}
+	if err := c.appendTo(ctx, meta, as, payloads); err != nil {
+		return nil, err
+	}
+	return passes, nil
+}
+
+// pass runs one transition. New suggestions' fingerprints are added to
+// pending, so a later transition of the same request dedups against them.
+func (c *Pipeline) pass(ctx context.Context, meta domain.Metadata, as agentStack, t processing.Transition, force bool,
+	pending map[string]string, now time.Time) (processing.PassRecorded, []processing.SuggestionCreated, error) {
+	layer := as.stack.Config.Layers[t]
+	info := c.cfg.Processor.Info()
+	pass := processing.PassRecorded{StackRef: as.ref, PassID: uuid.Must(uuid.NewV7()).String(), Transition: t, Model: info.Model,
+		Forced: force, AutoPromote: as.stack.Config.AutoPromote, At: now,
+		Consumed: []processing.Consumed{}, Suggestions: []string{}, Created: []string{}, GateDetails: []string{}, Errors: []string{}}
+	skip := func(reason, detail string) (processing.PassRecorded, []processing.SuggestionCreated, error) {
+		pass.Skipped, pass.SkipReason, pass.SkipDetail = true, reason, detail
+		pass.InferenceBlocked = reason == processing.SkipNeedsInference
+		return pass, nil, nil
+	}
+	all, err := c.sources(ctx, as.ref, t.Source())
+	if err != nil {
+		return pass, nil, err
+	}
+	open := unconsumed(as.stack, t, all)
+	if !layer.Enabled {
+		return skip(processing.SkipDisabled, "the layer is disabled")
+	}
+	if len(open) == 0 {
+		return skip(processing.SkipNoSources, "no unprocessed "+string(t.Source())+" memories")
+	}
+	if trig := processing.Trigger(t, layer, open, now); !force && !trig.Fires {
+		return skip(processing.SkipNotTriggered, trig.Reason)
+	}
+	if reason, detail := processing.PassGate(t, layer, info, as.stack.PassesOn(t, now)); reason != "" {
+		return skip(reason, detail)
+	}
+	// Oldest first: what waited longest is processed first.
+	sort.SliceStable(open, func(i, j int) bool { return open[i].CreatedAt.Before(open[j].CreatedAt) })
+	batch := open
+	if len(batch) > layer.BatchSize {
+		batch = batch[:layer.BatchSize]
+	}
+	pass.SourceCount = len(batch)
+	known, err := c.sources(ctx, as.ref, t.Target())
+	if err != nil {
+		return pass, nil, err
+	}
+	settings, err := c.cfg.Settings.Settings(ctx, as.ref.UserID, as.ref.AgentID)
+	if err != nil {
+		return pass, nil, err
+	}
+	pg := settings.PromotionGates
+	gates := processing.Gates{BeliefMinSources: pg.BeliefMinEvidence, BeliefMinConfidence: pg.BeliefMinConfidence,
+		ValueMinSources: pg.ValueMinEvidence, ValueRequiresProtection: pg.ValueRequiresProtection}
+	lr := settings.LintRules
+	lint := processing.LintRules{Enabled: lr.Enabled, MinLength: lr.MinLength, MaxLength: lr.MaxLength,
+		CheckFragments: lr.CheckFragments, CheckPrefixArtifacts: lr.CheckPrefixArtifacts, CheckTemplatedNoise: lr.CheckTemplatedNoise}
+	protected := map[string]bool{}
+	for _, s := range batch {
+		protected[s.ID] = s.Protected
+	}
+	items, itemErrs, err := c.cfg.Processor.Propose(ctx, t, batch, known)
+	if err != nil {
+		pass.Errors = append(pass.Errors, err.Error())
+		return pass, nil, nil
+	}
+	for _, e := range itemErrs {
+		pass.Errors = append(pass.Errors, e.Error())
+	}
+	into := map[string][]string{}
+	var created []processing.SuggestionCreated
+	for _, it := range items {
+		if why := processing.ItemGate(t, it, gates, protected); why != "" {
+			pass.GateBlocked++
+			pass.GateDetails = append(pass.GateDetails, why)
+			continue
+		}
+		fp := processing.Fingerprint(it)
+		if _, dup := pending[fp]; dup {
+			pass.Deduplicated++
+			continue
+		}
+		refs := sourceRefs(t.Source(), it.Sources)
+		// An item that fails the lint rules is never auto-promoted: it
+		// waits as a suggestion that says why.
+		lintFailure := processing.Lint(it.Type, it.Content, lint)
+		var made string
+		if as.stack.Config.AutoPromote && lintFailure == "" {
+			m, err := c.cfg.Creator.Create(ctx, meta, as.ref.AgentID, MemoryInput{Type: string(it.Type), Content: it.Content, DerivedFrom: refs, FromProcessing: true})
+			if err != nil {
+				pass.Errors = append(pass.Errors, fmt.Sprintf("write %s: %v", it.Type, err))
+				continue
+			}
+			made = string(m.Type) + ":" + m.ID
+			pass.Created = append(pass.Created, made)
+		} else {
+			id := uuid.Must(uuid.NewV7()).String()
+			created = append(created, processing.SuggestionCreated{StackRef: as.ref, SuggestionID: id, PassID: pass.PassID, Transition: t,
+				MemoryType: string(it.Type), Content: it.Content, Confidence: it.Confidence, Sources: refs, Fingerprint: fp,
+				CreatedAt: now, ExpiresAt: now.Add(time.Duration(as.stack.Config.SuggestionExpiryHours) * time.Hour), LintFailure: lintFailure})
+			made = "suggestion:" + id
+			pass.Suggestions = append(pass.Suggestions, id)
+		}
+		pending[fp] = made
+		for _, src := range it.Sources {
+			into[src] = append(into[src], made)
+		}
+	}
+	// Sources stay unprocessed when the answer broke the contract, a
+	// write failed, or every proposal was held by a gate: a later pass
+	// tries them again. An empty answer consumes them (nothing to make).
+	allGated := len(items) > 0 && pass.GateBlocked == len(items)
+	if len(pass.Errors) == 0 && !allGated {
+		for _, s := range batch {
+			pass.Consumed = append(pass.Consumed, processing.Consumed{ID: s.ID, Into: append([]string{}, into[s.ID]...)})
+		}
+	}
+	return pass, created, nil
+}
+
+func sourceRefs(t memory.Type, ids []string) []string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = string(t) + ":" + id
+	}
+	return out
+}
+
+func unconsumed(st *processing.Stack, t processing.Transition, all []processing.Source) []processing.Source {
+	var out []processing.Source
+	for _, s := range all {
+		if !st.Consumed(t, s.ID) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// sources lists the latest SourceWindow live memories of type typ.
+func (c *Pipeline) sources(ctx context.Context, ref processing.StackRef, typ memory.Type) ([]processing.Source, error) {
+	page, err := c.cfg.Memories.ListMemories(ctx, memory.ListQuery{UserID: ref.UserID, AgentID: ref.AgentID, Types: []memory.Type{typ}, Limit: SourceWindow})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]processing.Source, 0, len(page.Memories))
+	for _, v := range page.Memories {
+		out = append(out, SourceOf(v))
+	}
+	return out, nil
+}
+
+// SourceOf is what a processor reads of a memory.
+func SourceOf(v memory.View) processing.Source {
+	var f struct {
+		Content          string   `json:"content"`
+		Objective        string   `json:"objective"`
+		Outcome          string   `json:"outcome"`
+		Statement        string   `json:"statement"`
+		Name             string   `json:"name"`
+		Title            string   `json:"title"`
+		EntityName       string   `json:"entity_name"`
+		RelationshipType string   `json:"relationship_type"`
+		DriveType        string   `json:"drive_type"`
+		Confidence       *float64 `json:"confidence"`
+		Arousal          float64  `json:"emotional_arousal"`
+	}
+	_ = json.Unmarshal(v.Content, &f) // read-model content is canonical JSON
+	s := processing.Source{ID: v.ID, Type: v.Type, CreatedAt: v.CreatedAt, Protected: v.Protected}
+	switch v.Type {
+	case memory.RawEntry, memory.Note:
+		s.Text = f.Content
+	case memory.Episode:
+		s.Text, s.Arousal = f.Objective+": "+f.Outcome, f.Arousal
+	case memory.Belief:
+		conf := 0.0
+		if f.Confidence != nil {
+			conf = *f.Confidence
+		}
+		s.Text, s.Confidence = fmt.Sprintf("%s (confidence: %.2f)", f.Statement, conf), conf
+	case memory.Value:
+		s.Text = f.Name + ": " + f.Statement
+	case memory.Goal:
+		s.Text = f.Title
+	case memory.Relationship:
+		s.Text = f.EntityName + " (" + f.RelationshipType + ")"
+	case memory.Drive:
+		s.Text = f.DriveType
+	default:
+		s.Text = strings.TrimSpace(f.Name + " " + f.Content)
+	}
+	return s
+}
+
+// RawQuery selects an agent's raw entries, newest first: Processed nil
+// lists all, otherwise only the processed (true) or unprocessed (false).
+type RawQuery struct {
+	Processed *bool
+	Limit     int
+}
+
+// Limits of the raw entry listing.
+const (
+	DefaultRawLimit = 50
+	MaxRawLimit     = 500
+)
+
+// RawEntryView is a raw entry with its processing state.
+type RawEntryView struct {
+	memory.View
+	Processed     bool     `json:"processed"`
+	ProcessedInto []string `json:"processed_into"`
+}
+
+// RawEntries lists the agent's raw entries with their processing state.
+// It walks the agent's raw entries page by page until it has Limit of
+// the requested state, so an old unprocessed entry is found however many
+// newer ones there are.
+func (c *Pipeline) RawEntries(ctx context.Context, userID, agentID string, q RawQuery) ([]RawEntryView, error) {
+	as, err := c.load(ctx, userID, agentID)
+	if err != nil {
+		return nil, err
+	}
+	out := []RawEntryView{}
+	cursor := ""
+	for {
+		page, err := c.cfg.Memories.ListMemories(ctx, memory.ListQuery{UserID: userID, AgentID: agentID, Types: []memory.Type{memory.RawEntry}, Limit: memory.MaxListLimit, Cursor: cursor})
+		if err != nil {
+			return nil, err
+		}
+		for _, v := range page.Memories {
+			done, into := as.stack.Processed(v.ID)
+			if q.Processed != nil && *q.Processed != done {
+				continue
+			}
+			if into == nil {
+				into = []string{}
+			}
+			out = append(out, RawEntryView{View: v, Processed: done, ProcessedInto: into})
+			if len(out) == q.Limit {
+				return out, nil
+			}
+		}
+		if page.NextCursor == "" {
+			return out, nil
+		}
+		cursor = page.NextCursor
+	}
+}

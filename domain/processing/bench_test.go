@@ -1,0 +1,56 @@
+package processing_test
+
+import (
+	"encoding/json"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/domain/processing"
+)
+
+// BenchmarkRuleExtractor: one raw_to_note pass of the largest batch
+// (100 raw entries) with the rule-based extractor.
+func BenchmarkRuleExtractor(b *testing.B) {
+	r := processing.NewRuleExtractor()
+	texts := []string{
+		"I think caching always helps latency because it avoids the database",
+		"Yesterday we deployed the billing service and it failed, then I learned to check migrations",
+		"Reminder: the docs are at https://example.com/docs, see step 2 for the install command",
+		"blue green red yellow purple",
+	}
+	batch := make([]processing.Source, processing.MaxBatchSize)
+	for i := range batch {
+		batch[i] = processing.Source{ID: string(rune('a' + i%26)), Text: texts[i%len(texts)]}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		r.Extract(processing.RawToNote, batch)
+	}
+}
+
+// BenchmarkFold10k: the decisions and the processing view fold the agent's
+// cognition stream; this is its cost for 10,000 events (about 1,400
+// process requests).
+func BenchmarkFold10k(b *testing.B) {
+	ref := processing.StackRef{UserID: "u", AgentID: "a"}
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	events := make([]domain.Event, 10000)
+	for i := range events {
+		var p domain.Payload = processing.PassRecorded{StackRef: ref, PassID: strconv.Itoa(i), Transition: processing.RawToNote, At: at,
+			Consumed: []processing.Consumed{{ID: strconv.Itoa(i), Into: []string{"suggestion:" + strconv.Itoa(i)}}}}
+		if i%2 == 1 {
+			p = processing.SuggestionCreated{StackRef: ref, SuggestionID: strconv.Itoa(i), Sources: []string{"raw_entry:" + strconv.Itoa(i)},
+				Content: json.RawMessage(`{"content":"a note of some length"}`), CreatedAt: at, ExpiresAt: at.Add(time.Hour)}
+		}
+		raw, _ := json.Marshal(p)
+		events[i] = domain.Event{Version: uint64(i), Type: p.EventType(), Payload: raw}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := processing.Fold(events, time.Time{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

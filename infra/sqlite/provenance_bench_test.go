@@ -1,0 +1,82 @@
+package sqlite_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/domain/memory"
+	"github.com/engram-memory/engram/infra/sqlite"
+)
+
+// BenchmarkProvenanceTree measures provenance trees served from the edge
+// index on an agent whose lineage is 1 raw entry → 40 episodes → 10
+// beliefs each (400) → 1 value each (400), among 10,000 unrelated notes:
+// the whole tree down from the raw entry (841 nodes, 3 levels) and the
+// path up from a value (3 levels).
+func BenchmarkProvenanceTree(b *testing.B) {
+	db := openDB(b)
+	prov := sqlite.NewProvenance(db)
+	ctx := context.Background()
+	var events []domain.Event
+	add := func(id string, typ memory.Type, from ...string) {
+		raw, err := json.Marshal(memory.MemoryCreated{AgentRef: memAlice, MemoryID: id, Type: typ, DerivedFrom: from})
+		if err != nil {
+			b.Fatal(err)
+		}
+		events = append(events, domain.Event{Position: uint64(len(events) + 1), Type: memory.MemoryCreated{}.EventType(), Payload: raw})
+	}
+	add("raw", memory.RawEntry)
+	var lastValue string
+	for e := range 40 {
+		ep := fmt.Sprintf("ep-%02d", e)
+		add(ep, memory.Episode, "raw:raw")
+		for k := range 10 {
+			bel := fmt.Sprintf("%s-bel-%02d", ep, k)
+			add(bel, memory.Belief, "episode:"+ep)
+			lastValue = bel + "-val"
+			add(lastValue, memory.Value, "belief:"+bel)
+		}
+	}
+	for n := range 10000 {
+		add(fmt.Sprintf("note-%05d", n), memory.Note, "raw:unrelated")
+	}
+	if err := prov.Apply(ctx, events); err != nil {
+		b.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		root  memory.Ref
+		next  memory.Neighbours
+		nodes int
+	}{
+		{"down", memory.Ref{Type: memory.RawEntry, ID: "raw"}, func(ctx context.Context, ids []string) (map[string][]memory.Ref, error) {
+			return prov.Derived(ctx, memAlice.UserID, memAlice.AgentID, ids)
+		}, 841},
+		{"up", memory.Ref{Type: memory.Value, ID: lastValue}, func(ctx context.Context, ids []string) (map[string][]memory.Ref, error) {
+			return prov.Sources(ctx, memAlice.UserID, memAlice.AgentID, ids)
+		}, 4},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			for b.Loop() {
+				tree, err := memory.BuildProvenanceTree(ctx, tc.root, memory.DefaultProvenanceDepth, tc.next)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if n := countNodes(tree); n != tc.nodes {
+					b.Fatalf("%d nodes, want %d", n, tc.nodes)
+				}
+			}
+		})
+	}
+}
+
+func countNodes(n *memory.ProvenanceNode) int {
+	c := 1
+	for _, k := range n.Nodes {
+		c += countNodes(k)
+	}
+	return c
+}
