@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/engram-memory/engram/infra/embed/local"
 	"github.com/engram-memory/engram/internal/testserver"
 )
 
@@ -75,7 +76,7 @@ func TestServerIgnoresTheUsersSettings(t *testing.T) {
 	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET /embeddings/models: %d, %v", resp.StatusCode, err)
 	}
-	if body.Data.DefaultModel != "engram-hash-384" {
+	if body.Data.DefaultModel != local.DefaultModelName {
 		t.Fatalf("default model %q: the user's settings reached the test server", body.Data.DefaultModel)
 	}
 }
