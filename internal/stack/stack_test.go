@@ -3,6 +3,7 @@ package stack_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -64,8 +65,13 @@ func TestEmbeddedStackReportsItsBackends(t *testing.T) {
 	if st.EmbeddedVectors == nil {
 		t.Fatal("the embedded stack does not expose its vector index")
 	}
-	if got := len(st.Projections()); got != 5 {
-		t.Fatalf("%d projections, want 5", got)
+	var names []string
+	for _, p := range st.Projections() {
+		names = append(names, p.Name())
+	}
+	want := []string{"accounts", "memories", "keyword", "vectors", "jobs", "provenance", "audit", "suggestions"}
+	if !slices.Equal(names, want) {
+		t.Fatalf("projections %v, want %v", names, want)
 	}
 	if _, err := stack.Open(context.Background(), stack.Config{DataDir: dir}); err == nil {
 		t.Fatal("a second writer of the data dir was not refused")
