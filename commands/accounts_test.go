@@ -80,7 +80,7 @@ func newAccountsFixture(t *testing.T, usageInterval time.Duration) *accountsFixt
 	done := make(chan struct{})
 	go func() { engine.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done; db.Close() })
-	f.writer = commands.NewEventWriter(f.store, engine)
+	f.writer = commands.NewEventWriter(f.store, engine, 0)
 	f.usage = commands.NewUsageRecorder(f.writer, usageInterval, logger)
 	f.accounts, err = commands.NewAccounts(commands.AccountsConfig{
 		Writer: f.writer, Reader: f.model, Mailer: f.mail, Usage: f.usage, Logger: logger,

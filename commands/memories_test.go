@@ -49,7 +49,7 @@ func newMemEnv(t *testing.T) *memEnv {
 	}
 	e.provider = &memSwitchProvider{inner: lp}
 	e.model = lp.Models()[0]
-	e.writer = commands.NewEventWriter(e.store, engine)
+	e.writer = commands.NewEventWriter(e.store, engine, 0)
 	e.queue, err = commands.NewEmbedQueue(commands.EmbedQueueConfig{Writer: e.writer, Reader: e.readMod, Embedder: e.provider,
 		MinBackoff: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond})
 	if err != nil {

@@ -25,9 +25,18 @@ type EventWriter struct {
 	timeout time.Duration
 }
 
+// DefaultVisibilityTimeout bounds how long a write waits for the
+// projections to apply it before it is answered with an error (the write
+// itself is durable by then).
+const DefaultVisibilityTimeout = 30 * time.Second
+
 // NewEventWriter returns a writer over store; visible may not be nil.
-func NewEventWriter(store domain.EventStore, visible Visibility) *EventWriter {
-	return &EventWriter{store: store, visible: visible, timeout: 30 * time.Second}
+// timeout bounds the wait for visibility (0: DefaultVisibilityTimeout).
+func NewEventWriter(store domain.EventStore, visible Visibility, timeout time.Duration) *EventWriter {
+	if timeout <= 0 {
+		timeout = DefaultVisibilityTimeout
+	}
+	return &EventWriter{store: store, visible: visible, timeout: timeout}
 }
 
 // Store is the underlying log, for loading streams.

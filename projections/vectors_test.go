@@ -45,7 +45,7 @@ func newVectorRig(t *testing.T) *vectorRig {
 	done := make(chan struct{})
 	go func() { defer close(done); engine.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done; r.index.Close() })
-	r.writer = commands.NewEventWriter(store, engine)
+	r.writer = commands.NewEventWriter(store, engine, 0)
 	return r
 }
 

@@ -82,7 +82,10 @@ type Config struct {
 	// 500ms; tests use a few milliseconds).
 	GroupCommit time.Duration
 	Indexes     Indexes
-	Logger      *slog.Logger
+	// VisibilityTimeout bounds how long a write waits for the projections
+	// (0: commands.DefaultVisibilityTimeout).
+	VisibilityTimeout time.Duration
+	Logger            *slog.Logger
 }
 
 // Stack is one wired Engram storage and projection stack.
@@ -168,7 +171,7 @@ func Open(ctx context.Context, cfg Config) (*Stack, error) {
 		closeIndexes:    ix.close,
 	}
 	s.Engine = projections.NewEngine(s.Store, logger, s.Projections()...)
-	s.Writer = commands.NewEventWriter(s.Store, s.Engine)
+	s.Writer = commands.NewEventWriter(s.Store, s.Engine, cfg.VisibilityTimeout)
 	return s, nil
 }
 
