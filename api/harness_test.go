@@ -398,8 +398,8 @@ func (p *testProvider) Embed(ctx context.Context, req domain.EmbedRequest) (doma
 // harnessVisibilityTimeout replaces the 30 s bound on a write's wait for
 // the projections (and the 20 s bound on its embedding call) in these
 // stacks: under -race on a loaded 2-core machine a batch of 1000 memories
-// can take longer than that to apply, which is slowness, not a fault the
-// tests look for; the bounds themselves are tested in commands.
+// can take longer than that to apply, which is slowness, not a fault these
+// tests look for.
 const harnessVisibilityTimeout = 2 * time.Minute
 
 // testClock is the service clock; tests move it forward to expire tokens

@@ -11,8 +11,8 @@ import (
 
 	"github.com/engram-memory/engram/api"
 	"github.com/engram-memory/engram/commands"
-	"github.com/engram-memory/engram/infra/embed"
 	"github.com/engram-memory/engram/domain/processing"
+	"github.com/engram-memory/engram/infra/embed"
 	"github.com/engram-memory/engram/infra/llm"
 	"github.com/engram-memory/engram/infra/mail"
 	"github.com/engram-memory/engram/infra/sqlite"
