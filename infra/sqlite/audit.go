@@ -44,13 +44,18 @@ type auditRecord struct {
 
 // Apply implements projections.Projection.
 func (a *Audit) Apply(ctx context.Context, events []domain.Event) error {
+	var b *batchTx
 	return a.db.ApplyEvents(ctx, AuditProjection, events, func(tx *sql.Tx, e domain.Event) error {
 		rec, ok, err := auditOf(e)
 		if err != nil || !ok {
 			return err
 		}
+		if b == nil || b.tx != tx {
+			bt := newBatchTx(ctx, tx)
+			b = &bt
+		}
 		exec := func(query string, args ...any) error {
-			if _, err := tx.ExecContext(ctx, query, args...); err != nil {
+			if _, err := b.exec(query, args...); err != nil {
 				return fmt.Errorf("sqlite: audit: %w", err)
 			}
 			return nil
@@ -61,7 +66,11 @@ func (a *Audit) Apply(ctx context.Context, events []domain.Event) error {
 				return err
 			}
 		case rec.memoryID != "" && rec.memoryType == "":
-			err := tx.QueryRowContext(ctx, `SELECT type FROM audit_memories WHERE memory_id = ?`, rec.memoryID).Scan(&rec.memoryType)
+			st, err := b.stmt(`SELECT type FROM audit_memories WHERE memory_id = ?`)
+			if err != nil {
+				return fmt.Errorf("sqlite: audit: %w", err)
+			}
+			err = st.QueryRowContext(ctx, rec.memoryID).Scan(&rec.memoryType)
 			if errors.Is(err, sql.ErrNoRows) {
 				return nil // a memory of a deleted agent, or never created: nothing to audit
 			}

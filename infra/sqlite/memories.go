@@ -66,7 +66,7 @@ func (m *Memories) Apply(ctx context.Context, events []domain.Event) error {
 	var a *memApplier
 	return m.db.ApplyEvents(ctx, MemoriesProjection, events, func(tx *sql.Tx, e domain.Event) error {
 		if a == nil || a.tx != tx {
-			a = &memApplier{ctx: ctx, tx: tx, stmts: map[string]*sql.Stmt{}, agents: map[memory.AgentRef]bool{}}
+			a = &memApplier{batchTx: newBatchTx(ctx, tx), agents: map[memory.AgentRef]bool{}}
 		}
 		if err := a.apply(e); err != nil {
 			return err

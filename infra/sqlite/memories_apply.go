@@ -17,9 +17,7 @@ import (
 // prepares each statement once per batch: a batch write of 1000 memories
 // is 2000 events, and parsing SQL for each was most of the apply time.
 type memApplier struct {
-	ctx   context.Context
-	tx    *sql.Tx
-	stmts map[string]*sql.Stmt // closed with the transaction
+	batchTx
 	// agents caches whether an agent exists within the batch, which
 	// changes only by AgentCreated and AgentDeleted.
 	agents map[memory.AgentRef]bool
@@ -36,7 +34,21 @@ func (a *memApplier) agentExists(ref memory.AgentRef) (bool, error) {
 	return ok, err
 }
 
-func (a *memApplier) stmt(query string) (*sql.Stmt, error) {
+// batchTx is the transaction of one batch of events with its statements,
+// each prepared once per batch: a batch write of 1000 memories is 2000
+// events, and parsing SQL for each was most of the apply time. Every
+// SQLite read model's applier uses it.
+type batchTx struct {
+	ctx   context.Context
+	tx    *sql.Tx
+	stmts map[string]*sql.Stmt // closed with the transaction
+}
+
+func newBatchTx(ctx context.Context, tx *sql.Tx) batchTx {
+	return batchTx{ctx: ctx, tx: tx, stmts: map[string]*sql.Stmt{}}
+}
+
+func (a *batchTx) stmt(query string) (*sql.Stmt, error) {
 	if st, ok := a.stmts[query]; ok {
 		return st, nil
 	}
@@ -49,7 +61,7 @@ func (a *memApplier) stmt(query string) (*sql.Stmt, error) {
 }
 
 // exec runs query and returns the number of rows it changed.
-func (a *memApplier) exec(query string, args ...any) (int64, error) {
+func (a *batchTx) exec(query string, args ...any) (int64, error) {
 	st, err := a.stmt(query)
 	if err != nil {
 		return 0, err
@@ -62,7 +74,7 @@ func (a *memApplier) exec(query string, args ...any) (int64, error) {
 }
 
 // exists runs a SELECT 1 query and reports whether it found a row.
-func (a *memApplier) exists(query string, args ...any) (bool, error) {
+func (a *batchTx) exists(query string, args ...any) (bool, error) {
 	st, err := a.stmt(query)
 	if err != nil {
 		return false, err

@@ -317,7 +317,7 @@ func (m *Memories) ListMemories(ctx context.Context, q memory.ListQuery) (memory
 		// Not weak at q.Now (memory.WeakAt); with decay off a memory is
 		// weak only below 0.5 as it stands. Forgotten ones pass: the
 		// clause above decides them.
-		where, args = append(where, `(m.forgotten_at IS NOT NULL OR m.weak_at IS NULL OR m.weak_at > ?
+		where, args = append(where, `(m.forgotten_at IS NOT NULL OR m.weak_at IS NULL OR m.weak_at >= ?
 			OR (COALESCE(s.lazy_decay, 1) = 0 AND m.strength >= ?))`), append(args, memTime(q.Now), memory.FadingStrength)
 	}
 	if q.Cursor != "" {
@@ -569,7 +569,7 @@ func (m *Memories) AgentStats(ctx context.Context, userID, agentID string, now t
 		return st, found, err
 	}
 	rows, err := m.db.read.QueryContext(ctx, `SELECT m.type, COUNT(*), COALESCE(SUM(m.forgotten_at IS NOT NULL), 0),
-			COALESCE(SUM(m.forgotten_at IS NULL AND m.weak_at IS NOT NULL AND m.weak_at <= ?
+			COALESCE(SUM(m.forgotten_at IS NULL AND m.weak_at IS NOT NULL AND m.weak_at < ?
 				AND (COALESCE(s.lazy_decay, 1) = 1 OR m.strength < ?)), 0),
 			COALESCE(SUM(m.type = 'raw_entry' AND m.forgotten_at IS NULL AND json_extract(m.content, '$.processed') = 1), 0),
 			COALESCE(SUM(m.type = 'raw_entry' AND m.forgotten_at IS NULL AND COALESCE(json_extract(m.content, '$.processed'), 0) = 0), 0)

@@ -28,9 +28,14 @@ func NewProvenance(db *DB) *Provenance {
 
 // Apply implements projections.Projection.
 func (p *Provenance) Apply(ctx context.Context, events []domain.Event) error {
+	var b *batchTx
 	return p.db.ApplyEvents(ctx, ProvenanceProjection, events, func(tx *sql.Tx, e domain.Event) error {
+		if b == nil || b.tx != tx {
+			bt := newBatchTx(ctx, tx)
+			b = &bt
+		}
 		exec := func(query string, args ...any) error {
-			if _, err := tx.ExecContext(ctx, query, args...); err != nil {
+			if _, err := b.exec(query, args...); err != nil {
 				return fmt.Errorf("sqlite: provenance: %w", err)
 			}
 			return nil

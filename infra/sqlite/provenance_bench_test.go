@@ -80,3 +80,44 @@ func countNodes(n *memory.ProvenanceNode) int {
 	}
 	return c
 }
+
+// BenchmarkCognitionApplyBatch measures what the provenance and audit
+// projections add to a batch write of 1000 notes (each derived from one
+// raw entry) with their vectors: 2000 events per apply.
+func BenchmarkCognitionApplyBatch(b *testing.B) {
+	content, _ := json.Marshal(map[string]string{"content": "a note of ordinary length about the day's work"})
+	var events []domain.Event
+	for i := range 1000 {
+		id := fmt.Sprintf("n-%04d", i)
+		created, _ := json.Marshal(memory.MemoryCreated{AgentRef: memAlice, MemoryID: id, Type: memory.Note, Content: content, DerivedFrom: []string{"raw:r"}})
+		embedded, _ := json.Marshal(memory.MemoryEmbedded{AgentRef: memAlice, MemoryID: id, Model: "m", Dimensions: 384, Vector: make(memory.Vector, 384)})
+		events = append(events,
+			domain.Event{ID: id + "-c", Type: memory.MemoryCreated{}.EventType(), Payload: created},
+			domain.Event{ID: id + "-e", Type: memory.MemoryEmbedded{}.EventType(), Payload: embedded})
+	}
+	for _, name := range []string{sqlite.ProvenanceProjection, sqlite.AuditProjection} {
+		b.Run(name, func(b *testing.B) {
+			db := openDB(b)
+			var p interface {
+				Apply(context.Context, []domain.Event) error
+			}
+			if name == sqlite.ProvenanceProjection {
+				p = sqlite.NewProvenance(db)
+			} else {
+				p = sqlite.NewAudit(db)
+			}
+			next := uint64(0)
+			for b.Loop() {
+				batch := make([]domain.Event, len(events))
+				for i, e := range events {
+					next++
+					e.Position, e.ID = next, fmt.Sprint(next)
+					batch[i] = e
+				}
+				if err := p.Apply(context.Background(), batch); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
