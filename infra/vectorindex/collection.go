@@ -21,7 +21,7 @@ type collection struct {
 
 	vecs    []float32
 	ids     []string // "" for tombstones
-	slotOf  map[string]uint32
+	slotOf  slotTable
 	created []int64  // unix nanos (see unixNanos)
 	types   []uint16 // code in typeNames
 	tagOff  []uint32 // item tags are tagArena[tagOff : tagOff+tagN], sorted codes
@@ -90,13 +90,13 @@ const (
 func (c *collection) upsert(items []prepared) {
 	fresh := 0
 	for _, it := range items {
-		if _, ok := c.slotOf[it.id]; !ok {
+		if _, ok := c.slotOf.get(c.ids, it.id); !ok {
 			fresh++
 		}
 	}
 	c.reserve(fresh)
 	for _, it := range items {
-		slot, exists := c.slotOf[it.id]
+		slot, exists := c.slotOf.get(c.ids, it.id)
 		switch {
 		case !exists:
 			c.appendSlot(it)
@@ -122,9 +122,7 @@ func (c *collection) reserve(n int) {
 	c.types = slices.Grow(c.types, n)
 	c.tagOff = slices.Grow(c.tagOff, n)
 	c.tagN = slices.Grow(c.tagN, n)
-	if c.slotOf == nil {
-		c.slotOf = make(map[string]uint32, n)
-	}
+	c.slotOf.reserve(c.ids, n)
 }
 
 func (c *collection) appendSlot(it prepared) {
@@ -134,7 +132,7 @@ func (c *collection) appendSlot(it prepared) {
 	scaleInto(c.vec(slot), it.vec, it.inv)
 	id := strings.Clone(it.id) // do not pin the caller's request buffer
 	c.ids = append(c.ids, id)
-	c.slotOf[id] = slot
+	c.slotOf.put(c.ids, id, slot)
 	c.idBytes += int64(len(id))
 	c.created = append(c.created, 0)
 	c.types = append(c.types, 0)
@@ -172,7 +170,7 @@ func (c *collection) setMeta(slot uint32, it prepared) {
 // remove deletes one id. Flat mode swap-removes the last slot into the hole;
 // stable mode leaves a tombstone.
 func (c *collection) remove(id string) {
-	slot, ok := c.slotOf[id]
+	slot, ok := c.slotOf.get(c.ids, id)
 	if !ok {
 		return
 	}
@@ -180,7 +178,7 @@ func (c *collection) remove(id string) {
 		c.tombstone(slot)
 		return
 	}
-	delete(c.slotOf, id)
+	c.slotOf.remove(c.ids, id)
 	c.idBytes -= int64(len(id))
 	c.tagGarbage += int(c.tagN[slot])
 	last := uint32(len(c.ids) - 1)
@@ -191,7 +189,7 @@ func (c *collection) remove(id string) {
 		c.types[slot] = c.types[last]
 		c.tagOff[slot] = c.tagOff[last]
 		c.tagN[slot] = c.tagN[last]
-		c.slotOf[c.ids[slot]] = slot
+		c.slotOf.put(c.ids, c.ids[slot], slot)
 	}
 	c.ids[last] = ""
 	c.vecs = c.vecs[:int(last)*c.dim]
@@ -204,7 +202,7 @@ func (c *collection) remove(id string) {
 
 func (c *collection) tombstone(slot uint32) {
 	id := c.ids[slot]
-	delete(c.slotOf, id)
+	c.slotOf.remove(c.ids, id)
 	c.idBytes -= int64(len(id))
 	c.ids[slot] = ""
 	c.tagGarbage += int(c.tagN[slot])
@@ -216,7 +214,7 @@ func (c *collection) tombstone(slot uint32) {
 // release frees everything when the collection is dropped; searches holding
 // a stale pointer see an empty collection.
 func (c *collection) release() {
-	c.vecs, c.ids, c.slotOf, c.created, c.types, c.tagOff, c.tagN = nil, nil, nil, nil, nil, nil, nil
+	c.vecs, c.ids, c.slotOf, c.created, c.types, c.tagOff, c.tagN = nil, nil, slotTable{}, nil, nil, nil, nil
 	c.tagArena, c.tagGarbage, c.typeNames, c.tagNames, c.idBytes = nil, 0, interner{}, interner{}, 0
 	c.dead, c.nDead, c.tagSlots, c.stable, c.graph, c.indexing = nil, 0, nil, false, nil, false
 	c.dropped = true

@@ -34,7 +34,6 @@ func (c *collection) compact() {
 			c.types[d] = c.types[s]
 			c.tagOff[d] = c.tagOff[s]
 			c.tagN[d] = c.tagN[s]
-			c.slotOf[c.ids[d]] = d
 		}
 		n++
 	}
@@ -45,6 +44,7 @@ func (c *collection) compact() {
 	c.types = slices.Clip(c.types[:n])
 	c.tagOff = slices.Clip(c.tagOff[:n])
 	c.tagN = slices.Clip(c.tagN[:n])
+	c.slotOf.rebuild(c.ids)
 	c.nDead = 0
 	c.dead = make([]uint64, (n+63)/64)
 	c.graph = nil

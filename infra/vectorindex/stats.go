@@ -92,7 +92,7 @@ func (c *collection) stats() CollectionStats {
 	}
 	live := int64(c.live())
 	cs.HeldBytes += int64(cap(c.vecs))*4 +
-		int64(cap(c.ids))*16 + c.idBytes + live*stringOverhead + live*mapEntryBytes +
+		int64(cap(c.ids))*16 + c.idBytes + live*stringOverhead + c.slotOf.heldBytes() +
 		int64(cap(c.created))*8 + int64(cap(c.types))*2 + int64(cap(c.tagOff))*4 + int64(cap(c.tagN)) +
 		int64(cap(c.tagArena))*4 + int64(cap(c.dead))*8 + c.postingBytes() +
 		c.typeNames.heldBytes() + c.tagNames.heldBytes()
