@@ -4,12 +4,12 @@ import "hash/maphash"
 
 // slotTable maps a live item's ID to its slot. It is an open-addressing hash
 // table (linear probing) of slot numbers whose keys live in the collection's
-// ids array, so an entry costs 4 bytes at ≤ 3/4 load instead of a Go map's
+// ID arena, so an entry costs 4 bytes at ≤ 3/4 load instead of a Go map's
 // ~38 (a second string header, the value, padding, control byte and load
 // slack): at 100 dimensions that difference is 8% of the raw vector bytes.
 //
-// Every method takes the ids array; each stored slot s must have ids[s]
-// equal to its key whenever the table is probed.
+// Every method takes the ID arena; each stored slot s must hold its key in
+// the arena whenever the table is probed.
 type slotTable struct {
 	seed  maphash.Seed
 	cells []uint32 // slot+1, 0 = empty; the length is a power of two
@@ -20,20 +20,26 @@ func (t *slotTable) home(id string) int {
 	return int(maphash.String(t.seed, id) & uint64(len(t.cells)-1))
 }
 
+// homeOf is the home cell of the ID stored at slot (maphash gives bytes and
+// strings of equal content the same hash).
+func (t *slotTable) homeOf(ids *idArena, slot uint32) int {
+	return int(maphash.Bytes(t.seed, ids.at(slot)) & uint64(len(t.cells)-1))
+}
+
 // find returns the cell holding id, or the empty cell where it would go.
-func (t *slotTable) find(ids []string, id string) (cell int, found bool) {
+func (t *slotTable) find(ids *idArena, id string) (cell int, found bool) {
 	mask := len(t.cells) - 1
 	for i := t.home(id); ; i = (i + 1) & mask {
 		switch c := t.cells[i]; {
 		case c == 0:
 			return i, false
-		case ids[c-1] == id:
+		case ids.is(c-1, id):
 			return i, true
 		}
 	}
 }
 
-func (t *slotTable) get(ids []string, id string) (uint32, bool) {
+func (t *slotTable) get(ids *idArena, id string) (uint32, bool) {
 	if t.n == 0 {
 		return 0, false
 	}
@@ -42,7 +48,7 @@ func (t *slotTable) get(ids []string, id string) (uint32, bool) {
 }
 
 // put maps id to slot, adding or replacing its entry.
-func (t *slotTable) put(ids []string, id string, slot uint32) {
+func (t *slotTable) put(ids *idArena, id string, slot uint32) {
 	t.reserve(ids, 1)
 	i, ok := t.find(ids, id)
 	if !ok {
@@ -53,7 +59,7 @@ func (t *slotTable) put(ids []string, id string, slot uint32) {
 
 // remove deletes id's entry, shifting later entries of its probe run back
 // so that no lookup stops early at the hole.
-func (t *slotTable) remove(ids []string, id string) {
+func (t *slotTable) remove(ids *idArena, id string) {
 	if t.n == 0 {
 		return
 	}
@@ -65,7 +71,7 @@ func (t *slotTable) remove(ids []string, id string) {
 	for j := (hole + 1) & mask; t.cells[j] != 0; j = (j + 1) & mask {
 		// The entry at j may fill the hole unless its home lies cyclically
 		// in (hole, j]: then a lookup would start past the hole.
-		h := t.home(ids[t.cells[j]-1])
+		h := t.homeOf(ids, t.cells[j]-1)
 		if (j-h)&mask >= (j-hole)&mask {
 			t.cells[hole], hole = t.cells[j], j
 		}
@@ -75,7 +81,7 @@ func (t *slotTable) remove(ids []string, id string) {
 }
 
 // reserve makes room for extra more entries without exceeding 3/4 load.
-func (t *slotTable) reserve(ids []string, extra int) {
+func (t *slotTable) reserve(ids *idArena, extra int) {
 	need := t.n + extra
 	if need*4 <= len(t.cells)*3 {
 		return
@@ -91,21 +97,24 @@ func (t *slotTable) reserve(ids []string, extra int) {
 	t.cells, t.n = make([]uint32, size), 0
 	for _, c := range old {
 		if c != 0 {
-			i, _ := t.find(ids, ids[c-1])
+			i := t.homeOf(ids, c-1)
+			for t.cells[i] != 0 {
+				i = (i + 1) & (size - 1)
+			}
 			t.cells[i] = c
 			t.n++
 		}
 	}
 }
 
-// rebuild indexes every non-empty id of ids afresh (after compaction has
+// rebuild indexes every live slot of ids afresh (after compaction has
 // renumbered the slots).
-func (t *slotTable) rebuild(ids []string) {
+func (t *slotTable) rebuild(ids *idArena) {
 	t.cells, t.n = nil, 0
-	t.reserve(ids, len(ids))
-	for s, id := range ids {
-		if id != "" {
-			t.put(ids, id, uint32(s))
+	t.reserve(ids, ids.len())
+	for s := range uint32(ids.len()) {
+		if id := ids.at(s); id != nil {
+			t.put(ids, string(id), s)
 		}
 	}
 }
