@@ -24,7 +24,7 @@ const (
 	// slot to another collection.
 	indexBatch = 256
 	// publishInterval bounds how stale the published graph gets during a
-	// long build; each publication copies the graph (~140 bytes a node).
+	// long build; each publication copies the graph (~100 bytes a node).
 	publishInterval = 200 * time.Millisecond
 )
 
