@@ -3,7 +3,6 @@ package vectorindex
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 )
 
@@ -20,8 +19,8 @@ type collection struct {
 	dim  int
 
 	vecs    []float32
-	ids     []string // "" for tombstones
-	slotOf  map[string]uint32
+	ids     idArena
+	slotOf  slotTable
 	created []int64  // unix nanos (see unixNanos)
 	types   []uint16 // code in typeNames
 	tagOff  []uint32 // item tags are tagArena[tagOff : tagOff+tagN], sorted codes
@@ -31,7 +30,6 @@ type collection struct {
 	tagGarbage int // arena entries no slot refers to any more
 	typeNames  interner
 	tagNames   interner
-	idBytes    int64 // bytes of live ID strings, for Stats
 
 	dead     []uint64 // tombstone bitset (stable mode only)
 	nDead    int
@@ -54,7 +52,7 @@ type prepared struct {
 	created int64
 }
 
-func (c *collection) live() int { return len(c.ids) - c.nDead }
+func (c *collection) live() int { return c.ids.len() - c.nDead }
 
 func (c *collection) vec(slot uint32) []float32 {
 	o := int(slot) * c.dim
@@ -64,10 +62,12 @@ func (c *collection) vec(slot uint32) []float32 {
 func (c *collection) isDead(slot uint32) bool { return c.dead[slot/64]&(1<<(slot%64)) != 0 }
 
 // checkCodes fails before any mutation if the batch would overflow the
-// compact type code.
+// compact type code or the ID arena (counting every ID as new).
 func (c *collection) checkCodes(items []prepared) error {
 	var unseen map[string]bool // usually stays nil: types are few and known
+	idBytes := 0
 	for _, it := range items {
+		idBytes += idSize(it.id)
 		if _, ok := c.typeNames.lookup(it.typ); !ok {
 			if unseen == nil {
 				unseen = map[string]bool{}
@@ -77,6 +77,9 @@ func (c *collection) checkCodes(items []prepared) error {
 	}
 	if c.typeNames.len()+len(unseen) > maxTypes {
 		return fmt.Errorf("vectorindex: collection %q would exceed %d distinct types", c.name, maxTypes)
+	}
+	if !c.ids.fits(idBytes) {
+		return fmt.Errorf("vectorindex: collection %q would exceed %d bytes of item IDs", c.name, c.ids.max())
 	}
 	return nil
 }
@@ -88,15 +91,15 @@ const (
 
 // upsert stores items (caller holds the write lock; items are validated).
 func (c *collection) upsert(items []prepared) {
-	fresh := 0
+	fresh, freshBytes := 0, 0
 	for _, it := range items {
-		if _, ok := c.slotOf[it.id]; !ok {
-			fresh++
+		if _, ok := c.slotOf.get(&c.ids, it.id); !ok {
+			fresh, freshBytes = fresh+1, freshBytes+idSize(it.id)
 		}
 	}
-	c.reserve(fresh)
+	c.reserve(fresh, freshBytes)
 	for _, it := range items {
-		slot, exists := c.slotOf[it.id]
+		slot, exists := c.slotOf.get(&c.ids, it.id)
 		switch {
 		case !exists:
 			c.appendSlot(it)
@@ -112,37 +115,33 @@ func (c *collection) upsert(items []prepared) {
 
 // reserve grows every per-slot array once for a batch, so a bulk load
 // allocates exactly what it needs instead of doubling repeatedly.
-func (c *collection) reserve(n int) {
+func (c *collection) reserve(n, idBytes int) {
 	if n == 0 {
 		return
 	}
 	c.vecs = growFloats(c.vecs, n*c.dim)
-	c.ids = slices.Grow(c.ids, n)
+	c.ids.reserve(n, idBytes)
 	c.created = slices.Grow(c.created, n)
 	c.types = slices.Grow(c.types, n)
 	c.tagOff = slices.Grow(c.tagOff, n)
 	c.tagN = slices.Grow(c.tagN, n)
-	if c.slotOf == nil {
-		c.slotOf = make(map[string]uint32, n)
-	}
+	c.slotOf.reserve(&c.ids, n)
 }
 
 func (c *collection) appendSlot(it prepared) {
-	slot := uint32(len(c.ids))
+	slot := uint32(c.ids.len())
 	c.vecs = growFloats(c.vecs, c.dim)
 	c.vecs = c.vecs[:len(c.vecs)+c.dim]
 	scaleInto(c.vec(slot), it.vec, it.inv)
-	id := strings.Clone(it.id) // do not pin the caller's request buffer
-	c.ids = append(c.ids, id)
-	c.slotOf[id] = slot
-	c.idBytes += int64(len(id))
+	c.ids.add(it.id)
+	c.slotOf.put(&c.ids, it.id, slot)
 	c.created = append(c.created, 0)
 	c.types = append(c.types, 0)
 	c.tagOff = append(c.tagOff, 0)
 	c.tagN = append(c.tagN, 0)
 	c.setMeta(slot, it)
 	if c.stable {
-		if len(c.dead)*64 < len(c.ids) {
+		if len(c.dead)*64 < c.ids.len() {
 			c.dead = append(c.dead, 0)
 		}
 		c.post(slot)
@@ -172,7 +171,7 @@ func (c *collection) setMeta(slot uint32, it prepared) {
 // remove deletes one id. Flat mode swap-removes the last slot into the hole;
 // stable mode leaves a tombstone.
 func (c *collection) remove(id string) {
-	slot, ok := c.slotOf[id]
+	slot, ok := c.slotOf.get(&c.ids, id)
 	if !ok {
 		return
 	}
@@ -180,22 +179,21 @@ func (c *collection) remove(id string) {
 		c.tombstone(slot)
 		return
 	}
-	delete(c.slotOf, id)
-	c.idBytes -= int64(len(id))
+	c.slotOf.remove(&c.ids, id)
+	c.ids.drop(slot)
 	c.tagGarbage += int(c.tagN[slot])
-	last := uint32(len(c.ids) - 1)
+	last := uint32(c.ids.len() - 1)
 	if slot != last {
 		copy(c.vec(slot), c.vec(last))
-		c.ids[slot] = c.ids[last]
+		c.ids.off[slot] = c.ids.off[last]
 		c.created[slot] = c.created[last]
 		c.types[slot] = c.types[last]
 		c.tagOff[slot] = c.tagOff[last]
 		c.tagN[slot] = c.tagN[last]
-		c.slotOf[c.ids[slot]] = slot
+		c.slotOf.put(&c.ids, string(c.ids.at(slot)), slot)
 	}
-	c.ids[last] = ""
 	c.vecs = c.vecs[:int(last)*c.dim]
-	c.ids = c.ids[:last]
+	c.ids.off = c.ids.off[:last]
 	c.created = c.created[:last]
 	c.types = c.types[:last]
 	c.tagOff = c.tagOff[:last]
@@ -203,10 +201,8 @@ func (c *collection) remove(id string) {
 }
 
 func (c *collection) tombstone(slot uint32) {
-	id := c.ids[slot]
-	delete(c.slotOf, id)
-	c.idBytes -= int64(len(id))
-	c.ids[slot] = ""
+	c.slotOf.remove(&c.ids, string(c.ids.at(slot)))
+	c.ids.drop(slot)
 	c.tagGarbage += int(c.tagN[slot])
 	c.tagN[slot] = 0
 	c.dead[slot/64] |= 1 << (slot % 64)
@@ -216,8 +212,8 @@ func (c *collection) tombstone(slot uint32) {
 // release frees everything when the collection is dropped; searches holding
 // a stale pointer see an empty collection.
 func (c *collection) release() {
-	c.vecs, c.ids, c.slotOf, c.created, c.types, c.tagOff, c.tagN = nil, nil, nil, nil, nil, nil, nil
-	c.tagArena, c.tagGarbage, c.typeNames, c.tagNames, c.idBytes = nil, 0, interner{}, interner{}, 0
+	c.vecs, c.ids, c.slotOf, c.created, c.types, c.tagOff, c.tagN = nil, idArena{}, slotTable{}, nil, nil, nil, nil
+	c.tagArena, c.tagGarbage, c.typeNames, c.tagNames = nil, 0, interner{}, interner{}
 	c.dead, c.nDead, c.tagSlots, c.stable, c.graph, c.indexing = nil, 0, nil, false, nil, false
 	c.dropped = true
 	c.epoch++

@@ -9,7 +9,7 @@ import "slices"
 // node ids.
 func (c *collection) enterStable(g *graph) {
 	c.stable = true
-	c.dead = make([]uint64, (len(c.ids)+63)/64)
+	c.dead = make([]uint64, (c.ids.len()+63)/64)
 	c.buildPostings()
 	c.graph = g
 	c.epoch++
@@ -22,29 +22,29 @@ func (c *collection) enterStable(g *graph) {
 func (c *collection) compact() {
 	vecs := make([]float32, 0, c.live()*c.dim)
 	n := 0
-	for s := range uint32(len(c.ids)) {
+	for s := range uint32(c.ids.len()) {
 		if c.isDead(s) {
 			continue
 		}
 		vecs = append(vecs, c.vec(s)...)
 		d := uint32(n)
 		if d != s {
-			c.ids[d] = c.ids[s]
+			c.ids.off[d] = c.ids.off[s]
 			c.created[d] = c.created[s]
 			c.types[d] = c.types[s]
 			c.tagOff[d] = c.tagOff[s]
 			c.tagN[d] = c.tagN[s]
-			c.slotOf[c.ids[d]] = d
 		}
 		n++
 	}
-	clear(c.ids[n:])
 	c.vecs = vecs
-	c.ids = slices.Clip(c.ids[:n])
+	c.ids.off = slices.Clip(c.ids.off[:n])
+	c.ids.compactIfSparse()
 	c.created = slices.Clip(c.created[:n])
 	c.types = slices.Clip(c.types[:n])
 	c.tagOff = slices.Clip(c.tagOff[:n])
 	c.tagN = slices.Clip(c.tagN[:n])
+	c.slotOf.rebuild(&c.ids)
 	c.nDead = 0
 	c.dead = make([]uint64, (n+63)/64)
 	c.graph = nil

@@ -134,16 +134,18 @@ func (g *graph) selectNeighbours(vecs []float32, cands []scored, m int, out []sc
 // apply commits the planned insertion.
 func (g *graph) apply(p *planner) {
 	id := p.node
-	g.links0 = growUint32(g.links0, g.m0+1)
-	g.links0 = g.links0[:len(g.links0)+g.m0+1]
-	clear(g.links0[len(g.links0)-g.m0-1:])
+	g.links0 = growUint32(g.links0, g.m0)
+	g.links0 = g.links0[:len(g.links0)+g.m0]
+	g.links0[len(g.links0)-g.m0] = noLink
 	g.levels = append(g.levels, uint8(p.level))
 	g.upperOff = append(g.upperOff, uint32(len(g.upper)))
 	if p.level > 0 {
-		words := p.level * (g.m + 1)
+		words := p.level * g.m
 		g.upper = growUint32(g.upper, words)
 		g.upper = g.upper[:len(g.upper)+words]
-		clear(g.upper[len(g.upper)-words:])
+		for b := len(g.upper) - words; b < len(g.upper); b += g.m {
+			g.upper[b] = noLink
+		}
 	}
 	g.n++
 	if p.isolated {

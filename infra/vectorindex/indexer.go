@@ -24,7 +24,7 @@ const (
 	// slot to another collection.
 	indexBatch = 256
 	// publishInterval bounds how stale the published graph gets during a
-	// long build; each publication copies the graph (~140 bytes a node).
+	// long build; each publication copies the graph (~100 bytes a node).
 	publishInterval = 200 * time.Millisecond
 )
 
@@ -35,10 +35,10 @@ func (ix *Index) afterWrite(c *collection) {
 	switch {
 	case !c.stable:
 		if threshold > 0 && c.live() >= threshold {
-			c.enterStable(newGraph(ix.graphParams(c), c.dim, cap(c.ids)))
+			c.enterStable(newGraph(ix.graphParams(c), c.dim, cap(c.ids.off)))
 			ix.startIndexer(c)
 		}
-	case c.nDead > 0 && float64(c.nDead) > ix.opts.CompactFraction*float64(len(c.ids)):
+	case c.nDead > 0 && float64(c.nDead) > ix.opts.CompactFraction*float64(c.ids.len()):
 		// Tombstones cost scan time and graph hops; drop them and rebuild.
 		// Searches scan exactly until the new graph catches up.
 		c.compact()
@@ -48,9 +48,9 @@ func (ix *Index) afterWrite(c *collection) {
 			c.stable, c.dead, c.tagSlots = false, nil, nil
 			return
 		}
-		c.graph = newGraph(ix.graphParams(c), c.dim, len(c.ids))
+		c.graph = newGraph(ix.graphParams(c), c.dim, c.ids.len())
 		ix.startIndexer(c)
-	case c.graph.n < len(c.ids):
+	case c.graph.n < c.ids.len():
 		ix.startIndexer(c)
 	}
 }
@@ -128,12 +128,12 @@ func (ix *Index) indexSome(c *collection, epoch uint64, g *graph, p *planner) (p
 		return false, false
 	}
 	vecs, start := c.vecs, g.n
-	end := min(len(c.ids), start+indexBatch)
+	end := min(c.ids.len(), start+indexBatch)
 	p.dead = p.dead[:0]
 	for s := start; s < end; s++ {
 		p.dead = append(p.dead, c.isDead(uint32(s)))
 	}
-	pending = end < len(c.ids)
+	pending = end < c.ids.len()
 	c.mu.RUnlock()
 
 	for s := start; s < end; s++ {
@@ -165,7 +165,7 @@ func (ix *Index) publish(c *collection, epoch uint64, g *graph, last bool) publi
 		return publishedStale
 	}
 	c.graph = g
-	if last || g.n == len(c.ids) {
+	if last || g.n == c.ids.len() {
 		c.indexing = false
 		return publishedDone
 	}

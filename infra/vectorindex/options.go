@@ -9,7 +9,7 @@ type Options struct {
 	// 384 dims, 5,000 at 1536, i.e. a graph once an exact scan would read
 	// more than ~30 MB (~1 ms). Negative: never, always scan exactly.
 	ANNThreshold int
-	// M is the HNSW degree (default 16; layer 0 allows 2M).
+	// M is the HNSW degree (default 16; layer 0 allows 1.5M).
 	M int
 	// EfConstruction is the beam width while building (default 100).
 	EfConstruction int

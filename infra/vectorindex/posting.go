@@ -30,7 +30,7 @@ func (c *collection) postingFor(m *matcher) ([]uint32, bool) {
 // compaction).
 func (c *collection) buildPostings() {
 	c.tagSlots = make([][]uint32, c.tagNames.len())
-	for s := range uint32(len(c.ids)) {
+	for s := range uint32(c.ids.len()) {
 		c.post(s)
 	}
 }

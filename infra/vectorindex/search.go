@@ -66,7 +66,7 @@ const (
 // searchLocked picks the strategy. Every path evaluates the filter per item
 // while searching, so a selective filter never leaves the result short.
 func (ix *Index) searchLocked(ctx context.Context, c *collection, q []float32, k int, m *matcher) (*topK, error) {
-	n := len(c.ids)
+	n := c.ids.len()
 	if g := c.graph; g != nil && g.maxLevel >= 0 {
 		ef := max(k, ix.opts.EfSearch)
 		share, scan := 1-float64(c.nDead)/float64(n), float64(n)*scanRowCost
@@ -106,7 +106,7 @@ func (ix *Index) searchGraph(ctx context.Context, c *collection, g *graph, q []f
 	for _, r := range res {
 		top.offer(r)
 	}
-	if err := ix.scan(ctx, c, q, g.n, len(c.ids), m, top); err != nil {
+	if err := ix.scan(ctx, c, q, g.n, c.ids.len(), m, top); err != nil {
 		return nil, false, err
 	}
 	return top, top.full(), nil
@@ -116,12 +116,12 @@ func (ix *Index) searchGraph(ctx context.Context, c *collection, g *graph, q []f
 // testing the rows a scan would test (see the cost model above). With a
 // posting list only its entries are sampled and tested.
 func (c *collection) estimate(m *matcher) (share, rowCost float64) {
-	n := float64(len(c.ids))
+	n := float64(c.ids.len())
 	if list, ok := c.postingFor(m); ok {
 		return sampleShare(len(list), func(i int) bool { return c.match(m, list[i]) }) * float64(len(list)) / n,
 			float64(len(list)) * listRowCost
 	}
-	return sampleShare(len(c.ids), func(i int) bool { return c.match(m, uint32(i)) }), n * scanRowCost
+	return sampleShare(c.ids.len(), func(i int) bool { return c.match(m, uint32(i)) }), n * scanRowCost
 }
 
 // sampleShare estimates the share of positions [0, n) for which ok holds,

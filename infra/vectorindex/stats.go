@@ -74,9 +74,6 @@ const (
 	// mapEntryBytes: a Swiss-table slot for a string key and a uint32
 	// (24 bytes, plus control bytes) at a typical 3/4 load.
 	mapEntryBytes = 34
-	// stringOverhead: allocation rounding of a short string (size classes
-	// are 8-16 bytes apart up to 128 bytes).
-	stringOverhead = 8
 )
 
 func (c *collection) stats() CollectionStats {
@@ -85,14 +82,13 @@ func (c *collection) stats() CollectionStats {
 	if c.graph != nil {
 		cs.Indexed = c.graph.n
 		cs.Mode = ModeBuilding
-		if c.graph.n == len(c.ids) {
+		if c.graph.n == c.ids.len() {
 			cs.Mode = ModeHNSW
 		}
 		cs.HeldBytes += c.graph.heldBytes()
 	}
-	live := int64(c.live())
 	cs.HeldBytes += int64(cap(c.vecs))*4 +
-		int64(cap(c.ids))*16 + c.idBytes + live*stringOverhead + live*mapEntryBytes +
+		c.ids.heldBytes() + c.slotOf.heldBytes() +
 		int64(cap(c.created))*8 + int64(cap(c.types))*2 + int64(cap(c.tagOff))*4 + int64(cap(c.tagN)) +
 		int64(cap(c.tagArena))*4 + int64(cap(c.dead))*8 + c.postingBytes() +
 		c.typeNames.heldBytes() + c.tagNames.heldBytes()

@@ -1,6 +1,9 @@
 package vectorindex
 
-import "slices"
+import (
+	"bytes"
+	"slices"
+)
 
 // scored is a slot with its similarity to the query.
 type scored struct {
@@ -41,7 +44,7 @@ func (t *topK) below(a, b scored) bool {
 	if ca != cb {
 		return ca < cb
 	}
-	return t.c.ids[a.id] > t.c.ids[b.id]
+	return bytes.Compare(t.c.ids.at(a.id), t.c.ids.at(b.id)) > 0
 }
 
 func (t *topK) offer(x scored) {
@@ -106,7 +109,7 @@ func (t *topK) hits() []Hit {
 	})
 	out := make([]Hit, len(t.h))
 	for i, x := range t.h {
-		out[i] = Hit{ID: t.c.ids[x.id], Score: clampScore(x.sim), CreatedAt: fromNanos(t.c.created[x.id])}
+		out[i] = Hit{ID: string(t.c.ids.at(x.id)), Score: clampScore(x.sim), CreatedAt: fromNanos(t.c.created[x.id])}
 	}
 	return out
 }
