@@ -252,6 +252,6 @@ func (ix *Index) contains(collection, id string) bool {
 	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	_, ok := c.slotOf[id]
+	_, ok := c.slotOf.get(&c.ids, id)
 	return ok && !c.dropped
 }
