@@ -171,7 +171,7 @@ func (s *Sync) Push(ctx context.Context, meta domain.Metadata, agentID string, e
 		if err != nil {
 			return err
 		}
-		p := pushPlan{s: s, ref: ref, meta: meta, agentExists: agentExists, types: map[string]memory.Type{}}
+		p := pushPlan{s: s, ref: ref, meta: meta, agentExists: agentExists, types: map[string]memory.Type{}, contents: map[string]json.RawMessage{}}
 		seen := map[string]bool{}
 		for i, ev := range events {
 			if in, ok := recorded[ev.ID]; ok && in != stream {
@@ -215,6 +215,9 @@ type pushPlan struct {
 	meta        domain.Metadata
 	agentExists bool
 	types       map[string]memory.Type // memories created earlier in this push
+	// contents are the contents of memories this push created or changed,
+	// to which a later MemoryPatched of the same push applies.
+	contents    map[string]json.RawMessage
 	out         []domain.NewEvent
 	synthesized int // AgentCreated events the push needed but did not carry
 }
@@ -278,7 +281,90 @@ func (p *pushPlan) add(ctx context.Context, ev SyncEvent) (kept bool, err error)
 			return false, err
 		}
 		m.TextHash = memory.TextHash(text)
+		p.contents[m.MemoryID] = m.Content
 		payload = m
+	case memory.MemoryPatched{}.EventType():
+		var m memory.MemoryPatched
+		if err := decodeSyncPayload(ev.Payload, &m); err != nil {
+			return false, err
+		}
+		t, known, err := p.typeOf(ctx, m.MemoryID)
+		if err != nil || !known {
+			return false, err // a change of a memory this agent does not have changes nothing
+		}
+		stored, err := p.contentOf(ctx, m.MemoryID)
+		if err != nil {
+			return false, err
+		}
+		content, err := memory.ApplyContentChanges(t, stored, m.Content)
+		if err != nil {
+			return false, domain.Invalid("payload.content", "%v", err)
+		}
+		if content, err = memory.NormalizeContent(t, content); err != nil {
+			return false, err
+		}
+		if m.Tags != nil {
+			tags, err := memory.NormalizeTags("payload.tags", *m.Tags)
+			if err != nil {
+				return false, err
+			}
+			m.Tags = &tags
+		}
+		text, err := memory.IndexedText(t, content)
+		if err != nil {
+			return false, err
+		}
+		m.TextHash = memory.TextHash(text)
+		p.contents[m.MemoryID] = content
+		payload = m
+	case memory.MemoryRecovered{}.EventType():
+		var m memory.MemoryRecovered
+		if err := decodeSyncPayload(ev.Payload, &m); err != nil {
+			return false, err
+		}
+		t, known, err := p.typeOf(ctx, m.MemoryID)
+		if err != nil || !known {
+			return false, err
+		}
+		if !(m.Strength >= 0 && m.Strength <= 1) {
+			return false, domain.Invalid("payload.strength", "strength must be between 0 and 1")
+		}
+		m.Type = t
+		if m.Content, err = memory.NormalizeContent(t, m.Content); err != nil {
+			return false, err
+		}
+		if m.Tags, err = memory.NormalizeTags("payload.tags", m.Tags); err != nil {
+			return false, err
+		}
+		text, err := memory.IndexedText(t, m.Content)
+		if err != nil {
+			return false, err
+		}
+		m.TextHash = memory.TextHash(text)
+		p.contents[m.MemoryID] = m.Content
+		payload = m
+	case memory.MemoryProtected{}.EventType(), memory.MemoryUnprotected{}.EventType(),
+		memory.MemoryWeakened{}.EventType(), memory.MemoryVerified{}.EventType():
+		// Strength changes carry their result, computed by the command on
+		// the machine that took them; they need a known memory and a
+		// strength in [0, 1].
+		var m struct {
+			memory.AgentRef
+			MemoryID string  `json:"memory_id"`
+			Strength float64 `json:"strength"`
+		}
+		if err := json.Unmarshal(ev.Payload, &m); err != nil {
+			return false, domain.Invalid("payload", "payload is not a %s: %v", ev.Type, err)
+		}
+		if _, known, err := p.typeOf(ctx, m.MemoryID); err != nil || !known {
+			return false, err
+		}
+		if !(m.Strength >= 0 && m.Strength <= 1) {
+			return false, domain.Invalid("payload.strength", "strength must be between 0 and 1")
+		}
+		if payload, err = strengthPayload(ev.Type, ev.Payload); err != nil {
+			return false, err
+		}
 	case memory.MemoryForgotten{}.EventType():
 		var m memory.MemoryForgotten
 		if err := decodeSyncPayload(ev.Payload, &m); err != nil {
@@ -367,7 +453,47 @@ func (p *pushPlan) checkCreated(ctx context.Context, m *memory.MemoryCreated) er
 	m.TextHash = memory.TextHash(text)
 	m.CreatedAt = m.CreatedAt.UTC()
 	p.types[m.MemoryID] = m.Type
+	p.contents[m.MemoryID] = m.Content
 	return nil
+}
+
+// contentOf is the content of a memory of the agent as this push leaves it
+// so far: changed earlier in this push, or as the read model holds it.
+func (p *pushPlan) contentOf(ctx context.Context, id string) (json.RawMessage, error) {
+	if c, ok := p.contents[id]; ok {
+		return c, nil
+	}
+	v, found, err := p.s.d.Reader.Memory(ctx, p.ref.UserID, id)
+	if err != nil {
+		return nil, err
+	}
+	if !found || v.AgentID != p.ref.AgentID {
+		return nil, domain.Invalid("payload.memory_id", "memory %s is not part of this agent", id)
+	}
+	return v.Content, nil
+}
+
+// strengthPayload decodes one of the strength events strictly.
+func strengthPayload(typ string, raw json.RawMessage) (domain.Payload, error) {
+	var err error
+	switch typ {
+	case memory.MemoryProtected{}.EventType():
+		var m memory.MemoryProtected
+		err = decodeSyncPayload(raw, &m)
+		return m, err
+	case memory.MemoryUnprotected{}.EventType():
+		var m memory.MemoryUnprotected
+		err = decodeSyncPayload(raw, &m)
+		return m, err
+	case memory.MemoryWeakened{}.EventType():
+		var m memory.MemoryWeakened
+		err = decodeSyncPayload(raw, &m)
+		return m, err
+	default:
+		var m memory.MemoryVerified
+		err = decodeSyncPayload(raw, &m)
+		return m, err
+	}
 }
 
 // typeOf is the type of a memory of the agent, created before or earlier

@@ -7,7 +7,8 @@ import (
 )
 
 // memoryKeys are the keys of a memory object (GET /memories/{id}).
-var memoryKeys = []string{"id", "agent_id", "type", "content", "tags", "derived_from", "created_at", "updated_at", "forgotten", "forgotten_at", "embedding"}
+var memoryKeys = []string{"id", "agent_id", "type", "content", "tags", "derived_from", "created_at", "updated_at", "forgotten", "forgotten_at", "embedding",
+	"version", "strength", "tier", "is_protected", "last_verified_at", "verification_count"}
 
 func TestCLICaptureEveryTypeThenReadIt(t *testing.T) {
 	h := newCLIHome(t)

@@ -7,20 +7,23 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/engram-memory/engram/infra/embed/local"
 )
 
 func TestCLIEmbed(t *testing.T) {
 	h := newCLIHome(t)
 	out := h.object("embed", "the", "quick", "fox")
 	assertShape(t, "embed", out, "embedding", "dimensions", "model", "tokens_used")
-	if out["model"] != "engram-hash-384" || out["dimensions"] != 384.0 || len(out["embedding"].([]any)) != 384 {
+	// The built-in default model: glove-sif-100, 100 dimensions.
+	if out["model"] != local.DefaultModelName || out["dimensions"] != 100.0 || len(out["embedding"].([]any)) != 100 {
 		t.Fatalf("embed = model %v dims %v len %d", out["model"], out["dimensions"], len(out["embedding"].([]any)))
 	}
 	if again := h.object("embed", "the quick fox"); !jsonEqual(again["embedding"], out["embedding"]) {
 		t.Fatal("the same text embedded differently")
 	}
 	plain := h.ok("embed", "hello")
-	if !strings.HasPrefix(plain.stdout, "[") || !strings.Contains(plain.stderr, "engram-hash-384, 384 dimensions") {
+	if !strings.HasPrefix(plain.stdout, "[") || !strings.Contains(plain.stderr, local.DefaultModelName+", 100 dimensions") {
 		t.Fatalf("plain embed: %q / %q", plain.stdout, plain.stderr)
 	}
 	if r := h.fails(1, "", "embed", "x", "--model", "text-embedding-3-small"); !strings.Contains(r.stderr, "not available") {
@@ -52,7 +55,7 @@ func TestCLIStatus(t *testing.T) {
 		t.Fatalf("events = %v, unpushed %v", st["events"], st["unpushed_events"])
 	}
 	plain := h.ok("status").stdout
-	for _, want := range []string{"3 (1 forgotten)", "note", "engram-hash-384", "not configured"} {
+	for _, want := range []string{"3 (1 forgotten)", "note", local.DefaultModelName, "not configured"} {
 		if !strings.Contains(plain, want) {
 			t.Fatalf("plain status lacks %q:\n%s", want, plain)
 		}

@@ -17,7 +17,9 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if !errors.Is(err, flag.ErrHelp) && !errors.Is(err, errReported) {
+		// Help, usage errors and errors the command line showed itself have
+		// said what they had to say already.
+		if !errors.Is(err, flag.ErrHelp) && !errors.Is(err, errUsage) && !errors.Is(err, errReported) {
 			fmt.Fprintln(os.Stderr, "engram:", err)
 		}
 		os.Exit(exitCode(err))
@@ -25,10 +27,12 @@ func main() {
 }
 
 // exitCode is 0 after help that was asked for, 2 for a malformed command
-// line, 1 for any other failure.
+// line, 3 when a forced cloud could not be reached, 1 for any other failure.
 func exitCode(err error) int {
 	switch {
-	case errors.Is(err, flag.ErrHelp) || errors.Is(err, errUsage):
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errUsage):
 		return exitUsage
 	case errors.Is(err, errCloudUnreachable):
 		return exitCloudUnreachable
