@@ -424,11 +424,48 @@ func processingGet(ctx context.Context, c *cli, args []string) error {
 	}
 	return c.withStack(ctx, func(st *localStack) error {
 		v, err := st.app.pipeline.Processing(ctx, localUserID, st.name)
-		if err != nil {
-			return err
-		}
-		return c.printObject(v)
+		return c.printProcessing(v, err)
 	})
+}
+
+// printProcessing shows the processing view: for people, the settings,
+// one line per layer with its trigger state, and the latest runs.
+func (c *cli) printProcessing(v commands.ProcessingView, err error) error {
+	if err != nil {
+		return err
+	}
+	if c.json {
+		return c.printJSON(v)
+	}
+	fmt.Fprintf(c.stdout, "processor %s (inference %t), auto_promote %t, suggestions expire after %dh, raw entries %d processed / %d not\n\n",
+		v.Processor.Model, v.Processor.Inference, v.Config.AutoPromote, v.Config.SuggestionExpiryHours, v.Raw.Processed, v.Raw.Unprocessed)
+	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "LAYER\tENABLED\tQUANTITY\tVALENCE\tHOURS\tBATCH\tPASSES/DAY\tMODEL\tUNPROCESSED\tDUE")
+	for _, tr := range v.Triggers {
+		l := v.Config.Layers[tr.Transition]
+		due := "no"
+		if tr.Fires {
+			due = "yes: " + tr.Reason
+		}
+		fmt.Fprintf(tw, "%s\t%t\t%d\t%g\t%g\t%d\t%d\t%s\t%d\t%s\n", tr.Transition, l.Enabled, l.QuantityThreshold, l.ValenceThreshold, l.TimeThresholdHours, l.BatchSize, l.MaxPassesPerDay, l.Model, tr.Unprocessed, due)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(v.Runs) == 0 {
+		return nil
+	}
+	fmt.Fprintln(c.stdout, "\nlatest runs:")
+	now := time.Now()
+	tw = tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+	for _, r := range v.Runs {
+		outcome := fmt.Sprintf("%d sources, %d suggestions", r.SourceCount, len(r.Suggestions))
+		if r.Skipped {
+			outcome = "skipped: " + r.SkipReason
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", relativeTime(r.At, now), r.Transition, outcome)
+	}
+	return tw.Flush()
 }
 
 func processingSet(ctx context.Context, c *cli, args []string) error {
@@ -448,11 +485,7 @@ func processingSet(ctx context.Context, c *cli, args []string) error {
 		return domain.Invalid("", "processing set: %v (keys: auto_promote, suggestion_expiry_hours, layers.TRANSITION.FIELD)", err)
 	}
 	return c.withStack(ctx, func(st *localStack) error {
-		v, err := st.app.pipeline.Configure(ctx, st.meta(), st.name, patch)
-		if err != nil {
-			return err
-		}
-		return c.printObject(v)
+		return c.printProcessing(st.app.pipeline.Configure(ctx, st.meta(), st.name, patch))
 	})
 }
 

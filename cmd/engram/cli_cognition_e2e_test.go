@@ -53,6 +53,21 @@ func TestCLICognitionTour(t *testing.T) {
 	}
 	h.fails(1, "", "suggestions", "accept", sgID) // only a pending suggestion can be accepted
 
+	// Reject and dismiss resolve a pending suggestion and create nothing.
+	for _, verb := range []struct{ command, status string }{{"reject", "rejected"}, {"dismiss", "dismissed"}} {
+		h.ok("raw", "Met Alice from the platform team to plan the database migration for the billing service next quarter "+verb.command)
+		h.ok("process", "--force", "--transition", "raw_to_episode")
+		next := h.object("suggestions", "list", "--status", "pending")["suggestions"].([]any)
+		if len(next) != 1 {
+			t.Fatalf("before %s: %d pending suggestions, want 1", verb.command, len(next))
+		}
+		id := next[0].(map[string]any)["id"].(string)
+		resolved := h.object("suggestions", verb.command, id, "--reason", "not worth keeping")
+		if resolved["status"] != verb.status || resolved["resolution_reason"] != "not worth keeping" || resolved["promoted_to"] != nil {
+			t.Fatalf("suggestions %s = %v", verb.command, resolved)
+		}
+	}
+
 	up := h.object("provenance", episodeID, "--direction", "up")
 	assertShape(t, "provenance", up, "id", "type", "direction", "depth", "up", "down")
 	if children := up["up"].(map[string]any)["nodes"].([]any); len(children) != 1 || children[0].(map[string]any)["id"] != rawID {
@@ -111,7 +126,7 @@ func TestCLICognitionTour(t *testing.T) {
 
 	stats := h.object("stats")
 	assertHasKeys(t, "stats", stats, "agent_id", "total", "by_type", "forgotten", "suggestions", "raw")
-	if stats["total"] != 2.0 || stats["suggestions"].(map[string]any)["promoted"] != 1.0 {
+	if sg := stats["suggestions"].(map[string]any); stats["total"] != 4.0 || sg["promoted"] != 1.0 || sg["rejected"] != 1.0 || sg["dismissed"] != 1.0 {
 		t.Fatalf("stats = %v", stats)
 	}
 	anxiety := h.object("anxiety")
@@ -158,6 +173,9 @@ func TestCLISettingsAndProcessingConfig(t *testing.T) {
 	assertShape(t, "processing", cfg, "config", "processor", "triggers", "runs", "raw")
 	if cfg["processor"].(map[string]any)["model"] != "rules" {
 		t.Fatalf("processor = %v", cfg["processor"])
+	}
+	if out := h.ok("processing").stdout; !strings.HasPrefix(out, "processor rules") || !strings.Contains(out, "raw_to_episode") {
+		t.Fatalf("processing printed:\n%s", out)
 	}
 	set := h.object("processing", "set", "auto_promote", "true", "layers.raw_to_episode.quantity_threshold", "2", "layers.episode_to_goal.enabled", "false")
 	config := set["config"].(map[string]any)
