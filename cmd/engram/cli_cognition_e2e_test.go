@@ -55,7 +55,7 @@ func TestCLICognitionTour(t *testing.T) {
 
 	// Reject and dismiss resolve a pending suggestion and create nothing.
 	for _, verb := range []struct{ command, status string }{{"reject", "rejected"}, {"dismiss", "dismissed"}} {
-		h.ok("raw", "Met Alice from the platform team to plan the database migration for the billing service next quarter "+verb.command)
+		h.ok("raw", "Today I shipped the billing migration and it broke for EU customers; we rolled back and learned to "+verb.command+" untested plans")
 		h.ok("process", "--force", "--transition", "raw_to_episode")
 		next := h.object("suggestions", "list", "--status", "pending")["suggestions"].([]any)
 		if len(next) != 1 {
