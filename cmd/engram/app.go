@@ -32,6 +32,8 @@ type app struct {
 	embeddings *commands.Embeddings
 	searcher   *search.Service
 	sync       *commands.Sync
+	pipeline   *commands.Pipeline
+	cognition  *commands.Cognition
 	catalog    *embed.Catalog
 	caughtUp   *startupGate
 
@@ -173,6 +175,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 		Pipeline:        pipeline,
 		Cognition:       api.CognitionService{Memories: memories, Cognition: cognition},
 	})
+	a.pipeline, a.cognition = pipeline, cognition
 	a.handler = caughtUp.gate(srv.Handler())
 	return a, nil
 }

@@ -93,6 +93,19 @@ func cliCommands() []cliCommand {
 		{"import", "FILE|-", "import memories from a JSON Lines file", importCommand},
 		{"sync", "push|pull|status|run", "replicate the stack with the cloud agent of the same id", syncCommand},
 		{"edit", "ID --FIELD VALUE… [--tag T]… [--unset FIELD]…", "change a memory's content or tags", editCommand},
+		{"process", "[--force] [--transition T]", "run a processing pass: raw entries and episodes become suggestions", processCommand},
+		{"suggestions", "list | show|accept|reject|dismiss ID", "what processing proposed; accept makes it a memory", suggestionsCommand},
+		{"anxiety", "", "how much the stack needs attention, with recommendations", anxietyCommand},
+		{"audit", "[--limit N] [--before C]", "the stack's audit trail, newest first", auditCommand},
+		{"stats", "", "counts by type, strength tier and protection", statsCommand},
+		{"settings", "[get] | set KEY VALUE…", "the stack's settings (state, provenance, decay, lint, gates)", settingsCommand},
+		{"processing", "[get] | set KEY VALUE…", "the processing pipeline's configuration", processingCommand},
+		{"provenance", "ID [--direction up|down|both] [--depth N]", "a memory's sources and what was derived from it", provenanceCommand},
+		{"recover", "ID", "bring a forgotten memory back (weak)", strengthCommand("recover", "Bring a forgotten memory back at strength 0.25, searchable again", func(st *localStack) strengthAction { return st.app.memories.Recover })},
+		{"protect", "ID", "freeze a memory's strength (no decay, no forget)", strengthCommand("protect", "Protect a memory: its strength stops decaying and it cannot be forgotten", func(st *localStack) strengthAction { return st.app.memories.Protect })},
+		{"unprotect", "ID", "let a protected memory decay again", strengthCommand("unprotect", "Unprotect a memory: it decays again from its current strength", func(st *localStack) strengthAction { return st.app.memories.Unprotect })},
+		{"weaken", "ID [--by X] [--reason R]", "lower a memory's strength", weakenCommand},
+		{"verify", "ID [--reason R]", "record that a memory still holds (strength up)", verifyCommand},
 	}
 	for _, t := range captureTypes() {
 		cmds = append(cmds, cliCommand{t.command, t.args(), "capture " + t.article + " " + string(t.typ), captureCommand(t)})
