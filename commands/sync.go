@@ -544,6 +544,24 @@ func withRef(p domain.Payload, ref memory.AgentRef) domain.Payload {
 	case memory.MemoryUpdated:
 		v.AgentRef = ref
 		return v
+	case memory.MemoryPatched:
+		v.AgentRef = ref
+		return v
+	case memory.MemoryRecovered:
+		v.AgentRef = ref
+		return v
+	case memory.MemoryProtected:
+		v.AgentRef = ref
+		return v
+	case memory.MemoryUnprotected:
+		v.AgentRef = ref
+		return v
+	case memory.MemoryWeakened:
+		v.AgentRef = ref
+		return v
+	case memory.MemoryVerified:
+		v.AgentRef = ref
+		return v
 	case memory.MemoryForgotten:
 		v.AgentRef = ref
 		return v

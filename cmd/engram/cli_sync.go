@@ -405,43 +405,118 @@ func countKnown(events []client.SyncEvent, known map[string]bool) int {
 	return n
 }
 
-// settle decides which fetched events to apply, in the cloud's order. A
-// change of a memory (MemoryUpdated) is dropped when a later change of the
-// same memory in the cloud's log is one this stack already has: this
-// stack's state already ends with the winner. A change this stack had
-// made earlier and that a later fetched change overrides is reported too.
+// settle decides which fetched events to apply, in the cloud's order, so
+// that this stack ends where the cloud's log ends. A fetched change of a
+// memory that comes before a change this stack already has (later in the
+// cloud's log) would otherwise be applied after it here:
+//   - a whole replacement (MemoryUpdated) then loses to the later known
+//     change and is dropped;
+//   - a field-level patch (MemoryPatched) keeps only the fields and tags
+//     that no later known change sets, as the cloud applied it, and is
+//     dropped when nothing is left.
+//
+// A change this stack had made earlier and that a later fetched change
+// overrides is reported too.
 func settle(fetched []client.SyncEvent, known map[string]bool) ([]client.SyncEvent, []syncResolution) {
-	updated := memory.MemoryUpdated{}.EventType()
-	lastKnown := map[string]int{} // memory id → index of its last locally known change
-	for i, e := range fetched {
-		if e.Type == updated && known[e.ID] {
-			lastKnown[payloadMemoryID(e)] = i
-		}
-	}
 	var keep []client.SyncEvent
 	resolved := []syncResolution{}
 	lastSeen := map[string]string{} // memory id → id of the last known change passed
 	for i, e := range fetched {
-		id := payloadMemoryID(e)
-		if e.Type == updated && known[e.ID] {
-			lastSeen[id] = e.ID
-		}
-		if known[e.ID] {
+		if !isChange(e.Type) {
+			if !known[e.ID] {
+				keep = append(keep, e)
+			}
 			continue
 		}
-		if e.Type == updated {
-			if j, ok := lastKnown[id]; ok && j > i {
-				resolved = append(resolved, syncResolution{MemoryID: id, Winner: fetched[j].ID, Loser: e.ID, Outcome: "kept this machine's change, which is later in the cloud's log"})
+		id := payloadMemoryID(e)
+		if known[e.ID] {
+			lastSeen[id] = e.ID
+			continue
+		}
+		later, winner := laterKnownChanges(fetched[i+1:], known, id)
+		if winner != "" {
+			kept, ok := withoutFields(e, later)
+			if !ok {
+				resolved = append(resolved, syncResolution{MemoryID: id, Winner: winner, Loser: e.ID, Outcome: "kept this machine's change, which is later in the cloud's log"})
 				continue
 			}
-			if mine, ok := lastSeen[id]; ok {
-				resolved = append(resolved, syncResolution{MemoryID: id, Winner: e.ID, Loser: mine, Outcome: "took the cloud's change, which is later in the cloud's log than this machine's"})
-				delete(lastSeen, id)
-			}
+			resolved = append(resolved, syncResolution{MemoryID: id, Winner: winner, Loser: e.ID, Outcome: "kept this machine's later change of the same fields; applied the cloud's change of the others"})
+			e = kept
+		} else if mine, ok := lastSeen[id]; ok {
+			resolved = append(resolved, syncResolution{MemoryID: id, Winner: e.ID, Loser: mine, Outcome: "took the cloud's change, which is later in the cloud's log than this machine's"})
+			delete(lastSeen, id)
 		}
 		keep = append(keep, e)
 	}
 	return keep, resolved
+}
+
+// isChange reports whether events of type t change a memory's content or
+// tags.
+func isChange(t string) bool {
+	return t == memory.MemoryUpdated{}.EventType() || t == memory.MemoryPatched{}.EventType()
+}
+
+// changedFields is what later known changes of one memory set: every field
+// (a whole replacement), or the named content fields and perhaps the tags.
+type changedFields struct {
+	all     bool
+	content map[string]bool
+	tags    bool
+}
+
+// laterKnownChanges collects what the known changes of memory id among
+// rest set, and names the last of them (empty: there is none).
+func laterKnownChanges(rest []client.SyncEvent, known map[string]bool, id string) (changedFields, string) {
+	c := changedFields{content: map[string]bool{}}
+	winner := ""
+	for _, e := range rest {
+		if !known[e.ID] || !isChange(e.Type) || payloadMemoryID(e) != id {
+			continue
+		}
+		winner = e.ID
+		if e.Type == (memory.MemoryUpdated{}).EventType() {
+			c.all = true
+			continue
+		}
+		var p memory.MemoryPatched
+		if json.Unmarshal(e.Payload, &p) != nil {
+			c.all = true // unreadable: treat it as replacing everything
+			continue
+		}
+		for f := range p.Content {
+			c.content[f] = true
+		}
+		c.tags = c.tags || p.Tags != nil
+	}
+	return c, winner
+}
+
+// withoutFields drops from a patch the fields later changes set; ok is
+// false when nothing of e is left to apply.
+func withoutFields(e client.SyncEvent, later changedFields) (client.SyncEvent, bool) {
+	if later.all || e.Type != (memory.MemoryPatched{}).EventType() {
+		return e, false
+	}
+	var p memory.MemoryPatched
+	if json.Unmarshal(e.Payload, &p) != nil {
+		return e, false
+	}
+	for f := range later.content {
+		delete(p.Content, f)
+	}
+	if later.tags {
+		p.Tags = nil
+	}
+	if len(p.Content) == 0 && p.Tags == nil {
+		return e, false
+	}
+	payload, err := json.Marshal(p)
+	if err != nil {
+		return e, false
+	}
+	e.Payload = payload
+	return e, true
 }
 
 func payloadMemoryID(e client.SyncEvent) string {
