@@ -15,6 +15,7 @@ import (
 	"github.com/engram-memory/engram/commands"
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/infra/datadir"
+	"github.com/engram-memory/engram/infra/qdrant"
 	"github.com/engram-memory/engram/infra/sqlite"
 	"github.com/engram-memory/engram/infra/textindex"
 	"github.com/engram-memory/engram/infra/vectorindex"
@@ -181,9 +182,10 @@ func (ix *indexes) close() {
 }
 
 // openIndexes builds the chosen index adapters. A remote backend's adapter
-// is added here (infra/meilisearch, infra/qdrant) once it is part of the
-// binary; until then choosing it is an error, never a silent fallback.
-func openIndexes(_ context.Context, cfg Indexes) (*indexes, error) {
+// is added here once it is part of the binary; until then choosing it is
+// an error, never a silent fallback. Remote adapters connect lazily, so a
+// stack opens while its index server is down and Backends reports it.
+func openIndexes(ctx context.Context, cfg Indexes) (*indexes, error) {
 	ix := &indexes{}
 	switch cfg.Keyword {
 	case Meilisearch:
@@ -193,7 +195,15 @@ func openIndexes(_ context.Context, cfg Indexes) (*indexes, error) {
 	}
 	switch cfg.Vector {
 	case Qdrant:
-		return nil, fmt.Errorf("--vector-index %s: %w (use %s)", Qdrant, ErrBackendNotBuilt, Embedded)
+		vi, err := qdrant.New(ctx, qdrant.Config{URL: cfg.QdrantURL, APIKey: cfg.QdrantAPIKey})
+		if err != nil {
+			ix.close()
+			return nil, fmt.Errorf("--vector-index %s: %w", Qdrant, err)
+		}
+		// Qdrant keeps its points across restarts: the projection's
+		// checkpoint, not a fill at start, keeps it current.
+		ix.vectors = vi
+		ix.closers = append(ix.closers, func() { _ = vi.Close() })
 	default:
 		vi := vectorindex.New(cfg.VectorOptions)
 		ix.vectors, ix.embeddedVectors, ix.vectorsInProcess = vectorindex.NewPort(vi), vi, true

@@ -38,7 +38,6 @@ func TestIndexesValidate(t *testing.T) {
 func TestOpenRefusesBackendsNotBuiltIn(t *testing.T) {
 	for _, ix := range []stack.Indexes{
 		{Keyword: stack.Meilisearch, MeilisearchURL: "http://127.0.0.1:1"},
-		{Vector: stack.Qdrant, QdrantURL: "http://127.0.0.1:1"},
 	} {
 		st, err := stack.Open(context.Background(), stack.Config{DataDir: t.TempDir(), Indexes: ix})
 		if !errors.Is(err, stack.ErrBackendNotBuilt) {
