@@ -24,7 +24,7 @@ func TestIndexBackendFlags(t *testing.T) {
 		{"qdrant without url", []string{"--vector-index", "qdrant"}, nil, "--vector-index qdrant needs --qdrant-url"},
 		{"meilisearch without url", []string{"--keyword-index", "meilisearch"}, nil, "--keyword-index meilisearch needs --meilisearch-url"},
 		{"env twin", nil, []string{"ENGRAM_VECTOR_INDEX=qdrant"}, "--vector-index qdrant needs --qdrant-url"},
-		{"qdrant not built", []string{"--vector-index", "qdrant", "--qdrant-url", "http://127.0.0.1:1"}, nil, "not built into this binary yet"},
+		{"qdrant url of another scheme", []string{"--vector-index", "qdrant", "--qdrant-url", "ftp://127.0.0.1:6334"}, nil, "scheme must be http or https"},
 		{"meilisearch not built", []string{"--keyword-index", "meilisearch", "--meilisearch-url", "http://127.0.0.1:1"}, nil, "not built into this binary yet"},
 	}
 	for _, c := range cases {
