@@ -155,3 +155,15 @@ func (ix *Index) collectionFor(name string) *collection {
 	}
 	return c
 }
+
+// contains reports whether collection holds a document with id.
+func (ix *Index) contains(collection, id string) bool {
+	c := ix.lookup(collection)
+	if c == nil {
+		return false
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	_, ok := c.slotOf[id]
+	return ok
+}

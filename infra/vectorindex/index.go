@@ -243,3 +243,15 @@ func (ix *Index) graphParams(c *collection) graphParams {
 	h.Write([]byte(c.name))
 	return graphParams{m: ix.opts.M, efC: ix.opts.EfConstruction, seed: ix.opts.Seed ^ h.Sum64()}
 }
+
+// contains reports whether collection holds an item with id.
+func (ix *Index) contains(collection, id string) bool {
+	c := ix.lookup(collection)
+	if c == nil {
+		return false
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	_, ok := c.slotOf[id]
+	return ok && !c.dropped
+}

@@ -1,0 +1,183 @@
+package textindex
+
+import (
+	"context"
+	"maps"
+	"math"
+	"sync"
+
+	"github.com/engram-memory/engram/domain"
+)
+
+// DefaultSaturation is K in the port's score x/(x+K), x the BM25 relevance;
+// see search.DefaultKeywordSaturation, which it equals.
+const DefaultSaturation = 8
+
+// Port is the embedded domain.KeywordIndex: one collection per agent in
+// an Index, in process. A forgotten document stays in its collection (so
+// unforgetting it needs no text) and is dropped from results: a search
+// asks the collection for as many more hits as it holds forgotten
+// documents, so pages are never short.
+type Port struct {
+	ix         *Index
+	saturation float64
+
+	mu        sync.RWMutex
+	forgotten map[domain.IndexScope]map[string]struct{}
+}
+
+var _ domain.KeywordIndex = (*Port)(nil)
+
+// NewPort returns an empty embedded keyword index. saturation is K in the
+// score mapping (0 takes DefaultSaturation).
+func NewPort(opts Options, saturation float64) *Port {
+	if saturation <= 0 || math.IsNaN(saturation) {
+		saturation = DefaultSaturation
+	}
+	return &Port{ix: New(opts), saturation: saturation, forgotten: map[domain.IndexScope]map[string]struct{}{}}
+}
+
+// collectionOf names an agent's collection; user and agent ids hold no
+// "/", so "user/agent" is unambiguous.
+func collectionOf(s domain.IndexScope) string { return s.UserID + "/" + s.AgentID }
+
+// UpsertDocuments implements domain.KeywordIndex.
+func (p *Port) UpsertDocuments(ctx context.Context, docs ...domain.KeywordDocument) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	for _, d := range docs {
+		scope := domain.IndexScope{UserID: d.UserID, AgentID: d.AgentID}
+		p.ix.Upsert(collectionOf(scope), Doc{ID: d.MemoryID, Text: d.Text, Meta: d.Meta, Type: d.Type, Tags: d.Tags, CreatedAt: d.CreatedAt})
+		p.mark(scope, d.MemoryID, d.Forgotten)
+	}
+	return nil
+}
+
+// mark records whether the memory is forgotten.
+func (p *Port) mark(scope domain.IndexScope, memoryID string, forgotten bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	set := p.forgotten[scope]
+	if !forgotten {
+		delete(set, memoryID)
+		if len(set) == 0 {
+			delete(p.forgotten, scope)
+		}
+		return
+	}
+	if set == nil {
+		set = map[string]struct{}{}
+		p.forgotten[scope] = set
+	}
+	set[memoryID] = struct{}{}
+}
+
+// SetForgotten implements domain.KeywordIndex.
+func (p *Port) SetForgotten(ctx context.Context, scope domain.IndexScope, memoryID string, forgotten bool) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if forgotten && !p.ix.contains(collectionOf(scope), memoryID) {
+		return nil
+	}
+	p.mark(scope, memoryID, forgotten)
+	return nil
+}
+
+// DeleteMemory implements domain.KeywordIndex.
+func (p *Port) DeleteMemory(ctx context.Context, scope domain.IndexScope, memoryID string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	p.ix.Delete(collectionOf(scope), memoryID)
+	p.mark(scope, memoryID, false)
+	return nil
+}
+
+// DeleteAgent implements domain.KeywordIndex.
+func (p *Port) DeleteAgent(ctx context.Context, scope domain.IndexScope) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.forgotten, scope)
+	p.ix.DropCollection(collectionOf(scope))
+	return nil
+}
+
+// DropAll implements domain.KeywordIndex.
+func (p *Port) DropAll(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	clear(p.forgotten)
+	for _, c := range p.ix.Collections("") {
+		p.ix.DropCollection(c)
+	}
+	return nil
+}
+
+// SearchKeyword implements domain.KeywordIndex. The score is x/(x+K) of
+// the BM25 relevance x: monotone, so min_score cuts a prefix of the page.
+func (p *Port) SearchKeyword(ctx context.Context, q domain.KeywordQuery) ([]domain.IndexHit, error) {
+	f := Filter{Types: q.Filter.Types, Tags: q.Filter.Tags, CreatedAfter: q.Filter.CreatedAfter, CreatedBefore: q.Filter.CreatedBefore}
+	if q.Limit <= 0 {
+		return nil, nil
+	}
+	hidden := p.hidden(q.Scope)
+	hits, err := p.ix.Search(ctx, collectionOf(q.Scope), q.Text, q.Limit+len(hidden), f)
+	out := make([]domain.IndexHit, 0, min(len(hits), q.Limit))
+	for _, h := range hits {
+		if len(out) == q.Limit {
+			break
+		}
+		if _, ok := hidden[h.ID]; ok {
+			continue
+		}
+		s := p.score(h.Score)
+		if s < q.MinScore {
+			break
+		}
+		out = append(out, domain.IndexHit{MemoryID: h.ID, Score: s, CreatedAt: h.CreatedAt})
+	}
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// hidden returns a copy of the agent's forgotten set (nil when empty, the
+// usual case), so a search holds no lock while it runs.
+func (p *Port) hidden(scope domain.IndexScope) map[string]struct{} {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if set := p.forgotten[scope]; len(set) > 0 {
+		return maps.Clone(set)
+	}
+	return nil
+}
+
+func (p *Port) score(bm25 float64) float64 {
+	switch {
+	case bm25 <= 0 || math.IsNaN(bm25):
+		return 0
+	case math.IsInf(bm25, 1):
+		return 1
+	}
+	return bm25 / (bm25 + p.saturation)
+}
+
+// Ready implements domain.KeywordIndex: an in-process index is always
+// ready.
+func (p *Port) Ready(ctx context.Context) error { return ctx.Err() }
+
+// Len is the number of searchable (not forgotten) documents of the agent.
+func (p *Port) Len(scope domain.IndexScope) int {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.ix.Len(collectionOf(scope)) - len(p.forgotten[scope])
+}

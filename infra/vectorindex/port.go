@@ -1,0 +1,232 @@
+package vectorindex
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"strconv"
+	"sync"
+
+	"github.com/engram-memory/engram/domain"
+)
+
+// Port is the embedded domain.VectorIndex: a collection per agent and
+// space in an Index, in process. A forgotten memory's points stay in
+// their collections (unforgetting needs no vector) and are dropped from
+// results: a search asks for as many more hits as the agent has forgotten
+// memories, so pages are never short.
+type Port struct {
+	ix *Index
+
+	mu        sync.RWMutex
+	forgotten map[domain.IndexScope]map[string]struct{}
+}
+
+var _ domain.VectorIndex = (*Port)(nil)
+
+// NewPort returns the port over ix, which it owns from then on.
+func NewPort(ix *Index) *Port {
+	return &Port{ix: ix, forgotten: map[domain.IndexScope]map[string]struct{}{}}
+}
+
+// Index is the underlying index (start-up waits on its graph builds).
+func (p *Port) Index() *Index { return p.ix }
+
+// agentPrefix prefixes exactly the agent's collections: user and agent ids
+// hold no "/" (agent ids are [A-Za-z0-9._-]), whatever the model is called.
+func agentPrefix(s domain.IndexScope) string { return s.UserID + "/" + s.AgentID + "/" }
+
+// collectionOf is "user/agent/model@dimensions".
+func collectionOf(s domain.IndexScope, space domain.VectorSpace) string {
+	return agentPrefix(s) + space.Model + "@" + strconv.Itoa(space.Dimensions)
+}
+
+// UpsertVectors implements domain.VectorIndex. Points are grouped by
+// collection and stored a group at a time; a group the index refuses is
+// retried point by point so only the refused points are left out.
+func (p *Port) UpsertVectors(ctx context.Context, points ...domain.VectorPoint) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	groups := map[string][]Item{}
+	var order []string
+	var rejected []error
+	for _, pt := range points {
+		if len(pt.Vector) != pt.Space.Dimensions {
+			rejected = append(rejected, fmt.Errorf("%w: memory %s: %d-dimensional vector in space %s@%d",
+				domain.ErrIndexRejected, pt.MemoryID, len(pt.Vector), pt.Space.Model, pt.Space.Dimensions))
+			continue
+		}
+		c := collectionOf(domain.IndexScope{UserID: pt.UserID, AgentID: pt.AgentID}, pt.Space)
+		if _, ok := groups[c]; !ok {
+			order = append(order, c)
+		}
+		groups[c] = append(groups[c], Item{ID: pt.MemoryID, Vector: pt.Vector, Type: pt.Type, Tags: pt.Tags, CreatedAt: pt.CreatedAt})
+	}
+	for _, c := range order {
+		items := groups[c]
+		if err := p.ix.Upsert(c, items...); err == nil {
+			continue
+		}
+		for _, it := range items {
+			if err := p.ix.Upsert(c, it); err != nil {
+				rejected = append(rejected, fmt.Errorf("%w: memory %s in %s: %w", domain.ErrIndexRejected, it.ID, c, err))
+			}
+		}
+	}
+	for _, pt := range points {
+		p.mark(domain.IndexScope{UserID: pt.UserID, AgentID: pt.AgentID}, pt.MemoryID, pt.Forgotten)
+	}
+	return errors.Join(rejected...)
+}
+
+// mark records whether the memory is forgotten.
+func (p *Port) mark(scope domain.IndexScope, memoryID string, forgotten bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	set := p.forgotten[scope]
+	if !forgotten {
+		delete(set, memoryID)
+		if len(set) == 0 {
+			delete(p.forgotten, scope)
+		}
+		return
+	}
+	if set == nil {
+		set = map[string]struct{}{}
+		p.forgotten[scope] = set
+	}
+	set[memoryID] = struct{}{}
+}
+
+// SetForgotten implements domain.VectorIndex.
+func (p *Port) SetForgotten(ctx context.Context, scope domain.IndexScope, memoryID string, forgotten bool) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	p.mark(scope, memoryID, forgotten)
+	return nil
+}
+
+// DeleteMemory implements domain.VectorIndex.
+func (p *Port) DeleteMemory(ctx context.Context, scope domain.IndexScope, memoryID string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	for _, c := range p.ix.Collections(agentPrefix(scope)) {
+		p.ix.Delete(c, memoryID)
+	}
+	p.mark(scope, memoryID, false)
+	return nil
+}
+
+// DeleteAgent implements domain.VectorIndex.
+func (p *Port) DeleteAgent(ctx context.Context, scope domain.IndexScope) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	for _, c := range p.ix.Collections(agentPrefix(scope)) {
+		p.ix.DropCollection(c)
+	}
+	p.mu.Lock()
+	delete(p.forgotten, scope)
+	p.mu.Unlock()
+	return nil
+}
+
+// DeleteSpace implements domain.VectorIndex.
+func (p *Port) DeleteSpace(ctx context.Context, scope domain.IndexScope, space domain.VectorSpace) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	p.ix.DropCollection(collectionOf(scope, space))
+	return nil
+}
+
+// DropAll implements domain.VectorIndex.
+func (p *Port) DropAll(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	for _, c := range p.ix.Collections("") {
+		p.ix.DropCollection(c)
+	}
+	p.mu.Lock()
+	clear(p.forgotten)
+	p.mu.Unlock()
+	return nil
+}
+
+// SearchVectors implements domain.VectorIndex. Scores are
+// max(0, cosine similarity); they fall with rank, so min_score cuts a
+// prefix of the page.
+func (p *Port) SearchVectors(ctx context.Context, q domain.VectorQuery) ([]domain.IndexHit, error) {
+	if q.Limit <= 0 {
+		return nil, ctx.Err()
+	}
+	hidden := p.hidden(q.Scope)
+	f := Filter{Types: q.Filter.Types, Tags: q.Filter.Tags, CreatedAfter: q.Filter.CreatedAfter, CreatedBefore: q.Filter.CreatedBefore}
+	hits, err := p.ix.Search(ctx, collectionOf(q.Scope, q.Space), q.Vector, q.Limit+len(hidden), f)
+	if err != nil {
+		if errors.Is(err, ErrDimensionMismatch) || errors.Is(err, ErrInvalidVector) {
+			return nil, domain.Invalid("query", "query vector: %v", err)
+		}
+		return nil, err
+	}
+	out := make([]domain.IndexHit, 0, min(len(hits), q.Limit))
+	for _, h := range hits {
+		if len(out) == q.Limit {
+			break
+		}
+		if _, ok := hidden[h.ID]; ok {
+			continue
+		}
+		s := cosineScore(float64(h.Score))
+		if s < q.MinScore {
+			break
+		}
+		out = append(out, domain.IndexHit{MemoryID: h.ID, Score: s, CreatedAt: h.CreatedAt})
+	}
+	return out, nil
+}
+
+// cosineScore maps a cosine similarity onto [0, 1]: unrelated and
+// opposite texts score 0, identical ones 1.
+func cosineScore(cos float64) float64 {
+	if math.IsNaN(cos) {
+		return 0
+	}
+	return min(1, max(0, cos))
+}
+
+// hidden returns a copy of the agent's forgotten set (nil when empty, the
+// usual case), so a search holds no lock while it runs.
+func (p *Port) hidden(scope domain.IndexScope) map[string]struct{} {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if set := p.forgotten[scope]; len(set) > 0 {
+		return maps.Clone(set)
+	}
+	return nil
+}
+
+// CountVectors implements domain.VectorIndex.
+func (p *Port) CountVectors(ctx context.Context, scope domain.IndexScope, space domain.VectorSpace) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	c := collectionOf(scope, space)
+	n := p.ix.Len(c)
+	for id := range p.hidden(scope) {
+		if p.ix.contains(c, id) {
+			n--
+		}
+	}
+	return n, nil
+}
+
+// Ready implements domain.VectorIndex: an in-process index is always
+// ready.
+func (p *Port) Ready(ctx context.Context) error { return ctx.Err() }
