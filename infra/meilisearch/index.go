@@ -82,13 +82,17 @@ const (
 )
 
 // settings are the index settings the adapter depends on: the filters it
-// emits need their attributes filterable, and only the text and the
-// metadata are searched, text first (Meilisearch's attribute ranking rule
-// prefers matches in earlier attributes).
+// emits need their attributes filterable; only the text and the metadata
+// are searched, text first (Meilisearch's attribute ranking rule prefers
+// matches in earlier attributes); and after Meilisearch's default ranking
+// rules, equally relevant documents come newer first, then by id, as the
+// port orders them (custom rules do not change _rankingScore), so a limit
+// cuts a run of ties where the port says.
 func settings() *ms.Settings {
 	return &ms.Settings{
 		FilterableAttributes: []string{attrID, attrUser, attrAgent, attrType, attrTags, attrCreatedAt, attrForgotten},
 		SearchableAttributes: []string{attrText, attrMeta},
+		RankingRules:         []string{"words", "typo", "proximity", "attribute", "sort", "exactness", attrCreatedAt + ":desc", attrID + ":asc"},
 	}
 }
 
