@@ -66,3 +66,24 @@ func classify(ctx context.Context, op string, err error) error {
 	}
 	return fmt.Errorf("meilisearch: %s: %w", op, err)
 }
+
+// failed classifies an error of an operation on the index. An index that
+// is gone (deleted behind Engram's back) is unavailable, and the next
+// operation creates and configures it again; its documents come back with
+// `engram projections rebuild`.
+func (ix *Index) failed(ctx context.Context, op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if apiErrorCode(err) != "index_not_found" && taskErrorCode(err) != "index_not_found" {
+		var te *taskError
+		if errors.As(err, &te) || errors.Is(err, domain.ErrIndexUnavailable) {
+			return err // already classified by wait
+		}
+		return classify(ctx, op, err)
+	}
+	ix.setupMu.Lock()
+	ix.ready = false
+	ix.setupMu.Unlock()
+	return fmt.Errorf("meilisearch: %s: index %q not found (the next operation re-creates it): %w", op, ix.cfg.IndexName, domain.ErrIndexUnavailable)
+}

@@ -328,3 +328,33 @@ func TestPendingTaskTimesOutThenRedeliverySucceeds(t *testing.T) {
 		t.Fatalf("kestrel: %v", got)
 	}
 }
+
+// TestIndexDeletedBehindOurBack: an index deleted out of band makes the
+// next operation unavailable, and the one after re-creates and configures
+// it (a rebuild then refills it).
+func TestIndexDeletedBehindOurBack(t *testing.T) {
+	ix, srv := openTestServer(t, meilitest.Options{APIKey: testKey})
+	if err := ix.UpsertDocuments(context.Background(), note(alice, "m1", "puffin")); err != nil {
+		t.Fatal(err)
+	}
+	admin := ms.New(srv.URL, ms.WithAPIKey(testKey))
+	info, err := admin.DeleteIndex(meilisearch.DefaultIndexName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if task, err := admin.WaitForTask(info.TaskUID, time.Millisecond); err != nil || task.Status != ms.TaskStatusSucceeded {
+		t.Fatalf("delete index: %v %v", task, err)
+	}
+	if _, err := ix.SearchKeyword(context.Background(), domain.KeywordQuery{Scope: alice, Text: "puffin", Limit: 1}); !errors.Is(err, domain.ErrIndexUnavailable) {
+		t.Fatalf("search of a deleted index: %v, want ErrIndexUnavailable", err)
+	}
+	if err := ix.UpsertDocuments(context.Background(), note(alice, "m1", "puffin")); err != nil {
+		t.Fatalf("upsert after the index was deleted: %v", err)
+	}
+	if filterable, _, _ := srv.Settings(meilisearch.DefaultIndexName); !slices.Contains(filterable, "user") {
+		t.Fatalf("re-created index not configured: filterable %v", filterable)
+	}
+	if got := searchIDs(t, ix, domain.KeywordQuery{Scope: alice, Text: "puffin"}); !slices.Equal(got, []string{"m1"}) {
+		t.Fatalf("puffin after re-creation: %v", got)
+	}
+}

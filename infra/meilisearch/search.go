@@ -67,7 +67,7 @@ func (ix *Index) SearchKeyword(ctx context.Context, q domain.KeywordQuery) ([]do
 	}
 	resp, err := ix.client.MultiSearchWithContext(ctx, &ms.MultiSearchRequest{Queries: queries})
 	if err != nil {
-		return nil, classify(ctx, "search", err)
+		return nil, ix.failed(ctx, "search", err)
 	}
 	if len(resp.Results) != len(queries) {
 		return nil, fmt.Errorf("meilisearch: search: %d results for %d queries", len(resp.Results), len(queries))

@@ -70,13 +70,13 @@ func (ix *Index) UpsertDocuments(ctx context.Context, docs ...domain.KeywordDocu
 		batch := out[start:min(start+upsertBatch, len(out))]
 		info, err := ix.index.AddDocumentsWithContext(ctx, batch, &ms.DocumentOptions{PrimaryKey: &pk})
 		if err != nil {
-			return classify(ctx, "add documents", err)
+			return ix.failed(ctx, "add documents", err)
 		}
 		infos = append(infos, info)
 	}
 	for _, info := range infos {
 		if err := ix.wait(ctx, "add documents", info); err != nil {
-			return err
+			return ix.failed(ctx, "add documents", err)
 		}
 	}
 	if len(rejected) > 0 {
@@ -105,7 +105,7 @@ func (ix *Index) SetForgotten(ctx context.Context, scope domain.IndexScope, memo
 		return nil
 	}
 	if err != nil {
-		return classify(ctx, "get document", err)
+		return ix.failed(ctx, "get document", err)
 	}
 	if cur.User != scope.UserID || cur.Agent != scope.AgentID || cur.Forgotten == forgotten {
 		return nil
@@ -114,9 +114,9 @@ func (ix *Index) SetForgotten(ctx context.Context, scope domain.IndexScope, memo
 	pk := attrID
 	info, err := ix.index.UpdateDocumentsWithContext(ctx, change, &ms.DocumentOptions{PrimaryKey: &pk})
 	if err != nil {
-		return classify(ctx, "update document", err)
+		return ix.failed(ctx, "update document", err)
 	}
-	return ix.wait(ctx, "update document", info)
+	return ix.failed(ctx, "update document", ix.wait(ctx, "update document", info))
 }
 
 // DeleteMemory implements domain.KeywordIndex; the filter keeps it inside
@@ -136,9 +136,9 @@ func (ix *Index) deleteWhere(ctx context.Context, op, filter string) error {
 	}
 	info, err := ix.index.DeleteDocumentsByFilterWithContext(ctx, filter, nil)
 	if err != nil {
-		return classify(ctx, op, err)
+		return ix.failed(ctx, op, err)
 	}
-	return ix.wait(ctx, op, info)
+	return ix.failed(ctx, op, ix.wait(ctx, op, info))
 }
 
 // DropAll implements domain.KeywordIndex: every document goes, the index
@@ -149,9 +149,9 @@ func (ix *Index) DropAll(ctx context.Context) error {
 	}
 	info, err := ix.index.DeleteAllDocumentsWithContext(ctx, nil)
 	if err != nil {
-		return classify(ctx, "delete all documents", err)
+		return ix.failed(ctx, "delete all documents", err)
 	}
-	return ix.wait(ctx, "delete all documents", info)
+	return ix.failed(ctx, "delete all documents", ix.wait(ctx, "delete all documents", info))
 }
 
 // wait polls the task until it finishes, at most cfg.TaskTimeout. A task

@@ -200,6 +200,7 @@ func (s *Server) routes() http.Handler {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "available"})
 	})
 	mux.HandleFunc("POST /indexes", s.auth(s.createIndex))
+	mux.HandleFunc("DELETE /indexes/{uid}", s.auth(s.deleteIndex))
 	mux.HandleFunc("PATCH /indexes/{uid}/settings", s.auth(s.updateSettings))
 	mux.HandleFunc("POST /indexes/{uid}/documents", s.auth(s.addDocuments(false)))
 	mux.HandleFunc("PUT /indexes/{uid}/documents", s.auth(s.addDocuments(true)))
@@ -276,6 +277,17 @@ func (s *Server) createIndex(w http.ResponseWriter, r *http.Request) {
 			return newAPIError("index_already_exists", "invalid_request", "Index `%s` already exists.", body.UID)
 		}
 		s.indexes[body.UID] = newIndex(body.UID, body.PrimaryKey)
+		return nil
+	})
+}
+
+func (s *Server) deleteIndex(w http.ResponseWriter, r *http.Request) {
+	uid := r.PathValue("uid")
+	s.enqueue(w, uid, "indexDeletion", func() *apiError {
+		if s.indexes[uid] == nil {
+			return newAPIError("index_not_found", "invalid_request", "Index `%s` not found.", uid)
+		}
+		delete(s.indexes, uid)
 		return nil
 	})
 }

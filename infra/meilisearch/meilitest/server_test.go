@@ -78,7 +78,7 @@ func setup(t *testing.T, srv *meilitest.Server, docs ...map[string]any) {
 }
 
 func TestTasksCompleteLater(t *testing.T) {
-	srv := meilitest.New(t, meilitest.Options{APIKey: key, TaskDelay: 50 * time.Millisecond})
+	srv := meilitest.New(t, meilitest.Options{APIKey: key, TaskDelay: 500 * time.Millisecond})
 	status, task := call(t, srv, "POST", "/indexes/docs/documents?primaryKey=id", []map[string]any{{"id": "a", "title": "hello"}})
 	if status != http.StatusAccepted || task["status"] != "enqueued" || task["type"] != "documentAdditionOrUpdate" {
 		t.Fatalf("enqueue answered %d %v, want 202 enqueued documentAdditionOrUpdate", status, task)
