@@ -179,8 +179,8 @@ func (ix *Index) setup(ctx context.Context) error {
 	return nil
 }
 
-// setupError makes a refusal during setup (a bad key, an index whose
-// primary key is not "id") unavailable too: no operation can succeed until
+// setupError makes a refusal during setup (a bad key, settings the server
+// rejects) unavailable too: no operation can succeed until
 // the deployment is fixed, and /readyz and searches must say so.
 func setupError(ctx context.Context, err error) error {
 	if errors.Is(err, domain.ErrIndexUnavailable) || ctx.Err() != nil {

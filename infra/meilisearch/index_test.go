@@ -358,3 +358,22 @@ func TestIndexDeletedBehindOurBack(t *testing.T) {
 		t.Fatalf("puffin after re-creation: %v", got)
 	}
 }
+
+// TestSecondNodeSharesTheIndex: New on an index that already exists (a
+// restart, or a second Engram node) keeps it and its documents.
+func TestSecondNodeSharesTheIndex(t *testing.T) {
+	first, srv := openTestServer(t, meilitest.Options{APIKey: testKey})
+	if err := first.UpsertDocuments(context.Background(), note(alice, "m1", "osprey")); err != nil {
+		t.Fatal(err)
+	}
+	second, err := meilisearch.New(context.Background(), meilisearch.Config{URL: srv.URL, APIKey: testKey})
+	if err != nil {
+		t.Fatalf("New on an existing index: %v", err)
+	}
+	if err := second.Ready(context.Background()); err != nil {
+		t.Fatalf("Ready: %v", err)
+	}
+	if got := searchIDs(t, second, domain.KeywordQuery{Scope: alice, Text: "osprey"}); !slices.Equal(got, []string{"m1"}) {
+		t.Fatalf("osprey through the second node: %v", got)
+	}
+}
