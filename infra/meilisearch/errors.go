@@ -14,6 +14,10 @@ import (
 // or 403); it is wrapped together with domain.ErrIndexUnavailable.
 var errKeyRefused = errors.New("meilisearch refused the API key")
 
+// errUnsupportedServer marks a server older than the adapter needs; it is
+// wrapped together with domain.ErrIndexUnavailable.
+var errUnsupportedServer = errors.New("unsupported Meilisearch version")
+
 // taskError is a task that finished without succeeding; Code and Type are
 // Meilisearch's error code (e.g. "index_already_exists") and error type.
 type taskError struct {

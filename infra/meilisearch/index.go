@@ -18,6 +18,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -100,8 +102,8 @@ func settings() *ms.Settings {
 // Meilisearch index when the server answers; when the server cannot be
 // reached it still returns the Index (Engram starts, /readyz reports the
 // index down, and the first operation that reaches the server sets it up).
-// A bad configuration, or a server that refuses the API key, is an error
-// (later, at run time, a refused key makes the index unavailable).
+// A bad configuration, a server that refuses the API key or one older than
+// 1.9 is an error (later, at run time, these make the index unavailable).
 func New(ctx context.Context, cfg Config) (*Index, error) {
 	u, err := url.Parse(cfg.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -133,7 +135,7 @@ func New(ctx context.Context, cfg Config) (*Index, error) {
 	}
 	client := ms.New(cfg.URL, opts...)
 	ix := &Index{client: client, index: client.Index(cfg.IndexName), cfg: cfg}
-	if err := ix.setup(ctx); errors.Is(err, errKeyRefused) || (err != nil && !errors.Is(err, domain.ErrIndexUnavailable)) {
+	if err := ix.setup(ctx); errors.Is(err, errKeyRefused) || errors.Is(err, errUnsupportedServer) || (err != nil && !errors.Is(err, domain.ErrIndexUnavailable)) {
 		return nil, err
 	}
 	return ix, nil
@@ -161,6 +163,13 @@ func (ix *Index) setup(ctx context.Context) error {
 	if ix.ready {
 		return nil
 	}
+	v, err := ix.client.VersionWithContext(ctx)
+	if err != nil {
+		return setupError(ctx, classify(ctx, "version", err))
+	}
+	if !supported(v.PkgVersion) {
+		return fmt.Errorf("meilisearch: server version %q: Engram needs Meilisearch %d.%d or later: %w: %w", v.PkgVersion, minMajor, minMinor, errUnsupportedServer, domain.ErrIndexUnavailable)
+	}
 	info, err := ix.client.CreateIndexWithContext(ctx, &ms.IndexConfig{Uid: ix.cfg.IndexName, PrimaryKey: attrID})
 	if err != nil {
 		return setupError(ctx, classify(ctx, "create index", err))
@@ -187,6 +196,25 @@ func setupError(ctx context.Context, err error) error {
 		return err
 	}
 	return fmt.Errorf("meilisearch: set up index: %w: %w", err, domain.ErrIndexUnavailable)
+}
+
+// The oldest Meilisearch the adapter works with: 1.9 brought
+// rankingScoreThreshold (1.8 the "-word" operator the queries use).
+const minMajor, minMinor = 1, 9
+
+// supported reports whether a Meilisearch pkgVersion ("1.12.3",
+// "1.13.0-rc.1") is at least minMajor.minMinor.
+func supported(version string) bool {
+	parts := strings.SplitN(version, ".", 3)
+	if len(parts) < 2 {
+		return false
+	}
+	major, err1 := strconv.Atoi(parts[0])
+	minor, err2 := strconv.Atoi(parts[1])
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	return major > minMajor || major == minMajor && minor >= minMinor
 }
 
 // validUID is Meilisearch's rule for index uids and document ids: 1 to

@@ -377,3 +377,24 @@ func TestSecondNodeSharesTheIndex(t *testing.T) {
 		t.Fatalf("osprey through the second node: %v", got)
 	}
 }
+
+func TestServerVersion(t *testing.T) {
+	for _, c := range []struct {
+		version string
+		ok      bool
+	}{
+		{"1.9.0", true}, {"1.12.3", true}, {"2.0.0", true}, {"1.13.0-rc.1", true},
+		{"1.8.3", false}, {"0.30.5", false}, {"garbage", false},
+	} {
+		t.Run(c.version, func(t *testing.T) {
+			srv := meilitest.New(t, meilitest.Options{Version: c.version})
+			_, err := meilisearch.New(context.Background(), meilisearch.Config{URL: srv.URL})
+			if c.ok && err != nil {
+				t.Fatalf("New against %s: %v", c.version, err)
+			}
+			if !c.ok && (err == nil || !strings.Contains(err.Error(), "1.9 or later")) {
+				t.Fatalf("New against %s: %v, want an error asking for 1.9 or later", c.version, err)
+			}
+		})
+	}
+}

@@ -47,6 +47,8 @@ type Options struct {
 	// APIKey, when set, is required as "Authorization: Bearer <key>" on
 	// every route but /health.
 	APIKey string
+	// Version is the pkgVersion GET /version reports (default "1.12.0").
+	Version string
 	// TaskDelay is how long a task stays enqueued before the worker
 	// applies it (default 10ms), so a client that does not wait for its
 	// tasks reads stale data.
@@ -74,6 +76,9 @@ type Server struct {
 // New starts a server; it is closed when the test ends.
 func New(t testing.TB, opts Options) *Server {
 	t.Helper()
+	if opts.Version == "" {
+		opts.Version = "1.12.0"
+	}
 	if opts.TaskDelay <= 0 {
 		opts.TaskDelay = 10 * time.Millisecond
 	}
@@ -199,6 +204,9 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "available"})
 	})
+	mux.HandleFunc("GET /version", s.auth(func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"pkgVersion": s.opts.Version, "commitSha": "meilitest", "commitDate": "2026-01-01T00:00:00Z"})
+	}))
 	mux.HandleFunc("POST /indexes", s.auth(s.createIndex))
 	mux.HandleFunc("DELETE /indexes/{uid}", s.auth(s.deleteIndex))
 	mux.HandleFunc("PATCH /indexes/{uid}/settings", s.auth(s.updateSettings))
