@@ -1,7 +1,6 @@
 package meilitest
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,7 +10,7 @@ import (
 
 // expr is a parsed filter expression.
 type expr interface {
-	match(fields map[string]json.RawMessage) bool
+	match(values map[string]any) bool
 	attributes() []string
 }
 
@@ -26,7 +25,7 @@ type cmpExpr struct {
 	values []string
 }
 
-func (a andExpr) match(f map[string]json.RawMessage) bool {
+func (a andExpr) match(f map[string]any) bool {
 	for _, e := range a {
 		if !e.match(f) {
 			return false
@@ -35,7 +34,7 @@ func (a andExpr) match(f map[string]json.RawMessage) bool {
 	return true
 }
 
-func (o orExpr) match(f map[string]json.RawMessage) bool {
+func (o orExpr) match(f map[string]any) bool {
 	for _, e := range o {
 		if e.match(f) {
 			return true
@@ -44,7 +43,7 @@ func (o orExpr) match(f map[string]json.RawMessage) bool {
 	return false
 }
 
-func (n notExpr) match(f map[string]json.RawMessage) bool { return !n.e.match(f) }
+func (n notExpr) match(f map[string]any) bool { return !n.e.match(f) }
 
 func (a andExpr) attributes() []string { return childAttributes(a) }
 func (o orExpr) attributes() []string  { return childAttributes(o) }
@@ -61,16 +60,10 @@ func childAttributes(es []expr) []string {
 
 // match: an array field matches when one of its elements does; "!=" is
 // the negation of "=" over the whole field, as in Meilisearch.
-func (c cmpExpr) match(f map[string]json.RawMessage) bool {
-	raw, ok := f[c.attr]
+func (c cmpExpr) match(f map[string]any) bool {
+	v, ok := f[c.attr]
 	if !ok {
 		return c.op == "!="
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v any
-	if dec.Decode(&v) != nil {
-		return false
 	}
 	elems := []any{v}
 	if arr, ok := v.([]any); ok {

@@ -103,7 +103,7 @@ func (s *Server) runSearch(uid string, req searchRequest) (map[string]any, int, 
 	}
 	var docs []*doc
 	for _, d := range ix.docs {
-		if filter == nil || filter.match(d.fields) {
+		if filter == nil || filter.match(d.values) {
 			docs = append(docs, d)
 		}
 	}
@@ -246,7 +246,7 @@ func parseRankingRules(rules []string) ([]customRule, *apiError) {
 // fall through to the next rule, and last to insertion order.
 func (ix *index) customLess(a, b *doc) bool {
 	for _, r := range ix.customRules {
-		c := compareValues(a.fields[r.attr], b.fields[r.attr])
+		c := compareValues(a.values[r.attr], b.values[r.attr])
 		if c == 0 {
 			continue
 		}
@@ -258,10 +258,15 @@ func (ix *index) customLess(a, b *doc) bool {
 	return a.seq < b.seq
 }
 
-func compareValues(a, b json.RawMessage) int {
-	var fa, fb float64
-	if json.Unmarshal(a, &fa) == nil && json.Unmarshal(b, &fb) == nil {
+func compareValues(a, b any) int {
+	na, aNum := a.(json.Number)
+	nb, bNum := b.(json.Number)
+	if aNum && bNum {
+		fa, err1 := na.Float64()
+		fb, err2 := nb.Float64()
 		switch {
+		case err1 != nil || err2 != nil:
+			return 0
 		case fa < fb:
 			return -1
 		case fa > fb:
@@ -269,8 +274,9 @@ func compareValues(a, b json.RawMessage) int {
 		}
 		return 0
 	}
-	var sa, sb string
-	if json.Unmarshal(a, &sa) == nil && json.Unmarshal(b, &sb) == nil {
+	sa, aStr := a.(string)
+	sb, bStr := b.(string)
+	if aStr && bStr {
 		return strings.Compare(sa, sb)
 	}
 	return 0
@@ -342,7 +348,7 @@ func searchableTokens(ix *index, d *doc) []map[string]int {
 	names := ix.searchable
 	if len(names) == 1 && names[0] == "*" {
 		names = nil
-		for k := range d.fields {
+		for k := range d.values {
 			names = append(names, k)
 		}
 		sort.Strings(names)
@@ -351,7 +357,7 @@ func searchableTokens(ix *index, d *doc) []map[string]int {
 	for _, n := range names {
 		set := map[string]int{}
 		pos := 0
-		for _, s := range stringValues(d.fields[n]) {
+		for _, s := range stringValues(d.values[n]) {
 			for _, w := range tokenize(s) {
 				if _, seen := set[w]; !seen {
 					set[w] = pos
@@ -365,14 +371,18 @@ func searchableTokens(ix *index, d *doc) []map[string]int {
 }
 
 // stringValues is a field's string, or its array's strings.
-func stringValues(raw json.RawMessage) []string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return []string{s}
-	}
-	var arr []string
-	if json.Unmarshal(raw, &arr) == nil {
-		return arr
+func stringValues(v any) []string {
+	switch x := v.(type) {
+	case string:
+		return []string{x}
+	case []any:
+		var out []string
+		for _, e := range x {
+			if s, ok := e.(string); ok {
+				out = append(out, s)
+			}
+		}
+		return out
 	}
 	return nil
 }

@@ -31,6 +31,7 @@
 package meilitest
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -158,10 +159,26 @@ type index struct {
 }
 
 // doc is a stored document; seq is its insertion order (Meilisearch's
-// internal document id, which breaks ranking ties).
+// internal document id, which breaks ranking ties). fields are the JSON
+// as sent (returned as is); values are the same decoded, for filters and
+// ranking.
 type doc struct {
 	seq    int
 	fields map[string]json.RawMessage
+	values map[string]any
+}
+
+// decodeValues sets d.values from d.fields; numbers stay json.Number.
+func (d *doc) decodeValues() {
+	d.values = make(map[string]any, len(d.fields))
+	for k, raw := range d.fields {
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
+		var v any
+		if dec.Decode(&v) == nil {
+			d.values[k] = v
+		}
+	}
 }
 
 func newIndex(uid, primaryKey string) *index {
@@ -384,6 +401,7 @@ func (s *Server) addDocuments(merge bool) http.HandlerFunc {
 				for k, v := range d {
 					cur.fields[k] = v
 				}
+				cur.decodeValues()
 			}
 			return nil
 		})
@@ -485,7 +503,7 @@ func (s *Server) deleteByFilter(w http.ResponseWriter, r *http.Request) {
 			return e
 		}
 		for id, d := range ix.docs {
-			if expr.match(d.fields) {
+			if expr.match(d.values) {
 				delete(ix.docs, id)
 			}
 		}
