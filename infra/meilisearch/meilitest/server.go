@@ -6,9 +6,9 @@
 // It follows Meilisearch's documented semantics where the adapter depends
 // on them:
 //   - writes are asynchronous: a write answers 202 with an enqueued task,
-//     and a worker applies tasks one at a time, in order, Options.TaskDelay
-//     after they were enqueued; GET /tasks/{uid} shows enqueued →
-//     processing → succeeded or failed;
+//     and a worker runs tasks one at a time, in order; each stays
+//     enqueued, then processing, for Options.TaskDelay, and its changes
+//     show when GET /tasks/{uid} says succeeded (or failed: then none);
 //   - API-key auth (Authorization: Bearer), /health open to all;
 //   - filters: = != > >= < <= on numbers and strings (an array field
 //     matches when one element does), IN [...], AND, OR, NOT, parentheses,
@@ -50,9 +50,9 @@ type Options struct {
 	APIKey string
 	// Version is the pkgVersion GET /version reports (default "1.12.0").
 	Version string
-	// TaskDelay is how long a task stays enqueued before the worker
-	// applies it (default 10ms), so a client that does not wait for its
-	// tasks reads stale data.
+	// TaskDelay is how long a task stays enqueued, and then processing,
+	// before its changes show (default 10ms each), so a client that does
+	// not wait for its tasks reads stale data.
 	TaskDelay time.Duration
 }
 

@@ -49,8 +49,8 @@ func (s *Server) poke() {
 	}
 }
 
-// work applies pending tasks in order, each no sooner than TaskDelay
-// after it was enqueued.
+// work applies pending tasks in order: each stays enqueued for TaskDelay,
+// then processing for TaskDelay, then succeeds or fails.
 func (s *Server) work() {
 	defer close(s.done)
 	for {
@@ -83,6 +83,15 @@ func (s *Server) work() {
 		s.pending = s.pending[1:]
 		started := time.Now().UTC()
 		next.Status, next.StartedAt = statusProcessing, &started
+		s.mu.Unlock()
+		// Processing takes TaskDelay too; its changes show only when it
+		// has succeeded, as Meilisearch commits a batch at once.
+		select {
+		case <-time.After(s.opts.TaskDelay):
+		case <-s.stop:
+			return
+		}
+		s.mu.Lock()
 		if e := next.apply(); e != nil {
 			next.Status, next.Error = statusFailed, e
 		} else {
