@@ -18,7 +18,7 @@ import (
 func benchIndex(b *testing.B, docs int) *meilisearch.Index {
 	b.Helper()
 	srv := meilitest.New(b, meilitest.Options{TaskDelay: time.Microsecond})
-	ix, err := meilisearch.New(context.Background(), meilisearch.Config{URL: srv.URL, TaskPollInterval: time.Millisecond})
+	ix, err := meilisearch.New(context.Background(), meilisearch.Config{URL: srv.URL})
 	if err != nil {
 		b.Fatal(err)
 	}

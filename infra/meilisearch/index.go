@@ -31,7 +31,7 @@ import (
 const (
 	DefaultIndexName        = "engram_memories"
 	DefaultHTTPTimeout      = 10 * time.Second
-	DefaultTaskPollInterval = 20 * time.Millisecond
+	DefaultTaskPollInterval = 50 * time.Millisecond
 	DefaultTaskTimeout      = 2 * time.Minute
 )
 
@@ -47,8 +47,8 @@ type Config struct {
 	IndexName string
 	// HTTPTimeout bounds each HTTP request (DefaultHTTPTimeout when 0).
 	HTTPTimeout time.Duration
-	// TaskPollInterval is how often a write polls its task
-	// (DefaultTaskPollInterval when 0).
+	// TaskPollInterval is the longest pause between two polls of a write's
+	// task; the first polls come sooner (DefaultTaskPollInterval when 0).
 	TaskPollInterval time.Duration
 	// TaskTimeout bounds how long a write waits for its task; a task still
 	// pending then makes the write fail as unavailable, and the projection

@@ -154,23 +154,40 @@ func (ix *Index) DropAll(ctx context.Context) error {
 	return ix.failed(ctx, "delete all documents", ix.wait(ctx, "delete all documents", info))
 }
 
-// wait polls the task until it finishes, at most cfg.TaskTimeout. A task
-// that failed is a *taskError; one that is still pending then is
-// unavailable (the write may yet apply; redelivering it is harmless).
+// wait polls the task until it finishes, at most cfg.TaskTimeout: at
+// once, then after 1, 2, 4, … ms up to cfg.TaskPollInterval apart, so a
+// quick task (the common case) delays the write by a few milliseconds and
+// a long one costs few requests. A task that failed is a *taskError; one
+// still pending at the timeout is unavailable (the write may yet apply;
+// redelivering it is harmless).
 func (ix *Index) wait(ctx context.Context, op string, info *ms.TaskInfo) error {
 	wctx, cancel := context.WithTimeout(ctx, ix.cfg.TaskTimeout)
 	defer cancel()
-	task, err := ix.client.WaitForTaskWithContext(wctx, info.TaskUID, ix.cfg.TaskPollInterval)
-	if err != nil {
+	for pause := time.Millisecond; ; pause = min(2*pause, ix.cfg.TaskPollInterval) {
+		task, err := ix.client.GetTaskWithContext(wctx, info.TaskUID)
+		if err == nil && task.Status != ms.TaskStatusEnqueued && task.Status != ms.TaskStatusProcessing {
+			if task.Status != ms.TaskStatusSucceeded {
+				return &taskError{Op: op, Status: string(task.Status), Code: task.Error.Code, Type: task.Error.Type, Message: task.Error.Message}
+			}
+			return nil
+		}
+		if err == nil {
+			timer := time.NewTimer(pause)
+			select {
+			case <-timer.C:
+				continue
+			case <-wctx.Done():
+				timer.Stop()
+			}
+		}
 		if ctx.Err() == nil && errors.Is(wctx.Err(), context.DeadlineExceeded) {
 			return fmt.Errorf("meilisearch: %s: task %d still pending after %s: %w", op, info.TaskUID, ix.cfg.TaskTimeout, domain.ErrIndexUnavailable)
 		}
+		if err == nil {
+			err = ctx.Err()
+		}
 		return classify(ctx, op+": wait for task", err)
 	}
-	if task.Status != ms.TaskStatusSucceeded {
-		return &taskError{Op: op, Status: string(task.Status), Code: task.Error.Code, Type: task.Error.Type, Message: task.Error.Message}
-	}
-	return nil
 }
 
 // apiErrorCode is the Meilisearch error code of a failed request, or "".
