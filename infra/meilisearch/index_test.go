@@ -398,3 +398,20 @@ func TestServerVersion(t *testing.T) {
 		})
 	}
 }
+
+// TestQuickTaskDoesNotWaitAPollInterval: the first polls of a task come
+// after milliseconds, not TaskPollInterval.
+func TestQuickTaskDoesNotWaitAPollInterval(t *testing.T) {
+	srv := meilitest.New(t, meilitest.Options{TaskDelay: time.Millisecond})
+	ix, err := meilisearch.New(context.Background(), meilisearch.Config{URL: srv.URL, TaskPollInterval: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := ix.UpsertDocuments(context.Background(), note(alice, "m1", "wren")); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Fatalf("a 2 ms task took %v to be seen with a 10 s poll interval", took)
+	}
+}
