@@ -45,7 +45,7 @@ func (s *stack) agentModel(userID, agentID string) (readModel, vectors string) {
 	if err != nil || !ok {
 		s.t.Fatalf("agent %s: %v %v", agentID, ok, err)
 	}
-	space, _ := s.vectors.VectorSpace(userID, agentID)
+	space, _ := s.vectors.AgentSpace(userID, agentID)
 	return a.EmbeddingModel, space.Model
 }
 

@@ -28,6 +28,7 @@ var statusByKind = map[domain.Kind]int{
 	domain.KindRateLimited:         http.StatusTooManyRequests,
 	domain.KindTimeout:             http.StatusRequestTimeout,
 	domain.KindProviderUnavailable: http.StatusServiceUnavailable,
+	domain.KindIndexUnavailable:    http.StatusServiceUnavailable,
 	domain.KindInternal:            http.StatusInternalServerError,
 }
 

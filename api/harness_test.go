@@ -32,7 +32,7 @@ import (
 	"github.com/engram-memory/engram/infra/mail"
 	"github.com/engram-memory/engram/infra/mail/mailtest"
 	"github.com/engram-memory/engram/infra/sqlite"
-	"github.com/engram-memory/engram/infra/vectorindex"
+	engstack "github.com/engram-memory/engram/internal/stack"
 	"github.com/engram-memory/engram/projections"
 	"github.com/engram-memory/engram/projections/search"
 )
@@ -52,11 +52,11 @@ type stack struct {
 	logger  *slog.Logger
 	clock   *testClock
 
+	wired    *engstack.Stack // storage, indexes, projections, engine
 	db       *sqlite.DB
 	store    *sqlite.EventStore
 	model    *sqlite.Accounts // the accounts read model
 	memories *sqlite.Memories
-	keyword  *sqlite.Keyword
 	vectors  *projections.Vectors
 	jobs     *sqlite.Jobs
 	engine   *projections.Engine
@@ -160,21 +160,14 @@ func newStack(t testing.TB, opts stackOptions) *stack {
 	}
 	ctx := context.Background()
 
-	// Storage and projections, as openStorage.
-	db, err := sqlite.Open(ctx, s.dataDir, sqlite.Options{})
+	// Storage, indexes and projections, as the server wires them.
+	wired, err := engstack.Open(ctx, engstack.Config{DataDir: s.dataDir, GroupCommit: 10 * time.Millisecond, Logger: s.logger})
 	if err != nil {
 		t.Fatal(err)
 	}
-	index := vectorindex.New(vectorindex.Options{})
-	s.db = db
-	s.store = sqlite.NewEventStore(db, 10*time.Millisecond)
-	s.model = sqlite.NewAccounts(db)
-	s.memories = sqlite.NewMemories(db)
-	s.keyword = sqlite.NewKeyword(db)
-	s.vectors = projections.NewVectors(sqlite.NewVectorStore(db), index, s.logger)
-	s.jobs = sqlite.NewJobs(db)
-	s.engine = projections.NewEngine(s.store, s.logger, s.model, s.memories, s.keyword, s.vectors, s.jobs)
-	s.writer = commands.NewEventWriter(s.store, s.engine)
+	s.wired = wired
+	s.db, s.store, s.model, s.memories = wired.DB, wired.Store, wired.Accounts, wired.Memories
+	s.vectors, s.jobs, s.engine, s.writer = wired.Vectors, wired.Jobs, wired.Engine, wired.Writer
 	s.stopEngine = runInBackground(s.engine.Run)
 	s.stopQueue, s.stopRunner = func() {}, func() {}
 	var once sync.Once
@@ -184,8 +177,7 @@ func newStack(t testing.TB, opts stackOptions) *stack {
 			s.stopRunner()
 			s.stopQueue()
 			s.stopEngine()
-			index.Close()
-			db.Close()
+			wired.Close()
 		})
 	}
 	t.Cleanup(func() { s.closeAll() })
@@ -297,6 +289,8 @@ func (s *stack) wire(c *embed.Catalog, rc commands.RunnerConfig) {
 		Memories:        s.memCmds,
 		Embeddings:      s.emb,
 		Search:          searcher,
+		Backends:        s.wired.Backends,
+		Projections:     func() any { return s.engine.Status() },
 	}).Handler()
 	s.handler.Store(&h)
 }
@@ -305,7 +299,7 @@ func (s *stack) wire(c *embed.Catalog, rc commands.RunnerConfig) {
 // queries with catalog c.
 func (s *stack) searcher(c *embed.Catalog) *search.Service {
 	s.t.Helper()
-	svc, err := search.New(s.keyword, s.vectors, search.ProviderEmbedder{Provider: c}, s.memories, s.logger, search.Options{})
+	svc, err := s.wired.Search(search.ProviderEmbedder{Provider: c}, search.Options{})
 	if err != nil {
 		s.t.Fatal(err)
 	}

@@ -4,16 +4,15 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/memory"
 	"github.com/engram-memory/engram/infra/sqlite"
 	"github.com/engram-memory/engram/projections"
-	"github.com/engram-memory/engram/projections/search"
 )
 
 // TestMemReplayEquivalence builds the memories read model through the API
@@ -75,17 +74,15 @@ func TestMemReplayEquivalence(t *testing.T) {
 	incremental := s.export(t)
 	calls := s.provider.calls.Load()
 
-	keyword := sqlite.NewKeyword(s.db)
-	engine := projections.NewEngine(s.store, slog.New(slog.DiscardHandler), sqlite.NewMemories(s.db), keyword)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := engine.Rebuild(ctx, sqlite.MemoriesProjection, sqlite.KeywordProjectionName); err != nil {
+	if err := s.engine.Rebuild(ctx, sqlite.MemoriesProjection, projections.KeywordProjectionName); err != nil {
 		t.Fatal(err)
 	}
 	// The rebuilt keyword index applied the patches field by field too.
 	for _, word := range []string{"walrus", "narwhal", "beluga"} {
-		hits, err := keyword.SearchKeyword(ctx, search.KeywordQuery{UserID: userA, AgentID: "a", Text: word, Limit: 5})
-		if err != nil || len(hits) != 1 || hits[0].ID != ids[0] {
+		hits, err := s.wired.KeywordIndex.SearchKeyword(ctx, domain.KeywordQuery{Scope: domain.IndexScope{UserID: userA, AgentID: "a"}, Text: word, Limit: 5})
+		if err != nil || len(hits) != 1 || hits[0].MemoryID != ids[0] {
 			t.Errorf("rebuilt keyword index: %q finds %+v, %v; want the patched episode", word, hits, err)
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -28,6 +30,12 @@ type Config struct {
 	IPRateLimit   RateLimit
 	// Ready reports whether the server can serve (projections caught up).
 	Ready func(ctx context.Context) error
+	// Backends reports each search index backend's readiness (nil: up),
+	// by name; /readyz lists them and is 503 while one is down.
+	Backends func(ctx context.Context) map[string]error
+	// Projections reports the projections' positions and delivery
+	// metrics (any JSON value), shown on /readyz.
+	Projections func() any
 
 	Auth       Authenticator
 	Accounts   Accounts
@@ -82,6 +90,10 @@ func (s *Server) Handler() http.Handler {
 	return r
 }
 
+// readyz reports readiness with each search index backend and the
+// projections' delivery metrics: 503 not_ready while the projections catch
+// up at start, 503 backend_unavailable while an index backend is down
+// (writes wait for their projections, so they would not complete).
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.Ready != nil {
 		if err := s.cfg.Ready(r.Context()); err != nil {
@@ -91,7 +103,31 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	writeData(w, http.StatusOK, map[string]any{"status": "ready"})
+	backends := map[string]any{}
+	var down []string
+	if s.cfg.Backends != nil {
+		for name, err := range s.cfg.Backends(r.Context()) {
+			if err != nil {
+				down = append(down, name)
+				backends[name] = map[string]string{"status": "unavailable", "error": err.Error()}
+				continue
+			}
+			backends[name] = map[string]string{"status": "ok"}
+		}
+	}
+	body := map[string]any{"status": "ready", "backends": backends}
+	if s.cfg.Projections != nil {
+		body["projections"] = s.cfg.Projections()
+	}
+	if len(down) > 0 {
+		slices.Sort(down)
+		writeFailure(w, http.StatusServiceUnavailable, errorBody{
+			Code: "backend_unavailable", Message: "search index backend unavailable: " + strings.Join(down, ", "),
+			RequestID: requestID(r.Context()), Details: body,
+		})
+		return
+	}
+	writeData(w, http.StatusOK, body)
 }
 
 // fail sends err as the failure envelope.

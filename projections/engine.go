@@ -1,7 +1,16 @@
 // Package projections turns the event log into read models and search
-// indexes. Events reach each projection through a watermill router; each
-// projection keeps its own durable checkpoint, applies batches idempotently
-// and can be rebuilt by replaying the log from the start.
+// indexes. Each projection is a plain mapping from events to operations on
+// a port of its own (domain.KeywordIndex, domain.VectorIndex, the read
+// model stores); it keeps a durable checkpoint, applies batches
+// idempotently and can be rebuilt by replaying the log from the start.
+//
+// Events reach the projections through a watermill router, one handler per
+// projection, with three middlewares: panics become errors (Recoverer), a
+// failed batch is retried in place with exponential backoff (Retry), and a
+// batch that still fails is parked: handed back to the log subscriber,
+// which redelivers it with a growing delay, while Status reports it. A
+// parked batch is never skipped (a read model with a hole would be wrong
+// for ever); it is the dead letter an operator sees on /readyz.
 package projections
 
 import (
@@ -14,6 +23,7 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/ThreeDotsLabs/watermill/message/router/middleware"
 
 	"github.com/engram-memory/engram/domain"
 )
@@ -43,8 +53,16 @@ type Engine struct {
 	mu        sync.Mutex
 	positions map[string]uint64
 	changed   chan struct{}
-	failures  map[string]error
+	stats     map[string]*ProjectionStatus
 }
+
+// Delivery tuning: quick retries in the handler, then parking with a
+// redelivery delay that doubles from retryDelay up to maxRetryDelay.
+const (
+	quickRetries       = 3
+	quickRetryInterval = 50 * time.Millisecond
+	maxRetryDelay      = 30 * time.Second
+)
 
 // NewEngine returns an engine over store for the given projections.
 func NewEngine(store domain.EventStore, logger *slog.Logger, projections ...Projection) *Engine {
@@ -55,7 +73,7 @@ func NewEngine(store domain.EventStore, logger *slog.Logger, projections ...Proj
 		retryDelay:  250 * time.Millisecond,
 		positions:   make(map[string]uint64, len(projections)),
 		changed:     make(chan struct{}),
-		failures:    make(map[string]error),
+		stats:       make(map[string]*ProjectionStatus, len(projections)),
 	}
 }
 
@@ -74,9 +92,16 @@ func (e *Engine) Run(ctx context.Context) error {
 }
 
 func (e *Engine) run(ctx context.Context, projections []Projection) error {
-	router, err := message.NewRouter(message.RouterConfig{CloseTimeout: 10 * time.Second}, watermill.NewSlogLogger(e.logger.With("component", "watermill")))
+	wmLogger := watermill.NewSlogLogger(e.logger.With("component", "watermill"))
+	router, err := message.NewRouter(message.RouterConfig{CloseTimeout: 10 * time.Second}, wmLogger)
 	if err != nil {
 		return fmt.Errorf("projections: router: %w", err)
+	}
+	retry := middleware.Retry{
+		MaxRetries: quickRetries, InitialInterval: quickRetryInterval, MaxInterval: time.Second, Multiplier: 2,
+		// A batch of a stopping engine is not retried: it is redelivered
+		// from the checkpoint at the next start.
+		ShouldRetry: func(p middleware.RetryParams) bool { return !errors.Is(p.Err, context.Canceled) },
 	}
 	for _, p := range projections {
 		pos, err := p.Position(ctx)
@@ -84,7 +109,10 @@ func (e *Engine) run(ctx context.Context, projections []Projection) error {
 			return fmt.Errorf("projections: %s checkpoint: %w", p.Name(), err)
 		}
 		e.advance(p.Name(), pos)
-		router.AddConsumerHandler(p.Name(), p.Name(), &logSubscriber{store: e.store, from: pos, retryDelay: e.retryDelay, logger: e.logger}, e.handler(p))
+		sub := &logSubscriber{store: e.store, from: pos, retryDelay: e.retryDelay, maxRetryDelay: maxRetryDelay, logger: e.logger}
+		h := router.AddConsumerHandler(p.Name(), p.Name(), sub, e.handler(p))
+		// Outermost first: park what the retries could not apply.
+		h.AddMiddleware(e.parkOnFailure(p.Name()), retry.Middleware, middleware.Recoverer)
 	}
 	// The router stops only when closed, not when its context ends.
 	go func() {
@@ -105,18 +133,50 @@ func (e *Engine) handler(p Projection) message.NoPublishHandlerFunc {
 		}
 		if err := p.Apply(msg.Context(), events); err != nil {
 			e.fail(p.Name(), err)
-			e.logger.Error("projection apply failed; will retry", "projection", p.Name(), "from", events[0].Position, "error", err)
+			e.logger.Warn("projection apply failed; will retry", "projection", p.Name(), "from", events[0].Position, "error", err)
 			return err
 		}
+		e.applied(p.Name(), len(events))
 		e.advance(p.Name(), events[len(events)-1].Position)
 		return nil
 	}
 }
 
+// parkOnFailure counts the batches the quick retries could not apply;
+// returning the error nacks the message, so the subscriber parks it and
+// redelivers it later.
+func (e *Engine) parkOnFailure(name string) message.HandlerMiddleware {
+	return func(h message.HandlerFunc) message.HandlerFunc {
+		return func(msg *message.Message) ([]*message.Message, error) {
+			out, err := h(msg)
+			if err != nil && msg.Context().Err() == nil {
+				e.mu.Lock()
+				st := e.statLocked(name)
+				st.Parked++
+				if st.ParkedSince == nil {
+					now := time.Now().UTC()
+					st.ParkedSince = &now
+				}
+				e.mu.Unlock()
+				e.logger.Error("projection batch parked; it is redelivered with a growing delay until it applies", "projection", name, "error", err)
+			}
+			return out, err
+		}
+	}
+}
+
+func (e *Engine) statLocked(name string) *ProjectionStatus {
+	st := e.stats[name]
+	if st == nil {
+		st = &ProjectionStatus{}
+		e.stats[name] = st
+	}
+	return st
+}
+
 func (e *Engine) advance(name string, pos uint64) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	delete(e.failures, name)
 	if pos <= e.positions[name] && pos != 0 {
 		return
 	}
@@ -125,10 +185,21 @@ func (e *Engine) advance(name string, pos uint64) {
 	e.changed = make(chan struct{})
 }
 
+func (e *Engine) applied(name string, events int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	st := e.statLocked(name)
+	st.Batches++
+	st.Events += uint64(events)
+	st.Error, st.ParkedSince = "", nil
+}
+
 func (e *Engine) fail(name string, err error) {
 	e.mu.Lock()
-	e.failures[name] = err
-	e.mu.Unlock()
+	defer e.mu.Unlock()
+	st := e.statLocked(name)
+	st.FailedAttempts++
+	st.Error = err.Error()
 }
 
 // lowest returns the smallest position any projection has reached, and a
@@ -162,25 +233,35 @@ func (e *Engine) WaitFor(ctx context.Context, position uint64) error {
 	}
 }
 
-// Status reports each projection's position and last failure, if any.
+// Status reports each projection's position and delivery metrics.
 func (e *Engine) Status() map[string]ProjectionStatus {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	out := make(map[string]ProjectionStatus, len(e.projections))
 	for _, p := range e.projections {
-		st := ProjectionStatus{Position: e.positions[p.Name()]}
-		if err := e.failures[p.Name()]; err != nil {
-			st.Error = err.Error()
+		var st ProjectionStatus
+		if s := e.stats[p.Name()]; s != nil {
+			st = *s
 		}
+		st.Position = e.positions[p.Name()]
 		out[p.Name()] = st
 	}
 	return out
 }
 
-// ProjectionStatus is one projection's progress.
+// ProjectionStatus is one projection's progress and delivery metrics
+// since the engine started.
 type ProjectionStatus struct {
 	Position uint64 `json:"position"`
-	Error    string `json:"error,omitempty"`
+	// Error is the last failure, cleared when a batch applies.
+	Error          string `json:"error,omitempty"`
+	Batches        uint64 `json:"batches_applied"`
+	Events         uint64 `json:"events_applied"`
+	FailedAttempts uint64 `json:"failed_attempts"`
+	// Parked counts batches the quick retries could not apply; while the
+	// current one is parked, ParkedSince says since when.
+	Parked      uint64     `json:"batches_parked"`
+	ParkedSince *time.Time `json:"parked_since,omitempty"`
 }
 
 // CatchUp runs the named projections (all when names is empty) until they

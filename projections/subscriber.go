@@ -14,13 +14,15 @@ import (
 
 // logSubscriber is a watermill Subscriber that reads the event log from a
 // checkpoint and delivers it as one message per batch. A batch is
-// redelivered until it is acked, so a failing projection retries instead of
+// redelivered until it is acked, after retryDelay, doubling up to
+// maxRetryDelay: a failing projection is parked and retried instead of
 // skipping events.
 type logSubscriber struct {
-	store      domain.EventStore
-	from       uint64
-	retryDelay time.Duration
-	logger     *slog.Logger
+	store         domain.EventStore
+	from          uint64
+	retryDelay    time.Duration
+	maxRetryDelay time.Duration
+	logger        *slog.Logger
 }
 
 var _ message.Subscriber = (*logSubscriber)(nil)
@@ -41,6 +43,7 @@ func (s *logSubscriber) Subscribe(ctx context.Context, topic string) (<-chan *me
 
 func (s *logSubscriber) deliver(ctx context.Context, out chan<- *message.Message, events []domain.Event) error {
 	payload := encodeBatch(events)
+	delay := s.retryDelay
 	for {
 		msg := message.NewMessage(uuid.NewString(), payload)
 		msgCtx, cancel := context.WithCancel(ctx)
@@ -62,10 +65,11 @@ func (s *logSubscriber) deliver(ctx context.Context, out chan<- *message.Message
 			return ctx.Err()
 		}
 		select {
-		case <-time.After(s.retryDelay):
+		case <-time.After(delay):
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+		delay = min(2*delay, max(s.maxRetryDelay, s.retryDelay))
 	}
 }
 

@@ -3,16 +3,14 @@ package projections
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/memory"
-	"github.com/engram-memory/engram/infra/vectorindex"
 )
 
-// apply changes the store for one event and queues the matching index
-// changes in ops.
-func (p *Vectors) apply(ctx context.Context, tx VectorTx, e domain.Event, ops *[]func()) error {
+// apply changes the state for one event, queues the matching index writes
+// in w and the changes of the agents' spaces in spaces.
+func (p *Vectors) apply(ctx context.Context, tx domain.VectorStateTx, e domain.Event, w *indexWrites, spaces *[]func()) error {
 	switch e.Type {
 	case memory.AgentCreated{}.EventType():
 		var ev memory.AgentCreated
@@ -24,17 +22,17 @@ func (p *Vectors) apply(ctx context.Context, tx VectorTx, e domain.Event, ops *[
 		if _, exists, err := tx.Agent(ctx, ev.UserID, ev.AgentID); err != nil || exists {
 			return err
 		}
-		a := VectorAgent{UserID: ev.UserID, AgentID: ev.AgentID, Model: ev.EmbeddingModel, Dimensions: ev.Dimensions}
+		a := domain.VectorAgent{UserID: ev.UserID, AgentID: ev.AgentID, Space: domain.VectorSpace{Model: ev.EmbeddingModel, Dimensions: ev.Dimensions}}
 		if err := tx.PutAgent(ctx, a); err != nil {
 			return err
 		}
-		*ops = append(*ops, func() { p.setAgent(a) })
+		*spaces = append(*spaces, func() { p.setAgent(a) })
 	case memory.AgentModelSwitched{}.EventType():
 		var ev memory.AgentModelSwitched
 		if err := e.Decode(&ev); err != nil {
 			return err
 		}
-		return p.switchModel(ctx, tx, ev, ops)
+		return p.switchModel(ctx, tx, ev, w, spaces)
 	case memory.AgentDeleted{}.EventType():
 		var ev memory.AgentDeleted
 		if err := e.Decode(&ev); err != nil {
@@ -43,13 +41,12 @@ func (p *Vectors) apply(ctx context.Context, tx VectorTx, e domain.Event, ops *[
 		if err := tx.DeleteAgent(ctx, ev.UserID, ev.AgentID); err != nil {
 			return err
 		}
-		*ops = append(*ops, func() {
+		scope := scopeOf(ev.AgentRef)
+		w.do(func(ctx context.Context) error { return p.index.DeleteAgent(ctx, scope) })
+		*spaces = append(*spaces, func() {
 			p.mu.Lock()
-			delete(p.agents, agentKey{ev.UserID, ev.AgentID})
+			delete(p.agents, scope)
 			p.mu.Unlock()
-			for _, c := range p.index.Collections(agentPrefix(ev.UserID, ev.AgentID)) {
-				p.index.DropCollection(c)
-			}
 		})
 	case memory.MemoryCreated{}.EventType():
 		var ev memory.MemoryCreated
@@ -63,8 +60,8 @@ func (p *Vectors) apply(ctx context.Context, tx VectorTx, e domain.Event, ops *[
 		if _, exists, err := tx.Memory(ctx, ev.MemoryID); err != nil || exists {
 			return err
 		}
-		return tx.PutMemory(ctx, VectorMemory{
-			MemoryID: ev.MemoryID, UserID: ev.UserID, AgentID: ev.AgentID, Type: ev.Type,
+		return tx.PutMemory(ctx, domain.VectorMemory{
+			MemoryID: ev.MemoryID, UserID: ev.UserID, AgentID: ev.AgentID, Type: string(ev.Type),
 			Tags: ev.Tags, CreatedAt: ev.CreatedAt, TextHash: ev.TextHash,
 		})
 	case memory.MemoryEmbedded{}.EventType():
@@ -72,19 +69,19 @@ func (p *Vectors) apply(ctx context.Context, tx VectorTx, e domain.Event, ops *[
 		if err := e.Decode(&ev); err != nil {
 			return err
 		}
-		return p.embedded(ctx, tx, ev, ops)
+		return p.embedded(ctx, tx, ev, w)
 	case memory.MemoryUpdated{}.EventType():
 		var ev memory.MemoryUpdated
 		if err := e.Decode(&ev); err != nil {
 			return err
 		}
-		return p.updated(ctx, tx, ev.AgentRef, ev.MemoryID, ev.TextHash, &ev.Tags, ops)
+		return p.updated(ctx, tx, ev.AgentRef, ev.MemoryID, ev.TextHash, &ev.Tags, w)
 	case memory.MemoryPatched{}.EventType():
 		var ev memory.MemoryPatched
 		if err := e.Decode(&ev); err != nil {
 			return err
 		}
-		return p.updated(ctx, tx, ev.AgentRef, ev.MemoryID, ev.TextHash, ev.Tags, ops)
+		return p.updated(ctx, tx, ev.AgentRef, ev.MemoryID, ev.TextHash, ev.Tags, w)
 	case memory.MemoryForgotten{}.EventType():
 		var ev memory.MemoryForgotten
 		if err := e.Decode(&ev); err != nil {
@@ -98,7 +95,7 @@ func (p *Vectors) apply(ctx context.Context, tx VectorTx, e domain.Event, ops *[
 		if err := tx.PutMemory(ctx, m); err != nil {
 			return err
 		}
-		*ops = append(*ops, p.removeEverywhere(m.UserID, m.AgentID, m.MemoryID))
+		p.removeEverywhere(w, ev.AgentRef, ev.MemoryID)
 	case memory.MemoryPurged{}.EventType():
 		var ev memory.MemoryPurged
 		if err := e.Decode(&ev); err != nil {
@@ -110,7 +107,7 @@ func (p *Vectors) apply(ctx context.Context, tx VectorTx, e domain.Event, ops *[
 		if err := tx.DeleteMemory(ctx, ev.MemoryID); err != nil {
 			return err
 		}
-		*ops = append(*ops, p.removeEverywhere(ev.UserID, ev.AgentID, ev.MemoryID))
+		p.removeEverywhere(w, ev.AgentRef, ev.MemoryID)
 	}
 	return nil
 }
@@ -119,7 +116,7 @@ func (p *Vectors) apply(ctx context.Context, tx VectorTx, e domain.Event, ops *[
 // may become current again, and a model other than the active one is a
 // re-embedding in progress, kept for the switch) and indexes it when it is
 // of the memory's current text.
-func (p *Vectors) embedded(ctx context.Context, tx VectorTx, ev memory.MemoryEmbedded, ops *[]func()) error {
+func (p *Vectors) embedded(ctx context.Context, tx domain.VectorStateTx, ev memory.MemoryEmbedded, w *indexWrites) error {
 	m, ok, err := memoryOf(ctx, tx, ev.AgentRef, ev.MemoryID)
 	if err != nil || !ok {
 		return err // a vector of a purged memory has nothing to attach to
@@ -127,14 +124,12 @@ func (p *Vectors) embedded(ctx context.Context, tx VectorTx, ev memory.MemoryEmb
 	if len(ev.Vector) == 0 {
 		return nil
 	}
-	space := VectorSpace{ev.Model, ev.Dimensions}
+	space := domain.VectorSpace{Model: ev.Model, Dimensions: ev.Dimensions}
 	if err := tx.PutVector(ctx, ev.MemoryID, space, ev.TextHash, ev.Vector); err != nil {
 		return err
 	}
-	if ev.TextHash == m.TextHash && !m.Forgotten && m.Type.Searchable() {
-		item := indexItem(m, ev.Vector)
-		coll := collectionName(m.UserID, m.AgentID, space)
-		*ops = append(*ops, func() { p.upsert(coll, item) })
+	if ev.TextHash == m.TextHash && !m.Forgotten && memory.Type(m.Type).Searchable() {
+		w.upsertPoints(m.Point(space, ev.Vector))
 	}
 	return nil
 }
@@ -142,7 +137,7 @@ func (p *Vectors) embedded(ctx context.Context, tx VectorTx, ev memory.MemoryEmb
 // updated re-reads the memory's current vectors: a new text hash makes its
 // vectors of the old text stale, and new tags (nil: unchanged) change what
 // filters see.
-func (p *Vectors) updated(ctx context.Context, tx VectorTx, ref memory.AgentRef, memoryID, textHash string, tags *[]string, ops *[]func()) error {
+func (p *Vectors) updated(ctx context.Context, tx domain.VectorStateTx, ref memory.AgentRef, memoryID, textHash string, tags *[]string, w *indexWrites) error {
 	m, ok, err := memoryOf(ctx, tx, ref, memoryID)
 	if err != nil || !ok {
 		return err
@@ -155,7 +150,7 @@ func (p *Vectors) updated(ctx context.Context, tx VectorTx, ref memory.AgentRef,
 	if err := tx.PutMemory(ctx, m); err != nil {
 		return err
 	}
-	if m.Forgotten || !m.Type.Searchable() {
+	if m.Forgotten || !memory.Type(m.Type).Searchable() {
 		return nil
 	}
 	current, err := tx.CurrentVectors(ctx, m.MemoryID)
@@ -163,137 +158,74 @@ func (p *Vectors) updated(ctx context.Context, tx VectorTx, ref memory.AgentRef,
 		return err
 	}
 	if textChanged {
-		*ops = append(*ops, p.removeEverywhere(m.UserID, m.AgentID, m.MemoryID))
+		p.removeEverywhere(w, ref, m.MemoryID)
 	}
 	for _, v := range current {
-		item := indexItem(m, v.Vector)
-		coll := collectionName(m.UserID, m.AgentID, v.VectorSpace)
-		*ops = append(*ops, func() { p.upsert(coll, item) })
+		w.upsertPoints(m.Point(v.Space, v.Vector))
 	}
 	return nil
 }
 
 // switchModel makes ev.Model the agent's active model; the old model's
 // vectors are no longer needed by anything and are dropped.
-func (p *Vectors) switchModel(ctx context.Context, tx VectorTx, ev memory.AgentModelSwitched, ops *[]func()) error {
+func (p *Vectors) switchModel(ctx context.Context, tx domain.VectorStateTx, ev memory.AgentModelSwitched, w *indexWrites, spaces *[]func()) error {
 	old, had, err := tx.Agent(ctx, ev.UserID, ev.AgentID)
 	if err != nil || !had {
 		return err
 	}
-	a := VectorAgent{UserID: ev.UserID, AgentID: ev.AgentID, Model: ev.Model, Dimensions: ev.Dimensions}
+	a := domain.VectorAgent{UserID: ev.UserID, AgentID: ev.AgentID, Space: domain.VectorSpace{Model: ev.Model, Dimensions: ev.Dimensions}}
 	if err := tx.PutAgent(ctx, a); err != nil {
 		return err
 	}
-	dropOld := old.Space() != a.Space()
-	if dropOld {
-		if err := tx.DeleteSpace(ctx, ev.UserID, ev.AgentID, old.Space()); err != nil {
+	*spaces = append(*spaces, func() { p.setAgent(a) })
+	if old.Space != a.Space {
+		if err := tx.DeleteSpace(ctx, ev.UserID, ev.AgentID, old.Space); err != nil {
 			return err
 		}
+		w.do(func(ctx context.Context) error { return p.index.DeleteSpace(ctx, a.Scope(), old.Space) })
 	}
-	*ops = append(*ops, func() {
-		p.setAgent(a)
-		if dropOld {
-			p.index.DropCollection(collectionName(ev.UserID, ev.AgentID, old.Space()))
-		}
-	})
 	return nil
 }
 
 // memoryOf returns the memory if it exists and belongs to ref's agent, as
 // the memories read model scopes every memory event.
-func memoryOf(ctx context.Context, tx VectorTx, ref memory.AgentRef, memoryID string) (VectorMemory, bool, error) {
+func memoryOf(ctx context.Context, tx domain.VectorStateTx, ref memory.AgentRef, memoryID string) (domain.VectorMemory, bool, error) {
 	m, ok, err := tx.Memory(ctx, memoryID)
 	if err != nil || !ok || m.UserID != ref.UserID || m.AgentID != ref.AgentID {
-		return VectorMemory{}, false, err
+		return domain.VectorMemory{}, false, err
 	}
 	return m, true, nil
 }
 
-func (p *Vectors) setAgent(a VectorAgent) {
+func (p *Vectors) setAgent(a domain.VectorAgent) {
 	p.mu.Lock()
-	p.agents[agentKey{a.UserID, a.AgentID}] = a
+	p.agents[a.Scope()] = a.Space
 	p.mu.Unlock()
 }
 
-// removeEverywhere deletes a memory from all its agent's collections.
-func (p *Vectors) removeEverywhere(userID, agentID, memoryID string) func() {
-	return func() {
-		for _, c := range p.index.Collections(agentPrefix(userID, agentID)) {
-			p.index.Delete(c, memoryID)
-		}
-	}
+// removeEverywhere deletes a memory's points in every space.
+func (p *Vectors) removeEverywhere(w *indexWrites, ref memory.AgentRef, memoryID string) {
+	scope := scopeOf(ref)
+	w.do(func(ctx context.Context) error { return p.index.DeleteMemory(ctx, scope, memoryID) })
 }
 
-// upsert adds to the index; a vector the index rejects (zero, or of the
-// wrong size for its collection) is logged and left out rather than
-// stopping the projection, which would retry it for ever.
-func (p *Vectors) upsert(collection string, items ...vectorindex.Item) {
-	err := p.index.Upsert(collection, items...)
-	if err == nil {
-		return
-	}
-	if len(items) > 1 && !errors.Is(err, context.Canceled) {
-		for _, it := range items {
-			p.upsert(collection, it)
-		}
-		return
-	}
-	p.logger.Warn("vector left out of the index", "collection", collection, "memory_id", items[0].ID, "error", err)
-}
-
-func indexItem(m VectorMemory, v []float32) vectorindex.Item {
-	return vectorindex.Item{ID: m.MemoryID, Vector: v, Type: string(m.Type), Tags: m.Tags, CreatedAt: m.CreatedAt}
-}
-
-// Load fills the index from the store, once; Reset makes it a no-op.
-func (p *Vectors) Load(ctx context.Context) error {
-	p.loadMu.Lock()
-	defer p.loadMu.Unlock()
-	if p.loaded {
-		return nil
-	}
-	agents, err := p.store.VectorAgents(ctx)
-	if err != nil {
-		return fmt.Errorf("vectors: load agents: %w", err)
-	}
-	p.mu.Lock()
-	for _, a := range agents {
-		p.agents[agentKey{a.UserID, a.AgentID}] = a
-	}
-	p.mu.Unlock()
-	b := newLoadBatch(p)
-	if err := p.store.LoadVectors(ctx, b.add); err != nil {
-		return fmt.Errorf("vectors: load: %w", err)
-	}
-	b.flush()
-	p.loaded = true
-	return nil
-}
-
-// loadBatch groups loaded vectors by collection and upserts them in
-// batches; vectors are copied into one reused slab, since the index copies
-// what it stores.
+// loadBatch groups loaded vectors and upserts them in batches; vectors
+// are copied into one reused slab, since the index copies what it stores.
 type loadBatch struct {
 	p      *Vectors
 	slab   []float32
-	n      int
-	groups map[string][]vectorindex.Item
-	order  []string
+	points []domain.VectorPoint
 }
 
 const loadBatchSize = 1024
 
-func newLoadBatch(p *Vectors) *loadBatch {
-	return &loadBatch{p: p, groups: map[string][]vectorindex.Item{}}
-}
-
-func (b *loadBatch) add(v LoadedVector) error {
-	if !v.Memory.Type.Searchable() {
+func (b *loadBatch) add(ctx context.Context, v domain.LoadedVector) error {
+	if !memory.Type(v.Memory.Type).Searchable() {
 		return nil
 	}
 	if len(b.slab)+len(v.Vector) > cap(b.slab) {
-		if b.n > 0 {
-			b.flush()
+		if err := b.flush(ctx); err != nil {
+			return err
 		}
 		if cap(b.slab) < len(v.Vector)*loadBatchSize {
 			b.slab = make([]float32, 0, len(v.Vector)*loadBatchSize)
@@ -301,21 +233,22 @@ func (b *loadBatch) add(v LoadedVector) error {
 	}
 	start := len(b.slab)
 	b.slab = append(b.slab, v.Vector...)
-	c := collectionName(v.Memory.UserID, v.Memory.AgentID, v.VectorSpace)
-	if _, ok := b.groups[c]; !ok {
-		b.order = append(b.order, c)
-	}
-	b.groups[c] = append(b.groups[c], indexItem(v.Memory, b.slab[start:len(b.slab):len(b.slab)]))
-	b.n++
+	b.points = append(b.points, v.Memory.Point(v.Space, b.slab[start:len(b.slab):len(b.slab)]))
 	return nil
 }
 
-func (b *loadBatch) flush() {
-	for _, c := range b.order {
-		b.p.upsert(c, b.groups[c]...)
+// flush upserts the batch; vectors the index cannot take are logged and
+// left out, as when they are applied.
+func (b *loadBatch) flush(ctx context.Context) error {
+	if len(b.points) == 0 {
+		return nil
 	}
-	clear(b.groups)
-	b.order = b.order[:0]
+	err := b.p.index.UpsertVectors(ctx, b.points...)
+	if errors.Is(err, domain.ErrIndexRejected) && !errors.Is(err, domain.ErrIndexUnavailable) && ctx.Err() == nil {
+		b.p.logger.Warn("index left out vectors it cannot take", "error", err)
+		err = nil
+	}
+	b.points = b.points[:0]
 	b.slab = b.slab[:0]
-	b.n = 0
+	return err
 }

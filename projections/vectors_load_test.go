@@ -46,7 +46,7 @@ func TestVectorLoadTime(t *testing.T) {
 		events = append(events, domain.Event{Position: pos, Type: p.EventType(), Payload: raw})
 	}
 	add(&memory.AgentCreated{AgentRef: ref, EmbeddingModel: "m", Dimensions: 384})
-	p := projections.NewVectors(store, vectorindex.New(vectorindex.Options{ANNThreshold: -1}), nil)
+	p := projections.NewVectors(store, vectorindex.NewPort(vectorindex.New(vectorindex.Options{ANNThreshold: -1})), true, nil)
 	for i := range n {
 		id := "m" + strconv.Itoa(i)
 		add(&memory.MemoryCreated{AgentRef: ref, MemoryID: id, Type: memory.Note, TextHash: "h", CreatedAt: time.Unix(int64(i), 0)})
@@ -70,7 +70,7 @@ func TestVectorLoadTime(t *testing.T) {
 	runtime.ReadMemStats(&before)
 	index := vectorindex.New(vectorindex.Options{})
 	defer index.Close()
-	fresh := projections.NewVectors(store, index, nil)
+	fresh := projections.NewVectors(store, vectorindex.NewPort(index), true, nil)
 	start := time.Now()
 	if err := fresh.Load(ctx); err != nil {
 		t.Fatal(err)

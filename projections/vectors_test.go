@@ -15,7 +15,6 @@ import (
 	"github.com/engram-memory/engram/infra/sqlite"
 	"github.com/engram-memory/engram/infra/vectorindex"
 	"github.com/engram-memory/engram/projections"
-	"github.com/engram-memory/engram/projections/search"
 )
 
 // vectorRig runs the vector projection alone over a real SQLite store and
@@ -25,6 +24,7 @@ type vectorRig struct {
 	db     *sqlite.DB
 	writer *commands.EventWriter
 	index  *vectorindex.Index
+	port   *vectorindex.Port
 	proj   *projections.Vectors
 	ref    memory.AgentRef
 }
@@ -38,7 +38,8 @@ func newVectorRig(t *testing.T) *vectorRig {
 	store := sqlite.NewEventStore(db, 10*time.Millisecond)
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	r := &vectorRig{t: t, db: db, index: vectorindex.New(vectorindex.Options{}), ref: memory.AgentRef{UserID: "u1", AgentID: "a"}}
-	r.proj = projections.NewVectors(sqlite.NewVectorStore(db), r.index, logger)
+	r.port = vectorindex.NewPort(r.index)
+	r.proj = projections.NewVectors(sqlite.NewVectorStore(db), r.port, true, logger)
 	engine := projections.NewEngine(store, logger, r.proj)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -66,19 +67,20 @@ func (r *vectorRig) embedded(id, model, hash string, v ...float32) *memory.Memor
 }
 
 // hits searches the agent's active space with q.
-func (r *vectorRig) hits(q ...float32) (search.Space, []string) {
+func (r *vectorRig) hits(q ...float32) (domain.VectorSpace, []string) {
 	r.t.Helper()
-	sp, ok := r.proj.VectorSpace(r.ref.UserID, r.ref.AgentID)
+	sp, ok := r.proj.AgentSpace(r.ref.UserID, r.ref.AgentID)
 	if !ok {
 		return sp, nil
 	}
-	hs, err := r.proj.SearchVectors(context.Background(), sp, q, 10, search.Filter{})
+	scope := domain.IndexScope{UserID: r.ref.UserID, AgentID: r.ref.AgentID}
+	hs, err := r.port.SearchVectors(context.Background(), domain.VectorQuery{Scope: scope, Space: sp, Vector: q, Limit: 10})
 	if err != nil {
 		r.t.Fatal(err)
 	}
 	var out []string
 	for _, h := range hs {
-		out = append(out, h.ID)
+		out = append(out, h.MemoryID)
 	}
 	slices.Sort(out)
 	return sp, out
@@ -133,17 +135,19 @@ func TestVectorProjectionModelSwitchAndStaleVectors(t *testing.T) {
 	// A fresh projection over the same store loads exactly this state.
 	fresh := vectorindex.New(vectorindex.Options{})
 	defer fresh.Close()
-	p2 := projections.NewVectors(sqlite.NewVectorStore(r.db), fresh, nil)
+	freshPort := vectorindex.NewPort(fresh)
+	p2 := projections.NewVectors(sqlite.NewVectorStore(r.db), freshPort, true, nil)
 	if err := p2.Load(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	sp, ok := p2.VectorSpace("u1", "a")
-	if !ok || sp.Model != "m-b" || sp.Vectors != 1 || len(fresh.Collections("")) != 1 {
-		t.Fatalf("reloaded: %+v %v, collections %v", sp, ok, fresh.Collections(""))
+	sp, ok := p2.AgentSpace("u1", "a")
+	n, err := freshPort.CountVectors(context.Background(), domain.IndexScope{UserID: "u1", AgentID: "a"}, sp)
+	if err != nil || !ok || sp.Model != "m-b" || n != 1 || len(fresh.Collections("")) != 1 {
+		t.Fatalf("reloaded: %+v %v (%d vectors, %v), collections %v", sp, ok, n, err, fresh.Collections(""))
 	}
 
 	r.append(&memory.AgentDeleted{AgentRef: r.ref})
-	if _, ok := r.proj.VectorSpace("u1", "a"); ok || len(r.index.Collections("")) != 0 {
+	if _, ok := r.proj.AgentSpace("u1", "a"); ok || len(r.index.Collections("")) != 0 {
 		t.Fatalf("agent delete left state: %v", r.index.Collections(""))
 	}
 	// Memory events of the deleted agent are ignored until it exists again.

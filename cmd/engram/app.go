@@ -1,29 +1,26 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"sync"
-	"time"
 
 	"github.com/engram-memory/engram/api"
 	"github.com/engram-memory/engram/commands"
-	"github.com/engram-memory/engram/infra/datadir"
 	"github.com/engram-memory/engram/infra/mail"
 	"github.com/engram-memory/engram/infra/sqlite"
-	"github.com/engram-memory/engram/infra/vectorindex"
-	"github.com/engram-memory/engram/projections"
+	"github.com/engram-memory/engram/internal/stack"
 	"github.com/engram-memory/engram/projections/search"
 )
 
-// app is one wired Engram server on the embedded storage.
+// app is one wired Engram server.
 type app struct {
 	logger  *slog.Logger
-	storage *storage
-	engine  *projections.Engine
+	stack   *stack.Stack
 	handler http.Handler
 
 	stopEngine context.CancelFunc
@@ -32,91 +29,35 @@ type app struct {
 	closers    []func(context.Context) error
 }
 
-// storage is the embedded storage and the projections over it; the server
-// and the offline maintenance commands share it.
-type storage struct {
-	// owner is the data dir's one-writer lock; nil when opened read-only.
-	owner    *datadir.Lock
-	db       *sqlite.DB
-	store    *sqlite.EventStore
-	accounts *sqlite.Accounts
-	memories *sqlite.Memories
-	keyword  *sqlite.Keyword
-	vectors  *projections.Vectors
-	jobs     *sqlite.Jobs
-	// vectorIndex is the in-process vector index behind vectors.
-	vectorIndex *vectorindex.Index
-}
-
-// openStorage opens the data dir. Unless opts.ReadOnly, it first takes the
-// data dir's lock: a second writer (another `engram serve`, a `projections
-// rebuild` beside a live server) is refused at once, naming the holder.
-// Read-only openers take no lock and never write.
-func openStorage(ctx context.Context, dataDir string, opts sqlite.Options, logger *slog.Logger) (*storage, error) {
-	var owner *datadir.Lock
-	if !opts.ReadOnly {
-		var err error
-		if owner, err = datadir.Acquire(dataDir); err != nil {
-			return nil, err
-		}
-	}
-	db, err := sqlite.Open(ctx, dataDir, opts)
-	if err != nil {
-		owner.Release()
-		return nil, err
-	}
-	vi := vectorindex.New(vectorindex.Options{})
-	return &storage{
-		owner:       owner,
-		db:          db,
-		store:       sqlite.NewEventStore(db, 500*time.Millisecond),
-		accounts:    sqlite.NewAccounts(db),
-		memories:    sqlite.NewMemories(db),
-		keyword:     sqlite.NewKeyword(db),
-		vectors:     projections.NewVectors(sqlite.NewVectorStore(db), vi, logger),
-		jobs:        sqlite.NewJobs(db),
-		vectorIndex: vi,
-	}, nil
-}
-
-// close releases the indexes, the database and then the data dir.
-func (st *storage) close() error {
-	st.vectorIndex.Close()
-	return errors.Join(st.db.Close(), st.owner.Release())
-}
-
-// projections lists every projection, in the order they are rebuilt.
-func (st *storage) projections() []projections.Projection {
-	return []projections.Projection{st.accounts, st.memories, st.keyword, st.vectors, st.jobs}
-}
-
 func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, error) {
 	durability, err := sqlite.ParseDurability(cfg.Durability)
 	if err != nil {
 		return nil, fmt.Errorf("--durability: %w", err)
 	}
-	st, err := openStorage(ctx, cfg.DataDir, sqlite.Options{Durability: durability}, logger)
+	st, err := stack.Open(ctx, stack.Config{
+		DataDir: cfg.DataDir, SQLite: sqlite.Options{Durability: durability}, Indexes: cfg.Indexes, Logger: logger,
+	})
 	if err != nil {
 		return nil, err
 	}
-	logger.Info("event log opened", "data_dir", cfg.DataDir, "durability", durability)
-	a := &app{logger: logger, storage: st}
-	a.engine = projections.NewEngine(st.store, logger, st.projections()...)
-	writer := commands.NewEventWriter(st.store, a.engine)
+	logger.Info("event log opened", "data_dir", cfg.DataDir, "durability", durability,
+		"keyword_index", cmp.Or(cfg.Indexes.Keyword, stack.Embedded), "vector_index", cmp.Or(cfg.Indexes.Vector, stack.Embedded))
+	a := &app{logger: logger, stack: st}
+	writer := st.Writer
 
 	caughtUp := newStartupGate()
 	engineCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	a.stopEngine, a.engineDone = stop, make(chan struct{})
 	go func() {
 		defer close(a.engineDone)
-		if err := a.engine.Run(engineCtx); err != nil && !errors.Is(err, context.Canceled) {
+		if err := st.Engine.Run(engineCtx); err != nil && !errors.Is(err, context.Canceled) {
 			logger.Error("projection engine stopped", "error", err)
 		}
 	}()
 	go func() {
-		head, err := st.store.Head(engineCtx)
+		head, err := st.Store.Head(engineCtx)
 		if err == nil {
-			err = a.engine.WaitFor(engineCtx, head)
+			err = st.Engine.WaitFor(engineCtx, head)
 		}
 		caughtUp.open(err)
 		if err == nil {
@@ -129,29 +70,29 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 		a.close(ctx)
 		return nil, err
 	}
-	queue, err := commands.NewEmbedQueue(commands.EmbedQueueConfig{Writer: writer, Reader: st.memories, Embedder: catalog, Logger: logger})
+	queue, err := commands.NewEmbedQueue(commands.EmbedQueueConfig{Writer: writer, Reader: st.Memories, Embedder: catalog, Logger: logger})
 	if err != nil {
 		a.close(ctx)
 		return nil, err
 	}
 	a.runInBackground(queue.Run)
 	memories, err := commands.NewMemories(commands.MemoriesConfig{
-		Writer: writer, Reader: st.memories, Embedder: catalog,
+		Writer: writer, Reader: st.Memories, Embedder: catalog,
 		DefaultModel: catalog.DefaultModel(), Queue: queue, Logger: logger, Quotas: cfg.Quotas,
 	})
 	if err != nil {
 		a.close(ctx)
 		return nil, err
 	}
-	searcher, err := search.New(st.keyword, st.vectors, search.ProviderEmbedder{Provider: catalog}, st.memories, logger, search.Options{})
+	searcher, err := st.Search(search.ProviderEmbedder{Provider: catalog}, search.Options{})
 	if err != nil {
 		a.close(ctx)
 		return nil, err
 	}
-	runner := commands.NewJobRunner(writer, st.jobs, st.memories, catalog, commands.RunnerConfig{Queue: queue, Logger: logger})
+	runner := commands.NewJobRunner(writer, st.Jobs, st.Memories, catalog, commands.RunnerConfig{Queue: queue, Logger: logger})
 	a.runInBackground(runner.Run)
 	embeddings := commands.NewEmbeddings(commands.EmbeddingsDeps{
-		Catalog: catalog, Memories: st.memories, Jobs: st.jobs, Similar: searcher, Writer: writer, Runner: runner,
+		Catalog: catalog, Memories: st.Memories, Jobs: st.Jobs, Similar: searcher, Writer: writer, Runner: runner,
 	})
 
 	sender, err := mail.NewFromConfig(cfg.SMTPURL, cfg.MailOutbox, logger)
@@ -163,10 +104,10 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 	a.runInBackground(usage.Run)
 	accounts, err := commands.NewAccounts(commands.AccountsConfig{
 		Writer:     writer,
-		Reader:     st.accounts,
+		Reader:     st.Accounts,
 		Mailer:     commands.MailerFunc(func(ctx context.Context, m commands.Mail) error { return sender.Send(ctx, mail.Message(m)) }),
 		Usage:      usage,
-		Agents:     st.memories,
+		Agents:     st.Memories,
 		Logger:     logger,
 		PublicURL:  cfg.PublicURL,
 		SessionTTL: cfg.SessionTTL,
@@ -187,6 +128,8 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 		UserRateLimit:   api.RateLimit{PerSecond: cfg.RateLimit, Burst: cfg.RateBurst},
 		IPRateLimit:     api.RateLimit{PerSecond: cfg.IPRateLimit, Burst: cfg.IPRateBurst},
 		Ready:           caughtUp.ready,
+		Backends:        st.Backends,
+		Projections:     func() any { return st.Engine.Status() },
 		Auth:            accounts,
 		Accounts:        accounts,
 		Memories:        memories,
@@ -225,7 +168,7 @@ func (a *app) close(ctx context.Context) error {
 		}
 		a.stopEngine()
 		<-a.engineDone
-		errs = append(errs, a.storage.close())
+		errs = append(errs, a.stack.Close())
 	})
 	return errors.Join(errs...)
 }

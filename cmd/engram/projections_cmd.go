@@ -10,18 +10,20 @@ import (
 	"time"
 
 	"github.com/engram-memory/engram/infra/sqlite"
-	"github.com/engram-memory/engram/projections"
+	"github.com/engram-memory/engram/internal/stack"
 )
 
 func projectionsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || (args[0] != "rebuild" && args[0] != "status") {
-		fmt.Fprint(stderr, "Usage: engram projections rebuild [NAME] [--data-dir DIR]\n       engram projections status [--data-dir DIR]\n")
+		fmt.Fprint(stderr, "Usage: engram projections rebuild [NAME] [--data-dir DIR] [index flags as for serve]\n       engram projections status [--data-dir DIR] [index flags as for serve]\n")
 		return errUsage
 	}
 	sub := args[0]
 	fs := flag.NewFlagSet("projections "+sub, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dataDir := fs.String("data-dir", filepath.Join(engramHome(), "server"), "data directory (rebuild: of a stopped server)")
+	var indexes stack.Indexes
+	indexFlags(fs, &indexes)
 	// Flags may come before or after the projection name.
 	var names []string
 	rest := args[1:]
@@ -35,28 +37,29 @@ func projectionsCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 		names = append(names, fs.Arg(0))
 		rest = fs.Args()[1:]
 	}
+	readIndexKeys(&indexes)
 	logger, err := newLogger(stderr, "warn", "text")
 	if err != nil {
 		return err
 	}
 	// status only reads, so it works beside a live server; rebuild writes
 	// every projection and needs the data dir to itself.
-	st, err := openStorage(ctx, *dataDir, sqlite.Options{ReadOnly: sub == "status"}, logger)
+	st, err := stack.Open(ctx, stack.Config{DataDir: *dataDir, SQLite: sqlite.Options{ReadOnly: sub == "status"}, Indexes: indexes, Logger: logger})
 	if err != nil {
 		return err
 	}
-	defer st.close()
-	engine := projections.NewEngine(st.store, logger, st.projections()...)
+	defer st.Close()
+	engine := st.Engine
 	if sub == "status" {
 		positions := map[string]uint64{}
-		for _, p := range st.projections() {
+		for _, p := range st.Projections() {
 			pos, err := p.Position(ctx)
 			if err != nil {
 				return err
 			}
 			positions[p.Name()] = pos
 		}
-		head, err := st.store.Head(ctx)
+		head, err := st.Store.Head(ctx)
 		if err != nil {
 			return err
 		}
@@ -65,7 +68,7 @@ func projectionsCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 		return enc.Encode(map[string]any{"head": head, "projections": positions})
 	}
 	start := time.Now()
-	head, err := st.store.Head(ctx)
+	head, err := st.Store.Head(ctx)
 	if err != nil {
 		return err
 	}

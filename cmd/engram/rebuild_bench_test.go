@@ -12,8 +12,7 @@ import (
 
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/memory"
-	"github.com/engram-memory/engram/infra/sqlite"
-	"github.com/engram-memory/engram/projections"
+	"github.com/engram-memory/engram/internal/stack"
 )
 
 // BenchmarkRebuild replays a log of memories with 384-dimension vectors
@@ -23,13 +22,13 @@ func BenchmarkRebuild(b *testing.B) {
 	const memories = 5000
 	ctx := context.Background()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	st, err := openStorage(ctx, b.TempDir(), sqlite.Options{}, logger)
+	st, err := stack.Open(ctx, stack.Config{DataDir: b.TempDir(), Logger: logger})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer st.close()
-	events := fillAgent(b, st.store, memories)
-	engine := projections.NewEngine(st.store, logger, st.projections()...)
+	defer st.Close()
+	events := fillAgent(b, st.Store, memories)
+	engine := st.Engine
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		if err := engine.Rebuild(ctx); err != nil {

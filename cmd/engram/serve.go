@@ -16,6 +16,7 @@ import (
 
 	"github.com/engram-memory/engram/domain/memory"
 	"github.com/engram-memory/engram/internal/loopback"
+	"github.com/engram-memory/engram/internal/stack"
 )
 
 // serveConfig is everything `engram serve` can be told.
@@ -52,6 +53,7 @@ type serveConfig struct {
 	LogFormat         string
 	PprofAddr         string
 	Quotas            memory.Quotas
+	Indexes           stack.Indexes
 }
 
 func serveFlags(cfg *serveConfig) *flag.FlagSet {
@@ -89,6 +91,7 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.IntVar(&cfg.Quotas.MemoriesPerAgent, "quota-memories-per-agent", memory.DefaultMemoriesPerAgent, "memories one agent may keep, forgotten ones included (0: no limit)")
 	fs.IntVar(&cfg.Quotas.AgentsPerUser, "quota-agents-per-user", memory.DefaultAgentsPerUser, "agents one user may have (0: no limit)")
 	fs.Int64Var(&cfg.Quotas.TextBytesPerUser, "quota-text-bytes-per-user", memory.DefaultTextBytesPerUser, "bytes of memory content one user may store (0: no limit)")
+	indexFlags(fs, &cfg.Indexes)
 	return fs
 }
 
@@ -106,6 +109,10 @@ func serveCommand(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	cfg.fillFromStandardEnv()
+	readIndexKeys(&cfg.Indexes)
+	if err := cfg.Indexes.Validate(); err != nil {
+		return err
+	}
 	logger, err := newLogger(stderr, cfg.LogLevel, cfg.LogFormat)
 	if err != nil {
 		return err

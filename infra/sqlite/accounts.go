@@ -51,7 +51,7 @@ func (a *Accounts) Apply(ctx context.Context, events []domain.Event) error {
 			return err
 		}
 		return applyAccountEvent(ctx, tx, e.Stream, p)
-	})
+	}, nil)
 }
 
 // Reset implements projections.Projection.

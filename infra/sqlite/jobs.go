@@ -56,7 +56,7 @@ func (j *Jobs) Apply(ctx context.Context, events []domain.Event) error {
 			return err
 		}
 		return applyJobEvent(exec, e, p)
-	})
+	}, nil)
 }
 
 // embeddedByJob is the part of MemoryEmbedded the read model needs; leaving

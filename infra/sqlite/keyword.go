@@ -7,308 +7,161 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sync"
 	"time"
 
 	"github.com/engram-memory/engram/domain"
-	"github.com/engram-memory/engram/domain/memory"
-	"github.com/engram-memory/engram/infra/textindex"
-	"github.com/engram-memory/engram/projections/search"
 )
 
-// KeywordProjectionName keys the keyword index's checkpoint.
-const KeywordProjectionName = "keyword"
-
-// Keyword is the keyword index projection. SQLite holds every searchable,
-// not forgotten memory's indexed text and searchable metadata
-// (migrations/0005_keyword.sql, 0008_keyword_meta.sql); an
-// in-process BM25 index, one collection per agent, is loaded from it at
-// start and changed after each committed batch. It answers
-// search.KeywordIndex.
-type Keyword struct {
-	db    *DB
-	index *textindex.Index
-
-	loadMu sync.Mutex
-	loaded bool
+// KeywordStore is the keyword projection's durable state
+// (domain.KeywordState) in migrations/0005_keyword.sql and
+// 0008_keyword_meta.sql: every searchable, not forgotten memory's stored
+// content, indexed text and metadata, from which the embedded keyword
+// index is loaded at start.
+type KeywordStore struct {
+	db *DB
 }
 
-var _ search.KeywordIndex = (*Keyword)(nil)
+var _ domain.KeywordState = (*KeywordStore)(nil)
 
-// NewKeyword returns the keyword projection over db with an empty index;
-// Load (or the engine's first Position call) fills it.
-func NewKeyword(db *DB) *Keyword { return &Keyword{db: db, index: textindex.New(textindex.Options{})} }
+// NewKeywordStore returns the keyword projection's store over db.
+func NewKeywordStore(db *DB) *KeywordStore { return &KeywordStore{db: db} }
 
-// Name implements projections.Projection.
-func (k *Keyword) Name() string { return KeywordProjectionName }
+// keywordCheckpoint keys the keyword projection's checkpoint.
+const keywordCheckpoint = "keyword"
 
-// Position implements projections.Projection; the engine asks before it
-// feeds events, so this is where the index is loaded.
-func (k *Keyword) Position(ctx context.Context) (uint64, error) {
-	if err := k.Load(ctx); err != nil {
-		return 0, err
-	}
-	return k.db.Checkpoint(ctx, KeywordProjectionName)
+// KeywordCheckpoint implements domain.KeywordState.
+func (s *KeywordStore) KeywordCheckpoint(ctx context.Context) (uint64, error) {
+	return s.db.Checkpoint(ctx, keywordCheckpoint)
 }
 
-// Reset implements projections.Projection.
-func (k *Keyword) Reset(ctx context.Context) error {
-	k.loadMu.Lock()
-	defer k.loadMu.Unlock()
-	if err := k.db.ResetProjection(ctx, KeywordProjectionName, "keyword_docs", "keyword_agents"); err != nil {
-		return err
-	}
-	for _, c := range k.index.Collections("") {
-		k.index.DropCollection(c)
-	}
-	k.loaded = true
-	return nil
+// ApplyKeyword implements domain.KeywordState.
+func (s *KeywordStore) ApplyKeyword(ctx context.Context, events []domain.Event, apply func(context.Context, domain.KeywordStateTx, domain.Event) error, beforeCommit func(context.Context) error) error {
+	return s.db.ApplyEvents(ctx, keywordCheckpoint, events, func(tx *sql.Tx, e domain.Event) error {
+		return apply(ctx, keywordTx{tx}, e)
+	}, beforeCommit)
 }
 
-// Apply implements projections.Projection. Index changes are collected
-// while the transaction runs and made after it commits.
-func (k *Keyword) Apply(ctx context.Context, events []domain.Event) error {
-	if err := k.Load(ctx); err != nil {
-		return err
-	}
-	var ops []func()
-	err := k.db.ApplyEvents(ctx, KeywordProjectionName, events, func(tx *sql.Tx, e domain.Event) error {
-		return k.apply(ctx, tx, e, &ops)
-	})
-	if err != nil {
-		return err
-	}
-	for _, op := range ops {
-		op()
-	}
-	return nil
+// ResetKeyword implements domain.KeywordState.
+func (s *KeywordStore) ResetKeyword(ctx context.Context) error {
+	return s.db.ResetProjection(ctx, keywordCheckpoint, "keyword_docs", "keyword_agents")
 }
 
-// SearchKeyword implements search.KeywordIndex.
-func (k *Keyword) SearchKeyword(ctx context.Context, q search.KeywordQuery) ([]search.Hit, error) {
-	f := textindex.Filter{Tags: q.Filter.Tags, CreatedAfter: q.Filter.CreatedAfter, CreatedBefore: q.Filter.CreatedBefore}
-	for _, t := range q.Filter.Types {
-		f.Types = append(f.Types, string(t))
-	}
-	hits, err := k.index.Search(ctx, keywordCollection(q.UserID, q.AgentID), q.Text, q.Limit, f)
-	if err != nil {
-		return nil, fmt.Errorf("keyword: search: %w", err)
-	}
-	out := make([]search.Hit, len(hits))
-	for i, h := range hits {
-		out[i] = search.Hit{ID: h.ID, Score: h.Score, CreatedAt: h.CreatedAt}
-	}
-	return out, nil
-}
-
-// Load fills the index from the store, once.
-func (k *Keyword) Load(ctx context.Context) error {
-	k.loadMu.Lock()
-	defer k.loadMu.Unlock()
-	if k.loaded {
-		return nil
-	}
-	rows, err := k.db.read.QueryContext(ctx, `SELECT memory_id, user_id, agent_id, type, tags, created_ns, body, meta FROM keyword_docs ORDER BY seq`)
+// LoadKeyword implements domain.KeywordState.
+func (s *KeywordStore) LoadKeyword(ctx context.Context, fn func(domain.KeywordSource) error) error {
+	rows, err := s.db.read.QueryContext(ctx, `SELECT memory_id, user_id, agent_id, type, tags, created_ns, body, meta, content FROM keyword_docs ORDER BY seq`)
 	if err != nil {
 		return fmt.Errorf("keyword: load: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var d textindex.Doc
-		var user, agent string
-		var tags []byte
-		var created int64
-		if err := rows.Scan(&d.ID, &user, &agent, &d.Type, &tags, &created, &d.Text, &d.Meta); err != nil {
+		src, err := scanKeywordSource(rows.Scan)
+		if err != nil {
 			return fmt.Errorf("keyword: load: %w", err)
 		}
-		if err := json.Unmarshal(tags, &d.Tags); err != nil {
-			return fmt.Errorf("keyword: load %s tags: %w", d.ID, err)
+		if err := fn(src); err != nil {
+			return err
 		}
-		d.CreatedAt = time.Unix(0, created).UTC()
-		k.index.Upsert(keywordCollection(user, agent), d)
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("keyword: load: %w", err)
 	}
-	k.loaded = true
 	return nil
 }
 
-// keywordCollection names an agent's collection; user and agent ids hold
-// no "/", so "user/" prefixes exactly that user's collections.
-func keywordCollection(userID, agentID string) string { return userID + "/" + agentID }
-
-func (k *Keyword) apply(ctx context.Context, tx *sql.Tx, e domain.Event, ops *[]func()) error {
-	switch e.Type {
-	case memory.AgentCreated{}.EventType():
-		var p memory.AgentCreated
-		if err := e.Decode(&p); err != nil {
-			return err
-		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO keyword_agents (user_id, agent_id) VALUES (?, ?) ON CONFLICT DO NOTHING`, p.UserID, p.AgentID)
-		return err
-	case memory.MemoryCreated{}.EventType():
-		var p memory.MemoryCreated
-		if err := e.Decode(&p); err != nil {
-			return err
-		}
-		return k.created(ctx, tx, p, ops)
-	case memory.MemoryUpdated{}.EventType():
-		var p memory.MemoryUpdated
-		if err := e.Decode(&p); err != nil {
-			return err
-		}
-		return k.updated(ctx, tx, p, ops)
-	case memory.MemoryPatched{}.EventType():
-		var p memory.MemoryPatched
-		if err := e.Decode(&p); err != nil {
-			return err
-		}
-		return k.patched(ctx, tx, p, ops)
-	case memory.MemoryForgotten{}.EventType():
-		var p memory.MemoryForgotten
-		if err := e.Decode(&p); err != nil {
-			return err
-		}
-		// A forgotten memory is never searchable again, so it leaves the
-		// index entirely; a later update of it finds nothing to re-index.
-		return k.deleted(ctx, tx, p.AgentRef, p.MemoryID, ops)
-	case memory.MemoryPurged{}.EventType():
-		var p memory.MemoryPurged
-		if err := e.Decode(&p); err != nil {
-			return err
-		}
-		return k.deleted(ctx, tx, p.AgentRef, p.MemoryID, ops)
-	case memory.AgentDeleted{}.EventType():
-		var p memory.AgentDeleted
-		if err := e.Decode(&p); err != nil {
-			return err
-		}
-		for _, stmt := range []string{`DELETE FROM keyword_docs WHERE user_id = ? AND agent_id = ?`, `DELETE FROM keyword_agents WHERE user_id = ? AND agent_id = ?`} {
-			if _, err := tx.ExecContext(ctx, stmt, p.UserID, p.AgentID); err != nil {
-				return fmt.Errorf("keyword: delete agent: %w", err)
-			}
-		}
-		coll := keywordCollection(p.UserID, p.AgentID)
-		*ops = append(*ops, func() { k.index.DropCollection(coll) })
-	}
-	return nil
-}
-
-func (k *Keyword) created(ctx context.Context, tx *sql.Tx, p memory.MemoryCreated, ops *[]func()) error {
-	if !p.Type.Searchable() {
-		return nil
-	}
-	var one int
-	err := tx.QueryRowContext(ctx, `SELECT 1 FROM keyword_agents WHERE user_id = ? AND agent_id = ?`, p.UserID, p.AgentID).Scan(&one)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil // memory events of an agent deleted earlier are ignored
-	}
-	if err != nil {
-		return fmt.Errorf("keyword: agent: %w", err)
-	}
-	text, err := memory.IndexedText(p.Type, p.Content)
-	if err != nil {
-		return err
-	}
-	meta, err := memory.IndexedMetadata(p.Type, p.Content, p.Tags)
-	if err != nil {
-		return err
-	}
-	tags, err := json.Marshal(nonNil(p.Tags))
-	if err != nil {
-		return err
-	}
-	res, err := tx.ExecContext(ctx, `INSERT INTO keyword_docs (memory_id, user_id, agent_id, type, tags, created_ns, body, meta, content)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (memory_id) DO NOTHING`,
-		p.MemoryID, p.UserID, p.AgentID, string(p.Type), tags, keywordNanos(p.CreatedAt), text, meta, string(p.Content))
-	if err != nil {
-		return fmt.Errorf("keyword: insert: %w", err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return nil // a duplicate create changes nothing, as in the read model
-	}
-	doc := textindex.Doc{ID: p.MemoryID, Text: text, Meta: meta, Type: string(p.Type), Tags: p.Tags, CreatedAt: p.CreatedAt}
-	coll := keywordCollection(p.UserID, p.AgentID)
-	*ops = append(*ops, func() { k.index.Upsert(coll, doc) })
-	return nil
-}
-
-func (k *Keyword) updated(ctx context.Context, tx *sql.Tx, p memory.MemoryUpdated, ops *[]func()) error {
-	return k.change(ctx, tx, p.AgentRef, p.MemoryID, func(memory.Type, json.RawMessage, []string) (json.RawMessage, []string, error) {
-		return p.Content, p.Tags, nil
-	}, ops)
-}
-
-// patched applies a patch's changed fields to the stored content, as the
-// memories read model does.
-func (k *Keyword) patched(ctx context.Context, tx *sql.Tx, p memory.MemoryPatched, ops *[]func()) error {
-	return k.change(ctx, tx, p.AgentRef, p.MemoryID, func(t memory.Type, stored json.RawMessage, tags []string) (json.RawMessage, []string, error) {
-		if p.Tags != nil {
-			tags = *p.Tags
-		}
-		if p.Content == nil {
-			return stored, tags, nil
-		}
-		content, err := memory.ApplyContentChanges(t, stored, p.Content)
-		return content, tags, err
-	}, ops)
-}
-
-// change re-indexes an indexed memory with the content and tags that
-// change computes from its stored ones.
-func (k *Keyword) change(ctx context.Context, tx *sql.Tx, ref memory.AgentRef, id string,
-	change func(t memory.Type, content json.RawMessage, tags []string) (json.RawMessage, []string, error), ops *[]func()) error {
-	var typ string
+func scanKeywordSource(scan func(...any) error) (domain.KeywordSource, error) {
+	var src domain.KeywordSource
+	var tags, content []byte
 	var created int64
-	var content, storedTags []byte
-	err := tx.QueryRowContext(ctx, `SELECT type, created_ns, content, tags FROM keyword_docs WHERE memory_id = ? AND user_id = ? AND agent_id = ?`,
-		id, ref.UserID, ref.AgentID).Scan(&typ, &created, &content, &storedTags)
+	if err := scan(&src.MemoryID, &src.UserID, &src.AgentID, &src.Type, &tags, &created, &src.Text, &src.Meta, &content); err != nil {
+		return src, err
+	}
+	if err := json.Unmarshal(tags, &src.Tags); err != nil {
+		return src, fmt.Errorf("%s tags: %w", src.MemoryID, err)
+	}
+	src.CreatedAt = time.Unix(0, created).UTC()
+	src.Content = json.RawMessage(content)
+	return src, nil
+}
+
+// keywordTx implements domain.KeywordStateTx on a write transaction.
+type keywordTx struct{ tx *sql.Tx }
+
+func (t keywordTx) AgentExists(ctx context.Context, scope domain.IndexScope) (bool, error) {
+	var one int
+	err := t.tx.QueryRowContext(ctx, `SELECT 1 FROM keyword_agents WHERE user_id = ? AND agent_id = ?`, scope.UserID, scope.AgentID).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil // not indexed: a drive, forgotten or purged before
+		return false, nil
 	}
 	if err != nil {
-		return fmt.Errorf("keyword: find: %w", err)
+		return false, fmt.Errorf("keyword: agent: %w", err)
 	}
-	var oldTags []string
-	if err := json.Unmarshal(storedTags, &oldTags); err != nil {
-		return fmt.Errorf("keyword: %s tags: %w", id, err)
+	return true, nil
+}
+
+func (t keywordTx) PutAgent(ctx context.Context, scope domain.IndexScope) error {
+	_, err := t.tx.ExecContext(ctx, `INSERT INTO keyword_agents (user_id, agent_id) VALUES (?, ?) ON CONFLICT DO NOTHING`, scope.UserID, scope.AgentID)
+	if err != nil {
+		return fmt.Errorf("keyword: put agent: %w", err)
 	}
-	newContent, newTags, err := change(memory.Type(typ), content, oldTags)
+	return nil
+}
+
+func (t keywordTx) DeleteAgent(ctx context.Context, scope domain.IndexScope) error {
+	for _, stmt := range []string{`DELETE FROM keyword_docs WHERE user_id = ? AND agent_id = ?`, `DELETE FROM keyword_agents WHERE user_id = ? AND agent_id = ?`} {
+		if _, err := t.tx.ExecContext(ctx, stmt, scope.UserID, scope.AgentID); err != nil {
+			return fmt.Errorf("keyword: delete agent: %w", err)
+		}
+	}
+	return nil
+}
+
+func (t keywordTx) Source(ctx context.Context, scope domain.IndexScope, memoryID string) (domain.KeywordSource, bool, error) {
+	row := t.tx.QueryRowContext(ctx, `SELECT memory_id, user_id, agent_id, type, tags, created_ns, body, meta, content FROM keyword_docs
+		WHERE memory_id = ? AND user_id = ? AND agent_id = ?`, memoryID, scope.UserID, scope.AgentID)
+	src, err := scanKeywordSource(row.Scan)
+	if errors.Is(err, sql.ErrNoRows) {
+		return src, false, nil
+	}
+	if err != nil {
+		return src, false, fmt.Errorf("keyword: find: %w", err)
+	}
+	return src, true, nil
+}
+
+func (t keywordTx) InsertSource(ctx context.Context, s domain.KeywordSource) (bool, error) {
+	tags, err := json.Marshal(nonNil(s.Tags))
+	if err != nil {
+		return false, err
+	}
+	res, err := t.tx.ExecContext(ctx, `INSERT INTO keyword_docs (memory_id, user_id, agent_id, type, tags, created_ns, body, meta, content)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (memory_id) DO NOTHING`,
+		s.MemoryID, s.UserID, s.AgentID, s.Type, tags, keywordNanos(s.CreatedAt), s.Text, s.Meta, string(s.Content))
+	if err != nil {
+		return false, fmt.Errorf("keyword: insert: %w", err)
+	}
+	n, err := res.RowsAffected()
+	return n > 0, err
+}
+
+func (t keywordTx) UpdateSource(ctx context.Context, s domain.KeywordSource) error {
+	tags, err := json.Marshal(nonNil(s.Tags))
 	if err != nil {
 		return err
 	}
-	text, err := memory.IndexedText(memory.Type(typ), newContent)
-	if err != nil {
-		return err
-	}
-	meta, err := memory.IndexedMetadata(memory.Type(typ), newContent, newTags)
-	if err != nil {
-		return err
-	}
-	tags, err := json.Marshal(nonNil(newTags))
-	if err != nil {
-		return err
-	}
-	if _, err := tx.ExecContext(ctx, `UPDATE keyword_docs SET body = ?, meta = ?, tags = ?, content = ? WHERE memory_id = ?`, text, meta, tags, string(newContent), id); err != nil {
+	if _, err := t.tx.ExecContext(ctx, `UPDATE keyword_docs SET body = ?, meta = ?, tags = ?, content = ? WHERE memory_id = ?`,
+		s.Text, s.Meta, tags, string(s.Content), s.MemoryID); err != nil {
 		return fmt.Errorf("keyword: update: %w", err)
 	}
-	doc := textindex.Doc{ID: id, Text: text, Meta: meta, Type: typ, Tags: newTags, CreatedAt: time.Unix(0, created).UTC()}
-	coll := keywordCollection(ref.UserID, ref.AgentID)
-	*ops = append(*ops, func() { k.index.Upsert(coll, doc) })
 	return nil
 }
 
-func (k *Keyword) deleted(ctx context.Context, tx *sql.Tx, ref memory.AgentRef, memoryID string, ops *[]func()) error {
-	res, err := tx.ExecContext(ctx, `DELETE FROM keyword_docs WHERE memory_id = ? AND user_id = ? AND agent_id = ?`, memoryID, ref.UserID, ref.AgentID)
+func (t keywordTx) DeleteSource(ctx context.Context, scope domain.IndexScope, memoryID string) (bool, error) {
+	res, err := t.tx.ExecContext(ctx, `DELETE FROM keyword_docs WHERE memory_id = ? AND user_id = ? AND agent_id = ?`, memoryID, scope.UserID, scope.AgentID)
 	if err != nil {
-		return fmt.Errorf("keyword: delete: %w", err)
+		return false, fmt.Errorf("keyword: delete: %w", err)
 	}
-	if n, _ := res.RowsAffected(); n > 0 {
-		coll := keywordCollection(ref.UserID, ref.AgentID)
-		*ops = append(*ops, func() { k.index.Delete(coll, memoryID) })
-	}
-	return nil
+	n, err := res.RowsAffected()
+	return n > 0, err
 }
 
 func nonNil(tags []string) []string {

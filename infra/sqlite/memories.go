@@ -74,7 +74,7 @@ func (m *Memories) Apply(ctx context.Context, events []domain.Event) error {
 			return a.recordStreamVersion(e)
 		}
 		return nil
-	})
+	}, nil)
 }
 
 // memTimeLayout is fixed width, so text order is time order.

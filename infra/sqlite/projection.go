@@ -24,8 +24,11 @@ func (db *DB) Checkpoint(ctx context.Context, name string) (uint64, error) {
 
 // ApplyEvents applies the events after the projection's checkpoint with
 // apply, and advances the checkpoint, in one transaction: a batch is
-// applied exactly once however often it is delivered.
-func (db *DB) ApplyEvents(ctx context.Context, name string, events []domain.Event, apply func(*sql.Tx, domain.Event) error) error {
+// applied exactly once however often it is delivered. beforeCommit (nil:
+// none) runs after the last apply and before the commit: an index
+// projection writes its index there, so an index write that fails rolls
+// the batch back and the checkpoint stays behind the index, never ahead.
+func (db *DB) ApplyEvents(ctx context.Context, name string, events []domain.Event, apply func(*sql.Tx, domain.Event) error, beforeCommit func(context.Context) error) error {
 	return db.WriteTx(ctx, func(tx *sql.Tx) error {
 		var done uint64
 		err := tx.QueryRowContext(ctx, `SELECT position FROM projection_checkpoints WHERE name = ?`, name).Scan(&done)
@@ -44,6 +47,11 @@ func (db *DB) ApplyEvents(ctx context.Context, name string, events []domain.Even
 		}
 		if last == done {
 			return nil
+		}
+		if beforeCommit != nil {
+			if err := beforeCommit(ctx); err != nil {
+				return fmt.Errorf("%s: index writes up to %d: %w", name, last, err)
+			}
 		}
 		_, err = tx.ExecContext(ctx, `INSERT INTO projection_checkpoints (name, position) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET position = excluded.position`, name, last)
 		if err != nil {

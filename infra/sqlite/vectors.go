@@ -11,49 +11,50 @@ import (
 	"time"
 
 	"github.com/engram-memory/engram/domain"
-	"github.com/engram-memory/engram/domain/memory"
-	"github.com/engram-memory/engram/projections"
 )
 
 // VectorStore is the durable state of the vector projection
-// (projections.VectorStore) in migrations/0004_vectors.sql.
+// (domain.VectorState) in migrations/0004_vectors.sql.
 type VectorStore struct {
 	db *DB
 }
 
-var _ projections.VectorStore = (*VectorStore)(nil)
+var _ domain.VectorState = (*VectorStore)(nil)
 
 // NewVectorStore returns the vector projection's store over db.
 func NewVectorStore(db *DB) *VectorStore { return &VectorStore{db: db} }
 
-// VectorsCheckpoint implements projections.VectorStore.
+// vectorsCheckpoint keys the vector projection's checkpoint.
+const vectorsCheckpoint = "vectors"
+
+// VectorsCheckpoint implements domain.VectorState.
 func (s *VectorStore) VectorsCheckpoint(ctx context.Context) (uint64, error) {
-	return s.db.Checkpoint(ctx, projections.VectorsProjectionName)
+	return s.db.Checkpoint(ctx, vectorsCheckpoint)
 }
 
-// ApplyVectors implements projections.VectorStore.
-func (s *VectorStore) ApplyVectors(ctx context.Context, events []domain.Event, apply func(context.Context, projections.VectorTx, domain.Event) error) error {
-	return s.db.ApplyEvents(ctx, projections.VectorsProjectionName, events, func(tx *sql.Tx, e domain.Event) error {
+// ApplyVectors implements domain.VectorState.
+func (s *VectorStore) ApplyVectors(ctx context.Context, events []domain.Event, apply func(context.Context, domain.VectorStateTx, domain.Event) error, beforeCommit func(context.Context) error) error {
+	return s.db.ApplyEvents(ctx, vectorsCheckpoint, events, func(tx *sql.Tx, e domain.Event) error {
 		return apply(ctx, vectorTx{tx}, e)
-	})
+	}, beforeCommit)
 }
 
-// ResetVectors implements projections.VectorStore.
+// ResetVectors implements domain.VectorState.
 func (s *VectorStore) ResetVectors(ctx context.Context) error {
-	return s.db.ResetProjection(ctx, projections.VectorsProjectionName, "vector_vectors", "vector_memories", "vector_agents")
+	return s.db.ResetProjection(ctx, vectorsCheckpoint, "vector_vectors", "vector_memories", "vector_agents")
 }
 
-// VectorAgents implements projections.VectorStore.
-func (s *VectorStore) VectorAgents(ctx context.Context) ([]projections.VectorAgent, error) {
+// VectorAgents implements domain.VectorState.
+func (s *VectorStore) VectorAgents(ctx context.Context) ([]domain.VectorAgent, error) {
 	rows, err := s.db.read.QueryContext(ctx, `SELECT user_id, agent_id, model, dimensions FROM vector_agents`)
 	if err != nil {
 		return nil, fmt.Errorf("vectors: agents: %w", err)
 	}
 	defer rows.Close()
-	var out []projections.VectorAgent
+	var out []domain.VectorAgent
 	for rows.Next() {
-		var a projections.VectorAgent
-		if err := rows.Scan(&a.UserID, &a.AgentID, &a.Model, &a.Dimensions); err != nil {
+		var a domain.VectorAgent
+		if err := rows.Scan(&a.UserID, &a.AgentID, &a.Space.Model, &a.Space.Dimensions); err != nil {
 			return nil, fmt.Errorf("vectors: agents: %w", err)
 		}
 		out = append(out, a)
@@ -61,10 +62,10 @@ func (s *VectorStore) VectorAgents(ctx context.Context) ([]projections.VectorAge
 	return out, rows.Err()
 }
 
-// LoadVectors implements projections.VectorStore. Rows come in seq order
+// LoadVectors implements domain.VectorState. Rows come in seq order
 // (the order the log inserted them) without a sort; the projection loads
 // before it applies anything, so nothing changes underneath.
-func (s *VectorStore) LoadVectors(ctx context.Context, fn func(projections.LoadedVector) error) error {
+func (s *VectorStore) LoadVectors(ctx context.Context, fn func(domain.LoadedVector) error) error {
 	rows, err := s.db.read.QueryContext(ctx, `SELECT m.memory_id, m.user_id, m.agent_id, m.type, m.tags, m.created_ns, m.text_hash, v.model, v.dimensions, v.vector
 FROM vector_vectors AS v JOIN vector_memories AS m ON m.memory_id = v.memory_id AND m.text_hash = v.text_hash
 WHERE m.forgotten = 0
@@ -74,7 +75,7 @@ ORDER BY v.seq`)
 	}
 	defer rows.Close()
 	var (
-		lv      projections.LoadedVector
+		lv      domain.LoadedVector
 		typ     string
 		tags    []byte
 		created int64
@@ -83,10 +84,10 @@ ORDER BY v.seq`)
 	)
 	for rows.Next() {
 		m := &lv.Memory
-		if err := rows.Scan(&m.MemoryID, &m.UserID, &m.AgentID, &typ, &tags, &created, &m.TextHash, &lv.Model, &lv.Dimensions, &blob); err != nil {
+		if err := rows.Scan(&m.MemoryID, &m.UserID, &m.AgentID, &typ, &tags, &created, &m.TextHash, &lv.Space.Model, &lv.Space.Dimensions, &blob); err != nil {
 			return fmt.Errorf("vectors: load: %w", err)
 		}
-		m.Type, m.CreatedAt, m.Tags = memory.Type(typ), time.Unix(0, created).UTC(), nil
+		m.Type, m.CreatedAt, m.Tags = typ, time.Unix(0, created).UTC(), nil
 		if err := json.Unmarshal(tags, &m.Tags); err != nil {
 			return fmt.Errorf("vectors: load %s tags: %w", m.MemoryID, err)
 		}
@@ -102,12 +103,12 @@ ORDER BY v.seq`)
 	return rows.Err()
 }
 
-// vectorTx implements projections.VectorTx on a write transaction.
+// vectorTx implements domain.VectorStateTx on a write transaction.
 type vectorTx struct{ tx *sql.Tx }
 
-func (t vectorTx) Agent(ctx context.Context, userID, agentID string) (projections.VectorAgent, bool, error) {
-	a := projections.VectorAgent{UserID: userID, AgentID: agentID}
-	err := t.tx.QueryRowContext(ctx, `SELECT model, dimensions FROM vector_agents WHERE user_id = ? AND agent_id = ?`, userID, agentID).Scan(&a.Model, &a.Dimensions)
+func (t vectorTx) Agent(ctx context.Context, userID, agentID string) (domain.VectorAgent, bool, error) {
+	a := domain.VectorAgent{UserID: userID, AgentID: agentID}
+	err := t.tx.QueryRowContext(ctx, `SELECT model, dimensions FROM vector_agents WHERE user_id = ? AND agent_id = ?`, userID, agentID).Scan(&a.Space.Model, &a.Space.Dimensions)
 	if errors.Is(err, sql.ErrNoRows) {
 		return a, false, nil
 	}
@@ -117,9 +118,9 @@ func (t vectorTx) Agent(ctx context.Context, userID, agentID string) (projection
 	return a, true, nil
 }
 
-func (t vectorTx) PutAgent(ctx context.Context, a projections.VectorAgent) error {
+func (t vectorTx) PutAgent(ctx context.Context, a domain.VectorAgent) error {
 	_, err := t.tx.ExecContext(ctx, `INSERT INTO vector_agents (user_id, agent_id, model, dimensions) VALUES (?, ?, ?, ?)
-		ON CONFLICT (user_id, agent_id) DO UPDATE SET model = excluded.model, dimensions = excluded.dimensions`, a.UserID, a.AgentID, a.Model, a.Dimensions)
+		ON CONFLICT (user_id, agent_id) DO UPDATE SET model = excluded.model, dimensions = excluded.dimensions`, a.UserID, a.AgentID, a.Space.Model, a.Space.Dimensions)
 	if err != nil {
 		return fmt.Errorf("vectors: put agent: %w", err)
 	}
@@ -139,8 +140,8 @@ func (t vectorTx) DeleteAgent(ctx context.Context, userID, agentID string) error
 	return nil
 }
 
-func (t vectorTx) Memory(ctx context.Context, memoryID string) (projections.VectorMemory, bool, error) {
-	m := projections.VectorMemory{MemoryID: memoryID}
+func (t vectorTx) Memory(ctx context.Context, memoryID string) (domain.VectorMemory, bool, error) {
+	m := domain.VectorMemory{MemoryID: memoryID}
 	var typ string
 	var tags []byte
 	var created int64
@@ -152,14 +153,14 @@ func (t vectorTx) Memory(ctx context.Context, memoryID string) (projections.Vect
 	if err != nil {
 		return m, false, fmt.Errorf("vectors: memory: %w", err)
 	}
-	m.Type, m.CreatedAt = memory.Type(typ), time.Unix(0, created).UTC()
+	m.Type, m.CreatedAt = typ, time.Unix(0, created).UTC()
 	if err := json.Unmarshal(tags, &m.Tags); err != nil {
 		return m, false, fmt.Errorf("vectors: memory %s tags: %w", memoryID, err)
 	}
 	return m, true, nil
 }
 
-func (t vectorTx) PutMemory(ctx context.Context, m projections.VectorMemory) error {
+func (t vectorTx) PutMemory(ctx context.Context, m domain.VectorMemory) error {
 	tags, err := json.Marshal(m.Tags)
 	if err != nil {
 		return err
@@ -170,7 +171,7 @@ func (t vectorTx) PutMemory(ctx context.Context, m projections.VectorMemory) err
 	_, err = t.tx.ExecContext(ctx, `INSERT INTO vector_memories (memory_id, user_id, agent_id, type, tags, created_ns, text_hash, forgotten)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (memory_id) DO UPDATE SET tags = excluded.tags, text_hash = excluded.text_hash, forgotten = excluded.forgotten`,
-		m.MemoryID, m.UserID, m.AgentID, string(m.Type), tags, keywordNanos(m.CreatedAt), m.TextHash, m.Forgotten)
+		m.MemoryID, m.UserID, m.AgentID, m.Type, tags, keywordNanos(m.CreatedAt), m.TextHash, m.Forgotten)
 	if err != nil {
 		return fmt.Errorf("vectors: put memory: %w", err)
 	}
@@ -189,7 +190,7 @@ func (t vectorTx) DeleteMemory(ctx context.Context, memoryID string) error {
 	return nil
 }
 
-func (t vectorTx) PutVector(ctx context.Context, memoryID string, space projections.VectorSpace, textHash string, v []float32) error {
+func (t vectorTx) PutVector(ctx context.Context, memoryID string, space domain.VectorSpace, textHash string, v []float32) error {
 	_, err := t.tx.ExecContext(ctx, `INSERT INTO vector_vectors (memory_id, model, dimensions, text_hash, vector) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (memory_id, model, dimensions, text_hash) DO UPDATE SET vector = excluded.vector`, memoryID, space.Model, space.Dimensions, textHash, encodeVector(v))
 	if err != nil {
@@ -198,7 +199,7 @@ func (t vectorTx) PutVector(ctx context.Context, memoryID string, space projecti
 	return nil
 }
 
-func (t vectorTx) CurrentVectors(ctx context.Context, memoryID string) ([]projections.StoredVector, error) {
+func (t vectorTx) CurrentVectors(ctx context.Context, memoryID string) ([]domain.StoredVector, error) {
 	rows, err := t.tx.QueryContext(ctx, `SELECT v.model, v.dimensions, v.vector FROM vector_vectors AS v
 		JOIN vector_memories AS m ON m.memory_id = v.memory_id AND m.text_hash = v.text_hash
 		WHERE v.memory_id = ? ORDER BY v.seq`, memoryID)
@@ -206,11 +207,11 @@ func (t vectorTx) CurrentVectors(ctx context.Context, memoryID string) ([]projec
 		return nil, fmt.Errorf("vectors: current: %w", err)
 	}
 	defer rows.Close()
-	var out []projections.StoredVector
+	var out []domain.StoredVector
 	for rows.Next() {
-		var sv projections.StoredVector
+		var sv domain.StoredVector
 		var blob []byte
-		if err := rows.Scan(&sv.Model, &sv.Dimensions, &blob); err != nil {
+		if err := rows.Scan(&sv.Space.Model, &sv.Space.Dimensions, &blob); err != nil {
 			return nil, fmt.Errorf("vectors: current: %w", err)
 		}
 		if sv.Vector, err = decodeVector(nil, blob); err != nil {
@@ -221,7 +222,7 @@ func (t vectorTx) CurrentVectors(ctx context.Context, memoryID string) ([]projec
 	return out, rows.Err()
 }
 
-func (t vectorTx) DeleteSpace(ctx context.Context, userID, agentID string, space projections.VectorSpace) error {
+func (t vectorTx) DeleteSpace(ctx context.Context, userID, agentID string, space domain.VectorSpace) error {
 	_, err := t.tx.ExecContext(ctx, `DELETE FROM vector_vectors WHERE model = ? AND dimensions = ?
 		AND memory_id IN (SELECT memory_id FROM vector_memories WHERE user_id = ? AND agent_id = ?)`, space.Model, space.Dimensions, userID, agentID)
 	if err != nil {

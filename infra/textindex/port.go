@@ -56,6 +56,9 @@ func (p *Port) UpsertDocuments(ctx context.Context, docs ...domain.KeywordDocume
 
 // mark records whether the memory is forgotten.
 func (p *Port) mark(scope domain.IndexScope, memoryID string, forgotten bool) {
+	if !forgotten && !p.hasForgotten(scope) {
+		return // the usual case: no write lock for writes that forget nothing
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	set := p.forgotten[scope]
@@ -148,6 +151,12 @@ func (p *Port) SearchKeyword(ctx context.Context, q domain.KeywordQuery) ([]doma
 		return nil, err
 	}
 	return out, nil
+}
+
+func (p *Port) hasForgotten(scope domain.IndexScope) bool {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return len(p.forgotten[scope]) > 0
 }
 
 // hidden returns a copy of the agent's forgotten set (nil when empty, the

@@ -84,6 +84,9 @@ func (p *Port) UpsertVectors(ctx context.Context, points ...domain.VectorPoint) 
 
 // mark records whether the memory is forgotten.
 func (p *Port) mark(scope domain.IndexScope, memoryID string, forgotten bool) {
+	if !forgotten && !p.hasForgotten(scope) {
+		return // the usual case: no write lock for writes that forget nothing
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	set := p.forgotten[scope]
@@ -199,6 +202,12 @@ func cosineScore(cos float64) float64 {
 		return 0
 	}
 	return min(1, max(0, cos))
+}
+
+func (p *Port) hasForgotten(scope domain.IndexScope) bool {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return len(p.forgotten[scope]) > 0
 }
 
 // hidden returns a copy of the agent's forgotten set (nil when empty, the

@@ -72,12 +72,11 @@ const (
 
 // Default fusion parameters (see the hybrid score above).
 const (
-	DefaultVectorWeight      = 0.05
-	DefaultKeywordWeight     = 0.95
-	DefaultKeywordSaturation = 8
-	DefaultRRFK              = 60
-	DefaultMinCandidates     = 50
-	DefaultCandidateFactor   = 5
+	DefaultVectorWeight    = 0.05
+	DefaultKeywordWeight   = 0.95
+	DefaultRRFK            = 60
+	DefaultMinCandidates   = 50
+	DefaultCandidateFactor = 5
 )
 
 // Options tune the service; zero fields take the defaults. The fusion
@@ -90,9 +89,6 @@ type Options struct {
 	// deserves more vector weight, see Models). Either may be 0 but not
 	// both; both 0 means the defaults.
 	VectorWeight, KeywordWeight float64
-	// KeywordSaturation is K in keyword score = x/(x+K), x the BM25
-	// relevance (default 8: a rare word matched once scores about 0.5).
-	KeywordSaturation float64
 	// RRFK is R in FusionRRF (default 60).
 	RRFK float64
 	// Hybrid asks each index for max(MinCandidates, CandidateFactor·limit)
@@ -157,9 +153,6 @@ func (o Options) withDefaults() (Options, error) {
 		models[name] = ModelFusion{Fusion: mo.Fusion, VectorWeight: mo.VectorWeight, KeywordWeight: mo.KeywordWeight}
 	}
 	o.Models = models
-	if o.KeywordSaturation <= 0 {
-		o.KeywordSaturation = DefaultKeywordSaturation
-	}
 	if o.RRFK <= 0 {
 		o.RRFK = DefaultRRFK
 	}
@@ -200,17 +193,6 @@ func vectorScore(cos float64) float64 {
 	return min(1, max(0, cos))
 }
 
-// keywordScore maps BM25 relevance to [0, 1) monotonically.
-func (o Options) keywordScore(bm25 float64) float64 {
-	if bm25 <= 0 || math.IsNaN(bm25) {
-		return 0
-	}
-	if math.IsInf(bm25, 1) {
-		return 1
-	}
-	return bm25 / (bm25 + o.KeywordSaturation)
-}
-
 // candidate is one memory from either side.
 type candidate struct {
 	hit          Hit
@@ -239,14 +221,14 @@ func (o Options) fuse(mode Mode, k int, vecHits, kwHits []Hit) []candidate {
 			pos[h.ID] = j
 			out = append(out, candidate{hit: h})
 		}
-		out[j].kw, out[j].kRank = o.keywordScore(h.Score), i+1
+		out[j].kw, out[j].kRank = h.Score, i+1
 	}
 	var vMiss, kMiss float64
 	if o.ImputeMissing && o.Fusion == FusionConvex && k > 0 && len(vecHits) >= k {
 		vMiss = vectorScore(vecHits[len(vecHits)-1].Score)
 	}
 	if o.ImputeMissing && o.Fusion == FusionConvex && k > 0 && len(kwHits) >= k {
-		kMiss = o.keywordScore(kwHits[len(kwHits)-1].Score)
+		kMiss = kwHits[len(kwHits)-1].Score
 	}
 	var vr, kr scoreRange
 	if mode == ModeHybrid && o.Fusion == FusionMinMax {

@@ -45,7 +45,7 @@ func fused(t *testing.T, o Options, vec, kw []Hit) map[string]candidate {
 func TestDefaultFusion(t *testing.T) {
 	o := mustOptions(t, Options{})
 	if o.Fusion != FusionConvex || o.VectorWeight != DefaultVectorWeight || o.KeywordWeight != DefaultKeywordWeight ||
-		o.KeywordSaturation != DefaultKeywordSaturation || o.MinCandidates != DefaultMinCandidates || o.CandidateFactor != DefaultCandidateFactor {
+		o.MinCandidates != DefaultMinCandidates || o.CandidateFactor != DefaultCandidateFactor {
 		t.Fatalf("defaults: %+v", o)
 	}
 	if o.VectorWeight <= 0 {
@@ -103,13 +103,15 @@ func TestFusionOptionErrors(t *testing.T) {
 }
 
 // The convex hybrid score is the documented weighted mean of absolute
-// scores, so it can be checked by hand.
+// scores, so it can be checked by hand. Keyword hits come scored in [0, 1]
+// by the index (the embedded one maps BM25 x to x/(x+8): 8 → 0.5, 24 →
+// 0.75).
 func TestConvexScoresAreAbsolute(t *testing.T) {
 	o := mustOptions(t, Options{})
-	got := fused(t, o, hits("both", 0.6, "vonly", 0.9, "neg", -0.4), hits("both", 8.0, "konly", 24.0))
+	got := fused(t, o, hits("both", 0.6, "vonly", 0.9, "neg", -0.4), hits("both", 0.5, "konly", 0.75))
 	want := map[string]float64{
-		"both":  0.05*0.6 + 0.95*0.5, // 8/(8+8) = 0.5
-		"konly": 0.95 * 0.75,         // 24/(24+8)
+		"both":  0.05*0.6 + 0.95*0.5,
+		"konly": 0.95 * 0.75,
 		"vonly": 0.05 * 0.9,
 		"neg":   0,
 	}
@@ -120,7 +122,7 @@ func TestConvexScoresAreAbsolute(t *testing.T) {
 	}
 	// The same memory with the same side scores gets the same hybrid score
 	// whatever else the query found: min_score is absolute.
-	again := fused(t, o, hits("both", 0.6, "x", 0.99), hits("both", 8.0, "y", 500.0))
+	again := fused(t, o, hits("both", 0.6, "x", 0.99), hits("both", 0.5, "y", 0.98))
 	if again["both"].score != got["both"].score {
 		t.Errorf("score depends on the other candidates: %v vs %v", again["both"].score, got["both"].score)
 	}
@@ -134,7 +136,7 @@ func TestEitherSideCanContribute(t *testing.T) {
 	for _, f := range []Fusion{FusionConvex, FusionMinMax, FusionRRF} {
 		o := mustOptions(t, Options{Fusion: f})
 		vec := hits("both", 0.3, "vonly", 0.8)
-		kw := hits("konly", 30.0, "both", 2.0, "weak", 1.0)
+		kw := hits("konly", 0.79, "both", 0.2, "weak", 0.11)
 		cands := o.fuse(ModeHybrid, 50, vec, kw)
 		rank(cands)
 		if f != FusionRRF && cands[0].hit.ID != "konly" {
@@ -152,7 +154,7 @@ func TestEitherSideCanContribute(t *testing.T) {
 	}
 	// With more vector weight a vector-only hit can win too.
 	o := mustOptions(t, Options{VectorWeight: 0.7, KeywordWeight: 0.3})
-	cands := o.fuse(ModeHybrid, 50, hits("vonly", 0.9), hits("konly", 4.0))
+	cands := o.fuse(ModeHybrid, 50, hits("vonly", 0.9), hits("konly", 0.33))
 	rank(cands)
 	if cands[0].hit.ID != "vonly" {
 		t.Errorf("vector weight 0.7: want the vector-only hit first, got %+v", cands)
@@ -161,17 +163,17 @@ func TestEitherSideCanContribute(t *testing.T) {
 
 func TestMinMaxAndRRFScale(t *testing.T) {
 	o := mustOptions(t, Options{Fusion: FusionMinMax, VectorWeight: 0.5, KeywordWeight: 0.5})
-	got := fused(t, o, hits("a", 0.7, "b", 0.3, "c", 0.5), hits("a", 12.0, "b", 4.0))
+	got := fused(t, o, hits("a", 0.7, "b", 0.3, "c", 0.5), hits("a", 0.6, "b", 0.33))
 	if got["a"].score != 1 || got["b"].score != 0 || math.Abs(got["c"].score-0.25) > 1e-12 {
 		t.Errorf("minmax: a %v b %v c %v", got["a"].score, got["b"].score, got["c"].score)
 	}
 	// A side with a single candidate (or all equal) scores it 1.
-	got = fused(t, o, hits("a", 0.2), hits("a", 3.0, "b", 3.0))
+	got = fused(t, o, hits("a", 0.2), hits("a", 0.27, "b", 0.27))
 	if got["a"].score != 1 || got["b"].score != 0.5 {
 		t.Errorf("minmax single: a %v b %v", got["a"].score, got["b"].score)
 	}
 	o = mustOptions(t, Options{Fusion: FusionRRF})
-	got = fused(t, o, hits("a", 0.1, "b", 0.05), hits("a", 1.0))
+	got = fused(t, o, hits("a", 0.1, "b", 0.05), hits("a", 0.11))
 	if math.Abs(got["a"].score-1) > 1e-12 || got["b"].score >= got["a"].score {
 		t.Errorf("rrf: a %v b %v", got["a"].score, got["b"].score)
 	}
@@ -179,7 +181,8 @@ func TestMinMaxAndRRFScale(t *testing.T) {
 
 func TestSingleModeScores(t *testing.T) {
 	o := mustOptions(t, Options{})
-	for _, c := range o.fuse(ModeKeyword, 10, nil, hits("a", 8.0, "b", math.Inf(1))) {
+	// The keyword index scores in [0, 1]; keyword mode passes it on.
+	for _, c := range o.fuse(ModeKeyword, 10, nil, hits("a", 0.5, "b", 1.0)) {
 		want := map[string]float64{"a": 0.5, "b": 1}[c.hit.ID]
 		if c.score != want {
 			t.Errorf("keyword %s: %v, want %v", c.hit.ID, c.score, want)

@@ -16,6 +16,7 @@ import (
 	"github.com/engram-memory/engram/commands"
 	"github.com/engram-memory/engram/domain/memory"
 	"github.com/engram-memory/engram/infra/embed/local"
+	"github.com/engram-memory/engram/internal/stack"
 	"github.com/engram-memory/engram/projections/search"
 	"github.com/engram-memory/engram/projections/search/searchtest"
 )
@@ -45,14 +46,15 @@ func TestLoCoMoQuality(t *testing.T) {
 		t.Skip("set ENGRAM_LOCOMO_DIR to the locomo-dev directory to run")
 	}
 	var opts search.Options
+	var saturation float64
 	if f := os.Getenv("ENGRAM_FUSION"); f != "" {
 		var err error
-		if opts, err = parseFusion(f); err != nil {
+		if opts, saturation, err = parseFusion(f); err != nil {
 			t.Fatal(err)
 		}
 		opts.Models = map[string]search.ModelFusion{} // the override holds for every model
 	}
-	s := searchtest.New(t, searchtest.Options{Search: opts, Model: os.Getenv("ENGRAM_EMBED_MODEL"),
+	s := searchtest.New(t, searchtest.Options{Search: opts, Indexes: stack.Indexes{KeywordSaturation: saturation}, Model: os.Getenv("ENGRAM_EMBED_MODEL"),
 		Embed: local.Options{ModelDirs: strings.FieldsFunc(os.Getenv("ENGRAM_EMBED_MODEL_DIR"), func(r rune) bool { return r == ',' })}})
 	ctx := context.Background()
 	withNotes := os.Getenv("ENGRAM_PROTOCOL") == "turns+notes"
@@ -137,7 +139,7 @@ func TestLoCoMoQuality(t *testing.T) {
 		variants = append(variants, variant{fmt.Sprintf("wv %.3g", wv), o})
 	}
 	for _, v := range variants {
-		svc, err := search.New(s.Keyword, s.Vectors, search.ProviderEmbedder{Provider: s.Provider}, s.ReadModel, nil, v.opts)
+		svc, err := s.Stack.Search(search.ProviderEmbedder{Provider: s.Provider}, v.opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -205,19 +207,19 @@ func loadCorpus(t *testing.T, s *searchtest.Stack, path string, notes bool) (map
 	return idmap, sources
 }
 
-// parseFusion reads ENGRAM_FUSION.
-func parseFusion(f string) (search.Options, error) {
-	var o search.Options
+// parseFusion reads ENGRAM_FUSION; P is R for rrf, else the embedded
+// keyword index's saturation K.
+func parseFusion(f string) (o search.Options, saturation float64, err error) {
 	parts := strings.Split(f, ",")
 	if len(parts) < 4 {
-		return o, fmt.Errorf("ENGRAM_FUSION=%q: want fusion,wv,wk,P[,impute]", f)
+		return o, 0, fmt.Errorf("ENGRAM_FUSION=%q: want fusion,wv,wk,P[,impute]", f)
 	}
 	o.Fusion = search.Fusion(parts[0])
 	var nums [3]float64
 	for i := range nums {
 		v, err := strconv.ParseFloat(parts[i+1], 64)
 		if err != nil {
-			return o, fmt.Errorf("ENGRAM_FUSION=%q: %w", f, err)
+			return o, 0, fmt.Errorf("ENGRAM_FUSION=%q: %w", f, err)
 		}
 		nums[i] = v
 	}
@@ -225,10 +227,10 @@ func parseFusion(f string) (search.Options, error) {
 	if o.Fusion == search.FusionRRF {
 		o.RRFK = nums[2]
 	} else {
-		o.KeywordSaturation = nums[2]
+		saturation = nums[2]
 	}
 	o.ImputeMissing = len(parts) > 4 && parts[4] == "impute"
-	return o, nil
+	return o, saturation, nil
 }
 
 type variant struct {
@@ -236,7 +238,9 @@ type variant struct {
 	opts search.Options
 }
 
-// sweep moves each fusion parameter of base by ±50%, one at a time.
+// sweep moves each fusion parameter of base by ±50%, one at a time. The
+// keyword saturation K belongs to the keyword index, not the service: vary
+// it with ENGRAM_FUSION, one stack per value.
 func sweep(base search.Options) []variant {
 	var out []variant
 	add := func(name string, f func(o *search.Options)) {
@@ -250,8 +254,6 @@ func sweep(base search.Options) []variant {
 	for _, x := range []float64{0.5, 1.5} {
 		if base.Fusion == search.FusionRRF {
 			add(fmt.Sprintf("R×%.1f (%.3g)", x, base.RRFK*x), func(o *search.Options) { o.RRFK *= x })
-		} else {
-			add(fmt.Sprintf("K×%.1f (%.3g)", x, base.KeywordSaturation*x), func(o *search.Options) { o.KeywordSaturation *= x })
 		}
 	}
 	for _, x := range []float64{0.5, 2} {

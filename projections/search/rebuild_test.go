@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/engram-memory/engram/domain/memory"
-	"github.com/engram-memory/engram/infra/sqlite"
 	"github.com/engram-memory/engram/projections"
 	"github.com/engram-memory/engram/projections/search"
 	"github.com/engram-memory/engram/projections/search/searchtest"
@@ -93,7 +92,7 @@ func TestRebuildGivesIdenticalResults(t *testing.T) {
 	}
 	s.StopEngine()
 	calls := s.Provider.Calls()
-	if err := s.Engine.Rebuild(context.Background(), sqlite.KeywordProjectionName, projections.VectorsProjectionName); err != nil {
+	if err := s.Engine.Rebuild(context.Background(), projections.KeywordProjectionName, projections.VectorsProjectionName); err != nil {
 		t.Fatal(err)
 	}
 	// Vectors come from the MemoryEmbedded events: replay embeds nothing.
@@ -128,8 +127,8 @@ func TestVectorIndexLoadsFromStoreAtStart(t *testing.T) {
 	if calls := s2.Provider.Calls(); calls != 0 {
 		t.Fatalf("loading the vector index called the embedder %d times", calls)
 	}
-	if sp, ok := s2.Vectors.VectorSpace("u1", "shared"); !ok || sp.Vectors == 0 {
-		t.Fatalf("no vectors after the restart: %+v", sp)
+	if n := s2.VectorCount(t, "u1", "shared"); n == 0 {
+		t.Fatal("no vectors after the restart")
 	}
 	after := snapshot(t, s2)
 	for i := range before {

@@ -6,9 +6,11 @@
 // Score scale (decisions.md §6: [0, 1], higher is better, in every mode):
 //
 //   - vector: max(0, cosine similarity) of the query and memory embeddings.
-//   - keyword: x / (x + K) where x is the BM25 relevance (≥ 0) and K is
-//     Options.KeywordSaturation: monotone in BM25, independent of the other
-//     hits of the query, so min_score means the same from query to query.
+//   - keyword: the keyword index's score, in [0, 1] (domain.IndexHit): for
+//     the embedded index x / (x + K) where x is the BM25 relevance and K
+//     textindex.DefaultSaturation, monotone in BM25 and independent of the
+//     other hits of the query, so min_score means the same from query to
+//     query.
 //   - hybrid: see Fusion.
 //
 // Results are ordered by score, then by creation time (newer first), then
@@ -19,6 +21,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/memory"
 )
 
@@ -37,9 +40,16 @@ const (
 	MaxQueryRune = 32000
 )
 
-// DegradedVectorUnavailable is Response.Degraded when a hybrid search could
-// not embed its query (provider down) and used the keyword index alone.
-const DegradedVectorUnavailable = "vector_unavailable"
+// Response.Degraded values: a hybrid search used one side alone because
+// the other could not answer.
+const (
+	// DegradedVectorUnavailable: the query could not be embedded (provider
+	// down) or the vector index is down; the keyword index answered alone.
+	DegradedVectorUnavailable = "vector_unavailable"
+	// DegradedKeywordUnavailable: the keyword index is down; the vector
+	// index answered alone.
+	DegradedKeywordUnavailable = "keyword_unavailable"
+)
 
 // Filter restricts a search; every index applies it inside its own query.
 // The zero Filter matches everything.
@@ -85,53 +95,25 @@ type Explain struct {
 // Response is the outcome of a search.
 type Response struct {
 	Results []Result
-	// Degraded is empty, or DegradedVectorUnavailable.
+	// Degraded is empty, DegradedVectorUnavailable or
+	// DegradedKeywordUnavailable.
 	Degraded string
 }
 
-// Hit is one candidate from an index: Score is the index's raw relevance
-// (cosine similarity for vectors, BM25 ≥ 0 for keywords), higher is better.
+// Hit is one candidate from an index, with its score in [0, 1].
 type Hit struct {
 	ID        string
 	Score     float64
 	CreatedAt time.Time
 }
 
-// KeywordQuery asks the keyword index for an agent's best matches.
-type KeywordQuery struct {
-	UserID, AgentID string
-	Text            string
-	Filter          Filter
-	Limit           int
-}
-
-// KeywordIndex finds memories by the words of their indexed text.
-type KeywordIndex interface {
-	// SearchKeyword returns up to q.Limit of the agent's memories that match
-	// q.Text and q.Filter, best first; any text is valid (it is never
-	// parsed as query syntax). Forgotten memories never match.
-	SearchKeyword(ctx context.Context, q KeywordQuery) ([]Hit, error)
-}
-
-// Space is where an agent's searchable vectors live and how its queries
-// must be embedded.
-type Space struct {
-	Collection string
-	Model      string
-	Dimensions int
-	Vectors    int // searchable vectors in the collection now
-}
-
-// VectorIndex finds memories by embedding similarity.
-type VectorIndex interface {
-	// VectorSpace reports the agent's active space (Vectors may be 0); ok
-	// is false when the user has no such agent. It is answered from
-	// memory, so it is also the service's agent existence check: the
-	// memories read model's agent query counts the agent's memories.
-	VectorSpace(userID, agentID string) (Space, bool)
-	// SearchVectors returns up to k memories in space most similar to
-	// query that match f, best first. Forgotten memories never match.
-	SearchVectors(ctx context.Context, space Space, query []float32, k int, f Filter) ([]Hit, error)
+// AgentSpaces tells which embedding space an agent's vectors are searched
+// in (the vector projection).
+type AgentSpaces interface {
+	// AgentSpace reports the agent's active space; ok is false when the
+	// user has no such agent. It is answered from memory, so it is also
+	// the service's agent existence check.
+	AgentSpace(userID, agentID string) (space domain.VectorSpace, ok bool)
 }
 
 // Embedder embeds a query with the model the agent's vectors use.
@@ -144,4 +126,21 @@ type MemoryReader interface {
 	// ExcerptsByID returns the agent's not forgotten memories among ids;
 	// other ids are absent from the map.
 	ExcerptsByID(ctx context.Context, userID, agentID string, ids []string) (map[string]memory.Excerpt, error)
+}
+
+// indexFilter is f as the index ports take it.
+func (f Filter) indexFilter() domain.IndexFilter {
+	out := domain.IndexFilter{Tags: f.Tags, CreatedAfter: f.CreatedAfter, CreatedBefore: f.CreatedBefore}
+	for _, t := range f.Types {
+		out.Types = append(out.Types, string(t))
+	}
+	return out
+}
+
+func hitsOf(in []domain.IndexHit) []Hit {
+	out := make([]Hit, len(in))
+	for i, h := range in {
+		out[i] = Hit{ID: h.MemoryID, Score: h.Score, CreatedAt: h.CreatedAt}
+	}
+	return out
 }

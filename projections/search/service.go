@@ -13,17 +13,18 @@ import (
 
 // Service runs searches. It is safe for concurrent use.
 type Service struct {
-	keyword  KeywordIndex
-	vectors  VectorIndex
+	keyword  domain.KeywordIndex
+	vectors  domain.VectorIndex
+	spaces   AgentSpaces
 	embedder Embedder
 	memories MemoryReader
 	opts     Options
 	logger   *slog.Logger
 }
 
-// New returns a search service over the two indexes, the query embedder and
-// the memories read model.
-func New(keyword KeywordIndex, vectors VectorIndex, embedder Embedder, memories MemoryReader, logger *slog.Logger, opts Options) (*Service, error) {
+// New returns a search service over the two indexes, the agents' spaces,
+// the query embedder and the memories read model.
+func New(keyword domain.KeywordIndex, vectors domain.VectorIndex, spaces AgentSpaces, embedder Embedder, memories MemoryReader, logger *slog.Logger, opts Options) (*Service, error) {
 	o, err := opts.withDefaults()
 	if err != nil {
 		return nil, err
@@ -31,7 +32,7 @@ func New(keyword KeywordIndex, vectors VectorIndex, embedder Embedder, memories 
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Service{keyword: keyword, vectors: vectors, embedder: embedder, memories: memories, opts: o, logger: logger}, nil
+	return &Service{keyword: keyword, vectors: vectors, spaces: spaces, embedder: embedder, memories: memories, opts: o, logger: logger}, nil
 }
 
 // Options returns the effective options (defaults filled in).
@@ -39,13 +40,14 @@ func (s *Service) Options() Options { return s.opts }
 
 // Search runs req. Unknown agents (and other users' agents) are NotFound.
 // In vector mode an embedding provider that cannot be reached is
-// KindProviderUnavailable; hybrid mode falls back to the keyword side and
-// says so in Response.Degraded.
+// KindProviderUnavailable, and a mode whose index is down is
+// KindIndexUnavailable; hybrid mode falls back to the side that answers
+// and says so in Response.Degraded.
 func (s *Service) Search(ctx context.Context, req Request) (Response, error) {
 	if err := validate(&req); err != nil {
 		return Response{}, err
 	}
-	space, ok := s.vectors.VectorSpace(req.UserID, req.AgentID)
+	space, ok := s.spaces.AgentSpace(req.UserID, req.AgentID)
 	if !ok {
 		return Response{}, domain.NotFound("agent " + req.AgentID)
 	}
@@ -109,28 +111,57 @@ func validate(req *Request) error {
 }
 
 func (s *Service) searchKeyword(ctx context.Context, req Request, k int) ([]Hit, error) {
-	hits, err := s.keyword.SearchKeyword(ctx, KeywordQuery{UserID: req.UserID, AgentID: req.AgentID, Text: req.Query, Filter: req.Filter, Limit: k})
+	hits, err := s.keyword.SearchKeyword(ctx, domain.KeywordQuery{
+		Scope: scope(req), Text: req.Query, Filter: req.Filter.indexFilter(), Limit: k,
+	})
 	if err != nil {
-		return nil, fmt.Errorf("search: keyword: %w", err)
+		return nil, indexError(ctx, "keyword", err)
 	}
-	return hits, nil
+	return hitsOf(hits), nil
 }
 
 // searchVectors embeds the query with the agent's model and searches its
 // space. An agent without vectors yields no hits and no provider call.
-func (s *Service) searchVectors(ctx context.Context, req Request, space Space, k int) ([]Hit, error) {
-	if space.Vectors == 0 {
+func (s *Service) searchVectors(ctx context.Context, req Request, space domain.VectorSpace, k int) ([]Hit, error) {
+	n, err := s.vectors.CountVectors(ctx, scope(req), space)
+	if err != nil {
+		return nil, indexError(ctx, "vector", err)
+	}
+	if n == 0 {
 		return nil, nil
 	}
 	q, err := s.embedder.EmbedQuery(ctx, space.Model, space.Dimensions, req.Query)
 	if err != nil {
 		return nil, embedError(ctx, space.Model, err)
 	}
-	hits, err := s.vectors.SearchVectors(ctx, space, q, k, req.Filter)
+	hits, err := s.vectors.SearchVectors(ctx, domain.VectorQuery{
+		Scope: scope(req), Space: space, Vector: q, Filter: req.Filter.indexFilter(), Limit: k,
+	})
 	if err != nil {
-		return nil, fmt.Errorf("search: vectors: %w", err)
+		return nil, indexError(ctx, "vector", err)
 	}
-	return hits, nil
+	return hitsOf(hits), nil
+}
+
+func scope(req Request) domain.IndexScope {
+	return domain.IndexScope{UserID: req.UserID, AgentID: req.AgentID}
+}
+
+// errIndexDown marks an index that could not answer, which hybrid mode
+// survives on the other side.
+var errIndexDown = errors.New("search index unavailable")
+
+// indexError is err of the named index ("keyword" or "vector"): an index
+// that is down becomes KindIndexUnavailable with the code
+// <side>_index_unavailable.
+func indexError(ctx context.Context, side string, err error) error {
+	if ctx.Err() != nil || !errors.Is(err, domain.ErrIndexUnavailable) {
+		return fmt.Errorf("search: %s index: %w", side, err)
+	}
+	return fmt.Errorf("%w: %w", errIndexDown, &domain.Error{
+		Kind: domain.KindIndexUnavailable, Code: side + "_index_unavailable",
+		Message: fmt.Sprintf("the %s search index is unavailable; try again later", side), Err: err,
+	})
 }
 
 // errEmbed marks embedding failures, which hybrid mode survives.
@@ -159,9 +190,10 @@ func (s *Service) candidates(req Request) int {
 	return max(s.opts.MinCandidates, s.opts.CandidateFactor*req.Limit)
 }
 
-// searchBoth queries both sides concurrently: the keyword query runs in
-// SQLite while the query is embedded and the vectors are scanned.
-func (s *Service) searchBoth(ctx context.Context, req Request, space Space) (vec, kw []Hit, degraded string, err error) {
+// searchBoth queries both sides concurrently: the keyword index is queried
+// while the query is embedded and the vectors are searched. A side that
+// cannot answer (provider or index down) leaves the other alone.
+func (s *Service) searchBoth(ctx context.Context, req Request, space domain.VectorSpace) (vec, kw []Hit, degraded string, err error) {
 	k := s.candidates(req)
 	type kwResult struct {
 		hits []Hit
@@ -174,15 +206,19 @@ func (s *Service) searchBoth(ctx context.Context, req Request, space Space) (vec
 	}()
 	vec, verr := s.searchVectors(ctx, req, space, k)
 	kr := <-kwc
-	if kr.err != nil {
+	vecDown := verr != nil && (errors.Is(verr, errEmbed) || errors.Is(verr, errIndexDown))
+	kwDown := kr.err != nil && errors.Is(kr.err, errIndexDown)
+	switch {
+	case kr.err != nil && !(kwDown && verr == nil):
 		return nil, nil, "", kr.err
-	}
-	if verr != nil {
-		if !errors.Is(verr, errEmbed) {
-			return nil, nil, "", verr
-		}
+	case kwDown:
+		s.logger.WarnContext(ctx, "hybrid search degraded to vectors only", "agent_id", req.AgentID, "error", kr.err)
+		return vec, nil, DegradedKeywordUnavailable, nil
+	case vecDown:
 		s.logger.WarnContext(ctx, "hybrid search degraded to keyword only", "agent_id", req.AgentID, "error", verr)
 		return nil, kr.hits, DegradedVectorUnavailable, nil
+	case verr != nil:
+		return nil, nil, "", verr
 	}
 	return vec, kr.hits, "", nil
 }

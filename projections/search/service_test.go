@@ -234,8 +234,8 @@ func TestKeywordOnlyHitWinsInHybrid(t *testing.T) {
 	s.Provider.SetDown(true)
 	pending := s.Note(t, "u1", "a", "the zq-ticket-8841 escalation", nil, t0.Add(-time.Hour))
 	s.Provider.SetDown(false)
-	if sp, _ := s.Vectors.VectorSpace("u1", "a"); sp.Vectors != 8 {
-		t.Fatalf("want 8 vectors (one memory pending), have %d", sp.Vectors)
+	if n := s.VectorCount(t, "u1", "a"); n != 8 {
+		t.Fatalf("want 8 vectors (one memory pending), have %d", n)
 	}
 	resp := run(t, s, search.Request{UserID: "u1", AgentID: "a", Query: "zq-ticket-8841 incident", Mode: search.ModeHybrid, Explain: true})
 	got := ids(resp)

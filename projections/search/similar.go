@@ -11,17 +11,20 @@ import (
 // agent's active embedding space (POST /embeddings/similar). Scores are
 // max(0, cosine), like vector search; forgotten memories never match.
 func (s *Service) Similar(ctx context.Context, userID, agentID string, vector []float32, limit int, minScore float64, types []memory.Type) ([]memory.Scored, error) {
-	space, ok := s.vectors.VectorSpace(userID, agentID)
+	space, ok := s.spaces.AgentSpace(userID, agentID)
 	if !ok {
 		return nil, domain.NotFound("agent " + agentID)
 	}
-	hits, err := s.vectors.SearchVectors(ctx, space, vector, limit, Filter{Types: types})
+	hits, err := s.vectors.SearchVectors(ctx, domain.VectorQuery{
+		Scope: domain.IndexScope{UserID: userID, AgentID: agentID}, Space: space, Vector: vector,
+		Filter: Filter{Types: types}.indexFilter(), Limit: limit, MinScore: minScore,
+	})
 	if err != nil {
-		return nil, err
+		return nil, indexError(ctx, "vector", err)
 	}
 	ids := make([]string, len(hits))
 	for i, h := range hits {
-		ids[i] = h.ID
+		ids[i] = h.MemoryID
 	}
 	views, err := s.memories.ExcerptsByID(ctx, userID, agentID, ids)
 	if err != nil {
@@ -29,12 +32,11 @@ func (s *Service) Similar(ctx context.Context, userID, agentID string, vector []
 	}
 	out := make([]memory.Scored, 0, len(hits))
 	for _, h := range hits {
-		v, ok := views[h.ID]
-		score := max(0, h.Score)
-		if !ok || score < minScore {
+		v, ok := views[h.MemoryID]
+		if !ok {
 			continue
 		}
-		out = append(out, memory.Scored{Type: v.Type, ID: v.ID, Score: score, Content: v.Content})
+		out = append(out, memory.Scored{Type: v.Type, ID: v.ID, Score: h.Score, Content: v.Content})
 	}
 	return out, nil
 }

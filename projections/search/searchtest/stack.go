@@ -22,33 +22,29 @@ import (
 	"github.com/engram-memory/engram/infra/embed/local"
 	"github.com/engram-memory/engram/infra/sqlite"
 	"github.com/engram-memory/engram/infra/vectorindex"
-	"github.com/engram-memory/engram/projections"
+	"github.com/engram-memory/engram/internal/stack"
 	"github.com/engram-memory/engram/projections/search"
 )
 
-// Stack is one in-process search stack.
+// Stack is one in-process search stack: the stack every Engram binary
+// wires (internal/stack), with the memory commands and a search service.
 type Stack struct {
+	*stack.Stack
 	DataDir   string
-	DB        *sqlite.DB
-	Store     *sqlite.EventStore
-	Engine    *projections.Engine
-	Writer    *commands.EventWriter
 	Memories  *commands.Memories
 	ReadModel *sqlite.Memories
-	Keyword   *sqlite.Keyword
-	Index     *vectorindex.Index
-	Vectors   *projections.Vectors
-	Provider  *Provider
-	Search    *search.Service
-	Logger    *slog.Logger
+	// Index is the embedded vector index (statistics, graph builds).
+	Index    *vectorindex.Index
+	Provider *Provider
+	Search   *search.Service
 
 	stop func()
 }
 
 // Options tune a Stack.
 type Options struct {
-	Search search.Options
-	Index  vectorindex.Options
+	Search  search.Options
+	Indexes stack.Indexes
 	// Embed configures the local provider (default: the built-in models).
 	Embed local.Options
 	// Model is the model new agents are bound to (default: the local
@@ -70,49 +66,40 @@ func New(t testing.TB, opts Options) *Stack {
 // Open starts a stack on dataDir (which may hold an earlier stack's data).
 func Open(ctx context.Context, dataDir string, opts Options) (*Stack, error) {
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	db, err := sqlite.Open(ctx, dataDir, sqlite.Options{})
-	if err != nil {
-		return nil, err
-	}
 	p, err := local.New(opts.Embed)
 	if err != nil {
-		db.Close()
 		return nil, err
 	}
 	model, err := defaultModel(p, opts.Model)
 	if err != nil {
-		db.Close()
 		return nil, err
 	}
-	s := &Stack{DataDir: dataDir, DB: db, Logger: logger, Provider: &Provider{P: p}}
-	s.Store = sqlite.NewEventStore(db, 20*time.Millisecond)
-	s.ReadModel = sqlite.NewMemories(db)
-	s.Keyword = sqlite.NewKeyword(db)
-	s.Index = vectorindex.New(opts.Index)
-	s.Vectors = projections.NewVectors(sqlite.NewVectorStore(db), s.Index, logger)
-	s.Engine = projections.NewEngine(s.Store, logger, s.ReadModel, s.Keyword, s.Vectors)
-	s.Writer = commands.NewEventWriter(s.Store, s.Engine)
+	st, err := stack.Open(ctx, stack.Config{DataDir: dataDir, GroupCommit: 20 * time.Millisecond, Indexes: opts.Indexes, Logger: logger})
+	if err != nil {
+		return nil, err
+	}
+	s := &Stack{Stack: st, DataDir: dataDir, ReadModel: st.Memories, Index: st.EmbeddedVectors, Provider: &Provider{P: p}}
 	s.Memories, err = commands.NewMemories(commands.MemoriesConfig{
 		Writer: s.Writer, Reader: s.ReadModel, Embedder: s.Provider, Logger: logger,
 		DefaultModel: model,
 	})
 	if err != nil {
-		db.Close()
+		st.Close()
 		return nil, err
 	}
-	s.Search, err = search.New(s.Keyword, s.Vectors, search.ProviderEmbedder{Provider: s.Provider}, s.ReadModel, logger, opts.Search)
+	s.Search, err = st.Search(search.ProviderEmbedder{Provider: s.Provider}, opts.Search)
 	if err != nil {
-		db.Close()
+		st.Close()
 		return nil, err
 	}
 	// Load both in-memory indexes before anything searches, as the server's
 	// start-up gate does by waiting for the projections.
 	if err := s.Keyword.Load(ctx); err != nil {
-		db.Close()
+		st.Close()
 		return nil, err
 	}
 	if err := s.Vectors.Load(ctx); err != nil {
-		db.Close()
+		st.Close()
 		return nil, err
 	}
 	s.StartEngine()
@@ -151,11 +138,25 @@ func (s *Stack) StopEngine() {
 	}
 }
 
-// Close stops the engine and the index and closes the database.
+// Close stops the engine and closes the stack.
 func (s *Stack) Close() {
 	s.StopEngine()
-	s.Index.Close()
-	s.DB.Close()
+	s.Stack.Close()
+}
+
+// VectorCount is the number of searchable vectors of the agent in its
+// active space (0 for an unknown agent).
+func (s *Stack) VectorCount(t testing.TB, userID, agentID string) int {
+	t.Helper()
+	space, ok := s.Vectors.AgentSpace(userID, agentID)
+	if !ok {
+		return 0
+	}
+	n, err := s.VectorIndex.CountVectors(context.Background(), domain.IndexScope{UserID: userID, AgentID: agentID}, space)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 // Meta is the event metadata of a request by userID.

@@ -1,0 +1,73 @@
+package stack_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/engram-memory/engram/internal/stack"
+)
+
+func TestIndexesValidate(t *testing.T) {
+	cases := []struct {
+		name    string
+		indexes stack.Indexes
+		wantErr string // "" for valid
+	}{
+		{"defaults are embedded", stack.Indexes{}, ""},
+		{"embedded named", stack.Indexes{Keyword: "embedded", Vector: "embedded"}, ""},
+		{"remote with urls", stack.Indexes{Keyword: "meilisearch", MeilisearchURL: "http://m:7700", Vector: "qdrant", QdrantURL: "http://q:6334"}, ""},
+		{"unknown keyword", stack.Indexes{Keyword: "lucene"}, `--keyword-index must be embedded or meilisearch, not "lucene"`},
+		{"unknown vector", stack.Indexes{Vector: "faiss"}, `--vector-index must be embedded or qdrant, not "faiss"`},
+		{"meilisearch without url", stack.Indexes{Keyword: "meilisearch"}, "needs --meilisearch-url"},
+		{"qdrant without url", stack.Indexes{Vector: "qdrant"}, "needs --qdrant-url"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := c.indexes.Validate()
+			if c.wantErr == "" && err != nil || c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)) {
+				t.Fatalf("Validate() = %v, want %q", err, c.wantErr)
+			}
+		})
+	}
+}
+
+// A remote backend this binary holds no adapter for is refused before the
+// data dir is touched, never silently replaced by the embedded one.
+func TestOpenRefusesBackendsNotBuiltIn(t *testing.T) {
+	for _, ix := range []stack.Indexes{
+		{Keyword: stack.Meilisearch, MeilisearchURL: "http://127.0.0.1:1"},
+		{Vector: stack.Qdrant, QdrantURL: "http://127.0.0.1:1"},
+	} {
+		st, err := stack.Open(context.Background(), stack.Config{DataDir: t.TempDir(), Indexes: ix})
+		if !errors.Is(err, stack.ErrBackendNotBuilt) {
+			if st != nil {
+				st.Close()
+			}
+			t.Fatalf("%+v: %v, want ErrBackendNotBuilt", ix, err)
+		}
+	}
+}
+
+func TestEmbeddedStackReportsItsBackends(t *testing.T) {
+	dir := t.TempDir()
+	st, err := stack.Open(context.Background(), stack.Config{DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	backends := st.Backends(context.Background())
+	if len(backends) != 2 || backends["keyword_index"] != nil || backends["vector_index"] != nil {
+		t.Fatalf("backends = %v, want keyword_index and vector_index ready", backends)
+	}
+	if st.EmbeddedVectors == nil {
+		t.Fatal("the embedded stack does not expose its vector index")
+	}
+	if got := len(st.Projections()); got != 5 {
+		t.Fatalf("%d projections, want 5", got)
+	}
+	if _, err := stack.Open(context.Background(), stack.Config{DataDir: dir}); err == nil {
+		t.Fatal("a second writer of the data dir was not refused")
+	}
+}

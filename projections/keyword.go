@@ -1,0 +1,255 @@
+package projections
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/domain/memory"
+)
+
+// KeywordProjectionName keys the keyword projection's checkpoint.
+const KeywordProjectionName = "keyword"
+
+// Keyword maps memory events to keyword index documents: a searchable
+// memory of a live agent is a document of its indexed text and metadata;
+// an update or patch replaces it; forgetting or purging it, or deleting
+// its agent, removes it (a forgotten memory is never searchable again).
+type Keyword struct {
+	state  domain.KeywordState
+	index  domain.KeywordIndex
+	logger *slog.Logger
+	// loadIndex: the index keeps nothing across restarts (the embedded
+	// one), so Position first fills it from the state.
+	loadIndex bool
+
+	loadMu sync.Mutex
+	loaded bool
+}
+
+// NewKeyword returns the keyword projection writing to index. With
+// loadIndex, the index is filled from state when the projection starts.
+func NewKeyword(state domain.KeywordState, index domain.KeywordIndex, loadIndex bool, logger *slog.Logger) *Keyword {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Keyword{state: state, index: index, logger: logger, loadIndex: loadIndex}
+}
+
+// Name implements Projection.
+func (p *Keyword) Name() string { return KeywordProjectionName }
+
+// Position implements Projection; the engine asks before it feeds events,
+// so this is where an in-process index is loaded.
+func (p *Keyword) Position(ctx context.Context) (uint64, error) {
+	if err := p.Load(ctx); err != nil {
+		return 0, err
+	}
+	return p.state.KeywordCheckpoint(ctx)
+}
+
+// Reset implements Projection.
+func (p *Keyword) Reset(ctx context.Context) error {
+	p.loadMu.Lock()
+	defer p.loadMu.Unlock()
+	if err := p.index.DropAll(ctx); err != nil {
+		return fmt.Errorf("keyword: drop index: %w", err)
+	}
+	if err := p.state.ResetKeyword(ctx); err != nil {
+		return err
+	}
+	p.loaded = true
+	return nil
+}
+
+// Apply implements Projection: the index writes are made before the state
+// and checkpoint commit.
+func (p *Keyword) Apply(ctx context.Context, events []domain.Event) error {
+	if err := p.Load(ctx); err != nil {
+		return err
+	}
+	var w indexWrites
+	return p.state.ApplyKeyword(ctx, events, func(ctx context.Context, tx domain.KeywordStateTx, e domain.Event) error {
+		return p.apply(ctx, tx, e, &w)
+	}, func(ctx context.Context) error { return w.flush(ctx, p.index, nil, p.logger) })
+}
+
+// Load fills an in-process index from the state, once.
+func (p *Keyword) Load(ctx context.Context) error {
+	p.loadMu.Lock()
+	defer p.loadMu.Unlock()
+	if p.loaded || !p.loadIndex {
+		return nil
+	}
+	const batch = 1024
+	docs := make([]domain.KeywordDocument, 0, batch)
+	flush := func() error {
+		err := p.index.UpsertDocuments(ctx, docs...)
+		docs = docs[:0]
+		return err
+	}
+	err := p.state.LoadKeyword(ctx, func(s domain.KeywordSource) error {
+		docs = append(docs, keywordDocument(s))
+		if len(docs) == batch {
+			return flush()
+		}
+		return nil
+	})
+	if err == nil {
+		err = flush()
+	}
+	if err != nil {
+		return fmt.Errorf("keyword: load index: %w", err)
+	}
+	p.loaded = true
+	return nil
+}
+
+func keywordDocument(s domain.KeywordSource) domain.KeywordDocument {
+	return domain.KeywordDocument{
+		MemoryID: s.MemoryID, UserID: s.UserID, AgentID: s.AgentID, Type: s.Type, Tags: s.Tags,
+		CreatedAt: s.CreatedAt, Text: s.Text, Meta: s.Meta, TextHash: memory.TextHash(s.Text + "\x00" + s.Meta),
+	}
+}
+
+func (p *Keyword) apply(ctx context.Context, tx domain.KeywordStateTx, e domain.Event, w *indexWrites) error {
+	switch e.Type {
+	case memory.AgentCreated{}.EventType():
+		var ev memory.AgentCreated
+		if err := e.Decode(&ev); err != nil {
+			return err
+		}
+		return tx.PutAgent(ctx, scopeOf(ev.AgentRef))
+	case memory.MemoryCreated{}.EventType():
+		var ev memory.MemoryCreated
+		if err := e.Decode(&ev); err != nil {
+			return err
+		}
+		return p.created(ctx, tx, ev, w)
+	case memory.MemoryUpdated{}.EventType():
+		var ev memory.MemoryUpdated
+		if err := e.Decode(&ev); err != nil {
+			return err
+		}
+		return p.change(ctx, tx, ev.AgentRef, ev.MemoryID, w, func(memory.Type, json.RawMessage, []string) (json.RawMessage, []string, error) {
+			return ev.Content, ev.Tags, nil
+		})
+	case memory.MemoryPatched{}.EventType():
+		var ev memory.MemoryPatched
+		if err := e.Decode(&ev); err != nil {
+			return err
+		}
+		// A patch names the changed fields only: apply them to the stored
+		// content, as the memories read model does.
+		return p.change(ctx, tx, ev.AgentRef, ev.MemoryID, w, func(t memory.Type, stored json.RawMessage, tags []string) (json.RawMessage, []string, error) {
+			if ev.Tags != nil {
+				tags = *ev.Tags
+			}
+			if ev.Content == nil {
+				return stored, tags, nil
+			}
+			content, err := memory.ApplyContentChanges(t, stored, ev.Content)
+			return content, tags, err
+		})
+	case memory.MemoryForgotten{}.EventType():
+		var ev memory.MemoryForgotten
+		if err := e.Decode(&ev); err != nil {
+			return err
+		}
+		// A forgotten memory is never searchable again, so it leaves the
+		// index entirely; a later update of it finds nothing to re-index.
+		return p.deleted(ctx, tx, ev.AgentRef, ev.MemoryID, w)
+	case memory.MemoryPurged{}.EventType():
+		var ev memory.MemoryPurged
+		if err := e.Decode(&ev); err != nil {
+			return err
+		}
+		return p.deleted(ctx, tx, ev.AgentRef, ev.MemoryID, w)
+	case memory.AgentDeleted{}.EventType():
+		var ev memory.AgentDeleted
+		if err := e.Decode(&ev); err != nil {
+			return err
+		}
+		scope := scopeOf(ev.AgentRef)
+		if err := tx.DeleteAgent(ctx, scope); err != nil {
+			return err
+		}
+		w.do(func(ctx context.Context) error { return p.index.DeleteAgent(ctx, scope) })
+	}
+	return nil
+}
+
+func (p *Keyword) created(ctx context.Context, tx domain.KeywordStateTx, ev memory.MemoryCreated, w *indexWrites) error {
+	if !ev.Type.Searchable() {
+		return nil
+	}
+	scope := scopeOf(ev.AgentRef)
+	if ok, err := tx.AgentExists(ctx, scope); err != nil || !ok {
+		return err // memory events of an agent deleted earlier are ignored
+	}
+	src, err := keywordSource(ev.Type, ev.Content, ev.Tags)
+	if err != nil {
+		return err
+	}
+	src.MemoryID, src.UserID, src.AgentID, src.CreatedAt = ev.MemoryID, ev.UserID, ev.AgentID, ev.CreatedAt
+	inserted, err := tx.InsertSource(ctx, src)
+	if err != nil || !inserted {
+		return err // a duplicate create changes nothing, as in the read model
+	}
+	w.upsertDocs(keywordDocument(src))
+	return nil
+}
+
+// change re-indexes an indexed memory with the content and tags that
+// change computes from its stored ones.
+func (p *Keyword) change(ctx context.Context, tx domain.KeywordStateTx, ref memory.AgentRef, id string, w *indexWrites,
+	change func(t memory.Type, content json.RawMessage, tags []string) (json.RawMessage, []string, error)) error {
+	old, ok, err := tx.Source(ctx, scopeOf(ref), id)
+	if err != nil || !ok {
+		return err // not indexed: a drive, forgotten or purged before
+	}
+	content, tags, err := change(memory.Type(old.Type), old.Content, old.Tags)
+	if err != nil {
+		return err
+	}
+	src, err := keywordSource(memory.Type(old.Type), content, tags)
+	if err != nil {
+		return err
+	}
+	src.MemoryID, src.UserID, src.AgentID, src.CreatedAt = old.MemoryID, old.UserID, old.AgentID, old.CreatedAt
+	if err := tx.UpdateSource(ctx, src); err != nil {
+		return err
+	}
+	w.upsertDocs(keywordDocument(src))
+	return nil
+}
+
+func (p *Keyword) deleted(ctx context.Context, tx domain.KeywordStateTx, ref memory.AgentRef, id string, w *indexWrites) error {
+	scope := scopeOf(ref)
+	deleted, err := tx.DeleteSource(ctx, scope, id)
+	if err != nil || !deleted {
+		return err
+	}
+	w.do(func(ctx context.Context) error { return p.index.DeleteMemory(ctx, scope, id) })
+	return nil
+}
+
+// keywordSource is the indexed text and metadata of a memory's content.
+func keywordSource(t memory.Type, content json.RawMessage, tags []string) (domain.KeywordSource, error) {
+	text, err := memory.IndexedText(t, content)
+	if err != nil {
+		return domain.KeywordSource{}, err
+	}
+	meta, err := memory.IndexedMetadata(t, content, tags)
+	if err != nil {
+		return domain.KeywordSource{}, err
+	}
+	return domain.KeywordSource{Type: string(t), Tags: tags, Content: content, Text: text, Meta: meta}, nil
+}
+
+func scopeOf(ref memory.AgentRef) domain.IndexScope {
+	return domain.IndexScope{UserID: ref.UserID, AgentID: ref.AgentID}
+}

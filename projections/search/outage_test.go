@@ -1,0 +1,87 @@
+package search_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/projections/search"
+	"github.com/engram-memory/engram/projections/search/searchtest"
+)
+
+var errBackendDown = fmt.Errorf("test outage: %w", domain.ErrIndexUnavailable)
+
+// downKeyword and downVectors are the stack's real indexes with queries
+// that fail as a remote index's do while it is down.
+type downKeyword struct{ domain.KeywordIndex }
+
+func (downKeyword) SearchKeyword(context.Context, domain.KeywordQuery) ([]domain.IndexHit, error) {
+	return nil, errBackendDown
+}
+
+type downVectors struct{ domain.VectorIndex }
+
+func (downVectors) SearchVectors(context.Context, domain.VectorQuery) ([]domain.IndexHit, error) {
+	return nil, errBackendDown
+}
+
+// An index that is down fails the modes that need it with 503 and a code
+// naming it; hybrid answers from the other side and says which is
+// missing; with both down hybrid fails too.
+func TestSearchWithAnIndexDown(t *testing.T) {
+	s := searchtest.New(t, searchtest.Options{})
+	note := s.Note(t, "u1", "a", "the harbour crane broke down on Tuesday", nil, t0)
+	keyword, vectors := s.KeywordIndex, s.VectorIndex
+	cases := []struct {
+		name            string
+		keywordDown     bool
+		vectorsDown     bool
+		mode            search.Mode
+		wantCode        string // "" for success
+		wantDegraded    string
+		wantNoteInFound bool
+	}{
+		{"keyword down, keyword mode", true, false, search.ModeKeyword, "keyword_index_unavailable", "", false},
+		{"keyword down, vector mode", true, false, search.ModeVector, "", "", true},
+		{"keyword down, hybrid", true, false, search.ModeHybrid, "", search.DegradedKeywordUnavailable, true},
+		{"vectors down, vector mode", false, true, search.ModeVector, "vector_index_unavailable", "", false},
+		{"vectors down, keyword mode", false, true, search.ModeKeyword, "", "", true},
+		{"vectors down, hybrid", false, true, search.ModeHybrid, "", search.DegradedVectorUnavailable, true},
+		{"both down, hybrid", true, true, search.ModeHybrid, "keyword_index_unavailable", "", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var kw domain.KeywordIndex = keyword
+			var vi domain.VectorIndex = vectors
+			if c.keywordDown {
+				kw = downKeyword{keyword}
+			}
+			if c.vectorsDown {
+				vi = downVectors{vectors}
+			}
+			svc, err := search.New(kw, vi, s.Vectors, search.ProviderEmbedder{Provider: s.Provider}, s.ReadModel, nil, search.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := svc.Search(context.Background(), search.Request{UserID: "u1", AgentID: "a", Query: "harbour crane", Mode: c.mode, Limit: 10})
+			if c.wantCode != "" {
+				de, ok := domain.AsError(err)
+				if !ok || de.Kind != domain.KindIndexUnavailable || de.PublicCode() != c.wantCode || !errors.Is(err, domain.ErrIndexUnavailable) {
+					t.Fatalf("err = %v, want %s (KindIndexUnavailable)", err, c.wantCode)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.Degraded != c.wantDegraded {
+				t.Errorf("degraded = %q, want %q", resp.Degraded, c.wantDegraded)
+			}
+			if got := ids(resp); c.wantNoteInFound && (len(got) == 0 || got[0] != note) {
+				t.Errorf("results %v, want %s first", got, note)
+			}
+		})
+	}
+}
