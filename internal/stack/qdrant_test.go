@@ -36,7 +36,10 @@ func TestQdrantStackServesVectorSearch(t *testing.T) {
 	want := s.Note(t, "u-ann", "claire", "the quarterly budget review moved to thursday", nil, time.Time{})
 	s.Note(t, "u-ann", "claire", "feed the cat before leaving", nil, time.Time{})
 	s.Note(t, "u-bob", "claire", "the quarterly budget review of bob", nil, time.Time{})
-	waitFor(t, func() bool { return s.VectorCount(t, "u-ann", "claire") == 2 })
+	waitFor(t, func() bool {
+		resp, err := s.Search.Search(ctx, search.Request{UserID: "u-ann", AgentID: "claire", Query: "budget", Mode: search.ModeKeyword, Limit: 10})
+		return err == nil && len(resp.Results) == 1 && s.VectorCount(t, "u-ann", "claire") == 2
+	})
 	if len(srv.Collections()) != 1 {
 		t.Fatalf("qdrant collections = %v, want the agent's one space", srv.Collections())
 	}

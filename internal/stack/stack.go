@@ -15,6 +15,7 @@ import (
 	"github.com/engram-memory/engram/commands"
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/infra/datadir"
+	"github.com/engram-memory/engram/infra/meilisearch"
 	"github.com/engram-memory/engram/infra/qdrant"
 	"github.com/engram-memory/engram/infra/sqlite"
 	"github.com/engram-memory/engram/infra/textindex"
@@ -29,10 +30,6 @@ const (
 	Meilisearch = "meilisearch"
 	Qdrant      = "qdrant"
 )
-
-// ErrBackendNotBuilt is returned for a backend this binary does not
-// contain an adapter for yet.
-var ErrBackendNotBuilt = errors.New("not built into this binary yet")
 
 // Indexes chooses the search index backends. Zero values take the
 // embedded indexes.
@@ -181,15 +178,19 @@ func (ix *indexes) close() {
 	}
 }
 
-// openIndexes builds the chosen index adapters. A remote backend's adapter
-// is added here once it is part of the binary; until then choosing it is
-// an error, never a silent fallback. Remote adapters connect lazily, so a
-// stack opens while its index server is down and Backends reports it.
+// openIndexes builds the chosen index adapters. A remote backend that is
+// down is no error here: the stack opens and Backends reports it. Remote
+// indexes keep their contents across restarts, so their projections'
+// checkpoints, not a fill at start, keep them current.
 func openIndexes(ctx context.Context, cfg Indexes) (*indexes, error) {
 	ix := &indexes{}
 	switch cfg.Keyword {
 	case Meilisearch:
-		return nil, fmt.Errorf("--keyword-index %s: %w (use %s)", Meilisearch, ErrBackendNotBuilt, Embedded)
+		ki, err := meilisearch.New(ctx, meilisearch.Config{URL: cfg.MeilisearchURL, APIKey: cfg.MeilisearchAPIKey})
+		if err != nil {
+			return nil, fmt.Errorf("--keyword-index %s: %w", Meilisearch, err)
+		}
+		ix.keyword = ki
 	default:
 		ix.keyword, ix.keywordInProcess = textindex.NewPort(textindex.Options{}, cfg.KeywordSaturation), true
 	}
@@ -200,8 +201,6 @@ func openIndexes(ctx context.Context, cfg Indexes) (*indexes, error) {
 			ix.close()
 			return nil, fmt.Errorf("--vector-index %s: %w", Qdrant, err)
 		}
-		// Qdrant keeps its points across restarts: the projection's
-		// checkpoint, not a fill at start, keeps it current.
 		ix.vectors = vi
 		ix.closers = append(ix.closers, func() { _ = vi.Close() })
 	default:
