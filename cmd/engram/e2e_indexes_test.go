@@ -4,14 +4,17 @@ import (
 	"context"
 	"errors"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/engram-memory/engram/internal/testserver"
 )
 
 // The index backend flags are checked before anything starts: a bad
-// choice or a missing URL is a clear error, and a backend whose adapter
-// this binary does not hold yet says so instead of falling back.
+// choice, a missing URL or one the backend's adapter cannot use is a clear
+// error, never a fallback to the embedded indexes.
 func TestIndexBackendFlags(t *testing.T) {
 	cases := []struct {
 		name string
@@ -25,7 +28,7 @@ func TestIndexBackendFlags(t *testing.T) {
 		{"meilisearch without url", []string{"--keyword-index", "meilisearch"}, nil, "--keyword-index meilisearch needs --meilisearch-url"},
 		{"env twin", nil, []string{"ENGRAM_VECTOR_INDEX=qdrant"}, "--vector-index qdrant needs --qdrant-url"},
 		{"qdrant url of another scheme", []string{"--vector-index", "qdrant", "--qdrant-url", "ftp://127.0.0.1:6334"}, nil, "scheme must be http or https"},
-		{"meilisearch not built", []string{"--keyword-index", "meilisearch", "--meilisearch-url", "http://127.0.0.1:1"}, nil, "not built into this binary yet"},
+		{"meilisearch url of another scheme", []string{"--keyword-index", "meilisearch", "--meilisearch-url", "ftp://127.0.0.1:7700"}, nil, "want http(s)://host[:port]"},
 	}
 	for _, c := range cases {
 		for _, sub := range [][]string{{"serve", "--addr", "127.0.0.1:0"}, {"projections", "rebuild"}} {
@@ -45,5 +48,70 @@ func TestIndexBackendFlags(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// searchResult is the part of a search response these tests read.
+type searchResult struct {
+	Results []struct {
+		ID string `json:"id"`
+	} `json:"results"`
+	Degraded string `json:"degraded"`
+}
+
+func (r searchResult) ids() []string {
+	var ids []string
+	for _, hit := range r.Results {
+		ids = append(ids, hit.ID)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// waitEmbedded polls the memory until its vector is written.
+func waitEmbedded(t *testing.T, base, key, id string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var m struct {
+			Embedding struct{ Status string } `json:"embedding"`
+		}
+		if _, err := call(t, "GET", base+"/v1/memories/"+id, key, nil, &m); err != nil {
+			t.Fatal(err)
+		}
+		if m.Embedding.Status == "embedded" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("memory %s not embedded: %+v", id, m.Embedding)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// runCLIWith runs the binary in the servers' hermetic environment plus env and
+// fails the test unless it succeeds; it returns the combined output.
+func runCLIWith(t *testing.T, env []string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binPath, args...)
+	cmd.Env = append(testserver.Environ(t.TempDir()), env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("engram %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// waitUntil polls cond until it holds, for at most 10s.
+func waitUntil(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 10s")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -1,55 +1,14 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/engram-memory/engram/infra/qdrant/qdranttest"
 	"github.com/engram-memory/engram/internal/testserver"
 )
-
-// searchResult is the part of a search response these tests read.
-type searchResult struct {
-	Results []struct {
-		ID string `json:"id"`
-	} `json:"results"`
-	Degraded string `json:"degraded"`
-}
-
-func (r searchResult) ids() []string {
-	var ids []string
-	for _, hit := range r.Results {
-		ids = append(ids, hit.ID)
-	}
-	slices.Sort(ids)
-	return ids
-}
-
-// waitEmbedded polls the memory until its vector is written.
-func waitEmbedded(t *testing.T, base, key, id string) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		var m struct {
-			Embedding struct{ Status string } `json:"embedding"`
-		}
-		if _, err := call(t, "GET", base+"/v1/memories/"+id, key, nil, &m); err != nil {
-			t.Fatal(err)
-		}
-		if m.Embedding.Status == "embedded" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("memory %s not embedded: %+v", id, m.Embedding)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
 
 // `engram serve --vector-index qdrant` keeps its vectors in Qdrant (here
 // the protocol-level test server): memories written over the API are found
@@ -128,19 +87,4 @@ func TestServeWithQdrant(t *testing.T) {
 	if err != nil || status != 200 || res.Degraded != "vector_unavailable" || fmt.Sprint(res.ids()) != fmt.Sprint(ids) {
 		t.Fatalf("hybrid search with qdrant down: %d %v %+v, want the keyword hits %v, degraded", status, err, res, ids)
 	}
-}
-
-// runCLIWith runs the binary in the servers' hermetic environment plus env and
-// fails the test unless it succeeds; it returns the combined output.
-func runCLIWith(t *testing.T, env []string, args ...string) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, binPath, args...)
-	cmd.Env = append(testserver.Environ(t.TempDir()), env...)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("engram %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
 }
