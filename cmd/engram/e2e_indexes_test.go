@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/engram-memory/engram/infra/meilisearch"
+	"github.com/engram-memory/engram/infra/meilisearch/meilitest"
+	"github.com/engram-memory/engram/infra/qdrant/qdranttest"
 	"github.com/engram-memory/engram/internal/testserver"
 )
 
@@ -113,5 +116,45 @@ func waitUntil(t *testing.T, cond func() bool) {
 			t.Fatal("condition not met within 10s")
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// The scale-out setting, both indexes remote (deploy/compose.yaml): a
+// memory written over the API lands in Qdrant and Meilisearch, and hybrid
+// search finds it through both without degrading.
+func TestServeWithBothRemoteIndexes(t *testing.T) {
+	const qdrantKey, meiliKey = "both-qdrant-key", "both-meili-key"
+	qsrv := qdranttest.Start(t, qdrantKey)
+	msrv := meilitest.New(t, meilitest.Options{APIKey: meiliKey})
+	dataDir := t.TempDir()
+	p := startServer(t, dataDir, []string{"ENGRAM_QDRANT_API_KEY=" + qdrantKey, "ENGRAM_MEILISEARCH_API_KEY=" + meiliKey},
+		"--embed-model", "engram-hash-384", "--vector-index", "qdrant", "--qdrant-url", qsrv.Addr,
+		"--keyword-index", "meilisearch", "--meilisearch-url", msrv.URL)
+	key := testserver.Register(t, p.BaseURL, dataDir, "both@example.com")
+	var created struct {
+		ID string `json:"id"`
+	}
+	if status, err := call(t, "POST", p.BaseURL+"/v1/memories", key, map[string]any{"agent_id": "claire", "type": "note",
+		"content": map[string]string{"content": "the quarterly budget review moved to thursday"}}, &created); err != nil || status != 201 {
+		t.Fatalf("create: %d %v", status, err)
+	}
+	waitEmbedded(t, p.BaseURL, key, created.ID)
+	if _, ok := msrv.Document(meilisearch.DefaultIndexName, created.ID); !ok || len(qsrv.Collections()) != 1 {
+		t.Fatalf("the memory is not in both indexes: meilisearch document %v, qdrant collections %v", ok, qsrv.Collections())
+	}
+	var res struct {
+		Degraded string `json:"degraded"`
+		Results  []struct {
+			ID      string `json:"id"`
+			Explain struct {
+				VectorScore  *float64 `json:"vector_score"`
+				KeywordScore *float64 `json:"keyword_score"`
+			} `json:"explain"`
+		} `json:"results"`
+	}
+	status, err := call(t, "POST", p.BaseURL+"/v1/search", key, map[string]any{"agent_id": "claire", "query": "quarterly budget", "mode": "hybrid", "explain": true}, &res)
+	if err != nil || status != 200 || res.Degraded != "" || len(res.Results) != 1 || res.Results[0].ID != created.ID ||
+		res.Results[0].Explain.VectorScore == nil || res.Results[0].Explain.KeywordScore == nil {
+		t.Fatalf("hybrid search: %d %v %+v, want %s found by both sides", status, err, res, created.ID)
 	}
 }
