@@ -15,6 +15,8 @@ import (
 	"github.com/engram-memory/engram/commands"
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/infra/datadir"
+	"github.com/engram-memory/engram/infra/meilisearch"
+	"github.com/engram-memory/engram/infra/qdrant"
 	"github.com/engram-memory/engram/infra/sqlite"
 	"github.com/engram-memory/engram/infra/textindex"
 	"github.com/engram-memory/engram/infra/vectorindex"
@@ -28,10 +30,6 @@ const (
 	Meilisearch = "meilisearch"
 	Qdrant      = "qdrant"
 )
-
-// ErrBackendNotBuilt is returned for a backend this binary does not
-// contain an adapter for yet.
-var ErrBackendNotBuilt = errors.New("not built into this binary yet")
 
 // Indexes chooses the search index backends. Zero values take the
 // embedded indexes.
@@ -192,20 +190,31 @@ func (ix *indexes) close() {
 	}
 }
 
-// openIndexes builds the chosen index adapters. A remote backend's adapter
-// is added here (infra/meilisearch, infra/qdrant) once it is part of the
-// binary; until then choosing it is an error, never a silent fallback.
-func openIndexes(_ context.Context, cfg Indexes) (*indexes, error) {
+// openIndexes builds the chosen index adapters. A remote backend that is
+// down is no error here: the stack opens and Backends reports it. Remote
+// indexes keep their contents across restarts, so their projections'
+// checkpoints, not a fill at start, keep them current.
+func openIndexes(ctx context.Context, cfg Indexes) (*indexes, error) {
 	ix := &indexes{}
 	switch cfg.Keyword {
 	case Meilisearch:
-		return nil, fmt.Errorf("--keyword-index %s: %w (use %s)", Meilisearch, ErrBackendNotBuilt, Embedded)
+		ki, err := meilisearch.New(ctx, meilisearch.Config{URL: cfg.MeilisearchURL, APIKey: cfg.MeilisearchAPIKey})
+		if err != nil {
+			return nil, fmt.Errorf("--keyword-index %s: %w", Meilisearch, err)
+		}
+		ix.keyword = ki
 	default:
 		ix.keyword, ix.keywordInProcess = textindex.NewPort(textindex.Options{}, cfg.KeywordSaturation), true
 	}
 	switch cfg.Vector {
 	case Qdrant:
-		return nil, fmt.Errorf("--vector-index %s: %w (use %s)", Qdrant, ErrBackendNotBuilt, Embedded)
+		vi, err := qdrant.New(ctx, qdrant.Config{URL: cfg.QdrantURL, APIKey: cfg.QdrantAPIKey})
+		if err != nil {
+			ix.close()
+			return nil, fmt.Errorf("--vector-index %s: %w", Qdrant, err)
+		}
+		ix.vectors = vi
+		ix.closers = append(ix.closers, func() { _ = vi.Close() })
 	default:
 		vi := vectorindex.New(cfg.VectorOptions)
 		ix.vectors, ix.embeddedVectors, ix.vectorsInProcess = vectorindex.NewPort(vi), vi, true

@@ -2,7 +2,6 @@ package stack_test
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -31,23 +30,6 @@ func TestIndexesValidate(t *testing.T) {
 				t.Fatalf("Validate() = %v, want %q", err, c.wantErr)
 			}
 		})
-	}
-}
-
-// A remote backend this binary holds no adapter for is refused before the
-// data dir is touched, never silently replaced by the embedded one.
-func TestOpenRefusesBackendsNotBuiltIn(t *testing.T) {
-	for _, ix := range []stack.Indexes{
-		{Keyword: stack.Meilisearch, MeilisearchURL: "http://127.0.0.1:1"},
-		{Vector: stack.Qdrant, QdrantURL: "http://127.0.0.1:1"},
-	} {
-		st, err := stack.Open(context.Background(), stack.Config{DataDir: t.TempDir(), Indexes: ix})
-		if !errors.Is(err, stack.ErrBackendNotBuilt) {
-			if st != nil {
-				st.Close()
-			}
-			t.Fatalf("%+v: %v, want ErrBackendNotBuilt", ix, err)
-		}
 	}
 }
 
