@@ -270,18 +270,9 @@ func (p *pushPlan) add(ctx context.Context, ev SyncEvent) (kept bool, err error)
 		if err != nil || !known {
 			return false, err // a change of a memory this agent does not have changes nothing
 		}
-		if m.Content, err = memory.NormalizeContent(t, m.Content); err != nil {
+		if m.Content, m.Tags, m.TextHash, err = p.replaceContent(t, m.MemoryID, m.Content, m.Tags); err != nil {
 			return false, err
 		}
-		if m.Tags, err = memory.NormalizeTags("payload.tags", m.Tags); err != nil {
-			return false, err
-		}
-		text, err := memory.IndexedText(t, m.Content)
-		if err != nil {
-			return false, err
-		}
-		m.TextHash = memory.TextHash(text)
-		p.contents[m.MemoryID] = m.Content
 		payload = m
 	case memory.MemoryPatched{}.EventType():
 		var m memory.MemoryPatched
@@ -330,18 +321,9 @@ func (p *pushPlan) add(ctx context.Context, ev SyncEvent) (kept bool, err error)
 			return false, domain.Invalid("payload.strength", "strength must be between 0 and 1")
 		}
 		m.Type = t
-		if m.Content, err = memory.NormalizeContent(t, m.Content); err != nil {
+		if m.Content, m.Tags, m.TextHash, err = p.replaceContent(t, m.MemoryID, m.Content, m.Tags); err != nil {
 			return false, err
 		}
-		if m.Tags, err = memory.NormalizeTags("payload.tags", m.Tags); err != nil {
-			return false, err
-		}
-		text, err := memory.IndexedText(t, m.Content)
-		if err != nil {
-			return false, err
-		}
-		m.TextHash = memory.TextHash(text)
-		p.contents[m.MemoryID] = m.Content
 		payload = m
 	case memory.MemoryProtected{}.EventType(), memory.MemoryUnprotected{}.EventType(),
 		memory.MemoryWeakened{}.EventType(), memory.MemoryVerified{}.EventType():
@@ -455,6 +437,24 @@ func (p *pushPlan) checkCreated(ctx context.Context, m *memory.MemoryCreated) er
 	p.types[m.MemoryID] = m.Type
 	p.contents[m.MemoryID] = m.Content
 	return nil
+}
+
+// replaceContent checks a whole new content and tags of a memory of type t
+// as a write would, and records the content for later patches of this push.
+func (p *pushPlan) replaceContent(t memory.Type, id string, content json.RawMessage, tags []string) (json.RawMessage, []string, string, error) {
+	content, err := memory.NormalizeContent(t, content)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	if tags, err = memory.NormalizeTags("payload.tags", tags); err != nil {
+		return nil, nil, "", err
+	}
+	text, err := memory.IndexedText(t, content)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	p.contents[id] = content
+	return content, tags, memory.TextHash(text), nil
 }
 
 // contentOf is the content of a memory of the agent as this push leaves it
