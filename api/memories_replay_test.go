@@ -11,7 +11,6 @@ import (
 
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/memory"
-	"github.com/engram-memory/engram/infra/sqlite"
 	"github.com/engram-memory/engram/projections"
 )
 
@@ -78,7 +77,7 @@ func TestMemReplayEquivalence(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := s.engine.Rebuild(ctx, sqlite.MemoriesProjection, projections.KeywordProjectionName); err != nil {
+	if err := s.engine.Rebuild(ctx, projections.MemoriesProjectionName, projections.KeywordProjectionName); err != nil {
 		t.Fatal(err)
 	}
 	// The rebuilt keyword index applied the patches field by field too.

@@ -76,7 +76,7 @@ func newAccountsFixture(t *testing.T, usageInterval time.Duration) *accountsFixt
 	}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	f := &accountsFixture{store: sqlite.NewEventStore(db, 20*time.Millisecond), model: sqlite.NewAccounts(db), mail: &capturedMail{}, now: time.Now().UTC()}
-	engine := projections.NewEngine(f.store, logger, f.model)
+	engine := projections.NewEngine(f.store, logger, projections.NewAccounts(f.model))
 	done := make(chan struct{})
 	go func() { engine.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done; db.Close() })

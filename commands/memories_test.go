@@ -38,7 +38,7 @@ func newMemEnv(t *testing.T) *memEnv {
 		t.Fatal(err)
 	}
 	e := &memEnv{store: sqlite.NewEventStore(db, 20*time.Millisecond), readMod: sqlite.NewMemories(db)}
-	engine := projections.NewEngine(e.store, slog.New(slog.DiscardHandler), e.readMod)
+	engine := projections.NewEngine(e.store, slog.New(slog.DiscardHandler), projections.NewMemories(e.readMod))
 	done := make(chan struct{})
 	go func() { defer close(done); _ = engine.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done; db.Close() })

@@ -2,17 +2,14 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
-	"fmt"
 	"time"
 
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/account"
 )
 
-// AccountsProjection names the accounts read model (checkpoint key and
-// `engram projections rebuild accounts`).
-const AccountsProjection = "accounts"
+// accountsCheckpoint keys the accounts read model's checkpoint.
+const accountsCheckpoint = "accounts"
 
 // accountTables are the read model's tables with their primary keys, in
 // export order.
@@ -25,96 +22,75 @@ func accountTables() []exportTable {
 	}
 }
 
-// Accounts is the accounts read model: users, verification tokens, API keys
-// and sessions, folded from the user streams. It implements
-// projections.Projection and answers the queries of commands.
+// Accounts is the accounts read model (account.ReadModel): users,
+// verification tokens, API keys and sessions. It answers the queries of
+// commands.
 type Accounts struct {
 	tableModel
 	// creds caches KeyByHash and SessionByHash; Apply and Reset clear it.
 	creds *credCache
 }
 
+var _ account.ReadModel = (*Accounts)(nil)
+
 // NewAccounts returns the accounts read model stored in db.
 func NewAccounts(db *DB) *Accounts {
-	return &Accounts{tableModel: tableModel{db: db, name: AccountsProjection, tables: accountTables()}, creds: newCredCache()}
+	return &Accounts{tableModel: tableModel{db: db, name: accountsCheckpoint, tables: accountTables()}, creds: newCredCache()}
 }
 
-// Apply implements projections.Projection. The credential cache is
-// cleared once the batch is committed (and also when it fails: the clear
-// is cheap and never wrong), before Apply returns and so before the
-// engine lets anyone wait on the batch.
-func (a *Accounts) Apply(ctx context.Context, events []domain.Event) error {
+// Apply implements account.ReadModel. The credential cache is cleared
+// once the batch is committed (and also when it fails: the clear is cheap
+// and never wrong), before Apply returns and so before the engine lets
+// anyone wait on the batch.
+func (a *Accounts) Apply(ctx context.Context, events []domain.Event, apply func(context.Context, account.ReadModelTx, domain.Event) error) error {
 	defer a.creds.invalidate()
-	return a.db.ApplyEvents(ctx, AccountsProjection, events, func(tx *sql.Tx, e domain.Event) error {
-		p, err := account.Decode(e)
-		if err != nil || p == nil {
-			return err
-		}
-		return applyAccountEvent(ctx, tx, e.Stream, p)
-	}, nil)
+	return applyBatch(ctx, a.db, accountsCheckpoint, events, func(b *batchTx) account.ReadModelTx { return accountsTx{b} }, apply)
 }
 
-// Reset implements projections.Projection.
+// Reset implements account.ReadModel.
 func (a *Accounts) Reset(ctx context.Context) error {
 	defer a.creds.invalidate()
 	return a.tableModel.Reset(ctx)
 }
 
-func applyAccountEvent(ctx context.Context, tx *sql.Tx, stream string, p domain.Payload) error {
-	exec := func(query string, args ...any) error {
-		if _, err := tx.ExecContext(ctx, query, args...); err != nil {
-			return fmt.Errorf("sqlite: accounts: %w", err)
-		}
-		return nil
-	}
-	switch e := p.(type) {
-	case *account.UserRegistered:
-		return exec(`INSERT INTO account_users (user_id, email, stream, created_at) VALUES (?, ?, ?, ?)`,
-			e.UserID, e.Email, stream, dbTime(e.RegisteredAt))
-	case *account.VerificationIssued:
-		return exec(`INSERT INTO account_verification_tokens (token_hash, user_id, issued_at, expires_at) VALUES (?, ?, ?, ?)`,
-			e.TokenHash, e.UserID, dbTime(e.IssuedAt), dbTime(e.ExpiresAt))
-	case *account.UserVerified:
-		if err := exec(`UPDATE account_users SET verified = 1, verified_at = ? WHERE user_id = ?`, dbTime(e.VerifiedAt), e.UserID); err != nil {
-			return err
-		}
-		if err := exec(`UPDATE account_verification_tokens SET used_at = ? WHERE token_hash = ?`, dbTime(e.VerifiedAt), e.TokenHash); err != nil {
-			return err
-		}
-		return insertKey(exec, e.UserID, e.InitialKey)
-	case *account.APIKeyCreated:
-		return insertKey(exec, e.UserID, e.Key)
-	case *account.APIKeyRevoked:
-		return revokeKey(exec, e.KeyID, e.RevokedAt)
-	case *account.APIKeyCycled:
-		if err := revokeKey(exec, e.OldKeyID, e.RevokedAt); err != nil {
-			return err
-		}
-		return insertKey(exec, e.UserID, e.NewKey)
-	case *account.SessionStarted:
-		return exec(`INSERT INTO account_sessions (session_id, user_id, key_id, token_hash, started_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)`,
-			e.SessionID, e.UserID, e.KeyID, e.TokenHash, dbTime(e.StartedAt), dbTime(e.ExpiresAt))
-	case *account.APIKeysUsed:
-		for _, u := range e.Uses {
-			// Keep the latest: batches from several nodes may interleave.
-			if err := exec(`UPDATE account_keys SET last_used_at = ? WHERE key_id = ? AND user_id = ? AND (last_used_at IS NULL OR last_used_at < ?)`,
-				dbTime(u.LastUsedAt), u.KeyID, e.UserID, dbTime(u.LastUsedAt)); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+// accountsTx is account.ReadModelTx over one batch's transaction.
+type accountsTx struct{ *batchTx }
+
+func (t accountsTx) AddUser(ctx context.Context, stream string, u account.UserRegistered) error {
+	return t.run(`INSERT INTO account_users (user_id, email, stream, created_at) VALUES (?, ?, ?, ?)`,
+		u.UserID, u.Email, stream, dbTime(u.RegisteredAt))
 }
 
-func insertKey(exec func(string, ...any) error, userID string, k account.KeyRecord) error {
-	return exec(`INSERT INTO account_keys (key_id, user_id, name, prefix, key_hash, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+func (t accountsTx) AddVerificationToken(ctx context.Context, v account.VerificationIssued) error {
+	return t.run(`INSERT INTO account_verification_tokens (token_hash, user_id, issued_at, expires_at) VALUES (?, ?, ?, ?)`,
+		v.TokenHash, v.UserID, dbTime(v.IssuedAt), dbTime(v.ExpiresAt))
+}
+
+func (t accountsTx) MarkVerified(ctx context.Context, userID, tokenHash string, at time.Time) error {
+	if err := t.run(`UPDATE account_users SET verified = 1, verified_at = ? WHERE user_id = ?`, dbTime(at), userID); err != nil {
+		return err
+	}
+	return t.run(`UPDATE account_verification_tokens SET used_at = ? WHERE token_hash = ?`, dbTime(at), tokenHash)
+}
+
+func (t accountsTx) AddKey(ctx context.Context, userID string, k account.KeyRecord) error {
+	return t.run(`INSERT INTO account_keys (key_id, user_id, name, prefix, key_hash, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
 		k.KeyID, userID, k.Name, k.Prefix, k.KeyHash, dbTime(k.CreatedAt))
 }
 
-// revokeKey deactivates the key and ends the sessions started from it.
-func revokeKey(exec func(string, ...any) error, keyID string, at time.Time) error {
-	if err := exec(`UPDATE account_keys SET revoked_at = ? WHERE key_id = ?`, dbTime(at), keyID); err != nil {
+func (t accountsTx) RevokeKey(ctx context.Context, keyID string, at time.Time) error {
+	if err := t.run(`UPDATE account_keys SET revoked_at = ? WHERE key_id = ?`, dbTime(at), keyID); err != nil {
 		return err
 	}
-	return exec(`UPDATE account_sessions SET ended_at = ? WHERE key_id = ? AND ended_at IS NULL`, dbTime(at), keyID)
+	return t.run(`UPDATE account_sessions SET ended_at = ? WHERE key_id = ? AND ended_at IS NULL`, dbTime(at), keyID)
+}
+
+func (t accountsTx) AddSession(ctx context.Context, s account.SessionStarted) error {
+	return t.run(`INSERT INTO account_sessions (session_id, user_id, key_id, token_hash, started_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)`,
+		s.SessionID, s.UserID, s.KeyID, s.TokenHash, dbTime(s.StartedAt), dbTime(s.ExpiresAt))
+}
+
+func (t accountsTx) KeyUsed(ctx context.Context, userID string, u account.KeyUse) error {
+	return t.run(`UPDATE account_keys SET last_used_at = ? WHERE key_id = ? AND user_id = ? AND (last_used_at IS NULL OR last_used_at < ?)`,
+		dbTime(u.LastUsedAt), u.KeyID, userID, dbTime(u.LastUsedAt))
 }

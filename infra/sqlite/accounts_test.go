@@ -10,6 +10,7 @@ import (
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/account"
 	"github.com/engram-memory/engram/infra/sqlite"
+	"github.com/engram-memory/engram/projections"
 )
 
 // userStreamEvents numbers payloads as one user stream at positions 1…n.
@@ -34,6 +35,7 @@ func TestAccountsReadModel(t *testing.T) {
 	}
 	defer db.Close()
 	m := sqlite.NewAccounts(db)
+	p := projections.NewAccounts(m)
 	t0 := time.Date(2025, 1, 2, 3, 4, 5, 6, time.UTC)
 	k1 := account.KeyRecord{KeyID: "k1", Name: "default", Prefix: "eng_aaaaaaaa", KeyHash: "h1", CreatedAt: t0}
 	k2 := account.KeyRecord{KeyID: "k2", Name: "laptop", Prefix: "eng_bbbbbbbb", KeyHash: "h2", CreatedAt: t0.Add(time.Second)}
@@ -49,11 +51,11 @@ func TestAccountsReadModel(t *testing.T) {
 	)
 	// Redelivery of a batch, or of part of one, changes nothing.
 	for _, batch := range [][]domain.Event{events[:3], events, events[2:], events} {
-		if err := m.Apply(ctx, batch); err != nil {
+		if err := p.Apply(ctx, batch); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if pos, _ := m.Position(ctx); pos != uint64(len(events)) {
+	if pos, _ := p.Position(ctx); pos != uint64(len(events)) {
 		t.Fatalf("checkpoint %d", pos)
 	}
 
@@ -87,7 +89,7 @@ func TestAccountsReadModel(t *testing.T) {
 	if err := m.Reset(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.Apply(ctx, events); err != nil {
+	if err := p.Apply(ctx, events); err != nil {
 		t.Fatal(err)
 	}
 	if err := m.Export(ctx, &after); err != nil {

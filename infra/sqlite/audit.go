@@ -51,8 +51,7 @@ func (a *Audit) Apply(ctx context.Context, events []domain.Event) error {
 			return err
 		}
 		if b == nil || b.tx != tx {
-			bt := newBatchTx(ctx, tx)
-			b = &bt
+			b = newBatchTx(ctx, tx)
 		}
 		exec := func(query string, args ...any) error {
 			if _, err := b.exec(query, args...); err != nil {

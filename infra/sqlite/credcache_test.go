@@ -8,6 +8,7 @@ import (
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/account"
 	"github.com/engram-memory/engram/infra/sqlite"
+	"github.com/engram-memory/engram/projections"
 )
 
 // TestAccountsCredentialCache: KeyByHash and SessionByHash are cached, and
@@ -38,7 +39,7 @@ func TestAccountsCredentialCache(t *testing.T) {
 	)
 	apply := func(batch ...domain.Event) {
 		t.Helper()
-		if err := m.Apply(ctx, batch); err != nil {
+		if err := projections.NewAccounts(m).Apply(ctx, batch); err != nil {
 			t.Fatal(err)
 		}
 	}

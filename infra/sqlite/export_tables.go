@@ -27,12 +27,17 @@ type tableModel struct {
 // Name implements projections.Projection.
 func (m tableModel) Name() string { return m.name }
 
-// Position implements projections.Projection.
-func (m tableModel) Position(ctx context.Context) (uint64, error) {
+// Checkpoint implements domain.ReadModelStore.
+func (m tableModel) Checkpoint(ctx context.Context) (uint64, error) {
 	return m.db.Checkpoint(ctx, m.name)
 }
 
-// Reset implements projections.Projection.
+// Position implements projections.Projection.
+func (m tableModel) Position(ctx context.Context) (uint64, error) {
+	return m.Checkpoint(ctx)
+}
+
+// Reset implements domain.ReadModelStore and projections.Projection.
 func (m tableModel) Reset(ctx context.Context) error {
 	names := make([]string, len(m.tables))
 	for i, t := range m.tables {

@@ -10,6 +10,7 @@ import (
 	"github.com/engram-memory/engram/domain/job"
 	"github.com/engram-memory/engram/domain/memory"
 	"github.com/engram-memory/engram/infra/sqlite"
+	"github.com/engram-memory/engram/projections"
 )
 
 // jobLog appends real events to a SQLite log and feeds them to the jobs
@@ -51,7 +52,7 @@ func (l *jobLog) feed() {
 		l.t.Fatal(err)
 	}
 	for range 2 {
-		if err := l.jobs.Apply(context.Background(), events); err != nil {
+		if err := projections.NewJobs(l.jobs).Apply(context.Background(), events); err != nil {
 			l.t.Fatal(err)
 		}
 	}

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -11,8 +10,8 @@ import (
 	"github.com/engram-memory/engram/domain/memory"
 )
 
-// MemoriesProjection is the name of the memories read model.
-const MemoriesProjection = "memories"
+// memoriesCheckpoint keys the memories read model's checkpoint.
+const memoriesCheckpoint = "memories"
 
 // memoriesTables are the read model's tables with their primary keys, in
 // the order a reset empties them and an export writes them.
@@ -26,56 +25,25 @@ func memoriesTables() []exportTable {
 	}
 }
 
-// Memories is the "memories" read model: agents, their memories, and which
-// memory texts have vectors in which model. It is a projection of the agent
-// streams and answers every memory query, always scoped by user.
-//
-// It also records the version of every agent stream it applied, which the
-// memory commands append at (so they decide on exactly the state they
-// read), and per agent the count and content size of its memories, which
-// the quotas limit.
-//
-// Races between writers that append with ExpectAny (the embedding queue and
-// re-embedding jobs) or wrote logs before expected versions are settled
-// here, in log order, the same way on every replay:
-//   - a second AgentCreated for an agent that exists is ignored (the first
-//     one's model binding wins);
-//   - memory events for an agent that does not exist (it was deleted by an
-//     event earlier in the log) are ignored;
-//   - events for a memory that does not exist (purged) are ignored;
-//   - a MemoryEmbedded whose text_hash is not the memory's current one is
-//     ignored (it embedded a text that a later patch replaced).
+// Memories is the memories read model (memory.ReadModel): agents, their
+// memories, and which memory texts have vectors in which model. It
+// answers every memory query, always scoped by user.
 type Memories struct {
 	tableModel
 }
 
+var _ memory.ReadModel = (*Memories)(nil)
+
 // NewMemories returns the read model over db.
 func NewMemories(db *DB) *Memories {
-	return &Memories{tableModel{db: db, name: MemoriesProjection, tables: memoriesTables()}}
+	return &Memories{tableModel{db: db, name: memoriesCheckpoint, tables: memoriesTables()}}
 }
 
-// Apply implements projections.Projection.
-func (m *Memories) Apply(ctx context.Context, events []domain.Event) error {
-	// A stream's version is recorded once per batch, at its last event.
-	lastOfStream := map[string]uint64{}
-	for _, e := range events {
-		if isAgentEvent(e.Type) {
-			lastOfStream[e.Stream] = e.Position
-		}
-	}
-	var a *memApplier
-	return m.db.ApplyEvents(ctx, MemoriesProjection, events, func(tx *sql.Tx, e domain.Event) error {
-		if a == nil || a.tx != tx {
-			a = &memApplier{batchTx: newBatchTx(ctx, tx), agents: map[memory.AgentRef]bool{}}
-		}
-		if err := a.apply(e); err != nil {
-			return err
-		}
-		if lastOfStream[e.Stream] == e.Position && isAgentEvent(e.Type) {
-			return a.recordStreamVersion(e)
-		}
-		return nil
-	}, nil)
+// Apply implements memory.ReadModel.
+func (m *Memories) Apply(ctx context.Context, events []domain.Event, apply func(context.Context, memory.ReadModelTx, domain.Event) error) error {
+	return applyBatch(ctx, m.db, memoriesCheckpoint, events, func(b *batchTx) memory.ReadModelTx {
+		return &memoriesTx{batchTx: b, agents: map[memory.AgentRef]bool{}}
+	}, apply)
 }
 
 // memTimeLayout is fixed width, so text order is time order.

@@ -9,6 +9,7 @@ import (
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/memory"
 	"github.com/engram-memory/engram/infra/sqlite"
+	"github.com/engram-memory/engram/projections"
 )
 
 // BenchmarkMemoriesApplyBatch measures how the memories read model applies
@@ -18,7 +19,7 @@ import (
 func BenchmarkMemoriesApplyBatch(b *testing.B) {
 	db := openDB(b)
 	store := sqlite.NewEventStore(db, 50*time.Millisecond)
-	rm := sqlite.NewMemories(db)
+	rm := projections.NewMemories(sqlite.NewMemories(db))
 	ctx := context.Background()
 	meta := domain.Metadata{Actor: domain.Actor{Kind: domain.ActorSystem, ID: "bench"}}
 	stream := memory.AgentStream(memAlice.UserID, memAlice.AgentID)

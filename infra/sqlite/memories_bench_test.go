@@ -14,6 +14,7 @@ import (
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/memory"
 	"github.com/engram-memory/engram/infra/sqlite"
+	"github.com/engram-memory/engram/projections"
 )
 
 // BenchmarkHydrate measures the hydration of a search page (10 ids of one
@@ -51,7 +52,7 @@ func BenchmarkHydrate(b *testing.B) {
 			if len(batch) == 0 {
 				return
 			}
-			if err := l.rm.Apply(ctx, batch); err != nil {
+			if err := projections.NewMemories(l.rm).Apply(ctx, batch); err != nil {
 				b.Fatal(err)
 			}
 			l.fed = batch[len(batch)-1].Position

@@ -13,6 +13,7 @@ import (
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/memory"
 	"github.com/engram-memory/engram/infra/sqlite"
+	"github.com/engram-memory/engram/projections"
 )
 
 // memLog appends agent-stream events to a real event log and feeds them to
@@ -57,7 +58,7 @@ func (l *memLog) feedAll() {
 	if len(batch) == 0 {
 		return
 	}
-	if err := l.rm.Apply(context.Background(), batch); err != nil {
+	if err := projections.NewMemories(l.rm).Apply(context.Background(), batch); err != nil {
 		l.t.Fatal(err)
 	}
 	l.fed = batch[len(batch)-1].Position
@@ -256,7 +257,7 @@ func TestMemoriesReadModelRedeliveryAndReplay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l.rm.Apply(ctx, all); err != nil { // redelivered: a no-op
+	if err := projections.NewMemories(l.rm).Apply(ctx, all); err != nil { // redelivered: a no-op
 		t.Fatal(err)
 	}
 	if !bytes.Equal(before, l.export()) {
@@ -265,18 +266,18 @@ func TestMemoriesReadModelRedeliveryAndReplay(t *testing.T) {
 	if err := l.rm.Reset(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if pos, _ := l.rm.Position(ctx); pos != 0 || len(l.export()) != 0 {
+	if pos, _ := l.rm.Checkpoint(ctx); pos != 0 || len(l.export()) != 0 {
 		t.Fatal("reset left state behind")
 	}
 	for i := 0; i < len(all); i += 7 { // replay in other batch sizes
-		if err := l.rm.Apply(ctx, all[i:min(i+7, len(all))]); err != nil {
+		if err := projections.NewMemories(l.rm).Apply(ctx, all[i:min(i+7, len(all))]); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if !bytes.Equal(before, l.export()) {
 		t.Fatalf("replay differs:\n%s\n---\n%s", before, l.export())
 	}
-	if pos, _ := l.rm.Position(ctx); pos != all[len(all)-1].Position {
+	if pos, _ := l.rm.Checkpoint(ctx); pos != all[len(all)-1].Position {
 		t.Errorf("checkpoint %d, want %d", pos, all[len(all)-1].Position)
 	}
 }
@@ -403,7 +404,7 @@ func TestMemoriesReadModelAppliesPatchesFieldByField(t *testing.T) {
 	if err := l.rm.Reset(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.rm.Apply(ctx, all); err != nil {
+	if err := projections.NewMemories(l.rm).Apply(ctx, all); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(before, l.export()) {

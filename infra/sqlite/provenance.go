@@ -31,8 +31,7 @@ func (p *Provenance) Apply(ctx context.Context, events []domain.Event) error {
 	var b *batchTx
 	return p.db.ApplyEvents(ctx, ProvenanceProjection, events, func(tx *sql.Tx, e domain.Event) error {
 		if b == nil || b.tx != tx {
-			bt := newBatchTx(ctx, tx)
-			b = &bt
+			b = newBatchTx(ctx, tx)
 		}
 		exec := func(query string, args ...any) error {
 			if _, err := b.exec(query, args...); err != nil {

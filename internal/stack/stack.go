@@ -89,9 +89,11 @@ type Config struct {
 // Stack is one wired Engram storage and projection stack.
 type Stack struct {
 	// Owner is the data dir's one-writer lock; nil when opened read-only.
-	Owner    *datadir.Lock
-	DB       *sqlite.DB
-	Store    *sqlite.EventStore
+	Owner *datadir.Lock
+	DB    *sqlite.DB
+	Store *sqlite.EventStore
+	// Accounts, Memories and Jobs are the read models' stores, which
+	// answer the commands' queries; their projections feed them.
 	Accounts *sqlite.Accounts
 	Memories *sqlite.Memories
 	Jobs     *sqlite.Jobs
@@ -115,6 +117,7 @@ type Stack struct {
 	Writer          *commands.EventWriter
 	Logger          *slog.Logger
 
+	projections  []projections.Projection
 	closeIndexes func()
 }
 
@@ -168,7 +171,11 @@ func Open(ctx context.Context, cfg Config) (*Stack, error) {
 		Logger:          logger,
 		closeIndexes:    ix.close,
 	}
-	s.Engine = projections.NewEngine(s.Store, logger, s.Projections()...)
+	s.projections = []projections.Projection{
+		projections.NewAccounts(s.Accounts), projections.NewMemories(s.Memories), s.Keyword, s.Vectors,
+		projections.NewJobs(s.Jobs), s.Provenance, s.Audit, s.Suggestions,
+	}
+	s.Engine = projections.NewEngine(s.Store, logger, s.projections...)
 	s.Writer = commands.NewEventWriter(s.Store, s.Engine, cfg.VisibilityTimeout)
 	return s, nil
 }
@@ -225,7 +232,7 @@ func openIndexes(ctx context.Context, cfg Indexes) (*indexes, error) {
 
 // Projections lists every projection, in the order they are rebuilt.
 func (s *Stack) Projections() []projections.Projection {
-	return []projections.Projection{s.Accounts, s.Memories, s.Keyword, s.Vectors, s.Jobs, s.Provenance, s.Audit, s.Suggestions}
+	return s.projections
 }
 
 // Search returns a search service over the stack's indexes.

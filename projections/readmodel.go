@@ -1,0 +1,39 @@
+package projections
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/engram-memory/engram/domain"
+)
+
+// readModel is a projection into a domain.ReadModelStore: apply maps one
+// event to operations on the store's transaction (events the read model
+// does not use map to none). The store applies a delivered batch in one
+// transaction with the checkpoint.
+type readModel[Tx any] struct {
+	name  string
+	store domain.ReadModelStore[Tx]
+	apply func(context.Context, Tx, domain.Event) error
+}
+
+// Name implements Projection.
+func (p *readModel[Tx]) Name() string { return p.name }
+
+// Position implements Projection.
+func (p *readModel[Tx]) Position(ctx context.Context) (uint64, error) {
+	return p.store.Checkpoint(ctx)
+}
+
+// Apply implements Projection.
+func (p *readModel[Tx]) Apply(ctx context.Context, events []domain.Event) error {
+	return p.store.Apply(ctx, events, func(ctx context.Context, tx Tx, e domain.Event) error {
+		if err := p.apply(ctx, tx, e); err != nil {
+			return fmt.Errorf("%s: %s at %d: %w", p.name, e.Type, e.Position, err)
+		}
+		return nil
+	})
+}
+
+// Reset implements Projection.
+func (p *readModel[Tx]) Reset(ctx context.Context) error { return p.store.Reset(ctx) }
