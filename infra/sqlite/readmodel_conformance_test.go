@@ -14,3 +14,7 @@ func TestAccountsConformance(t *testing.T) {
 func TestJobsConformance(t *testing.T) {
 	readmodeltest.RunJobs(t, func(t *testing.T) readmodeltest.Jobs { return sqlite.NewJobs(openDB(t)) })
 }
+
+func TestMemoriesConformance(t *testing.T) {
+	readmodeltest.RunMemories(t, func(t *testing.T) readmodeltest.Memories { return sqlite.NewMemories(openDB(t)) })
+}

@@ -1,0 +1,385 @@
+package readmodeltest
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/domain/memory"
+)
+
+// Memories is a memories read model store with the queries the memory
+// commands and the embedding queue read it by.
+type Memories interface {
+	memory.ReadModel
+	Agent(ctx context.Context, userID, agentID string) (memory.AgentView, bool, error)
+	Memory(ctx context.Context, userID, id string) (memory.View, bool, error)
+	PendingEmbeddings(ctx context.Context, limit int) ([]memory.PendingEmbedding, error)
+	StreamVersion(ctx context.Context, stream string) (int64, error)
+}
+
+type memOp = op[memory.ReadModelTx]
+
+var (
+	alice    = memory.AgentRef{UserID: "u1", AgentID: "a1"}
+	aliceTwo = memory.AgentRef{UserID: "u1", AgentID: "a2"}
+	bob      = memory.AgentRef{UserID: "u2", AgentID: "a1"}
+)
+
+func addAgent(ref memory.AgentRef, model string) memOp {
+	return func(ctx context.Context, tx memory.ReadModelTx) error {
+		return tx.AddAgent(ctx, memory.AgentCreated{AgentRef: ref, EmbeddingModel: model, Dimensions: 4, CreatedAt: t0})
+	}
+}
+
+func note(text string) json.RawMessage {
+	raw, _ := json.Marshal(memory.NoteContent{Content: text})
+	return raw
+}
+
+func newNote(ref memory.AgentRef, id, text string) memory.NewMemory {
+	content := note(text)
+	return memory.NewMemory{
+		MemoryCreated: memory.MemoryCreated{AgentRef: ref, MemoryID: id, Type: memory.Note, Content: content, Tags: []string{"t1"},
+			DerivedFrom: []string{}, CreatedAt: t0, TextHash: memory.TextHash(text)},
+		Vitality: memory.InitialVitality(memory.Note, content, t0),
+	}
+}
+
+func insert(m memory.NewMemory) memOp {
+	return func(ctx context.Context, tx memory.ReadModelTx) error {
+		inserted, err := tx.InsertMemory(ctx, m)
+		if err == nil && !inserted {
+			return errNotInserted
+		}
+		return err
+	}
+}
+
+func embedded(ref memory.AgentRef, id, model, text string) memOp {
+	return func(ctx context.Context, tx memory.ReadModelTx) error {
+		return tx.RecordEmbedding(ctx, ref, id, model, 4, memory.TextHash(text))
+	}
+}
+
+type suiteError string
+
+func (e suiteError) Error() string { return string(e) }
+
+const errNotInserted = suiteError("InsertMemory: a new memory was not inserted")
+
+// RunMemories runs the suite against the stores open returns.
+func RunMemories(t *testing.T, open func(t *testing.T) Memories) {
+	ctx := context.Background()
+	view := func(t *testing.T, s Memories, userID, id string) memory.View {
+		t.Helper()
+		v, found, err := s.Memory(ctx, userID, id)
+		if err != nil || !found {
+			t.Fatalf("memory %s of %s: %v %v", id, userID, found, err)
+		}
+		return v
+	}
+	agent := func(t *testing.T, s Memories, ref memory.AgentRef) memory.AgentView {
+		t.Helper()
+		a, found, err := s.Agent(ctx, ref.UserID, ref.AgentID)
+		if err != nil || !found {
+			t.Fatalf("agent %+v: %v %v", ref, found, err)
+		}
+		return a
+	}
+	pending := func(t *testing.T, s Memories) []string {
+		t.Helper()
+		p, err := s.PendingEmbeddings(ctx, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids := make([]string, len(p))
+		for i, e := range p {
+			ids[i] = e.MemoryID
+		}
+		return ids
+	}
+
+	t.Run("UnitOfWork", unitOfWork[memory.ReadModelTx]{
+		open: func(t *testing.T) domain.ReadModelStore[memory.ReadModelTx] { return open(t) },
+		put: func(ctx context.Context, tx memory.ReadModelTx, i int) error {
+			return addAgent(memory.AgentRef{UserID: "u1", AgentID: id("a", i)}, "m1")(ctx, tx)
+		},
+		seen: func(t *testing.T, s domain.ReadModelStore[memory.ReadModelTx], i int) bool {
+			_, found, err := s.(Memories).Agent(ctx, "u1", id("a", i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return found
+		},
+	}.run)
+
+	t.Run("AgentsFirstBindingWinsAndExistenceFollowsTheBatch", func(t *testing.T) {
+		s := open(t)
+		var seen []bool
+		exists := func(ctx context.Context, tx memory.ReadModelTx) error {
+			ok, err := tx.AgentExists(ctx, alice)
+			seen = append(seen, ok)
+			return err
+		}
+		mustApply(t, s, 1, exists, addAgent(alice, "m1"), exists, addAgent(alice, "m2"),
+			func(ctx context.Context, tx memory.ReadModelTx) error {
+				model, dims, found, err := tx.AgentModel(ctx, alice)
+				if err == nil && (!found || model != "m1" || dims != 4) {
+					t.Errorf("AgentModel = %s/%d %v, want the first binding m1/4", model, dims, found)
+				}
+				return err
+			},
+			func(ctx context.Context, tx memory.ReadModelTx) error { return tx.DeleteAgent(ctx, alice) }, exists)
+		if want := []bool{false, true, false}; len(seen) != 3 || seen[0] != want[0] || seen[1] != want[1] || seen[2] != want[2] {
+			t.Fatalf("AgentExists within one batch = %v, want %v", seen, want)
+		}
+		mustApply(t, s, 8, addAgent(alice, "m2"))
+		if a := agent(t, s, alice); a.EmbeddingModel != "m2" || a.StoredMemories != 0 {
+			t.Fatalf("agent created again after its deletion: %+v", a)
+		}
+	})
+
+	t.Run("InsertMemoryOnceAndReadItBack", func(t *testing.T) {
+		s := open(t)
+		m := newNote(alice, "m-1", "deploy on friday")
+		var again bool
+		mustApply(t, s, 1, addAgent(alice, "m1"), insert(m), func(ctx context.Context, tx memory.ReadModelTx) error {
+			var err error
+			again, err = tx.InsertMemory(ctx, newNote(alice, "m-1", "another text"))
+			return err
+		}, func(ctx context.Context, tx memory.ReadModelTx) error {
+			got, found, err := tx.Memory(ctx, alice, "m-1")
+			if err == nil && (!found || got.Type != memory.Note || string(got.Content) != string(m.Content) || got.Vitality != m.Vitality) {
+				t.Errorf("tx.Memory = %+v %v, want the inserted note", got, found)
+			}
+			if _, found, _ := tx.Memory(ctx, aliceTwo, "m-1"); found {
+				t.Error("tx.Memory finds a memory under another agent")
+			}
+			return err
+		})
+		if again {
+			t.Fatal("InsertMemory of a held id reported inserted")
+		}
+		v := view(t, s, "u1", "m-1")
+		if string(v.Content) != string(m.Content) || v.Version != 1 || v.Forgotten || v.TextHash != m.TextHash ||
+			len(v.Tags) != 1 || v.Tags[0] != "t1" || !v.CreatedAt.Equal(t0) || v.Embedding.Status != memory.StatusPending {
+			t.Fatalf("view: %+v", v)
+		}
+		if _, found, _ := s.Memory(ctx, "u2", "m-1"); found {
+			t.Fatal("another user reads the memory")
+		}
+		if p := pending(t, s); len(p) != 1 || p[0] != "m-1" {
+			t.Fatalf("pending = %v", p)
+		}
+	})
+
+	t.Run("EmbeddingsCountOnlyForTheCurrentTextInTheAgentsModel", func(t *testing.T) {
+		s := open(t)
+		mustApply(t, s, 1, addAgent(alice, "m1"), insert(newNote(alice, "m-1", "v1")),
+			embedded(alice, "m-1", "m1", "stale text"), // a text a patch replaced: ignored
+			embedded(alice, "m-1", "m2", "v1"))         // another model: not what search uses
+		if v := view(t, s, "u1", "m-1"); v.Embedding.Status != memory.StatusPending {
+			t.Fatalf("status = %s, want pending", v.Embedding.Status)
+		}
+		mustApply(t, s, 5, embedded(alice, "m-1", "m1", "v1"), embedded(bob, "m-1", "m1", "v1"))
+		if v := view(t, s, "u1", "m-1"); v.Embedding.Status != memory.StatusEmbedded || v.Version != 1 {
+			t.Fatalf("status = %s version %d, want embedded at version 1", v.Embedding.Status, v.Version)
+		}
+		if p := pending(t, s); len(p) != 0 {
+			t.Fatalf("pending = %v", p)
+		}
+	})
+
+	t.Run("SetContentAndRefreshPending", func(t *testing.T) {
+		s := open(t)
+		at := t0.Add(time.Hour)
+		mustApply(t, s, 1, addAgent(alice, "m1"), insert(newNote(alice, "m-1", "v1")), embedded(alice, "m-1", "m1", "v1"),
+			func(ctx context.Context, tx memory.ReadModelTx) error {
+				return tx.SetContent(ctx, alice, "m-1", note("v2"), nil, memory.TextHash("v2"), at)
+			},
+			func(ctx context.Context, tx memory.ReadModelTx) error { return tx.RefreshPending(ctx, alice, "m-1") })
+		v := view(t, s, "u1", "m-1")
+		if string(v.Content) != string(note("v2")) || v.TextHash != memory.TextHash("v2") || !v.UpdatedAt.Equal(at) || v.Version != 2 ||
+			len(v.Tags) != 1 || v.Embedding.Status != memory.StatusPending {
+			t.Fatalf("after SetContent without tags: %+v", v)
+		}
+		tags := []string{"x", "y"}
+		mustApply(t, s, 6, func(ctx context.Context, tx memory.ReadModelTx) error {
+			return tx.SetContent(ctx, alice, "m-1", note("v1"), &tags, memory.TextHash("v1"), at)
+		}, func(ctx context.Context, tx memory.ReadModelTx) error { return tx.RefreshPending(ctx, alice, "m-1") },
+			func(ctx context.Context, tx memory.ReadModelTx) error { // the wrong agent changes nothing
+				return tx.SetContent(ctx, aliceTwo, "m-1", note("v9"), nil, memory.TextHash("v9"), at)
+			})
+		v = view(t, s, "u1", "m-1")
+		if len(v.Tags) != 2 || v.Version != 3 || string(v.Content) != string(note("v1")) || v.Embedding.Status != memory.StatusEmbedded {
+			t.Fatalf("after SetContent back to v1 with tags (its vector still serves): %+v", v)
+		}
+	})
+
+	t.Run("VitalityVersionsAndVerification", func(t *testing.T) {
+		s := open(t)
+		at := t0.Add(2 * time.Hour)
+		vit := memory.Vitality{Type: memory.Note, Base: 0.25, Since: at, Protected: true}
+		mustApply(t, s, 1, addAgent(alice, "m1"), insert(newNote(alice, "m-1", "v1")),
+			func(ctx context.Context, tx memory.ReadModelTx) error { return tx.SetVitality(ctx, alice, "m-1", vit) },
+			func(ctx context.Context, tx memory.ReadModelTx) error { return tx.CountVersion(ctx, alice, "m-1") },
+			func(ctx context.Context, tx memory.ReadModelTx) error {
+				return tx.CountVerification(ctx, alice, "m-1", at)
+			},
+			func(ctx context.Context, tx memory.ReadModelTx) error {
+				return tx.CountVerification(ctx, bob, "m-1", at)
+			})
+		v := view(t, s, "u1", "m-1")
+		if v.Vitality.Base != 0.25 || !v.Vitality.Since.Equal(at) || !v.Protected || v.Version != 2 || v.VerificationCount != 1 ||
+			v.LastVerifiedAt == nil || !v.LastVerifiedAt.Equal(at) {
+			t.Fatalf("view: %+v", v)
+		}
+	})
+
+	t.Run("ForgetKeepsTheFirstTimeAndRecoverBringsItBack", func(t *testing.T) {
+		s := open(t)
+		first, second := t0.Add(time.Hour), t0.Add(2*time.Hour)
+		forget := func(at time.Time) memOp {
+			return func(ctx context.Context, tx memory.ReadModelTx) error { return tx.Forget(ctx, alice, "m-1", at) }
+		}
+		mustApply(t, s, 1, addAgent(alice, "m1"), insert(newNote(alice, "m-1", "v1")), forget(first), forget(second),
+			func(ctx context.Context, tx memory.ReadModelTx) error {
+				m, _, err := tx.Memory(ctx, alice, "m-1")
+				if err == nil && !m.Vitality.Forgotten {
+					t.Error("tx.Memory of a forgotten memory: Forgotten is false")
+				}
+				return err
+			})
+		v := view(t, s, "u1", "m-1")
+		if !v.Forgotten || v.ForgottenAt == nil || !v.ForgottenAt.Equal(first) || v.Version != 2 {
+			t.Fatalf("forgotten twice: %+v", v)
+		}
+		if p := pending(t, s); len(p) != 0 {
+			t.Fatalf("a forgotten memory is pending: %v", p)
+		}
+		mustApply(t, s, 6, func(ctx context.Context, tx memory.ReadModelTx) error { return tx.Recover(ctx, alice, "m-1") },
+			func(ctx context.Context, tx memory.ReadModelTx) error { return tx.RefreshPending(ctx, alice, "m-1") })
+		if v := view(t, s, "u1", "m-1"); v.Forgotten || v.Embedding.Status != memory.StatusPending {
+			t.Fatalf("recovered: %+v", v)
+		}
+	})
+
+	t.Run("QuotaCountersAndDeleteMemory", func(t *testing.T) {
+		s := open(t)
+		m := newNote(alice, "m-1", "v1")
+		mustApply(t, s, 1, addAgent(alice, "m1"), addAgent(bob, "m1"), insert(m), embedded(alice, "m-1", "m1", "v1"),
+			func(ctx context.Context, tx memory.ReadModelTx) error {
+				return tx.AddToAgent(ctx, alice, 1, int64(len(m.Content)))
+			})
+		if a := agent(t, s, alice); a.StoredMemories != 1 || a.TextBytes != int64(len(m.Content)) {
+			t.Fatalf("counters: %+v", a)
+		}
+		mustApply(t, s, 6, func(ctx context.Context, tx memory.ReadModelTx) error { return tx.DeleteMemory(ctx, bob, "m-1") })
+		view(t, s, "u1", "m-1") // another user's delete changes nothing
+		mustApply(t, s, 7, func(ctx context.Context, tx memory.ReadModelTx) error { return tx.DeleteMemory(ctx, alice, "m-1") },
+			func(ctx context.Context, tx memory.ReadModelTx) error {
+				return tx.AddToAgent(ctx, alice, -1, -int64(len(m.Content)))
+			},
+			// The id inserted again starts without the old vector record.
+			insert(newNote(alice, "m-1", "v1")))
+		if v := view(t, s, "u1", "m-1"); v.Embedding.Status != memory.StatusPending || v.Version != 1 {
+			t.Fatalf("re-inserted after delete: %+v", v)
+		}
+		if a := agent(t, s, alice); a.StoredMemories != 0 || a.TextBytes != 0 {
+			t.Fatalf("counters after delete: %+v", a)
+		}
+	})
+
+	t.Run("ModelSwitchDropsTheOldVectorsRecords", func(t *testing.T) {
+		s := open(t)
+		mustApply(t, s, 1, addAgent(alice, "m1"), addAgent(aliceTwo, "m1"),
+			insert(newNote(alice, "m-1", "v1")), insert(newNote(alice, "m-2", "v2")), insert(newNote(aliceTwo, "m-3", "v3")),
+			embedded(alice, "m-1", "m1", "v1"), embedded(alice, "m-2", "m2", "v2"), embedded(aliceTwo, "m-3", "m1", "v3"),
+			func(ctx context.Context, tx memory.ReadModelTx) error { return tx.DropEmbeddings(ctx, alice, "m1", 4) },
+			func(ctx context.Context, tx memory.ReadModelTx) error { return tx.SetAgentModel(ctx, alice, "m2", 4) },
+			func(ctx context.Context, tx memory.ReadModelTx) error { return tx.RefreshPending(ctx, alice, "") })
+		if a := agent(t, s, alice); a.EmbeddingModel != "m2" {
+			t.Fatalf("agent: %+v", a)
+		}
+		if p := pending(t, s); len(p) != 1 || p[0] != "m-1" {
+			t.Fatalf("pending after the switch = %v, want only m-1 (m-2 has an m2 vector, the other agent is untouched)", p)
+		}
+		mustApply(t, s, 12, func(ctx context.Context, tx memory.ReadModelTx) error { return tx.SetAgentModel(ctx, alice, "m1", 4) },
+			func(ctx context.Context, tx memory.ReadModelTx) error { return tx.RefreshPending(ctx, alice, "") })
+		if p := pending(t, s); len(p) != 2 {
+			t.Fatalf("switching back: pending = %v, want m-1 and m-2 (the m1 records were dropped)", p)
+		}
+	})
+
+	t.Run("DeleteAgentIsScopedToTheAgent", func(t *testing.T) {
+		s := open(t)
+		mustApply(t, s, 1, addAgent(alice, "m1"), addAgent(aliceTwo, "m1"), addAgent(bob, "m1"),
+			insert(newNote(alice, "m-1", "v1")), insert(newNote(aliceTwo, "m-2", "v2")), insert(newNote(bob, "m-3", "v3")),
+			func(ctx context.Context, tx memory.ReadModelTx) error {
+				return tx.PutSettings(ctx, alice, json.RawMessage(`{"lazy_decay":false}`), false, t0)
+			},
+			func(ctx context.Context, tx memory.ReadModelTx) error { return tx.DeleteAgent(ctx, alice) },
+			addAgent(alice, "m1"),
+			func(ctx context.Context, tx memory.ReadModelTx) error {
+				on, err := tx.LazyDecay(ctx, alice)
+				if err == nil && !on {
+					t.Error("the deleted agent's settings survived")
+				}
+				return err
+			})
+		if _, found, _ := s.Memory(ctx, "u1", "m-1"); found {
+			t.Fatal("a deleted agent's memory survived")
+		}
+		view(t, s, "u1", "m-2")
+		view(t, s, "u2", "m-3")
+	})
+
+	t.Run("SettingsAndLazyDecay", func(t *testing.T) {
+		s := open(t)
+		var before, after bool
+		mustApply(t, s, 1, addAgent(alice, "m1"), insert(newNote(alice, "m-1", "v1")),
+			func(ctx context.Context, tx memory.ReadModelTx) (err error) {
+				before, err = tx.LazyDecay(ctx, alice)
+				return
+			},
+			func(ctx context.Context, tx memory.ReadModelTx) error {
+				return tx.PutSettings(ctx, alice, json.RawMessage(`{"lazy_decay":false}`), false, t0)
+			},
+			func(ctx context.Context, tx memory.ReadModelTx) (err error) {
+				after, err = tx.LazyDecay(ctx, alice)
+				return
+			})
+		if !before || after {
+			t.Fatalf("lazy decay before/after settings = %v/%v, want true/false", before, after)
+		}
+		if v := view(t, s, "u1", "m-1"); v.LazyDecay {
+			t.Fatal("the memory view ignores the agent's lazy_decay")
+		}
+	})
+
+	t.Run("StreamVersions", func(t *testing.T) {
+		s := open(t)
+		if v, err := s.StreamVersion(ctx, "agent-x"); err != nil || v != domain.ExpectNoStream {
+			t.Fatalf("unknown stream version = %d %v", v, err)
+		}
+		mustApply(t, s, 1,
+			func(ctx context.Context, tx memory.ReadModelTx) error {
+				return tx.RecordStreamVersion(ctx, "agent-x", 3)
+			},
+			func(ctx context.Context, tx memory.ReadModelTx) error {
+				return tx.RecordStreamVersion(ctx, "agent-x", 7)
+			},
+			func(ctx context.Context, tx memory.ReadModelTx) error {
+				return tx.RecordStreamVersion(ctx, "agent-y", 0)
+			})
+		if v, _ := s.StreamVersion(ctx, "agent-x"); v != 7 {
+			t.Fatalf("stream version = %d, want 7", v)
+		}
+		if v, _ := s.StreamVersion(ctx, "agent-y"); v != 0 {
+			t.Fatalf("stream version = %d, want 0", v)
+		}
+	})
+}
