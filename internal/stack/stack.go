@@ -117,6 +117,7 @@ type Stack struct {
 	Writer          *commands.EventWriter
 	Logger          *slog.Logger
 
+	indexes      Indexes
 	projections  []projections.Projection
 	closeIndexes func()
 }
@@ -169,6 +170,7 @@ func Open(ctx context.Context, cfg Config) (*Stack, error) {
 		VectorIndex:     ix.vectors,
 		EmbeddedVectors: ix.embeddedVectors,
 		Logger:          logger,
+		indexes:         cfg.Indexes,
 		closeIndexes:    ix.close,
 	}
 	s.projections = []projections.Projection{
@@ -235,8 +237,11 @@ func (s *Stack) Projections() []projections.Projection {
 	return s.projections
 }
 
-// Search returns a search service over the stack's indexes.
+// Search returns a search service over the stack's indexes. Hybrid
+// fusion follows the backend pair (search.Fusion, "Per backend pair"):
+// Meilisearch's scores are relative, Qdrant's are the embedded cosines.
 func (s *Stack) Search(embedder search.Embedder, opts search.Options) (*search.Service, error) {
+	opts.RelativeKeywordScores = s.indexes.Keyword == Meilisearch
 	return search.New(s.KeywordIndex, s.VectorIndex, s.Vectors, embedder, s.Memories, s.Logger, opts)
 }
 

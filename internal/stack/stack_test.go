@@ -6,7 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/engram-memory/engram/infra/meilisearch/meilitest"
+	"github.com/engram-memory/engram/infra/qdrant/qdranttest"
 	"github.com/engram-memory/engram/internal/stack"
+	"github.com/engram-memory/engram/projections/search"
 )
 
 func TestIndexesValidate(t *testing.T) {
@@ -57,5 +60,55 @@ func TestEmbeddedStackReportsItsBackends(t *testing.T) {
 	}
 	if _, err := stack.Open(context.Background(), stack.Config{DataDir: dir}); err == nil {
 		t.Fatal("a second writer of the data dir was not refused")
+	}
+}
+
+// Hybrid fusion per backend pair, as the search section of the README
+// documents: a Qdrant vector side keeps the fusion tuned on the embedded
+// indexes (same cosine scores); a Meilisearch keyword side turns the
+// absolute convex combination into per-query min-max with the same
+// weights (its rankingScore is another scale), and leaves the scale-free
+// fusions as they are.
+func TestHybridFusionPerBackendPair(t *testing.T) {
+	meili := meilitest.New(t, meilitest.Options{APIKey: meiliKey})
+	qd := qdranttest.Start(t, qdrantKey)
+	embedded := stack.Indexes{}
+	withMeili := stack.Indexes{Keyword: stack.Meilisearch, MeilisearchURL: meili.URL, MeilisearchAPIKey: meiliKey}
+	withQdrant := stack.Indexes{Vector: stack.Qdrant, QdrantURL: "http://" + qd.Addr, QdrantAPIKey: qdrantKey}
+	both := withMeili
+	both.Vector, both.QdrantURL, both.QdrantAPIKey = withQdrant.Vector, withQdrant.QdrantURL, withQdrant.QdrantAPIKey
+	hash := search.ModelFusion{Fusion: search.FusionConvex, VectorWeight: search.DefaultVectorWeight, KeywordWeight: search.DefaultKeywordWeight}
+	glove := search.DefaultModelFusion()[search.GloVeSIFModel]
+	relative := func(f search.ModelFusion) search.ModelFusion { f.Fusion = search.FusionMinMax; return f }
+	for _, tc := range []struct {
+		name             string
+		indexes          stack.Indexes
+		opts             search.Options
+		wantHash, wantGl search.ModelFusion
+	}{
+		{"embedded+embedded", embedded, search.Options{}, hash, glove},
+		{"embedded+qdrant", withQdrant, search.Options{}, hash, glove},
+		{"meilisearch+embedded", withMeili, search.Options{}, relative(hash), glove},
+		{"meilisearch+qdrant", both, search.Options{}, relative(hash), glove},
+		{"meilisearch+qdrant, rrf asked", both, search.Options{Fusion: search.FusionRRF},
+			search.ModelFusion{Fusion: search.FusionRRF, VectorWeight: search.DefaultVectorWeight, KeywordWeight: search.DefaultKeywordWeight}, glove},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, err := stack.Open(context.Background(), stack.Config{DataDir: t.TempDir(), Indexes: tc.indexes})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			svc, err := st.Search(search.ProviderEmbedder{}, tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := svc.Options().FusionFor("engram-hash-384"); got != tc.wantHash {
+				t.Errorf("engram-hash-384 fusion = %+v, want %+v", got, tc.wantHash)
+			}
+			if got := svc.Options().FusionFor(search.GloVeSIFModel); got != tc.wantGl {
+				t.Errorf("glove-sif-100 fusion = %+v, want %+v", got, tc.wantGl)
+			}
+		})
 	}
 }

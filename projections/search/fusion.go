@@ -50,6 +50,25 @@ import (
 // (DefaultModelFusion): per-query min-max normalisation with wv = 0.15,
 // which beat the best absolute weight (wv = 0.05) on the same split; so
 // for them min_score is relative to the query's candidates (FusionMinMax).
+//
+// # Per backend pair
+//
+// The weights above were tuned on the embedded indexes' scores. Qdrant
+// returns the same cosine similarity as the embedded vector index (mapped
+// to [0, 1] the same way), so a Qdrant vector side keeps every fusion as
+// tuned. Meilisearch's rankingScore is also in [0, 1] but means something
+// else (how well a document fits its ranking rules: matched words, typos,
+// proximity, attribute, exactness), not BM25 saturated at K = 8, so an
+// absolute combination with weights tuned on BM25 would mix two unrelated
+// scales. With Meilisearch as the keyword index (RelativeKeywordScores),
+// FusionConvex therefore becomes FusionMinMax with the same weights: each
+// side is normalised over the query's candidates first, which keeps the
+// tuned balance between the sides whatever either scale is (FusionMinMax
+// and FusionRRF are scale-free already and stay). min_score is then
+// relative to the query's candidates, as for glove-sif-100. These choices
+// are untuned: tuning them needs real Meilisearch and Qdrant servers
+// (their test servers in this repository mimic the protocols, not the
+// relevance), which these machines cannot run.
 type Fusion string
 
 const (
@@ -102,6 +121,10 @@ type Options struct {
 	// weight than a lexical one. Nil takes DefaultModelFusion(); models
 	// not listed use Fusion, VectorWeight and KeywordWeight.
 	Models map[string]ModelFusion
+	// RelativeKeywordScores: the keyword index's scores are not the
+	// embedded BM25's absolute scale (Meilisearch's rankingScore), so
+	// FusionConvex is applied as FusionMinMax (see "Per backend pair").
+	RelativeKeywordScores bool
 }
 
 // ModelFusion is the fusion tuned for one embedding model.
@@ -129,11 +152,24 @@ func DefaultModelFusion() map[string]ModelFusion {
 	}
 }
 
-// forModel is o with model's fusion and weights, when o lists them.
-func (o Options) forModel(model string) Options {
-	if m, ok := o.Models[model]; ok {
-		o.Fusion, o.VectorWeight, o.KeywordWeight = m.Fusion, m.VectorWeight, m.KeywordWeight
+// FusionFor is the fusion hybrid searches of an agent bound to model use:
+// the model's entry in Models, else Fusion and the weights, made
+// scale-free when the keyword scores are relative.
+func (o Options) FusionFor(model string) ModelFusion {
+	f, ok := o.Models[model]
+	if !ok {
+		f = ModelFusion{Fusion: o.Fusion, VectorWeight: o.VectorWeight, KeywordWeight: o.KeywordWeight}
 	}
+	if o.RelativeKeywordScores && f.Fusion == FusionConvex {
+		f.Fusion = FusionMinMax
+	}
+	return f
+}
+
+// forModel is o with the fusion and weights FusionFor(model) gives.
+func (o Options) forModel(model string) Options {
+	f := o.FusionFor(model)
+	o.Fusion, o.VectorWeight, o.KeywordWeight = f.Fusion, f.VectorWeight, f.KeywordWeight
 	return o
 }
 

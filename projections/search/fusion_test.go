@@ -88,6 +88,33 @@ func TestFusionPerModel(t *testing.T) {
 	}
 }
 
+// With relative keyword scores (Meilisearch), an absolute convex fusion is
+// applied as min-max with the same weights, for the defaults and for a
+// model's own entry; the scale-free fusions stay.
+func TestFusionWithRelativeKeywordScores(t *testing.T) {
+	o := mustOptions(t, Options{RelativeKeywordScores: true, Models: map[string]ModelFusion{
+		"convex-model": {Fusion: FusionConvex, VectorWeight: 0.3, KeywordWeight: 0.7},
+		"rrf-model":    {Fusion: FusionRRF},
+	}})
+	for model, want := range map[string]ModelFusion{
+		"engram-hash-384": {Fusion: FusionMinMax, VectorWeight: DefaultVectorWeight, KeywordWeight: DefaultKeywordWeight},
+		"convex-model":    {Fusion: FusionMinMax, VectorWeight: 0.3, KeywordWeight: 0.7},
+		"rrf-model":       {Fusion: FusionRRF, VectorWeight: DefaultVectorWeight, KeywordWeight: DefaultKeywordWeight},
+	} {
+		if got := o.FusionFor(model); got != want {
+			t.Errorf("%s: fusion %+v, want %+v", model, got, want)
+		}
+	}
+	// A keyword score near 1 for every match (as rankingScore gives) no
+	// longer drowns the vector side: the fused order follows min-max.
+	vec, kw := hits("v", 0.9, "k", 0.3), hits("k", 0.99, "w", 0.97)
+	c := o.forModel("convex-model").fuse(ModeHybrid, 50, vec, kw)
+	rank(c)
+	if c[0].hit.ID != "k" || c[1].hit.ID != "v" {
+		t.Errorf("order %s, %s; want k then v", c[0].hit.ID, c[1].hit.ID)
+	}
+}
+
 func TestFusionOptionErrors(t *testing.T) {
 	for name, o := range map[string]Options{
 		"unknown fusion":    {Fusion: "max"},
