@@ -72,7 +72,7 @@ func TestAccountsReplayEquivalence(t *testing.T) {
 		}
 	}
 	head, _ := s.store.Head(ctx)
-	if pos, _ := s.model.Position(ctx); pos != head {
+	if pos, _ := s.model.Checkpoint(ctx); pos != head {
 		t.Fatalf("checkpoint %d after rebuild, head %d", pos, head)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/engram-memory/engram/commands"
 	"github.com/engram-memory/engram/domain/processing"
+	"github.com/engram-memory/engram/projections"
 )
 
 // The raw entries of the golden pipeline run, and what the rule-based
@@ -434,7 +435,7 @@ func TestSuggestionsReplayEquivalence(t *testing.T) {
 	if len(s.exportSuggestions(t)) != 0 {
 		t.Fatal("export after reset is not empty")
 	}
-	if err := s.engine.Rebuild(ctx, s.suggest.Name()); err != nil {
+	if err := s.engine.Rebuild(ctx, projections.SuggestionsProjectionName); err != nil {
 		t.Fatal(err)
 	}
 	s.stopEngine = runInBackground(s.engine.Run)

@@ -36,6 +36,12 @@ func NewAudit(db *DB) *Audit {
 	}}}
 }
 
+// Name implements projections.Projection.
+func (a *Audit) Name() string { return a.name }
+
+// Position implements projections.Projection.
+func (a *Audit) Position(ctx context.Context) (uint64, error) { return a.Checkpoint(ctx) }
+
 // auditRecord is what one event contributes.
 type auditRecord struct {
 	userID, agentID, operation, memoryType, memoryID string

@@ -24,17 +24,9 @@ type tableModel struct {
 	tables []exportTable
 }
 
-// Name implements projections.Projection.
-func (m tableModel) Name() string { return m.name }
-
 // Checkpoint implements domain.ReadModelStore.
 func (m tableModel) Checkpoint(ctx context.Context) (uint64, error) {
 	return m.db.Checkpoint(ctx, m.name)
-}
-
-// Position implements projections.Projection.
-func (m tableModel) Position(ctx context.Context) (uint64, error) {
-	return m.Checkpoint(ctx)
 }
 
 // Reset implements domain.ReadModelStore and projections.Projection.

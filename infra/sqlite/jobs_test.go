@@ -134,7 +134,7 @@ func TestJobsReadModel(t *testing.T) {
 	if err := l.jobs.Reset(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if pos, _ := l.jobs.Position(ctx); pos != 0 {
+	if pos, _ := l.jobs.Checkpoint(ctx); pos != 0 {
 		t.Fatalf("checkpoint after reset: %d", pos)
 	}
 	l.fed = 0

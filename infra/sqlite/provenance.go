@@ -2,75 +2,51 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/memory"
 )
 
-// ProvenanceProjection names the provenance read model.
-const ProvenanceProjection = "provenance"
+// provenanceCheckpoint keys the provenance read model's checkpoint.
+const provenanceCheckpoint = "provenance"
 
-// Provenance is the provenance read model: one edge per derived_from
-// reference (child derived from parent), indexed by child and by parent,
-// so a tree in either direction costs one indexed query per level. Edges
-// of a purged memory, at either end, and of a deleted agent go away.
+// Provenance is the provenance read model (memory.ProvenanceReadModel):
+// one edge per derived_from reference (child derived from parent),
+// indexed by child and by parent, so a tree in either direction costs one
+// indexed query per level.
 type Provenance struct {
 	tableModel
 }
 
+var _ memory.ProvenanceReadModel = (*Provenance)(nil)
+
 // NewProvenance returns the provenance read model stored in db.
 func NewProvenance(db *DB) *Provenance {
-	return &Provenance{tableModel{db: db, name: ProvenanceProjection,
+	return &Provenance{tableModel{db: db, name: provenanceCheckpoint,
 		tables: []exportTable{{name: "provenance_edges", orderBy: "child_id, parent_id"}}}}
 }
 
-// Apply implements projections.Projection.
-func (p *Provenance) Apply(ctx context.Context, events []domain.Event) error {
-	var b *batchTx
-	return p.db.ApplyEvents(ctx, ProvenanceProjection, events, func(tx *sql.Tx, e domain.Event) error {
-		if b == nil || b.tx != tx {
-			b = newBatchTx(ctx, tx)
-		}
-		exec := func(query string, args ...any) error {
-			if _, err := b.exec(query, args...); err != nil {
-				return fmt.Errorf("sqlite: provenance: %w", err)
-			}
-			return nil
-		}
-		switch e.Type {
-		case memory.MemoryCreated{}.EventType():
-			var c memory.MemoryCreated
-			if err := e.Decode(&c); err != nil {
-				return err
-			}
-			refs, err := memory.ParseRefs("derived_from", c.DerivedFrom)
-			if err != nil {
-				return err
-			}
-			for _, r := range refs {
-				if err := exec(`INSERT INTO provenance_edges (user_id, agent_id, child_id, child_type, parent_id, parent_type)
-					VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`, c.UserID, c.AgentID, c.MemoryID, string(c.Type), r.ID, string(r.Type)); err != nil {
-					return err
-				}
-			}
-		case memory.MemoryPurged{}.EventType():
-			var d memory.MemoryPurged
-			if err := e.Decode(&d); err != nil {
-				return err
-			}
-			return exec(`DELETE FROM provenance_edges WHERE user_id = ? AND agent_id = ? AND (child_id = ? OR parent_id = ?)`,
-				d.UserID, d.AgentID, d.MemoryID, d.MemoryID)
-		case memory.AgentDeleted{}.EventType():
-			var d memory.AgentDeleted
-			if err := e.Decode(&d); err != nil {
-				return err
-			}
-			return exec(`DELETE FROM provenance_edges WHERE user_id = ? AND agent_id = ?`, d.UserID, d.AgentID)
-		}
-		return nil
-	}, nil)
+// Apply implements memory.ProvenanceReadModel.
+func (p *Provenance) Apply(ctx context.Context, events []domain.Event, apply func(context.Context, memory.ProvenanceTx, domain.Event) error) error {
+	return applyBatch(ctx, p.db, provenanceCheckpoint, events, func(b *batchTx) memory.ProvenanceTx { return provenanceTx{b} }, apply)
+}
+
+// provenanceTx is memory.ProvenanceTx over one batch's transaction.
+type provenanceTx struct{ *batchTx }
+
+func (t provenanceTx) AddEdge(ctx context.Context, ref memory.AgentRef, child, parent memory.Ref) error {
+	return t.run(`INSERT INTO provenance_edges (user_id, agent_id, child_id, child_type, parent_id, parent_type)
+		VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`, ref.UserID, ref.AgentID, child.ID, string(child.Type), parent.ID, string(parent.Type))
+}
+
+func (t provenanceTx) DeleteEdgesOf(ctx context.Context, ref memory.AgentRef, memoryID string) error {
+	return t.run(`DELETE FROM provenance_edges WHERE user_id = ? AND agent_id = ? AND (child_id = ? OR parent_id = ?)`,
+		ref.UserID, ref.AgentID, memoryID, memoryID)
+}
+
+func (t provenanceTx) DeleteAgentEdges(ctx context.Context, ref memory.AgentRef) error {
+	return t.run(`DELETE FROM provenance_edges WHERE user_id = ? AND agent_id = ?`, ref.UserID, ref.AgentID)
 }
 
 // Sources returns, for each of ids (memories of the user's agent), the

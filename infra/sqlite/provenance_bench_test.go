@@ -9,6 +9,7 @@ import (
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/memory"
 	"github.com/engram-memory/engram/infra/sqlite"
+	"github.com/engram-memory/engram/projections"
 )
 
 // BenchmarkProvenanceTree measures provenance trees served from the edge
@@ -43,7 +44,7 @@ func BenchmarkProvenanceTree(b *testing.B) {
 	for n := range 10000 {
 		add(fmt.Sprintf("note-%05d", n), memory.Note, "raw:unrelated")
 	}
-	if err := prov.Apply(ctx, events); err != nil {
+	if err := projections.NewProvenance(prov).Apply(ctx, events); err != nil {
 		b.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -95,14 +96,14 @@ func BenchmarkCognitionApplyBatch(b *testing.B) {
 			domain.Event{ID: id + "-c", Type: memory.MemoryCreated{}.EventType(), Payload: created},
 			domain.Event{ID: id + "-e", Type: memory.MemoryEmbedded{}.EventType(), Payload: embedded})
 	}
-	for _, name := range []string{sqlite.ProvenanceProjection, sqlite.AuditProjection} {
+	for _, name := range []string{projections.ProvenanceProjectionName, sqlite.AuditProjection} {
 		b.Run(name, func(b *testing.B) {
 			db := openDB(b)
 			var p interface {
 				Apply(context.Context, []domain.Event) error
 			}
-			if name == sqlite.ProvenanceProjection {
-				p = sqlite.NewProvenance(db)
+			if name == projections.ProvenanceProjectionName {
+				p = projections.NewProvenance(sqlite.NewProvenance(db))
 			} else {
 				p = sqlite.NewAudit(db)
 			}

@@ -18,3 +18,11 @@ func TestJobsConformance(t *testing.T) {
 func TestMemoriesConformance(t *testing.T) {
 	readmodeltest.RunMemories(t, func(t *testing.T) readmodeltest.Memories { return sqlite.NewMemories(openDB(t)) })
 }
+
+func TestProvenanceConformance(t *testing.T) {
+	readmodeltest.RunProvenance(t, func(t *testing.T) readmodeltest.Provenance { return sqlite.NewProvenance(openDB(t)) })
+}
+
+func TestSuggestionsConformance(t *testing.T) {
+	readmodeltest.RunSuggestions(t, func(t *testing.T) readmodeltest.Suggestions { return sqlite.NewSuggestions(openDB(t)) })
+}

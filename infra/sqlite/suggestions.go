@@ -9,65 +9,52 @@ import (
 	"time"
 
 	"github.com/engram-memory/engram/domain"
-	"github.com/engram-memory/engram/domain/memory"
 	"github.com/engram-memory/engram/domain/processing"
 )
 
-// SuggestionsProjection is the name of the suggestions read model.
-const SuggestionsProjection = "suggestions"
+// suggestionsCheckpoint keys the suggestions read model's checkpoint.
+const suggestionsCheckpoint = "suggestions"
 
 // Suggestions is the read model of the suggestions processing passes
-// proposed: it finds a suggestion by id for its user, and lists an
-// agent's suggestions by status. Deleting an agent removes its
-// suggestions.
+// proposed (processing.SuggestionsReadModel): it finds a suggestion by id
+// for its user, and lists an agent's suggestions by status.
 type Suggestions struct {
 	tableModel
 }
 
+var _ processing.SuggestionsReadModel = (*Suggestions)(nil)
+
 // NewSuggestions returns the read model over db.
 func NewSuggestions(db *DB) *Suggestions {
-	return &Suggestions{tableModel{db: db, name: SuggestionsProjection, tables: []exportTable{{name: "suggestions", orderBy: "id"}}}}
+	return &Suggestions{tableModel{db: db, name: suggestionsCheckpoint, tables: []exportTable{{name: "suggestions", orderBy: "id"}}}}
 }
 
-// Apply implements projections.Projection.
-func (s *Suggestions) Apply(ctx context.Context, events []domain.Event) error {
-	return s.db.ApplyEvents(ctx, SuggestionsProjection, events, func(tx *sql.Tx, e domain.Event) error {
-		exec := func(query string, args ...any) error {
-			if _, err := tx.ExecContext(ctx, query, args...); err != nil {
-				return fmt.Errorf("sqlite: suggestions: %w", err)
-			}
-			return nil
-		}
-		switch e.Type {
-		case processing.SuggestionCreated{}.EventType():
-			var p processing.SuggestionCreated
-			if err := e.Decode(&p); err != nil {
-				return err
-			}
-			sources, err := json.Marshal(p.Sources)
-			if err != nil {
-				return err
-			}
-			return exec(`INSERT INTO suggestions (id, user_id, agent_id, transition, memory_type, content, confidence, sources, status, fingerprint, created_at, expires_at, reason, promoted_to)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '') ON CONFLICT (id) DO NOTHING`,
-				p.SuggestionID, p.UserID, p.AgentID, string(p.Transition), p.MemoryType, string(p.Content), p.Confidence, string(sources),
-				string(processing.Pending), p.Fingerprint, dbTime(p.CreatedAt), dbTime(p.ExpiresAt), processing.LintReason(p.LintFailure))
-		case processing.SuggestionResolved{}.EventType():
-			var p processing.SuggestionResolved
-			if err := e.Decode(&p); err != nil {
-				return err
-			}
-			return exec(`UPDATE suggestions SET status = ?, resolved_at = ?, reason = ?, promoted_to = ? WHERE id = ? AND user_id = ? AND status = 'pending'`,
-				string(p.Status), dbTime(p.ResolvedAt), p.Reason, p.PromotedTo, p.SuggestionID, p.UserID)
-		case memory.AgentDeleted{}.EventType():
-			var p memory.AgentDeleted
-			if err := e.Decode(&p); err != nil {
-				return err
-			}
-			return exec(`DELETE FROM suggestions WHERE user_id = ? AND agent_id = ?`, p.UserID, p.AgentID)
-		}
-		return nil
-	}, nil)
+// Apply implements processing.SuggestionsReadModel.
+func (s *Suggestions) Apply(ctx context.Context, events []domain.Event, apply func(context.Context, processing.SuggestionsTx, domain.Event) error) error {
+	return applyBatch(ctx, s.db, suggestionsCheckpoint, events, func(b *batchTx) processing.SuggestionsTx { return suggestionsTx{b} }, apply)
+}
+
+// suggestionsTx is processing.SuggestionsTx over one batch's transaction.
+type suggestionsTx struct{ *batchTx }
+
+func (t suggestionsTx) AddSuggestion(ctx context.Context, p processing.SuggestionCreated) error {
+	sources, err := json.Marshal(p.Sources)
+	if err != nil {
+		return err
+	}
+	return t.run(`INSERT INTO suggestions (id, user_id, agent_id, transition, memory_type, content, confidence, sources, status, fingerprint, created_at, expires_at, reason, promoted_to)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '') ON CONFLICT (id) DO NOTHING`,
+		p.SuggestionID, p.UserID, p.AgentID, string(p.Transition), p.MemoryType, string(p.Content), p.Confidence, string(sources),
+		string(processing.Pending), p.Fingerprint, dbTime(p.CreatedAt), dbTime(p.ExpiresAt), processing.LintReason(p.LintFailure))
+}
+
+func (t suggestionsTx) Resolve(ctx context.Context, p processing.SuggestionResolved) error {
+	return t.run(`UPDATE suggestions SET status = ?, resolved_at = ?, reason = ?, promoted_to = ? WHERE id = ? AND user_id = ? AND status = 'pending'`,
+		string(p.Status), dbTime(p.ResolvedAt), p.Reason, p.PromotedTo, p.SuggestionID, p.UserID)
+}
+
+func (t suggestionsTx) DeleteAgentSuggestions(ctx context.Context, userID, agentID string) error {
+	return t.run(`DELETE FROM suggestions WHERE user_id = ? AND agent_id = ?`, userID, agentID)
 }
 
 const suggestionColumns = `id, agent_id, transition, memory_type, content, confidence, sources, status, fingerprint, created_at, expires_at, resolved_at, reason, promoted_to`

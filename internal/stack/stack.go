@@ -99,7 +99,8 @@ type Stack struct {
 	Jobs     *sqlite.Jobs
 	// Suggestions, Provenance and Audit are the stack cognition read
 	// models: processing suggestions, the derived_from edges both ways,
-	// and the audit trail.
+	// and the audit trail (Audit is its own projection; the others are
+	// fed by theirs).
 	Suggestions *sqlite.Suggestions
 	Provenance  *sqlite.Provenance
 	Audit       *sqlite.Audit
@@ -175,7 +176,7 @@ func Open(ctx context.Context, cfg Config) (*Stack, error) {
 	}
 	s.projections = []projections.Projection{
 		projections.NewAccounts(s.Accounts), projections.NewMemories(s.Memories), s.Keyword, s.Vectors,
-		projections.NewJobs(s.Jobs), s.Provenance, s.Audit, s.Suggestions,
+		projections.NewJobs(s.Jobs), projections.NewProvenance(s.Provenance), s.Audit, projections.NewSuggestions(s.Suggestions),
 	}
 	s.Engine = projections.NewEngine(s.Store, logger, s.projections...)
 	s.Writer = commands.NewEventWriter(s.Store, s.Engine, cfg.VisibilityTimeout)
