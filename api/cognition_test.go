@@ -629,10 +629,10 @@ func TestCogReplayEquivalence(t *testing.T) {
 			t.Fatalf("export lacks %s: the scenario did not run", want)
 		}
 	}
-	engine := projections.NewEngine(s.store, slog.New(slog.DiscardHandler), projections.NewMemories(sqlite.NewMemories(s.db)), projections.NewProvenance(sqlite.NewProvenance(s.db)), sqlite.NewAudit(s.db))
+	engine := projections.NewEngine(s.store, slog.New(slog.DiscardHandler), projections.NewMemories(sqlite.NewMemories(s.db)), projections.NewProvenance(sqlite.NewProvenance(s.db)), projections.NewAudit(sqlite.NewAudit(s.db)))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := engine.Rebuild(ctx, projections.MemoriesProjectionName, projections.ProvenanceProjectionName, sqlite.AuditProjection); err != nil {
+	if err := engine.Rebuild(ctx, projections.MemoriesProjectionName, projections.ProvenanceProjectionName, projections.AuditProjectionName); err != nil {
 		t.Fatal(err)
 	}
 	if replayed := exportAll(); !bytes.Equal(incremental, replayed) {

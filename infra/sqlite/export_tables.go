@@ -15,8 +15,8 @@ type exportTable struct {
 	orderBy string
 }
 
-// tableModel is the plumbing every SQLite read model shares: its name (the
-// checkpoint key), and its tables, which Reset empties and Export writes in
+// tableModel is the plumbing every SQLite read model store shares: its
+// checkpoint key, and its tables, which Reset empties and Export writes in
 // the order given.
 type tableModel struct {
 	db     *DB
@@ -29,7 +29,7 @@ func (m tableModel) Checkpoint(ctx context.Context) (uint64, error) {
 	return m.db.Checkpoint(ctx, m.name)
 }
 
-// Reset implements domain.ReadModelStore and projections.Projection.
+// Reset implements domain.ReadModelStore.
 func (m tableModel) Reset(ctx context.Context) error {
 	names := make([]string, len(m.tables))
 	for i, t := range m.tables {

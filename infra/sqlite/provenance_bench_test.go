@@ -96,7 +96,7 @@ func BenchmarkCognitionApplyBatch(b *testing.B) {
 			domain.Event{ID: id + "-c", Type: memory.MemoryCreated{}.EventType(), Payload: created},
 			domain.Event{ID: id + "-e", Type: memory.MemoryEmbedded{}.EventType(), Payload: embedded})
 	}
-	for _, name := range []string{projections.ProvenanceProjectionName, sqlite.AuditProjection} {
+	for _, name := range []string{projections.ProvenanceProjectionName, projections.AuditProjectionName} {
 		b.Run(name, func(b *testing.B) {
 			db := openDB(b)
 			var p interface {
@@ -105,7 +105,7 @@ func BenchmarkCognitionApplyBatch(b *testing.B) {
 			if name == projections.ProvenanceProjectionName {
 				p = projections.NewProvenance(sqlite.NewProvenance(db))
 			} else {
-				p = sqlite.NewAudit(db)
+				p = projections.NewAudit(sqlite.NewAudit(db))
 			}
 			next := uint64(0)
 			for b.Loop() {

@@ -26,3 +26,7 @@ func TestProvenanceConformance(t *testing.T) {
 func TestSuggestionsConformance(t *testing.T) {
 	readmodeltest.RunSuggestions(t, func(t *testing.T) readmodeltest.Suggestions { return sqlite.NewSuggestions(openDB(t)) })
 }
+
+func TestAuditConformance(t *testing.T) {
+	readmodeltest.RunAudit(t, func(t *testing.T) readmodeltest.Audit { return sqlite.NewAudit(openDB(t)) })
+}

@@ -99,8 +99,7 @@ type Stack struct {
 	Jobs     *sqlite.Jobs
 	// Suggestions, Provenance and Audit are the stack cognition read
 	// models: processing suggestions, the derived_from edges both ways,
-	// and the audit trail (Audit is its own projection; the others are
-	// fed by theirs).
+	// and the audit trail.
 	Suggestions *sqlite.Suggestions
 	Provenance  *sqlite.Provenance
 	Audit       *sqlite.Audit
@@ -176,7 +175,7 @@ func Open(ctx context.Context, cfg Config) (*Stack, error) {
 	}
 	s.projections = []projections.Projection{
 		projections.NewAccounts(s.Accounts), projections.NewMemories(s.Memories), s.Keyword, s.Vectors,
-		projections.NewJobs(s.Jobs), projections.NewProvenance(s.Provenance), s.Audit, projections.NewSuggestions(s.Suggestions),
+		projections.NewJobs(s.Jobs), projections.NewProvenance(s.Provenance), projections.NewAudit(s.Audit), projections.NewSuggestions(s.Suggestions),
 	}
 	s.Engine = projections.NewEngine(s.Store, logger, s.projections...)
 	s.Writer = commands.NewEventWriter(s.Store, s.Engine, cfg.VisibilityTimeout)

@@ -1,0 +1,225 @@
+package projections
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/domain/account"
+	"github.com/engram-memory/engram/domain/audit"
+	"github.com/engram-memory/engram/domain/memory"
+	"github.com/engram-memory/engram/domain/stack"
+)
+
+// AuditProjectionName names the audit read model.
+const AuditProjectionName = "audit"
+
+// NewAudit returns the projection of the log into the audit trail: one
+// entry per auditable event, keyed by log position. An agent's entries go
+// with the agent when it is deleted; the deletion itself is an
+// account-level entry. Vectors (MemoryEmbedded) and the coalesced key-use
+// counters are not audited: they record no decision.
+func NewAudit(store audit.ReadModel) Projection {
+	return &readModel[audit.ReadModelTx]{name: AuditProjectionName, store: store, apply: applyAuditEvent}
+}
+
+// auditRecord is what one event contributes.
+type auditRecord struct {
+	userID, agentID, operation, memoryType, memoryID string
+	details                                          any
+}
+
+func applyAuditEvent(ctx context.Context, tx audit.ReadModelTx, e domain.Event) error {
+	rec, ok, err := auditOf(e)
+	if err != nil || !ok {
+		return err
+	}
+	switch {
+	case e.Type == memory.MemoryCreated{}.EventType():
+		if err := tx.RememberMemoryType(ctx, rec.memoryID, rec.memoryType); err != nil {
+			return err
+		}
+	case rec.memoryID != "" && rec.memoryType == "":
+		typ, found, err := tx.MemoryType(ctx, rec.memoryID)
+		if err != nil || !found {
+			return err // a memory of a deleted agent, or never created: nothing to audit
+		}
+		rec.memoryType = typ
+	case e.Type == memory.AgentDeleted{}.EventType():
+		if err := tx.DeleteAgent(ctx, rec.userID, rec.details.(map[string]string)["agent_id"]); err != nil {
+			return err
+		}
+	}
+	details, err := json.Marshal(rec.details)
+	if err != nil {
+		return err
+	}
+	return tx.AddEntry(ctx, e.Position, rec.userID, audit.Entry{
+		ID: e.ID, At: e.Time, Operation: rec.operation, AgentID: rec.agentID, MemoryType: rec.memoryType, MemoryID: rec.memoryID,
+		Actor: string(e.Actor.Kind) + ":" + e.Actor.ID, Details: details,
+	})
+}
+
+// auditOf derives the entry of an event; ok is false for events that are
+// not audited.
+func auditOf(e domain.Event) (rec auditRecord, ok bool, err error) {
+	decode := func(v any) error {
+		if err := e.Decode(v); err != nil {
+			return fmt.Errorf("audit: decode %s: %w", e.Type, err)
+		}
+		return nil
+	}
+	mem := func(ref memory.AgentRef, op string, typ memory.Type, id string, details any) (auditRecord, bool, error) {
+		if details == nil {
+			details = map[string]any{}
+		}
+		return auditRecord{userID: ref.UserID, agentID: ref.AgentID, operation: op, memoryType: string(typ), memoryID: id, details: details}, true, nil
+	}
+	acct := func(userID, op string, details any) (auditRecord, bool, error) {
+		return auditRecord{userID: userID, operation: op, details: details}, true, nil
+	}
+	switch e.Type {
+	case memory.AgentCreated{}.EventType():
+		var p memory.AgentCreated
+		if err := decode(&p); err != nil {
+			return rec, false, err
+		}
+		return mem(p.AgentRef, "agent_created", "", "", map[string]any{"embedding_model": p.EmbeddingModel, "dimensions": p.Dimensions})
+	case memory.MemoryCreated{}.EventType():
+		var p memory.MemoryCreated
+		if err := decode(&p); err != nil {
+			return rec, false, err
+		}
+		return mem(p.AgentRef, "create", p.Type, p.MemoryID, map[string]any{"derived_from": nonNil(p.DerivedFrom)})
+	case memory.MemoryPatched{}.EventType():
+		var p memory.MemoryPatched
+		if err := decode(&p); err != nil {
+			return rec, false, err
+		}
+		fields := make([]string, 0, len(p.Content))
+		for f := range p.Content {
+			fields = append(fields, f)
+		}
+		slices.Sort(fields)
+		return mem(p.AgentRef, "update", "", p.MemoryID, map[string]any{"content_fields": fields, "tags_changed": p.Tags != nil})
+	case memory.MemoryUpdated{}.EventType():
+		var p memory.MemoryUpdated
+		if err := decode(&p); err != nil {
+			return rec, false, err
+		}
+		return mem(p.AgentRef, "update", "", p.MemoryID, nil)
+	case memory.MemoryForgotten{}.EventType():
+		var p memory.MemoryForgotten
+		if err := decode(&p); err != nil {
+			return rec, false, err
+		}
+		return mem(p.AgentRef, "forget", "", p.MemoryID, nil)
+	case memory.MemoryPurged{}.EventType():
+		var p memory.MemoryPurged
+		if err := decode(&p); err != nil {
+			return rec, false, err
+		}
+		return mem(p.AgentRef, "purge", "", p.MemoryID, nil)
+	case memory.MemoryRecovered{}.EventType():
+		var p memory.MemoryRecovered
+		if err := decode(&p); err != nil {
+			return rec, false, err
+		}
+		return mem(p.AgentRef, "recover", p.Type, p.MemoryID, map[string]any{"strength": p.Strength})
+	case memory.MemoryProtected{}.EventType():
+		var p memory.MemoryProtected
+		if err := decode(&p); err != nil {
+			return rec, false, err
+		}
+		return mem(p.AgentRef, "protect", "", p.MemoryID, nil)
+	case memory.MemoryUnprotected{}.EventType():
+		var p memory.MemoryUnprotected
+		if err := decode(&p); err != nil {
+			return rec, false, err
+		}
+		return mem(p.AgentRef, "unprotect", "", p.MemoryID, map[string]any{"strength": p.Strength})
+	case memory.MemoryWeakened{}.EventType():
+		var p memory.MemoryWeakened
+		if err := decode(&p); err != nil {
+			return rec, false, err
+		}
+		return mem(p.AgentRef, "weaken", "", p.MemoryID, map[string]any{"by": p.By, "strength": p.Strength, "reason": p.Reason})
+	case memory.MemoryVerified{}.EventType():
+		var p memory.MemoryVerified
+		if err := decode(&p); err != nil {
+			return rec, false, err
+		}
+		return mem(p.AgentRef, "verify", "", p.MemoryID, map[string]any{"strength": p.Strength, "reason": p.Reason})
+	case memory.AgentModelSwitched{}.EventType():
+		var p memory.AgentModelSwitched
+		if err := decode(&p); err != nil {
+			return rec, false, err
+		}
+		return mem(p.AgentRef, "model_switched", "", "", map[string]any{"model": p.Model, "dimensions": p.Dimensions, "job_id": p.JobID})
+	case stack.SettingsChanged{}.EventType():
+		var p stack.SettingsChanged
+		if err := decode(&p); err != nil {
+			return rec, false, err
+		}
+		return mem(p.AgentRef, "settings_changed", "", "", map[string]any{"changed": p.Changed, "settings": p.Settings})
+	case memory.AgentDeleted{}.EventType():
+		var p memory.AgentDeleted
+		if err := decode(&p); err != nil {
+			return rec, false, err
+		}
+		return acct(p.UserID, "agent_deleted", map[string]string{"agent_id": p.AgentID})
+	case account.TypeUserRegistered:
+		var p account.UserRegistered
+		if err := decode(&p); err != nil {
+			return rec, false, err
+		}
+		return acct(p.UserID, "register", map[string]any{})
+	case account.TypeVerificationIssued:
+		var p account.VerificationIssued
+		if err := decode(&p); err != nil {
+			return rec, false, err
+		}
+		return acct(p.UserID, "verification_issued", map[string]any{"expires_at": p.ExpiresAt})
+	case account.TypeUserVerified:
+		var p account.UserVerified
+		if err := decode(&p); err != nil {
+			return rec, false, err
+		}
+		return acct(p.UserID, "email_verified", map[string]any{"key_id": p.InitialKey.KeyID, "prefix": p.InitialKey.Prefix})
+	case account.TypeAPIKeyCreated:
+		var p account.APIKeyCreated
+		if err := decode(&p); err != nil {
+			return rec, false, err
+		}
+		return acct(p.UserID, "key_created", map[string]any{"key_id": p.Key.KeyID, "name": p.Key.Name, "prefix": p.Key.Prefix})
+	case account.TypeAPIKeyRevoked:
+		var p account.APIKeyRevoked
+		if err := decode(&p); err != nil {
+			return rec, false, err
+		}
+		return acct(p.UserID, "key_revoked", map[string]any{"key_id": p.KeyID})
+	case account.TypeAPIKeyCycled:
+		var p account.APIKeyCycled
+		if err := decode(&p); err != nil {
+			return rec, false, err
+		}
+		return acct(p.UserID, "key_cycled", map[string]any{"old_key_id": p.OldKeyID, "key_id": p.NewKey.KeyID, "prefix": p.NewKey.Prefix})
+	case account.TypeSessionStarted:
+		var p account.SessionStarted
+		if err := decode(&p); err != nil {
+			return rec, false, err
+		}
+		return acct(p.UserID, "session_started", map[string]any{"session_id": p.SessionID, "key_id": p.KeyID, "expires_at": p.ExpiresAt})
+	}
+	return rec, false, nil
+}
+
+// nonNil is list, or an empty list for nil (so details show [] not null).
+func nonNil(list []string) []string {
+	if list == nil {
+		return []string{}
+	}
+	return list
+}
