@@ -49,12 +49,13 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 		return nil, fmt.Errorf("--durability: %w", err)
 	}
 	st, err := stack.Open(ctx, stack.Config{
-		DataDir: cfg.DataDir, SQLite: sqlite.Options{Durability: durability}, Indexes: cfg.Indexes, Logger: logger,
+		DataDir: cfg.DataDir, SQLite: sqlite.Options{Durability: durability}, EventStore: cfg.EventStore, Indexes: cfg.Indexes, Logger: logger,
 	})
 	if err != nil {
 		return nil, err
 	}
-	logger.Info("event log opened", "data_dir", cfg.DataDir, "durability", durability,
+	// The event store URL is never logged: it may carry a password.
+	logger.Info("event log opened", "event_store", cmp.Or(cfg.EventStore.Backend, stack.SQLiteLog), "data_dir", cfg.DataDir, "durability", durability,
 		"keyword_index", cmp.Or(cfg.Indexes.Keyword, stack.Embedded), "vector_index", cmp.Or(cfg.Indexes.Vector, stack.Embedded))
 	a := &app{logger: logger, stack: st}
 	writer := st.Writer
@@ -139,7 +140,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 		return nil, err
 	}
 
-	a.sync = commands.NewSync(commands.SyncDeps{Writer: writer, Log: st.Store, Reader: st.Memories, Owners: st.Memories, DefaultModel: catalog.DefaultModel()})
+	a.sync = commands.NewSync(commands.SyncDeps{Writer: writer, Log: st.SyncLog, Reader: st.Memories, Owners: st.Memories, DefaultModel: catalog.DefaultModel()})
 	a.memories, a.embeddings, a.searcher, a.catalog = memories, embeddings, searcher, catalog
 	processor, err := newProcessor(cfg)
 	if err != nil {

@@ -57,6 +57,7 @@ type serveConfig struct {
 	PprofAddr         string
 	Quotas            memory.Quotas
 	Indexes           stack.Indexes
+	EventStore        stack.EventStore
 }
 
 func serveFlags(cfg *serveConfig) *flag.FlagSet {
@@ -97,6 +98,7 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.IntVar(&cfg.Quotas.AgentsPerUser, "quota-agents-per-user", memory.DefaultAgentsPerUser, "agents one user may have (0: no limit)")
 	fs.Int64Var(&cfg.Quotas.TextBytesPerUser, "quota-text-bytes-per-user", memory.DefaultTextBytesPerUser, "bytes of memory content one user may store (0: no limit)")
 	indexFlags(fs, &cfg.Indexes)
+	eventStoreFlags(fs, &cfg.EventStore)
 	return fs
 }
 
@@ -115,6 +117,12 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	cfg.fillFromStandardEnv()
 	readIndexKeys(&cfg.Indexes)
 	if err := cfg.Indexes.Validate(); err != nil {
+		return err
+	}
+	if err := checkEventStoreSecret(args, cfg.EventStore); err != nil {
+		return err
+	}
+	if err := cfg.EventStore.Validate(); err != nil {
 		return err
 	}
 	logger, err := newLogger(stderr, cfg.LogLevel, cfg.LogFormat)
