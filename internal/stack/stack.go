@@ -167,6 +167,8 @@ type Stack struct {
 
 	closeIndexes func()
 	closeLog     func()
+	// sharedLog: other nodes append to the log too.
+	sharedLog bool
 }
 
 // eventLog is the opened event store and what closes it.
@@ -271,6 +273,7 @@ func Open(ctx context.Context, cfg Config) (*Stack, error) {
 		Logger:          logger,
 		closeIndexes:    ix.close,
 		closeLog:        log.close,
+		sharedLog:       cfg.EventStore.Shared(),
 	}
 	s.Engine = projections.NewEngine(s.Store, logger, s.Projections()...)
 	s.Writer = commands.NewEventWriter(s.Store, s.Engine, cfg.VisibilityTimeout)
@@ -330,6 +333,27 @@ func openIndexes(ctx context.Context, cfg Indexes) (*indexes, error) {
 // Projections lists every projection, in the order they are rebuilt.
 func (s *Stack) Projections() []projections.Projection {
 	return []projections.Projection{s.Accounts, s.Memories, s.Keyword, s.Vectors, s.Jobs, s.Provenance, s.Audit, s.Suggestions}
+}
+
+// SharedLog reports whether other nodes append to this stack's log.
+func (s *Stack) SharedLog() bool { return s.sharedLog }
+
+// CredentialsCurrent returns once the accounts read model has applied the
+// log up to its head as of the call: with a shared log, a key revoked (or
+// created) on another node is then seen here. It costs one read of the
+// head (the last entry of the log's primary key) and, when another node
+// wrote meanwhile, the wait for this node's accounts projection. With a
+// log of its own the node took every write and waited for it, so it
+// returns at once.
+func (s *Stack) CredentialsCurrent(ctx context.Context) error {
+	if !s.sharedLog {
+		return nil
+	}
+	head, err := s.Store.Head(ctx)
+	if err != nil {
+		return err
+	}
+	return s.Engine.WaitForProjections(ctx, head, s.Accounts.Name())
 }
 
 // Search returns a search service over the stack's indexes.
