@@ -57,7 +57,7 @@ func runTests(m *testing.M) int {
 
 // cluster is n nodes over one fresh PostgreSQL database.
 type cluster struct {
-	t     *testing.T
+	t     testing.TB
 	dbURL string
 	args  []string
 	nodes []*testserver.Server
@@ -65,7 +65,7 @@ type cluster struct {
 
 // startCluster starts n nodes with the given extra serve flags. The log's
 // URL reaches them in ENGRAM_EVENT_STORE_URL, as a deployment passes it.
-func startCluster(t *testing.T, n int, args ...string) *cluster {
+func startCluster(t testing.TB, n int, args ...string) *cluster {
 	t.Helper()
 	c := &cluster{t: t, dbURL: pg.Database(t), args: args}
 	c.nodes = make([]*testserver.Server, n)
