@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -14,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/engram-memory/engram/api"
 	"github.com/engram-memory/engram/domain/memory"
 	"github.com/engram-memory/engram/infra/llm"
 	"github.com/engram-memory/engram/internal/loopback"
@@ -57,6 +59,12 @@ type serveConfig struct {
 	PprofAddr         string
 	Quotas            memory.Quotas
 	Indexes           stack.Indexes
+	EventStore        stack.EventStore
+	NodeID            string
+	ConsistencyWait   time.Duration
+	JobLeaseTimeout   time.Duration
+	JobBatchSize      int
+	JobBatchDelay     time.Duration
 }
 
 func serveFlags(cfg *serveConfig) *flag.FlagSet {
@@ -97,6 +105,12 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.IntVar(&cfg.Quotas.AgentsPerUser, "quota-agents-per-user", memory.DefaultAgentsPerUser, "agents one user may have (0: no limit)")
 	fs.Int64Var(&cfg.Quotas.TextBytesPerUser, "quota-text-bytes-per-user", memory.DefaultTextBytesPerUser, "bytes of memory content one user may store (0: no limit)")
 	indexFlags(fs, &cfg.Indexes)
+	eventStoreFlags(fs, &cfg.EventStore)
+	fs.StringVar(&cfg.NodeID, "node-id", "", "this node's name in the events of the re-embedding jobs it holds; a node restarted under the same name resumes its jobs at once (default HOST/ADDR, distinct per node of one host)")
+	fs.DurationVar(&cfg.ConsistencyWait, "consistency-wait", api.DefaultConsistencyWait, "longest a request waits for this node to apply what its Engram-Consistency-Token names (or, over a shared log, the credential changes of other nodes) before 503 not_yet_consistent")
+	fs.DurationVar(&cfg.JobLeaseTimeout, "job-lease-timeout", 5*time.Minute, "how long a running re-embedding job may go without progress before another node takes it over (its node died)")
+	fs.IntVar(&cfg.JobBatchSize, "job-batch-size", 128, "memories a re-embedding job embeds and records per step")
+	fs.DurationVar(&cfg.JobBatchDelay, "job-batch-delay", 0, "pause between two steps of a re-embedding job, to throttle it")
 	return fs
 }
 
@@ -115,6 +129,12 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	cfg.fillFromStandardEnv()
 	readIndexKeys(&cfg.Indexes)
 	if err := cfg.Indexes.Validate(); err != nil {
+		return err
+	}
+	if err := checkEventStoreSecret(args, cfg.EventStore); err != nil {
+		return err
+	}
+	if err := cfg.EventStore.Validate(); err != nil {
 		return err
 	}
 	logger, err := newLogger(stderr, cfg.LogLevel, cfg.LogFormat)
@@ -176,6 +196,17 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 // requests, let in-flight ones finish (their writes are durable before they
 // are acknowledged), flush buffered usage, stop projections, close storage.
 func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
+	// Bound first: the default node id names the address actually bound
+	// (--addr 127.0.0.1:0 picks a port), distinct per node of one host.
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+	}
+	defer ln.Close()
+	if cfg.NodeID == "" {
+		host, _ := os.Hostname()
+		cfg.NodeID = cmp.Or(host, "engram") + "/" + ln.Addr().String()
+	}
 	a, err := newApp(ctx, cfg, logger)
 	if err != nil {
 		return err
@@ -190,10 +221,6 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 		defer stop()
 	}
 
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
-	}
 	ln = newLimitListener(ln, cfg.MaxConnections)
 	srv := &http.Server{
 		Handler:           a.handler,
