@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -55,19 +56,24 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (domain.Ac
 		return domain.Actor{}, domain.Errorf(domain.KindUnauthorized, "missing bearer credential: send Authorization: Bearer <api key or session token>")
 	}
 	ip := clientIP(r)
-	if !s.ipLimits.hasToken(w, ip) {
-		return domain.Actor{}, rateLimited()
+	if ok, err := s.ipLimits.hasToken(r.Context(), w, ip); err != nil || !ok {
+		return domain.Actor{}, cmp.Or(err, rateLimited())
+	}
+	if err := s.awaitCredentials(r.Context()); err != nil {
+		return domain.Actor{}, err
 	}
 	actor, err := s.cfg.Auth.Authenticate(r.Context(), credential)
 	if err != nil {
 		if domain.ErrorKind(err) == domain.KindUnauthorized {
-			s.ipLimits.allow(w, ip)
+			if _, limitErr := s.ipLimits.allow(r.Context(), w, ip); limitErr != nil {
+				return domain.Actor{}, limitErr
+			}
 			err = fmt.Errorf("%w: %w", errBadCredential, err)
 		}
 		return domain.Actor{}, err
 	}
-	if !s.userLimits.allow(w, string(actor.Kind)+":"+actor.ID) {
-		return domain.Actor{}, rateLimited()
+	if ok, err := s.userLimits.allow(r.Context(), w, string(actor.Kind)+":"+actor.ID); err != nil || !ok {
+		return domain.Actor{}, cmp.Or(err, rateLimited())
 	}
 	return actor, nil
 }
@@ -76,8 +82,8 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (domain.Ac
 // account endpoints.
 func (s *Server) limitByIP(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !s.ipLimits.allow(w, clientIP(r)) {
-			s.fail(w, r, rateLimited())
+		if ok, err := s.ipLimits.allow(r.Context(), w, clientIP(r)); err != nil || !ok {
+			s.fail(w, r, cmp.Or(err, rateLimited()))
 			return
 		}
 		next.ServeHTTP(w, r)

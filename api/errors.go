@@ -29,6 +29,7 @@ var statusByKind = map[domain.Kind]int{
 	domain.KindTimeout:             http.StatusRequestTimeout,
 	domain.KindProviderUnavailable: http.StatusServiceUnavailable,
 	domain.KindIndexUnavailable:    http.StatusServiceUnavailable,
+	domain.KindNotYetConsistent:    http.StatusServiceUnavailable,
 	domain.KindInternal:            http.StatusInternalServerError,
 }
 

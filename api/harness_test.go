@@ -55,7 +55,7 @@ type stack struct {
 
 	wired    *engstack.Stack // storage, indexes, projections, engine
 	db       *sqlite.DB
-	store    *sqlite.EventStore
+	store    domain.EventStore
 	model    *sqlite.Accounts // the accounts read model
 	memories *sqlite.Memories
 	vectors  *projections.Vectors
@@ -102,6 +102,9 @@ type stackOptions struct {
 	bodyReadTimeout time.Duration
 	writeTimeout    time.Duration
 	maxInFlight     int
+	// consistencyWait bounds the wait for a consistency token (zero:
+	// api.DefaultConsistencyWait).
+	consistencyWait time.Duration
 	// fixedAuth authenticates the fixed bearer strings aliceKey and bobKey
 	// instead of account credentials.
 	fixedAuth bool
@@ -318,6 +321,8 @@ func (s *stack) wire(c *embed.Catalog, rc commands.RunnerConfig) {
 		Projections:     func() any { return s.engine.Status() },
 		Pipeline:        s.pipeline,
 		Cognition:       api.CognitionService{Memories: s.memCmds, Cognition: cognition},
+		Visibility:      s.engine,
+		ConsistencyWait: s.opts.consistencyWait,
 	}).Handler()
 	s.handler.Store(&h)
 }

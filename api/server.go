@@ -36,6 +36,21 @@ type Config struct {
 	// Projections reports the projections' positions and delivery
 	// metrics (any JSON value), shown on /readyz.
 	Projections func() any
+	// Visibility lets a request wait for a consistency token from another
+	// node (see ConsistencyTokenHeader), at most ConsistencyWait
+	// (0: DefaultConsistencyWait). Nil: a single node, whose writes are
+	// visible before they are answered, so tokens need no wait.
+	Visibility      Visibility
+	ConsistencyWait time.Duration
+	// CredentialsCurrent, when set, returns once this node's credential
+	// read model includes every change in the shared log up to its head at
+	// the call (several nodes over one log); authentication waits for it,
+	// at most ConsistencyWait. Nil: one node, whose own writes are the
+	// only ones.
+	CredentialsCurrent func(ctx context.Context) error
+	// RateBuckets, when set, keeps the rate-limit buckets in a store every
+	// node shares; nil keeps them in process.
+	RateBuckets RateBuckets
 
 	Auth       Authenticator
 	Accounts   Accounts
@@ -63,15 +78,15 @@ func New(cfg Config) *Server {
 	return &Server{
 		cfg:        cfg,
 		logger:     cfg.Logger,
-		userLimits: newLimiterSet(cfg.UserRateLimit),
-		ipLimits:   newLimiterSet(cfg.IPRateLimit),
+		userLimits: newLimiterSet(cfg.UserRateLimit, "credential:", cfg.RateBuckets),
+		ipLimits:   newLimiterSet(cfg.IPRateLimit, "ip:", cfg.RateBuckets),
 	}
 }
 
 // Handler returns the routed HTTP handler.
 func (s *Server) Handler() http.Handler {
 	r := chi.NewRouter()
-	r.Use(withRequestID, withAccessLog(s.logger), s.withIOBounds, s.limitInFlight)
+	r.Use(withRequestID, withAccessLog(s.logger), s.withIOBounds, s.limitInFlight, s.withConsistency)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, domain.Errorf(domain.KindNotFound, "no such endpoint: %s %s", r.Method, r.URL.Path))
 	})

@@ -61,8 +61,10 @@ func (w *EventWriter) Append(ctx context.Context, stream string, expected int64,
 	return res, w.Await(ctx, res.LastPosition)
 }
 
-// Await waits until position is visible to every read model.
+// Await waits until position is visible to every read model. Every write
+// passes here, so this is where ctx's PositionTracker learns its position.
 func (w *EventWriter) Await(ctx context.Context, position uint64) error {
+	observePosition(ctx, position)
 	// The write is already durable; keep waiting even if the client left,
 	// but never forever.
 	waitCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.timeout)

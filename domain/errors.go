@@ -28,6 +28,9 @@ const (
 	// (the error's code names which: keyword_index_unavailable or
 	// vector_index_unavailable).
 	KindIndexUnavailable Kind = "index_unavailable"
+	// KindNotYetConsistent: this node has not yet applied the write a
+	// request's consistency token names (another node took it).
+	KindNotYetConsistent Kind = "not_yet_consistent"
 	KindInternal         Kind = "internal"
 )
 

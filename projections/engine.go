@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -218,14 +219,17 @@ func (e *Engine) fail(name string, err error) {
 	st.Error = err.Error()
 }
 
-// lowest returns the smallest position any projection has reached, and a
-// channel closed at the next change.
-func (e *Engine) lowest() (uint64, <-chan struct{}) {
+// lowest returns the smallest position the named projections (all when
+// none are named) have reached, and a channel closed at the next change.
+func (e *Engine) lowest(names []string) (uint64, <-chan struct{}) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var low uint64
 	first := true
 	for _, p := range e.projections {
+		if len(names) > 0 && !slices.Contains(names, p.Name()) {
+			continue
+		}
 		if pos := e.positions[p.Name()]; first || pos < low {
 			low, first = pos, false
 		}
@@ -236,8 +240,14 @@ func (e *Engine) lowest() (uint64, <-chan struct{}) {
 // WaitFor blocks until every projection has applied the event at position,
 // so a write is visible to every read that follows (read-your-writes).
 func (e *Engine) WaitFor(ctx context.Context, position uint64) error {
+	return e.WaitForProjections(ctx, position)
+}
+
+// WaitForProjections blocks until the named projections (all when none
+// are named) have applied the event at position.
+func (e *Engine) WaitForProjections(ctx context.Context, position uint64, names ...string) error {
 	for {
-		low, changed := e.lowest()
+		low, changed := e.lowest(names)
 		if low >= position {
 			return nil
 		}

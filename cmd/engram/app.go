@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/engram-memory/engram/api"
 	"github.com/engram-memory/engram/commands"
@@ -15,6 +16,7 @@ import (
 	"github.com/engram-memory/engram/infra/embed"
 	"github.com/engram-memory/engram/infra/llm"
 	"github.com/engram-memory/engram/infra/mail"
+	"github.com/engram-memory/engram/infra/postgres"
 	"github.com/engram-memory/engram/infra/sqlite"
 	"github.com/engram-memory/engram/internal/stack"
 	"github.com/engram-memory/engram/projections/search"
@@ -49,12 +51,13 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 		return nil, fmt.Errorf("--durability: %w", err)
 	}
 	st, err := stack.Open(ctx, stack.Config{
-		DataDir: cfg.DataDir, SQLite: sqlite.Options{Durability: durability}, Indexes: cfg.Indexes, Logger: logger,
+		DataDir: cfg.DataDir, SQLite: sqlite.Options{Durability: durability}, EventStore: cfg.EventStore, Indexes: cfg.Indexes, Logger: logger,
 	})
 	if err != nil {
 		return nil, err
 	}
-	logger.Info("event log opened", "data_dir", cfg.DataDir, "durability", durability,
+	// The event store URL is never logged: it may carry a password.
+	logger.Info("event log opened", "event_store", cmp.Or(cfg.EventStore.Backend, stack.SQLiteLog), "data_dir", cfg.DataDir, "durability", durability,
 		"keyword_index", cmp.Or(cfg.Indexes.Keyword, stack.Embedded), "vector_index", cmp.Or(cfg.Indexes.Vector, stack.Embedded))
 	a := &app{logger: logger, stack: st}
 	writer := st.Writer
@@ -109,7 +112,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 		a.close(ctx)
 		return nil, err
 	}
-	runner := commands.NewJobRunner(writer, st.Jobs, st.Memories, catalog, commands.RunnerConfig{Queue: queue, Logger: logger})
+	runner := commands.NewJobRunner(writer, st.Jobs, st.Memories, catalog, commands.RunnerConfig{ID: cfg.NodeID, LeaseTimeout: cfg.JobLeaseTimeout, Queue: queue, Logger: logger})
 	a.runInBackground(runner.Run)
 	embeddings := commands.NewEmbeddings(commands.EmbeddingsDeps{
 		Catalog: catalog, Memories: st.Memories, Jobs: st.Jobs, Similar: searcher, Writer: writer, Runner: runner,
@@ -139,7 +142,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 		return nil, err
 	}
 
-	a.sync = commands.NewSync(commands.SyncDeps{Writer: writer, Log: st.Store, Reader: st.Memories, Owners: st.Memories, DefaultModel: catalog.DefaultModel()})
+	a.sync = commands.NewSync(commands.SyncDeps{Writer: writer, Log: st.SyncLog, Reader: st.Memories, Owners: st.Memories, DefaultModel: catalog.DefaultModel()})
 	a.memories, a.embeddings, a.searcher, a.catalog = memories, embeddings, searcher, catalog
 	processor, err := newProcessor(cfg)
 	if err != nil {
@@ -154,6 +157,12 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 		return nil, err
 	}
 
+	var rateBuckets api.RateBuckets
+	if st.Postgres != nil {
+		shared := postgres.NewRateBuckets(st.Postgres)
+		rateBuckets = shared
+		a.runInBackground(func(ctx context.Context) error { return pruneRateBuckets(ctx, shared, cfg, logger) })
+	}
 	srv := api.New(api.Config{
 		Logger:        logger,
 		MaxBodyBytes:  cfg.MaxBodyBytes,
@@ -174,10 +183,41 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 		Sync:            a.sync,
 		Pipeline:        pipeline,
 		Cognition:       api.CognitionService{Memories: memories, Cognition: cognition},
+
+		Visibility:         st.Engine,
+		ConsistencyWait:    cfg.ConsistencyWait,
+		CredentialsCurrent: st.CredentialsCurrent,
+		RateBuckets:        rateBuckets,
 	})
 	a.pipeline, a.cognition = pipeline, cognition
 	a.handler = caughtUp.gate(srv.Handler())
 	return a, nil
+}
+
+// pruneRateBuckets drops, every few minutes, the shared rate-limit buckets
+// idle long enough to be full again (which is the same as none).
+func pruneRateBuckets(ctx context.Context, buckets *postgres.RateBuckets, cfg serveConfig, logger *slog.Logger) error {
+	idle := time.Hour
+	for _, l := range []struct {
+		perSecond float64
+		burst     int
+	}{{cfg.RateLimit, cfg.RateBurst}, {cfg.IPRateLimit, cfg.IPRateBurst}} {
+		if l.perSecond > 0 {
+			idle = max(idle, 2*time.Duration(float64(l.burst)/l.perSecond*float64(time.Second)))
+		}
+	}
+	tick := time.NewTicker(5 * time.Minute)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+			if err := buckets.Prune(ctx, idle); err != nil && ctx.Err() == nil {
+				logger.Warn("pruning rate-limit buckets failed", "error", err)
+			}
+		}
+	}
 }
 
 // runInBackground runs a component until the app closes; its final work

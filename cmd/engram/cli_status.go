@@ -132,7 +132,7 @@ func (c *cli) stackCounts(ctx context.Context, out *statusJSON) error {
 		return err
 	}
 	defer st.close()
-	version, err := st.app.stack.Store.StreamVersion(ctx, memory.AgentStream(localUserID, st.name))
+	version, err := st.app.stack.Memories.StreamVersion(ctx, memory.AgentStream(localUserID, st.name))
 	if err != nil {
 		return err
 	}

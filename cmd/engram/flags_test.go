@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"strings"
 	"testing"
 )
 
@@ -64,3 +65,37 @@ func TestParseFlagsEnvTwinsAndErrors(t *testing.T) {
 type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+func TestEventStoreURLPasswordOnlyFromTheEnvironment(t *testing.T) {
+	cases := []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		wantErr bool
+	}{
+		{"no password on the command line", []string{"--event-store", "postgres", "--event-store-url", "postgres://engram@db/engram"}, nil, false},
+		{"password in the URL on the command line", []string{"--event-store-url", "postgres://engram:hunter2@db/engram"}, nil, true},
+		{"password parameter on the command line", []string{"--event-store-url", "postgres://engram@db/engram?password=hunter2"}, nil, true},
+		{"password in a DSN on the command line", []string{"--event-store-url", "host=db user=engram password=hunter2"}, nil, true},
+		{"password in ENGRAM_EVENT_STORE_URL", nil, map[string]string{"ENGRAM_EVENT_STORE_URL": "postgres://engram:hunter2@db/engram"}, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			for k, v := range c.env {
+				t.Setenv(k, v)
+			}
+			var cfg serveConfig
+			fs := serveFlags(&cfg)
+			if err := parseFlags(fs, c.args); err != nil {
+				t.Fatal(err)
+			}
+			err := checkEventStoreSecret(c.args, cfg.EventStore)
+			if (err != nil) != c.wantErr {
+				t.Fatalf("checkEventStoreSecret = %v, want error %v", err, c.wantErr)
+			}
+			if err != nil && strings.Contains(err.Error(), "hunter2") {
+				t.Fatalf("the error repeats the password: %v", err)
+			}
+		})
+	}
+}

@@ -27,6 +27,8 @@ func projectionsCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 	dataDir := fs.String("data-dir", filepath.Join(engramHome(), "server"), "data directory (rebuild: of a stopped server)")
 	var indexes stack.Indexes
 	indexFlags(fs, &indexes)
+	var eventStore stack.EventStore
+	eventStoreFlags(fs, &eventStore)
 	// Flags may come before or after the projection name.
 	var names []string
 	rest := args[1:]
@@ -41,13 +43,16 @@ func projectionsCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 		rest = fs.Args()[1:]
 	}
 	readIndexKeys(&indexes)
+	if err := checkEventStoreSecret(args, eventStore); err != nil {
+		return err
+	}
 	logger, err := newLogger(stderr, "warn", "text")
 	if err != nil {
 		return err
 	}
 	// status only reads, so it works beside a live server; rebuild writes
 	// every projection and needs the data dir to itself.
-	st, err := stack.Open(ctx, stack.Config{DataDir: *dataDir, SQLite: sqlite.Options{ReadOnly: sub == "status"}, Indexes: indexes, Logger: logger})
+	st, err := stack.Open(ctx, stack.Config{DataDir: *dataDir, SQLite: sqlite.Options{ReadOnly: sub == "status"}, EventStore: eventStore, Indexes: indexes, Logger: logger})
 	if err != nil {
 		return err
 	}

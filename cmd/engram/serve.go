@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -14,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/engram-memory/engram/api"
 	"github.com/engram-memory/engram/domain/memory"
 	"github.com/engram-memory/engram/infra/llm"
 	"github.com/engram-memory/engram/internal/loopback"
@@ -57,6 +59,10 @@ type serveConfig struct {
 	PprofAddr         string
 	Quotas            memory.Quotas
 	Indexes           stack.Indexes
+	EventStore        stack.EventStore
+	NodeID            string
+	ConsistencyWait   time.Duration
+	JobLeaseTimeout   time.Duration
 }
 
 func serveFlags(cfg *serveConfig) *flag.FlagSet {
@@ -97,6 +103,10 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.IntVar(&cfg.Quotas.AgentsPerUser, "quota-agents-per-user", memory.DefaultAgentsPerUser, "agents one user may have (0: no limit)")
 	fs.Int64Var(&cfg.Quotas.TextBytesPerUser, "quota-text-bytes-per-user", memory.DefaultTextBytesPerUser, "bytes of memory content one user may store (0: no limit)")
 	indexFlags(fs, &cfg.Indexes)
+	eventStoreFlags(fs, &cfg.EventStore)
+	fs.StringVar(&cfg.NodeID, "node-id", "", "this node's name in the events of the re-embedding jobs it holds; a node restarted under the same name resumes its jobs at once (default HOST/ADDR, distinct per node of one host)")
+	fs.DurationVar(&cfg.ConsistencyWait, "consistency-wait", api.DefaultConsistencyWait, "longest a request waits for this node to apply what its Engram-Consistency-Token names (or, over a shared log, the credential changes of other nodes) before 503 not_yet_consistent")
+	fs.DurationVar(&cfg.JobLeaseTimeout, "job-lease-timeout", 5*time.Minute, "how long a running re-embedding job may go without progress before another node takes it over (its node died)")
 	return fs
 }
 
@@ -115,6 +125,12 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	cfg.fillFromStandardEnv()
 	readIndexKeys(&cfg.Indexes)
 	if err := cfg.Indexes.Validate(); err != nil {
+		return err
+	}
+	if err := checkEventStoreSecret(args, cfg.EventStore); err != nil {
+		return err
+	}
+	if err := cfg.EventStore.Validate(); err != nil {
 		return err
 	}
 	logger, err := newLogger(stderr, cfg.LogLevel, cfg.LogFormat)
@@ -154,6 +170,10 @@ func (cfg *serveConfig) fillFromStandardEnv() {
 	}
 	if cfg.PublicURL == "" {
 		cfg.PublicURL = "http://" + cfg.Addr
+	}
+	if cfg.NodeID == "" {
+		host, _ := os.Hostname()
+		cfg.NodeID = cmp.Or(host, "engram") + "/" + cfg.Addr
 	}
 }
 

@@ -21,6 +21,7 @@ func Run(t *testing.T, open func(t *testing.T) domain.EventStore) {
 	t.Run("ExpectedVersion", func(t *testing.T) { expectedVersion(t, open(t)) })
 	t.Run("ReadAllOrderAndPaging", func(t *testing.T) { readAllOrderAndPaging(t, open(t)) })
 	t.Run("ConcurrentAppendsOneWinner", func(t *testing.T) { concurrentAppendsOneWinner(t, open(t)) })
+	t.Run("ConcurrentWritersFollowersMissNothing", func(t *testing.T) { concurrentWritersFollowersMissNothing(t, open(t)) })
 	t.Run("SubscribeCatchesUpAndFollows", func(t *testing.T) { subscribeCatchesUpAndFollows(t, open(t)) })
 	t.Run("MetadataRoundTrip", func(t *testing.T) { metadataRoundTrip(t, open(t)) })
 }
@@ -173,6 +174,117 @@ func concurrentAppendsOneWinner(t *testing.T, s domain.EventStore) {
 	if wins.Load() != 1 || conflicts.Load() != 19 {
 		t.Fatalf("wins %d conflicts %d, want 1 and 19", wins.Load(), conflicts.Load())
 	}
+}
+
+// concurrentWritersFollowersMissNothing appends from many writers at once
+// while a subscriber and a tight ReadAll poller follow the log. A store
+// whose positions can become visible out of order (a reader sees 11 before
+// 10 commits, then reads after 11) makes a follower skip an event forever;
+// here every follower must end with exactly the log's events, in order.
+func concurrentWritersFollowersMissNothing(t *testing.T, s domain.EventStore) {
+	const writers, appendsEach = 8, 40
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	var subscribed []uint64
+	var subMu sync.Mutex
+	subCtx, stopSub := context.WithCancel(ctx)
+	subDone := make(chan error, 1)
+	go func() {
+		subDone <- s.SubscribeAll(subCtx, 0, func(_ context.Context, events []domain.Event) error {
+			subMu.Lock()
+			defer subMu.Unlock()
+			for _, e := range events {
+				subscribed = append(subscribed, e.Position)
+			}
+			return nil
+		})
+	}()
+	polled := make(chan []uint64, 1)
+	pollCtx, stopPoll := context.WithCancel(ctx)
+	go func() {
+		var seen []uint64
+		var after uint64
+		for pollCtx.Err() == nil {
+			events, err := s.ReadAll(pollCtx, after, 1000)
+			if err != nil {
+				break
+			}
+			for _, e := range events {
+				seen = append(seen, e.Position)
+				after = e.Position
+			}
+		}
+		polled <- seen
+	}()
+
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range appendsEach {
+				if _, err := s.Append(ctx, fmt.Sprintf("w-%d", w), domain.ExpectAny, newEvents(1+i%3, i)); err != nil {
+					t.Errorf("writer %d: %v", w, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	head, err := s.Head(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logged []uint64
+	for after := uint64(0); ; {
+		events, err := s.ReadAll(ctx, after, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(events) == 0 {
+			break
+		}
+		for _, e := range events {
+			logged = append(logged, e.Position)
+			after = e.Position
+		}
+	}
+	// Both followers have read up to head before they are stopped.
+	for {
+		subMu.Lock()
+		n := len(subscribed)
+		reached := n > 0 && subscribed[n-1] >= head
+		subMu.Unlock()
+		if reached {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("subscriber stalled below head %d", head)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	time.Sleep(50 * time.Millisecond) // the poller's reads run back to back
+	stopPoll()
+	stopSub()
+	<-subDone
+	seenByPoller := <-polled
+	for name, got := range map[string][]uint64{"subscriber": subscribed, "poller": seenByPoller} {
+		if fmt.Sprint(got) != fmt.Sprint(logged) {
+			t.Errorf("%s saw %d events, the log holds %d: a follower skipped or repeated events (first difference at %d)", name, len(got), len(logged), firstDifference(got, logged))
+		}
+	}
+}
+
+// firstDifference is the index where a and b first differ.
+func firstDifference(a, b []uint64) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
 }
 
 func subscribeCatchesUpAndFollows(t *testing.T, s domain.EventStore) {

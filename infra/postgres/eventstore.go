@@ -220,3 +220,36 @@ func scanEvents(rows pgx.Rows) ([]domain.Event, error) {
 	}
 	return out, nil
 }
+
+// EventStreams returns the stream of each of ids that the log holds;
+// absent ids are left out (sync's duplicate and ownership check).
+func (s *EventStore) EventStreams(ctx context.Context, ids []string) (map[string]string, error) {
+	out := make(map[string]string, len(ids))
+	rows, err := s.db.Pool.Query(ctx, `SELECT id, stream FROM events WHERE id = ANY($1)`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: event streams: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, stream string
+		if err := rows.Scan(&id, &stream); err != nil {
+			return nil, fmt.Errorf("postgres: event streams: %w", err)
+		}
+		out[id] = stream
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: event streams: %w", err)
+	}
+	return out, nil
+}
+
+// StreamVersion is the version of a stream's last event, -1 when the
+// stream does not exist.
+func (s *EventStore) StreamVersion(ctx context.Context, stream string) (int64, error) {
+	version := int64(-1)
+	err := s.db.Pool.QueryRow(ctx, `SELECT version FROM streams WHERE stream = $1`, stream).Scan(&version)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return 0, fmt.Errorf("postgres: stream version: %w", err)
+	}
+	return version, nil
+}

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/user"
@@ -24,9 +25,12 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // The environment variables pgtest reads.
@@ -41,6 +45,8 @@ type Server struct {
 	url     string
 	skip    string   // why there is no server, when url is ""
 	cluster *cluster // the cluster Open started, if it started one
+	// databases numbers the databases Database creates.
+	databases atomic.Int64
 }
 
 // Open finds or starts the server. It fails when a server should be there
@@ -72,6 +78,41 @@ func (s *Server) URL(t testing.TB) string {
 		t.Skip("SKIP: " + s.skip)
 	}
 	return s.url
+}
+
+// Database creates a fresh, empty database on the server for one test and
+// returns its URL; it is dropped (with any connection still open to it)
+// when the test ends. Without a server it skips the test, as URL does.
+func (s *Server) Database(t testing.TB) string {
+	t.Helper()
+	base := s.URL(t)
+	name := fmt.Sprintf("engram_t_%d_%d", os.Getpid(), s.databases.Add(1))
+	if err := adminExec(base, `CREATE DATABASE `+name); err != nil {
+		t.Fatalf("pgtest: create database: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := adminExec(base, `DROP DATABASE `+name+` WITH (FORCE)`); err != nil {
+			t.Errorf("pgtest: drop database: %v", err)
+		}
+	})
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatalf("pgtest: %s is not a URL: %v", URLEnv, err)
+	}
+	u.Path = "/" + name
+	return u.String()
+}
+
+func adminExec(url, sql string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, sql)
+	return err
 }
 
 // Close stops and removes the cluster Open started, if any.

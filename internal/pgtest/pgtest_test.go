@@ -75,3 +75,38 @@ func TestRequiredServerWithoutInitdbFails(t *testing.T) {
 		t.Fatal("a test without a server did not skip")
 	}
 }
+
+// TestDatabaseIsFreshAndDropped: each test gets an empty database of its
+// own, gone once the test ends.
+func TestDatabaseIsFreshAndDropped(t *testing.T) {
+	pg, err := pgtest.Open(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pg.Close()
+	var name string
+	t.Run("inner", func(t *testing.T) {
+		url := pg.Database(t)
+		conn, err := pgx.Connect(t.Context(), url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(t.Context())
+		var tables int
+		if err := conn.QueryRow(t.Context(), `SELECT current_database(), count(*) FROM pg_tables WHERE schemaname = 'public'`).Scan(&name, &tables); err != nil || tables != 0 {
+			t.Fatalf("database %s has %d tables, %v", name, tables, err)
+		}
+		if other := pg.Database(t); other == url {
+			t.Fatalf("two databases share the URL %s", url)
+		}
+	})
+	conn, err := pgx.Connect(t.Context(), pg.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(t.Context())
+	var left int
+	if err := conn.QueryRow(t.Context(), `SELECT count(*) FROM pg_database WHERE datname = $1`, name).Scan(&left); err != nil || left != 0 {
+		t.Fatalf("database %s still exists after its test (%d, %v)", name, left, err)
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/infra/datadir"
 	"github.com/engram-memory/engram/infra/meilisearch"
+	"github.com/engram-memory/engram/infra/postgres"
 	"github.com/engram-memory/engram/infra/qdrant"
 	"github.com/engram-memory/engram/infra/sqlite"
 	"github.com/engram-memory/engram/infra/textindex"
@@ -72,10 +73,53 @@ func (ix Indexes) Validate() error {
 	return nil
 }
 
+// Event store backends (--event-store).
+const (
+	SQLiteLog   = "sqlite"
+	PostgresLog = "postgres"
+)
+
+// EventStore chooses the event log. The zero value is the embedded SQLite
+// log in the data dir.
+type EventStore struct {
+	// Backend is SQLiteLog (default) or PostgresLog.
+	Backend string
+	// URL locates a remote log (postgres:// URL or key=value DSN). Its
+	// password, if any, comes from the environment (see README, "Several
+	// nodes"); the URL is never logged.
+	URL string
+	// PollInterval bounds how late a node sees another node's append when
+	// a change notification is lost (0: the backend's default).
+	PollInterval time.Duration
+}
+
+// Validate checks the choice without connecting to anything.
+func (es EventStore) Validate() error {
+	switch es.Backend {
+	case "", SQLiteLog:
+		if es.URL != "" {
+			return fmt.Errorf("--event-store-url is only for a remote event store; --event-store is %s", SQLiteLog)
+		}
+	case PostgresLog:
+		if es.URL == "" {
+			return fmt.Errorf("--event-store %s needs --event-store-url (or ENGRAM_EVENT_STORE_URL)", PostgresLog)
+		}
+	default:
+		return fmt.Errorf("--event-store must be %s or %s, not %q", SQLiteLog, PostgresLog, es.Backend)
+	}
+	return nil
+}
+
+// Shared reports whether the log is shared by several nodes.
+func (es EventStore) Shared() bool { return es.Backend != "" && es.Backend != SQLiteLog }
+
 // Config is everything a stack is built from.
 type Config struct {
 	DataDir string
 	SQLite  sqlite.Options
+	// EventStore chooses the log; the read models stay in DataDir's SQLite
+	// either way (one replica per node when the log is shared).
+	EventStore EventStore
 	// GroupCommit is the event store's group-commit window (default
 	// 500ms; tests use a few milliseconds).
 	GroupCommit time.Duration
@@ -89,9 +133,15 @@ type Config struct {
 // Stack is one wired Engram storage and projection stack.
 type Stack struct {
 	// Owner is the data dir's one-writer lock; nil when opened read-only.
-	Owner    *datadir.Lock
-	DB       *sqlite.DB
-	Store    *sqlite.EventStore
+	Owner *datadir.Lock
+	DB    *sqlite.DB
+	Store domain.EventStore
+	// SyncLog is the same log's lookups that sync needs.
+	SyncLog commands.SyncLog
+	// Postgres is the shared log's database when the event store is
+	// PostgresLog (nil otherwise), for the other cross-node state it keeps
+	// (rate-limit buckets).
+	Postgres *postgres.DB
 	Accounts *sqlite.Accounts
 	Memories *sqlite.Memories
 	Jobs     *sqlite.Jobs
@@ -116,6 +166,49 @@ type Stack struct {
 	Logger          *slog.Logger
 
 	closeIndexes func()
+	closeLog     func()
+	// sharedLog: other nodes append to the log too.
+	sharedLog bool
+}
+
+// eventLog is the opened event store and what closes it.
+type eventLog struct {
+	store interface {
+		domain.EventStore
+		commands.SyncLog
+	}
+	postgres *postgres.DB
+	close    func()
+}
+
+// openEventStore opens the chosen log; each backend is one case. A remote
+// log is refused over a data dir that holds an embedded log: its read
+// models were fed from that log, not the remote one.
+func openEventStore(ctx context.Context, cfg Config, db *sqlite.DB) (*eventLog, error) {
+	switch cfg.EventStore.Backend {
+	case PostgresLog:
+		if err := refuseEmbeddedLog(ctx, db, PostgresLog); err != nil {
+			return nil, err
+		}
+		pg, err := postgres.Open(ctx, cfg.EventStore.URL)
+		if err != nil {
+			return nil, fmt.Errorf("--event-store %s: %w", PostgresLog, err)
+		}
+		return &eventLog{store: postgres.NewEventStore(pg, cfg.EventStore.PollInterval), postgres: pg, close: pg.Close}, nil
+	default:
+		return &eventLog{store: sqlite.NewEventStore(db, cfg.GroupCommit), close: func() {}}, nil
+	}
+}
+
+func refuseEmbeddedLog(ctx context.Context, db *sqlite.DB, backend string) error {
+	head, err := sqlite.NewEventStore(db, 0).Head(ctx)
+	if err != nil {
+		return err
+	}
+	if head > 0 {
+		return fmt.Errorf("--event-store %s: the database %s holds an embedded event log (%d events) and read models fed from it; give each node a data dir of its own", backend, db.Path(), head)
+	}
+	return nil
 }
 
 // Open opens the data dir and wires the stack. Unless cfg.SQLite.ReadOnly,
@@ -124,6 +217,9 @@ type Stack struct {
 // naming the holder. Read-only openers take no lock and never write.
 func Open(ctx context.Context, cfg Config) (*Stack, error) {
 	if err := cfg.Indexes.Validate(); err != nil {
+		return nil, err
+	}
+	if err := cfg.EventStore.Validate(); err != nil {
 		return nil, err
 	}
 	logger := cfg.Logger
@@ -150,10 +246,19 @@ func Open(ctx context.Context, cfg Config) (*Stack, error) {
 		owner.Release()
 		return nil, err
 	}
+	log, err := openEventStore(ctx, cfg, db)
+	if err != nil {
+		_ = db.Close()
+		ix.close()
+		owner.Release()
+		return nil, err
+	}
 	s := &Stack{
 		Owner:           owner,
 		DB:              db,
-		Store:           sqlite.NewEventStore(db, cfg.GroupCommit),
+		Store:           log.store,
+		SyncLog:         log.store,
+		Postgres:        log.postgres,
 		Accounts:        sqlite.NewAccounts(db),
 		Memories:        sqlite.NewMemories(db),
 		Jobs:            sqlite.NewJobs(db),
@@ -167,6 +272,8 @@ func Open(ctx context.Context, cfg Config) (*Stack, error) {
 		EmbeddedVectors: ix.embeddedVectors,
 		Logger:          logger,
 		closeIndexes:    ix.close,
+		closeLog:        log.close,
+		sharedLog:       cfg.EventStore.Shared(),
 	}
 	s.Engine = projections.NewEngine(s.Store, logger, s.Projections()...)
 	s.Writer = commands.NewEventWriter(s.Store, s.Engine, cfg.VisibilityTimeout)
@@ -228,6 +335,27 @@ func (s *Stack) Projections() []projections.Projection {
 	return []projections.Projection{s.Accounts, s.Memories, s.Keyword, s.Vectors, s.Jobs, s.Provenance, s.Audit, s.Suggestions}
 }
 
+// SharedLog reports whether other nodes append to this stack's log.
+func (s *Stack) SharedLog() bool { return s.sharedLog }
+
+// CredentialsCurrent returns once the accounts read model has applied the
+// log up to its head as of the call: with a shared log, a key revoked (or
+// created) on another node is then seen here. It costs one read of the
+// head (the last entry of the log's primary key) and, when another node
+// wrote meanwhile, the wait for this node's accounts projection. With a
+// log of its own the node took every write and waited for it, so it
+// returns at once.
+func (s *Stack) CredentialsCurrent(ctx context.Context) error {
+	if !s.sharedLog {
+		return nil
+	}
+	head, err := s.Store.Head(ctx)
+	if err != nil {
+		return err
+	}
+	return s.Engine.WaitForProjections(ctx, head, s.Accounts.Name())
+}
+
 // Search returns a search service over the stack's indexes.
 func (s *Stack) Search(embedder search.Embedder, opts search.Options) (*search.Service, error) {
 	return search.New(s.KeywordIndex, s.VectorIndex, s.Vectors, embedder, s.Memories, s.Logger, opts)
@@ -245,5 +373,6 @@ func (s *Stack) Backends(ctx context.Context) map[string]error {
 // Close releases the indexes, the database and then the data dir.
 func (s *Stack) Close() error {
 	s.closeIndexes()
+	s.closeLog()
 	return errors.Join(s.DB.Close(), s.Owner.Release())
 }

@@ -1,0 +1,136 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/engram-memory/engram/commands"
+	"github.com/engram-memory/engram/domain"
+)
+
+// ConsistencyTokenHeader carries read-your-writes across nodes: every
+// response to a request that wrote names the write's log position in it,
+// and a request that sends it back waits until this node's read models
+// include that position. The value is opaque to clients.
+const ConsistencyTokenHeader = "Engram-Consistency-Token"
+
+// DefaultConsistencyWait bounds how long a request waits for its
+// consistency token before it is answered 503 not_yet_consistent.
+const DefaultConsistencyWait = 5 * time.Second
+
+// consistencyTokenPrefix versions the token's format.
+const consistencyTokenPrefix = "v1."
+
+// Visibility reports when this node's read models have applied a log
+// position (the projection engine).
+type Visibility interface {
+	WaitFor(ctx context.Context, position uint64) error
+}
+
+func formatConsistencyToken(position uint64) string {
+	return consistencyTokenPrefix + strconv.FormatUint(position, 10)
+}
+
+func parseConsistencyToken(token string) (uint64, error) {
+	digits, ok := strings.CutPrefix(token, consistencyTokenPrefix)
+	position, err := strconv.ParseUint(digits, 10, 64)
+	if !ok || err != nil || position == 0 {
+		e := domain.Invalid("", "the %s header %q is not a consistency token this server issued", ConsistencyTokenHeader, token)
+		e.Code = "invalid_consistency_token"
+		return 0, e.WithDetail("header", ConsistencyTokenHeader)
+	}
+	return position, nil
+}
+
+// withConsistency waits, before anything else (authentication included, so
+// a key created on another node works here with the token), for the
+// position a request's consistency token names, and names the position of
+// the request's own writes in its response.
+func (s *Server) withConsistency(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if token := r.Header.Get(ConsistencyTokenHeader); token != "" {
+			position, err := parseConsistencyToken(token)
+			if err != nil {
+				s.fail(w, r, err)
+				return
+			}
+			if err := s.awaitPosition(r.Context(), position); err != nil {
+				s.fail(w, r, err)
+				return
+			}
+		}
+		ctx, tracker := commands.TrackPositions(r.Context())
+		next.ServeHTTP(&tokenWriter{ResponseWriter: w, tracker: tracker}, r.WithContext(ctx))
+	})
+}
+
+func (s *Server) awaitPosition(ctx context.Context, position uint64) error {
+	if s.cfg.Visibility == nil {
+		return nil
+	}
+	return s.awaitBounded(ctx, "the write the "+ConsistencyTokenHeader+" names", func(ctx context.Context) error {
+		return s.cfg.Visibility.WaitFor(ctx, position)
+	})
+}
+
+// awaitCredentials brings this node's credentials up to the shared log's
+// head before one is checked, so a key revoked on another node is refused
+// here at once (see Config.CredentialsCurrent).
+func (s *Server) awaitCredentials(ctx context.Context) error {
+	if s.cfg.CredentialsCurrent == nil {
+		return nil
+	}
+	return s.awaitBounded(ctx, "the credential changes of the shared event log", s.cfg.CredentialsCurrent)
+}
+
+// awaitBounded runs wait for at most ConsistencyWait; past it the request
+// is 503 not_yet_consistent with Retry-After.
+func (s *Server) awaitBounded(ctx context.Context, what string, wait func(context.Context) error) error {
+	bound := s.cfg.ConsistencyWait
+	if bound <= 0 {
+		bound = DefaultConsistencyWait
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	err := wait(waitCtx)
+	if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	e := domain.Errorf(domain.KindNotYetConsistent, "this node has not yet applied %s (waited %s); retry, or send the request to the node that took the write", what, bound)
+	return e.WithDetail(domain.DetailRetryAfterSeconds, 1)
+}
+
+// tokenWriter sets the consistency token header as the response starts,
+// once the handler's writes are done.
+type tokenWriter struct {
+	http.ResponseWriter
+	tracker *commands.PositionTracker
+	started bool
+}
+
+func (w *tokenWriter) start() {
+	if w.started {
+		return
+	}
+	w.started = true
+	if last := w.tracker.Last(); last > 0 {
+		w.Header().Set(ConsistencyTokenHeader, formatConsistencyToken(last))
+	}
+}
+
+func (w *tokenWriter) WriteHeader(status int) {
+	w.start()
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *tokenWriter) Write(p []byte) (int, error) {
+	w.start()
+	return w.ResponseWriter.Write(p)
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *tokenWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"net/url"
+	"strings"
+
+	"github.com/engram-memory/engram/internal/stack"
+)
+
+// eventStoreFlags registers the event log flags, which `serve` and
+// `projections` share (a rebuild must read the log the server uses).
+func eventStoreFlags(fs *flag.FlagSet, es *stack.EventStore) {
+	fs.StringVar(&es.Backend, "event-store", stack.SQLiteLog, "event log: sqlite (embedded, in the data dir) or postgres (shared by several nodes; each node keeps its read models in its own data dir)")
+	fs.StringVar(&es.URL, "event-store-url", "", "URL of a remote event log, e.g. postgres://engram@db:5432/engram; a password belongs in ENGRAM_EVENT_STORE_URL or PGPASSWORD, never on the command line")
+}
+
+// checkEventStoreSecret refuses a password in --event-store-url given on
+// the command line, where every process listing and shell history shows it.
+// The same URL in ENGRAM_EVENT_STORE_URL is fine.
+// (fs.Visit cannot tell: parseFlags sets the environment twins too.)
+func checkEventStoreSecret(args []string, es stack.EventStore) error {
+	onCommandLine := false
+	for _, arg := range args {
+		name, _, _ := strings.Cut(strings.TrimLeft(arg, "-"), "=")
+		onCommandLine = onCommandLine || strings.HasPrefix(arg, "-") && name == "event-store-url"
+	}
+	if onCommandLine && urlHasPassword(es.URL) {
+		return errors.New("--event-store-url carries a password on the command line; pass the URL in ENGRAM_EVENT_STORE_URL, or the password in PGPASSWORD (or ~/.pgpass)")
+	}
+	return nil
+}
+
+// urlHasPassword reports whether a postgres:// URL or key=value DSN holds
+// a password.
+func urlHasPassword(raw string) bool {
+	if u, err := url.Parse(raw); err == nil && u.Scheme != "" {
+		_, set := u.User.Password()
+		return set || u.Query().Has("password")
+	}
+	for _, field := range strings.Fields(raw) {
+		if strings.HasPrefix(strings.ToLower(field), "password=") {
+			return true
+		}
+	}
+	return false
+}

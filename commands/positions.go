@@ -1,0 +1,42 @@
+package commands
+
+import (
+	"context"
+	"sync/atomic"
+)
+
+// PositionTracker collects the log positions of the writes made under one
+// context (one API request), so the request's response can name the
+// position a reader on another node must wait for.
+type PositionTracker struct {
+	last atomic.Uint64
+}
+
+type positionTrackerKey struct{}
+
+// TrackPositions returns a context under which every write this package
+// waits for records its position in the returned tracker.
+func TrackPositions(ctx context.Context) (context.Context, *PositionTracker) {
+	t := &PositionTracker{}
+	return context.WithValue(ctx, positionTrackerKey{}, t), t
+}
+
+// Last is the highest position written under the tracker's context, 0 when
+// nothing was written.
+func (t *PositionTracker) Last() uint64 { return t.last.Load() }
+
+func (t *PositionTracker) observe(position uint64) {
+	for {
+		cur := t.last.Load()
+		if position <= cur || t.last.CompareAndSwap(cur, position) {
+			return
+		}
+	}
+}
+
+// observePosition records position in ctx's tracker, if it has one.
+func observePosition(ctx context.Context, position uint64) {
+	if t, ok := ctx.Value(positionTrackerKey{}).(*PositionTracker); ok {
+		t.observe(position)
+	}
+}

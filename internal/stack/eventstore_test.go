@@ -1,0 +1,101 @@
+package stack_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/internal/pgtest"
+	"github.com/engram-memory/engram/internal/stack"
+)
+
+// pg is the PostgreSQL of this package's tests (see internal/pgtest).
+var pg *pgtest.Server
+
+func TestMain(m *testing.M) { os.Exit(runTests(m)) }
+
+func runTests(m *testing.M) int {
+	var err error
+	if pg, err = pgtest.Open(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer pg.Close()
+	return m.Run()
+}
+
+func TestEventStoreValidate(t *testing.T) {
+	cases := []struct {
+		name    string
+		store   stack.EventStore
+		wantErr string // "" for valid
+	}{
+		{"default is the embedded log", stack.EventStore{}, ""},
+		{"sqlite named", stack.EventStore{Backend: "sqlite"}, ""},
+		{"postgres with url", stack.EventStore{Backend: "postgres", URL: "postgres://db/engram"}, ""},
+		{"postgres without url", stack.EventStore{Backend: "postgres"}, "--event-store postgres needs --event-store-url"},
+		{"url for the embedded log", stack.EventStore{URL: "postgres://db/engram"}, "--event-store-url is only for a remote event store"},
+		{"unknown backend", stack.EventStore{Backend: "mysql"}, `--event-store must be sqlite or postgres, not "mysql"`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := c.store.Validate()
+			if c.wantErr == "" && err != nil || c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)) {
+				t.Fatalf("Validate() = %v, want %q", err, c.wantErr)
+			}
+		})
+	}
+}
+
+// TestPostgresStackSharesItsLog opens two stacks (two nodes) over one
+// PostgreSQL log with a data dir each: an event appended through one is
+// applied by the other's projections.
+func TestPostgresStackSharesItsLog(t *testing.T) {
+	ctx := t.Context()
+	es := stack.EventStore{Backend: stack.PostgresLog, URL: pg.Database(t)}
+	node := func() *stack.Stack {
+		st, err := stack.Open(ctx, stack.Config{DataDir: t.TempDir(), EventStore: es})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		runCtx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); st.Engine.Run(runCtx) }()
+		t.Cleanup(func() { stop(); <-done })
+		return st
+	}
+	one, two := node(), node()
+	res, err := one.Store.Append(ctx, "s-1", domain.ExpectNoStream, []domain.NewEvent{{Type: "Unrelated", SchemaVersion: 1, Payload: []byte(`{}`)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := two.Engine.WaitFor(ctx, res.LastPosition); err != nil {
+		t.Fatalf("the second node never applied the first node's append: %v", err)
+	}
+	if head, err := two.Store.Head(ctx); err != nil || head != res.LastPosition {
+		t.Fatalf("second node's head = %d, %v; want %d", head, err, res.LastPosition)
+	}
+}
+
+// TestPostgresStackRefusesAnEmbeddedLogsDataDir: read models fed from a
+// data dir's own log must not be continued from another log.
+func TestPostgresStackRefusesAnEmbeddedLogsDataDir(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	st, err := stack.Open(ctx, stack.Config{DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Store.Append(ctx, "s-1", domain.ExpectNoStream, []domain.NewEvent{{Type: "T", SchemaVersion: 1, Payload: []byte(`{}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	_, err = stack.Open(ctx, stack.Config{DataDir: dir, EventStore: stack.EventStore{Backend: stack.PostgresLog, URL: pg.Database(t)}})
+	if err == nil || !strings.Contains(err.Error(), "holds an embedded event log") {
+		t.Fatalf("Open = %v, want the embedded log refused", err)
+	}
+}
