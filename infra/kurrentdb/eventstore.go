@@ -501,3 +501,52 @@ func (s *EventStore) subscribeOnce(ctx context.Context, after *uint64, handle fu
 		}
 	}
 }
+
+// StreamVersion is the version of a stream's last event, -1 when the
+// stream does not exist (commands.SyncLog).
+func (s *EventStore) StreamVersion(ctx context.Context, stream string) (int64, error) {
+	rs, err := s.client.ReadStream(ctx, s.prefix+stream, kdb.ReadStreamOptions{Direction: kdb.Backwards, From: kdb.End{}}, 1)
+	if err != nil {
+		return 0, fmt.Errorf("kurrentdb: stream version of %s: %w", stream, err)
+	}
+	defer rs.Close()
+	re, err := rs.Recv()
+	var kerr *kdb.Error
+	switch {
+	case errors.Is(err, io.EOF), errors.As(err, &kerr) && kerr.IsErrorCode(kdb.ErrorCodeResourceNotFound):
+		return -1, nil
+	case err != nil:
+		return 0, fmt.Errorf("kurrentdb: stream version of %s: %w", stream, err)
+	}
+	return int64(re.Event.EventNumber), nil
+}
+
+// EventStreams returns the stream of each of ids that the log holds;
+// absent ids are left out (commands.SyncLog: sync's duplicate and
+// ownership check). KurrentDB has no index by event id, so this reads
+// Engram's part of $all until every id is found or the log ends: a cost
+// proportional to the log, paid once per sync push.
+func (s *EventStore) EventStreams(ctx context.Context, ids []string) (map[string]string, error) {
+	want := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		want[id] = true
+	}
+	out := make(map[string]string, len(ids))
+	var after uint64
+	for len(out) < len(want) {
+		page, err := s.ReadAll(ctx, after, eventlog.FollowBatch)
+		if err != nil {
+			return nil, err
+		}
+		if len(page) == 0 {
+			break
+		}
+		for _, e := range page {
+			if want[e.ID] {
+				out[e.ID] = e.Stream
+			}
+		}
+		after = page[len(page)-1].Position
+	}
+	return out, nil
+}

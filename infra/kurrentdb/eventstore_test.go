@@ -2,17 +2,10 @@ package kurrentdb_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"math/big"
 	"net"
 	"os"
 	"strings"
@@ -316,7 +309,11 @@ func TestConfigErrors(t *testing.T) {
 // TestCredentials runs the test server over TLS with basic-auth users: the
 // right credentials work, wrong ones fail at Open with a clear error.
 func TestCredentials(t *testing.T) {
-	srv, err := kurrentdbtest.Start(kurrentdbtest.Options{Username: "engram", Password: "right", TLS: selfSigned(t)})
+	tlsConf, err := kurrentdbtest.SelfSignedTLS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := kurrentdbtest.Start(kurrentdbtest.Options{Username: "engram", Password: "right", TLS: tlsConf})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,22 +328,33 @@ func TestCredentials(t *testing.T) {
 	}
 }
 
-func selfSigned(t *testing.T) *tls.Config {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+// TestSyncLog covers what sync needs besides the port: a stream's version
+// and which stream holds an event id.
+func TestSyncLog(t *testing.T) {
+	s, other := open(t, target), open(t, target)
+	ctx := context.Background()
+	if v, err := s.StreamVersion(ctx, "a-1"); err != nil || v != -1 {
+		t.Fatalf("version of a missing stream = %d, %v; want -1", v, err)
+	}
+	events := []domain.NewEvent{event(0), event(1), event(2)}
+	events[0].ID, events[2].ID = "0193a1f0-0000-7000-8000-00000000000a", "0193a1f0-0000-7000-8000-00000000000c"
+	if _, err := s.Append(ctx, "a-1", domain.ExpectNoStream, events); err != nil {
+		t.Fatal(err)
+	}
+	foreign := event(3)
+	foreign.ID = "0193a1f0-0000-7000-8000-00000000000f"
+	if _, err := other.Append(ctx, "a-2", domain.ExpectNoStream, []domain.NewEvent{foreign}); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := s.StreamVersion(ctx, "a-1"); err != nil || v != 2 {
+		t.Fatalf("version = %d, %v; want 2", v, err)
+	}
+	got, err := s.EventStreams(ctx, []string{events[0].ID, events[2].ID, foreign.ID, "0193a1f0-0000-7000-8000-0000000000ff"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: "kurrentdbtest"},
-		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
+	want := map[string]string{events[0].ID: "a-1", events[2].ID: "a-1"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("EventStreams = %v, want %v (another prefix's event is not this log's)", got, want)
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}
 }

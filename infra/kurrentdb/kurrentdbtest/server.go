@@ -25,11 +25,17 @@ package kurrentdbtest
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
+	"math/big"
 	"net"
 	"regexp"
 	"sort"
@@ -143,11 +149,37 @@ func (s *Server) DropSubscriptions() {
 	s.mu.Unlock()
 }
 
-// Len is the number of events in $all, system events included.
-func (s *Server) Len() int {
+// Streams lists the streams that hold events, system streams included.
+func (s *Server) Streams() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.log)
+	out := make([]string, 0, len(s.revision))
+	for name := range s.revision {
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// SelfSignedTLS is a TLS configuration for 127.0.0.1 with a fresh
+// self-signed certificate (clients connect with tlsVerifyCert=false).
+func SelfSignedTLS() (*tls.Config, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "kurrentdbtest"},
+		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(24 * time.Hour),
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, err
+	}
+	return &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}, nil
 }
 
 func (s *Server) authorize(ctx context.Context) error {
