@@ -34,6 +34,9 @@ func checkEventStoreSecret(args []string, es stack.EventStore) error {
 		name, _, _ := strings.Cut(strings.TrimLeft(arg, "-"), "=")
 		onCommandLine = onCommandLine || strings.HasPrefix(arg, "-") && name == "event-store-url"
 	}
+	if onCommandLine && urlHasPassword(es.URL) && es.Backend == stack.KurrentLog {
+		return errors.New("--event-store-url carries a password on the command line; KurrentDB credentials belong in ENGRAM_KURRENTDB_USERNAME and ENGRAM_KURRENTDB_PASSWORD")
+	}
 	if onCommandLine && urlHasPassword(es.URL) {
 		return errors.New("--event-store-url carries a password on the command line; pass the URL in ENGRAM_EVENT_STORE_URL, or the password in PGPASSWORD (or ~/.pgpass)")
 	}
