@@ -470,7 +470,9 @@ func (s *EventStore) subscribeOnce(ctx context.Context, after *uint64, handle fu
 		}
 		var batch []domain.Event
 		var dropped error
-		for ev != nil && dropped == nil && len(batch) < eventlog.FollowBatch {
+		// Take what has already arrived, up to a full batch; a full batch
+		// leaves the rest in the channel for the next round.
+		for more := true; more; {
 			switch {
 			case ev.SubscriptionDropped != nil:
 				if dropped = ev.SubscriptionDropped.Error; dropped == nil {
@@ -483,10 +485,13 @@ func (s *EventStore) subscribeOnce(ctx context.Context, after *uint64, handle fu
 				}
 				batch = append(batch, e)
 			}
-			select {
-			case ev = <-incoming:
-			default:
-				ev = nil
+			more = false
+			if dropped == nil && len(batch) < eventlog.FollowBatch {
+				select {
+				case ev = <-incoming:
+					more = true
+				default:
+				}
 			}
 		}
 		if len(batch) > 0 {

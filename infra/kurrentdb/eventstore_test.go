@@ -16,6 +16,7 @@ import (
 	kdb "github.com/kurrent-io/KurrentDB-Client-Go/kurrentdb"
 
 	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/infra/eventlog"
 	"github.com/engram-memory/engram/infra/eventstoretest"
 	"github.com/engram-memory/engram/infra/kurrentdb"
 	"github.com/engram-memory/engram/infra/kurrentdb/kurrentdbtest"
@@ -356,5 +357,56 @@ func TestSyncLog(t *testing.T) {
 	want := map[string]string{events[0].ID: "a-1", events[2].ID: "a-1"}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("EventStreams = %v, want %v (another prefix's event is not this log's)", got, want)
+	}
+}
+
+// TestSubscribeDeliversLongCatchUpExactlyOnce catches up over more events
+// than one handler batch holds: every event arrives once, in order, in
+// batches of at most eventlog.FollowBatch. The first call is slow, so that
+// the events pile up and later batches are full.
+func TestSubscribeDeliversLongCatchUpExactlyOnce(t *testing.T) {
+	const total = 2*eventlog.FollowBatch + 137
+	s := open(t, target)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var want []uint64
+	for i := 0; i < total; i += 100 {
+		events := make([]domain.NewEvent, min(100, total-i))
+		for j := range events {
+			events[j] = event(i + j)
+		}
+		if _, err := s.Append(ctx, fmt.Sprintf("l-%d", i%7), domain.ExpectAny, events); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all, err := s.ReadAll(ctx, 0, total+1)
+	if err != nil || len(all) != total {
+		t.Fatalf("ReadAll: %d events, %v", len(all), err)
+	}
+	for _, e := range all {
+		want = append(want, e.Position)
+	}
+	var got []uint64
+	subCtx, stop := context.WithCancel(ctx)
+	err = s.SubscribeAll(subCtx, 0, func(_ context.Context, events []domain.Event) error {
+		if len(events) > eventlog.FollowBatch {
+			t.Errorf("batch of %d events", len(events))
+		}
+		if len(got) == 0 {
+			time.Sleep(300 * time.Millisecond)
+		}
+		for _, e := range events {
+			got = append(got, e.Position)
+		}
+		if len(got) >= total {
+			stop()
+		}
+		return nil
+	})
+	if !errors.Is(err, context.Canceled) || ctx.Err() != nil {
+		t.Fatalf("SubscribeAll = %v after %d of %d events", err, len(got), total)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("delivered %d positions, not the log's %d in order", len(got), len(want))
 	}
 }

@@ -50,6 +50,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 )
@@ -105,7 +106,9 @@ func Start(opts Options) (*Server, error) {
 	}
 	s := &Server{opts: opts, lis: lis, revision: map[string]uint64{}, next: firstPosition,
 		appended: make(chan struct{}), dropped: make(chan struct{})}
-	var serverOpts []grpc.ServerOption
+	// The client pings every 10s even without calls in flight, which
+	// KurrentDB allows; gRPC's default policy would answer with GOAWAY.
+	serverOpts := []grpc.ServerOption{grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: time.Second, PermitWithoutStream: true})}
 	if opts.TLS != nil {
 		serverOpts = append(serverOpts, grpc.Creds(credentials.NewTLS(opts.TLS)))
 	}
