@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"net/url"
+	"os"
 	"strings"
 
 	"github.com/engram-memory/engram/internal/stack"
@@ -12,8 +13,15 @@ import (
 // eventStoreFlags registers the event log flags, which `serve` and
 // `projections` share (a rebuild must read the log the server uses).
 func eventStoreFlags(fs *flag.FlagSet, es *stack.EventStore) {
-	fs.StringVar(&es.Backend, "event-store", stack.SQLiteLog, "event log: sqlite (embedded, in the data dir) or postgres (shared by several nodes; each node keeps its read models in its own data dir)")
-	fs.StringVar(&es.URL, "event-store-url", "", "URL of a remote event log, e.g. postgres://engram@db:5432/engram; a password belongs in ENGRAM_EVENT_STORE_URL or PGPASSWORD, never on the command line")
+	fs.StringVar(&es.Backend, "event-store", stack.SQLiteLog, "event log: sqlite (embedded, in the data dir), postgres or kurrentdb (shared by several nodes; each node keeps its read models in its own data dir)")
+	fs.StringVar(&es.URL, "event-store-url", "", "URL of a remote event log, e.g. postgres://engram@db:5432/engram or kurrentdb://db:2113; a password belongs in ENGRAM_EVENT_STORE_URL or PGPASSWORD (PostgreSQL), ENGRAM_KURRENTDB_USERNAME and ENGRAM_KURRENTDB_PASSWORD (KurrentDB), never on the command line")
+}
+
+// readEventStoreCredentials takes the KurrentDB credentials from the
+// environment only: a kurrentdb:// URL with credentials is refused.
+func readEventStoreCredentials(es *stack.EventStore) {
+	es.KurrentUsername = os.Getenv("ENGRAM_KURRENTDB_USERNAME")
+	es.KurrentPassword = os.Getenv("ENGRAM_KURRENTDB_PASSWORD")
 }
 
 // checkEventStoreSecret refuses a password in --event-store-url given on
@@ -25,6 +33,9 @@ func checkEventStoreSecret(args []string, es stack.EventStore) error {
 	for _, arg := range args {
 		name, _, _ := strings.Cut(strings.TrimLeft(arg, "-"), "=")
 		onCommandLine = onCommandLine || strings.HasPrefix(arg, "-") && name == "event-store-url"
+	}
+	if onCommandLine && urlHasPassword(es.URL) && es.Backend == stack.KurrentLog {
+		return errors.New("--event-store-url carries a password on the command line; KurrentDB credentials belong in ENGRAM_KURRENTDB_USERNAME and ENGRAM_KURRENTDB_PASSWORD")
 	}
 	if onCommandLine && urlHasPassword(es.URL) {
 		return errors.New("--event-store-url carries a password on the command line; pass the URL in ENGRAM_EVENT_STORE_URL, or the password in PGPASSWORD (or ~/.pgpass)")

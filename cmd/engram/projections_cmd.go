@@ -43,6 +43,7 @@ func projectionsCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 		rest = fs.Args()[1:]
 	}
 	readIndexKeys(&indexes)
+	readEventStoreCredentials(&eventStore)
 	if err := checkEventStoreSecret(args, eventStore); err != nil {
 		return err
 	}

@@ -128,6 +128,7 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	cfg.fillFromStandardEnv()
 	readIndexKeys(&cfg.Indexes)
+	readEventStoreCredentials(&cfg.EventStore)
 	if err := cfg.Indexes.Validate(); err != nil {
 		return err
 	}

@@ -38,7 +38,9 @@ func TestEventStoreValidate(t *testing.T) {
 		{"postgres with url", stack.EventStore{Backend: "postgres", URL: "postgres://db/engram"}, ""},
 		{"postgres without url", stack.EventStore{Backend: "postgres"}, "--event-store postgres needs --event-store-url"},
 		{"url for the embedded log", stack.EventStore{URL: "postgres://db/engram"}, "--event-store-url is only for a remote event store"},
-		{"unknown backend", stack.EventStore{Backend: "mysql"}, `--event-store must be sqlite or postgres, not "mysql"`},
+		{"kurrentdb with url", stack.EventStore{Backend: "kurrentdb", URL: "kurrentdb://db:2113"}, ""},
+		{"kurrentdb without url", stack.EventStore{Backend: "kurrentdb"}, "--event-store kurrentdb needs --event-store-url"},
+		{"unknown backend", stack.EventStore{Backend: "mysql"}, `--event-store must be sqlite, postgres or kurrentdb, not "mysql"`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 	"github.com/engram-memory/engram/commands"
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/infra/datadir"
+	"github.com/engram-memory/engram/infra/kurrentdb"
 	"github.com/engram-memory/engram/infra/meilisearch"
 	"github.com/engram-memory/engram/infra/postgres"
 	"github.com/engram-memory/engram/infra/qdrant"
@@ -77,17 +78,22 @@ func (ix Indexes) Validate() error {
 const (
 	SQLiteLog   = "sqlite"
 	PostgresLog = "postgres"
+	KurrentLog  = "kurrentdb"
 )
 
 // EventStore chooses the event log. The zero value is the embedded SQLite
 // log in the data dir.
 type EventStore struct {
-	// Backend is SQLiteLog (default) or PostgresLog.
+	// Backend is SQLiteLog (default), PostgresLog or KurrentLog.
 	Backend string
-	// URL locates a remote log (postgres:// URL or key=value DSN). Its
-	// password, if any, comes from the environment (see README, "Several
-	// nodes"); the URL is never logged.
+	// URL locates a remote log (postgres:// URL or key=value DSN; a
+	// kurrentdb:// connection string). Its password, if any, comes from the
+	// environment (see README, "Several nodes"); the URL is never logged.
 	URL string
+	// KurrentUsername and KurrentPassword authenticate to KurrentDB; they
+	// come from the environment only (ENGRAM_KURRENTDB_USERNAME and
+	// ENGRAM_KURRENTDB_PASSWORD), a kurrentdb:// URL never carries them.
+	KurrentUsername, KurrentPassword string
 	// PollInterval bounds how late a node sees another node's append when
 	// a change notification is lost (0: the backend's default).
 	PollInterval time.Duration
@@ -100,12 +106,12 @@ func (es EventStore) Validate() error {
 		if es.URL != "" {
 			return fmt.Errorf("--event-store-url is only for a remote event store; --event-store is %s", SQLiteLog)
 		}
-	case PostgresLog:
+	case PostgresLog, KurrentLog:
 		if es.URL == "" {
-			return fmt.Errorf("--event-store %s needs --event-store-url (or ENGRAM_EVENT_STORE_URL)", PostgresLog)
+			return fmt.Errorf("--event-store %s needs --event-store-url (or ENGRAM_EVENT_STORE_URL)", es.Backend)
 		}
 	default:
-		return fmt.Errorf("--event-store must be %s or %s, not %q", SQLiteLog, PostgresLog, es.Backend)
+		return fmt.Errorf("--event-store must be %s, %s or %s, not %q", SQLiteLog, PostgresLog, KurrentLog, es.Backend)
 	}
 	return nil
 }
@@ -199,6 +205,17 @@ func openEventStore(ctx context.Context, cfg Config, db *sqlite.DB) (*eventLog, 
 			return nil, fmt.Errorf("--event-store %s: %w", PostgresLog, err)
 		}
 		return &eventLog{store: postgres.NewEventStore(pg, cfg.EventStore.PollInterval), postgres: pg, close: pg.Close}, nil
+	case KurrentLog:
+		if err := refuseEmbeddedLog(ctx, db, KurrentLog); err != nil {
+			return nil, err
+		}
+		kdb, err := kurrentdb.Open(ctx, kurrentdb.Config{
+			URL: cfg.EventStore.URL, Username: cfg.EventStore.KurrentUsername, Password: cfg.EventStore.KurrentPassword, Logger: cfg.Logger,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("--event-store %s: %w", KurrentLog, err)
+		}
+		return &eventLog{store: kdb, close: func() { kdb.Close() }}, nil
 	default:
 		return &eventLog{store: sqlite.NewEventStore(db, cfg.GroupCommit), close: func() {}}, nil
 	}
@@ -242,10 +259,10 @@ func Open(ctx context.Context, cfg Config) (*Stack, error) {
 	if err := refuseSharedRemoteIndexes(cfg); err != nil {
 		return nil, err
 	}
-	logger := cfg.Logger
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	logger := cfg.Logger
 	if cfg.GroupCommit <= 0 {
 		cfg.GroupCommit = 500 * time.Millisecond
 	}

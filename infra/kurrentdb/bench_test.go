@@ -1,0 +1,123 @@
+package kurrentdb_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/infra/kurrentdb"
+	"github.com/engram-memory/engram/infra/kurrentdb/kurrentdbtest"
+)
+
+// The benchmarks run against the package's target: the in-memory test
+// server unless ENGRAM_TEST_KURRENTDB_URL is set. Test-server figures say
+// nothing about a real KurrentDB's speed (no disk, no replication); they
+// measure the adapter's own overhead: encoding, gRPC round trips and the
+// client library. Each benchmark gets a fresh test server, so ReadAll does
+// not page through the other benchmarks' events.
+
+func benchStore(b *testing.B) *kurrentdb.EventStore {
+	if os.Getenv("ENGRAM_TEST_KURRENTDB_URL") != "" {
+		return open(b, target)
+	}
+	srv, err := kurrentdbtest.Start(kurrentdbtest.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(srv.Close)
+	return open(b, kurrentdb.Config{URL: srv.URL()})
+}
+
+func benchEvents(batch int) []domain.NewEvent {
+	payload, _ := json.Marshal(map[string]any{"memory_id": "0193a1f0-0000-7000-8000-000000000001", "content": map[string]string{"statement": "the deploy pipeline needs a manual approval step for production"}})
+	events := make([]domain.NewEvent, batch)
+	for i := range events {
+		events[i] = domain.NewEvent{Type: "MemoryCreated", SchemaVersion: 1, Actor: domain.Actor{Kind: domain.ActorKey, ID: "k", UserID: "u"}, RequestID: "req", Payload: payload}
+	}
+	return events
+}
+
+// BenchmarkAppend: events/s is the figure to report.
+func BenchmarkAppend(b *testing.B) {
+	for _, batch := range []int{1, 100} {
+		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
+			s := benchStore(b)
+			events := benchEvents(batch)
+			ctx := context.Background()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, err := s.Append(ctx, fmt.Sprintf("agent-%d", i%64), domain.ExpectAny, events); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "events/s")
+		})
+	}
+}
+
+// BenchmarkReadAll pages through 10,000 events 1,000 at a time, as a
+// projection rebuild does; events/s is the figure to report.
+func BenchmarkReadAll(b *testing.B) {
+	const total, page = 10_000, 1000
+	s := benchStore(b)
+	ctx := context.Background()
+	events := benchEvents(100)
+	for i := 0; i < total/100; i++ {
+		if _, err := s.Append(ctx, fmt.Sprintf("agent-%d", i%64), domain.ExpectAny, events); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		var after uint64
+		n := 0
+		for {
+			got, err := s.ReadAll(ctx, after, page)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(got) == 0 {
+				break
+			}
+			n += len(got)
+			after = got[len(got)-1].Position
+		}
+		if n != total {
+			b.Fatalf("read %d events, want %d", n, total)
+		}
+	}
+	b.ReportMetric(float64(b.N*total)/b.Elapsed().Seconds(), "events/s")
+}
+
+// BenchmarkSubscribeCatchUp delivers 10,000 stored events through a
+// catch-up subscription; events/s is the figure to report.
+func BenchmarkSubscribeCatchUp(b *testing.B) {
+	const total = 10_000
+	s := benchStore(b)
+	ctx := context.Background()
+	events := benchEvents(100)
+	for i := 0; i < total/100; i++ {
+		if _, err := s.Append(ctx, fmt.Sprintf("agent-%d", i%64), domain.ExpectAny, events); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		subCtx, cancel := context.WithCancel(ctx)
+		n := 0
+		s.SubscribeAll(subCtx, 0, func(_ context.Context, got []domain.Event) error {
+			if n += len(got); n >= total {
+				cancel()
+			}
+			return nil
+		})
+		cancel()
+		if n != total {
+			b.Fatalf("delivered %d events, want %d", n, total)
+		}
+	}
+	b.ReportMetric(float64(b.N*total)/b.Elapsed().Seconds(), "events/s")
+}

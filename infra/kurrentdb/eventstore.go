@@ -1,0 +1,557 @@
+// Package kurrentdb is the KurrentDB domain.EventStore, over the official
+// gRPC client (github.com/kurrent-io/KurrentDB-Client-Go).
+//
+// Streams: Engram stream s is KurrentDB stream Prefix+s, so several Engram
+// deployments (or test runs) can share one KurrentDB, and $all reads and
+// subscriptions keep to Engram's events with a server-side stream-prefix
+// filter (system "$..." streams and foreign streams are never delivered).
+//
+// Positions: Engram's global position of an event IS its KurrentDB commit
+// position. Engram only writes implicit transactions (one append = one
+// batch of self-committed prepares), for which KurrentDB gives each event
+// commit position = prepare position = the byte offset of its record in the
+// transaction log; so the position is unique per event, strictly increasing
+// in $all order, never 0 (the log opens with an epoch record), and
+// Position{Commit: p, Prepare: p} addresses the event exactly. An event whose
+// commit and prepare positions differ (an explicit transaction, which Engram
+// never writes) is refused with an error rather than given an ambiguous
+// position. Positions are sparse (byte offsets), which the port allows.
+//
+// Event metadata: the payload is the event's data (content type JSON, bytes
+// kept exactly); the event id is the KurrentDB event id (so it must be a
+// UUID); type is the KurrentDB event type; schema version, time, actor and
+// request id travel in the event's custom metadata as JSON, next to
+// "$correlationId" (the request id, KurrentDB's convention).
+package kurrentdb
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	kdb "github.com/kurrent-io/KurrentDB-Client-Go/kurrentdb"
+
+	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/infra/eventlog"
+)
+
+// DefaultStreamPrefix namespaces Engram's streams in a shared KurrentDB.
+const DefaultStreamPrefix = "engram."
+
+// readPage is how many $all events one read request asks for while
+// skipping over events outside the prefix.
+const readPage = 512
+
+// Config says how to reach KurrentDB.
+type Config struct {
+	// URL is a KurrentDB connection string (kurrentdb://host:2113?tls=false,
+	// kurrentdb+discover://..., esdb://...). It must not carry credentials:
+	// URLs end up in process lists, shell history and logs.
+	URL string
+	// Username and Password authenticate every call (HTTP basic over TLS).
+	// The caller takes them from the environment, never from a flag.
+	Username, Password string
+	// StreamPrefix namespaces Engram's streams; DefaultStreamPrefix if empty.
+	StreamPrefix string
+	// Logger receives the client's own diagnostics (connection, discovery,
+	// dropped subscriptions); slog.Default() if nil.
+	Logger *slog.Logger
+	// RetryDelay is the first pause before a dropped subscription is
+	// re-established (doubling up to 5s); 200ms if zero.
+	RetryDelay time.Duration
+}
+
+// EventStore is the KurrentDB domain.EventStore.
+type EventStore struct {
+	client     *kdb.Client
+	prefix     string
+	log        *slog.Logger
+	retryDelay time.Duration
+	now        func() time.Time
+}
+
+var _ domain.EventStore = (*EventStore)(nil)
+
+// Open connects to KurrentDB and checks that $all can be read with the
+// given credentials, so a wrong URL, password or missing permission fails
+// at start, not at the first write.
+func Open(ctx context.Context, cfg Config) (*EventStore, error) {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	conf, err := clientConfig(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	client, err := kdb.NewClient(conf)
+	if err != nil {
+		return nil, fmt.Errorf("kurrentdb: %w", err)
+	}
+	s := &EventStore{client: client, prefix: cfg.StreamPrefix, log: log, retryDelay: cfg.RetryDelay, now: time.Now}
+	if s.prefix == "" {
+		s.prefix = DefaultStreamPrefix
+	}
+	if s.retryDelay <= 0 {
+		s.retryDelay = 200 * time.Millisecond
+	}
+	probe, err := client.ReadAll(ctx, kdb.ReadAllOptions{Direction: kdb.Backwards, From: kdb.End{}}, 1)
+	if err == nil {
+		_, err = probe.Recv()
+		probe.Close()
+		if errors.Is(err, io.EOF) {
+			err = nil
+		}
+	}
+	if err != nil {
+		client.Close()
+		return nil, fmt.Errorf("kurrentdb: connect to %s: %w", redact(cfg.URL), err)
+	}
+	return s, nil
+}
+
+// clientConfig turns cfg into the client's configuration, refusing
+// credentials in the URL and credentials without TLS (the client would
+// refuse every call with a gRPC error that does not say why).
+func clientConfig(cfg Config, log *slog.Logger) (*kdb.Configuration, error) {
+	u, err := url.Parse(cfg.URL)
+	if err != nil || cfg.URL == "" {
+		return nil, fmt.Errorf("kurrentdb: event store URL %q is not a connection string like kurrentdb://host:2113?tls=false", redact(cfg.URL))
+	}
+	if u.User != nil {
+		return nil, errors.New("kurrentdb: the event store URL must not contain credentials; set ENGRAM_KURRENTDB_USERNAME and ENGRAM_KURRENTDB_PASSWORD instead")
+	}
+	conf, err := kdb.ParseConnectionString(cfg.URL)
+	if err != nil {
+		return nil, fmt.Errorf("kurrentdb: event store URL %s: %w", redact(cfg.URL), err)
+	}
+	if (cfg.Username == "") != (cfg.Password == "") {
+		return nil, errors.New("kurrentdb: set both ENGRAM_KURRENTDB_USERNAME and ENGRAM_KURRENTDB_PASSWORD, or neither")
+	}
+	if cfg.Username != "" && conf.DisableTLS {
+		return nil, errors.New("kurrentdb: credentials need TLS; remove tls=false from the event store URL")
+	}
+	conf.Username, conf.Password = cfg.Username, cfg.Password
+	conf.Logger = clientLogger(log)
+	return conf, nil
+}
+
+// clientLogger routes the client's printf-style logging to slog. The
+// client logs every failed call at error level; those errors are returned
+// to Engram too, so they are demoted to debug here to avoid logging each
+// failure twice, except warnings about the connection itself.
+func clientLogger(log *slog.Logger) kdb.LoggingFunc {
+	return func(level kdb.LogLevel, format string, args ...any) {
+		lvl := slog.LevelDebug
+		if level == kdb.LogWarn {
+			lvl = slog.LevelWarn
+		}
+		log.Log(context.Background(), lvl, "kurrentdb client: "+fmt.Sprintf(format, args...))
+	}
+}
+
+// redact drops any userinfo from a URL before it goes into an error.
+func redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	u.User = nil
+	return u.String()
+}
+
+// Close releases the connection.
+func (s *EventStore) Close() error { return s.client.Close() }
+
+// eventMetadata is the custom metadata of every Engram event in KurrentDB.
+type eventMetadata struct {
+	SchemaVersion int          `json:"schema_version"`
+	Time          time.Time    `json:"time"`
+	Actor         domain.Actor `json:"actor"`
+	RequestID     string       `json:"request_id,omitempty"`
+	// CorrelationID follows KurrentDB's convention ($correlationId), so its
+	// UI and projections can group one request's events.
+	CorrelationID string `json:"$correlationId,omitempty"`
+}
+
+// Append implements domain.EventStore.
+func (s *EventStore) Append(ctx context.Context, stream string, expected int64, events []domain.NewEvent) (domain.AppendResult, error) {
+	if stream == "" {
+		return domain.AppendResult{}, errors.New("kurrentdb: append: empty stream name")
+	}
+	if len(events) == 0 {
+		return domain.AppendResult{}, fmt.Errorf("kurrentdb: append to %s: no events", stream)
+	}
+	state, err := streamState(expected)
+	if err != nil {
+		return domain.AppendResult{}, fmt.Errorf("kurrentdb: append to %s: %w", stream, err)
+	}
+	now := s.now().UTC()
+	data := make([]kdb.EventData, len(events))
+	for i, e := range events {
+		id := uuid.Must(uuid.NewV7())
+		if e.ID != "" {
+			if id, err = uuid.Parse(e.ID); err != nil || id.String() != e.ID {
+				return domain.AppendResult{}, fmt.Errorf("kurrentdb: append to %s: event id %q is not a lowercase UUID (KurrentDB event ids are UUIDs)", stream, e.ID)
+			}
+		}
+		at := e.Time
+		if at.IsZero() {
+			at = now
+		}
+		meta, err := json.Marshal(eventMetadata{SchemaVersion: e.SchemaVersion, Time: at.UTC(), Actor: e.Actor, RequestID: e.RequestID, CorrelationID: e.RequestID})
+		if err != nil {
+			return domain.AppendResult{}, fmt.Errorf("kurrentdb: append to %s: metadata: %w", stream, err)
+		}
+		data[i] = kdb.EventData{EventID: id, EventType: e.Type, ContentType: kdb.ContentTypeJson, Data: e.Payload, Metadata: meta}
+	}
+	res, err := s.client.AppendToStream(ctx, s.prefix+stream, kdb.AppendToStreamOptions{StreamState: state}, data...)
+	if err != nil {
+		var kerr *kdb.Error
+		if errors.As(err, &kerr) && kerr.IsErrorCode(kdb.ErrorCodeWrongExpectedVersion) {
+			return domain.AppendResult{}, fmt.Errorf("kurrentdb: append to %s: %v: %w", stream, kerr.Err(), domain.ErrWrongExpectedVersion)
+		}
+		return domain.AppendResult{}, fmt.Errorf("kurrentdb: append to %s: %w", stream, err)
+	}
+	// KurrentDB reports the commit position of the write, which for an
+	// implicit transaction is the log position of its last event.
+	return domain.AppendResult{NextExpectedVersion: int64(res.NextExpectedVersion), LastPosition: res.CommitPosition}, nil
+}
+
+// streamState maps Engram's expected version onto KurrentDB's.
+func streamState(expected int64) (kdb.StreamState, error) {
+	switch {
+	case expected == domain.ExpectAny:
+		return kdb.Any{}, nil
+	case expected == domain.ExpectNoStream:
+		return kdb.NoStream{}, nil
+	case expected >= 0:
+		return kdb.Revision(uint64(expected)), nil
+	default:
+		return nil, fmt.Errorf("invalid expected version %d", expected)
+	}
+}
+
+// ReadStream implements domain.EventStore.
+func (s *EventStore) ReadStream(ctx context.Context, stream string, from uint64) ([]domain.Event, error) {
+	rs, err := s.client.ReadStream(ctx, s.prefix+stream, kdb.ReadStreamOptions{From: kdb.Revision(from)}, math.MaxUint64)
+	if err != nil {
+		return nil, fmt.Errorf("kurrentdb: read stream %s: %w", stream, err)
+	}
+	defer rs.Close()
+	var out []domain.Event
+	for {
+		re, err := rs.Recv()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		var kerr *kdb.Error
+		if errors.As(err, &kerr) && kerr.IsErrorCode(kdb.ErrorCodeResourceNotFound) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("kurrentdb: read stream %s: %w", stream, err)
+		}
+		e, err := s.toEvent(re.Event)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+}
+
+// ReadAll implements domain.EventStore. The client has no filtered $all
+// read, so it pages through $all and keeps Engram's events.
+func (s *EventStore) ReadAll(ctx context.Context, after uint64, limit int) ([]domain.Event, error) {
+	var out []domain.Event
+	seen := after // every event at or below seen is already handled
+	for len(out) < limit {
+		// Reading from a position includes the event there, hence +1.
+		n := uint64(min(limit-len(out), readPage)) + 1
+		raw, err := s.readAllPage(ctx, kdb.Forwards, allPosition(seen), n)
+		if err != nil {
+			return nil, err
+		}
+		for _, re := range raw {
+			pos := re.Event.Position.Commit
+			if pos <= seen {
+				continue
+			}
+			seen = pos
+			if !strings.HasPrefix(re.Event.StreamID, s.prefix) {
+				continue
+			}
+			e, err := s.toEvent(re.Event)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, e)
+			if len(out) == limit {
+				break
+			}
+		}
+		if uint64(len(raw)) < n {
+			break // end of $all
+		}
+	}
+	return out, nil
+}
+
+// allPosition is where a $all read or subscription after Engram position
+// after starts.
+func allPosition(after uint64) kdb.AllPosition {
+	if after == 0 {
+		return kdb.Start{}
+	}
+	return kdb.Position{Commit: after, Prepare: after}
+}
+
+func (s *EventStore) readAllPage(ctx context.Context, dir kdb.Direction, from kdb.AllPosition, n uint64) ([]*kdb.ResolvedEvent, error) {
+	rs, err := s.client.ReadAll(ctx, kdb.ReadAllOptions{Direction: dir, From: from}, n)
+	if err != nil {
+		return nil, fmt.Errorf("kurrentdb: read $all: %w", err)
+	}
+	defer rs.Close()
+	var out []*kdb.ResolvedEvent
+	for {
+		re, err := rs.Recv()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("kurrentdb: read $all: %w", err)
+		}
+		if re.Event != nil {
+			out = append(out, re)
+		}
+	}
+}
+
+// Head implements domain.EventStore: the newest Engram event, found by
+// reading $all backwards from its end.
+func (s *EventStore) Head(ctx context.Context) (uint64, error) {
+	var from kdb.AllPosition = kdb.End{}
+	for {
+		raw, err := s.readAllPage(ctx, kdb.Backwards, from, readPage)
+		if err != nil {
+			return 0, err
+		}
+		for _, re := range raw {
+			if strings.HasPrefix(re.Event.StreamID, s.prefix) {
+				return re.Event.Position.Commit, nil
+			}
+		}
+		if len(raw) < readPage {
+			return 0, nil
+		}
+		last := raw[len(raw)-1].Event.Position
+		from = kdb.Position{Commit: last.Commit, Prepare: last.Prepare}
+	}
+}
+
+// toEvent turns a recorded KurrentDB event into an Engram event.
+func (s *EventStore) toEvent(r *kdb.RecordedEvent) (domain.Event, error) {
+	if r.Position.Commit != r.Position.Prepare {
+		return domain.Event{}, fmt.Errorf("kurrentdb: event %s in %s has commit position %d and prepare position %d: explicit transactions are not Engram events", r.EventID, r.StreamID, r.Position.Commit, r.Position.Prepare)
+	}
+	var meta eventMetadata
+	if err := json.Unmarshal(r.UserMetadata, &meta); err != nil {
+		return domain.Event{}, fmt.Errorf("kurrentdb: event %s in %s: metadata: %w", r.EventID, r.StreamID, err)
+	}
+	return domain.Event{
+		ID:            r.EventID.String(),
+		Stream:        strings.TrimPrefix(r.StreamID, s.prefix),
+		Version:       r.EventNumber,
+		Position:      r.Position.Commit,
+		Type:          r.EventType,
+		SchemaVersion: meta.SchemaVersion,
+		Time:          meta.Time.UTC(),
+		Actor:         meta.Actor,
+		RequestID:     meta.RequestID,
+		Payload:       json.RawMessage(r.Data),
+	}, nil
+}
+
+// stopError marks an error that ends SubscribeAll (the handler's, or an
+// event that cannot be decoded), unlike a dropped subscription, which is
+// re-established.
+type stopError struct{ err error }
+
+func (e stopError) Error() string { return e.err.Error() }
+func (e stopError) Unwrap() error { return e.err }
+
+// SubscribeAll implements domain.EventStore with a catch-up subscription to
+// $all, filtered server-side to the stream prefix. When the subscription
+// drops (server restart, leader change, network), it is re-established from
+// the last delivered position after a growing pause, so no event is skipped
+// or repeated; it gives up only on errors retrying cannot fix (bad
+// credentials, missing permission).
+func (s *EventStore) SubscribeAll(ctx context.Context, after uint64, handle func(context.Context, []domain.Event) error) error {
+	delay := s.retryDelay
+	for {
+		delivered, err := s.subscribeOnce(ctx, &after, handle)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		var stop stopError
+		if errors.As(err, &stop) {
+			return stop.err
+		}
+		var kerr *kdb.Error
+		if errors.As(err, &kerr) && (kerr.IsErrorCode(kdb.ErrorCodeUnauthenticated) || kerr.IsErrorCode(kdb.ErrorCodeAccessDenied)) {
+			return fmt.Errorf("kurrentdb: subscribe to $all: %w", err)
+		}
+		if delivered {
+			delay = s.retryDelay
+		}
+		s.log.Warn("kurrentdb: $all subscription dropped, resubscribing", "after", after, "retry_in", delay, "err", err)
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		delay = min(delay*2, 5*time.Second)
+	}
+}
+
+// subscribeOnce runs one subscription until it drops, ctx ends or handle
+// fails, advancing *after past every delivered event. It reports whether
+// it delivered anything (a healthy subscription resets the retry pause).
+func (s *EventStore) subscribeOnce(ctx context.Context, after *uint64, handle func(context.Context, []domain.Event) error) (bool, error) {
+	sub, err := s.client.SubscribeToAll(ctx, kdb.SubscribeToAllOptions{
+		From:   allPosition(*after),
+		Filter: &kdb.SubscriptionFilter{Type: kdb.StreamFilterType, Prefixes: []string{s.prefix}},
+	})
+	if err != nil {
+		return false, err
+	}
+	// Recv blocks, so a reader goroutine feeds a channel the loop below
+	// drains into batches of whatever has already arrived.
+	incoming := make(chan *kdb.SubscriptionEvent, eventlog.FollowBatch)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			ev := sub.Recv()
+			select {
+			case incoming <- ev:
+			case <-stop:
+				return
+			}
+			if ev.SubscriptionDropped != nil {
+				return
+			}
+		}
+	}()
+	defer func() {
+		close(stop)
+		sub.Close()
+		<-done
+	}()
+
+	delivered := false
+	for {
+		var ev *kdb.SubscriptionEvent
+		select {
+		case <-ctx.Done():
+			return delivered, ctx.Err()
+		case ev = <-incoming:
+		}
+		var batch []domain.Event
+		var dropped error
+		// Take what has already arrived, up to a full batch; a full batch
+		// leaves the rest in the channel for the next round.
+		for more := true; more; {
+			switch {
+			case ev.SubscriptionDropped != nil:
+				if dropped = ev.SubscriptionDropped.Error; dropped == nil {
+					dropped = errors.New("subscription dropped")
+				}
+			case ev.EventAppeared != nil && ev.EventAppeared.Event != nil && ev.EventAppeared.Event.Position.Commit > *after:
+				e, err := s.toEvent(ev.EventAppeared.Event)
+				if err != nil {
+					return delivered, stopError{err}
+				}
+				batch = append(batch, e)
+			}
+			more = false
+			if dropped == nil && len(batch) < eventlog.FollowBatch {
+				select {
+				case ev = <-incoming:
+					more = true
+				default:
+				}
+			}
+		}
+		if len(batch) > 0 {
+			if err := handle(ctx, batch); err != nil {
+				return delivered, stopError{err}
+			}
+			*after = batch[len(batch)-1].Position
+			delivered = true
+		}
+		if dropped != nil {
+			return delivered, dropped
+		}
+	}
+}
+
+// StreamVersion is the version of a stream's last event, -1 when the
+// stream does not exist (commands.SyncLog).
+func (s *EventStore) StreamVersion(ctx context.Context, stream string) (int64, error) {
+	rs, err := s.client.ReadStream(ctx, s.prefix+stream, kdb.ReadStreamOptions{Direction: kdb.Backwards, From: kdb.End{}}, 1)
+	if err != nil {
+		return 0, fmt.Errorf("kurrentdb: stream version of %s: %w", stream, err)
+	}
+	defer rs.Close()
+	re, err := rs.Recv()
+	var kerr *kdb.Error
+	switch {
+	case errors.Is(err, io.EOF), errors.As(err, &kerr) && kerr.IsErrorCode(kdb.ErrorCodeResourceNotFound):
+		return -1, nil
+	case err != nil:
+		return 0, fmt.Errorf("kurrentdb: stream version of %s: %w", stream, err)
+	}
+	return int64(re.Event.EventNumber), nil
+}
+
+// EventStreams returns the stream of each of ids that the log holds;
+// absent ids are left out (commands.SyncLog: sync's duplicate and
+// ownership check). KurrentDB has no index by event id, so this reads
+// Engram's part of $all until every id is found or the log ends: a cost
+// proportional to the log, paid once per sync push.
+func (s *EventStore) EventStreams(ctx context.Context, ids []string) (map[string]string, error) {
+	want := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		want[id] = true
+	}
+	out := make(map[string]string, len(ids))
+	var after uint64
+	for len(out) < len(want) {
+		page, err := s.ReadAll(ctx, after, eventlog.FollowBatch)
+		if err != nil {
+			return nil, err
+		}
+		if len(page) == 0 {
+			break
+		}
+		for _, e := range page {
+			if want[e.ID] {
+				out[e.ID] = e.Stream
+			}
+		}
+		after = page[len(page)-1].Position
+	}
+	return out, nil
+}

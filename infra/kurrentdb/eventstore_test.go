@@ -1,0 +1,412 @@
+package kurrentdb_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	kdb "github.com/kurrent-io/KurrentDB-Client-Go/kurrentdb"
+
+	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/infra/eventlog"
+	"github.com/engram-memory/engram/infra/eventstoretest"
+	"github.com/engram-memory/engram/infra/kurrentdb"
+	"github.com/engram-memory/engram/infra/kurrentdb/kurrentdbtest"
+)
+
+// target is the KurrentDB this package's tests run against: the one at
+// ENGRAM_TEST_KURRENTDB_URL (credentials in ENGRAM_KURRENTDB_USERNAME and
+// ENGRAM_KURRENTDB_PASSWORD) or else an in-memory test server. Both are
+// shared by all tests, which keep apart by stream prefix, exactly as
+// several Engram deployments sharing one KurrentDB would.
+var target kurrentdb.Config
+
+var prefixSeq atomic.Int64
+
+func TestMain(m *testing.M) { os.Exit(runTests(m)) }
+
+func runTests(m *testing.M) int {
+	if url := os.Getenv("ENGRAM_TEST_KURRENTDB_URL"); url != "" {
+		target = kurrentdb.Config{URL: url, Username: os.Getenv("ENGRAM_KURRENTDB_USERNAME"), Password: os.Getenv("ENGRAM_KURRENTDB_PASSWORD")}
+		fmt.Fprintln(os.Stderr, "kurrentdb tests: against the real KurrentDB at ENGRAM_TEST_KURRENTDB_URL")
+		return m.Run()
+	}
+	srv, err := kurrentdbtest.Start(kurrentdbtest.Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer srv.Close()
+	target = kurrentdb.Config{URL: srv.URL()}
+	return m.Run()
+}
+
+// uniquePrefix keeps a test's streams apart from every other test's (and
+// run's) on the shared server.
+func uniquePrefix() string {
+	return fmt.Sprintf("engramtest-%d-%d-%d.", os.Getpid(), time.Now().UnixNano()%1e9, prefixSeq.Add(1))
+}
+
+func open(t testing.TB, cfg kurrentdb.Config) *kurrentdb.EventStore {
+	t.Helper()
+	if cfg.StreamPrefix == "" {
+		cfg.StreamPrefix = uniquePrefix()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := kurrentdb.Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestEventStoreConformance(t *testing.T) {
+	eventstoretest.Run(t, func(t *testing.T) domain.EventStore { return open(t, target) })
+}
+
+func event(n int) domain.NewEvent {
+	return domain.NewEvent{Type: "TestHappened", SchemaVersion: 1, Actor: domain.Actor{Kind: domain.ActorSystem, ID: "test"}, Payload: []byte(fmt.Sprintf(`{"n":%d}`, n))}
+}
+
+// rawAll reads $all with the plain client, as another KurrentDB user would.
+func rawAll(t *testing.T) []*kdb.ResolvedEvent {
+	t.Helper()
+	conf, err := kdb.ParseConnectionString(target.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf.Username, conf.Password, conf.Logger = target.Username, target.Password, kdb.NoopLogging()
+	c, err := kdb.NewClient(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	rs, err := c.ReadAll(context.Background(), kdb.ReadAllOptions{}, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	var out []*kdb.ResolvedEvent
+	for {
+		e, err := rs.Recv()
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, e)
+	}
+}
+
+// TestPositionIsCommitPosition checks the documented mapping: an Engram
+// event's position is its KurrentDB commit (= prepare) position, the stream
+// is namespaced by the prefix, payload bytes are kept exactly, and an
+// append's LastPosition is its last event's position.
+func TestPositionIsCommitPosition(t *testing.T) {
+	prefix := uniquePrefix()
+	cfg := target
+	cfg.StreamPrefix = prefix
+	s := open(t, cfg)
+	ctx := context.Background()
+	payload := []byte(`{"z": 1,  "a":[2, 1], "é":"x"}`)
+	e := event(0)
+	e.Payload = payload
+	res, err := s.Append(ctx, "mem-1", domain.ExpectNoStream, []domain.NewEvent{event(1), event(2), e})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.ReadStream(ctx, "mem-1", 0)
+	if err != nil || len(got) != 3 {
+		t.Fatalf("read: %d events, %v", len(got), err)
+	}
+	if res.LastPosition != got[2].Position {
+		t.Fatalf("LastPosition = %d, last event at %d", res.LastPosition, got[2].Position)
+	}
+	if string(got[2].Payload) != string(payload) {
+		t.Fatalf("payload = %s, want %s", got[2].Payload, payload)
+	}
+	byID := map[string]*kdb.RecordedEvent{}
+	for _, r := range rawAll(t) {
+		byID[r.Event.EventID.String()] = r.Event
+	}
+	for _, g := range got {
+		r := byID[g.ID]
+		if r == nil {
+			t.Fatalf("event %s not in $all", g.ID)
+		}
+		if r.StreamID != prefix+"mem-1" || r.Position.Commit != g.Position || r.Position.Prepare != g.Position || r.EventNumber != g.Version || r.ContentType != "application/json" {
+			t.Fatalf("event %s: KurrentDB has stream %q commit %d prepare %d revision %d content type %q; Engram has position %d version %d",
+				g.ID, r.StreamID, r.Position.Commit, r.Position.Prepare, r.EventNumber, r.ContentType, g.Position, g.Version)
+		}
+	}
+}
+
+// TestForeignStreamsInvisible checks that $all reads, Head and the
+// subscription keep to the store's own prefix: other deployments' events
+// (and KurrentDB's system events) are never delivered.
+func TestForeignStreamsInvisible(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	mine, other := open(t, target), open(t, target)
+	if _, err := other.Append(ctx, "x-1", domain.ExpectAny, []domain.NewEvent{event(100)}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := mine.Append(ctx, "m-1", domain.ExpectAny, []domain.NewEvent{event(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.Append(ctx, "x-1", domain.ExpectAny, []domain.NewEvent{event(101)}); err != nil {
+		t.Fatal(err)
+	}
+	all, err := mine.ReadAll(ctx, 0, 100)
+	if err != nil || len(all) != 1 || all[0].Stream != "m-1" {
+		t.Fatalf("ReadAll: %+v, %v; want only m-1's event", all, err)
+	}
+	head, err := mine.Head(ctx)
+	if err != nil || head != res.LastPosition {
+		t.Fatalf("Head = %d, %v; want %d (the foreign event after it must not count)", head, err, res.LastPosition)
+	}
+	got := make(chan domain.Event, 10)
+	go mine.SubscribeAll(ctx, 0, func(_ context.Context, events []domain.Event) error {
+		for _, e := range events {
+			got <- e
+		}
+		return nil
+	})
+	if _, err := other.Append(ctx, "x-1", domain.ExpectAny, []domain.NewEvent{event(102)}); err != nil {
+		t.Fatal(err)
+	}
+	res2, err := mine.Append(ctx, "m-1", domain.ExpectAny, []domain.NewEvent{event(2)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []uint64{res.LastPosition, res2.LastPosition} {
+		select {
+		case e := <-got:
+			if e.Position != want || e.Stream != "m-1" {
+				t.Fatalf("subscription delivered %s@%d, want m-1@%d", e.Stream, e.Position, want)
+			}
+		case <-ctx.Done():
+			t.Fatal("subscription stalled")
+		}
+	}
+}
+
+// TestSubscriptionSurvivesDrop ends the subscription server-side (as a
+// KurrentDB restart or leader change does) twice; the adapter must
+// resubscribe from where it was and deliver every event exactly once.
+func TestSubscriptionSurvivesDrop(t *testing.T) {
+	srv, err := kurrentdbtest.Start(kurrentdbtest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	s := open(t, kurrentdb.Config{URL: srv.URL(), RetryDelay: 10 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	got := make(chan uint64, 100)
+	go s.SubscribeAll(ctx, 0, func(_ context.Context, events []domain.Event) error {
+		for _, e := range events {
+			got <- e.Position
+		}
+		return nil
+	})
+	var want []uint64
+	for i := range 9 {
+		res, err := s.Append(ctx, "d-1", domain.ExpectAny, []domain.NewEvent{event(i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, res.LastPosition)
+		if i%3 == 2 {
+			// Wait for delivery up to here, then cut the subscription.
+			for len(got) < len(want) && ctx.Err() == nil {
+				time.Sleep(5 * time.Millisecond)
+			}
+			srv.DropSubscriptions()
+		}
+	}
+	for i, w := range want {
+		select {
+		case p := <-got:
+			if p != w {
+				t.Fatalf("event %d delivered at %d, want %d", i, p, w)
+			}
+		case <-ctx.Done():
+			t.Fatalf("subscription stalled after a drop, before event %d", i)
+		}
+	}
+	select {
+	case p := <-got:
+		t.Fatalf("event at %d delivered twice", p)
+	case <-time.After(100 * time.Millisecond):
+	}
+}
+
+func TestInvalidEventIDWritesNothing(t *testing.T) {
+	s := open(t, target)
+	ctx := context.Background()
+	bad := event(1)
+	bad.ID = "not-a-uuid"
+	_, err := s.Append(ctx, "i-1", domain.ExpectAny, []domain.NewEvent{event(0), bad})
+	if err == nil || !strings.Contains(err.Error(), "UUID") {
+		t.Fatalf("err = %v, want a clear UUID error", err)
+	}
+	if got, _ := s.ReadStream(ctx, "i-1", 0); len(got) != 0 {
+		t.Fatalf("%d events written", len(got))
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadAddr := closed.Addr().String()
+	closed.Close()
+	cases := []struct {
+		name    string
+		cfg     kurrentdb.Config
+		wantErr string
+	}{
+		{"credentials in the URL", kurrentdb.Config{URL: "kurrentdb://admin:s3cret@127.0.0.1:2113?tls=false"}, "ENGRAM_KURRENTDB_USERNAME"},
+		{"credentials without TLS", kurrentdb.Config{URL: "kurrentdb://127.0.0.1:2113?tls=false", Username: "admin", Password: "s3cret"}, "need TLS"},
+		{"username without password", kurrentdb.Config{URL: "kurrentdb://127.0.0.1:2113", Username: "admin"}, "both"},
+		{"not a connection string", kurrentdb.Config{URL: "http://127.0.0.1:2113"}, "scheme"},
+		{"empty URL", kurrentdb.Config{}, "connection string"},
+		{"unknown setting", kurrentdb.Config{URL: "kurrentdb://127.0.0.1:2113?tls=maybe"}, "tls"},
+		{"nobody listening", kurrentdb.Config{URL: "kurrentdb://" + deadAddr + "?tls=false&maxDiscoverAttempts=2", Logger: slog.New(slog.DiscardHandler)}, "connect to"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			s, err := kurrentdb.Open(ctx, c.cfg)
+			if err == nil {
+				s.Close()
+				t.Fatal("Open succeeded")
+			}
+			if !strings.Contains(err.Error(), c.wantErr) {
+				t.Fatalf("err = %v, want it to mention %q", err, c.wantErr)
+			}
+			if strings.Contains(err.Error(), "s3cret") {
+				t.Fatalf("error leaks the password: %v", err)
+			}
+		})
+	}
+}
+
+// TestCredentials runs the test server over TLS with basic-auth users: the
+// right credentials work, wrong ones fail at Open with a clear error.
+func TestCredentials(t *testing.T) {
+	tlsConf, err := kurrentdbtest.SelfSignedTLS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := kurrentdbtest.Start(kurrentdbtest.Options{Username: "engram", Password: "right", TLS: tlsConf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	s := open(t, kurrentdb.Config{URL: srv.URL(), Username: "engram", Password: "right"})
+	if _, err := s.Append(context.Background(), "c-1", domain.ExpectNoStream, []domain.NewEvent{event(0)}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = kurrentdb.Open(context.Background(), kurrentdb.Config{URL: srv.URL(), Username: "engram", Password: "wrong", Logger: slog.New(slog.DiscardHandler)})
+	if err == nil || !strings.Contains(err.Error(), "Unauthenticated") || strings.Contains(err.Error(), "wrong") {
+		t.Fatalf("Open with a wrong password: %v, want an Unauthenticated error that does not echo the password", err)
+	}
+}
+
+// TestSyncLog covers what sync needs besides the port: a stream's version
+// and which stream holds an event id.
+func TestSyncLog(t *testing.T) {
+	s, other := open(t, target), open(t, target)
+	ctx := context.Background()
+	if v, err := s.StreamVersion(ctx, "a-1"); err != nil || v != -1 {
+		t.Fatalf("version of a missing stream = %d, %v; want -1", v, err)
+	}
+	events := []domain.NewEvent{event(0), event(1), event(2)}
+	events[0].ID, events[2].ID = "0193a1f0-0000-7000-8000-00000000000a", "0193a1f0-0000-7000-8000-00000000000c"
+	if _, err := s.Append(ctx, "a-1", domain.ExpectNoStream, events); err != nil {
+		t.Fatal(err)
+	}
+	foreign := event(3)
+	foreign.ID = "0193a1f0-0000-7000-8000-00000000000f"
+	if _, err := other.Append(ctx, "a-2", domain.ExpectNoStream, []domain.NewEvent{foreign}); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := s.StreamVersion(ctx, "a-1"); err != nil || v != 2 {
+		t.Fatalf("version = %d, %v; want 2", v, err)
+	}
+	got, err := s.EventStreams(ctx, []string{events[0].ID, events[2].ID, foreign.ID, "0193a1f0-0000-7000-8000-0000000000ff"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{events[0].ID: "a-1", events[2].ID: "a-1"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("EventStreams = %v, want %v (another prefix's event is not this log's)", got, want)
+	}
+}
+
+// TestSubscribeDeliversLongCatchUpExactlyOnce catches up over more events
+// than one handler batch holds: every event arrives once, in order, in
+// batches of at most eventlog.FollowBatch. The first call is slow, so that
+// the events pile up and later batches are full.
+func TestSubscribeDeliversLongCatchUpExactlyOnce(t *testing.T) {
+	const total = 2*eventlog.FollowBatch + 137
+	s := open(t, target)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var want []uint64
+	for i := 0; i < total; i += 100 {
+		events := make([]domain.NewEvent, min(100, total-i))
+		for j := range events {
+			events[j] = event(i + j)
+		}
+		if _, err := s.Append(ctx, fmt.Sprintf("l-%d", i%7), domain.ExpectAny, events); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all, err := s.ReadAll(ctx, 0, total+1)
+	if err != nil || len(all) != total {
+		t.Fatalf("ReadAll: %d events, %v", len(all), err)
+	}
+	for _, e := range all {
+		want = append(want, e.Position)
+	}
+	var got []uint64
+	subCtx, stop := context.WithCancel(ctx)
+	err = s.SubscribeAll(subCtx, 0, func(_ context.Context, events []domain.Event) error {
+		if len(events) > eventlog.FollowBatch {
+			t.Errorf("batch of %d events", len(events))
+		}
+		if len(got) == 0 {
+			time.Sleep(300 * time.Millisecond)
+		}
+		for _, e := range events {
+			got = append(got, e.Position)
+		}
+		if len(got) >= total {
+			stop()
+		}
+		return nil
+	})
+	if !errors.Is(err, context.Canceled) || ctx.Err() != nil {
+		t.Fatalf("SubscribeAll = %v after %d of %d events", err, len(got), total)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("delivered %d positions, not the log's %d in order", len(got), len(want))
+	}
+}
