@@ -19,6 +19,16 @@ type ingestStats struct {
 	Model      string  `json:"model"`
 	Dimensions int     `json:"dimensions"`
 	Pending    int     `json:"pending_embeddings"` // memories not embedded when their write returned
+	// Curve is the rate per stretch of the fill (every 10 batches), to
+	// show whether ingest slows down as the agent grows.
+	Curve []ingestPoint `json:"curve"`
+}
+
+// ingestPoint is the ingest rate over the memories (From, To].
+type ingestPoint struct {
+	From      int     `json:"from"`
+	To        int     `json:"to"`
+	PerSecond float64 `json:"memories_per_second"`
 }
 
 // fill stores cfg.n synthetic notes in one agent through the batch
@@ -55,6 +65,7 @@ func fill(ctx context.Context, c *client.Client, gen *synth, cfg loadConfig, log
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	began := time.Now()
+	mark, markAt := 0, began // start of the current stretch of the curve
 	for range cfg.ingestConc {
 		wg.Go(func() {
 			for b := range next {
@@ -76,10 +87,14 @@ func fill(ctx context.Context, c *client.Client, gen *synth, cfg loadConfig, log
 					}
 				}
 				done := st.Memories
-				mu.Unlock()
-				if err == nil && done%(10*size) < size {
-					fmt.Fprintf(log, "  %d/%d memories, %.0f/s\n", done, cfg.n, float64(done)/time.Since(began).Seconds())
+				if err == nil && (done%(10*size) < size || done == cfg.n) {
+					now := time.Now()
+					pt := ingestPoint{From: mark, To: done, PerSecond: float64(done-mark) / now.Sub(markAt).Seconds()}
+					st.Curve = append(st.Curve, pt)
+					mark, markAt = done, now
+					fmt.Fprintf(log, "  %d/%d memories, %.0f/s overall, %.0f/s since %d\n", done, cfg.n, float64(done)/now.Sub(began).Seconds(), pt.PerSecond, pt.From)
 				}
+				mu.Unlock()
 			}
 		})
 	}
