@@ -37,9 +37,26 @@ type collection struct {
 
 	stable   bool
 	graph    *graph // non-nil in stable mode: covers slots [0, graph.n)
+	// graphBase is the slot count when the current graph was started.
+	graphBase int
 	epoch    uint64 // bumped when the graph is replaced or dropped: stale indexers stop
 	indexing bool   // a background indexer is running for this epoch
 	dropped  bool
+	// published is signalled (with c.mu as its lock) whenever the graph
+	// grows, the indexer stops or the collection is dropped: writers held
+	// back by Options.MaxTail wait on it.
+	published *sync.Cond
+}
+
+// newSlots is the number of slots appended since the current graph was
+// started that it does not cover yet. Slots that existed when it started
+// (a collection crossing the threshold, a compaction) are not counted: they
+// are the build's own backlog, not writers outrunning it.
+func (c *collection) newSlots() int {
+	if c.graph == nil {
+		return 0
+	}
+	return c.ids.len() - max(c.graph.n, c.graphBase)
 }
 
 // prepared is one validated item ready to be stored.
@@ -217,4 +234,5 @@ func (c *collection) release() {
 	c.dead, c.nDead, c.tagSlots, c.stable, c.graph, c.indexing = nil, 0, nil, false, nil, false
 	c.dropped = true
 	c.epoch++
+	c.published.Broadcast()
 }

@@ -48,7 +48,7 @@ func (ix *Index) afterWrite(c *collection) {
 			c.stable, c.dead, c.tagSlots = false, nil, nil
 			return
 		}
-		c.graph = newGraph(ix.graphParams(c), c.dim, c.ids.len())
+		c.graph, c.graphBase = newGraph(ix.graphParams(c), c.dim, c.ids.len()), c.ids.len()
 		ix.startIndexer(c)
 	case c.graph.n < c.ids.len():
 		ix.startIndexer(c)
@@ -165,6 +165,7 @@ func (ix *Index) publish(c *collection, epoch uint64, g *graph, last bool) publi
 		return publishedStale
 	}
 	c.graph = g
+	defer c.published.Broadcast()
 	if last || g.n == c.ids.len() {
 		c.indexing = false
 		return publishedDone
