@@ -35,13 +35,13 @@ type collection struct {
 	nDead    int
 	tagSlots [][]uint32 // tag code → slots carrying it (stable mode only; see posting.go)
 
-	stable   bool
-	graph    *graph // non-nil in stable mode: covers slots [0, graph.n)
+	stable bool
+	graph  *graph // non-nil in stable mode: covers slots [0, graph.n)
 	// graphBase is the slot count when the current graph was started.
 	graphBase int
-	epoch    uint64 // bumped when the graph is replaced or dropped: stale indexers stop
-	indexing bool   // a background indexer is running for this epoch
-	dropped  bool
+	epoch     uint64 // bumped when the graph is replaced or dropped: stale indexers stop
+	indexing  bool   // a background indexer is running for this epoch
+	dropped   bool
 	// published is signalled (with c.mu as its lock) whenever the graph
 	// grows, the indexer stops or the collection is dropped: writers held
 	// back by Options.MaxTail wait on it.
