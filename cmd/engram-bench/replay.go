@@ -23,7 +23,7 @@ type replayConfig struct {
 	n, batchSize, ingestConc int
 	seed                     uint64
 	agent, out, cpuProfile   string
-	alone                    bool
+	alone, skipFill          bool
 	server                   serverFlags
 }
 
@@ -44,6 +44,7 @@ func parseReplayFlags(args []string, stderr io.Writer) (replayConfig, error) {
 	fs.BoolVar(&cfg.alone, "each", true, "also rebuild each projection alone")
 	fs.StringVar(&cfg.server.engramBin, "engram-bin", "", "engram binary that fills the data dir (default: go build the module's into a temp dir)")
 	fs.StringVar(&cfg.server.dataDir, "data-dir", "", "empty data directory to fill and rebuild (default: a temp dir, removed afterwards)")
+	fs.BoolVar(&cfg.skipFill, "skip-fill", false, "rebuild --data-dir as it is (filled by an earlier run) instead of filling it: compares builds on the same log")
 	fs.StringVar(&cfg.server.serveArgs, "serve-args", "", "extra space-separated flags for `engram serve` while filling")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
@@ -56,6 +57,8 @@ func parseReplayFlags(args []string, stderr io.Writer) (replayConfig, error) {
 		return cfg, usageErr("--n must be positive")
 	case cfg.ingestConc < 1 || cfg.ingestConc > 16:
 		return cfg, usageErr("--ingest-concurrency must be 1-16")
+	case cfg.skipFill && cfg.server.dataDir == "":
+		return cfg, usageErr("--skip-fill needs --data-dir")
 	}
 	return cfg, nil
 }
@@ -108,10 +111,14 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		cfg.server.dataDir = dataDir
 	}
 	rep := replayReport{StartedAt: time.Now().UTC(), N: cfg.n, Cores: runtime.NumCPU()}
-	if rep.Ingest, err = fillDataDir(ctx, cfg, stderr); err != nil {
-		return err
+	if cfg.skipFill {
+		rep.N = 0 // unknown: the log is counted in events
+	} else {
+		if rep.Ingest, err = fillDataDir(ctx, cfg, stderr); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "filled %d memories in %.1fs (%.0f memories/s); server stopped\n", rep.Ingest.Memories, rep.Ingest.Seconds, rep.Ingest.PerSecond)
 	}
-	fmt.Fprintf(stderr, "filled %d memories in %.1fs (%.0f memories/s); server stopped\n", rep.Ingest.Memories, rep.Ingest.Seconds, rep.Ingest.PerSecond)
 
 	st, err := stack.Open(ctx, stack.Config{DataDir: dataDir, Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
