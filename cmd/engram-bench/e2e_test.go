@@ -164,7 +164,7 @@ func testReplay(t *testing.T, bin string) {
 		if code := run(t.Context(), args, &stdout, &stderr); code != exitOK {
 			t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
 		}
-		if !strings.Contains(stdout.String(), "events/s") || !strings.Contains(stdout.String(), "vectors") {
+		if !strings.Contains(stdout.String(), "events/s") || !strings.Contains(stdout.String(), "target: all projections") {
 			t.Errorf("table:\n%s", stdout.String())
 		}
 		data, err := os.ReadFile(out)
