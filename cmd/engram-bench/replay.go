@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/engram-memory/engram/client"
+	"github.com/engram-memory/engram/infra/vectorindex"
 	"github.com/engram-memory/engram/internal/stack"
 )
 
@@ -120,7 +121,9 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fmt.Fprintf(stderr, "filled %d memories in %.1fs (%.0f memories/s); server stopped\n", rep.Ingest.Memories, rep.Ingest.Seconds, rep.Ingest.PerSecond)
 	}
 
-	st, err := stack.Open(ctx, stack.Config{DataDir: dataDir, Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	// As `engram projections rebuild` opens it.
+	indexes := stack.Indexes{VectorOptions: vectorindex.Options{BuildWhileWriting: true}}
+	st, err := stack.Open(ctx, stack.Config{DataDir: dataDir, Indexes: indexes, Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 )
 
 // collection stores one caller-chosen key's vectors. Every per-item array is
@@ -39,6 +40,8 @@ type collection struct {
 	graph  *graph // non-nil in stable mode: covers slots [0, graph.n)
 	// graphBase is the slot count when the current graph was started.
 	graphBase int
+	// lastWrite is when an Upsert last changed the collection.
+	lastWrite time.Time
 	epoch     uint64 // bumped when the graph is replaced or dropped: stale indexers stop
 	indexing  bool   // a background indexer is running for this epoch
 	dropped   bool
@@ -46,6 +49,18 @@ type collection struct {
 	// grows, the indexer stops or the collection is dropped: writers held
 	// back by Options.MaxTail wait on it.
 	published *sync.Cond
+}
+
+// buildDeferral is how long a graph build should hold off at now to leave
+// the cores to writes (0: build now); bound is the tail bound (0: none).
+// It holds off while the last write is under quiet old and the new tail
+// is under half the bound, so writers never reach the bound because of it.
+func (c *collection) buildDeferral(now time.Time, quiet time.Duration, bound int) time.Duration {
+	since := now.Sub(c.lastWrite)
+	if bound <= 0 || since >= quiet || 2*c.newSlots() >= bound {
+		return 0
+	}
+	return quiet - since
 }
 
 // newSlots is the number of slots appended since the current graph was

@@ -135,6 +135,7 @@ func (ix *Index) upsertLocked(c *collection, batch []prepared, dim int) error {
 	}
 	c.dim = dim
 	c.upsert(batch)
+	c.lastWrite = time.Now()
 	ix.afterWrite(c)
 	ix.waitForTail(c)
 	return nil

@@ -26,6 +26,9 @@ const (
 	// publishInterval bounds how stale the published graph gets during a
 	// long build; each publication copies the graph (~100 bytes a node).
 	publishInterval = 200 * time.Millisecond
+	// writeQuiet is how long after a collection's last write its graph
+	// build counts it as being written (see Options.BuildWhileWriting).
+	writeQuiet = 250 * time.Millisecond
 )
 
 // afterWrite applies the mode transitions a write may trigger (caller holds
@@ -94,6 +97,15 @@ func (ix *Index) runIndexer(c *collection, epoch uint64, published *graph) {
 	p := new(planner)
 	lastPublished := time.Now()
 	for {
+		if wait := ix.deferral(c); wait > 0 {
+			select {
+			case <-time.After(wait):
+				continue
+			case <-ix.stop:
+				ix.publish(c, epoch, g, true)
+				return
+			}
+		}
 		select {
 		case ix.buildSlots <- struct{}{}:
 		case <-ix.stop:
@@ -116,6 +128,16 @@ func (ix *Index) runIndexer(c *collection, epoch uint64, published *graph) {
 			g, lastPublished = g.clone(), time.Now()
 		}
 	}
+}
+
+// deferral is how long c's build should hold off for its writers.
+func (ix *Index) deferral(c *collection) time.Duration {
+	if ix.opts.BuildWhileWriting {
+		return 0
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.buildDeferral(time.Now(), writeQuiet, ix.opts.maxTail(c.dim))
 }
 
 // indexSome inserts up to indexBatch pending slots into g without holding

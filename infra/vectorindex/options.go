@@ -35,6 +35,14 @@ type Options struct {
 	// graph was started (crossing the threshold, a compaction) are the
 	// build's backlog and are not counted. Negative: unbounded.
 	MaxTail int
+	// BuildWhileWriting lets a graph build run while its collection is
+	// being written. By default a build holds off while writes keep
+	// coming (a write in the last writeQuiet) and its collection's new
+	// tail is under half of MaxTail: on a small machine the build
+	// otherwise takes a core from the writes, and ingest slows down as
+	// the agent grows. Searches stay exact meanwhile (they scan the tail).
+	// An offline rebuild sets it: there nothing else wants the spare core.
+	BuildWhileWriting bool
 	// Seed varies the graphs' random levels; builds are deterministic for a
 	// given seed, collection name and insertion order.
 	Seed uint64

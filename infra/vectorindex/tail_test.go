@@ -137,3 +137,31 @@ func TestCloseReleasesWaitingWriters(t *testing.T) {
 	}
 	<-closed
 }
+
+func TestBuildDeferral(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	const quiet = 250 * time.Millisecond
+	tests := []struct {
+		name      string
+		sinceLast time.Duration
+		newSlots  int
+		bound     int
+		want      time.Duration
+	}{
+		{"written just now, small new tail: hold off for the rest of the quiet time", 50 * time.Millisecond, 10, 100, 200 * time.Millisecond},
+		{"quiet for long enough: build", quiet, 10, 100, 0},
+		{"new tail at half the bound: build, so writers never wait for the hold-off", 0, 50, 100, 0},
+		{"no tail bound: never hold off (nothing would end it under steady writes)", 0, 10, 0, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &collection{graph: &graph{n: 1000}, graphBase: 1000, lastWrite: now.Add(-tc.sinceLast)}
+			for range 1000 + tc.newSlots {
+				c.ids.add("x")
+			}
+			if got := c.buildDeferral(now, quiet, tc.bound); got != tc.want {
+				t.Fatalf("buildDeferral = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
