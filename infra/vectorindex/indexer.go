@@ -27,8 +27,10 @@ const (
 	// long build; each publication copies the graph (~100 bytes a node).
 	publishInterval = 200 * time.Millisecond
 	// writeQuiet is how long after a collection's last write its graph
-	// build counts it as being written (see Options.BuildWhileWriting).
-	writeQuiet = 250 * time.Millisecond
+	// build counts it as being written (see Options.BuildWhileWriting):
+	// longer than the gap between two batches of a busy ingest (1,000
+	// memories every 0.2-0.5 s), so the build does not slip into them.
+	writeQuiet = time.Second
 )
 
 // afterWrite applies the mode transitions a write may trigger (caller holds
