@@ -135,7 +135,7 @@ func testLoad(t *testing.T, bin string) {
 	if rep.Ingest.Memories != 300 || rep.Ingest.Batches != 3 || rep.Dimensions <= 0 || rep.Memory.AfterFill == nil || rep.PID == 0 {
 		t.Fatalf("report: %+v", rep)
 	}
-	if c := rep.Ingest.Curve; len(c) == 0 || c[0].From != 0 || c[len(c)-1].To != 300 || c[0].PerSecond <= 0 {
+	if c := rep.Ingest.Curve; len(c) == 0 || c[0].From != 0 || c[len(c)-1].To != 300 || c[0].PerSecond <= 0 || c[0].ServerCPUMsPerMemory == nil {
 		t.Fatalf("ingest curve: %+v", c)
 	}
 	if len(rep.Modes) != 3 {

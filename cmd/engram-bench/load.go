@@ -96,7 +96,8 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	gen := newSynth(cfg.seed)
-	if rep.Ingest, err = fill(ctx, tg.client, gen, cfg, stderr); err != nil {
+	meter := cpuMeter{server: tg.proc}
+	if rep.Ingest, err = fill(ctx, tg.client, meter, gen, cfg, stderr); err != nil {
 		return err
 	}
 	rep.Model, rep.Dimensions = rep.Ingest.Model, rep.Ingest.Dimensions
@@ -125,7 +126,6 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	defer stopProfile()
-	meter := cpuMeter{server: tg.proc}
 	for _, mode := range cfg.modes {
 		res, err := measureMode(ctx, tg.client, meter, cfg, mode, queries)
 		if err != nil {

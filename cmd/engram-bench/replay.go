@@ -167,7 +167,7 @@ func fillDataDir(ctx context.Context, cfg replayConfig, stderr io.Writer) (inges
 	if err := ensureEmpty(ctx, tg.client, []string{cfg.agent}); err != nil {
 		return ingestStats{}, err
 	}
-	return fill(ctx, tg.client, newSynth(cfg.seed), loadConfig{n: cfg.n, batchSize: cfg.batchSize, ingestConc: cfg.ingestConc, agent: cfg.agent}, stderr)
+	return fill(ctx, tg.client, cpuMeter{server: tg.proc}, newSynth(cfg.seed), loadConfig{n: cfg.n, batchSize: cfg.batchSize, ingestConc: cfg.ingestConc, agent: cfg.agent}, stderr)
 }
 
 // rebuild replays the whole log into the named projections (all when
