@@ -5,7 +5,7 @@ BIN       ?= bin/engram
 BENCH     ?= .
 BENCHTIME ?= 1s
 
-.PHONY: build run test lint fuzz vulncheck bench bench-quality bench-load clean
+.PHONY: build run test lint fuzz vulncheck bench bench-quality bench-load bench-replay clean
 
 # `engram version` reports these; `go build` alone leaves them to Go's
 # build information.
@@ -65,6 +65,12 @@ bench-quality:
 bench-load:
 	$(GO) run ./cmd/engram-bench load --n 10000 --concurrency 8 --duration 20s --out bench-out/load-10k.json
 	$(GO) run ./cmd/engram-bench load --n 100000 --concurrency 8 --duration 20s --out bench-out/load-100k.json
+
+# Rebuild speed: fill a data dir with REPLAY_N memories through the API,
+# stop, replay the log into every projection and into each alone.
+REPLAY_N ?= 10000
+bench-replay:
+	$(GO) run ./cmd/engram-bench replay --n $(REPLAY_N) --out bench-out/replay.json
 
 clean:
 	rm -rf bin bench-out

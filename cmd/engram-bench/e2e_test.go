@@ -25,6 +25,7 @@ func TestEndToEnd(t *testing.T) {
 	}
 	t.Run("quality", func(t *testing.T) { testQuality(t, bin) })
 	t.Run("load", func(t *testing.T) { testLoad(t, bin) })
+	t.Run("replay", func(t *testing.T) { testReplay(t, bin) })
 	t.Run("server flag", func(t *testing.T) { testAgainstRunningServer(t, bin) })
 }
 
@@ -134,6 +135,9 @@ func testLoad(t *testing.T, bin string) {
 	if rep.Ingest.Memories != 300 || rep.Ingest.Batches != 3 || rep.Dimensions <= 0 || rep.Memory.AfterFill == nil || rep.PID == 0 {
 		t.Fatalf("report: %+v", rep)
 	}
+	if c := rep.Ingest.Curve; len(c) == 0 || c[0].From != 0 || c[len(c)-1].To != 300 || c[0].PerSecond <= 0 || c[0].ServerCPUMsPerMemory == nil {
+		t.Fatalf("ingest curve: %+v", c)
+	}
 	if len(rep.Modes) != 3 {
 		t.Fatalf("modes: %+v", rep.Modes)
 	}
@@ -144,5 +148,51 @@ func testLoad(t *testing.T, bin string) {
 	}
 	if !strings.Contains(stdout.String(), "hybrid") || !strings.Contains(stdout.String(), "memories/s") {
 		t.Errorf("table:\n%s", stdout.String())
+	}
+}
+
+// testReplay fills a data dir through the real server, then rebuilds it
+// (all projections and each alone) twice: after the fill, and again on
+// the kept data dir with --skip-fill. Both rebuilds replay the same log.
+func testReplay(t *testing.T, bin string) {
+	dir := t.TempDir()
+	replay := func(extra ...string) replayReport {
+		t.Helper()
+		out := filepath.Join(t.TempDir(), "replay.json")
+		var stdout, stderr bytes.Buffer
+		args := append([]string{"replay", "--n", "120", "--batch-size", "50", "--data-dir", dir, "--out", out, "--engram-bin", bin}, extra...)
+		if code := run(t.Context(), args, &stdout, &stderr); code != exitOK {
+			t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+		}
+		if !strings.Contains(stdout.String(), "events/s") || !strings.Contains(stdout.String(), "target: all projections") {
+			t.Errorf("table:\n%s", stdout.String())
+		}
+		data, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rep replayReport
+		if err := json.Unmarshal(data, &rep); err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	filled := replay()
+	// 120 memories are at least 240 events (created and embedded).
+	if filled.Ingest.Memories != 120 || filled.Events < 240 || filled.Cores <= 0 || filled.LoadAverage == "" {
+		t.Fatalf("report: %+v", filled)
+	}
+	names := []string{"all", "accounts", "memories", "keyword", "vectors", "jobs", "provenance", "audit", "suggestions"}
+	if len(filled.Rebuilds) != len(names) {
+		t.Fatalf("rebuilds: %+v", filled.Rebuilds)
+	}
+	for i, r := range filled.Rebuilds {
+		if r.Projection != names[i] || r.Seconds <= 0 || r.EventsPerSecond <= 0 {
+			t.Errorf("rebuild %d: %+v, want %s", i, r, names[i])
+		}
+	}
+	again := replay("--skip-fill", "--each=false")
+	if again.Events != filled.Events || len(again.Rebuilds) != 1 || again.Rebuilds[0].Projection != "all" {
+		t.Fatalf("rebuild of the kept data dir: %+v", again)
 	}
 }

@@ -109,6 +109,40 @@ func TestParseLoadFlags(t *testing.T) {
 	}
 }
 
+func TestParseReplayFlags(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		check   func(replayConfig) bool
+		wantErr bool
+	}{
+		{"defaults", nil, func(c replayConfig) bool {
+			return c.n == 10000 && c.alone && !c.skipFill && c.out == "bench-out/replay.json"
+		}, false},
+		{"custom", []string{"--n", "200000", "--each=false", "--data-dir", "/tmp/d", "--skip-fill"}, func(c replayConfig) bool {
+			return c.n == 200000 && !c.alone && c.skipFill && c.server.dataDir == "/tmp/d"
+		}, false},
+		{"zero n", []string{"--n", "0"}, nil, true},
+		{"skip fill without a data dir", []string{"--skip-fill"}, nil, true},
+		{"ingest concurrency out of range", []string{"--ingest-concurrency", "17"}, nil, true},
+		{"stray argument", []string{"all"}, nil, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := parseReplayFlags(tc.args, io.Discard)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err = %v", err)
+			}
+			if err != nil && !errors.Is(err, errUsage) {
+				t.Fatalf("error %v is not a usage error", err)
+			}
+			if tc.check != nil && !tc.check(cfg) {
+				t.Fatalf("config %+v", cfg)
+			}
+		})
+	}
+}
+
 func TestRunExitCodes(t *testing.T) {
 	ctx := t.Context()
 	tests := []struct {

@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime/pprof"
 	"sync"
 	"time"
@@ -98,7 +96,8 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	gen := newSynth(cfg.seed)
-	if rep.Ingest, err = fill(ctx, tg.client, gen, cfg, stderr); err != nil {
+	meter := cpuMeter{server: tg.proc}
+	if rep.Ingest, err = fill(ctx, tg.client, meter, gen, cfg, stderr); err != nil {
 		return err
 	}
 	rep.Model, rep.Dimensions = rep.Ingest.Model, rep.Ingest.Dimensions
@@ -127,7 +126,6 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	defer stopProfile()
-	meter := cpuMeter{server: tg.proc}
 	for _, mode := range cfg.modes {
 		res, err := measureMode(ctx, tg.client, meter, cfg, mode, queries)
 		if err != nil {
@@ -143,18 +141,7 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		rep.Memory.AfterSearch = memStat(tg.proc)
 	}
 	fmt.Fprint(stdout, rep.table())
-	if err := os.MkdirAll(filepath.Dir(cfg.out), 0o755); err != nil {
-		return err
-	}
-	data, err := json.MarshalIndent(rep, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(cfg.out, append(data, '\n'), 0o644); err != nil {
-		return err
-	}
-	fmt.Fprintln(stdout, "wrote", cfg.out)
-	return nil
+	return writeJSON(cfg.out, rep, stdout)
 }
 
 // startCPUProfile profiles this program into path until the returned

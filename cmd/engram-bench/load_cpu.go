@@ -78,13 +78,13 @@ func selfCPU() time.Duration {
 // the fill: the vector index builds its graph in the background, and
 // searches measured while it still runs would measure the build too (and
 // the exact scan of the part not yet in the graph). Quiet means under
-// 5% of one core over a second. It returns how long it waited.
+// 5% of one core over two seconds in a row. It returns how long it waited.
 func settle(ctx context.Context, p *testserver.Process, timeout time.Duration, log io.Writer) (time.Duration, error) {
 	if p == nil || timeout <= 0 {
 		return 0, nil
 	}
 	const window, quiet = time.Second, 50 * time.Millisecond
-	start := time.Now()
+	start, quietWindows := time.Now(), 0
 	prev, err := p.CPUTime()
 	if err != nil {
 		return 0, nil // not Linux: nothing to wait for
@@ -99,8 +99,15 @@ func settle(ctx context.Context, p *testserver.Process, timeout time.Duration, l
 		if err != nil {
 			return time.Since(start), err
 		}
+		// Two quiet windows in a row: a graph build holds off for a second
+		// after the last write (vectorindex's writeQuiet) before it starts.
 		if cur-prev < quiet {
-			return time.Since(start), nil
+			quietWindows++
+			if quietWindows == 2 {
+				return time.Since(start), nil
+			}
+		} else {
+			quietWindows = 0
 		}
 		prev = cur
 		if waited := time.Since(start); waited > timeout {

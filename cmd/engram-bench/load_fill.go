@@ -19,12 +19,27 @@ type ingestStats struct {
 	Model      string  `json:"model"`
 	Dimensions int     `json:"dimensions"`
 	Pending    int     `json:"pending_embeddings"` // memories not embedded when their write returned
+	// Curve is the rate per stretch of the fill (every 10 batches), to
+	// show whether ingest slows down as the agent grows.
+	Curve []ingestPoint `json:"curve"`
+}
+
+// ingestPoint is the ingest rate over the memories (From, To].
+type ingestPoint struct {
+	From      int     `json:"from"`
+	To        int     `json:"to"`
+	PerSecond float64 `json:"memories_per_second"`
+	// ServerCPUMsPerMemory is the server's CPU time (all threads) per
+	// memory over the stretch, when this program started the server: on a
+	// shared machine it shows whether a memory costs more as the agent
+	// grows, which the rate alone cannot tell from the neighbours' load.
+	ServerCPUMsPerMemory *float64 `json:"server_cpu_ms_per_memory,omitempty"`
 }
 
 // fill stores cfg.n synthetic notes in one agent through the batch
 // endpoint. Batches are generated up front so the generator's time is not
 // counted as ingest time, and so that concurrent senders share no RNG.
-func fill(ctx context.Context, c *client.Client, gen *synth, cfg loadConfig, log io.Writer) (ingestStats, error) {
+func fill(ctx context.Context, c *client.Client, meter cpuMeter, gen *synth, cfg loadConfig, log io.Writer) (ingestStats, error) {
 	size := min(max(cfg.batchSize, 1), client.MaxBatch)
 	// Creation times spread over the year before a fixed day, so time
 	// filters have something to cut and runs stay reproducible.
@@ -55,6 +70,7 @@ func fill(ctx context.Context, c *client.Client, gen *synth, cfg loadConfig, log
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	began := time.Now()
+	mark, markAt, markCPU := 0, began, meter.sample() // start of the current stretch of the curve
 	for range cfg.ingestConc {
 		wg.Go(func() {
 			for b := range next {
@@ -76,10 +92,19 @@ func fill(ctx context.Context, c *client.Client, gen *synth, cfg loadConfig, log
 					}
 				}
 				done := st.Memories
-				mu.Unlock()
-				if err == nil && done%(10*size) < size {
-					fmt.Fprintf(log, "  %d/%d memories, %.0f/s\n", done, cfg.n, float64(done)/time.Since(began).Seconds())
+				if err == nil && (done%(10*size) < size || done == cfg.n) {
+					now, cpu := time.Now(), meter.sample()
+					pt := ingestPoint{From: mark, To: done, PerSecond: float64(done-mark) / now.Sub(markAt).Seconds()}
+					cpuNote := ""
+					if use := cpuBetween(markCPU, cpu, done-mark, now.Sub(markAt)); use.ServerMSPerRequest != nil {
+						pt.ServerCPUMsPerMemory = use.ServerMSPerRequest
+						cpuNote = fmt.Sprintf(", server CPU %.2f ms/memory", *use.ServerMSPerRequest)
+					}
+					st.Curve = append(st.Curve, pt)
+					mark, markAt, markCPU = done, now, cpu
+					fmt.Fprintf(log, "  %d/%d memories, %.0f/s overall, %.0f/s since %d%s\n", done, cfg.n, float64(done)/now.Sub(began).Seconds(), pt.PerSecond, pt.From, cpuNote)
 				}
+				mu.Unlock()
 			}
 		})
 	}

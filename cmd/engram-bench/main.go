@@ -5,8 +5,10 @@
 //	                      set against its BM25 baseline
 //	engram-bench load     ingest rate and search latency/throughput under
 //	                      concurrency, on one agent filled with synthetic notes
+//	engram-bench replay   fill a data dir with synthetic notes, stop, and
+//	                      rebuild every projection, then each alone (events/s)
 //
-// Both start a fresh embedded server on a temporary data directory unless
+// Each starts a fresh embedded server on a temporary data directory unless
 // --server names a running one. Run `engram-bench <command> -h` for flags.
 package main
 
@@ -47,6 +49,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = runQuality(ctx, args[1:], stdout, stderr)
 	case "load":
 		err = runLoad(ctx, args[1:], stdout, stderr)
+	case "replay":
+		err = runReplay(ctx, args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		usage(stdout)
 		return exitOK
@@ -87,6 +91,9 @@ commands:
             them with score.py and compare with the BM25 baseline
   load      fill one agent with N synthetic memories, then measure search
             latency (end to end and server side) and throughput per mode
+  replay    fill a fresh data dir with N synthetic memories through the API,
+            stop the server, rebuild all projections and each alone, and
+            report events/s per projection
 
 Run engram-bench <command> -h for the flags of a command.
 `)

@@ -47,6 +47,9 @@ func projectionsCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 	if err := checkEventStoreSecret(args, eventStore); err != nil {
 		return err
 	}
+	// Offline, nothing else wants the spare core: the vector graphs build
+	// while the log replays instead of waiting for the writes to pause.
+	indexes.VectorOptions.BuildWhileWriting = true
 	logger, err := newLogger(stderr, "warn", "text")
 	if err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -21,6 +22,10 @@ type EventStore struct {
 	pollInterval time.Duration
 	now          func() time.Time
 	appended     *signal
+	// commits counts this store's committed appends: the generation that
+	// tells the page cache whether a short page is still the log's tail.
+	commits atomic.Uint64
+	pages   *pageCache
 
 	// queue holds the appends waiting for the writer, oldest first; its
 	// head leads the next group commit (see Append).
@@ -55,7 +60,7 @@ func NewEventStore(db *DB, pollInterval time.Duration) *EventStore {
 	if pollInterval <= 0 {
 		pollInterval = 500 * time.Millisecond
 	}
-	return &EventStore{db: db, pollInterval: pollInterval, now: time.Now, appended: newSignal()}
+	return &EventStore{db: db, pollInterval: pollInterval, now: time.Now, appended: newSignal(), pages: newPageCache(pageCacheBytes)}
 }
 
 // Append implements domain.EventStore.
@@ -116,6 +121,7 @@ func (s *EventStore) lead(ctx context.Context) {
 		}
 	}
 	if committed {
+		s.commits.Add(1) // before the broadcast: see pageCache
 		s.appended.broadcast()
 	}
 	s.mu.Lock()
@@ -220,13 +226,23 @@ func (s *EventStore) ReadStream(ctx context.Context, stream string, from uint64)
 	return scanEvents(rows)
 }
 
-// ReadAll implements domain.EventStore.
+// ReadAll implements domain.EventStore. Pages are shared through the
+// page cache by the projections that read them at about the same time.
 func (s *EventStore) ReadAll(ctx context.Context, after uint64, limit int) ([]domain.Event, error) {
-	rows, err := s.db.read.QueryContext(ctx, `SELECT `+eventColumns+` FROM events WHERE position > ? ORDER BY position LIMIT ?`, after, limit)
+	gen := s.commits.Load() // before the read: a commit during it makes the page stale
+	if events, ok := s.pages.get(after, limit, gen); ok {
+		return events, nil
+	}
+	rows, err := s.db.queryHot(ctx, `SELECT `+eventColumns+` FROM events WHERE position > ? ORDER BY position LIMIT ?`, after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: read all: %w", err)
 	}
-	return scanEvents(rows)
+	events, err := scanEvents(rows)
+	if err != nil {
+		return nil, err
+	}
+	s.pages.put(after, limit, gen, events)
+	return events, nil
 }
 
 // Head implements domain.EventStore.

@@ -57,3 +57,28 @@ func TestEventStreamsAndStreamVersion(t *testing.T) {
 		t.Fatalf("EventStreams = %v, want e1→a, e3→b", got)
 	}
 }
+
+// ReadAll answers from the page cache only while the page is still the
+// log's answer: a short page read before an append grows with it.
+func TestReadAllSeesAppendsAfterACachedShortPage(t *testing.T) {
+	ctx := context.Background()
+	store := sqlite.NewEventStore(openDB(t), 50*time.Millisecond)
+	ev := func(id string) domain.NewEvent {
+		return domain.NewEvent{ID: id, Type: "T", SchemaVersion: 1, Payload: []byte(`{}`)}
+	}
+	if _, err := store.Append(ctx, "a", domain.ExpectAny, []domain.NewEvent{ev("e1"), ev("e2")}); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // the second read is the cached one
+		if page, err := store.ReadAll(ctx, 0, 10); err != nil || len(page) != 2 {
+			t.Fatalf("ReadAll = %d events, %v; want 2", len(page), err)
+		}
+	}
+	if _, err := store.Append(ctx, "a", domain.ExpectAny, []domain.NewEvent{ev("e3")}); err != nil {
+		t.Fatal(err)
+	}
+	page, err := store.ReadAll(ctx, 0, 10)
+	if err != nil || len(page) != 3 || page[2].ID != "e3" {
+		t.Fatalf("ReadAll after an append = %d events, %v; want e1, e2, e3", len(page), err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 )
 
 // collection stores one caller-chosen key's vectors. Every per-item array is
@@ -35,11 +36,42 @@ type collection struct {
 	nDead    int
 	tagSlots [][]uint32 // tag code → slots carrying it (stable mode only; see posting.go)
 
-	stable   bool
-	graph    *graph // non-nil in stable mode: covers slots [0, graph.n)
-	epoch    uint64 // bumped when the graph is replaced or dropped: stale indexers stop
-	indexing bool   // a background indexer is running for this epoch
-	dropped  bool
+	stable bool
+	graph  *graph // non-nil in stable mode: covers slots [0, graph.n)
+	// graphBase is the slot count when the current graph was started.
+	graphBase int
+	// lastWrite is when an Upsert last changed the collection.
+	lastWrite time.Time
+	epoch     uint64 // bumped when the graph is replaced or dropped: stale indexers stop
+	indexing  bool   // a background indexer is running for this epoch
+	dropped   bool
+	// published is signalled (with c.mu as its lock) whenever the graph
+	// grows, the indexer stops or the collection is dropped: writers held
+	// back by Options.MaxTail wait on it.
+	published *sync.Cond
+}
+
+// buildDeferral is how long a graph build should hold off at now to leave
+// the cores to writes (0: build now); bound is the tail bound (0: none).
+// It holds off while the last write is under quiet old and the new tail
+// is under half the bound, so writers never reach the bound because of it.
+func (c *collection) buildDeferral(now time.Time, quiet time.Duration, bound int) time.Duration {
+	since := now.Sub(c.lastWrite)
+	if bound <= 0 || since >= quiet || 2*c.newSlots() >= bound {
+		return 0
+	}
+	return quiet - since
+}
+
+// newSlots is the number of slots appended since the current graph was
+// started that it does not cover yet. Slots that existed when it started
+// (a collection crossing the threshold, a compaction) are not counted: they
+// are the build's own backlog, not writers outrunning it.
+func (c *collection) newSlots() int {
+	if c.graph == nil {
+		return 0
+	}
+	return c.ids.len() - max(c.graph.n, c.graphBase)
 }
 
 // prepared is one validated item ready to be stored.
@@ -217,4 +249,5 @@ func (c *collection) release() {
 	c.dead, c.nDead, c.tagSlots, c.stable, c.graph, c.indexing = nil, 0, nil, false, nil, false
 	c.dropped = true
 	c.epoch++
+	c.published.Broadcast()
 }

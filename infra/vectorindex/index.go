@@ -135,8 +135,21 @@ func (ix *Index) upsertLocked(c *collection, batch []prepared, dim int) error {
 	}
 	c.dim = dim
 	c.upsert(batch)
+	c.lastWrite = time.Now()
 	ix.afterWrite(c)
+	ix.waitForTail(c)
 	return nil
+}
+
+// waitForTail holds the writer (caller holds c's write lock, released
+// while waiting) until the graph build has caught up to within the tail
+// bound of the slots written since it started, or stopped: a search never
+// scans more than Options.MaxTail slots because writers outran the builder.
+func (ix *Index) waitForTail(c *collection) {
+	bound := ix.opts.maxTail(c.dim)
+	for bound > 0 && c.indexing && !c.dropped && c.newSlots() > bound {
+		c.published.Wait()
+	}
 }
 
 func prepare(items []Item) ([]prepared, int, error) {
@@ -231,6 +244,7 @@ func (ix *Index) collectionFor(name string) *collection {
 	c := ix.cols[name]
 	if c == nil {
 		c = &collection{name: strings.Clone(name)}
+		c.published = sync.NewCond(&c.mu)
 		ix.cols[c.name] = c
 	}
 	return c

@@ -26,6 +26,11 @@ const (
 	// publishInterval bounds how stale the published graph gets during a
 	// long build; each publication copies the graph (~100 bytes a node).
 	publishInterval = 200 * time.Millisecond
+	// writeQuiet is how long after a collection's last write its graph
+	// build counts it as being written (see Options.BuildWhileWriting):
+	// longer than the gap between two batches of a busy ingest (1,000
+	// memories every 0.2-0.5 s), so the build does not slip into them.
+	writeQuiet = time.Second
 )
 
 // afterWrite applies the mode transitions a write may trigger (caller holds
@@ -48,7 +53,7 @@ func (ix *Index) afterWrite(c *collection) {
 			c.stable, c.dead, c.tagSlots = false, nil, nil
 			return
 		}
-		c.graph = newGraph(ix.graphParams(c), c.dim, c.ids.len())
+		c.graph, c.graphBase = newGraph(ix.graphParams(c), c.dim, c.ids.len()), c.ids.len()
 		ix.startIndexer(c)
 	case c.graph.n < c.ids.len():
 		ix.startIndexer(c)
@@ -94,6 +99,15 @@ func (ix *Index) runIndexer(c *collection, epoch uint64, published *graph) {
 	p := new(planner)
 	lastPublished := time.Now()
 	for {
+		if wait := ix.deferral(c); wait > 0 {
+			select {
+			case <-time.After(wait):
+				continue
+			case <-ix.stop:
+				ix.publish(c, epoch, g, true)
+				return
+			}
+		}
 		select {
 		case ix.buildSlots <- struct{}{}:
 		case <-ix.stop:
@@ -116,6 +130,16 @@ func (ix *Index) runIndexer(c *collection, epoch uint64, published *graph) {
 			g, lastPublished = g.clone(), time.Now()
 		}
 	}
+}
+
+// deferral is how long c's build should hold off for its writers.
+func (ix *Index) deferral(c *collection) time.Duration {
+	if ix.opts.BuildWhileWriting {
+		return 0
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.buildDeferral(time.Now(), writeQuiet, ix.opts.maxTail(c.dim))
 }
 
 // indexSome inserts up to indexBatch pending slots into g without holding
@@ -165,6 +189,7 @@ func (ix *Index) publish(c *collection, epoch uint64, g *graph, last bool) publi
 		return publishedStale
 	}
 	c.graph = g
+	defer c.published.Broadcast()
 	if last || g.n == c.ids.len() {
 		c.indexing = false
 		return publishedDone

@@ -25,6 +25,24 @@ type Options struct {
 	// BuildWorkers is how many collections build graphs at once (default 1,
 	// leaving the other core to searches during start-up).
 	BuildWorkers int
+	// MaxTail bounds how many slots written since a graph collection's
+	// current graph was started may wait for the background build.
+	// Searches scan unindexed slots exactly, so the bound caps what writers
+	// that outrun the build can add to a search; an Upsert that would leave
+	// more waits until the builder has caught up (back-pressure). The
+	// default is the ANN threshold: such a tail costs a search about one
+	// exact scan at the threshold (~1 ms). Slots that were there when the
+	// graph was started (crossing the threshold, a compaction) are the
+	// build's backlog and are not counted. Negative: unbounded.
+	MaxTail int
+	// BuildWhileWriting lets a graph build run while its collection is
+	// being written. By default a build holds off while writes keep
+	// coming (a write in the last writeQuiet) and its collection's new
+	// tail is under half of MaxTail: on a small machine the build
+	// otherwise takes a core from the writes, and ingest slows down as
+	// the agent grows. Searches stay exact meanwhile (they scan the tail).
+	// An offline rebuild sets it: there nothing else wants the spare core.
+	BuildWhileWriting bool
 	// Seed varies the graphs' random levels; builds are deterministic for a
 	// given seed, collection name and insertion order.
 	Seed uint64
@@ -46,6 +64,17 @@ func (o Options) annThreshold(dim int) int {
 		return o.ANNThreshold
 	}
 	return max(1000, defaultANNFloats/max(dim, 1))
+}
+
+// maxTail is the tail bound of a collection of dim; 0 means unbounded.
+func (o Options) maxTail(dim int) int {
+	switch {
+	case o.MaxTail < 0:
+		return 0
+	case o.MaxTail > 0:
+		return o.MaxTail
+	}
+	return o.annThreshold(dim)
 }
 
 func (o Options) withDefaults() Options {
