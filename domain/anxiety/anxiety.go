@@ -126,18 +126,18 @@ type Recommendation struct {
 
 // Report is the anxiety report.
 type Report struct {
-	OverallScore      int                        `json:"overall_score"`
-	OverallLevel      string                     `json:"overall_level"`
-	OverallConfidence float64                    `json:"overall_confidence"`
+	OverallScore      int     `json:"overall_score"`
+	OverallLevel      string  `json:"overall_level"`
+	OverallConfidence float64 `json:"overall_confidence"`
 	// PreviousLevel is the level last recorded for the agent (nil: none
 	// yet); HysteresisLevel walks from it by the score, one level at a
 	// time (see HysteresisLevel). Without a previous level it equals
 	// OverallLevel.
-	PreviousLevel   *Observation `json:"previous_level"`
-	HysteresisLevel string       `json:"hysteresis_level"`
-	Dimensions        map[string]DimensionReport `json:"dimensions"`
-	Recommendations   []Recommendation           `json:"recommendations"`
-	ComputedAt        time.Time                  `json:"computed_at"`
+	PreviousLevel   *Observation               `json:"previous_level"`
+	HysteresisLevel string                     `json:"hysteresis_level"`
+	Dimensions      map[string]DimensionReport `json:"dimensions"`
+	Recommendations []Recommendation           `json:"recommendations"`
+	ComputedAt      time.Time                  `json:"computed_at"`
 }
 
 // Compute builds the report from in.
