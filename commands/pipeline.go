@@ -263,7 +263,8 @@ type ProcessRequest struct {
 // Process runs a pass and records each transition's outcome as a
 // ProcessingPassRecorded event (skipped ones too), and expires the
 // suggestions due. Processor failures and malformed answers are recorded
-// in the pass, never returned as errors.
+// in the pass, never returned as errors. Afterwards it records the
+// agent's anxiety level if it changed (recordAnxiety).
 func (c *Pipeline) Process(ctx context.Context, meta domain.Metadata, agentID string, req ProcessRequest) ([]processing.PassRecorded, error) {
 	userID, err := userOf(meta)
 	if err != nil {
