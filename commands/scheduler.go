@@ -140,6 +140,9 @@ func (s *Scheduler) visitAll(ctx context.Context, sem chan struct{}, wg *sync.Wa
 			return
 		}
 		for _, agent := range agents {
+			if ctx.Err() != nil { // a select with a free slot might still pick it
+				return
+			}
 			select {
 			case <-ctx.Done():
 				return
