@@ -72,3 +72,70 @@ func TestAnxietyReport(t *testing.T) {
 		t.Errorf("expired suggestions still count: %+v", rep.Dimensions[anxiety.SuggestionBacklog])
 	}
 }
+
+type hysteresisJSON struct {
+	OverallScore    int    `json:"overall_score"`
+	OverallLevel    string `json:"overall_level"`
+	HysteresisLevel string `json:"hysteresis_level"`
+	PreviousLevel   *struct {
+		Level string    `json:"level"`
+		At    time.Time `json:"at"`
+	} `json:"previous_level"`
+}
+
+func (s *stack) anxiety(t testing.TB, bearer, agent string) hysteresisJSON {
+	t.Helper()
+	var rep hysteresisJSON
+	s.request(t, "GET", "/v1/agents/"+agent+"/anxiety", bearer, nil).must(t, http.StatusOK, &rep)
+	return rep
+}
+
+// The hysteresis walks from the level a processing request recorded in
+// the agent's stream: a score in Aware's band (31-34) does not enter
+// Aware from a recorded Calm; the GET never records, the next process
+// does.
+func TestAnxietyHysteresisFromRecordedLevel(t *testing.T) {
+	s := newStack(t, stackOptions{fixedAuth: true})
+	s.create(t, aliceKey, "claire", "note", map[string]any{"content": "hello"})
+	if rep := s.anxiety(t, aliceKey, "claire"); rep.PreviousLevel != nil || rep.HysteresisLevel != rep.OverallLevel {
+		t.Fatalf("before any processing: %+v", rep)
+	}
+	s.process(t, aliceKey, "claire", nil)
+	calm := s.anxiety(t, aliceKey, "claire")
+	if calm.PreviousLevel == nil || calm.PreviousLevel.Level != anxiety.Calm || calm.HysteresisLevel != anxiety.Calm {
+		t.Fatalf("after processing a calm stack: %+v", calm)
+	}
+	// Ten beliefs below 0.5: memory uncertainty 100, identity 87 → 31.
+	for i := range 10 {
+		s.create(t, aliceKey, "claire", "belief", map[string]any{"statement": "unsure claim " + itoa(i), "confidence": 0.3})
+	}
+	head := s.head(t)
+	rep := s.anxiety(t, aliceKey, "claire")
+	if rep.OverallScore < 31 || rep.OverallScore >= 35 {
+		t.Fatalf("setup: score %d is not in the gap 31-34", rep.OverallScore)
+	}
+	if rep.OverallLevel != anxiety.Aware || rep.HysteresisLevel != anxiety.Calm || rep.PreviousLevel.Level != anxiety.Calm {
+		t.Errorf("score %d from recorded Calm: band %s, hysteresis %s, previous %+v", rep.OverallScore, rep.OverallLevel, rep.HysteresisLevel, rep.PreviousLevel)
+	}
+	if s.head(t) != head {
+		t.Error("GET /anxiety wrote to the log")
+	}
+	// Five episodes without lessons push it past 35: the report says
+	// Aware at once, and the next process records it.
+	for i := range 5 {
+		s.create(t, aliceKey, "claire", "episode", map[string]any{"objective": "task " + itoa(i), "outcome": "done"})
+	}
+	if rep := s.anxiety(t, aliceKey, "claire"); rep.OverallScore < 35 || rep.HysteresisLevel != anxiety.Aware || rep.PreviousLevel.Level != anxiety.Calm {
+		t.Fatalf("past 35 before processing: %+v", rep)
+	}
+	s.process(t, aliceKey, "claire", nil)
+	if rep := s.anxiety(t, aliceKey, "claire"); rep.PreviousLevel.Level != anxiety.Aware || !rep.PreviousLevel.At.After(calm.PreviousLevel.At) {
+		t.Errorf("after processing: %+v", rep)
+	}
+	// Processing again at the same level records nothing new.
+	head = s.head(t)
+	passes := s.process(t, aliceKey, "claire", nil)
+	if got := s.head(t) - head; got != uint64(len(passes)) {
+		t.Errorf("a process at an unchanged level appended %d events for %d passes", got, len(passes))
+	}
+}

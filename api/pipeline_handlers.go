@@ -20,6 +20,7 @@ type Pipeline interface {
 	Processing(ctx context.Context, userID, agentID string) (commands.ProcessingView, error)
 	Configure(ctx context.Context, meta domain.Metadata, agentID string, patch processing.ConfigPatch) (commands.ProcessingView, error)
 	Process(ctx context.Context, meta domain.Metadata, agentID string, req commands.ProcessRequest) ([]processing.PassRecorded, error)
+	Exhaust(ctx context.Context, meta domain.Metadata, agentID string, req commands.ExhaustRequest) (commands.ExhaustResult, error)
 	Suggestions(ctx context.Context, userID, agentID string, status processing.Status, limit int) ([]processing.Suggestion, error)
 	Suggestion(ctx context.Context, userID, id string) (processing.Suggestion, error)
 	Accept(ctx context.Context, meta domain.Metadata, id string, o commands.AcceptOverrides) (commands.Accepted, error)
@@ -38,6 +39,7 @@ func (s *Server) pipelineRoutes(r chi.Router) {
 	r.Group(func(r chi.Router) {
 		r.Use(s.requireAuth)
 		r.Post("/agents/{agent_id}/process", s.process)
+		r.Post("/agents/{agent_id}/process/exhaust", s.exhaust)
 		r.Get("/agents/{agent_id}/processing", s.getProcessing)
 		r.Patch("/agents/{agent_id}/processing", s.patchProcessing)
 		r.Get("/agents/{agent_id}/suggestions", s.listSuggestions)
@@ -74,6 +76,33 @@ func (s *Server) process(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeData(w, http.StatusOK, map[string]any{"passes": passes})
+}
+
+// exhaust serves POST /agents/{id}/process/exhaust with an optional
+// {max_cycles, auto_promote} body.
+func (s *Server) exhaust(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		MaxCycles   *int  `json:"max_cycles"`
+		AutoPromote *bool `json:"auto_promote"`
+	}
+	if err := optionalJSON(r, &body); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	req := commands.ExhaustRequest{AutoPromote: body.AutoPromote}
+	if body.MaxCycles != nil {
+		if *body.MaxCycles == 0 {
+			s.fail(w, r, domain.Invalid("max_cycles", "max_cycles must be between 1 and %d, got 0", processing.MaxExhaustCycles).WithDetail("limit", processing.MaxExhaustCycles))
+			return
+		}
+		req.MaxCycles = *body.MaxCycles
+	}
+	out, err := s.cfg.Pipeline.Exhaust(r.Context(), meta(r), chi.URLParam(r, "agent_id"), req)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeData(w, http.StatusOK, out)
 }
 
 func (s *Server) getProcessing(w http.ResponseWriter, r *http.Request) {

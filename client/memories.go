@@ -69,6 +69,13 @@ type Memory struct {
 	Forgotten   bool            `json:"forgotten"`
 	ForgottenAt *time.Time      `json:"forgotten_at"`
 	Embedding   EmbeddingState  `json:"embedding"`
+	// Strength is 0-1 with decay applied at read time; Tier names its
+	// band (strong, fading, weak, dormant, forgotten).
+	Strength          float64    `json:"strength"`
+	Tier              string     `json:"tier"`
+	IsProtected       bool       `json:"is_protected"`
+	VerificationCount int        `json:"verification_count"`
+	LastVerifiedAt    *time.Time `json:"last_verified_at"`
 	// Version counts the changes of content, tags and forgotten state,
 	// from 1; ETag gives it in the form If-Match takes.
 	Version int64 `json:"version"`

@@ -252,12 +252,19 @@ func (c *Pipeline) Configure(ctx context.Context, meta domain.Metadata, agentID 
 type ProcessRequest struct {
 	Transition string
 	Force      bool
+	// AutoPromote, when set, overrides the stack's auto_promote for this
+	// request only (exhaust runs promote by default).
+	AutoPromote *bool
+	// transitions, when set, replaces Transition: the transitions of an
+	// exhaust intensity.
+	transitions []processing.Transition
 }
 
 // Process runs a pass and records each transition's outcome as a
 // ProcessingPassRecorded event (skipped ones too), and expires the
 // suggestions due. Processor failures and malformed answers are recorded
-// in the pass, never returned as errors.
+// in the pass, never returned as errors. Afterwards it records the
+// agent's anxiety level if it changed (recordAnxiety).
 func (c *Pipeline) Process(ctx context.Context, meta domain.Metadata, agentID string, req ProcessRequest) ([]processing.PassRecorded, error) {
 	userID, err := userOf(meta)
 	if err != nil {
@@ -271,11 +278,27 @@ func (c *Pipeline) Process(ctx context.Context, meta domain.Metadata, agentID st
 		}
 		transitions = []processing.Transition{t}
 	}
+	req.transitions = transitions
 	defer c.lock(userID, agentID)()
+	passes, err := c.process(ctx, meta, userID, agentID, req)
+	if err != nil {
+		return nil, err
+	}
+	c.observeAnxiety(ctx, meta, userID, agentID)
+	return passes, nil
+}
+
+// process runs req.transitions once; the caller holds the agent's lock.
+func (c *Pipeline) process(ctx context.Context, meta domain.Metadata, userID, agentID string, req ProcessRequest) ([]processing.PassRecorded, error) {
 	as, err := c.load(ctx, userID, agentID)
 	if err != nil {
 		return nil, err
 	}
+	if req.AutoPromote != nil {
+		// This request's choice; the stored configuration is unchanged.
+		as.stack.Config.AutoPromote = *req.AutoPromote
+	}
+	transitions := req.transitions
 	now := c.now()
 	var payloads []domain.Payload
 	for _, id := range as.stack.DueToExpire(now) {

@@ -176,12 +176,22 @@ func (c *Pipeline) Anxiety(ctx context.Context, userID, agentID string) (anxiety
 	if err != nil {
 		return anxiety.Report{}, err
 	}
+	return c.anxietyReport(ctx, as)
+}
+
+// anxietyReport computes the report of a loaded agent; its hysteresis
+// starts from the level the agent's stream last recorded.
+func (c *Pipeline) anxietyReport(ctx context.Context, as agentStack) (anxiety.Report, error) {
+	userID, agentID := as.ref.UserID, as.ref.AgentID
 	now := c.now()
 	page, err := c.cfg.Memories.ListMemories(ctx, memory.ListQuery{UserID: userID, AgentID: agentID, Limit: AnxietyWindow})
 	if err != nil {
 		return anxiety.Report{}, err
 	}
 	in := anxiety.Inputs{Now: now}
+	if as.stack.AnxietyLevel != "" {
+		in.Previous = &anxiety.Observation{Level: as.stack.AnxietyLevel, At: as.stack.AnxietyLevelAt}
+	}
 	if in.PendingSuggestions, err = c.cfg.Suggestions.CountPending(ctx, userID, agentID, now); err != nil {
 		return anxiety.Report{}, err
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/engram-memory/engram/client"
 	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/domain/memory"
 )
 
 // Exit codes of the command line (README "Command line").
@@ -93,10 +94,10 @@ func cliCommands() []cliCommand {
 		{"import", "FILE|-", "import memories from a JSON Lines file", importCommand},
 		{"sync", "push|pull|status|run", "replicate the stack with the cloud agent of the same id", syncCommand},
 		{"edit", "ID --FIELD VALUE… [--tag T]… [--unset FIELD]…", "change a memory's content or tags", editCommand},
-		{"process", "[--force] [--transition T]", "run a processing pass: raw entries and episodes become suggestions", processCommand},
+		{"process", "[--force] [--transition T] | exhaust [--max-cycles N] [--no-auto-promote]", "run a processing pass (exhaust: until nothing more comes of it)", processCommand},
 		{"suggestions", "list | show|accept|reject|dismiss ID", "what processing proposed; accept makes it a memory", suggestionsCommand},
 		{"anxiety", "", "how much the stack needs attention, with recommendations", anxietyCommand},
-		{"audit", "[--limit N] [--before C]", "the stack's audit trail, newest first", auditCommand},
+		{"audit", "[--account] [--limit N] [--before C]", "the stack's (or, --account, the owner's) audit trail, newest first", auditCommand},
 		{"stats", "", "counts by type, strength tier and protection", statsCommand},
 		{"settings", "[get] | set KEY VALUE…", "the stack's settings (state, provenance, decay, lint, gates)", settingsCommand},
 		{"processing", "[get] | set KEY VALUE…", "the processing pipeline's configuration", processingCommand},
@@ -108,7 +109,13 @@ func cliCommands() []cliCommand {
 		{"verify", "ID [--reason R]", "record that a memory still holds (strength up)", verifyCommand},
 	}
 	for _, t := range captureTypes() {
-		cmds = append(cmds, cliCommand{t.command, t.args(), "capture " + t.article + " " + string(t.typ), captureCommand(t)})
+		c := cliCommand{t.command, t.args(), "capture " + t.article + " " + string(t.typ), captureCommand(t)}
+		if t.typ == memory.RawEntry {
+			c.args += " | list [--processed true|false] [--limit N]"
+			c.summary += "; list: raw entries with their processing state"
+			c.run = rawCommand(c.run)
+		}
+		cmds = append(cmds, c)
 	}
 	sort.Slice(cmds, func(i, j int) bool { return cmds[i].name < cmds[j].name })
 	return cmds

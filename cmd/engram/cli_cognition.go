@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -34,7 +35,10 @@ func (c *cli) withStack(ctx context.Context, fn func(st *localStack) error) erro
 }
 
 func processCommand(ctx context.Context, c *cli, args []string) error {
-	fs := c.flags("process", "[--force] [--transition T]",
+	if len(args) > 0 && args[0] == "exhaust" {
+		return processExhaust(ctx, c, args[1:])
+	}
+	fs := c.flags("process", "[--force] [--transition T] | exhaust [--max-cycles N] [--no-auto-promote]",
 		"Run a processing pass over the stack: each due transition proposes suggestions (the rule-based processor when no chat model is configured) (--json: the object POST /agents/{id}/process returns).")
 	force := fs.Bool("force", false, "run every enabled transition now, due or not")
 	transition := fs.String("transition", "", "run only this transition (raw_to_episode, raw_to_note, episode_to_belief, …)")
@@ -64,6 +68,91 @@ func processCommand(ctx context.Context, c *cli, args []string) error {
 				note = "skipped: " + p.SkipReason
 			}
 			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", p.Transition, p.SourceCount, len(p.Suggestions), note)
+		}
+		return tw.Flush()
+	})
+}
+
+func processExhaust(ctx context.Context, c *cli, args []string) error {
+	fs := c.flags("process exhaust", "[--max-cycles N] [--no-auto-promote]",
+		"Process the stack until nothing more comes of it: forced cycles at intensity light (raw transitions), then medium (+ episode transitions), then heavy (+ belief_to_value), each until two cycles in a row produce nothing (--json: the object POST /agents/{id}/process/exhaust returns).")
+	maxCycles := fs.Int("max-cycles", processing.DefaultExhaustCycles, fmt.Sprintf("at most this many cycles (1-%d)", processing.MaxExhaustCycles))
+	noAutoPromote := fs.Bool("no-auto-promote", false, "leave what processing proposes as pending suggestions instead of writing memories")
+	if _, err := c.parse(fs, args, 0, 0); err != nil {
+		return err
+	}
+	if *maxCycles < 1 {
+		return domain.Invalid("max_cycles", "--max-cycles must be between 1 and %d, got %d", processing.MaxExhaustCycles, *maxCycles)
+	}
+	autoPromote := !*noAutoPromote
+	return c.withStack(ctx, func(st *localStack) error {
+		r, err := st.app.pipeline.Exhaust(ctx, st.meta(), st.name, commands.ExhaustRequest{MaxCycles: *maxCycles, AutoPromote: &autoPromote})
+		if err != nil {
+			return err
+		}
+		if c.json {
+			return c.printJSON(r)
+		}
+		tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "CYCLE\tINTENSITY\tSOURCES\tPROMOTIONS\tSUGGESTIONS\tERRORS")
+		for _, cy := range r.Cycles {
+			fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%d\t%d\n", cy.Cycle, cy.Intensity, cy.Sources, cy.Promotions, cy.Suggestions, cy.Errors)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		state := "not converged"
+		if r.Converged {
+			state = "converged"
+		}
+		fmt.Fprintf(c.stdout, "%d cycles, %d promotions, %d suggestions: %s (%s)\n", r.CyclesCompleted, r.TotalPromotions, r.TotalSuggestions, state, r.ConvergenceReason)
+		return nil
+	})
+}
+
+// rawCommand is `engram raw`: a capture, or with "list" the raw entries
+// and their processing state.
+func rawCommand(capture func(context.Context, *cli, []string) error) func(context.Context, *cli, []string) error {
+	return func(ctx context.Context, c *cli, args []string) error {
+		if len(args) > 0 && args[0] == "list" {
+			return rawList(ctx, c, args[1:])
+		}
+		return capture(ctx, c, args)
+	}
+}
+
+func rawList(ctx context.Context, c *cli, args []string) error {
+	fs := c.flags("raw list", "[--processed true|false] [--limit N]",
+		"List the stack's raw entries, newest first, with whether processing consumed them and what they became (--json: the object GET /agents/{id}/raw returns).")
+	processed := fs.String("processed", "", "only the processed (true) or unprocessed (false) entries; default all")
+	limit := fs.Int("limit", commands.DefaultRawLimit, fmt.Sprintf("at most this many (1-%d)", commands.MaxRawLimit))
+	if _, err := c.parse(fs, args, 0, 0); err != nil {
+		return err
+	}
+	q := commands.RawQuery{Limit: *limit}
+	if *processed != "" {
+		b, err := strconv.ParseBool(*processed)
+		if err != nil {
+			return domain.Invalid("processed", "--processed must be true or false, got %q", *processed)
+		}
+		q.Processed = &b
+	}
+	if *limit < 1 || *limit > commands.MaxRawLimit {
+		return domain.Invalid("limit", "--limit must be between 1 and %d, got %d", commands.MaxRawLimit, *limit)
+	}
+	return c.withStack(ctx, func(st *localStack) error {
+		list, err := st.app.pipeline.RawEntries(ctx, localUserID, st.name, q)
+		if err != nil {
+			return err
+		}
+		if c.json {
+			return c.printJSON(map[string]any{"raw_entries": list})
+		}
+		now := time.Now()
+		tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tCREATED\tPROCESSED\tINTO\tTEXT")
+		for _, r := range list {
+			fmt.Fprintf(tw, "%s\t%s\t%t\t%s\t%s\n", r.ID, relativeTime(r.CreatedAt, now), r.Processed, strings.Join(r.ProcessedInto, ","), summary(r.Type, r.Content))
 		}
 		return tw.Flush()
 	})
@@ -277,7 +366,9 @@ func anxietyCommand(ctx context.Context, c *cli, args []string) error {
 }
 
 func auditCommand(ctx context.Context, c *cli, args []string) error {
-	fs := c.flags("audit", "[--limit N] [--before CURSOR]", "List the stack's audit trail, newest first (--json: the object GET /agents/{id}/audit returns).")
+	fs := c.flags("audit", "[--account] [--limit N] [--before CURSOR]", "List the stack's audit trail, newest first (--json: the object GET /agents/{id}/audit returns); "+
+		"with --account the account-level trail of the stack's owner (\"local\") instead (--json: the object GET /audit returns).")
+	account := fs.Bool("account", false, "the account-level entries (agents created and deleted, keys, sessions) instead of the stack's")
 	limit := fs.Int("limit", audit.DefaultLimit, fmt.Sprintf("at most this many (1-%d)", audit.MaxLimit))
 	before := fs.String("before", "", "next_before of the previous page")
 	if _, err := c.parse(fs, args, 0, 0); err != nil {
@@ -287,7 +378,11 @@ func auditCommand(ctx context.Context, c *cli, args []string) error {
 		return domain.Invalid("limit", "--limit must be between 1 and %d, got %d", audit.MaxLimit, *limit)
 	}
 	return c.withStack(ctx, func(st *localStack) error {
-		page, err := st.app.cognition.Audit(ctx, audit.Query{UserID: localUserID, AgentID: st.name, Before: *before, Limit: *limit})
+		q := audit.Query{UserID: localUserID, AgentID: st.name, Before: *before, Limit: *limit}
+		if *account {
+			q.AgentID = ""
+		}
+		page, err := st.app.cognition.Audit(ctx, q)
 		if err != nil {
 			return err
 		}
@@ -311,7 +406,11 @@ func auditCommand(ctx context.Context, c *cli, args []string) error {
 			return err
 		}
 		if page.NextBefore != "" {
-			c.notice("more: engram audit --before %s", page.NextBefore)
+			more := "engram audit --before "
+			if *account {
+				more = "engram audit --account --before "
+			}
+			c.notice("more: %s%s", more, page.NextBefore)
 		}
 		return nil
 	})

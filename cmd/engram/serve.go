@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/engram-memory/engram/api"
+	"github.com/engram-memory/engram/commands"
 	"github.com/engram-memory/engram/domain/memory"
 	"github.com/engram-memory/engram/infra/llm"
 	"github.com/engram-memory/engram/internal/loopback"
@@ -54,6 +55,8 @@ type serveConfig struct {
 	OpenAIExtraModels string
 	ChatModel         string
 	ChatTimeout       time.Duration
+	ProcessInterval   time.Duration
+	ProcessWorkers    int
 	LogLevel          string
 	LogFormat         string
 	PprofAddr         string
@@ -98,6 +101,8 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.StringVar(&cfg.OpenAIExtraModels, "openai-extra-models", "", "extra models of an OpenAI-compatible server, as name:dimensions,... (e.g. nomic-embed-text:768)")
 	fs.StringVar(&cfg.ChatModel, "chat-model", "", "chat model of the OpenAI-compatible endpoint (same base URL and key as embeddings) that raw processing uses; empty: the built-in rule-based extractor, which serves only raw_to_episode and raw_to_note")
 	fs.DurationVar(&cfg.ChatTimeout, "chat-timeout", llm.DefaultTimeout, "time one processing request to the chat model may take")
+	fs.DurationVar(&cfg.ProcessInterval, "process-interval", 5*time.Minute, "how often the background scheduler visits every agent and runs the processing transitions whose triggers fire (0 disables it; then only POST /process runs passes)")
+	fs.IntVar(&cfg.ProcessWorkers, "process-concurrency", commands.DefaultSchedulerConcurrency, "agents the background scheduler processes at once")
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&cfg.LogFormat, "log-format", "text", "text or json")
 	fs.StringVar(&cfg.PprofAddr, "pprof-addr", "", "serve net/http/pprof (/debug/pprof/) on this separate loopback address, e.g. 127.0.0.1:6060, for profiling; unauthenticated, so only loopback is accepted (default off)")
@@ -214,6 +219,10 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 	}
 	defer a.close(context.Background())
 
+	if err := a.startScheduler(cfg); err != nil {
+		return err
+	}
+
 	if cfg.PprofAddr != "" {
 		_, stop, err := servePprof(cfg.PprofAddr, logger)
 		if err != nil {
@@ -248,6 +257,36 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 		logger.Error("http shutdown", "error", err)
 	}
 	return a.close(shutdownCtx)
+}
+
+// startScheduler runs the processing scheduler in the background when
+// --process-interval is set, once the projections have caught up (a sweep
+// must not decide on read models that lag the log). Closing the app stops
+// it before anything it uses: no agent is started after that, and passes
+// under way finish.
+func (a *app) startScheduler(cfg serveConfig) error {
+	switch {
+	case cfg.ProcessInterval < 0:
+		return fmt.Errorf("--process-interval must be 0 (off) or positive, got %s", cfg.ProcessInterval)
+	case cfg.ProcessInterval == 0:
+		return nil
+	case cfg.ProcessWorkers < 1:
+		return fmt.Errorf("--process-concurrency must be at least 1, got %d", cfg.ProcessWorkers)
+	}
+	sched, err := commands.NewScheduler(commands.SchedulerConfig{
+		Pipeline: a.pipeline, Agents: a.stack.Memories, Interval: cfg.ProcessInterval, Concurrency: cfg.ProcessWorkers, Logger: a.logger,
+	})
+	if err != nil {
+		return err
+	}
+	a.runInBackground(func(ctx context.Context) error {
+		if err := a.caughtUp.wait(ctx); err != nil {
+			return err
+		}
+		return sched.Run(ctx)
+	})
+	a.logger.Info("processing scheduler on", "interval", cfg.ProcessInterval, "concurrency", cfg.ProcessWorkers)
+	return nil
 }
 
 // warnIfExposed warns when the API listens beyond this machine: anyone who

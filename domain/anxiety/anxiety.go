@@ -97,6 +97,15 @@ type Inputs struct {
 	// EmbedPending those among them whose current text has no vector yet.
 	Searchable   int
 	EmbedPending int
+	// Previous is the level last recorded for the agent, nil when none
+	// was: the starting point of the hysteresis.
+	Previous *Observation
+}
+
+// Observation is a level recorded for an agent, and when.
+type Observation struct {
+	Level string    `json:"level"`
+	At    time.Time `json:"at"`
 }
 
 // DimensionReport is one dimension's part of the report.
@@ -117,12 +126,18 @@ type Recommendation struct {
 
 // Report is the anxiety report.
 type Report struct {
-	OverallScore      int                        `json:"overall_score"`
-	OverallLevel      string                     `json:"overall_level"`
-	OverallConfidence float64                    `json:"overall_confidence"`
-	Dimensions        map[string]DimensionReport `json:"dimensions"`
-	Recommendations   []Recommendation           `json:"recommendations"`
-	ComputedAt        time.Time                  `json:"computed_at"`
+	OverallScore      int     `json:"overall_score"`
+	OverallLevel      string  `json:"overall_level"`
+	OverallConfidence float64 `json:"overall_confidence"`
+	// PreviousLevel is the level last recorded for the agent (nil: none
+	// yet); HysteresisLevel walks from it by the score, one level at a
+	// time (see HysteresisLevel). Without a previous level it equals
+	// OverallLevel.
+	PreviousLevel   *Observation               `json:"previous_level"`
+	HysteresisLevel string                     `json:"hysteresis_level"`
+	Dimensions      map[string]DimensionReport `json:"dimensions"`
+	Recommendations []Recommendation           `json:"recommendations"`
+	ComputedAt      time.Time                  `json:"computed_at"`
 }
 
 // Compute builds the report from in.
@@ -148,27 +163,83 @@ func Compute(in Inputs) Report {
 		OverallScore:      overall,
 		OverallLevel:      Level(overall),
 		OverallConfidence: math.Round(conf/WeightTotal*100) / 100,
+		PreviousLevel:     in.Previous,
+		HysteresisLevel:   HysteresisLevel(previousLevel(in.Previous), overall),
 		Dimensions:        dims,
 		Recommendations:   recommend(overall, dims),
 		ComputedAt:        in.Now.UTC(),
 	}
 }
 
+// Levels, calmest first.
+const (
+	Calm     = "Calm"
+	Aware    = "Aware"
+	Elevated = "Elevated"
+	High     = "High"
+	Critical = "Critical"
+)
+
+// levels holds each level with its hysteresis thresholds (digest §2.3):
+// a stack at the level below enters it at a score ≥ enter; a stack at it
+// leaves it downward at a score < exit.
+var levels = []struct {
+	name        string
+	enter, exit int
+}{
+	{Calm, 0, 0},
+	{Aware, 35, 25},
+	{Elevated, 55, 45},
+	{High, 75, 65},
+	{Critical, 90, 80},
+}
+
+// HysteresisLevel is the level a stack at previous moves to for score:
+// one level up when the score reaches the next level's enter threshold,
+// one level down when it falls below the current level's exit threshold,
+// else it stays. The wide gaps keep a score that wobbles around a band
+// edge from flipping the level each time. An empty or unknown previous
+// level means there is none: the band of the score applies.
+func HysteresisLevel(previous string, score int) string {
+	at := -1
+	for i, l := range levels {
+		if l.name == previous {
+			at = i
+		}
+	}
+	switch {
+	case at < 0:
+		return Level(score)
+	case at+1 < len(levels) && score >= levels[at+1].enter:
+		return levels[at+1].name
+	case at > 0 && score < levels[at].exit:
+		return levels[at-1].name
+	}
+	return levels[at].name
+}
+
+func previousLevel(o *Observation) string {
+	if o == nil {
+		return ""
+	}
+	return o.Level
+}
+
 // Level names the band of a 0-100 score: Calm 0-30, Aware 31-50,
-// Elevated 51-70, High 71-85, Critical 86-100. Reports are stateless, so
-// Kernle's per-process hysteresis does not apply: bands apply directly.
+// Elevated 51-70, High 71-85, Critical 86-100. It ignores history; the
+// report's HysteresisLevel follows the stack's recorded level.
 func Level(score int) string {
 	switch {
 	case score <= 30:
-		return "Calm"
+		return Calm
 	case score <= 50:
-		return "Aware"
+		return Aware
 	case score <= 70:
-		return "Elevated"
+		return Elevated
 	case score <= 85:
-		return "High"
+		return High
 	default:
-		return "Critical"
+		return Critical
 	}
 }
 

@@ -90,6 +90,20 @@ type SuggestionResolved struct {
 	ResolvedAt   time.Time `json:"resolved_at"`
 }
 
+// AnxietyLevelRecorded records the anxiety level a write-side command
+// (a processing pass, an exhaust run, the scheduler) observed for the
+// stack, when it differs from the one recorded before: the durable
+// "previous level" the report's hysteresis walks from. Reads never record
+// one.
+type AnxietyLevelRecorded struct {
+	StackRef
+	Level string    `json:"level"`
+	Score int       `json:"score"`
+	At    time.Time `json:"at"`
+}
+
+func (AnxietyLevelRecorded) EventType() string { return "AnxietyLevelRecorded" }
+
 func (ConfigChanged) EventType() string      { return "ProcessingConfigChanged" }
 func (PassRecorded) EventType() string       { return "ProcessingPassRecorded" }
 func (SuggestionCreated) EventType() string  { return "SuggestionCreated" }

@@ -73,6 +73,10 @@ type Stack struct {
 	// UTC day ("2006-01-02").
 	passDays       map[Transition]map[string]int
 	agentCreatedAt time.Time
+	// AnxietyLevel is the level last recorded (empty: none yet), at
+	// AnxietyLevelAt.
+	AnxietyLevel   string
+	AnxietyLevelAt time.Time
 	// runs holds the latest passes, oldest first; it is trimmed to
 	// RecentRuns only when it doubles, so folding stays linear.
 	runs []PassRecorded
@@ -117,6 +121,8 @@ func decode(e domain.Event) (interface{ ref() StackRef }, error) {
 		p = &SuggestionCreated{}
 	case SuggestionResolved{}.EventType():
 		p = &SuggestionResolved{}
+	case AnxietyLevelRecorded{}.EventType():
+		p = &AnxietyLevelRecorded{}
 	default:
 		return nil, nil
 	}
@@ -148,6 +154,8 @@ func (s *Stack) Apply(e domain.Event) error {
 		}
 	case *SuggestionResolved:
 		s.applyResolved(*p)
+	case *AnxietyLevelRecorded:
+		s.AnxietyLevel, s.AnxietyLevelAt = p.Level, p.At
 	}
 	return nil
 }

@@ -70,6 +70,31 @@ func (m *Memories) ListAgents(ctx context.Context, q memory.AgentListQuery) (mem
 	return page, nil
 }
 
+// AgentsAfter lists up to limit agents of every user in (user_id,
+// agent_id) order, starting just after after (the zero ref starts at the
+// first): background work that visits every agent (the processing
+// scheduler) pages through them with it.
+func (m *Memories) AgentsAfter(ctx context.Context, after memory.AgentRef, limit int) ([]memory.AgentRef, error) {
+	rows, err := m.db.read.QueryContext(ctx, `SELECT user_id, agent_id FROM agents
+		WHERE user_id > ? OR (user_id = ? AND agent_id > ?) ORDER BY user_id, agent_id LIMIT ?`, after.UserID, after.UserID, after.AgentID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: agents after: %w", err)
+	}
+	defer rows.Close()
+	var out []memory.AgentRef
+	for rows.Next() {
+		var r memory.AgentRef
+		if err := rows.Scan(&r.UserID, &r.AgentID); err != nil {
+			return nil, fmt.Errorf("sqlite: agents after: %w", err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: agents after: %w", err)
+	}
+	return out, nil
+}
+
 // Usage is what the user stores, as the quotas count it.
 func (m *Memories) Usage(ctx context.Context, userID string) (memory.Usage, error) {
 	var u memory.Usage
