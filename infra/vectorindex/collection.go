@@ -40,6 +40,10 @@ type collection struct {
 	graph  *graph // non-nil in stable mode: covers slots [0, graph.n)
 	// graphBase is the slot count when the current graph was started.
 	graphBase int
+	// caughtUp: the current graph has covered every slot at least once
+	// since it was started. Until then writes are a bulk load (a start-up
+	// fill, an import crossing the threshold) and are not held back.
+	caughtUp bool
 	// lastWrite is when an Upsert last changed the collection.
 	lastWrite time.Time
 	epoch     uint64 // bumped when the graph is replaced or dropped: stale indexers stop

@@ -11,7 +11,7 @@ func (c *collection) enterStable(g *graph) {
 	c.stable = true
 	c.dead = make([]uint64, (c.ids.len()+63)/64)
 	c.buildPostings()
-	c.graph, c.graphBase = g, c.ids.len()
+	c.graph, c.graphBase, c.caughtUp = g, c.ids.len(), false
 	c.epoch++
 }
 

@@ -145,9 +145,11 @@ func (ix *Index) upsertLocked(c *collection, batch []prepared, dim int) error {
 // while waiting) until the graph build has caught up to within the tail
 // bound of the slots written since it started, or stopped: a search never
 // scans more than Options.MaxTail slots because writers outran the builder.
+// A bulk load before the graph has first caught up is not held back: a
+// restart's fill of a big agent would otherwise take as long as its graph.
 func (ix *Index) waitForTail(c *collection) {
 	bound := ix.opts.maxTail(c.dim)
-	for bound > 0 && c.indexing && !c.dropped && c.newSlots() > bound {
+	for bound > 0 && c.caughtUp && c.indexing && !c.dropped && c.newSlots() > bound {
 		c.published.Wait()
 	}
 }

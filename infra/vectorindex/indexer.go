@@ -53,7 +53,7 @@ func (ix *Index) afterWrite(c *collection) {
 			c.stable, c.dead, c.tagSlots = false, nil, nil
 			return
 		}
-		c.graph, c.graphBase = newGraph(ix.graphParams(c), c.dim, c.ids.len()), c.ids.len()
+		c.graph, c.graphBase, c.caughtUp = newGraph(ix.graphParams(c), c.dim, c.ids.len()), c.ids.len(), false
 		ix.startIndexer(c)
 	case c.graph.n < c.ids.len():
 		ix.startIndexer(c)
@@ -190,6 +190,9 @@ func (ix *Index) publish(c *collection, epoch uint64, g *graph, last bool) publi
 	}
 	c.graph = g
 	defer c.published.Broadcast()
+	if g.n == c.ids.len() {
+		c.caughtUp = true
+	}
 	if last || g.n == c.ids.len() {
 		c.indexing = false
 		return publishedDone

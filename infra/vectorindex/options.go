@@ -33,7 +33,9 @@ type Options struct {
 	// default is the ANN threshold: such a tail costs a search about one
 	// exact scan at the threshold (~1 ms). Slots that were there when the
 	// graph was started (crossing the threshold, a compaction) are the
-	// build's backlog and are not counted. Negative: unbounded.
+	// build's backlog and are not counted, and writes are not held back
+	// until the graph has first caught up (a bulk load, such as the fill
+	// of an in-process index at start-up). Negative: unbounded.
 	MaxTail int
 	// BuildWhileWriting lets a graph build run while its collection is
 	// being written. By default a build holds off while writes keep

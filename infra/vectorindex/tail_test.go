@@ -78,8 +78,11 @@ func TestUpsertWaitsWhenTailExceedsBound(t *testing.T) {
 		items = append(items, makeItem(i, gen.next()))
 	}
 	// The first 200 cross the threshold: they are the new graph's backlog
-	// and never wait.
+	// and never wait. The graph catches up with them before the test.
 	if err := ix.Upsert("c", items[:200]...); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.WaitIndexed(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	resume := pauseBuilds(ix)
@@ -114,6 +117,29 @@ func TestUpsertWaitsWhenTailExceedsBound(t *testing.T) {
 	}
 }
 
+// A bulk load (the start-up fill of an in-process index) is not held back
+// by the tail bound before the graph has first caught up: it would
+// otherwise take as long as the graph build.
+func TestBulkLoadIsNotHeldBackBeforeTheGraphCatchesUp(t *testing.T) {
+	gen := newClustered(32, 20, 1, 8)
+	ix := New(Options{ANNThreshold: 200, MaxTail: 100})
+	defer ix.Close()
+	resume := pauseBuilds(ix)
+	defer resume()
+	for i := 0; i < 1000; i += 100 {
+		batch := make([]Item, 100)
+		for j := range batch {
+			batch[j] = makeItem(i+j, gen.next())
+		}
+		if err := ix.Upsert("c", batch...); err != nil { // would wait for ever with the build paused
+			t.Fatal(err)
+		}
+	}
+	if cs := ix.Stats().PerCollection[0]; cs.Vectors != 1000 || cs.Indexed != 0 {
+		t.Fatalf("collection after the load: %+v", cs)
+	}
+}
+
 // Close stops the build and releases writers waiting on the bound.
 func TestCloseReleasesWaitingWriters(t *testing.T) {
 	gen := newClustered(16, 5, 1, 7)
@@ -123,6 +149,9 @@ func TestCloseReleasesWaitingWriters(t *testing.T) {
 		items = append(items, makeItem(i, gen.next()))
 	}
 	if err := ix.Upsert("c", items[:50]...); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.WaitIndexed(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	resume := pauseBuilds(ix)
