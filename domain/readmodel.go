@@ -15,6 +15,8 @@ import "context"
 //     event's position as the checkpoint and commits. A batch is applied
 //     whole or not at all: when apply or the commit fails, nothing of the
 //     batch and no checkpoint is kept, so the engine's retry starts over.
+//     The error names the event that failed (type and position) and wraps
+//     apply's error, so errors.Is finds it.
 //   - A Tx is valid only during the Apply that passed it; its statements
 //     may be prepared once per batch, so a batch of a thousand events
 //     parses each statement once.

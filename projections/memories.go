@@ -59,7 +59,7 @@ func (p *Memories) Apply(ctx context.Context, events []domain.Event) error {
 	}
 	return p.store.Apply(ctx, events, func(ctx context.Context, tx memory.ReadModelTx, e domain.Event) error {
 		if err := applyMemoryEvent(ctx, tx, e); err != nil {
-			return fmt.Errorf("%s: %s at %d: %w", MemoriesProjectionName, e.Type, e.Position, err)
+			return err
 		}
 		if lastOfStream[e.Stream] == e.Position && isAgentEvent(e.Type) {
 			return tx.RecordStreamVersion(ctx, e.Stream, e.Version)

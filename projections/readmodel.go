@@ -2,7 +2,6 @@ package projections
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/engram-memory/engram/domain"
 )
@@ -25,14 +24,10 @@ func (p *readModel[Tx]) Position(ctx context.Context) (uint64, error) {
 	return p.store.Checkpoint(ctx)
 }
 
-// Apply implements Projection.
+// Apply implements Projection. The store names the event that failed,
+// the engine the projection.
 func (p *readModel[Tx]) Apply(ctx context.Context, events []domain.Event) error {
-	return p.store.Apply(ctx, events, func(ctx context.Context, tx Tx, e domain.Event) error {
-		if err := p.apply(ctx, tx, e); err != nil {
-			return fmt.Errorf("%s: %s at %d: %w", p.name, e.Type, e.Position, err)
-		}
-		return nil
-	})
+	return p.store.Apply(ctx, events, p.apply)
 }
 
 // Reset implements Projection.
