@@ -112,7 +112,9 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 		a.close(ctx)
 		return nil, err
 	}
-	runner := commands.NewJobRunner(writer, st.Jobs, st.Memories, catalog, commands.RunnerConfig{ID: cfg.NodeID, LeaseTimeout: cfg.JobLeaseTimeout, Queue: queue, Logger: logger})
+	runner := commands.NewJobRunner(writer, st.Jobs, st.Memories, catalog, commands.RunnerConfig{
+		ID: cfg.NodeID, LeaseTimeout: cfg.JobLeaseTimeout, BatchSize: cfg.JobBatchSize, BatchDelay: cfg.JobBatchDelay, Queue: queue, Logger: logger,
+	})
 	a.runInBackground(runner.Run)
 	embeddings := commands.NewEmbeddings(commands.EmbeddingsDeps{
 		Catalog: catalog, Memories: st.Memories, Jobs: st.Jobs, Similar: searcher, Writer: writer, Runner: runner,

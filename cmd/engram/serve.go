@@ -63,6 +63,8 @@ type serveConfig struct {
 	NodeID            string
 	ConsistencyWait   time.Duration
 	JobLeaseTimeout   time.Duration
+	JobBatchSize      int
+	JobBatchDelay     time.Duration
 }
 
 func serveFlags(cfg *serveConfig) *flag.FlagSet {
@@ -107,6 +109,8 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.StringVar(&cfg.NodeID, "node-id", "", "this node's name in the events of the re-embedding jobs it holds; a node restarted under the same name resumes its jobs at once (default HOST/ADDR, distinct per node of one host)")
 	fs.DurationVar(&cfg.ConsistencyWait, "consistency-wait", api.DefaultConsistencyWait, "longest a request waits for this node to apply what its Engram-Consistency-Token names (or, over a shared log, the credential changes of other nodes) before 503 not_yet_consistent")
 	fs.DurationVar(&cfg.JobLeaseTimeout, "job-lease-timeout", 5*time.Minute, "how long a running re-embedding job may go without progress before another node takes it over (its node died)")
+	fs.IntVar(&cfg.JobBatchSize, "job-batch-size", 128, "memories a re-embedding job embeds and records per step")
+	fs.DurationVar(&cfg.JobBatchDelay, "job-batch-delay", 0, "pause between two steps of a re-embedding job, to throttle it")
 	return fs
 }
 
@@ -172,10 +176,6 @@ func (cfg *serveConfig) fillFromStandardEnv() {
 	if cfg.PublicURL == "" {
 		cfg.PublicURL = "http://" + cfg.Addr
 	}
-	if cfg.NodeID == "" {
-		host, _ := os.Hostname()
-		cfg.NodeID = cmp.Or(host, "engram") + "/" + cfg.Addr
-	}
 }
 
 func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
@@ -197,6 +197,17 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 // requests, let in-flight ones finish (their writes are durable before they
 // are acknowledged), flush buffered usage, stop projections, close storage.
 func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
+	// Bound first: the default node id names the address actually bound
+	// (--addr 127.0.0.1:0 picks a port), distinct per node of one host.
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+	}
+	defer ln.Close()
+	if cfg.NodeID == "" {
+		host, _ := os.Hostname()
+		cfg.NodeID = cmp.Or(host, "engram") + "/" + ln.Addr().String()
+	}
 	a, err := newApp(ctx, cfg, logger)
 	if err != nil {
 		return err
@@ -211,10 +222,6 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 		defer stop()
 	}
 
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
-	}
 	ln = newLimitListener(ln, cfg.MaxConnections)
 	srv := &http.Server{
 		Handler:           a.handler,

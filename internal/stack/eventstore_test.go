@@ -101,3 +101,19 @@ func TestPostgresStackRefusesAnEmbeddedLogsDataDir(t *testing.T) {
 		t.Fatalf("Open = %v, want the embedded log refused", err)
 	}
 }
+
+// TestSharedLogRefusesRemoteIndexes: without projection leases every node
+// would write a shared remote index at its own pace, so the combination is
+// refused before anything is opened.
+func TestSharedLogRefusesRemoteIndexes(t *testing.T) {
+	es := stack.EventStore{Backend: stack.PostgresLog, URL: "postgres://127.0.0.1:1/none"}
+	for _, ix := range []stack.Indexes{
+		{Keyword: stack.Meilisearch, MeilisearchURL: "http://127.0.0.1:1"},
+		{Vector: stack.Qdrant, QdrantURL: "http://127.0.0.1:1"},
+	} {
+		_, err := stack.Open(t.Context(), stack.Config{DataDir: t.TempDir(), EventStore: es, Indexes: ix})
+		if err == nil || !strings.Contains(err.Error(), "not supported yet") {
+			t.Fatalf("Open(%+v) = %v, want the shared remote index refused", ix, err)
+		}
+	}
+}

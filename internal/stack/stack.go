@@ -217,6 +217,19 @@ func openEventStore(ctx context.Context, cfg Config, db *sqlite.DB) (*eventLog, 
 	}
 }
 
+// refuseSharedRemoteIndexes: over a shared log every node runs every
+// projection, so a remote index would be written by every node, each at
+// its own pace (a lagging node could put back what a newer event changed).
+// Remote indexes need projection leases (one writer node, a checkpoint in
+// the shared store), which are not built yet; until then a shared log
+// takes the embedded indexes, a replica per node.
+func refuseSharedRemoteIndexes(cfg Config) error {
+	if cfg.EventStore.Shared() && (cfg.Indexes.Keyword == Meilisearch || cfg.Indexes.Vector == Qdrant) {
+		return fmt.Errorf("--event-store %s with --keyword-index %s or --vector-index %s is not supported yet: every node would write the shared index at its own pace; use the embedded indexes (one replica per node)", cfg.EventStore.Backend, Meilisearch, Qdrant)
+	}
+	return nil
+}
+
 func refuseEmbeddedLog(ctx context.Context, db *sqlite.DB, backend string) error {
 	head, err := sqlite.NewEventStore(db, 0).Head(ctx)
 	if err != nil {
@@ -237,6 +250,9 @@ func Open(ctx context.Context, cfg Config) (*Stack, error) {
 		return nil, err
 	}
 	if err := cfg.EventStore.Validate(); err != nil {
+		return nil, err
+	}
+	if err := refuseSharedRemoteIndexes(cfg); err != nil {
 		return nil, err
 	}
 	if cfg.Logger == nil {
