@@ -34,6 +34,7 @@ import (
 	"math"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -71,10 +72,18 @@ type Config struct {
 
 // EventStore is the KurrentDB domain.EventStore.
 type EventStore struct {
-	client     *kdb.Client
+	conf *kdb.Configuration
+	// mu guards current and closed: the client is replaced when it has
+	// closed itself (see renewIfClosed).
+	mu         sync.Mutex
+	current    *kdb.Client
+	closed     bool
 	prefix     string
 	log        *slog.Logger
 	retryDelay time.Duration
+	// stuckAfter is how long a call may wait for a connection: the
+	// client's whole discovery budget, plus slack.
+	stuckAfter time.Duration
 	now        func() time.Time
 }
 
@@ -96,13 +105,14 @@ func Open(ctx context.Context, cfg Config) (*EventStore, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kurrentdb: %w", err)
 	}
-	s := &EventStore{client: client, prefix: cfg.StreamPrefix, log: log, retryDelay: cfg.RetryDelay, now: time.Now}
+	s := &EventStore{conf: conf, current: client, prefix: cfg.StreamPrefix, log: log, retryDelay: cfg.RetryDelay, now: time.Now}
 	if s.prefix == "" {
 		s.prefix = DefaultStreamPrefix
 	}
 	if s.retryDelay <= 0 {
 		s.retryDelay = 200 * time.Millisecond
 	}
+	s.stuckAfter = time.Duration(conf.MaxDiscoverAttempts)*(time.Duration(conf.GossipTimeout)*time.Second+time.Duration(conf.DiscoveryInterval)*time.Millisecond) + 5*time.Second
 	probe, err := client.ReadAll(ctx, kdb.ReadAllOptions{Direction: kdb.Backwards, From: kdb.End{}}, 1)
 	if err == nil {
 		_, err = probe.Recv()
@@ -169,7 +179,84 @@ func redact(raw string) string {
 }
 
 // Close releases the connection.
-func (s *EventStore) Close() error { return s.client.Close() }
+func (s *EventStore) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	return s.current.Close()
+}
+
+func (s *EventStore) client() *kdb.Client {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.current
+}
+
+// errStuck is a client call that did not even get a connection within the
+// client's own discovery budget.
+var errStuck = errors.New("the KurrentDB client is stuck looking up its connection")
+
+// unstuck runs call, a client call that starts with the client's
+// connection lookup. In KurrentDB-Client-Go v1.0.0 that lookup ignores ctx
+// and, when it races with the client closing itself, blocks forever; so
+// call runs in a goroutine that is abandoned when ctx ends or after
+// s.stuckAfter (errStuck, which renews the client). An abandoned call's
+// late result is passed to discard, to release it.
+func unstuck[T any](ctx context.Context, s *EventStore, call func() (T, error), discard func(T)) (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, err := call()
+		done <- result{v, err}
+	}()
+	timer := time.NewTimer(s.stuckAfter)
+	defer timer.Stop()
+	var zero T
+	var err error
+	select {
+	case r := <-done:
+		return r.v, r.err
+	case <-ctx.Done():
+		err = ctx.Err()
+	case <-timer.C:
+		err = errStuck
+	}
+	go func() {
+		if r := <-done; r.err == nil && discard != nil {
+			discard(r.v)
+		}
+	}()
+	return zero, err
+}
+
+// renewIfClosed replaces c when err says it has closed itself: the
+// KurrentDB client gives up for good when a rediscovery fails (the server
+// was unreachable for about a second, e.g. while restarting), and every
+// later call would fail. The call that saw the error still fails; the
+// next one gets a fresh client.
+func (s *EventStore) renewIfClosed(c *kdb.Client, err error) {
+	var kerr *kdb.Error
+	if !errors.Is(err, errStuck) && (!errors.As(err, &kerr) || !kerr.IsErrorCode(kdb.ErrorCodeConnectionClosed)) {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.current != c {
+		return
+	}
+	fresh, nerr := kdb.NewClient(s.conf)
+	if nerr != nil {
+		return
+	}
+	// c is not closed: its connection loop has already ended, and
+	// Close would close the channel other goroutines may still be about
+	// to send on inside the client (a panic).
+	s.current = fresh
+	s.log.Warn("kurrentdb: the client had closed its connection for good; replaced it")
+}
 
 // eventMetadata is the custom metadata of every Engram event in KurrentDB.
 type eventMetadata struct {
@@ -213,8 +300,12 @@ func (s *EventStore) Append(ctx context.Context, stream string, expected int64, 
 		}
 		data[i] = kdb.EventData{EventID: id, EventType: e.Type, ContentType: kdb.ContentTypeJson, Data: e.Payload, Metadata: meta}
 	}
-	res, err := s.client.AppendToStream(ctx, s.prefix+stream, kdb.AppendToStreamOptions{StreamState: state}, data...)
+	c := s.client()
+	res, err := unstuck(ctx, s, func() (*kdb.WriteResult, error) {
+		return c.AppendToStream(ctx, s.prefix+stream, kdb.AppendToStreamOptions{StreamState: state}, data...)
+	}, nil)
 	if err != nil {
+		s.renewIfClosed(c, err)
 		var kerr *kdb.Error
 		if errors.As(err, &kerr) && kerr.IsErrorCode(kdb.ErrorCodeWrongExpectedVersion) {
 			return domain.AppendResult{}, fmt.Errorf("kurrentdb: append to %s: %v: %w", stream, kerr.Err(), domain.ErrWrongExpectedVersion)
@@ -242,8 +333,12 @@ func streamState(expected int64) (kdb.StreamState, error) {
 
 // ReadStream implements domain.EventStore.
 func (s *EventStore) ReadStream(ctx context.Context, stream string, from uint64) ([]domain.Event, error) {
-	rs, err := s.client.ReadStream(ctx, s.prefix+stream, kdb.ReadStreamOptions{From: kdb.Revision(from)}, math.MaxUint64)
+	c := s.client()
+	rs, err := unstuck(ctx, s, func() (*kdb.ReadStream, error) {
+		return c.ReadStream(ctx, s.prefix+stream, kdb.ReadStreamOptions{From: kdb.Revision(from)}, math.MaxUint64)
+	}, (*kdb.ReadStream).Close)
 	if err != nil {
+		s.renewIfClosed(c, err)
 		return nil, fmt.Errorf("kurrentdb: read stream %s: %w", stream, err)
 	}
 	defer rs.Close()
@@ -315,8 +410,12 @@ func allPosition(after uint64) kdb.AllPosition {
 }
 
 func (s *EventStore) readAllPage(ctx context.Context, dir kdb.Direction, from kdb.AllPosition, n uint64) ([]*kdb.ResolvedEvent, error) {
-	rs, err := s.client.ReadAll(ctx, kdb.ReadAllOptions{Direction: dir, From: from}, n)
+	c := s.client()
+	rs, err := unstuck(ctx, s, func() (*kdb.ReadStream, error) {
+		return c.ReadAll(ctx, kdb.ReadAllOptions{Direction: dir, From: from}, n)
+	}, (*kdb.ReadStream).Close)
 	if err != nil {
+		s.renewIfClosed(c, err)
 		return nil, fmt.Errorf("kurrentdb: read $all: %w", err)
 	}
 	defer rs.Close()
@@ -428,11 +527,15 @@ func (s *EventStore) SubscribeAll(ctx context.Context, after uint64, handle func
 // fails, advancing *after past every delivered event. It reports whether
 // it delivered anything (a healthy subscription resets the retry pause).
 func (s *EventStore) subscribeOnce(ctx context.Context, after *uint64, handle func(context.Context, []domain.Event) error) (bool, error) {
-	sub, err := s.client.SubscribeToAll(ctx, kdb.SubscribeToAllOptions{
-		From:   allPosition(*after),
-		Filter: &kdb.SubscriptionFilter{Type: kdb.StreamFilterType, Prefixes: []string{s.prefix}},
-	})
+	c := s.client()
+	sub, err := unstuck(ctx, s, func() (*kdb.Subscription, error) {
+		return c.SubscribeToAll(ctx, kdb.SubscribeToAllOptions{
+			From:   allPosition(*after),
+			Filter: &kdb.SubscriptionFilter{Type: kdb.StreamFilterType, Prefixes: []string{s.prefix}},
+		})
+	}, func(sub *kdb.Subscription) { sub.Close() })
 	if err != nil {
+		s.renewIfClosed(c, err)
 		return false, err
 	}
 	// Recv blocks, so a reader goroutine feeds a channel the loop below
@@ -510,8 +613,12 @@ func (s *EventStore) subscribeOnce(ctx context.Context, after *uint64, handle fu
 // StreamVersion is the version of a stream's last event, -1 when the
 // stream does not exist (commands.SyncLog).
 func (s *EventStore) StreamVersion(ctx context.Context, stream string) (int64, error) {
-	rs, err := s.client.ReadStream(ctx, s.prefix+stream, kdb.ReadStreamOptions{Direction: kdb.Backwards, From: kdb.End{}}, 1)
+	c := s.client()
+	rs, err := unstuck(ctx, s, func() (*kdb.ReadStream, error) {
+		return c.ReadStream(ctx, s.prefix+stream, kdb.ReadStreamOptions{Direction: kdb.Backwards, From: kdb.End{}}, 1)
+	}, (*kdb.ReadStream).Close)
 	if err != nil {
+		s.renewIfClosed(c, err)
 		return 0, fmt.Errorf("kurrentdb: stream version of %s: %w", stream, err)
 	}
 	defer rs.Close()

@@ -410,3 +410,61 @@ func TestSubscribeDeliversLongCatchUpExactlyOnce(t *testing.T) {
 		t.Fatalf("delivered %d positions, not the log's %d in order", len(got), len(want))
 	}
 }
+
+// TestSurvivesServerRestart keeps the server down for longer than the
+// client's rediscovery lasts (after which the client closes itself for
+// good, and a call racing with that blocks forever inside it): once the
+// server is back, writes work again and the subscription resumes where it
+// was.
+func TestSurvivesServerRestart(t *testing.T) {
+	srv, err := kurrentdbtest.Start(kurrentdbtest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	quiet := slog.New(slog.DiscardHandler)
+	s := open(t, kurrentdb.Config{URL: srv.URL() + "&maxDiscoverAttempts=2&discoveryInterval=10&gossipTimeout=1", RetryDelay: 10 * time.Millisecond, Logger: quiet})
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	got := make(chan string, 10)
+	go s.SubscribeAll(ctx, 0, func(_ context.Context, events []domain.Event) error {
+		for _, e := range events {
+			got <- e.Stream
+		}
+		return nil
+	})
+	if _, err := s.Append(ctx, "before", domain.ExpectAny, []domain.NewEvent{event(0)}); err != nil {
+		t.Fatal(err)
+	}
+	if st := <-got; st != "before" {
+		t.Fatalf("delivered %s", st)
+	}
+	restarted := make(chan error, 1)
+	go func() { restarted <- srv.Restart(2 * time.Second) }()
+	time.Sleep(100 * time.Millisecond)
+	// This append (racing with the subscription's resubscribes) runs or
+	// waits for the failing rediscovery that closes the client.
+	if _, err := s.Append(ctx, "down", domain.ExpectAny, []domain.NewEvent{event(1)}); err == nil {
+		t.Fatal("append succeeded with the server down")
+	}
+	if err := <-restarted; err != nil {
+		t.Fatal(err)
+	}
+	var appendErr error
+	for range 3 { // the first may still meet the closed client, which it replaces
+		if _, appendErr = s.Append(ctx, "after", domain.ExpectAny, []domain.NewEvent{event(2)}); appendErr == nil {
+			break
+		}
+	}
+	if appendErr != nil {
+		t.Fatalf("append after the restart: %v", appendErr)
+	}
+	select {
+	case st := <-got:
+		if st != "after" {
+			t.Fatalf("delivered %s, want after", st)
+		}
+	case <-ctx.Done():
+		t.Fatal("the subscription did not come back after the restart")
+	}
+}

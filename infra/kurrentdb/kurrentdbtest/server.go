@@ -80,6 +80,8 @@ type Options struct {
 	Username, Password string
 	// TLS serves over TLS with this configuration.
 	TLS *tls.Config
+	// Addr is the address to listen on; a random loopback port if empty.
+	Addr string
 }
 
 // Server is a running in-memory KurrentDB.
@@ -98,30 +100,53 @@ type Server struct {
 	dropped  chan struct{} // closed (and replaced) by DropSubscriptions
 }
 
-// Start serves on a random loopback port until Close.
+// Start serves on opts.Addr (a random loopback port by default) until
+// Close. The log starts empty but for system events.
 func Start(opts Options) (*Server, error) {
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
+	addr := opts.Addr
+	if addr == "" {
+		addr = "127.0.0.1:0"
 	}
-	s := &Server{opts: opts, lis: lis, revision: map[string]uint64{}, next: firstPosition,
+	s := &Server{opts: opts, revision: map[string]uint64{}, next: firstPosition,
 		appended: make(chan struct{}), dropped: make(chan struct{})}
-	// The client pings every 10s even without calls in flight, which
-	// KurrentDB allows; gRPC's default policy would answer with GOAWAY.
-	serverOpts := []grpc.ServerOption{grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: time.Second, PermitWithoutStream: true})}
-	if opts.TLS != nil {
-		serverOpts = append(serverOpts, grpc.Creds(credentials.NewTLS(opts.TLS)))
-	}
-	if opts.Username != "" {
-		serverOpts = append(serverOpts, grpc.UnaryInterceptor(s.authUnary), grpc.StreamInterceptor(s.authStream))
-	}
-	s.grpc = grpc.NewServer(serverOpts...)
-	streams.RegisterStreamsServer(s.grpc, s)
 	// KurrentDB writes system events before any client does.
 	s.appendRecords("$settings", []*streams.AppendReq_ProposedMessage{systemEvent("$settings")})
 	s.appendRecords("$stats-127.0.0.1:2113", []*streams.AppendReq_ProposedMessage{systemEvent("$statsCollected")})
-	go s.grpc.Serve(lis)
+	if err := s.serve(addr); err != nil {
+		return nil, err
+	}
 	return s, nil
+}
+
+func (s *Server) serve(addr string) error {
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	// The client pings every 10s even without calls in flight, which
+	// KurrentDB allows; gRPC's default policy would answer with GOAWAY.
+	serverOpts := []grpc.ServerOption{grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: time.Second, PermitWithoutStream: true})}
+	if s.opts.TLS != nil {
+		serverOpts = append(serverOpts, grpc.Creds(credentials.NewTLS(s.opts.TLS)))
+	}
+	if s.opts.Username != "" {
+		serverOpts = append(serverOpts, grpc.UnaryInterceptor(s.authUnary), grpc.StreamInterceptor(s.authStream))
+	}
+	s.lis = lis
+	s.grpc = grpc.NewServer(serverOpts...)
+	streams.RegisterStreamsServer(s.grpc, s)
+	go s.grpc.Serve(lis)
+	return nil
+}
+
+// Restart stops serving for down, ending every call in flight, and then
+// serves again on the same address with the log intact, as a KurrentDB
+// restart does.
+func (s *Server) Restart(down time.Duration) error {
+	addr := s.Addr()
+	s.grpc.Stop()
+	time.Sleep(down)
+	return s.serve(addr)
 }
 
 func systemEvent(typ string) *streams.AppendReq_ProposedMessage {
@@ -131,6 +156,9 @@ func systemEvent(typ string) *streams.AppendReq_ProposedMessage {
 		Data:     []byte(`{}`),
 	}
 }
+
+// Addr is the address the server listens on.
+func (s *Server) Addr() string { return s.lis.Addr().String() }
 
 // URL is the connection string for the client.
 func (s *Server) URL() string {
