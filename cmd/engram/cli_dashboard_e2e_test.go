@@ -172,7 +172,7 @@ func seedDashboardStack(h *cliHome, stack string) map[string]string {
 	ids["raw"] = h.object("-s", stack, "raw", "Yesterday I fixed the deploy after debugging the incident; it finally worked and I learned to test first")["id"].(string)
 	items := []struct {
 		name, typ, content string
-		derivedFrom       []string
+		derivedFrom        []string
 	}{
 		{"episode", "episode", `{"objective":"ship v2","outcome":"shipped late","emotional_valence":-0.5,"emotional_arousal":0.3}`, nil},
 		{"belief", "belief", `{"statement":"tests catch deploy bugs","confidence":0.8}`, []string{"raw_entry:" + ids["raw"]}},
