@@ -2,54 +2,67 @@ package dashboard_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/engram-memory/engram/commands"
 	"github.com/engram-memory/engram/dashboard"
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/processing"
-	"github.com/engram-memory/engram/infra/embed"
 	"github.com/engram-memory/engram/infra/embed/local"
-	"github.com/engram-memory/engram/infra/sqlite"
+	"github.com/engram-memory/engram/internal/stack"
 )
 
-// openEmptyStack makes an empty stack database in a new directory (as a
-// writer would) and opens it read-only for the dashboard.
-func openEmptyStack(t *testing.T) *dashboard.Stack {
+// seedStack writes one raw entry of agent "demo" into a new stack
+// directory through a writable stack, as the command line would, and
+// closes it.
+func seedStack(t *testing.T) string {
 	t.Helper()
-	ctx := context.Background()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	dir := t.TempDir()
-	db, err := sqlite.Open(ctx, dir, sqlite.Options{})
+	st, err := stack.Open(ctx, stack.Config{DataDir: dir, GroupCommit: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
+	done := make(chan struct{})
+	go func() { defer close(done); _ = st.Engine.Run(ctx) }()
+	defer func() { cancel(); <-done; _ = st.Close() }()
 	lp, err := local.New(local.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	catalog, err := embed.NewCatalog(embed.CatalogOptions{Providers: []domain.EmbeddingProvider{lp}, DefaultModel: local.DefaultModelName})
+	memories, err := commands.NewMemories(commands.MemoriesConfig{Writer: st.Writer, Reader: st.Memories, Embedder: lp, DefaultModel: lp.Models()[0]})
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := dashboard.Open(ctx, dashboard.OpenConfig{Dir: dir, Embedder: catalog, DefaultModel: catalog.DefaultModel(), Processor: processing.NewRuleExtractor()})
-	if err != nil {
+	meta := domain.Metadata{Actor: domain.Actor{Kind: domain.ActorUser, ID: "local", UserID: "local"}, RequestID: "test"}
+	if _, err := memories.Create(ctx, meta, "demo", commands.MemoryInput{Type: "raw_entry", Content: json.RawMessage(`{"content":"a seeded thought"}`)}); err != nil {
 		t.Fatal(err)
 	}
-	return st
+	return dir
 }
 
-func TestOpenRefusesADirectoryWithoutAStack(t *testing.T) {
-	dir := t.TempDir()
-	_, err := dashboard.Open(context.Background(), dashboard.OpenConfig{Dir: dir, Processor: processing.NewRuleExtractor()})
-	if err == nil {
-		t.Fatal("opened a directory without a database")
+func openStack(t *testing.T, dir, agentID string) (*dashboard.Stack, error) {
+	return dashboard.Open(context.Background(), dashboard.OpenConfig{Dir: dir, UserID: "local", AgentID: agentID, Processor: processing.NewRuleExtractor()})
+}
+
+func TestOpenRefusesWhatIsNoStack(t *testing.T) {
+	if _, err := openStack(t, t.TempDir(), "demo"); err == nil {
+		t.Error("opened a directory without a database")
+	}
+	dir := seedStack(t)
+	_, err := openStack(t, dir, "other")
+	var de *domain.Error
+	if !errors.As(err, &de) || de.Kind != domain.KindNotFound || !strings.Contains(de.Message, `"other"`) {
+		t.Errorf("a database without the agent: %v, want not found naming it", err)
 	}
 }
 
@@ -57,7 +70,10 @@ func TestOpenRefusesADirectoryWithoutAStack(t *testing.T) {
 // answers a generic 500 that names no path, SQL or Go error; the detail
 // is only in the log.
 func TestInternalErrorsAreGeneric(t *testing.T) {
-	st := openEmptyStack(t)
+	st, err := openStack(t, seedStack(t), "demo")
+	if err != nil {
+		t.Fatal(err)
+	}
 	var logs strings.Builder
 	srv := httptest.NewServer(dashboard.New(dashboard.Config{UserID: "local", AgentID: "demo", Stack: st,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))}).Handler())
