@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -15,15 +16,16 @@ import (
 	"github.com/engram-memory/engram/commands"
 	"github.com/engram-memory/engram/dashboard"
 	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/domain/memory"
 	"github.com/engram-memory/engram/domain/processing"
 	"github.com/engram-memory/engram/infra/embed/local"
 	"github.com/engram-memory/engram/internal/stack"
 )
 
-// seedStack writes one raw entry of agent "demo" into a new stack
-// directory through a writable stack, as the command line would, and
-// closes it.
-func seedStack(t *testing.T) string {
+// seedStack writes n raw entries of agent "demo" into a new stack
+// directory through a writable stack, as the command line's import would,
+// and closes it.
+func seedStack(t testing.TB, n int) string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -44,13 +46,20 @@ func seedStack(t *testing.T) string {
 		t.Fatal(err)
 	}
 	meta := domain.Metadata{Actor: domain.Actor{Kind: domain.ActorUser, ID: "local", UserID: "local"}, RequestID: "test"}
-	if _, err := memories.Create(ctx, meta, "demo", commands.MemoryInput{Type: "raw_entry", Content: json.RawMessage(`{"content":"a seeded thought"}`)}); err != nil {
-		t.Fatal(err)
+	for done := 0; done < n; {
+		batch := make([]commands.MemoryInput, min(memory.MaxBatch, n-done))
+		for i := range batch {
+			batch[i] = commands.MemoryInput{Type: "raw_entry", Content: json.RawMessage(fmt.Sprintf(`{"content":"seeded thought number %d"}`, done+i))}
+		}
+		if _, err := memories.CreateBatch(ctx, meta, "demo", batch); err != nil {
+			t.Fatal(err)
+		}
+		done += len(batch)
 	}
 	return dir
 }
 
-func openStack(t *testing.T, dir, agentID string) (*dashboard.Stack, error) {
+func openStack(t testing.TB, dir, agentID string) (*dashboard.Stack, error) {
 	return dashboard.Open(context.Background(), dashboard.OpenConfig{Dir: dir, UserID: "local", AgentID: agentID, Processor: processing.NewRuleExtractor()})
 }
 
@@ -58,7 +67,7 @@ func TestOpenRefusesWhatIsNoStack(t *testing.T) {
 	if _, err := openStack(t, t.TempDir(), "demo"); err == nil {
 		t.Error("opened a directory without a database")
 	}
-	dir := seedStack(t)
+	dir := seedStack(t, 1)
 	_, err := openStack(t, dir, "other")
 	var de *domain.Error
 	if !errors.As(err, &de) || de.Kind != domain.KindNotFound || !strings.Contains(de.Message, `"other"`) {
@@ -70,7 +79,7 @@ func TestOpenRefusesWhatIsNoStack(t *testing.T) {
 // answers a generic 500 that names no path, SQL or Go error; the detail
 // is only in the log.
 func TestInternalErrorsAreGeneric(t *testing.T) {
-	st, err := openStack(t, seedStack(t), "demo")
+	st, err := openStack(t, seedStack(t, 1), "demo")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,5 +107,32 @@ func TestInternalErrorsAreGeneric(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "database is closed") {
 		t.Errorf("the log lacks the cause:\n%s", logs.String())
+	}
+}
+
+// BenchmarkOpenAndFirstAnswer is the dashboard's start on stacks of
+// growing size: open read-only, wire the services, answer /api/stats
+// once. Nothing in it should grow with the stack but the counting query.
+func BenchmarkOpenAndFirstAnswer(b *testing.B) {
+	for _, n := range []int{1_000, 10_000} {
+		b.Run(fmt.Sprintf("raw=%d", n), func(b *testing.B) {
+			dir := seedStack(b, n)
+			b.ResetTimer()
+			for range b.N {
+				st, err := openStack(b, dir, "demo")
+				if err != nil {
+					b.Fatal(err)
+				}
+				rec := httptest.NewRecorder()
+				req := httptest.NewRequest("GET", "http://127.0.0.1/api/stats", nil)
+				dashboard.New(dashboard.Config{UserID: "local", AgentID: "demo", Stack: st}).Handler().ServeHTTP(rec, req)
+				if rec.Code != http.StatusOK {
+					b.Fatalf("%d %s", rec.Code, rec.Body)
+				}
+				if err := st.Close(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
