@@ -497,7 +497,7 @@ func dashboardHeaders(t *testing.T, ids map[string]string, d *dashboardProc) {
 
 func TestDashboardPagesThroughRawEntries(t *testing.T) {
 	h := newCLIHome(t)
-	const n = 1234
+	const n = 1050
 	var lines strings.Builder
 	for i := range n {
 		fmt.Fprintf(&lines, `{"type":"raw_entry","content":{"content":"imported thought number %d"},"created_at":"2026-01-01T00:%02d:%02dZ"}`+"\n", i, i/60%60, i%60)
