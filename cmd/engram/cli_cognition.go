@@ -129,7 +129,8 @@ func rawList(ctx context.Context, c *cli, args []string) error {
 	if _, err := c.parse(fs, args, 0, 0); err != nil {
 		return err
 	}
-	q := commands.RawQuery{Limit: *limit}
+	// Weak raw entries are listed too, as GET /v1/agents/{id}/raw does.
+	q := commands.RawQuery{Limit: *limit, IncludeWeak: true}
 	if *processed != "" {
 		b, err := strconv.ParseBool(*processed)
 		if err != nil {
@@ -141,17 +142,17 @@ func rawList(ctx context.Context, c *cli, args []string) error {
 		return domain.Invalid("limit", "--limit must be between 1 and %d, got %d", commands.MaxRawLimit, *limit)
 	}
 	return c.withStack(ctx, func(st *localStack) error {
-		list, err := st.app.pipeline.RawEntries(ctx, localUserID, st.name, q)
+		page, err := st.app.pipeline.RawEntries(ctx, localUserID, st.name, q)
 		if err != nil {
 			return err
 		}
 		if c.json {
-			return c.printJSON(map[string]any{"raw_entries": list})
+			return c.printJSON(map[string]any{"raw_entries": page.Entries})
 		}
 		now := time.Now()
 		tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "ID\tCREATED\tPROCESSED\tINTO\tTEXT")
-		for _, r := range list {
+		for _, r := range page.Entries {
 			fmt.Fprintf(tw, "%s\t%s\t%t\t%s\t%s\n", r.ID, relativeTime(r.CreatedAt, now), r.Processed, strings.Join(r.ProcessedInto, ","), summary(r.Type, r.Content))
 		}
 		return tw.Flush()

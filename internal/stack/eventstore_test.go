@@ -80,7 +80,7 @@ func TestPostgresStackSharesItsLog(t *testing.T) {
 	if err := two.CredentialsCurrent(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if pos, err := two.Accounts.Position(ctx); err != nil || pos < res.LastPosition {
+	if pos, err := two.Accounts.Checkpoint(ctx); err != nil || pos < res.LastPosition {
 		t.Fatalf("after CredentialsCurrent the accounts read model is at %d (%v), want %d", pos, err, res.LastPosition)
 	}
 	if err := two.Engine.WaitFor(ctx, res.LastPosition); err != nil {
