@@ -75,6 +75,14 @@ func TestPostgresStackSharesItsLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The credential barrier: once it returns, the second node's accounts
+	// read model includes the first node's append, with no other wait.
+	if err := two.CredentialsCurrent(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if pos, err := two.Accounts.Position(ctx); err != nil || pos < res.LastPosition {
+		t.Fatalf("after CredentialsCurrent the accounts read model is at %d (%v), want %d", pos, err, res.LastPosition)
+	}
 	if err := two.Engine.WaitFor(ctx, res.LastPosition); err != nil {
 		t.Fatalf("the second node never applied the first node's append: %v", err)
 	}
