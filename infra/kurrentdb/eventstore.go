@@ -73,11 +73,13 @@ type Config struct {
 // EventStore is the KurrentDB domain.EventStore.
 type EventStore struct {
 	conf *kdb.Configuration
-	// mu guards current and closed: the client is replaced when it has
-	// closed itself (see renewIfClosed).
+	// mu guards current, closed and active: the client is replaced when it
+	// has closed itself (see renewIfClosed), and closed only once no call
+	// is inside it (see acquire).
 	mu         sync.Mutex
 	current    *kdb.Client
 	closed     bool
+	active     int
 	prefix     string
 	log        *slog.Logger
 	retryDelay time.Duration
@@ -179,43 +181,75 @@ func redact(raw string) string {
 }
 
 // Close releases the connection.
+// Close releases the connection once the calls in flight have ended.
 func (s *EventStore) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true
-	return s.current.Close()
+	if s.active == 0 {
+		return s.current.Close()
+	}
+	return nil
 }
 
-func (s *EventStore) client() *kdb.Client {
+// errClosed is a call on a closed store.
+var errClosed = errors.New("kurrentdb: the event store is closed")
+
+// acquire returns the current client for one call, which must call
+// release once it no longer uses the client (its streams read or closed).
+// Closing the client while a call is inside it would panic (the client
+// sends on a channel Close closes), so the last release after Close closes
+// it.
+func (s *EventStore) acquire() (*kdb.Client, func(), error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.current
+	if s.closed {
+		return nil, nil, errClosed
+	}
+	s.active++
+	return s.current, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.active--; s.active == 0 && s.closed {
+			s.current.Close()
+		}
+	}, nil
 }
 
 // errStuck is a client call that did not even get a connection within the
 // client's own discovery budget.
 var errStuck = errors.New("the KurrentDB client is stuck looking up its connection")
 
-// unstuck runs call, a client call that starts with the client's
-// connection lookup. In KurrentDB-Client-Go v1.0.0 that lookup ignores ctx
+// unstuck runs call with the current client; call must be done with the
+// client when it returns (a stream it opens read to its end or closed; a
+// subscription's discard and the subscriber's own release handle theirs).
+// Client calls start with the client's connection lookup. In KurrentDB-Client-Go v1.0.0 that lookup ignores ctx
 // and, when it races with the client closing itself, blocks forever; so
 // call runs in a goroutine that is abandoned when ctx ends or after
 // s.stuckAfter (errStuck, which renews the client). An abandoned call's
 // late result is passed to discard, to release it.
-func unstuck[T any](ctx context.Context, s *EventStore, call func() (T, error), discard func(T)) (T, error) {
+func unstuck[T any](ctx context.Context, s *EventStore, call func(*kdb.Client) (T, error), discard func(T)) (T, error) {
+	c, release, err := s.acquire()
+	if err != nil {
+		var zero T
+		return zero, err
+	}
 	type result struct {
 		v   T
 		err error
 	}
 	done := make(chan result, 1)
 	go func() {
-		v, err := call()
+		defer release()
+		v, err := call(c)
+		if err != nil {
+			s.renewIfClosed(c, err)
+		}
 		done <- result{v, err}
 	}()
 	timer := time.NewTimer(s.stuckAfter)
 	defer timer.Stop()
 	var zero T
-	var err error
 	select {
 	case r := <-done:
 		return r.v, r.err
@@ -223,6 +257,7 @@ func unstuck[T any](ctx context.Context, s *EventStore, call func() (T, error), 
 		err = ctx.Err()
 	case <-timer.C:
 		err = errStuck
+		s.renewIfClosed(c, err)
 	}
 	go func() {
 		if r := <-done; r.err == nil && discard != nil {
@@ -300,12 +335,10 @@ func (s *EventStore) Append(ctx context.Context, stream string, expected int64, 
 		}
 		data[i] = kdb.EventData{EventID: id, EventType: e.Type, ContentType: kdb.ContentTypeJson, Data: e.Payload, Metadata: meta}
 	}
-	c := s.client()
-	res, err := unstuck(ctx, s, func() (*kdb.WriteResult, error) {
+	res, err := unstuck(ctx, s, func(c *kdb.Client) (*kdb.WriteResult, error) {
 		return c.AppendToStream(ctx, s.prefix+stream, kdb.AppendToStreamOptions{StreamState: state}, data...)
 	}, nil)
 	if err != nil {
-		s.renewIfClosed(c, err)
 		var kerr *kdb.Error
 		if errors.As(err, &kerr) && kerr.IsErrorCode(kdb.ErrorCodeWrongExpectedVersion) {
 			return domain.AppendResult{}, fmt.Errorf("kurrentdb: append to %s: %v: %w", stream, kerr.Err(), domain.ErrWrongExpectedVersion)
@@ -333,34 +366,49 @@ func streamState(expected int64) (kdb.StreamState, error) {
 
 // ReadStream implements domain.EventStore.
 func (s *EventStore) ReadStream(ctx context.Context, stream string, from uint64) ([]domain.Event, error) {
-	c := s.client()
-	rs, err := unstuck(ctx, s, func() (*kdb.ReadStream, error) {
+	recs, err := s.read(ctx, func(c *kdb.Client) (*kdb.ReadStream, error) {
 		return c.ReadStream(ctx, s.prefix+stream, kdb.ReadStreamOptions{From: kdb.Revision(from)}, math.MaxUint64)
-	}, (*kdb.ReadStream).Close)
+	})
 	if err != nil {
-		s.renewIfClosed(c, err)
 		return nil, fmt.Errorf("kurrentdb: read stream %s: %w", stream, err)
 	}
-	defer rs.Close()
-	var out []domain.Event
-	for {
-		re, err := rs.Recv()
-		if errors.Is(err, io.EOF) {
-			return out, nil
-		}
-		var kerr *kdb.Error
-		if errors.As(err, &kerr) && kerr.IsErrorCode(kdb.ErrorCodeResourceNotFound) {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("kurrentdb: read stream %s: %w", stream, err)
-		}
-		e, err := s.toEvent(re.Event)
+	out := make([]domain.Event, 0, len(recs))
+	for _, r := range recs {
+		e, err := s.toEvent(r)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, e)
 	}
+	return out, nil
+}
+
+// read runs one read (of a stream or of $all) to its end with the
+// client, inside unstuck. A missing stream gives no events and no error.
+func (s *EventStore) read(ctx context.Context, open func(*kdb.Client) (*kdb.ReadStream, error)) ([]*kdb.RecordedEvent, error) {
+	return unstuck(ctx, s, func(c *kdb.Client) ([]*kdb.RecordedEvent, error) {
+		rs, err := open(c)
+		if err != nil {
+			return nil, err
+		}
+		defer rs.Close()
+		var out []*kdb.RecordedEvent
+		for {
+			re, err := rs.Recv()
+			var kerr *kdb.Error
+			switch {
+			case errors.Is(err, io.EOF):
+				return out, nil
+			case errors.As(err, &kerr) && kerr.IsErrorCode(kdb.ErrorCodeResourceNotFound):
+				return nil, nil
+			case err != nil:
+				return nil, err
+			}
+			if re.Event != nil {
+				out = append(out, re.Event)
+			}
+		}
+	}, nil)
 }
 
 // ReadAll implements domain.EventStore. The client has no filtered $all
@@ -369,22 +417,24 @@ func (s *EventStore) ReadAll(ctx context.Context, after uint64, limit int) ([]do
 	var out []domain.Event
 	seen := after // every event at or below seen is already handled
 	for len(out) < limit {
-		// Reading from a position includes the event there, hence +1.
-		n := uint64(min(limit-len(out), readPage)) + 1
+		// Full pages even for a small limit: foreign events are skipped
+		// client-side, and each page is a round trip. Reading from a
+		// position includes the event there, hence +1.
+		n := uint64(readPage) + 1
 		raw, err := s.readAllPage(ctx, kdb.Forwards, allPosition(seen), n)
 		if err != nil {
 			return nil, err
 		}
-		for _, re := range raw {
-			pos := re.Event.Position.Commit
+		for _, r := range raw {
+			pos := r.Position.Commit
 			if pos <= seen {
 				continue
 			}
 			seen = pos
-			if !strings.HasPrefix(re.Event.StreamID, s.prefix) {
+			if !strings.HasPrefix(r.StreamID, s.prefix) {
 				continue
 			}
-			e, err := s.toEvent(re.Event)
+			e, err := s.toEvent(r)
 			if err != nil {
 				return nil, err
 			}
@@ -409,29 +459,14 @@ func allPosition(after uint64) kdb.AllPosition {
 	return kdb.Position{Commit: after, Prepare: after}
 }
 
-func (s *EventStore) readAllPage(ctx context.Context, dir kdb.Direction, from kdb.AllPosition, n uint64) ([]*kdb.ResolvedEvent, error) {
-	c := s.client()
-	rs, err := unstuck(ctx, s, func() (*kdb.ReadStream, error) {
+func (s *EventStore) readAllPage(ctx context.Context, dir kdb.Direction, from kdb.AllPosition, n uint64) ([]*kdb.RecordedEvent, error) {
+	recs, err := s.read(ctx, func(c *kdb.Client) (*kdb.ReadStream, error) {
 		return c.ReadAll(ctx, kdb.ReadAllOptions{Direction: dir, From: from}, n)
-	}, (*kdb.ReadStream).Close)
+	})
 	if err != nil {
-		s.renewIfClosed(c, err)
 		return nil, fmt.Errorf("kurrentdb: read $all: %w", err)
 	}
-	defer rs.Close()
-	var out []*kdb.ResolvedEvent
-	for {
-		re, err := rs.Recv()
-		if errors.Is(err, io.EOF) {
-			return out, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("kurrentdb: read $all: %w", err)
-		}
-		if re.Event != nil {
-			out = append(out, re)
-		}
-	}
+	return recs, nil
 }
 
 // Head implements domain.EventStore: the newest Engram event, found by
@@ -443,15 +478,15 @@ func (s *EventStore) Head(ctx context.Context) (uint64, error) {
 		if err != nil {
 			return 0, err
 		}
-		for _, re := range raw {
-			if strings.HasPrefix(re.Event.StreamID, s.prefix) {
-				return re.Event.Position.Commit, nil
+		for _, r := range raw {
+			if strings.HasPrefix(r.StreamID, s.prefix) {
+				return r.Position.Commit, nil
 			}
 		}
 		if len(raw) < readPage {
 			return 0, nil
 		}
-		last := raw[len(raw)-1].Event.Position
+		last := raw[len(raw)-1].Position
 		from = kdb.Position{Commit: last.Commit, Prepare: last.Prepare}
 	}
 }
@@ -505,7 +540,7 @@ func (s *EventStore) SubscribeAll(ctx context.Context, after uint64, handle func
 			return stop.err
 		}
 		var kerr *kdb.Error
-		if errors.As(err, &kerr) && (kerr.IsErrorCode(kdb.ErrorCodeUnauthenticated) || kerr.IsErrorCode(kdb.ErrorCodeAccessDenied)) {
+		if errors.Is(err, errClosed) || errors.As(err, &kerr) && (kerr.IsErrorCode(kdb.ErrorCodeUnauthenticated) || kerr.IsErrorCode(kdb.ErrorCodeAccessDenied)) {
 			return fmt.Errorf("kurrentdb: subscribe to $all: %w", err)
 		}
 		if delivered {
@@ -527,15 +562,19 @@ func (s *EventStore) SubscribeAll(ctx context.Context, after uint64, handle func
 // fails, advancing *after past every delivered event. It reports whether
 // it delivered anything (a healthy subscription resets the retry pause).
 func (s *EventStore) subscribeOnce(ctx context.Context, after *uint64, handle func(context.Context, []domain.Event) error) (bool, error) {
-	c := s.client()
-	sub, err := unstuck(ctx, s, func() (*kdb.Subscription, error) {
+	// The subscription uses the client until its reader below has ended.
+	_, release, err := s.acquire()
+	if err != nil {
+		return false, err
+	}
+	defer release()
+	sub, err := unstuck(ctx, s, func(c *kdb.Client) (*kdb.Subscription, error) {
 		return c.SubscribeToAll(ctx, kdb.SubscribeToAllOptions{
 			From:   allPosition(*after),
 			Filter: &kdb.SubscriptionFilter{Type: kdb.StreamFilterType, Prefixes: []string{s.prefix}},
 		})
 	}, func(sub *kdb.Subscription) { sub.Close() })
 	if err != nil {
-		s.renewIfClosed(c, err)
 		return false, err
 	}
 	// Recv blocks, so a reader goroutine feeds a channel the loop below
@@ -613,24 +652,16 @@ func (s *EventStore) subscribeOnce(ctx context.Context, after *uint64, handle fu
 // StreamVersion is the version of a stream's last event, -1 when the
 // stream does not exist (commands.SyncLog).
 func (s *EventStore) StreamVersion(ctx context.Context, stream string) (int64, error) {
-	c := s.client()
-	rs, err := unstuck(ctx, s, func() (*kdb.ReadStream, error) {
+	recs, err := s.read(ctx, func(c *kdb.Client) (*kdb.ReadStream, error) {
 		return c.ReadStream(ctx, s.prefix+stream, kdb.ReadStreamOptions{Direction: kdb.Backwards, From: kdb.End{}}, 1)
-	}, (*kdb.ReadStream).Close)
+	})
 	if err != nil {
-		s.renewIfClosed(c, err)
 		return 0, fmt.Errorf("kurrentdb: stream version of %s: %w", stream, err)
 	}
-	defer rs.Close()
-	re, err := rs.Recv()
-	var kerr *kdb.Error
-	switch {
-	case errors.Is(err, io.EOF), errors.As(err, &kerr) && kerr.IsErrorCode(kdb.ErrorCodeResourceNotFound):
+	if len(recs) == 0 {
 		return -1, nil
-	case err != nil:
-		return 0, fmt.Errorf("kurrentdb: stream version of %s: %w", stream, err)
 	}
-	return int64(re.Event.EventNumber), nil
+	return int64(recs[0].EventNumber), nil
 }
 
 // EventStreams returns the stream of each of ids that the log holds;
