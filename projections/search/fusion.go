@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Fusion is how hybrid mode combines the vector and keyword candidates.
@@ -102,6 +103,9 @@ type Options struct {
 	// weight than a lexical one. Nil takes DefaultModelFusion(); models
 	// not listed use Fusion, VectorWeight and KeywordWeight.
 	Models map[string]ModelFusion
+	// Now is the clock strengths are computed at, to leave weak memories
+	// out (default time.Now).
+	Now func() time.Time
 }
 
 // ModelFusion is the fusion tuned for one embedding model.
@@ -161,6 +165,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.CandidateFactor <= 0 {
 		o.CandidateFactor = DefaultCandidateFactor
+	}
+	if o.Now == nil {
+		o.Now = time.Now
 	}
 	return o, nil
 }
