@@ -62,8 +62,9 @@ func (s *Service) Search(ctx context.Context, req Request) (Response, error) {
 		return Response{}, domain.NotFound("agent " + req.AgentID)
 	}
 	now := s.opts.Now()
+	var query []float32 // embedded once, on the first round that needs it
 	for k := s.candidates(req); ; k *= deepenFactor {
-		resp, deeper, err := s.searchDepth(ctx, req, space, k, now)
+		resp, deeper, err := s.searchDepth(ctx, req, space, k, now, &query)
 		if err != nil || !deeper {
 			return resp, err
 		}
@@ -78,15 +79,15 @@ const deepenFactor = 4
 // a short page that more candidates could fill: memories were left out
 // (weak, or forgotten or purged since the index answered), and a side
 // returned all k hits it was asked for.
-func (s *Service) searchDepth(ctx context.Context, req Request, space domain.VectorSpace, k int, now time.Time) (resp Response, deeper bool, err error) {
+func (s *Service) searchDepth(ctx context.Context, req Request, space domain.VectorSpace, k int, now time.Time, query *[]float32) (resp Response, deeper bool, err error) {
 	var vecHits, kwHits []Hit
 	switch req.Mode {
 	case ModeKeyword:
 		kwHits, err = s.searchKeyword(ctx, req, k)
 	case ModeVector:
-		vecHits, err = s.searchVectors(ctx, req, space, k)
+		vecHits, err = s.searchVectors(ctx, req, space, k, query)
 	case ModeHybrid:
-		vecHits, kwHits, resp.Degraded, err = s.searchBoth(ctx, req, space, k)
+		vecHits, kwHits, resp.Degraded, err = s.searchBoth(ctx, req, space, k, query)
 	}
 	if err != nil {
 		return Response{}, false, err
@@ -151,8 +152,9 @@ func (s *Service) searchKeyword(ctx context.Context, req Request, k int) ([]Hit,
 // searchVectors embeds the query with the agent's model and searches its
 // space. An agent without searchable vectors yields no hits and no
 // provider call (unless forgotten memories, which CountVectors leaves
-// out, are searched too).
-func (s *Service) searchVectors(ctx context.Context, req Request, space domain.VectorSpace, k int) ([]Hit, error) {
+// out, are searched too). *query caches the query's embedding between
+// rounds.
+func (s *Service) searchVectors(ctx context.Context, req Request, space domain.VectorSpace, k int, query *[]float32) ([]Hit, error) {
 	n, err := s.vectors.CountVectors(ctx, scope(req), space)
 	if err != nil {
 		return nil, indexError(ctx, "vector", err)
@@ -160,12 +162,15 @@ func (s *Service) searchVectors(ctx context.Context, req Request, space domain.V
 	if n == 0 && !req.IncludeForgotten {
 		return nil, nil
 	}
-	q, err := s.embedder.EmbedQuery(ctx, space.Model, space.Dimensions, req.Query)
-	if err != nil {
-		return nil, embedError(ctx, space.Model, err)
+	if *query == nil {
+		q, err := s.embedder.EmbedQuery(ctx, space.Model, space.Dimensions, req.Query)
+		if err != nil {
+			return nil, embedError(ctx, space.Model, err)
+		}
+		*query = q
 	}
 	hits, err := s.vectors.SearchVectors(ctx, domain.VectorQuery{
-		Scope: scope(req), Space: space, Vector: q, Filter: req.Filter.indexFilter(req.IncludeForgotten), Limit: k,
+		Scope: scope(req), Space: space, Vector: *query, Filter: req.Filter.indexFilter(req.IncludeForgotten), Limit: k,
 	})
 	if err != nil {
 		return nil, indexError(ctx, "vector", err)
@@ -223,7 +228,7 @@ func (s *Service) candidates(req Request) int {
 // searchBoth queries both sides concurrently: the keyword index is queried
 // while the query is embedded and the vectors are searched. A side that
 // cannot answer (provider or index down) leaves the other alone.
-func (s *Service) searchBoth(ctx context.Context, req Request, space domain.VectorSpace, k int) (vec, kw []Hit, degraded string, err error) {
+func (s *Service) searchBoth(ctx context.Context, req Request, space domain.VectorSpace, k int, query *[]float32) (vec, kw []Hit, degraded string, err error) {
 	type kwResult struct {
 		hits []Hit
 		err  error
@@ -233,7 +238,7 @@ func (s *Service) searchBoth(ctx context.Context, req Request, space domain.Vect
 		hits, err := s.searchKeyword(ctx, req, k)
 		kwc <- kwResult{hits, err}
 	}()
-	vec, verr := s.searchVectors(ctx, req, space, k)
+	vec, verr := s.searchVectors(ctx, req, space, k, query)
 	kr := <-kwc
 	vecDown := verr != nil && (errors.Is(verr, errEmbed) || errors.Is(verr, errIndexDown))
 	kwDown := kr.err != nil && errors.Is(kr.err, errIndexDown)
