@@ -70,9 +70,10 @@ type PipelineConfig struct {
 // one server, the commands of one agent are serialized so that a pass and
 // an accept never decide on the same state.
 type Pipeline struct {
-	cfg    PipelineConfig
-	logger *slog.Logger
-	locks  [userLockStripes]sync.Mutex
+	cfg       PipelineConfig
+	logger    *slog.Logger
+	locks     [userLockStripes]sync.Mutex
+	snapshots *stackSnapshots
 }
 
 // NewPipeline checks cfg.
@@ -87,7 +88,7 @@ func NewPipeline(cfg PipelineConfig) (*Pipeline, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Pipeline{cfg: cfg, logger: logger}, nil
+	return &Pipeline{cfg: cfg, logger: logger, snapshots: newStackSnapshots()}, nil
 }
 
 func (c *Pipeline) now() time.Time { return c.cfg.Now().UTC() }
@@ -108,7 +109,9 @@ type agentStack struct {
 }
 
 // load returns the agent's state; an agent that does not exist, or is
-// another user's, is not found.
+// another user's, is not found. The caller holds the agent's lock: the
+// state is the agent's snapshot, advanced by the events appended since it
+// was last loaded (see stackSnapshots).
 func (c *Pipeline) load(ctx context.Context, userID, agentID string) (agentStack, error) {
 	agent, ok, err := c.cfg.Memories.Agent(ctx, userID, agentID)
 	if err != nil {
@@ -117,14 +120,24 @@ func (c *Pipeline) load(ctx context.Context, userID, agentID string) (agentStack
 	if !ok {
 		return agentStack{}, domain.NotFound("agent")
 	}
-	events, err := c.cfg.Writer.Store().ReadStream(ctx, processing.Stream(userID, agentID), 0)
+	key := stackKey{userID: userID, agentID: agentID, createdAt: agent.CreatedAt}
+	st := c.snapshots.get(key)
+	var from uint64
+	if st != nil {
+		from = uint64(st.Version + 1)
+	}
+	events, err := c.cfg.Writer.Store().ReadStream(ctx, processing.Stream(userID, agentID), from)
 	if err != nil {
 		return agentStack{}, fmt.Errorf("commands: read cognition stream: %w", err)
 	}
-	st, err := processing.Fold(events, agent.CreatedAt)
-	if err != nil {
+	if st == nil {
+		st = processing.NewStackOf(agent.CreatedAt)
+	}
+	if err := st.ApplyAll(events); err != nil {
+		c.snapshots.drop(key)
 		return agentStack{}, err
 	}
+	c.snapshots.put(key, st)
 	return agentStack{agent: agent, stack: st, ref: processing.StackRef{UserID: userID, AgentID: agentID, AgentCreatedAt: agent.CreatedAt}}, nil
 }
 
@@ -185,6 +198,7 @@ const RunsShown = 20
 
 // Processing returns the agent's pipeline view.
 func (c *Pipeline) Processing(ctx context.Context, userID, agentID string) (ProcessingView, error) {
+	defer c.lock(userID, agentID)()
 	as, err := c.load(ctx, userID, agentID)
 	if err != nil {
 		return ProcessingView{}, err
@@ -243,7 +257,10 @@ func (c *Pipeline) Configure(ctx context.Context, meta domain.Metadata, agentID 
 	if err := c.appendTo(ctx, meta, as, []domain.Payload{processing.ConfigChanged{StackRef: as.ref, Config: cfg, ChangedAt: c.now()}}); err != nil {
 		return ProcessingView{}, err
 	}
-	return c.Processing(ctx, userID, agentID)
+	if as, err = c.load(ctx, userID, agentID); err != nil {
+		return ProcessingView{}, err
+	}
+	return c.view(ctx, as)
 }
 
 // ProcessRequest asks for a pass: of one transition or, when empty, of
@@ -514,6 +531,7 @@ type RawEntryView struct {
 // the requested state, so an old unprocessed entry is found however many
 // newer ones there are.
 func (c *Pipeline) RawEntries(ctx context.Context, userID, agentID string, q RawQuery) ([]RawEntryView, error) {
+	defer c.lock(userID, agentID)()
 	as, err := c.load(ctx, userID, agentID)
 	if err != nil {
 		return nil, err

@@ -94,15 +94,33 @@ func NewStack() *Stack {
 // stream's events; events of an earlier, deleted agent of the same name
 // are skipped.
 func Fold(events []domain.Event, agentCreatedAt time.Time) (*Stack, error) {
+	s := NewStackOf(agentCreatedAt)
+	if err := s.ApplyAll(events); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// NewStackOf is the state of the agent created at agentCreatedAt before
+// any cognition event: events of an earlier agent of the same id are
+// ignored.
+func NewStackOf(agentCreatedAt time.Time) *Stack {
 	s := NewStack()
 	s.agentCreatedAt = agentCreatedAt
+	return s
+}
+
+// ApplyAll advances the state by the stream's events that follow
+// s.Version, in order: applying a stream in several parts gives the same
+// state as folding it at once.
+func (s *Stack) ApplyAll(events []domain.Event) error {
 	for _, e := range events {
 		if err := s.Apply(e); err != nil {
-			return nil, err
+			return err
 		}
 		s.Version = int64(e.Version)
 	}
-	return s, nil
+	return nil
 }
 
 // decode returns the payload of a cognition event, nil for other events.
