@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -152,6 +153,47 @@ func (c *Pipeline) appendTo(ctx context.Context, meta domain.Metadata, as agentS
 	return err
 }
 
+// stillPending keeps the ids the suggestions read model shows pending or
+// expired, i.e. not resolved: accepting a suggestion is recorded on the
+// agent's memory stream, which the cognition stream's fold does not see.
+func (c *Pipeline) stillPending(ctx context.Context, userID string, ids []string) ([]string, error) {
+	out := ids[:0:0]
+	for _, id := range ids {
+		sg, ok, err := c.cfg.Suggestions.Suggestion(ctx, userID, id)
+		if err != nil {
+			return nil, err
+		}
+		if ok && sg.ResolvedAt == nil {
+			out = append(out, id)
+		}
+	}
+	return out, nil
+}
+
+// promotedInto is what a source was made into (Stack.Processed), with each
+// accepted suggestion replaced by its memory: accepting is recorded on the
+// agent's memory stream, so the suggestions read model knows it and the
+// cognition stream's fold does not (suggestions promoted by logs written
+// before that are already replaced by the fold). Never nil.
+func (c *Pipeline) promotedInto(ctx context.Context, userID string, into []string) ([]string, error) {
+	out := make([]string, 0, len(into))
+	for _, ref := range into {
+		if id, ok := strings.CutPrefix(ref, "suggestion:"); ok {
+			sg, found, err := c.cfg.Suggestions.Suggestion(ctx, userID, id)
+			if err != nil {
+				return nil, err
+			}
+			if found && sg.PromotedTo != "" {
+				ref = sg.PromotedTo
+			}
+		}
+		if !slices.Contains(out, ref) {
+			out = append(out, ref)
+		}
+	}
+	return out, nil
+}
+
 // ProcessingView is an agent's pipeline: configuration, the processor
 // the server runs, what each trigger sees now, and the latest passes.
 type ProcessingView struct {
@@ -230,8 +272,9 @@ func (c *Pipeline) view(ctx context.Context, as agentStack) (ProcessingView, err
 			v.Raw.Unprocessed++
 		}
 		if len(v.Raw.Entries) < RawShown {
-			if into == nil {
-				into = []string{}
+			into, err := c.promotedInto(ctx, as.ref.UserID, into)
+			if err != nil {
+				return ProcessingView{}, err
 			}
 			v.Raw.Entries = append(v.Raw.Entries, RawEntry{ID: s.ID, CreatedAt: s.CreatedAt, Processed: done, ProcessedInto: into})
 		}
@@ -295,7 +338,11 @@ func (c *Pipeline) Process(ctx context.Context, meta domain.Metadata, agentID st
 	}
 	now := c.now()
 	var payloads []domain.Payload
-	for _, id := range as.stack.DueToExpire(now) {
+	due, err := c.stillPending(ctx, userID, as.stack.DueToExpire(now))
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range due {
 		payloads = append(payloads, processing.SuggestionResolved{StackRef: as.ref, SuggestionID: id, Status: processing.Expired,
 			Reason: fmt.Sprintf("auto-expired after %dh", as.stack.Config.SuggestionExpiryHours), ResolvedAt: now})
 	}
@@ -548,8 +595,8 @@ func (c *Pipeline) RawEntries(ctx context.Context, userID, agentID string, q Raw
 			if q.Processed != nil && *q.Processed != done {
 				continue
 			}
-			if into == nil {
-				into = []string{}
+			if into, err = c.promotedInto(ctx, userID, into); err != nil {
+				return nil, err
 			}
 			out = append(out, RawEntryView{View: v, Processed: done, ProcessedInto: into})
 			if len(out) == q.Limit {

@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -57,8 +58,31 @@ func (s *Suggestions) Apply(ctx context.Context, events []domain.Event) error {
 			if err := e.Decode(&p); err != nil {
 				return err
 			}
+			// A promotion came first (see MemoryCreated below): the
+			// memory exists, so the suggestion stays promoted.
 			return exec(`UPDATE suggestions SET status = ?, resolved_at = ?, reason = ?, promoted_to = ? WHERE id = ? AND user_id = ? AND status = 'pending'`,
 				string(p.Status), dbTime(p.ResolvedAt), p.Reason, p.PromotedTo, p.SuggestionID, p.UserID)
+		case memory.MemoryCreated{}.EventType():
+			if !bytes.Contains(e.Payload, []byte(`"promotes"`)) {
+				return nil // most memories come from no suggestion: skip decoding them
+			}
+			var p memory.MemoryCreated
+			if err := e.Decode(&p); err != nil {
+				return err
+			}
+			if p.Promotes == nil {
+				return nil
+			}
+			// Accepting records the promotion in the memory's creation.
+			// It wins over a rejection or expiry that a concurrent request
+			// recorded on the cognition stream just before: the memory
+			// exists, and the suggestion says what it became.
+			status := processing.Promoted
+			if p.Promotes.Modified {
+				status = processing.Modified
+			}
+			return exec(`UPDATE suggestions SET status = ?, resolved_at = ?, reason = '', promoted_to = ? WHERE id = ? AND user_id = ? AND agent_id = ?`,
+				string(status), dbTime(e.Time), string(p.Type)+":"+p.MemoryID, p.Promotes.SuggestionID, p.UserID, p.AgentID)
 		case memory.AgentDeleted{}.EventType():
 			var p memory.AgentDeleted
 			if err := e.Decode(&p); err != nil {
