@@ -110,9 +110,9 @@ type agentStack struct {
 }
 
 // load returns the agent's state; an agent that does not exist, or is
-// another user's, is not found. The caller holds the agent's lock: the
-// state is the agent's snapshot, advanced by the events appended since it
-// was last loaded (see stackSnapshots).
+// another user's, is not found. The state is the agent's snapshot (see
+// stackSnapshots) or, when events were appended since, a copy of it
+// advanced by them; the caller must not change it.
 func (c *Pipeline) load(ctx context.Context, userID, agentID string) (agentStack, error) {
 	agent, ok, err := c.cfg.Memories.Agent(ctx, userID, agentID)
 	if err != nil {
@@ -131,14 +131,17 @@ func (c *Pipeline) load(ctx context.Context, userID, agentID string) (agentStack
 	if err != nil {
 		return agentStack{}, fmt.Errorf("commands: read cognition stream: %w", err)
 	}
-	if st == nil {
-		st = processing.NewStackOf(agent.CreatedAt)
+	if st == nil || len(events) > 0 {
+		if st == nil {
+			st = processing.NewStackOf(agent.CreatedAt)
+		} else {
+			st = st.Clone()
+		}
+		if err := st.ApplyAll(events); err != nil {
+			return agentStack{}, err
+		}
+		c.snapshots.put(key, st)
 	}
-	if err := st.ApplyAll(events); err != nil {
-		c.snapshots.drop(key)
-		return agentStack{}, err
-	}
-	c.snapshots.put(key, st)
 	return agentStack{agent: agent, stack: st, ref: processing.StackRef{UserID: userID, AgentID: agentID, AgentCreatedAt: agent.CreatedAt}}, nil
 }
 
@@ -240,7 +243,6 @@ const RunsShown = 20
 
 // Processing returns the agent's pipeline view.
 func (c *Pipeline) Processing(ctx context.Context, userID, agentID string) (ProcessingView, error) {
-	defer c.lock(userID, agentID)()
 	as, err := c.load(ctx, userID, agentID)
 	if err != nil {
 		return ProcessingView{}, err
@@ -578,7 +580,6 @@ type RawEntryView struct {
 // the requested state, so an old unprocessed entry is found however many
 // newer ones there are.
 func (c *Pipeline) RawEntries(ctx context.Context, userID, agentID string, q RawQuery) ([]RawEntryView, error) {
-	defer c.lock(userID, agentID)()
 	as, err := c.load(ctx, userID, agentID)
 	if err != nil {
 		return nil, err

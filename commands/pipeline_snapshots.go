@@ -18,9 +18,9 @@ const maxStackSnapshots = 1024
 // every load reads its tail from the store, so appends by other nodes are
 // seen, and the append's expected version still guards every decision.
 //
-// A snapshot is advanced in place, so a caller uses it only while it
-// holds the agent's pipeline lock (Pipeline.lock), which load's callers
-// do; the Stack's decision methods never change it.
+// A published snapshot is never changed: readers share it without a lock,
+// and a load that finds new events advances a copy (Stack.Clone) and
+// publishes that.
 type stackSnapshots struct {
 	mu    sync.Mutex
 	byKey map[stackKey]*processing.Stack
@@ -44,22 +44,20 @@ func (s *stackSnapshots) get(k stackKey) *processing.Stack {
 	return s.byKey[k]
 }
 
-// put keeps st as the agent's snapshot.
+// put publishes st as the agent's snapshot unless a newer one is already
+// there (two loads may advance the same snapshot at once).
 func (s *stackSnapshots) put(k stackKey, st *processing.Stack) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.byKey[k]; !ok && len(s.byKey) >= maxStackSnapshots {
+	cur, ok := s.byKey[k]
+	if ok && cur.Version >= st.Version {
+		return
+	}
+	if !ok && len(s.byKey) >= maxStackSnapshots {
 		for other := range s.byKey {
 			delete(s.byKey, other)
 			break
 		}
 	}
 	s.byKey[k] = st
-}
-
-// drop forgets the agent's snapshot (its events could not be applied).
-func (s *stackSnapshots) drop(k stackKey) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.byKey, k)
 }

@@ -176,7 +176,6 @@ const AnxietyWindow = memory.MaxListLimit
 // Anxiety computes the agent's anxiety report from the read models and
 // the cognition stream; it writes nothing.
 func (c *Pipeline) Anxiety(ctx context.Context, userID, agentID string) (anxiety.Report, error) {
-	defer c.lock(userID, agentID)()
 	as, err := c.load(ctx, userID, agentID)
 	if err != nil {
 		return anxiety.Report{}, err

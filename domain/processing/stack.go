@@ -3,6 +3,8 @@ package processing
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"time"
 
@@ -108,6 +110,33 @@ func NewStackOf(agentCreatedAt time.Time) *Stack {
 	s := NewStack()
 	s.agentCreatedAt = agentCreatedAt
 	return s
+}
+
+// Clone returns a copy of s that can be advanced (Apply) without changing
+// s, so a state that readers share is never written: maps are copied,
+// and slices are clipped so that appending to the copy's reallocates.
+func (s *Stack) Clone() *Stack {
+	c := *s
+	c.Config.Layers = maps.Clone(s.Config.Layers)
+	c.Suggestions = make(map[string]*Suggestion, len(s.Suggestions))
+	for id, sg := range s.Suggestions {
+		cp := *sg
+		c.Suggestions[id] = &cp
+	}
+	c.consumed = make(map[Transition]map[string]bool, len(s.consumed))
+	for t, ids := range s.consumed {
+		c.consumed[t] = maps.Clone(ids)
+	}
+	c.processedInto = make(map[string][]string, len(s.processedInto))
+	for id, into := range s.processedInto {
+		c.processedInto[id] = slices.Clip(into)
+	}
+	c.passDays = make(map[Transition]map[string]int, len(s.passDays))
+	for t, days := range s.passDays {
+		c.passDays[t] = maps.Clone(days)
+	}
+	c.runs = slices.Clip(s.runs)
+	return &c
 }
 
 // ApplyAll advances the state by the stream's events that follow
