@@ -12,11 +12,13 @@ import (
 )
 
 // BenchmarkProcessingView10k: an agent whose cognition stream holds 10,000
-// events (passes and the suggestions they made). "fold" is what every
-// processing view, process and decision paid before snapshots: reading the
-// whole stream and folding it. "view" is a whole GET processing call now
-// (its snapshot reads only the stream's tail, then the view reads the
-// agent's sources), on the real SQLite store.
+// events (passes and the suggestions they made). "fold" is what loading
+// the state cost every processing view, process and decision before
+// snapshots: reading the whole stream and folding it. "tail" is what it
+// costs now when nothing was appended since the last call: reading the
+// stream's (empty) tail. "view" is a whole GET processing call now (the
+// snapshot, then the agent's sources the view lists), on the real SQLite
+// store.
 func BenchmarkProcessingView10k(b *testing.B) {
 	s := newStack(b, stackOptions{fixedAuth: true})
 	s.raws(b, aliceKey, "claire", goldenRaw...)
@@ -52,6 +54,13 @@ func BenchmarkProcessingView10k(b *testing.B) {
 				b.Fatal(err)
 			}
 			if _, err := processing.Fold(events, agent.CreatedAt); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("tail", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := s.store.ReadStream(ctx, stream, total); err != nil {
 				b.Fatal(err)
 			}
 		}
