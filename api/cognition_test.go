@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math"
 	"net/http"
 	"os"
@@ -341,25 +342,30 @@ func TestCogStrength(t *testing.T) {
 		t.Fatalf("after unprotect: %+v", v)
 	}
 
-	// Forget: strength 0, out of search; recover: weak, searchable again.
-	searchIDs := func() []string {
+	// Forget: strength 0, out of search unless include_forgotten; recover:
+	// weak, searchable again with include_weak. The note is weak (0.19)
+	// here, so default searches never find it.
+	searchWith := func(flags map[string]any) []string {
 		var res struct {
 			Results []struct{ ID string } `json:"results"`
 		}
-		s.request(t, "POST", "/v1/search", keyA, map[string]any{"agent_id": "a", "query": "walrus ice", "mode": "keyword"}).must(t, http.StatusOK, &res)
+		body := map[string]any{"agent_id": "a", "query": "walrus ice", "mode": "keyword"}
+		maps.Copy(body, flags)
+		s.request(t, "POST", "/v1/search", keyA, body).must(t, http.StatusOK, &res)
 		var ids []string
 		for _, r := range res.Results {
 			ids = append(ids, r.ID)
 		}
 		return ids
 	}
+	searchIDs := func() []string { return searchWith(map[string]any{"include_weak": true}) }
 	// inVectorSearch tells whether the note is among the vector side's
 	// results (every memory of the agent is a candidate there).
 	inVectorSearch := func() bool {
 		var res struct {
 			Results []struct{ ID string } `json:"results"`
 		}
-		s.request(t, "POST", "/v1/search", keyA, map[string]any{"agent_id": "a", "query": "the walrus sleeps on the ice", "mode": "vector", "limit": 100}).
+		s.request(t, "POST", "/v1/search", keyA, map[string]any{"agent_id": "a", "query": "the walrus sleeps on the ice", "mode": "vector", "limit": 100, "include_weak": true}).
 			must(t, http.StatusOK, &res)
 		for _, r := range res.Results {
 			if r.ID == note.ID {
@@ -374,12 +380,28 @@ func TestCogStrength(t *testing.T) {
 	if ids := searchIDs(); len(ids) != 1 || ids[0] != note.ID {
 		t.Fatalf("search before forget: %v", ids)
 	}
+	if ids := searchWith(nil); len(ids) != 0 {
+		t.Fatalf("default search finds the weak note: %v", ids)
+	}
 	s.request(t, "DELETE", "/v1/memories/"+note.ID, keyA, nil).must(t, http.StatusOK, nil)
 	if st, tier := strengthOf(note.ID); st != 0 || tier != memory.TierForgotten {
 		t.Fatalf("forgotten: %v %s", st, tier)
 	}
 	if ids := searchIDs(); len(ids) != 0 || inVectorSearch() {
 		t.Fatalf("search finds a forgotten memory: %v", ids)
+	}
+	if ids := searchWith(map[string]any{"include_forgotten": true}); len(ids) != 1 || ids[0] != note.ID {
+		t.Fatalf("include_forgotten does not find the forgotten memory: %v", ids)
+	}
+	// Another user asking for forgotten memories of an agent of the same
+	// name finds nothing of alice's.
+	s.create(t, keyB, "a", "note", map[string]any{"content": "a walrus on bob's ice"})
+	var other struct {
+		Results []struct{ ID string } `json:"results"`
+	}
+	s.request(t, "POST", "/v1/search", keyB, map[string]any{"agent_id": "a", "query": "walrus ice", "include_forgotten": true, "include_weak": true}).must(t, http.StatusOK, &other)
+	if len(other.Results) != 1 || other.Results[0].ID == note.ID {
+		t.Fatalf("another user's search finds %v, want only bob's note", other.Results)
 	}
 	if _, ok := listed("&include_weak=true")[note.ID]; ok {
 		t.Fatal("include_weak alone lists a forgotten memory")

@@ -331,7 +331,7 @@ func (s *stack) wire(c *embed.Catalog, rc commands.RunnerConfig) {
 // queries with catalog c.
 func (s *stack) searcher(c *embed.Catalog) *search.Service {
 	s.t.Helper()
-	svc, err := s.wired.Search(search.ProviderEmbedder{Provider: c}, search.Options{})
+	svc, err := s.wired.Search(search.ProviderEmbedder{Provider: c}, search.Options{Now: s.clock.Now})
 	if err != nil {
 		s.t.Fatal(err)
 	}

@@ -181,7 +181,8 @@ func TestMemConcurrentPatchesOfDistinctFields(t *testing.T) {
 			var res struct {
 				Results []struct{ ID string } `json:"results"`
 			}
-			s.request(t, "POST", "/v1/search", key, map[string]any{"agent_id": "a", "query": word, "mode": "keyword"}).must(t, http.StatusOK, &res)
+			// strength 0.4 makes the episode weak, which search hides by default.
+			s.request(t, "POST", "/v1/search", key, map[string]any{"agent_id": "a", "query": word, "mode": "keyword", "include_weak": true}).must(t, http.StatusOK, &res)
 			if len(res.Results) != 1 || res.Results[0].ID != id {
 				t.Errorf("keyword search for %s found %+v, want episode %d", word, res.Results, i)
 			}

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/engram-memory/engram/commands"
+	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/domain/memory"
 	"github.com/engram-memory/engram/domain/processing"
 	"github.com/engram-memory/engram/projections"
 )
@@ -513,4 +515,109 @@ func TestRawEntriesByProcessedState(t *testing.T) {
 	wantError(t, s.request(t, "GET", "/v1/agents/claire/raw?processed=maybe", aliceKey, nil), http.StatusBadRequest, "invalid_request")
 	wantError(t, s.request(t, "GET", "/v1/agents/claire/raw?limit=501", aliceKey, nil), http.StatusBadRequest, "invalid_request")
 	wantError(t, s.request(t, "GET", "/v1/agents/claire/raw", bobKey, nil), http.StatusNotFound, "not_found")
+}
+
+// node is a second server's commands over the stack's event store and read
+// models: its own memory commands and pipeline, so no in-process lock is
+// shared with the stack's.
+func (s *stack) node(t *testing.T) *commands.Pipeline {
+	t.Helper()
+	mem, err := commands.NewMemories(commands.MemoriesConfig{
+		Writer: s.writer, Reader: s.memories, Embedder: s.catalog, DefaultModel: s.catalog.DefaultModel(), Queue: s.queue,
+		Logger: s.logger, Now: s.clock.Now, EmbedTimeout: harnessVisibilityTimeout,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := commands.NewPipeline(commands.PipelineConfig{
+		Writer: s.writer, Memories: s.memories, Suggestions: s.suggest, Creator: mem, Settings: mem,
+		Processor: processing.NewRuleExtractor(), Now: s.clock.Now, Logger: s.logger,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// Accepting one suggestion on several nodes at once (independent command
+// instances over one event store, no lock in common) creates exactly one
+// memory; every other accept is a suggestion_not_pending conflict. The
+// accept is one append of the memory's events carrying the promotion, so
+// no crash can separate the memory from its promotion.
+func TestAcceptAcrossNodesCreatesOneMemory(t *testing.T) {
+	s := newStack(t, stackOptions{fixedAuth: true})
+	s.raws(t, aliceKey, "claire", goldenRaw...)
+	s.process(t, aliceKey, "claire", map[string]any{"force": true})
+	pending := s.suggestions(t, aliceKey, "claire", "?status=pending")
+	if len(pending) < 2 {
+		t.Fatalf("want two pending suggestions, have %d", len(pending))
+	}
+	meta := domain.Metadata{Actor: domain.Actor{Kind: domain.ActorKey, ID: "key-alice", UserID: alice}}
+	ctx := context.Background()
+	for _, sg := range pending[:2] {
+		nodes := []*commands.Pipeline{s.node(t), s.node(t), s.node(t), s.node(t)}
+		type outcome struct {
+			acc commands.Accepted
+			err error
+		}
+		outcomes := make(chan outcome, len(nodes))
+		head, err := s.store.Head(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		for _, n := range nodes {
+			wg.Go(func() {
+				acc, err := n.Accept(ctx, meta, sg.ID, commands.AcceptOverrides{})
+				outcomes <- outcome{acc, err}
+			})
+		}
+		wg.Wait()
+		close(outcomes)
+		var made []commands.Accepted
+		for o := range outcomes {
+			switch {
+			case o.err == nil:
+				made = append(made, o.acc)
+			case domain.ErrorKind(o.err) != domain.KindConflict || !strings.Contains(o.err.Error(), "suggestion_not_pending") && !strings.Contains(o.err.Error(), "accepted already"):
+				t.Errorf("a losing accept failed with %v, want a suggestion_not_pending conflict", o.err)
+			}
+		}
+		if len(made) != 1 {
+			t.Fatalf("%d accepts succeeded, want exactly 1", len(made))
+		}
+		want := commands.PromotedMemoryID(sg.ID)
+		if made[0].Memory.ID != want || made[0].Suggestion.Status != processing.Promoted || made[0].Suggestion.PromotedTo != sg.MemoryType+":"+want {
+			t.Fatalf("accepted: %+v, want memory %s promoted", made[0], want)
+		}
+		// Everything the accepts wrote is one append to the agent's
+		// stream: the memory's creation carrying the promotion (and its
+		// vector); nothing on the cognition stream.
+		events, err := s.store.ReadAll(ctx, head, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var created []memory.MemoryCreated
+		for _, e := range events {
+			if e.Stream != memory.AgentStream(alice, "claire") {
+				t.Errorf("accept wrote %s to stream %s", e.Type, e.Stream)
+			}
+			if e.Type == (memory.MemoryCreated{}).EventType() {
+				var c memory.MemoryCreated
+				if err := e.Decode(&c); err != nil {
+					t.Fatal(err)
+				}
+				created = append(created, c)
+			}
+		}
+		if len(created) != 1 || created[0].MemoryID != want || created[0].Promotes == nil || created[0].Promotes.SuggestionID != sg.ID {
+			t.Fatalf("creations recorded: %+v", created)
+		}
+	}
+	if got, want := len(s.listAll(t, aliceKey, "agent_id=claire", 100)), len(goldenRaw)+2; got != want {
+		t.Errorf("%d memories, want %d (the raws and the two accepted)", got, want)
+	}
+	// Rejecting an accepted suggestion conflicts too; the processing view
+	// shows the raw entry made into the memory, not the suggestion.
+	wantError(t, s.request(t, "POST", "/v1/suggestions/"+pending[0].ID+"/reject", aliceKey, nil), http.StatusConflict, "suggestion_not_pending")
 }

@@ -35,26 +35,35 @@ func (s *Server) searchRoutes(r chi.Router) {
 // exclusive (created_at < it), so consecutive windows never overlap; types
 // take plural or singular names; tags must all be present on a memory.
 // Scores are in [0, 1] in every mode (see package search for the scale).
+// Weak and dormant memories (strength below 0.5 now) are left out unless
+// include_weak, forgotten ones unless include_forgotten, as GET /memories
+// does.
 type searchRequestJSON struct {
-	AgentID       string   `json:"agent_id"`
-	Query         *string  `json:"query"`
-	Limit         *int     `json:"limit"`
-	Types         []string `json:"types"`
-	MinScore      *float64 `json:"min_score"`
-	Mode          string   `json:"mode"`
-	CreatedAfter  *string  `json:"created_after"`
-	CreatedBefore *string  `json:"created_before"`
-	Tags          []string `json:"tags"`
-	Explain       bool     `json:"explain"`
+	AgentID          string   `json:"agent_id"`
+	Query            *string  `json:"query"`
+	Limit            *int     `json:"limit"`
+	Types            []string `json:"types"`
+	MinScore         *float64 `json:"min_score"`
+	Mode             string   `json:"mode"`
+	CreatedAfter     *string  `json:"created_after"`
+	CreatedBefore    *string  `json:"created_before"`
+	Tags             []string `json:"tags"`
+	Explain          bool     `json:"explain"`
+	IncludeWeak      bool     `json:"include_weak"`
+	IncludeForgotten bool     `json:"include_forgotten"`
 }
 
-// searchResultJSON is one entry of data.results.
+// searchResultJSON is one entry of data.results: strength is the
+// memory's strength now, forgotten is true only for a forgotten memory
+// (which include_forgotten lets through).
 type searchResultJSON struct {
 	Type      memory.Type     `json:"type"`
 	ID        string          `json:"id"`
 	Score     float64         `json:"score"`
 	Content   json.RawMessage `json:"content"`
 	CreatedAt time.Time       `json:"created_at"`
+	Strength  float64         `json:"strength"`
+	Forgotten bool            `json:"forgotten"`
 	Explain   *search.Explain `json:"explain,omitempty"`
 }
 
@@ -94,7 +103,8 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 	for i, res := range resp.Results {
 		out.Results[i] = searchResultJSON{
 			Type: res.Memory.Type, ID: res.Memory.ID, Score: res.Score, Content: res.Memory.Content,
-			CreatedAt: res.Memory.CreatedAt.UTC(), Explain: res.Explain,
+			CreatedAt: res.Memory.CreatedAt.UTC(), Strength: res.Strength, Forgotten: res.Memory.Vitality.Forgotten,
+			Explain: res.Explain,
 		}
 	}
 	took := time.Since(start)
@@ -114,7 +124,7 @@ func (b searchRequestJSON) request(userID string) (search.Request, error) {
 	}
 	req := search.Request{
 		UserID: userID, AgentID: b.AgentID, Query: *b.Query, Mode: search.Mode(b.Mode),
-		Limit: defaultSearchLimit, Explain: b.Explain,
+		Limit: defaultSearchLimit, Explain: b.Explain, IncludeWeak: b.IncludeWeak, IncludeForgotten: b.IncludeForgotten,
 	}
 	if b.Limit != nil {
 		req.Limit = *b.Limit

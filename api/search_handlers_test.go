@@ -137,7 +137,7 @@ func TestSearchHTTPDefaultsAndShape(t *testing.T) {
 			t.Fatalf("%q: default limit gave %d results", mode, len(res))
 		}
 		for _, x := range res {
-			if len(x) != 5 || x["type"] != "note" || x["id"] == "" {
+			if len(x) != 7 || x["type"] != "note" || x["strength"].(float64) < 0.99 || x["forgotten"] != false || x["id"] == "" {
 				t.Fatalf("result shape: %v", x)
 			}
 			if _, ok := x["content"].(map[string]any)["content"].(string); !ok {

@@ -27,6 +27,11 @@ type SearchRequest struct {
 	CreatedBefore *time.Time `json:"created_before,omitempty"`
 	Tags          []string   `json:"tags,omitempty"`
 	Explain       bool       `json:"explain,omitempty"`
+	// IncludeWeak and IncludeForgotten let weak or dormant (strength
+	// below 0.5) and forgotten memories through; both are left out by
+	// default.
+	IncludeWeak      bool `json:"include_weak,omitempty"`
+	IncludeForgotten bool `json:"include_forgotten,omitempty"`
 }
 
 // SearchResult is one hit. Content's fields depend on Type (singular).
@@ -36,6 +41,9 @@ type SearchResult struct {
 	Score     float64         `json:"score"` // in [0, 1], higher is better
 	Content   json.RawMessage `json:"content"`
 	CreatedAt time.Time       `json:"created_at"`
+	// Strength is the memory's strength when searched (0 when forgotten).
+	Strength  float64 `json:"strength"`
+	Forgotten bool    `json:"forgotten"`
 	// Explain is the score breakdown, present with Explain: true.
 	Explain *SearchExplain `json:"explain,omitempty"`
 }

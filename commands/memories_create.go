@@ -26,6 +26,21 @@ type MemoryInput struct {
 	// the type the provenance rules name (a rule-extracted belief cites
 	// the raw entry it came from). The sources must still exist.
 	FromProcessing bool
+	// Promotes makes the memory the accepted form of a suggestion: its id
+	// is PromotedMemoryID(Promotes.SuggestionID), so a second accept of the
+	// suggestion, on any node, finds it taken and fails with a conflict.
+	Promotes *memory.Promotion
+}
+
+// promotedIDSpace is the UUIDv5 namespace of the ids of memories accepted
+// from suggestions.
+var promotedIDSpace = uuid.MustParse("6f1f4c1e-5b0e-4c47-9d0b-2a6c5e8f3a71")
+
+// PromotedMemoryID is the id of the memory that accepting the suggestion
+// creates (UUIDv5 of the suggestion id): every accept of one suggestion
+// names the same memory.
+func PromotedMemoryID(suggestionID string) string {
+	return uuid.NewSHA1(promotedIDSpace, []byte(suggestionID)).String()
 }
 
 // CreatedMemory is what a create returns per memory.
@@ -80,6 +95,7 @@ type pendingMemory struct {
 	hash      string
 	// fromProcessing: see MemoryInput.FromProcessing.
 	fromProcessing bool
+	promotes       *memory.Promotion
 }
 
 func (m *Memories) create(ctx context.Context, meta domain.Metadata, agentID string, in []MemoryInput, at func(int, error) error) ([]CreatedMemory, error) {
@@ -162,7 +178,7 @@ func (m *Memories) prepare(in MemoryInput, now time.Time) (pendingMemory, error)
 	if p.text, err = memory.IndexedText(t, p.content); err != nil {
 		return p, err
 	}
-	p.typ, p.hash, p.fromProcessing = t, memory.TextHash(p.text), in.FromProcessing
+	p.typ, p.hash, p.fromProcessing, p.promotes = t, memory.TextHash(p.text), in.FromProcessing, in.Promotes
 	return p, nil
 }
 
@@ -233,14 +249,14 @@ func (m *Memories) decideCreate(ctx context.Context, userID, agentID string, ite
 	sameModel := agent.EmbeddingModel == model.Name && agent.Dimensions == model.Dimensions
 	out := make([]CreatedMemory, len(items))
 	for i, it := range items {
-		id, err := uuid.NewV7()
+		id, err := m.newMemoryID(ctx, userID, it)
 		if err != nil {
-			return nil, nil, fmt.Errorf("commands: memory id: %w", err)
+			return nil, nil, at(i, err)
 		}
-		out[i] = CreatedMemory{Type: it.typ, ID: id.String(), CreatedAt: it.createdAt,
+		out[i] = CreatedMemory{Type: it.typ, ID: id, CreatedAt: it.createdAt,
 			Embedding: memory.EmbeddingState{Model: agent.EmbeddingModel, Dimensions: agent.Dimensions}}
 		payloads = append(payloads, memory.MemoryCreated{AgentRef: ref, MemoryID: out[i].ID, Type: it.typ, Content: it.content,
-			Tags: it.tags, DerivedFrom: memory.RefStrings(it.refs), CreatedAt: it.createdAt, TextHash: it.hash})
+			Tags: it.tags, DerivedFrom: memory.RefStrings(it.refs), CreatedAt: it.createdAt, TextHash: it.hash, Promotes: it.promotes})
 		switch {
 		case !it.typ.Searchable():
 			out[i].Embedding.Status = memory.StatusNotIndexed
@@ -253,6 +269,30 @@ func (m *Memories) decideCreate(ctx context.Context, userID, agentID string, ite
 		}
 	}
 	return out, payloads, nil
+}
+
+// newMemoryID is a new memory's id: a fresh UUIDv7, or for an accepted
+// suggestion its PromotedMemoryID, which must not be taken yet. The
+// decision runs against the read model at the agent stream's version
+// and the append expects that version, so of two concurrent accepts (on
+// any nodes) one appends and the other decides again, finds the memory
+// and fails.
+func (m *Memories) newMemoryID(ctx context.Context, userID string, it pendingMemory) (string, error) {
+	if it.promotes == nil {
+		id, err := uuid.NewV7()
+		if err != nil {
+			return "", fmt.Errorf("commands: memory id: %w", err)
+		}
+		return id.String(), nil
+	}
+	id := PromotedMemoryID(it.promotes.SuggestionID)
+	if _, taken, err := m.cfg.Reader.Memory(ctx, userID, id); err != nil || taken {
+		if err == nil {
+			err = domain.Conflict("suggestion_not_pending", "suggestion %s was accepted already (memory %s)", it.promotes.SuggestionID, id)
+		}
+		return "", err
+	}
+	return id, nil
 }
 
 // checkRefs makes sure every derived_from reference names an existing

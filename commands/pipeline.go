@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -71,9 +72,10 @@ type PipelineConfig struct {
 // one server, the commands of one agent are serialized so that a pass and
 // an accept never decide on the same state.
 type Pipeline struct {
-	cfg    PipelineConfig
-	logger *slog.Logger
-	locks  [userLockStripes]sync.Mutex
+	cfg       PipelineConfig
+	logger    *slog.Logger
+	locks     [userLockStripes]sync.Mutex
+	snapshots *stackSnapshots
 }
 
 // NewPipeline checks cfg.
@@ -88,7 +90,7 @@ func NewPipeline(cfg PipelineConfig) (*Pipeline, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Pipeline{cfg: cfg, logger: logger}, nil
+	return &Pipeline{cfg: cfg, logger: logger, snapshots: newStackSnapshots()}, nil
 }
 
 func (c *Pipeline) now() time.Time { return c.cfg.Now().UTC() }
@@ -109,7 +111,9 @@ type agentStack struct {
 }
 
 // load returns the agent's state; an agent that does not exist, or is
-// another user's, is not found.
+// another user's, is not found. The state is the agent's snapshot (see
+// stackSnapshots) or, when events were appended since, a copy of it
+// advanced by them; the caller must not change it.
 func (c *Pipeline) load(ctx context.Context, userID, agentID string) (agentStack, error) {
 	agent, ok, err := c.cfg.Memories.Agent(ctx, userID, agentID)
 	if err != nil {
@@ -118,13 +122,26 @@ func (c *Pipeline) load(ctx context.Context, userID, agentID string) (agentStack
 	if !ok {
 		return agentStack{}, domain.NotFound("agent")
 	}
-	events, err := c.cfg.Writer.Store().ReadStream(ctx, processing.Stream(userID, agentID), 0)
+	key := stackKey{userID: userID, agentID: agentID, createdAt: agent.CreatedAt}
+	st := c.snapshots.get(key)
+	var from uint64
+	if st != nil {
+		from = uint64(st.Version + 1)
+	}
+	events, err := c.cfg.Writer.Store().ReadStream(ctx, processing.Stream(userID, agentID), from)
 	if err != nil {
 		return agentStack{}, fmt.Errorf("commands: read cognition stream: %w", err)
 	}
-	st, err := processing.Fold(events, agent.CreatedAt)
-	if err != nil {
-		return agentStack{}, err
+	if st == nil || len(events) > 0 {
+		if st == nil {
+			st = processing.NewStackOf(agent.CreatedAt)
+		} else {
+			st = st.Clone()
+		}
+		if err := st.ApplyAll(events); err != nil {
+			return agentStack{}, err
+		}
+		c.snapshots.put(key, st)
 	}
 	return agentStack{agent: agent, stack: st, ref: processing.StackRef{UserID: userID, AgentID: agentID, AgentCreatedAt: agent.CreatedAt}}, nil
 }
@@ -138,6 +155,47 @@ func (c *Pipeline) appendTo(ctx context.Context, meta domain.Metadata, as agentS
 		return domain.Conflict("concurrent_processing", "agent %s's processing state changed while this request was decided; retry it", as.ref.AgentID)
 	}
 	return err
+}
+
+// stillPending keeps the ids the suggestions read model shows pending or
+// expired, i.e. not resolved: accepting a suggestion is recorded on the
+// agent's memory stream, which the cognition stream's fold does not see.
+func (c *Pipeline) stillPending(ctx context.Context, userID string, ids []string) ([]string, error) {
+	out := ids[:0:0]
+	for _, id := range ids {
+		sg, ok, err := c.cfg.Suggestions.Suggestion(ctx, userID, id)
+		if err != nil {
+			return nil, err
+		}
+		if ok && sg.ResolvedAt == nil {
+			out = append(out, id)
+		}
+	}
+	return out, nil
+}
+
+// promotedInto is what a source was made into (Stack.Processed), with each
+// accepted suggestion replaced by its memory: accepting is recorded on the
+// agent's memory stream, so the suggestions read model knows it and the
+// cognition stream's fold does not (suggestions promoted by logs written
+// before that are already replaced by the fold). Never nil.
+func (c *Pipeline) promotedInto(ctx context.Context, userID string, into []string) ([]string, error) {
+	out := make([]string, 0, len(into))
+	for _, ref := range into {
+		if id, ok := strings.CutPrefix(ref, "suggestion:"); ok {
+			sg, found, err := c.cfg.Suggestions.Suggestion(ctx, userID, id)
+			if err != nil {
+				return nil, err
+			}
+			if found && sg.PromotedTo != "" {
+				ref = sg.PromotedTo
+			}
+		}
+		if !slices.Contains(out, ref) {
+			out = append(out, ref)
+		}
+	}
+	return out, nil
 }
 
 // ProcessingView is an agent's pipeline: configuration, the processor
@@ -217,8 +275,9 @@ func (c *Pipeline) view(ctx context.Context, as agentStack) (ProcessingView, err
 			v.Raw.Unprocessed++
 		}
 		if len(v.Raw.Entries) < RawShown {
-			if into == nil {
-				into = []string{}
+			into, err := c.promotedInto(ctx, as.ref.UserID, into)
+			if err != nil {
+				return ProcessingView{}, err
 			}
 			v.Raw.Entries = append(v.Raw.Entries, RawEntry{ID: s.ID, CreatedAt: s.CreatedAt, Processed: done, ProcessedInto: into})
 		}
@@ -244,7 +303,10 @@ func (c *Pipeline) Configure(ctx context.Context, meta domain.Metadata, agentID 
 	if err := c.appendTo(ctx, meta, as, []domain.Payload{processing.ConfigChanged{StackRef: as.ref, Config: cfg, ChangedAt: c.now()}}); err != nil {
 		return ProcessingView{}, err
 	}
-	return c.Processing(ctx, userID, agentID)
+	if as, err = c.load(ctx, userID, agentID); err != nil {
+		return ProcessingView{}, err
+	}
+	return c.view(ctx, as)
 }
 
 // ProcessRequest asks for a pass: of one transition or, when empty, of
@@ -302,7 +364,11 @@ func (c *Pipeline) process(ctx context.Context, meta domain.Metadata, userID, ag
 	transitions := req.transitions
 	now := c.now()
 	var payloads []domain.Payload
-	for _, id := range as.stack.DueToExpire(now) {
+	due, err := c.stillPending(ctx, userID, as.stack.DueToExpire(now))
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range due {
 		payloads = append(payloads, processing.SuggestionResolved{StackRef: as.ref, SuggestionID: id, Status: processing.Expired,
 			Reason: fmt.Sprintf("auto-expired after %dh", as.stack.Config.SuggestionExpiryHours), ResolvedAt: now})
 	}
@@ -570,8 +636,8 @@ func (c *Pipeline) RawEntries(ctx context.Context, userID, agentID string, q Raw
 			if q.Processed != nil && *q.Processed != done {
 				continue
 			}
-			if into == nil {
-				into = []string{}
+			if into, err = c.promotedInto(ctx, userID, into); err != nil {
+				return RawPage{}, err
 			}
 			v.ApplyStrength(now)
 			out.Entries = append(out.Entries, RawEntryView{View: v, Processed: done, ProcessedInto: into})

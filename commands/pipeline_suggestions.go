@@ -65,49 +65,53 @@ const autoSuggestedTag = "auto-suggested"
 // memory create command (same validation, quotas and embedding), derived
 // from the suggestion's sources, and the suggestion becomes promoted (or
 // modified, when overrides changed its content).
+//
+// It is one append: the memory's MemoryCreated carries the promotion
+// (memory.Promotion), from which the suggestions read model derives the
+// suggestion's new status, and the memory's id is derived from the
+// suggestion's (PromotedMemoryID), so that of concurrent accepts, on one
+// node or several, exactly one creates the memory and the others fail
+// with suggestion_not_pending. Nothing is locked in process.
 func (c *Pipeline) Accept(ctx context.Context, meta domain.Metadata, id string, o AcceptOverrides) (Accepted, error) {
 	userID, err := userOf(meta)
 	if err != nil {
 		return Accepted{}, err
 	}
-	sg, err := c.Suggestion(ctx, userID, id)
+	sg, err := c.pendingSuggestion(ctx, userID, id, processing.Promoted)
 	if err != nil {
 		return Accepted{}, err
 	}
-	defer c.lock(userID, sg.AgentID)()
-	as, err := c.load(ctx, userID, sg.AgentID)
+	content, modified, err := overrideContent(sg.Content, o.Content)
 	if err != nil {
 		return Accepted{}, err
 	}
-	now := c.now()
-	cur, err := as.stack.Resolve(id, processing.Promoted, now)
-	if err != nil {
-		return Accepted{}, err
-	}
-	content, modified, err := overrideContent(cur.Content, o.Content)
-	if err != nil {
-		return Accepted{}, err
-	}
-	typ := memory.Type(cur.MemoryType)
+	typ := memory.Type(sg.MemoryType)
 	tags := append([]string{}, o.Tags...)
 	if typ == memory.Episode || typ == memory.Note {
 		tags = append([]string{autoSuggestedTag}, tags...)
 	}
-	made, err := c.cfg.Creator.Create(ctx, meta, sg.AgentID, MemoryInput{Type: cur.MemoryType, Content: content, Tags: tags, DerivedFrom: cur.Sources, FromProcessing: true})
+	made, err := c.cfg.Creator.Create(ctx, meta, sg.AgentID, MemoryInput{Type: sg.MemoryType, Content: content, Tags: tags, DerivedFrom: sg.Sources,
+		FromProcessing: true, Promotes: &memory.Promotion{SuggestionID: id, Modified: modified}})
 	if err != nil {
-		return Accepted{}, err
-	}
-	status := processing.Promoted
-	if modified {
-		status = processing.Modified
-	}
-	promotedTo := string(made.Type) + ":" + made.ID
-	if err := c.appendTo(ctx, meta, as, []domain.Payload{processing.SuggestionResolved{StackRef: as.ref, SuggestionID: id, Status: status, PromotedTo: promotedTo, ResolvedAt: now}}); err != nil {
-		c.logger.ErrorContext(ctx, "memory created for a suggestion that could not be marked promoted", "suggestion_id", id, "memory", promotedTo, "error", err)
 		return Accepted{}, err
 	}
 	sg, err = c.Suggestion(ctx, userID, id)
 	return Accepted{Suggestion: sg, Memory: made}, err
+}
+
+// pendingSuggestion returns the user's suggestion if it is pending now,
+// as the suggestions read model shows it (which sees promotions, recorded
+// on the agent's memory stream, as well as the cognition stream's
+// resolutions); otherwise a conflict naming its status.
+func (c *Pipeline) pendingSuggestion(ctx context.Context, userID, id string, to processing.Status) (processing.Suggestion, error) {
+	sg, err := c.Suggestion(ctx, userID, id)
+	if err != nil {
+		return processing.Suggestion{}, err
+	}
+	if sg.Status != processing.Pending {
+		return processing.Suggestion{}, domain.Conflict("suggestion_not_pending", "suggestion %s is %s; only pending suggestions can be %s", id, sg.Status, to)
+	}
+	return sg, nil
 }
 
 // overrideContent merges the override's top-level fields into content.
@@ -146,7 +150,7 @@ func (c *Pipeline) Resolve(ctx context.Context, meta domain.Metadata, id string,
 	if n := utf8.RuneCountInString(reason); n > MaxReasonLength {
 		return processing.Suggestion{}, domain.Invalid("reason", "reason has %d characters; the limit is %d", n, MaxReasonLength).WithDetail("limit", MaxReasonLength)
 	}
-	sg, err := c.Suggestion(ctx, userID, id)
+	sg, err := c.pendingSuggestion(ctx, userID, id, to)
 	if err != nil {
 		return processing.Suggestion{}, err
 	}

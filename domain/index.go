@@ -22,7 +22,8 @@ import (
 //     batch delivered twice leaves the index as delivering it once;
 //   - every query carries the user and agent it is scoped to; an index
 //     never returns another agent's memories whatever the filter says;
-//   - a forgotten memory never matches a query.
+//   - a forgotten memory is kept, flagged, and matches only a query whose
+//     filter includes forgotten memories.
 
 // Errors an index returns, wrapped with details (errors.Is finds them).
 var (
@@ -54,6 +55,9 @@ type IndexFilter struct {
 	// CreatedAfter is inclusive (created_at >= it), CreatedBefore exclusive
 	// (created_at < it); the zero time leaves that side open.
 	CreatedAfter, CreatedBefore time.Time
+	// IncludeForgotten lets forgotten memories match too (a search that
+	// asks for them); without it they never match.
+	IncludeForgotten bool
 }
 
 // IndexHit is one search result. Score is in [0, 1], higher is better:
@@ -81,7 +85,8 @@ type KeywordDocument struct {
 	// TextHash identifies Text; redelivering a document with the same
 	// hash changes nothing.
 	TextHash string
-	// Forgotten documents are kept (see SetForgotten) but never match.
+	// Forgotten documents are kept (see SetForgotten) and match only
+	// queries with IndexFilter.IncludeForgotten.
 	Forgotten bool
 }
 
@@ -100,8 +105,9 @@ type KeywordQuery struct {
 type KeywordIndex interface {
 	// UpsertDocuments adds docs, replacing documents with the same MemoryID.
 	UpsertDocuments(ctx context.Context, docs ...KeywordDocument) error
-	// SetForgotten marks the memory forgotten (it stops matching) or not.
-	// An absent memory is no error.
+	// SetForgotten marks the memory forgotten (it stops matching queries
+	// that leave forgotten memories out) or not. An absent memory is no
+	// error.
 	SetForgotten(ctx context.Context, scope IndexScope, memoryID string, forgotten bool) error
 	// DeleteMemory removes the memory; an absent memory is no error.
 	DeleteMemory(ctx context.Context, scope IndexScope, memoryID string) error
@@ -158,7 +164,8 @@ type VectorIndex interface {
 	// ErrIndexRejected and, in a batch, leaves the others stored.
 	UpsertVectors(ctx context.Context, points ...VectorPoint) error
 	// SetForgotten marks the memory's points in every space forgotten
-	// (they stop matching) or not. An absent memory is no error.
+	// (they stop matching queries that leave forgotten memories out) or
+	// not. An absent memory is no error.
 	SetForgotten(ctx context.Context, scope IndexScope, memoryID string, forgotten bool) error
 	// DeleteMemory removes the memory's points in every space.
 	DeleteMemory(ctx context.Context, scope IndexScope, memoryID string) error

@@ -33,6 +33,8 @@ type KeywordSource struct {
 	// Text and Meta are what the index holds (memory.IndexedText and
 	// memory.IndexedMetadata of Content and Tags).
 	Text, Meta string
+	// Forgotten memories are kept, flagged (KeywordDocument.Forgotten).
+	Forgotten bool
 }
 
 // KeywordStateTx changes the keyword projection's state in one transaction.
@@ -47,8 +49,8 @@ type KeywordStateTx interface {
 	// changes) when the memory id is kept already.
 	InsertSource(ctx context.Context, s KeywordSource) (inserted bool, err error)
 	UpdateSource(ctx context.Context, s KeywordSource) error
-	// DeleteSource forgets the agent's memory; deleted is false when it
-	// was not kept.
+	// DeleteSource removes the agent's memory (purged); deleted is false
+	// when it was not kept.
 	DeleteSource(ctx context.Context, scope IndexScope, memoryID string) (deleted bool, err error)
 }
 
@@ -128,7 +130,8 @@ type VectorState interface {
 	ApplyVectors(ctx context.Context, events []Event, apply func(context.Context, VectorStateTx, Event) error, beforeCommit func(context.Context) error) error
 	ResetVectors(ctx context.Context) error
 	VectorAgents(ctx context.Context) ([]VectorAgent, error)
-	// LoadVectors calls fn for every vector whose memory is not forgotten
-	// and whose text hash is the memory's current one, in insertion order.
+	// LoadVectors calls fn for every vector whose text hash is its
+	// memory's current one (forgotten memories included, flagged), in
+	// insertion order.
 	LoadVectors(ctx context.Context, fn func(LoadedVector) error) error
 }

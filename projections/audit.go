@@ -92,7 +92,12 @@ func auditOf(e domain.Event) (rec auditRecord, ok bool, err error) {
 		if err := decode(&p); err != nil {
 			return rec, false, err
 		}
-		return mem(p.AgentRef, "create", p.Type, p.MemoryID, map[string]any{"derived_from": nonNil(p.DerivedFrom)})
+		details := map[string]any{"derived_from": nonNil(p.DerivedFrom)}
+		if p.Promotes != nil {
+			details["suggestion_id"] = p.Promotes.SuggestionID
+			details["suggestion_modified"] = p.Promotes.Modified
+		}
+		return mem(p.AgentRef, "create", p.Type, p.MemoryID, details)
 	case memory.MemoryPatched{}.EventType():
 		var p memory.MemoryPatched
 		if err := decode(&p); err != nil {

@@ -16,8 +16,9 @@ const KeywordProjectionName = "keyword"
 
 // Keyword maps memory events to keyword index documents: a searchable
 // memory of a live agent is a document of its indexed text and metadata;
-// an update or patch replaces it; forgetting or purging it, or deleting
-// its agent, removes it (a forgotten memory is never searchable again).
+// an update or patch replaces it; forgetting flags it (it then matches only
+// searches that include forgotten memories) and recovering clears the
+// flag; purging it, or deleting its agent, removes it.
 type Keyword struct {
 	state  domain.KeywordState
 	index  domain.KeywordIndex
@@ -112,6 +113,7 @@ func keywordDocument(s domain.KeywordSource) domain.KeywordDocument {
 	return domain.KeywordDocument{
 		MemoryID: s.MemoryID, UserID: s.UserID, AgentID: s.AgentID, Type: s.Type, Tags: s.Tags,
 		CreatedAt: s.CreatedAt, Text: s.Text, Meta: s.Meta, TextHash: memory.TextHash(s.Text + "\x00" + s.Meta),
+		Forgotten: s.Forgotten,
 	}
 }
 
@@ -134,8 +136,9 @@ func (p *Keyword) apply(ctx context.Context, tx domain.KeywordStateTx, e domain.
 		if err := e.Decode(&ev); err != nil {
 			return err
 		}
-		return p.change(ctx, tx, ev.AgentRef, ev.MemoryID, w, func(memory.Type, json.RawMessage, []string) (json.RawMessage, []string, error) {
-			return ev.Content, ev.Tags, nil
+		return p.change(ctx, tx, ev.AgentRef, ev.MemoryID, w, func(src *domain.KeywordSource) error {
+			src.Content, src.Tags = ev.Content, ev.Tags
+			return nil
 		})
 	case memory.MemoryPatched{}.EventType():
 		var ev memory.MemoryPatched
@@ -144,33 +147,36 @@ func (p *Keyword) apply(ctx context.Context, tx domain.KeywordStateTx, e domain.
 		}
 		// A patch names the changed fields only: apply them to the stored
 		// content, as the memories read model does.
-		return p.change(ctx, tx, ev.AgentRef, ev.MemoryID, w, func(t memory.Type, stored json.RawMessage, tags []string) (json.RawMessage, []string, error) {
+		return p.change(ctx, tx, ev.AgentRef, ev.MemoryID, w, func(src *domain.KeywordSource) error {
 			if ev.Tags != nil {
-				tags = *ev.Tags
+				src.Tags = *ev.Tags
 			}
 			if ev.Content == nil {
-				return stored, tags, nil
+				return nil
 			}
-			content, err := memory.ApplyContentChanges(t, stored, ev.Content)
-			return content, tags, err
+			content, err := memory.ApplyContentChanges(memory.Type(src.Type), src.Content, ev.Content)
+			src.Content = content
+			return err
 		})
 	case memory.MemoryForgotten{}.EventType():
 		var ev memory.MemoryForgotten
 		if err := e.Decode(&ev); err != nil {
 			return err
 		}
-		// A forgotten memory is never searchable again, so it leaves the
-		// index entirely; a later update of it finds nothing to re-index.
-		return p.deleted(ctx, tx, ev.AgentRef, ev.MemoryID, w)
+		return p.change(ctx, tx, ev.AgentRef, ev.MemoryID, w, func(src *domain.KeywordSource) error {
+			src.Forgotten = true
+			return nil
+		})
 	case memory.MemoryRecovered{}.EventType():
 		var ev memory.MemoryRecovered
 		if err := e.Decode(&ev); err != nil {
 			return err
 		}
-		// Forgetting removed the document; the event carries the memory
-		// as it stands, so it is indexed again as if created.
-		return p.created(ctx, tx, memory.MemoryCreated{AgentRef: ev.AgentRef, MemoryID: ev.MemoryID, Type: ev.Type,
-			Content: ev.Content, Tags: ev.Tags, CreatedAt: ev.CreatedAt, TextHash: ev.TextHash}, w)
+		// The event carries the memory as it stands.
+		return p.change(ctx, tx, ev.AgentRef, ev.MemoryID, w, func(src *domain.KeywordSource) error {
+			src.Content, src.Tags, src.Forgotten = ev.Content, ev.Tags, false
+			return nil
+		})
 	case memory.MemoryPurged{}.EventType():
 		var ev memory.MemoryPurged
 		if err := e.Decode(&ev); err != nil {
@@ -212,23 +218,24 @@ func (p *Keyword) created(ctx context.Context, tx domain.KeywordStateTx, ev memo
 	return nil
 }
 
-// change re-indexes an indexed memory with the content and tags that
-// change computes from its stored ones.
+// change re-indexes a kept memory after change edits its content, tags
+// or forgotten flag.
 func (p *Keyword) change(ctx context.Context, tx domain.KeywordStateTx, ref memory.AgentRef, id string, w *indexWrites,
-	change func(t memory.Type, content json.RawMessage, tags []string) (json.RawMessage, []string, error)) error {
+	change func(src *domain.KeywordSource) error) error {
 	old, ok, err := tx.Source(ctx, scopeOf(ref), id)
 	if err != nil || !ok {
-		return err // not indexed: a drive, forgotten or purged before
+		return err // not indexed: a drive, or purged before
 	}
-	content, tags, err := change(memory.Type(old.Type), old.Content, old.Tags)
-	if err != nil {
+	edited := old
+	if err := change(&edited); err != nil {
 		return err
 	}
-	src, err := keywordSource(memory.Type(old.Type), content, tags)
+	src, err := keywordSource(memory.Type(old.Type), edited.Content, edited.Tags)
 	if err != nil {
 		return err
 	}
 	src.MemoryID, src.UserID, src.AgentID, src.CreatedAt = old.MemoryID, old.UserID, old.AgentID, old.CreatedAt
+	src.Forgotten = edited.Forgotten
 	if err := tx.UpdateSource(ctx, src); err != nil {
 		return err
 	}

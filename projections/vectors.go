@@ -15,8 +15,9 @@ const VectorsProjectionName = "vectors"
 // Vectors maps memory events to vector index points. Its state (the
 // agents' active spaces, each memory's metadata and current text hash,
 // every recorded vector) is the truth; the index holds, per agent and
-// space, the vectors of not forgotten searchable memories computed from
-// their current text. A vector of another text is kept in the state (the
+// space, the vectors of searchable memories computed from their current
+// text, a forgotten memory's flagged so that only searches including
+// forgotten memories find them. A vector of another text is kept in the state (the
 // text may come back); a vector of another model is kept and indexed (a
 // re-embedding in progress, searched once the agent switches).
 type Vectors struct {

@@ -95,7 +95,8 @@ func (p *Vectors) apply(ctx context.Context, tx domain.VectorStateTx, e domain.E
 		if err := tx.PutMemory(ctx, m); err != nil {
 			return err
 		}
-		p.removeEverywhere(w, ev.AgentRef, ev.MemoryID)
+		scope := scopeOf(ev.AgentRef)
+		w.do(func(ctx context.Context) error { return p.index.SetForgotten(ctx, scope, ev.MemoryID, true) })
 	case memory.MemoryRecovered{}.EventType():
 		var ev memory.MemoryRecovered
 		if err := e.Decode(&ev); err != nil {
@@ -109,7 +110,9 @@ func (p *Vectors) apply(ctx context.Context, tx domain.VectorStateTx, e domain.E
 		if err := tx.PutMemory(ctx, m); err != nil {
 			return err
 		}
-		// Its vectors were kept: index the current ones again.
+		// Its current vectors are indexed again, not just unflagged: a
+		// remote index written before forgotten points were kept lacks
+		// them.
 		return p.updated(ctx, tx, ev.AgentRef, ev.MemoryID, m.TextHash, nil, w)
 	case memory.MemoryPurged{}.EventType():
 		var ev memory.MemoryPurged
@@ -143,7 +146,7 @@ func (p *Vectors) embedded(ctx context.Context, tx domain.VectorStateTx, ev memo
 	if err := tx.PutVector(ctx, ev.MemoryID, space, ev.TextHash, ev.Vector); err != nil {
 		return err
 	}
-	if ev.TextHash == m.TextHash && !m.Forgotten && memory.Type(m.Type).Searchable() {
+	if ev.TextHash == m.TextHash && memory.Type(m.Type).Searchable() {
 		w.upsertPoints(m.Point(space, ev.Vector))
 	}
 	return nil
@@ -165,7 +168,7 @@ func (p *Vectors) updated(ctx context.Context, tx domain.VectorStateTx, ref memo
 	if err := tx.PutMemory(ctx, m); err != nil {
 		return err
 	}
-	if m.Forgotten || !memory.Type(m.Type).Searchable() {
+	if !memory.Type(m.Type).Searchable() {
 		return nil
 	}
 	current, err := tx.CurrentVectors(ctx, m.MemoryID)

@@ -78,9 +78,19 @@ func TestCLISearchLocal(t *testing.T) {
 		t.Fatalf("search = %v", out)
 	}
 	first := out["results"].([]any)[0]
-	assertShape(t, "search result", first, "type", "id", "score", "content", "created_at", "source")
+	assertShape(t, "search result", first, "type", "id", "score", "content", "created_at", "strength", "forgotten", "source")
 	if first.(map[string]any)["id"] != id {
 		t.Fatalf("best result %v, want the belief %s", first, id)
+	}
+	// A forgotten memory is found with --include-forgotten only, flagged.
+	lunch := h.object("note", "--content", "the picnic is on friday")["id"].(string)
+	h.ok("forget", lunch)
+	if n := len(h.object("search", "picnic friday", "--mode", "keyword")["results"].([]any)); n != 0 {
+		t.Fatalf("search finds a forgotten memory: %d results", n)
+	}
+	found := h.object("search", "picnic friday", "--mode", "keyword", "--include-forgotten")["results"].([]any)
+	if len(found) != 1 || found[0].(map[string]any)["id"] != lunch || found[0].(map[string]any)["forgotten"] != true {
+		t.Fatalf("--include-forgotten = %v, want the forgotten note %s", found, lunch)
 	}
 	if n := len(h.object("search", "login", "--tag", "ops", "--type", "beliefs", "--mode", "keyword", "--min-score", "0.01")["results"].([]any)); n != 1 {
 		t.Fatalf("filtered search: %d results, want 1", n)

@@ -53,6 +53,9 @@ type searchArgs struct {
 	limit         int
 	minScore      float64
 	after, before time.Time
+	// includeWeak and includeForgotten let weak or dormant and forgotten
+	// memories through.
+	includeWeak, includeForgotten bool
 }
 
 func searchCommand(ctx context.Context, c *cli, args []string) error {
@@ -69,6 +72,8 @@ func searchCommand(ctx context.Context, c *cli, args []string) error {
 	localOnly := flags.Bool("local", false, "search only the local stack")
 	cloudOnly := flags.Bool("cloud", false, "search only the cloud (exit 3 when it cannot be reached)")
 	timeout := flags.Duration("timeout", 0, "how long the cloud may take (default cloud.timeout, else 3s)")
+	includeWeak := flags.Bool("include-weak", false, "include weak and dormant memories (strength below 0.5)")
+	includeForgotten := flags.Bool("include-forgotten", false, "include forgotten memories")
 	pos, err := c.parse(flags, args, 1, -1)
 	if err != nil {
 		return err
@@ -76,7 +81,8 @@ func searchCommand(ctx context.Context, c *cli, args []string) error {
 	if *localOnly && *cloudOnly {
 		return usageErrorf("search: --local and --cloud exclude each other")
 	}
-	sa := searchArgs{query: strings.Join(pos, " "), mode: *mode, limit: *limit, minScore: *minScore}
+	sa := searchArgs{query: strings.Join(pos, " "), mode: *mode, limit: *limit, minScore: *minScore,
+		includeWeak: *includeWeak, includeForgotten: *includeForgotten}
 	if sa.types, err = memory.ParseTypeFilter("types", splitCommas(types)); err != nil {
 		return err
 	}
@@ -190,7 +196,8 @@ func sinceMS(start time.Time) (int64, int64) {
 func (c *cli) searchCloud(ctx context.Context, cl *cloud, sa searchArgs, timeout time.Duration) (*client.SearchResponse, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	req := client.SearchRequest{AgentID: c.stackName(), Query: sa.query, Limit: sa.limit, MinScore: sa.minScore, Mode: sa.mode, Tags: sa.tags}
+	req := client.SearchRequest{AgentID: c.stackName(), Query: sa.query, Limit: sa.limit, MinScore: sa.minScore, Mode: sa.mode, Tags: sa.tags,
+		IncludeWeak: sa.includeWeak, IncludeForgotten: sa.includeForgotten}
 	for _, t := range sa.types {
 		req.Types = append(req.Types, t.Plural())
 	}
@@ -268,7 +275,8 @@ func cloudOutput(resp *client.SearchResponse) searchOutputJSON {
 func searchLocal(ctx context.Context, st *localStack, sa searchArgs) (searchOutputJSON, error) {
 	resp, err := st.app.searcher.Search(ctx, search.Request{
 		UserID: localUserID, AgentID: st.name, Query: sa.query, Mode: search.Mode(sa.mode), Limit: sa.limit, MinScore: sa.minScore,
-		Filter: search.Filter{Types: sa.types, Tags: sa.tags, CreatedAfter: sa.after, CreatedBefore: sa.before},
+		Filter:      search.Filter{Types: sa.types, Tags: sa.tags, CreatedAfter: sa.after, CreatedBefore: sa.before},
+		IncludeWeak: sa.includeWeak, IncludeForgotten: sa.includeForgotten,
 	})
 	if err != nil {
 		return searchOutputJSON{}, err
@@ -277,6 +285,7 @@ func searchLocal(ctx context.Context, st *localStack, sa searchArgs) (searchOutp
 	for i, r := range resp.Results {
 		out.Results[i] = searchResultJSON{Source: sourceLocal, SearchResult: client.SearchResult{
 			Type: string(r.Memory.Type), ID: r.Memory.ID, Score: r.Score, Content: r.Memory.Content, CreatedAt: r.Memory.CreatedAt.UTC(),
+			Strength: r.Strength, Forgotten: r.Memory.Vitality.Forgotten,
 		}}
 	}
 	out.Total = len(out.Results)
@@ -334,7 +343,11 @@ func printSearch(c *cli, out searchOutputJSON) {
 	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "SCORE\tTYPE\tID\tCREATED\tFROM\tTEXT")
 	for _, r := range out.Results {
-		fmt.Fprintf(tw, "%.3f\t%s\t%s\t%s\t%s\t%s\n", r.Score, r.Type, r.ID, relativeTime(r.CreatedAt, now), r.Source, summary(memory.Type(r.Type), r.Content))
+		text := summary(memory.Type(r.Type), r.Content)
+		if r.Forgotten {
+			text = "[forgotten] " + text
+		}
+		fmt.Fprintf(tw, "%.3f\t%s\t%s\t%s\t%s\t%s\n", r.Score, r.Type, r.ID, relativeTime(r.CreatedAt, now), r.Source, text)
 	}
 	tw.Flush()
 	if len(out.Results) == 0 {

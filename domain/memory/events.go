@@ -31,6 +31,18 @@ type MemoryCreated struct {
 	DerivedFrom []string        `json:"derived_from"`
 	CreatedAt   time.Time       `json:"created_at"`
 	TextHash    string          `json:"text_hash"`
+	// Promotes is set when accepting a suggestion created the memory: the
+	// one event records both, so no failure can leave a memory without
+	// its promotion or the reverse (absent in logs written before it).
+	Promotes *Promotion `json:"promotes,omitempty"`
+}
+
+// Promotion is the suggestion a memory was accepted from; Modified when
+// the accept changed the suggested content (status "modified" rather than
+// "promoted").
+type Promotion struct {
+	SuggestionID string `json:"suggestion_id"`
+	Modified     bool   `json:"modified,omitempty"`
 }
 
 // MemoryEmbedded records the vector of a memory's indexed text (identified

@@ -88,4 +88,11 @@ type Excerpt struct {
 	Content   json.RawMessage
 	Tags      []string
 	CreatedAt time.Time
+	// Vitality and LazyDecay give the strength at read time (StrengthAt);
+	// Vitality.Forgotten tells a forgotten memory.
+	Vitality  Vitality
+	LazyDecay bool
 }
+
+// StrengthAt is the memory's strength at now (0 when forgotten).
+func (e Excerpt) StrengthAt(now time.Time) float64 { return Strength(now, e.Vitality, e.LazyDecay) }

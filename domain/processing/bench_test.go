@@ -54,3 +54,47 @@ func BenchmarkFold10k(b *testing.B) {
 		}
 	}
 }
+
+// cognitionEvents is an agent's stream of n events: passes, suggestions
+// they made, some of them resolved.
+func cognitionEvents(n int) []domain.Event {
+	ref := processing.StackRef{UserID: "u", AgentID: "a"}
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	events := make([]domain.Event, n)
+	for i := range events {
+		var p domain.Payload = processing.PassRecorded{StackRef: ref, PassID: strconv.Itoa(i), Transition: processing.RawToNote, At: at,
+			Consumed: []processing.Consumed{{ID: strconv.Itoa(i), Into: []string{"suggestion:" + strconv.Itoa(i)}}}}
+		switch i % 4 {
+		case 1, 3:
+			p = processing.SuggestionCreated{StackRef: ref, SuggestionID: strconv.Itoa(i), Sources: []string{"raw_entry:" + strconv.Itoa(i)},
+				Content: json.RawMessage(`{"content":"a note of some length"}`), CreatedAt: at, ExpiresAt: at.Add(time.Hour)}
+		case 2:
+			if i > 2 {
+				p = processing.SuggestionResolved{StackRef: ref, SuggestionID: strconv.Itoa(i - 1), Status: processing.Rejected, ResolvedAt: at}
+			}
+		}
+		raw, _ := json.Marshal(p)
+		events[i] = domain.Event{Version: uint64(i), Type: p.EventType(), Payload: raw}
+	}
+	return events
+}
+
+// BenchmarkSnapshotAdvance10k: what a call costs with the snapshot the
+// pipeline keeps (commands.stackSnapshots) once the agent's 10,000 events
+// are folded and one event was appended since: copying the snapshot and
+// applying that event (a call with nothing new costs neither). Compare
+// with BenchmarkFold10k, what every call cost before.
+func BenchmarkSnapshotAdvance10k(b *testing.B) {
+	events := cognitionEvents(10001)
+	st, err := processing.Fold(events[:10000], time.Time{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	next := events[10000:]
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := st.Clone().ApplyAll(next); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package processing_test
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -390,5 +391,36 @@ func TestRunsKeepTheLatestNewestFirst(t *testing.T) {
 	}
 	if got := st.Runs(2); len(got) != 2 || got[1].PassID != strconv.Itoa(3*processing.RecentRuns+5) {
 		t.Errorf("Runs(2) = %+v", got)
+	}
+}
+
+// A snapshot advanced part by part on copies (as the pipeline does, call
+// after call) is the state folding the whole stream at once gives, and
+// every earlier snapshot is left as it was.
+func TestApplyAllInPartsEqualsFold(t *testing.T) {
+	events := cognitionEvents(2000)
+	whole, err := processing.Fold(events, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, part := range []int{1, 7, 150, 1999} {
+		st := processing.NewStackOf(time.Time{})
+		var first *processing.Stack
+		for i := 0; i < len(events); i += part {
+			next := st.Clone()
+			if err := next.ApplyAll(events[i:min(i+part, len(events))]); err != nil {
+				t.Fatal(err)
+			}
+			if first == nil {
+				first = next
+			}
+			st = next
+		}
+		if !reflect.DeepEqual(st, whole) {
+			t.Fatalf("parts of %d: the state differs from the fold", part)
+		}
+		if want, _ := processing.Fold(events[:part], time.Time{}); !reflect.DeepEqual(first, want) {
+			t.Fatalf("parts of %d: advancing a copy changed the first snapshot", part)
+		}
 	}
 }

@@ -18,6 +18,10 @@ type SuggestionsTx interface {
 	// Resolve moves the user's suggestion out of pending; a suggestion
 	// resolved already, or of another user, changes nothing.
 	Resolve(ctx context.Context, r SuggestionResolved) error
+	// Promote records a promotion (Status promoted or modified) that a
+	// memory's creation carries. It wins over a resolution recorded
+	// before: the memory exists, so the suggestion says what it became.
+	Promote(ctx context.Context, r SuggestionResolved) error
 	// DeleteAgentSuggestions removes every suggestion of the agent.
 	DeleteAgentSuggestions(ctx context.Context, userID, agentID string) error
 }

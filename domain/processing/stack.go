@@ -3,6 +3,8 @@ package processing
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"time"
 
@@ -98,15 +100,60 @@ func NewStack() *Stack {
 // stream's events; events of an earlier, deleted agent of the same name
 // are skipped.
 func Fold(events []domain.Event, agentCreatedAt time.Time) (*Stack, error) {
+	s := NewStackOf(agentCreatedAt)
+	if err := s.ApplyAll(events); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// NewStackOf is the state of the agent created at agentCreatedAt before
+// any cognition event: events of an earlier agent of the same id are
+// ignored.
+func NewStackOf(agentCreatedAt time.Time) *Stack {
 	s := NewStack()
 	s.agentCreatedAt = agentCreatedAt
+	return s
+}
+
+// Clone returns a copy of s that can be advanced (Apply) without changing
+// s, so a state that readers share is never written: maps are copied,
+// and slices are clipped so that appending to the copy's reallocates.
+func (s *Stack) Clone() *Stack {
+	c := *s
+	c.Config.Layers = maps.Clone(s.Config.Layers)
+	c.Suggestions = make(map[string]*Suggestion, len(s.Suggestions))
+	for id, sg := range s.Suggestions {
+		cp := *sg
+		c.Suggestions[id] = &cp
+	}
+	c.consumed = make(map[Transition]map[string]bool, len(s.consumed))
+	for t, ids := range s.consumed {
+		c.consumed[t] = maps.Clone(ids)
+	}
+	c.processedInto = make(map[string][]string, len(s.processedInto))
+	for id, into := range s.processedInto {
+		c.processedInto[id] = slices.Clip(into)
+	}
+	c.passDays = make(map[Transition]map[string]int, len(s.passDays))
+	for t, days := range s.passDays {
+		c.passDays[t] = maps.Clone(days)
+	}
+	c.runs = slices.Clip(s.runs)
+	return &c
+}
+
+// ApplyAll advances the state by the stream's events that follow
+// s.Version, in order: applying a stream in several parts gives the same
+// state as folding it at once.
+func (s *Stack) ApplyAll(events []domain.Event) error {
 	for _, e := range events {
 		if err := s.Apply(e); err != nil {
-			return nil, err
+			return err
 		}
 		s.Version = int64(e.Version)
 	}
-	return s, nil
+	return nil
 }
 
 // decode returns the payload of a cognition event, nil for other events.

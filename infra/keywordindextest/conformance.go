@@ -47,6 +47,7 @@ func Run(t *testing.T, target Target) {
 		{"FiltersCombined", filtersCombined},
 		{"ForgetAndUnforget", forgetAndUnforget},
 		{"UpsertForgottenDocument", upsertForgotten},
+		{"IncludeForgotten", includeForgotten},
 		{"DeleteMemory", deleteMemory},
 		{"DeleteAgent", deleteAgent},
 		{"DropAll", dropAll},
@@ -231,6 +232,35 @@ func upsertForgotten(t *testing.T, ix domain.KeywordIndex) {
 	d.Forgotten = false
 	upsert(t, ix, d)
 	sameSet(t, "re-upserted not forgotten", search(t, ix, domain.KeywordQuery{Scope: alice, Text: "walrus"}), "g1")
+}
+
+// includeForgotten: a query that includes forgotten memories finds them
+// with their filters and scope still applied; the next query without the
+// flag does not.
+func includeForgotten(t *testing.T, ix domain.KeywordIndex) {
+	ctx := context.Background()
+	upsert(t, ix, doc(alice, "i1", "note", "heron nest", t0), doc(alice, "i2", "episode", "heron flight", t0),
+		doc(alice2, "i3", "note", "heron nest", t0), doc(bruno, "i4", "note", "heron nest", t0))
+	for _, f := range []struct {
+		scope domain.IndexScope
+		id    string
+	}{{alice, "i1"}, {alice, "i2"}, {alice2, "i3"}, {bruno, "i4"}} {
+		if err := ix.SetForgotten(ctx, f.scope, f.id, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	with := domain.IndexFilter{IncludeForgotten: true}
+	sameSet(t, "without the flag", search(t, ix, domain.KeywordQuery{Scope: alice, Text: "heron"}))
+	sameSet(t, "with the flag", search(t, ix, domain.KeywordQuery{Scope: alice, Text: "heron", Filter: with}), "i1", "i2")
+	sameSet(t, "with the flag and a type filter", search(t, ix, domain.KeywordQuery{Scope: alice, Text: "heron",
+		Filter: domain.IndexFilter{IncludeForgotten: true, Types: []string{"episode"}}}), "i2")
+	sameSet(t, "with the flag, other user", search(t, ix, domain.KeywordQuery{Scope: bruno, Text: "heron", Filter: with}), "i4")
+	sameSet(t, "still hidden without the flag", search(t, ix, domain.KeywordQuery{Scope: alice, Text: "heron"}))
+	if err := ix.SetForgotten(ctx, alice, "i1", false); err != nil {
+		t.Fatal(err)
+	}
+	sameSet(t, "after unforget, with the flag", search(t, ix, domain.KeywordQuery{Scope: alice, Text: "heron", Filter: with}), "i1", "i2")
+	sameSet(t, "after unforget, without", search(t, ix, domain.KeywordQuery{Scope: alice, Text: "heron"}), "i1")
 }
 
 func deleteMemory(t *testing.T, ix domain.KeywordIndex) {

@@ -128,9 +128,13 @@ func scopeFilter(s domain.IndexScope) string {
 	return attrUser + " = " + quote(s.UserID) + " AND " + attrAgent + " = " + quote(s.AgentID)
 }
 
-// searchFilter is the scope, "not forgotten", and f, all ANDed.
+// searchFilter is the scope, "not forgotten" (unless f includes
+// forgotten memories), and f, all ANDed.
 func searchFilter(s domain.IndexScope, f domain.IndexFilter) string {
-	parts := []string{scopeFilter(s), attrForgotten + " = false"}
+	parts := []string{scopeFilter(s)}
+	if !f.IncludeForgotten {
+		parts = append(parts, attrForgotten+" = false")
+	}
 	if len(f.Types) > 0 {
 		quoted := make([]string, len(f.Types))
 		for i, t := range f.Types {

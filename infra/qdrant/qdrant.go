@@ -550,7 +550,10 @@ func (ix *Index) SearchVectors(ctx context.Context, q domain.VectorQuery) ([]dom
 	if err := checkVector(q.Vector, q.Space.Dimensions); err != nil {
 		return nil, domain.Invalid("query", "query vector: %v", err)
 	}
-	must := searchable(q.Scope)
+	must := scopeConditions(q.Scope)
+	if !q.Filter.IncludeForgotten {
+		must = searchable(q.Scope)
+	}
 	if len(q.Filter.Types) > 0 {
 		must = append(must, qdrant.NewMatchKeywords(keyType, q.Filter.Types...))
 	}

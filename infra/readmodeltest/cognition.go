@@ -167,6 +167,29 @@ func RunSuggestions(t *testing.T, open func(t *testing.T) Suggestions) {
 		}
 	})
 
+	t.Run("PromoteWinsOverAnEarlierResolution", func(t *testing.T) {
+		s := open(t)
+		rejectedAt, promotedAt := t0.Add(time.Minute), t0.Add(2*time.Minute)
+		promote := func(ref memory.AgentRef, sid string) sugOp {
+			return func(ctx context.Context, tx processing.SuggestionsTx) error {
+				return tx.Promote(ctx, processing.SuggestionResolved{StackRef: processing.StackRef{UserID: ref.UserID, AgentID: ref.AgentID},
+					SuggestionID: sid, Status: processing.Modified, PromotedTo: "note:m1", ResolvedAt: promotedAt})
+			}
+		}
+		mustApply(t, s, 1, suggested(alice, "s1"), suggested(alice, "s2"),
+			resolved(alice, "s1", processing.Rejected, rejectedAt), // a concurrent reject recorded first
+			promote(alice, "s1"),
+			promote(bob, "s2"),      // another user's promotion: ignored
+			promote(aliceTwo, "s2")) // another agent's: ignored
+		if v := get(t, s, alice.UserID, "s1"); v.Status != processing.Modified || v.PromotedTo != "note:m1" || v.Reason != "" ||
+			v.ResolvedAt == nil || !v.ResolvedAt.Equal(promotedAt) {
+			t.Fatalf("s1 = %+v", v)
+		}
+		if v := get(t, s, alice.UserID, "s2"); v.Status != processing.Pending {
+			t.Fatalf("s2 = %+v", v)
+		}
+	})
+
 	t.Run("DeleteAgentSuggestionsIsScoped", func(t *testing.T) {
 		s := open(t)
 		mustApply(t, s, 1, suggested(alice, "s1"), suggested(aliceTwo, "s2"), suggested(bob, "s3"),

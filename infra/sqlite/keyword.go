@@ -13,10 +13,10 @@ import (
 )
 
 // KeywordStore is the keyword projection's durable state
-// (domain.KeywordState) in migrations/0005_keyword.sql and
-// 0008_keyword_meta.sql: every searchable, not forgotten memory's stored
-// content, indexed text and metadata, from which the embedded keyword
-// index is loaded at start.
+// (domain.KeywordState) in migrations/0005_keyword.sql,
+// 0008_keyword_meta.sql and 0011_keyword_forgotten.sql: every searchable
+// memory's stored content, indexed text, metadata and forgotten flag, from
+// which the embedded keyword index is loaded at start.
 type KeywordStore struct {
 	db *DB
 }
@@ -48,7 +48,7 @@ func (s *KeywordStore) ResetKeyword(ctx context.Context) error {
 
 // LoadKeyword implements domain.KeywordState.
 func (s *KeywordStore) LoadKeyword(ctx context.Context, fn func(domain.KeywordSource) error) error {
-	rows, err := s.db.read.QueryContext(ctx, `SELECT memory_id, user_id, agent_id, type, tags, created_ns, body, meta, content FROM keyword_docs ORDER BY seq`)
+	rows, err := s.db.read.QueryContext(ctx, `SELECT memory_id, user_id, agent_id, type, tags, created_ns, body, meta, content, forgotten FROM keyword_docs ORDER BY seq`)
 	if err != nil {
 		return fmt.Errorf("keyword: load: %w", err)
 	}
@@ -72,7 +72,7 @@ func scanKeywordSource(scan func(...any) error) (domain.KeywordSource, error) {
 	var src domain.KeywordSource
 	var tags, content []byte
 	var created int64
-	if err := scan(&src.MemoryID, &src.UserID, &src.AgentID, &src.Type, &tags, &created, &src.Text, &src.Meta, &content); err != nil {
+	if err := scan(&src.MemoryID, &src.UserID, &src.AgentID, &src.Type, &tags, &created, &src.Text, &src.Meta, &content, &src.Forgotten); err != nil {
 		return src, err
 	}
 	if err := json.Unmarshal(tags, &src.Tags); err != nil {
@@ -116,7 +116,7 @@ func (t keywordTx) DeleteAgent(ctx context.Context, scope domain.IndexScope) err
 }
 
 func (t keywordTx) Source(ctx context.Context, scope domain.IndexScope, memoryID string) (domain.KeywordSource, bool, error) {
-	row := t.tx.QueryRowContext(ctx, `SELECT memory_id, user_id, agent_id, type, tags, created_ns, body, meta, content FROM keyword_docs
+	row := t.tx.QueryRowContext(ctx, `SELECT memory_id, user_id, agent_id, type, tags, created_ns, body, meta, content, forgotten FROM keyword_docs
 		WHERE memory_id = ? AND user_id = ? AND agent_id = ?`, memoryID, scope.UserID, scope.AgentID)
 	src, err := scanKeywordSource(row.Scan)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -133,9 +133,9 @@ func (t keywordTx) InsertSource(ctx context.Context, s domain.KeywordSource) (bo
 	if err != nil {
 		return false, err
 	}
-	res, err := t.tx.ExecContext(ctx, `INSERT INTO keyword_docs (memory_id, user_id, agent_id, type, tags, created_ns, body, meta, content)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (memory_id) DO NOTHING`,
-		s.MemoryID, s.UserID, s.AgentID, s.Type, tags, keywordNanos(s.CreatedAt), s.Text, s.Meta, string(s.Content))
+	res, err := t.tx.ExecContext(ctx, `INSERT INTO keyword_docs (memory_id, user_id, agent_id, type, tags, created_ns, body, meta, content, forgotten)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (memory_id) DO NOTHING`,
+		s.MemoryID, s.UserID, s.AgentID, s.Type, tags, keywordNanos(s.CreatedAt), s.Text, s.Meta, string(s.Content), s.Forgotten)
 	if err != nil {
 		return false, fmt.Errorf("keyword: insert: %w", err)
 	}
@@ -148,8 +148,8 @@ func (t keywordTx) UpdateSource(ctx context.Context, s domain.KeywordSource) err
 	if err != nil {
 		return err
 	}
-	if _, err := t.tx.ExecContext(ctx, `UPDATE keyword_docs SET body = ?, meta = ?, tags = ?, content = ? WHERE memory_id = ?`,
-		s.Text, s.Meta, tags, string(s.Content), s.MemoryID); err != nil {
+	if _, err := t.tx.ExecContext(ctx, `UPDATE keyword_docs SET body = ?, meta = ?, tags = ?, content = ?, forgotten = ? WHERE memory_id = ?`,
+		s.Text, s.Meta, tags, string(s.Content), s.Forgotten, s.MemoryID); err != nil {
 		return fmt.Errorf("keyword: update: %w", err)
 	}
 	return nil

@@ -100,7 +100,7 @@ func BenchmarkHydrate(b *testing.B) {
 	})
 	b.Run("excerpts", func(b *testing.B) {
 		run(b, func(ids []string) (int, error) {
-			v, err := l.rm.ExcerptsByID(ctx, memAlice.UserID, memAlice.AgentID, ids)
+			v, err := l.rm.ExcerptsByID(ctx, memAlice.UserID, memAlice.AgentID, ids, false)
 			return len(v), err
 		})
 	})

@@ -220,15 +220,21 @@ func (m *Memories) MemoriesByID(ctx context.Context, userID, agentID string, ids
 }
 
 // ExcerptsByID returns what a search result shows of the memories among
-// ids that belong to the user's agent and are not forgotten, keyed by id;
+// ids that belong to the user's agent and are not forgotten (unless
+// includeForgotten), keyed by id, with what their strength is computed
+// from;
 // like MemoriesByID, other ids are absent. Search hydrates its final page
 // with it (one prepared query per page).
-func (m *Memories) ExcerptsByID(ctx context.Context, userID, agentID string, ids []string) (map[string]memory.Excerpt, error) {
+func (m *Memories) ExcerptsByID(ctx context.Context, userID, agentID string, ids []string, includeForgotten bool) (map[string]memory.Excerpt, error) {
 	out := make(map[string]memory.Excerpt, len(ids))
 	for start := 0; start < len(ids); start += memIDChunk {
 		chunk := ids[start:min(start+memIDChunk, len(ids))]
 		size := memIDSize(len(chunk))
-		rows, err := m.db.queryHot(ctx, memExcerptQueries[size], memIDArgs(userID, agentID, chunk, size)...)
+		queries := memExcerptQueries
+		if includeForgotten {
+			queries = memExcerptWithForgottenQueries
+		}
+		rows, err := m.db.queryHot(ctx, queries[size], memIDArgs(userID, agentID, chunk, size)...)
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: memory excerpts: %w", err)
 		}
@@ -244,17 +250,22 @@ func (m *Memories) ExcerptsByID(ctx context.Context, userID, agentID string, ids
 func scanExcerpts(rows *sql.Rows, agentID string, out map[string]memory.Excerpt) error {
 	for rows.Next() {
 		e := memory.Excerpt{AgentID: agentID}
-		var typ, created string
+		var typ, created, since string
 		var content, tags []byte // Scan copies into fresh slices
-		if err := rows.Scan(&e.ID, &typ, &content, &tags, &created); err != nil {
+		if err := rows.Scan(&e.ID, &typ, &content, &tags, &created, &e.Vitality.Forgotten,
+			&e.Vitality.Base, &since, &e.Vitality.Protected, &e.Vitality.GoalType, &e.LazyDecay); err != nil {
 			return fmt.Errorf("sqlite: scan memory excerpt: %w", err)
 		}
 		e.Type, e.Content = memory.Type(typ), json.RawMessage(content)
+		e.Vitality.Type = e.Type
 		if err := unmarshalMemList(tags, &e.Tags); err != nil {
 			return fmt.Errorf("sqlite: memory %s tags: %w", e.ID, err)
 		}
 		var err error
 		if e.CreatedAt, err = parseMemTime(created); err != nil {
+			return err
+		}
+		if e.Vitality.Since, err = parseMemTime(since); err != nil {
 			return err
 		}
 		out[e.ID] = e
@@ -302,16 +313,21 @@ func memIDSize(n int) int {
 	return memIDChunk
 }
 
-// memByIDQueries and memExcerptQueries are the query texts of
-// MemoriesByID and ExcerptsByID per size in memIDSizes.
-var memByIDQueries, memExcerptQueries = func() (map[int]string, map[int]string) {
-	views, excerpts := make(map[int]string, len(memIDSizes)), make(map[int]string, len(memIDSizes))
+// memByIDQueries, memExcerptQueries and memExcerptWithForgottenQueries are
+// the query texts of MemoriesByID and ExcerptsByID (without and with
+// forgotten memories) per size in memIDSizes.
+var memByIDQueries, memExcerptQueries, memExcerptWithForgottenQueries = func() (map[int]string, map[int]string, map[int]string) {
+	views, excerpts, withForgotten := make(map[int]string, len(memIDSizes)), make(map[int]string, len(memIDSizes)), make(map[int]string, len(memIDSizes))
+	const excerpt = `SELECT m.id, m.type, m.content, m.tags, m.created_at, m.forgotten_at IS NOT NULL,
+		m.strength, m.strength_since, m.protected, m.goal_type, COALESCE(s.lazy_decay, 1) FROM memories m
+		LEFT JOIN agent_settings s ON s.user_id = m.user_id AND s.agent_id = m.agent_id `
 	for _, n := range memIDSizes {
-		where := `WHERE m.user_id = ? AND m.agent_id = ? AND m.forgotten_at IS NULL AND m.id IN (` + memPlaceholders(n) + `)`
-		views[n] = `SELECT ` + memViewColumns + memViewFrom + where
-		excerpts[n] = `SELECT m.id, m.type, m.content, m.tags, m.created_at FROM memories m ` + where
+		agentIDs := `WHERE m.user_id = ? AND m.agent_id = ? AND m.id IN (` + memPlaceholders(n) + `)`
+		views[n] = `SELECT ` + memViewColumns + memViewFrom + agentIDs + ` AND m.forgotten_at IS NULL`
+		excerpts[n] = excerpt + agentIDs + ` AND m.forgotten_at IS NULL`
+		withForgotten[n] = excerpt + agentIDs
 	}
-	return views, excerpts
+	return views, excerpts, withForgotten
 }()
 
 // ListMemories returns one page, newest first by (created_at, id). The

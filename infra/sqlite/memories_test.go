@@ -190,13 +190,21 @@ func TestMemoriesReadModelRules(t *testing.T) {
 		// Search's excerpts: the same memories, with what a result shows,
 		// and nothing of another user's agent of the same name.
 		full, _ := l.view(memAlice, "n1")
-		got, err := l.rm.ExcerptsByID(ctx, memAlice.UserID, memAlice.AgentID, []string{"n1", "n3", "g1", "n1"})
+		got, err := l.rm.ExcerptsByID(ctx, memAlice.UserID, memAlice.AgentID, []string{"n1", "n3", "g1", "n1"}, false)
 		if e := got["n1"]; err != nil || len(got) != 1 || e.ID != "n1" || e.AgentID != memAlice.AgentID || e.Type != full.Type ||
-			!bytes.Equal(e.Content, full.Content) || !slices.Equal(e.Tags, full.Tags) || !e.CreatedAt.Equal(full.CreatedAt) {
+			!bytes.Equal(e.Content, full.Content) || !slices.Equal(e.Tags, full.Tags) || !e.CreatedAt.Equal(full.CreatedAt) ||
+			e.Vitality != full.Vitality || e.LazyDecay != full.LazyDecay {
 			t.Errorf("ExcerptsByID = %+v, %v; want only n1 as %+v", got, err, full)
 		}
-		if got, _ := l.rm.ExcerptsByID(ctx, memBob.UserID, memBob.AgentID, []string{"n1"}); len(got) != 0 {
-			t.Errorf("ExcerptsByID across users = %+v", got)
+		// With forgotten memories: n3 too, flagged, at strength 0.
+		got, err = l.rm.ExcerptsByID(ctx, memAlice.UserID, memAlice.AgentID, []string{"n1", "n3", "g1"}, true)
+		if e := got["n3"]; err != nil || len(got) != 2 || !e.Vitality.Forgotten || e.StrengthAt(memT0) != 0 || got["n1"].Vitality.Forgotten {
+			t.Errorf("ExcerptsByID with forgotten = %+v, %v; want n1 and n3 (forgotten)", got, err)
+		}
+		for _, withForgotten := range []bool{false, true} {
+			if got, _ := l.rm.ExcerptsByID(ctx, memBob.UserID, memBob.AgentID, []string{"n1", "n3"}, withForgotten); len(got) != 0 {
+				t.Errorf("ExcerptsByID across users (with forgotten: %v) = %+v", withForgotten, got)
+			}
 		}
 		n, _ := l.rm.CountMemories(ctx, memAlice.UserID, memAlice.AgentID, nil)
 		ids, _ := l.rm.MemoryIDsAfter(ctx, memAlice.UserID, memAlice.AgentID, nil, "", 10)

@@ -53,6 +53,14 @@ func (t suggestionsTx) Resolve(ctx context.Context, p processing.SuggestionResol
 		string(p.Status), dbTime(p.ResolvedAt), p.Reason, p.PromotedTo, p.SuggestionID, p.UserID)
 }
 
+// Promote is unconditional on the status: a promotion wins over a
+// rejection or expiry that a concurrent request recorded just before, since
+// the memory exists.
+func (t suggestionsTx) Promote(ctx context.Context, r processing.SuggestionResolved) error {
+	return t.run(`UPDATE suggestions SET status = ?, resolved_at = ?, reason = '', promoted_to = ? WHERE id = ? AND user_id = ? AND agent_id = ?`,
+		string(r.Status), dbTime(r.ResolvedAt), r.PromotedTo, r.SuggestionID, r.UserID, r.AgentID)
+}
+
 func (t suggestionsTx) DeleteAgentSuggestions(ctx context.Context, userID, agentID string) error {
 	return t.run(`DELETE FROM suggestions WHERE user_id = ? AND agent_id = ?`, userID, agentID)
 }

@@ -66,9 +66,8 @@ func (s *VectorStore) VectorAgents(ctx context.Context) ([]domain.VectorAgent, e
 // (the order the log inserted them) without a sort; the projection loads
 // before it applies anything, so nothing changes underneath.
 func (s *VectorStore) LoadVectors(ctx context.Context, fn func(domain.LoadedVector) error) error {
-	rows, err := s.db.read.QueryContext(ctx, `SELECT m.memory_id, m.user_id, m.agent_id, m.type, m.tags, m.created_ns, m.text_hash, v.model, v.dimensions, v.vector
+	rows, err := s.db.read.QueryContext(ctx, `SELECT m.memory_id, m.user_id, m.agent_id, m.type, m.tags, m.created_ns, m.text_hash, m.forgotten, v.model, v.dimensions, v.vector
 FROM vector_vectors AS v JOIN vector_memories AS m ON m.memory_id = v.memory_id AND m.text_hash = v.text_hash
-WHERE m.forgotten = 0
 ORDER BY v.seq`)
 	if err != nil {
 		return fmt.Errorf("vectors: load: %w", err)
@@ -84,7 +83,7 @@ ORDER BY v.seq`)
 	)
 	for rows.Next() {
 		m := &lv.Memory
-		if err := rows.Scan(&m.MemoryID, &m.UserID, &m.AgentID, &typ, &tags, &created, &m.TextHash, &lv.Space.Model, &lv.Space.Dimensions, &blob); err != nil {
+		if err := rows.Scan(&m.MemoryID, &m.UserID, &m.AgentID, &typ, &tags, &created, &m.TextHash, &m.Forgotten, &lv.Space.Model, &lv.Space.Dimensions, &blob); err != nil {
 			return fmt.Errorf("vectors: load: %w", err)
 		}
 		m.Type, m.CreatedAt, m.Tags = typ, time.Unix(0, created).UTC(), nil

@@ -131,7 +131,10 @@ func (p *Port) SearchKeyword(ctx context.Context, q domain.KeywordQuery) ([]doma
 	if q.Limit <= 0 {
 		return nil, nil
 	}
-	hidden := p.hidden(q.Scope)
+	var hidden map[string]struct{}
+	if !q.Filter.IncludeForgotten {
+		hidden = p.hidden(q.Scope)
+	}
 	hits, err := p.ix.Search(ctx, collectionOf(q.Scope), q.Text, q.Limit+len(hidden), f)
 	out := make([]domain.IndexHit, 0, min(len(hits), q.Limit))
 	for _, h := range hits {

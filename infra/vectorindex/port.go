@@ -169,7 +169,10 @@ func (p *Port) SearchVectors(ctx context.Context, q domain.VectorQuery) ([]domai
 	if q.Limit <= 0 {
 		return nil, ctx.Err()
 	}
-	hidden := p.hidden(q.Scope)
+	var hidden map[string]struct{}
+	if !q.Filter.IncludeForgotten {
+		hidden = p.hidden(q.Scope)
+	}
 	f := Filter{Types: q.Filter.Types, Tags: q.Filter.Tags, CreatedAfter: q.Filter.CreatedAfter, CreatedBefore: q.Filter.CreatedBefore}
 	hits, err := p.ix.Search(ctx, collectionOf(q.Scope, q.Space), q.Vector, q.Limit+len(hidden), f)
 	if err != nil {

@@ -44,6 +44,7 @@ func Run(t *testing.T, target Target) {
 		{"FilterNeverShortensThePage", filterNeverShortens},
 		{"ForgetAndUnforget", forgetAndUnforget},
 		{"UpsertForgottenPoint", upsertForgotten},
+		{"IncludeForgotten", includeForgotten},
 		{"DeleteMemoryInEverySpace", deleteMemory},
 		{"DeleteAgent", deleteAgent},
 		{"ModelSwitch", modelSwitch},
@@ -277,6 +278,39 @@ func upsertForgotten(t *testing.T, ix domain.VectorIndex) {
 	p.Forgotten = false
 	upsert(t, ix, p)
 	sameSet(t, "re-upserted not forgotten", search(t, ix, domain.VectorQuery{Scope: alice, Vector: e(2)}), "g1")
+}
+
+// includeForgotten: a query that includes forgotten memories finds their
+// points with filters, space and scope still applied; the next query
+// without the flag does not, and CountVectors still counts the searchable
+// ones only.
+func includeForgotten(t *testing.T, ix domain.VectorIndex) {
+	ctx := context.Background()
+	upsert(t, ix, point(alice, "i1", small, e(0), "note", t0), point(alice, "i2", small, e(1), "episode", t0),
+		point(alice, "i1", other, []float32{1, 0, 0}, "note", t0), point(bruno, "i4", small, e(0), "note", t0))
+	for _, f := range []struct {
+		scope domain.IndexScope
+		id    string
+	}{{alice, "i1"}, {alice, "i2"}, {bruno, "i4"}} {
+		if err := ix.SetForgotten(ctx, f.scope, f.id, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	with := domain.IndexFilter{IncludeForgotten: true}
+	sameSet(t, "without the flag", search(t, ix, domain.VectorQuery{Scope: alice, Vector: e(0)}))
+	sameSet(t, "with the flag", search(t, ix, domain.VectorQuery{Scope: alice, Vector: e(0), Filter: with}), "i1", "i2")
+	sameSet(t, "with the flag, other space", search(t, ix, domain.VectorQuery{Scope: alice, Space: other, Vector: []float32{1, 0, 0}, Filter: with}), "i1")
+	sameSet(t, "with the flag and a type filter", search(t, ix, domain.VectorQuery{Scope: alice, Vector: e(0),
+		Filter: domain.IndexFilter{IncludeForgotten: true, Types: []string{"episode"}}}), "i2")
+	sameSet(t, "with the flag, other user", search(t, ix, domain.VectorQuery{Scope: bruno, Vector: e(0), Filter: with}), "i4")
+	if n := count(t, ix, alice, small); n != 0 {
+		t.Fatalf("count with everything forgotten = %d, want 0", n)
+	}
+	if err := ix.SetForgotten(ctx, alice, "i1", false); err != nil {
+		t.Fatal(err)
+	}
+	sameSet(t, "after unforget, without", search(t, ix, domain.VectorQuery{Scope: alice, Vector: e(0)}), "i1")
+	sameSet(t, "after unforget, with the flag", search(t, ix, domain.VectorQuery{Scope: alice, Vector: e(0), Filter: with}), "i1", "i2")
 }
 
 func deleteMemory(t *testing.T, ix domain.VectorIndex) {

@@ -57,6 +57,7 @@ func TestMeilisearchStackServesKeywordSearch(t *testing.T) {
 			}
 		}
 	}
+	forgetAndRecover(t, s, "u-ann", "claire", want, "quarterly budget", search.ModeKeyword)
 
 	srv.Close()
 	b := s.Backends(ctx)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/engram-memory/engram/commands"
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/infra/qdrant/qdranttest"
 	"github.com/engram-memory/engram/internal/stack"
@@ -53,6 +54,7 @@ func TestQdrantStackServesVectorSearch(t *testing.T) {
 			t.Fatalf("%s search = %+v, want u-ann's 2 memories, %s first, not degraded", mode, resp, want)
 		}
 	}
+	forgetAndRecover(t, s, "u-ann", "claire", want, "quarterly budget review", search.ModeVector)
 
 	srv.Stop()
 	b := s.Backends(ctx)
@@ -85,5 +87,50 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("condition not met within 10s")
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// forgetAndRecover forgets id and checks, in mode, that the remote index
+// kept it flagged: hidden by default, found with include_forgotten, and
+// found again (weak, so with include_weak) once recovered, and by default
+// once verified.
+func forgetAndRecover(t *testing.T, s *searchtest.Stack, userID, agentID, id, query string, mode search.Mode) {
+	t.Helper()
+	ctx := context.Background()
+	found := func(req search.Request) bool {
+		req.UserID, req.AgentID, req.Query, req.Mode, req.Limit = userID, agentID, query, mode, 10
+		resp, err := s.Search.Search(ctx, req)
+		if err != nil {
+			t.Fatalf("%s search %+v: %v", mode, req, err)
+		}
+		for _, r := range resp.Results {
+			if r.Memory.ID == id {
+				return true
+			}
+		}
+		return false
+	}
+	if _, err := s.Memories.Forget(ctx, searchtest.Meta(userID), id, nil); err != nil {
+		t.Fatal(err)
+	}
+	if found(search.Request{}) || !found(search.Request{IncludeForgotten: true}) {
+		t.Fatalf("%s: forgotten %s: default finds it %v, include_forgotten finds it %v; want false, true",
+			mode, id, found(search.Request{}), found(search.Request{IncludeForgotten: true}))
+	}
+	if _, err := s.Memories.Recover(ctx, searchtest.Meta(userID), id, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !found(search.Request{IncludeWeak: true}) {
+		t.Fatalf("%s: recovered %s not found with include_weak", mode, id)
+	}
+	// Verifying it three times (0.25 + 3·0.1) makes it strong enough for
+	// default searches again.
+	for range 3 {
+		if _, err := s.Memories.Verify(ctx, searchtest.Meta(userID), id, commands.StrengthChange{}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !found(search.Request{}) {
+		t.Fatalf("%s: recovered and verified %s not found", mode, id)
 	}
 }

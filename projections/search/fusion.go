@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Fusion is how hybrid mode combines the vector and keyword candidates.
@@ -125,6 +126,9 @@ type Options struct {
 	// embedded BM25's absolute scale (Meilisearch's rankingScore), so
 	// FusionConvex is applied as FusionMinMax (see "Per backend pair").
 	RelativeKeywordScores bool
+	// Now is the clock strengths are computed at, to leave weak memories
+	// out (default time.Now).
+	Now func() time.Time
 }
 
 // ModelFusion is the fusion tuned for one embedding model.
@@ -197,6 +201,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.CandidateFactor <= 0 {
 		o.CandidateFactor = DefaultCandidateFactor
+	}
+	if o.Now == nil {
+		o.Now = time.Now
 	}
 	return o, nil
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/engram-memory/engram/commands"
 	"github.com/engram-memory/engram/domain/memory"
 	"github.com/engram-memory/engram/projections"
 	"github.com/engram-memory/engram/projections/search"
@@ -58,10 +59,24 @@ func history(t *testing.T, s *searchtest.Stack) {
 	if _, err := s.Memories.Patch(ctx, m, made[4], commandsPatchTags(tags)); err != nil {
 		t.Fatal(err)
 	}
+	by := 0.6
+	if _, err := s.Memories.Weaken(ctx, m, made[5], commands.StrengthChange{By: &by}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Memories.Forget(ctx, m, made[7], nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Memories.Recover(ctx, m, made[7], nil); err != nil {
+		t.Fatal(err)
+	}
 	if err := s.Memories.DeleteAgent(ctx, m, "gone"); err != nil {
 		t.Fatal(err)
 	}
 }
+
+// frozen computes strengths at t0, before any memory's strength was set,
+// so that two snapshots taken moments apart see no decay between them.
+var frozen = searchtest.Options{Search: search.Options{Now: func() time.Time { return t0 }}}
 
 var probes = []search.Request{
 	{UserID: "u1", AgentID: "shared", Query: "kubernetes upgrade"},
@@ -69,6 +84,9 @@ var probes = []search.Request{
 	{UserID: "u1", AgentID: "shared", Query: "deploy-v2.4.7-hotfix", Filter: search.Filter{Types: []memory.Type{memory.Note, memory.Episode}}},
 	{UserID: "u1", AgentID: "shared", Query: "planning outage", Filter: search.Filter{Tags: []string{"t1"}, CreatedAfter: t0.Add(time.Hour)}},
 	{UserID: "u1", AgentID: "shared", Query: "item", Limit: 100, Filter: search.Filter{Tags: []string{"t9"}}},
+	{UserID: "u1", AgentID: "shared", Query: "item", Limit: 100, IncludeWeak: true},
+	{UserID: "u1", AgentID: "shared", Query: "item", Limit: 100, IncludeForgotten: true},
+	{UserID: "u1", AgentID: "shared", Query: "item", Limit: 100, IncludeWeak: true, IncludeForgotten: true},
 }
 
 // snapshot runs every probe in every mode with explain on.
@@ -84,7 +102,7 @@ func snapshot(t *testing.T, s *searchtest.Stack) []search.Response {
 }
 
 func TestRebuildGivesIdenticalResults(t *testing.T) {
-	s := searchtest.New(t, searchtest.Options{})
+	s := searchtest.New(t, frozen)
 	history(t, s)
 	before := snapshot(t, s)
 	if n := len(before[0].Results); n < 5 {
@@ -112,13 +130,13 @@ func TestRebuildGivesIdenticalResults(t *testing.T) {
 // A restart loads both indexes from the store (searchtest.Open loads them
 // before the engine runs): no provider call, and the same results.
 func TestVectorIndexLoadsFromStoreAtStart(t *testing.T) {
-	s := searchtest.New(t, searchtest.Options{})
+	s := searchtest.New(t, frozen)
 	history(t, s)
 	before := snapshot(t, s)
 	s.Close()
 
 	start := time.Now()
-	s2, err := searchtest.Open(context.Background(), s.DataDir, searchtest.Options{})
+	s2, err := searchtest.Open(context.Background(), s.DataDir, frozen)
 	if err != nil {
 		t.Fatal(err)
 	}

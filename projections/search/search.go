@@ -73,13 +73,22 @@ type Request struct {
 	MinScore float64
 	Filter   Filter
 	Explain  bool
+	// IncludeWeak keeps weak and dormant memories (strength below 0.5
+	// now, memory.FadingStrength) among the results; without it they are
+	// left out, as GET /memories leaves them out.
+	IncludeWeak bool
+	// IncludeForgotten lets forgotten memories match too (strength 0,
+	// Result.Memory.Vitality.Forgotten set), whatever IncludeWeak says.
+	IncludeForgotten bool
 }
 
 // Result is one hit with what a search shows of its memory.
 type Result struct {
-	Memory  memory.Excerpt
-	Score   float64
-	Explain *Explain // set when Request.Explain
+	Memory memory.Excerpt
+	Score  float64
+	// Strength is the memory's strength at the time of the search.
+	Strength float64
+	Explain  *Explain // set when Request.Explain
 }
 
 // Explain shows how a result's score came about. A side that did not
@@ -123,14 +132,14 @@ type Embedder interface {
 
 // MemoryReader is the memories read model.
 type MemoryReader interface {
-	// ExcerptsByID returns the agent's not forgotten memories among ids;
-	// other ids are absent from the map.
-	ExcerptsByID(ctx context.Context, userID, agentID string, ids []string) (map[string]memory.Excerpt, error)
+	// ExcerptsByID returns the agent's memories among ids, forgotten ones
+	// only with includeForgotten; other ids are absent from the map.
+	ExcerptsByID(ctx context.Context, userID, agentID string, ids []string, includeForgotten bool) (map[string]memory.Excerpt, error)
 }
 
 // indexFilter is f as the index ports take it.
-func (f Filter) indexFilter() domain.IndexFilter {
-	out := domain.IndexFilter{Tags: f.Tags, CreatedAfter: f.CreatedAfter, CreatedBefore: f.CreatedBefore}
+func (f Filter) indexFilter(includeForgotten bool) domain.IndexFilter {
+	out := domain.IndexFilter{Tags: f.Tags, CreatedAfter: f.CreatedAfter, CreatedBefore: f.CreatedBefore, IncludeForgotten: includeForgotten}
 	for _, t := range f.Types {
 		out.Types = append(out.Types, string(t))
 	}

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/domain/memory"
 )
 
 // Service runs searches. It is safe for concurrent use.
@@ -43,6 +45,14 @@ func (s *Service) Options() Options { return s.opts }
 // KindProviderUnavailable, and a mode whose index is down is
 // KindIndexUnavailable; hybrid mode falls back to the side that answers
 // and says so in Response.Degraded.
+//
+// Strength decays at read time, so no index knows which memories are weak
+// now: they are left out while the page is hydrated from the read model.
+// When that leaves the page short and an index may hold more matches (it
+// returned all it was asked for), the search runs again asking each index
+// for deepenFactor times as many candidates, until the page is full or
+// the indexes run out, so hiding weak memories never shortens a page that
+// could be filled.
 func (s *Service) Search(ctx context.Context, req Request) (Response, error) {
 	if err := validate(&req); err != nil {
 		return Response{}, err
@@ -51,30 +61,49 @@ func (s *Service) Search(ctx context.Context, req Request) (Response, error) {
 	if !ok {
 		return Response{}, domain.NotFound("agent " + req.AgentID)
 	}
-	var resp Response
+	now := s.opts.Now()
+	var query []float32 // embedded once, on the first round that needs it
+	for k := s.candidates(req); ; k *= deepenFactor {
+		resp, deeper, err := s.searchDepth(ctx, req, space, k, now, &query)
+		if err != nil || !deeper {
+			return resp, err
+		}
+	}
+}
+
+// deepenFactor is how much more a search that left weak memories out asks
+// each index for on its next round.
+const deepenFactor = 4
+
+// searchDepth runs req asking each index for k candidates. deeper reports
+// a short page that more candidates could fill: memories were left out
+// (weak, or forgotten or purged since the index answered), and a side
+// returned all k hits it was asked for.
+func (s *Service) searchDepth(ctx context.Context, req Request, space domain.VectorSpace, k int, now time.Time, query *[]float32) (resp Response, deeper bool, err error) {
 	var vecHits, kwHits []Hit
-	var err error
 	switch req.Mode {
 	case ModeKeyword:
-		kwHits, err = s.searchKeyword(ctx, req, req.Limit)
+		kwHits, err = s.searchKeyword(ctx, req, k)
 	case ModeVector:
-		vecHits, err = s.searchVectors(ctx, req, space, req.Limit)
+		vecHits, err = s.searchVectors(ctx, req, space, k, query)
 	case ModeHybrid:
-		vecHits, kwHits, resp.Degraded, err = s.searchBoth(ctx, req, space)
+		vecHits, kwHits, resp.Degraded, err = s.searchBoth(ctx, req, space, k, query)
 	}
 	if err != nil {
-		return Response{}, err
+		return Response{}, false, err
 	}
-	cands := s.opts.forModel(space.Model).fuse(req.Mode, s.candidates(req), vecHits, kwHits)
+	cands := s.opts.forModel(space.Model).fuse(req.Mode, k, vecHits, kwHits)
 	rank(cands)
 	// Scores are sorted, so min_score cuts a prefix: filtering after the
 	// ranking loses nothing that should have been returned.
 	n := 0
-	for n < len(cands) && n < req.Limit && cands[n].score >= req.MinScore {
+	for n < len(cands) && cands[n].score >= req.MinScore {
 		n++
 	}
-	resp.Results, err = s.hydrate(ctx, req, cands[:n])
-	return resp, err
+	var hidden int
+	resp.Results, hidden, err = s.hydrate(ctx, req, cands[:n], now)
+	more := len(vecHits) == k || len(kwHits) == k
+	return resp, err == nil && hidden > 0 && len(resp.Results) < req.Limit && n == len(cands) && more, err
 }
 
 func validate(req *Request) error {
@@ -112,7 +141,7 @@ func validate(req *Request) error {
 
 func (s *Service) searchKeyword(ctx context.Context, req Request, k int) ([]Hit, error) {
 	hits, err := s.keyword.SearchKeyword(ctx, domain.KeywordQuery{
-		Scope: scope(req), Text: req.Query, Filter: req.Filter.indexFilter(), Limit: k,
+		Scope: scope(req), Text: req.Query, Filter: req.Filter.indexFilter(req.IncludeForgotten), Limit: k,
 	})
 	if err != nil {
 		return nil, indexError(ctx, "keyword", err)
@@ -121,21 +150,27 @@ func (s *Service) searchKeyword(ctx context.Context, req Request, k int) ([]Hit,
 }
 
 // searchVectors embeds the query with the agent's model and searches its
-// space. An agent without vectors yields no hits and no provider call.
-func (s *Service) searchVectors(ctx context.Context, req Request, space domain.VectorSpace, k int) ([]Hit, error) {
+// space. An agent without searchable vectors yields no hits and no
+// provider call (unless forgotten memories, which CountVectors leaves
+// out, are searched too). *query caches the query's embedding between
+// rounds.
+func (s *Service) searchVectors(ctx context.Context, req Request, space domain.VectorSpace, k int, query *[]float32) ([]Hit, error) {
 	n, err := s.vectors.CountVectors(ctx, scope(req), space)
 	if err != nil {
 		return nil, indexError(ctx, "vector", err)
 	}
-	if n == 0 {
+	if n == 0 && !req.IncludeForgotten {
 		return nil, nil
 	}
-	q, err := s.embedder.EmbedQuery(ctx, space.Model, space.Dimensions, req.Query)
-	if err != nil {
-		return nil, embedError(ctx, space.Model, err)
+	if *query == nil {
+		q, err := s.embedder.EmbedQuery(ctx, space.Model, space.Dimensions, req.Query)
+		if err != nil {
+			return nil, embedError(ctx, space.Model, err)
+		}
+		*query = q
 	}
 	hits, err := s.vectors.SearchVectors(ctx, domain.VectorQuery{
-		Scope: scope(req), Space: space, Vector: q, Filter: req.Filter.indexFilter(), Limit: k,
+		Scope: scope(req), Space: space, Vector: *query, Filter: req.Filter.indexFilter(req.IncludeForgotten), Limit: k,
 	})
 	if err != nil {
 		return nil, indexError(ctx, "vector", err)
@@ -182,7 +217,7 @@ func embedError(ctx context.Context, model string, err error) error {
 	})
 }
 
-// candidates is how many hits each side is asked for in hybrid mode.
+// candidates is how many hits each side is asked for first.
 func (s *Service) candidates(req Request) int {
 	if req.Mode != ModeHybrid {
 		return req.Limit
@@ -193,8 +228,7 @@ func (s *Service) candidates(req Request) int {
 // searchBoth queries both sides concurrently: the keyword index is queried
 // while the query is embedded and the vectors are searched. A side that
 // cannot answer (provider or index down) leaves the other alone.
-func (s *Service) searchBoth(ctx context.Context, req Request, space domain.VectorSpace) (vec, kw []Hit, degraded string, err error) {
-	k := s.candidates(req)
+func (s *Service) searchBoth(ctx context.Context, req Request, space domain.VectorSpace, k int, query *[]float32) (vec, kw []Hit, degraded string, err error) {
 	type kwResult struct {
 		hits []Hit
 		err  error
@@ -204,7 +238,7 @@ func (s *Service) searchBoth(ctx context.Context, req Request, space domain.Vect
 		hits, err := s.searchKeyword(ctx, req, k)
 		kwc <- kwResult{hits, err}
 	}()
-	vec, verr := s.searchVectors(ctx, req, space, k)
+	vec, verr := s.searchVectors(ctx, req, space, k, query)
 	kr := <-kwc
 	vecDown := verr != nil && (errors.Is(verr, errEmbed) || errors.Is(verr, errIndexDown))
 	kwDown := kr.err != nil && errors.Is(kr.err, errIndexDown)
@@ -223,34 +257,48 @@ func (s *Service) searchBoth(ctx context.Context, req Request, space domain.Vect
 	return vec, kr.hits, "", nil
 }
 
-// hydrate loads the final page's memories. A memory that vanished or was
-// forgotten between the index query and now is dropped.
-func (s *Service) hydrate(ctx context.Context, req Request, cands []candidate) ([]Result, error) {
-	if len(cands) == 0 {
-		return []Result{}, nil
-	}
-	ids := make([]string, len(cands))
-	for i, c := range cands {
-		ids[i] = c.hit.ID
-	}
-	views, err := s.memories.ExcerptsByID(ctx, req.UserID, req.AgentID, ids)
-	if err != nil {
-		return nil, fmt.Errorf("search: hydrate: %w", err)
-	}
-	out := make([]Result, 0, len(cands))
-	for i := range cands {
-		c := &cands[i]
-		v, ok := views[c.hit.ID] // absent if forgotten or gone meanwhile
-		if !ok {
-			continue
+// hydrate loads the page's memories from the ranked candidates, best
+// first, until it has req.Limit of them. It leaves out (and counts in
+// hidden) a memory that vanished or was forgotten between the index query
+// and now, and, without req.IncludeWeak, one that is weak or dormant now.
+// The first read asks for a page's worth; only when memories were left
+// out does it read further down the candidates.
+func (s *Service) hydrate(ctx context.Context, req Request, cands []candidate, now time.Time) (out []Result, hidden int, err error) {
+	out = make([]Result, 0, min(req.Limit, len(cands)))
+	for start := 0; start < len(cands) && len(out) < req.Limit; {
+		need := req.Limit - len(out)
+		if start > 0 {
+			need = max(4*need, 32) // memories are being left out: read further ahead
 		}
-		r := Result{Memory: v, Score: c.score}
-		if req.Explain {
-			r.Explain = explain(c)
+		chunk := cands[start:min(len(cands), start+need)]
+		start += len(chunk)
+		ids := make([]string, len(chunk))
+		for i, c := range chunk {
+			ids[i] = c.hit.ID
 		}
-		out = append(out, r)
+		views, err := s.memories.ExcerptsByID(ctx, req.UserID, req.AgentID, ids, req.IncludeForgotten)
+		if err != nil {
+			return nil, 0, fmt.Errorf("search: hydrate: %w", err)
+		}
+		for i := range chunk {
+			c := &chunk[i]
+			v, ok := views[c.hit.ID] // absent if forgotten or gone meanwhile
+			strength := v.StrengthAt(now)
+			if !ok || (!req.IncludeWeak && !v.Vitality.Forgotten && strength < memory.FadingStrength) {
+				hidden++
+				continue
+			}
+			r := Result{Memory: v, Score: c.score, Strength: strength}
+			if req.Explain {
+				r.Explain = explain(c)
+			}
+			out = append(out, r)
+			if len(out) == req.Limit {
+				break
+			}
+		}
 	}
-	return out, nil
+	return out, hidden, nil
 }
 
 func explain(c *candidate) *Explain {

@@ -3,10 +3,12 @@ package search_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/engram-memory/engram/commands"
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/memory"
 	"github.com/engram-memory/engram/projections/search"
@@ -391,5 +393,120 @@ func TestValidation(t *testing.T) {
 			t.Fatalf("%s: no error", name)
 		}
 		wantKind(t, err, domain.KindInvalid)
+	}
+}
+
+// weaken lowers a memory's strength by by through the memory commands.
+func weaken(t *testing.T, s *searchtest.Stack, userID, id string, by float64) {
+	t.Helper()
+	if _, err := s.Memories.Weaken(context.Background(), searchtest.Meta(userID), id, commands.StrengthChange{By: &by}, nil); err != nil {
+		t.Fatalf("weaken %s: %v", id, err)
+	}
+}
+
+// Weak and dormant memories are hidden like GET /memories hides them,
+// forgotten ones are kept in the indexes, and the two flags let each
+// through, in every mode; another user's forgotten memory stays out.
+func TestSearchWeakAndForgotten(t *testing.T) {
+	s := searchtest.New(t, frozen) // strengths exactly as set, however slow the run
+	ctx := context.Background()
+	strong := s.Note(t, "u1", "a", "otter pond survey", nil, t0)
+	fading := s.Note(t, "u1", "a", "otter pond survey again", nil, t0.Add(time.Minute))
+	weak := s.Note(t, "u1", "a", "otter pond survey notes", nil, t0.Add(2*time.Minute))
+	dormant := s.Note(t, "u1", "a", "otter pond survey draft", nil, t0.Add(3*time.Minute))
+	forgotten := s.Note(t, "u1", "a", "otter pond survey old", nil, t0.Add(4*time.Minute))
+	otherUsers := s.Note(t, "u2", "a", "otter pond survey of u2", nil, t0)
+	weaken(t, s, "u1", fading, 0.3)  // 0.7: fading, not weak
+	weaken(t, s, "u1", weak, 0.6)    // 0.4: weak
+	weaken(t, s, "u1", dormant, 0.9) // 0.1: dormant
+	for _, f := range []struct{ user, id string }{{"u1", forgotten}, {"u2", otherUsers}} {
+		if _, err := s.Memories.Forget(ctx, searchtest.Meta(f.user), f.id, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases := []struct {
+		name                          string
+		includeWeak, includeForgotten bool
+		want                          []string
+	}{
+		{"default: strong and fading only", false, false, []string{strong, fading}},
+		{"include_weak", true, false, []string{strong, fading, weak, dormant}},
+		{"include_forgotten", false, true, []string{strong, fading, forgotten}},
+		{"both", true, true, []string{strong, fading, weak, dormant, forgotten}},
+	}
+	for _, c := range cases {
+		for _, mode := range allModes {
+			resp := run(t, s, search.Request{UserID: "u1", AgentID: "a", Query: "otter pond survey", Mode: mode, Limit: 20,
+				IncludeWeak: c.includeWeak, IncludeForgotten: c.includeForgotten})
+			if got := ids(resp); !sameSet(got, c.want) {
+				t.Errorf("%s, %s: got %v, want %v", c.name, mode, got, c.want)
+			}
+			for _, r := range resp.Results {
+				wantStrength := map[string]float64{strong: 1, fading: 0.7, weak: 0.4, dormant: 0.1, forgotten: 0}[r.Memory.ID]
+				if math.Abs(r.Strength-wantStrength) > 1e-6 || r.Memory.Vitality.Forgotten != (r.Memory.ID == forgotten) {
+					t.Errorf("%s, %s: %s has strength %v forgotten %v, want %v %v", c.name, mode, r.Memory.ID, r.Strength,
+						r.Memory.Vitality.Forgotten, wantStrength, r.Memory.ID == forgotten)
+				}
+			}
+		}
+	}
+	// Recovering brings the memory back weak (memory.RecoveredStrength):
+	// found with include_weak, not forgotten any more; verifying it makes
+	// it strong enough for default searches again.
+	if _, err := s.Memories.Recover(ctx, searchtest.Meta("u1"), forgotten, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range allModes {
+		if got := ids(run(t, s, search.Request{UserID: "u1", AgentID: "a", Query: "otter pond survey", Mode: mode, Limit: 20})); !sameSet(got, []string{strong, fading}) {
+			t.Errorf("after recover, %s: got %v", mode, got)
+		}
+		resp := run(t, s, search.Request{UserID: "u1", AgentID: "a", Query: "otter pond survey", Mode: mode, Limit: 20, IncludeWeak: true})
+		i := slices.Index(ids(resp), forgotten)
+		if i < 0 || resp.Results[i].Memory.Vitality.Forgotten || math.Abs(resp.Results[i].Strength-memory.RecoveredStrength) > 1e-6 {
+			t.Errorf("after recover, %s with include_weak: %v", mode, resp.Results)
+		}
+	}
+	for range 3 {
+		if _, err := s.Memories.Verify(ctx, searchtest.Meta("u1"), forgotten, commands.StrengthChange{}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, mode := range allModes {
+		if got := ids(run(t, s, search.Request{UserID: "u1", AgentID: "a", Query: "otter pond survey", Mode: mode, Limit: 20})); !sameSet(got, []string{strong, fading, forgotten}) {
+			t.Errorf("after recover and verify, %s: got %v", mode, got)
+		}
+	}
+}
+
+// Hiding weak memories never shortens a page that the agent's other
+// memories can fill: here the 40 best matches (the newest, at equal
+// scores) are weak, so the first index query returns only weak ones and
+// the search must ask again, deeper.
+func TestSearchHidingWeakKeepsPageFull(t *testing.T) {
+	s := searchtest.New(t, frozen)
+	var visible []string
+	for i := range 50 {
+		id := s.Note(t, "u1", "a", "heron nest", nil, t0.Add(time.Duration(i)*time.Minute))
+		if i < 10 {
+			visible = append(visible, id)
+		} else {
+			weaken(t, s, "u1", id, 0.6)
+		}
+	}
+	for _, mode := range allModes {
+		for _, limit := range []int{1, 5, 10} {
+			got := ids(run(t, s, search.Request{UserID: "u1", AgentID: "a", Query: "heron nest", Mode: mode, Limit: limit}))
+			if len(got) != limit {
+				t.Fatalf("%s limit %d: %d results %v, want a full page", mode, limit, len(got), got)
+			}
+			for _, id := range got {
+				if !slices.Contains(visible, id) {
+					t.Fatalf("%s limit %d: weak memory %s returned", mode, limit, id)
+				}
+			}
+		}
+		if got := ids(run(t, s, search.Request{UserID: "u1", AgentID: "a", Query: "heron nest", Mode: mode, Limit: 100})); !sameSet(got, visible) {
+			t.Fatalf("%s limit 100: got %d results, want the %d visible ones", mode, len(got), len(visible))
+		}
 	}
 }

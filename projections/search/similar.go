@@ -17,7 +17,7 @@ func (s *Service) Similar(ctx context.Context, userID, agentID string, vector []
 	}
 	hits, err := s.vectors.SearchVectors(ctx, domain.VectorQuery{
 		Scope: domain.IndexScope{UserID: userID, AgentID: agentID}, Space: space, Vector: vector,
-		Filter: Filter{Types: types}.indexFilter(), Limit: limit, MinScore: minScore,
+		Filter: Filter{Types: types}.indexFilter(false), Limit: limit, MinScore: minScore,
 	})
 	if err != nil {
 		return nil, indexError(ctx, "vector", err)
@@ -26,7 +26,7 @@ func (s *Service) Similar(ctx context.Context, userID, agentID string, vector []
 	for i, h := range hits {
 		ids[i] = h.MemoryID
 	}
-	views, err := s.memories.ExcerptsByID(ctx, userID, agentID, ids)
+	views, err := s.memories.ExcerptsByID(ctx, userID, agentID, ids, false)
 	if err != nil {
 		return nil, err
 	}
