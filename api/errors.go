@@ -32,6 +32,15 @@ var statusByKind = map[domain.Kind]int{
 	domain.KindInternal:            http.StatusInternalServerError,
 }
 
+// StatusOf is the HTTP status of an error kind (500 for a kind the table
+// does not know); the dashboard answers with the same table.
+func StatusOf(k domain.Kind) int {
+	if status, ok := statusByKind[k]; ok {
+		return status
+	}
+	return http.StatusInternalServerError
+}
+
 type errorBody struct {
 	Code      string         `json:"code"`
 	Message   string         `json:"message"`
@@ -47,10 +56,7 @@ func writeError(w http.ResponseWriter, r *http.Request, logger *slog.Logger, err
 	var de *domain.Error
 	if errors.As(err, &de) && de.Kind != domain.KindInternal {
 		body.Code, body.Message, body.Details = de.PublicCode(), de.Message, de.Details
-		status = statusByKind[de.Kind]
-		if status == 0 {
-			status = http.StatusInternalServerError
-		}
+		status = StatusOf(de.Kind)
 		if wait, ok := de.Details[domain.DetailRetryAfterSeconds].(int); ok {
 			w.Header().Set("Retry-After", strconv.Itoa(wait))
 		}

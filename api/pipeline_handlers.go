@@ -25,7 +25,7 @@ type Pipeline interface {
 	Accept(ctx context.Context, meta domain.Metadata, id string, o commands.AcceptOverrides) (commands.Accepted, error)
 	Resolve(ctx context.Context, meta domain.Metadata, id string, to processing.Status, reason string) (processing.Suggestion, error)
 	Anxiety(ctx context.Context, userID, agentID string) (anxiety.Report, error)
-	RawEntries(ctx context.Context, userID, agentID string, q commands.RawQuery) ([]commands.RawEntryView, error)
+	RawEntries(ctx context.Context, userID, agentID string, q commands.RawQuery) (commands.RawPage, error)
 }
 
 // pipelineRoutes mounts the processing pipeline, suggestions and anxiety
@@ -188,7 +188,7 @@ func (s *Server) getAnxiety(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) listRawEntries(w http.ResponseWriter, r *http.Request) {
 	params := r.URL.Query()
-	q := commands.RawQuery{Limit: commands.DefaultRawLimit}
+	q := commands.RawQuery{Limit: commands.DefaultRawLimit, IncludeWeak: true}
 	if v := params.Get("processed"); v != "" {
 		b, err := boolParam(v, "processed")
 		if err != nil {
@@ -205,10 +205,10 @@ func (s *Server) listRawEntries(w http.ResponseWriter, r *http.Request) {
 		}
 		q.Limit = n
 	}
-	list, err := s.cfg.Pipeline.RawEntries(r.Context(), actor(r.Context()).UserID, chi.URLParam(r, "agent_id"), q)
+	page, err := s.cfg.Pipeline.RawEntries(r.Context(), actor(r.Context()).UserID, chi.URLParam(r, "agent_id"), q)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	writeData(w, http.StatusOK, map[string]any{"raw_entries": list})
+	writeData(w, http.StatusOK, map[string]any{"raw_entries": page.Entries})
 }

@@ -32,6 +32,7 @@ type Processor interface {
 type PipelineMemories interface {
 	Agent(ctx context.Context, userID, agentID string) (memory.AgentView, bool, error)
 	ListMemories(ctx context.Context, q memory.ListQuery) (memory.Page, error)
+	Memory(ctx context.Context, userID, id string) (memory.View, bool, error)
 }
 
 // SuggestionReadModel answers the suggestion queries.
@@ -489,11 +490,16 @@ func SourceOf(v memory.View) processing.Source {
 	return s
 }
 
-// RawQuery selects an agent's raw entries, newest first: Processed nil
-// lists all, otherwise only the processed (true) or unprocessed (false).
+// RawQuery selects a page of an agent's raw entries, newest first:
+// Processed nil lists all, otherwise only the processed (true) or
+// unprocessed (false). Cursor is the NextCursor of the previous page.
+// Forgotten entries, and weak ones, are left out unless asked for.
 type RawQuery struct {
-	Processed *bool
-	Limit     int
+	Processed        *bool
+	Limit            int
+	Cursor           string
+	IncludeForgotten bool
+	IncludeWeak      bool
 }
 
 // Limits of the raw entry listing.
@@ -509,23 +515,34 @@ type RawEntryView struct {
 	ProcessedInto []string `json:"processed_into"`
 }
 
-// RawEntries lists the agent's raw entries with their processing state.
-// It walks the agent's raw entries page by page until it has Limit of
-// the requested state, so an old unprocessed entry is found however many
-// newer ones there are.
-func (c *Pipeline) RawEntries(ctx context.Context, userID, agentID string, q RawQuery) ([]RawEntryView, error) {
+// RawPage is one page of raw entries; NextCursor is empty on the last.
+type RawPage struct {
+	Entries    []RawEntryView
+	NextCursor string
+}
+
+// RawEntries lists the agent's raw entries with their processing state and
+// their strength now. It walks the agent's raw entries page by page until
+// it has Limit of the requested state, so an old unprocessed entry is
+// found however many newer ones there are.
+func (c *Pipeline) RawEntries(ctx context.Context, userID, agentID string, q RawQuery) (RawPage, error) {
 	as, err := c.load(ctx, userID, agentID)
 	if err != nil {
-		return nil, err
+		return RawPage{}, err
 	}
-	out := []RawEntryView{}
-	cursor := ""
+	now := c.now()
+	list := func(cursor string, limit int) (memory.Page, error) {
+		return c.cfg.Memories.ListMemories(ctx, memory.ListQuery{UserID: userID, AgentID: agentID, Types: []memory.Type{memory.RawEntry},
+			IncludeForgotten: q.IncludeForgotten, IncludeWeak: q.IncludeWeak, Now: now, Limit: limit, Cursor: cursor})
+	}
+	out := RawPage{Entries: []RawEntryView{}}
+	cursor := q.Cursor
 	for {
-		page, err := c.cfg.Memories.ListMemories(ctx, memory.ListQuery{UserID: userID, AgentID: agentID, Types: []memory.Type{memory.RawEntry}, Limit: memory.MaxListLimit, Cursor: cursor})
+		page, err := list(cursor, memory.MaxListLimit)
 		if err != nil {
-			return nil, err
+			return RawPage{}, err
 		}
-		for _, v := range page.Memories {
+		for i, v := range page.Memories {
 			done, into := as.stack.Processed(v.ID)
 			if q.Processed != nil && *q.Processed != done {
 				continue
@@ -533,14 +550,49 @@ func (c *Pipeline) RawEntries(ctx context.Context, userID, agentID string, q Raw
 			if into == nil {
 				into = []string{}
 			}
-			out = append(out, RawEntryView{View: v, Processed: done, ProcessedInto: into})
-			if len(out) == q.Limit {
-				return out, nil
+			v.ApplyStrength(now)
+			out.Entries = append(out.Entries, RawEntryView{View: v, Processed: done, ProcessedInto: into})
+			if len(out.Entries) < q.Limit {
+				continue
 			}
+			// The page is full at the i-th entry of this batch: the next
+			// one starts just after it, where a batch of i+1 ends.
+			out.NextCursor = page.NextCursor
+			if i < len(page.Memories)-1 {
+				upTo, err := list(cursor, i+1)
+				if err != nil {
+					return RawPage{}, err
+				}
+				out.NextCursor = upTo.NextCursor
+			}
+			return out, nil
 		}
 		if page.NextCursor == "" {
 			return out, nil
 		}
 		cursor = page.NextCursor
 	}
+}
+
+// RawEntry returns one raw entry of the agent with its processing state
+// and its strength now; another agent's memory, or one of another type,
+// is not found.
+func (c *Pipeline) RawEntry(ctx context.Context, userID, agentID, id string) (RawEntryView, error) {
+	as, err := c.load(ctx, userID, agentID)
+	if err != nil {
+		return RawEntryView{}, err
+	}
+	v, found, err := c.cfg.Memories.Memory(ctx, userID, id)
+	if err != nil {
+		return RawEntryView{}, err
+	}
+	if !found || v.AgentID != agentID || v.Type != memory.RawEntry {
+		return RawEntryView{}, domain.NotFound("raw entry")
+	}
+	v.ApplyStrength(c.now())
+	done, into := as.stack.Processed(v.ID)
+	if into == nil {
+		into = []string{}
+	}
+	return RawEntryView{View: v, Processed: done, ProcessedInto: into}, nil
 }

@@ -1,6 +1,7 @@
 package dashboard_test
 
 import (
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -43,22 +44,22 @@ func TestGuard(t *testing.T) {
 		method, path string
 		host         string // the Host header; empty: the server's address
 		status       int
-		body         string
+		code         string // the error code; empty: the route's own body
 	}{
-		{"GET", "/api/stats", "", 200, `{"notes":1}`},
-		{"GET", "/api/stats/", "", 200, `{"notes":1}`},
-		{"POST", "/api/stats", "", 405, `{"error":"Method Not Allowed"}`},
-		{"DELETE", "/api/stats", "", 405, `{"error":"Method Not Allowed"}`},
-		{"GET", "/api/boom", "", 500, `{"error":"Internal Server Error"}`},
+		{"GET", "/api/stats", "", 200, ""},
+		{"GET", "/api/stats/", "", 200, ""},
+		{"POST", "/api/stats", "", 405, "method_not_allowed"},
+		{"DELETE", "/api/stats", "", 405, "method_not_allowed"},
+		{"GET", "/api/boom", "", 500, "internal"},
 		// DNS rebinding: a loopback connection naming another host.
-		{"GET", "/api/stats", "localhost:" + port, 200, `{"notes":1}`},
-		{"GET", "/api/stats", "[::1]:" + port, 200, `{"notes":1}`},
-		{"GET", "/api/stats", "127.0.0.1", 200, `{"notes":1}`},
-		{"GET", "/api/stats", "evil.example:" + port, 421, `{"error":"Misdirected Request"}`},
-		{"GET", "/api/stats", "evil.example", 421, `{"error":"Misdirected Request"}`},
-		{"GET", "/api/stats", "localhost.evil.example:" + port, 421, `{"error":"Misdirected Request"}`},
-		{"POST", "/api/stats", "evil.example", 421, `{"error":"Misdirected Request"}`},
-		{"GET", "/api/boom", "evil.example", 421, `{"error":"Misdirected Request"}`},
+		{"GET", "/api/stats", "localhost:" + port, 200, ""},
+		{"GET", "/api/stats", "[::1]:" + port, 200, ""},
+		{"GET", "/api/stats", "127.0.0.1", 200, ""},
+		{"GET", "/api/stats", "evil.example:" + port, 421, "misdirected_request"},
+		{"GET", "/api/stats", "evil.example", 421, "misdirected_request"},
+		{"GET", "/api/stats", "localhost.evil.example:" + port, 421, "misdirected_request"},
+		{"POST", "/api/stats", "evil.example", 421, "misdirected_request"},
+		{"GET", "/api/boom", "evil.example", 421, "misdirected_request"},
 	}
 	for _, c := range cases {
 		req, _ := http.NewRequest(c.method, srv.URL+c.path, nil)
@@ -71,8 +72,21 @@ func TestGuard(t *testing.T) {
 		}
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != c.status || strings.TrimSpace(string(body)) != c.body {
-			t.Errorf("%s %s (Host %q): %d %s, want %d %s", c.method, c.path, c.host, resp.StatusCode, body, c.status, c.body)
+		want := `{"notes":1}`
+		if c.code != "" {
+			want = fmt.Sprintf(`{"success":false,"error":{"code":%q,"message":%q,"request_id":%q}}`, c.code, http.StatusText(c.status), resp.Header.Get("X-Request-Id"))
+		}
+		if resp.StatusCode != c.status || strings.TrimSpace(string(body)) != want {
+			t.Errorf("%s %s (Host %q): %d %s, want %d %s", c.method, c.path, c.host, resp.StatusCode, body, c.status, want)
+		}
+		if c.status == http.StatusMethodNotAllowed && resp.Header.Get("Allow") != "GET, HEAD" {
+			t.Errorf("%s %s: Allow %q, want GET, HEAD", c.method, c.path, resp.Header.Get("Allow"))
+		}
+		if resp.Header.Get("Content-Security-Policy") != dashboard.ContentSecurityPolicy {
+			t.Errorf("%s %s: Content-Security-Policy %q", c.method, c.path, resp.Header.Get("Content-Security-Policy"))
+		}
+		if resp.Header.Get("Access-Control-Allow-Origin") != "" {
+			t.Errorf("%s %s: a CORS header was sent", c.method, c.path)
 		}
 		if resp.Header.Get("X-Content-Type-Options") != "nosniff" {
 			t.Errorf("%s %s: no nosniff header", c.method, c.path)

@@ -71,7 +71,7 @@ func uiHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		a, ok := assets[r.URL.Path]
 		if !ok {
-			WriteError(w, http.StatusNotFound)
+			writeError(w, http.StatusNotFound)
 			return
 		}
 		h := w.Header()

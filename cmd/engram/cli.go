@@ -81,6 +81,7 @@ type cliCommand struct {
 func cliCommands() []cliCommand {
 	cmds := []cliCommand{
 		{"stacks", "list | delete NAME [--yes]", "list or delete local stacks", stacksCommand},
+		{"dashboard", "--stack STACK [--port N] [--no-open] [--verbose]", "serve a stack's read-only dashboard on 127.0.0.1", dashboardCommand},
 		{"show", "ID", "show one memory", showCommand},
 		{"list", "[--type T]… [--limit N] [--include-forgotten]", "list memories, newest first", listCommand},
 		{"forget", "ID", "hide a memory from search (it stays in the log)", forgetCommand},

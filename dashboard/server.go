@@ -1,0 +1,407 @@
+package dashboard
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/engram-memory/engram/api"
+	"github.com/engram-memory/engram/commands"
+	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/domain/audit"
+	"github.com/engram-memory/engram/domain/memory"
+	"github.com/engram-memory/engram/domain/processing"
+)
+
+// Limits of the list endpoints (README "Dashboard"). Raw entries default
+// to more than the other lists: the Raw Entries tab shows them by the
+// page, its selector going from 50 to 500.
+const (
+	DefaultRawLimit  = 200
+	DefaultListLimit = 100
+	MaxLimit         = 500
+)
+
+// Config is what a dashboard server shows: the stack (the agent AgentID of
+// user UserID) and the query services over it.
+type Config struct {
+	UserID  string
+	AgentID string
+	Stack   *Stack
+	Logger  *slog.Logger // nil discards
+}
+
+// Server answers the dashboard's JSON API and serves its UI.
+type Server struct {
+	cfg    Config
+	logger *slog.Logger
+}
+
+// New builds the server.
+func New(cfg Config) *Server {
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Server{cfg: cfg, logger: logger}
+}
+
+// memoryLists are the memory list endpoints and the type each lists.
+var memoryLists = map[string]memory.Type{
+	"episodes":      memory.Episode,
+	"beliefs":       memory.Belief,
+	"notes":         memory.Note,
+	"values":        memory.Value,
+	"goals":         memory.Goal,
+	"relationships": memory.Relationship,
+	"drives":        memory.Drive,
+}
+
+// Handler is the whole dashboard behind Guard.
+func (s *Server) Handler() http.Handler {
+	r := chi.NewRouter()
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) { writeError(w, http.StatusNotFound) })
+	r.Route("/api", func(r chi.Router) {
+		r.Use(apiHeaders)
+		r.Get("/stats", s.stats)
+		r.Get("/anxiety", s.anxiety)
+		r.Get("/raw", s.rawList)
+		r.Get("/raw/{id}", s.rawEntry)
+		for path, typ := range memoryLists {
+			r.Get("/"+path, s.memoryList(typ))
+		}
+		r.Get("/suggestions", s.suggestions)
+		r.Get("/audit", s.audit)
+		r.Get("/processing", s.processing)
+		r.Get("/provenance/{type}/{id}", s.provenance)
+		r.Get("/settings", s.settings)
+	})
+	r.Handle("/*", uiHandler())
+	return Guard(r, s.logger)
+}
+
+// apiHeaders: API answers are data of the moment, never cached.
+func apiHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		next.ServeHTTP(w, r)
+	})
+}
+
+// fail answers err: a domain error with its own status and message, any
+// other error as a generic 500 whose detail goes only to the log.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	var de *domain.Error
+	if errors.As(err, &de) && de.Kind != domain.KindInternal {
+		writeFailure(w, api.StatusOf(de.Kind), errorBody{Code: de.PublicCode(), Message: de.Message, Details: de.Details})
+		return
+	}
+	s.logger.ErrorContext(r.Context(), "dashboard request failed", "path", r.URL.Path, "error", err)
+	writeError(w, http.StatusInternalServerError)
+}
+
+func (s *Server) answer(w http.ResponseWriter, r *http.Request, data any, err error) {
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeData(w, data)
+}
+
+// query reads the request's query parameters, refusing any it does not
+// know so that a typo surfaces instead of being ignored.
+func query(r *http.Request, known ...string) (url.Values, error) {
+	q := r.URL.Query()
+	for name := range q {
+		if !contains(known, name) {
+			return nil, domain.Invalid(name, "unknown query parameter %q", name)
+		}
+	}
+	return q, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// limitParam reads ?limit= (1 to MaxLimit; absent: def).
+func limitParam(q url.Values, def int) (int, error) {
+	v := q.Get("limit")
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > MaxLimit {
+		return 0, domain.Invalid("limit", "limit must be an integer from 1 to %d, got %q", MaxLimit, v).WithDetail("limit", MaxLimit)
+	}
+	return n, nil
+}
+
+// boolParam reads an optional true/false parameter; absent is nil.
+func boolParam(q url.Values, name string) (*bool, error) {
+	v := q.Get(name)
+	if v == "" {
+		return nil, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return nil, domain.Invalid(name, "%s must be true or false, got %q", name, v)
+	}
+	return &b, nil
+}
+
+// next is a page's continuation in JSON: null on the last page.
+func next(cursor string) *string {
+	if cursor == "" {
+		return nil
+	}
+	return &cursor
+}
+
+func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
+	if _, err := query(r); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	st, err := s.cfg.Stack.Cognition.Stats(r.Context(), s.cfg.UserID, s.cfg.AgentID)
+	s.answer(w, r, st, err)
+}
+
+func (s *Server) anxiety(w http.ResponseWriter, r *http.Request) {
+	if _, err := query(r); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	rep, err := s.cfg.Stack.Pipeline.Anxiety(r.Context(), s.cfg.UserID, s.cfg.AgentID)
+	s.answer(w, r, rep, err)
+}
+
+func (s *Server) settings(w http.ResponseWriter, r *http.Request) {
+	if _, err := query(r); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	v, err := s.cfg.Stack.Memories.Settings(r.Context(), s.cfg.UserID, s.cfg.AgentID)
+	s.answer(w, r, v, err)
+}
+
+func (s *Server) processing(w http.ResponseWriter, r *http.Request) {
+	if _, err := query(r); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	v, err := s.cfg.Stack.Pipeline.Processing(r.Context(), s.cfg.UserID, s.cfg.AgentID)
+	s.answer(w, r, v, err)
+}
+
+// rawList serves /api/raw?limit=&processed=&cursor=.
+func (s *Server) rawList(w http.ResponseWriter, r *http.Request) {
+	q, err := query(r, "limit", "processed", "cursor")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	limit, err := limitParam(q, DefaultRawLimit)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	processed, err := boolParam(q, "processed")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	page, err := s.cfg.Stack.Pipeline.RawEntries(r.Context(), s.cfg.UserID, s.cfg.AgentID, commands.RawQuery{
+		Processed: processed, Limit: limit, Cursor: q.Get("cursor"), IncludeForgotten: true, IncludeWeak: true,
+	})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeData(w, map[string]any{"raw_entries": page.Entries, "next_cursor": next(page.NextCursor)})
+}
+
+// rawEntry serves /api/raw/{id}: the entry, its processing state and the
+// memories derived from it.
+func (s *Server) rawEntry(w http.ResponseWriter, r *http.Request) {
+	if _, err := query(r); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	e, err := s.cfg.Stack.Pipeline.RawEntry(r.Context(), s.cfg.UserID, s.cfg.AgentID, chi.URLParam(r, "id"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	tree, err := s.cfg.Stack.Cognition.Provenance(r.Context(), s.cfg.UserID, e.ID, commands.DirectionDown, 1)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	derived := tree.Down.Nodes
+	if derived == nil {
+		derived = []*memory.ProvenanceNode{}
+	}
+	writeData(w, struct {
+		commands.RawEntryView
+		Derived []*memory.ProvenanceNode `json:"derived"`
+	}{e, derived})
+}
+
+// memoryList serves one memory type's list: ?limit=&cursor=, forgotten
+// and weak memories included, each with its strength and tier.
+func (s *Server) memoryList(typ memory.Type) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		q, err := query(r, "limit", "cursor")
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		limit, err := limitParam(q, DefaultListLimit)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		page, err := s.cfg.Stack.Memories.List(r.Context(), memory.ListQuery{
+			UserID: s.cfg.UserID, AgentID: s.cfg.AgentID, Types: []memory.Type{typ},
+			IncludeForgotten: true, IncludeWeak: true, Limit: limit, Cursor: q.Get("cursor"),
+		})
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		list := page.Memories
+		if list == nil {
+			list = []memory.View{}
+		}
+		writeData(w, map[string]any{"memories": list, "next_cursor": next(page.NextCursor)})
+	}
+}
+
+// suggestions serves /api/suggestions?limit=&status=.
+func (s *Server) suggestions(w http.ResponseWriter, r *http.Request) {
+	q, err := query(r, "limit", "status")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	limit, err := limitParam(q, DefaultListLimit)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	var status processing.Status
+	if v := q.Get("status"); v != "" {
+		if status, err = processing.ParseStatus("status", v); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+	}
+	list, err := s.cfg.Stack.Pipeline.Suggestions(r.Context(), s.cfg.UserID, s.cfg.AgentID, status, limit)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if list == nil {
+		list = []processing.Suggestion{}
+	}
+	writeData(w, map[string]any{"suggestions": list})
+}
+
+// audit serves /api/audit?limit=&before=.
+func (s *Server) audit(w http.ResponseWriter, r *http.Request) {
+	q, err := query(r, "limit", "before")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	limit, err := limitParam(q, audit.DefaultLimit)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	page, err := s.cfg.Stack.Cognition.Audit(r.Context(), audit.Query{UserID: s.cfg.UserID, AgentID: s.cfg.AgentID, Before: q.Get("before"), Limit: limit})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	entries := page.Entries
+	if entries == nil {
+		entries = []audit.Entry{}
+	}
+	writeData(w, map[string]any{"entries": entries, "next_before": next(page.NextBefore)})
+}
+
+// provenance serves /api/provenance/{type}/{id}: the memory's tree both
+// ways, what it was derived from (up) and what was derived from it (down).
+// type is the memory type, singular or plural; a memory of another type is not found.
+func (s *Server) provenance(w http.ResponseWriter, r *http.Request) {
+	q, err := query(r, "depth")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	typ, ok := memory.ParseType(chi.URLParam(r, "type"))
+	if !ok {
+		s.fail(w, r, domain.Invalid("type", "unknown memory type %q", chi.URLParam(r, "type")))
+		return
+	}
+	depth := 0
+	if v := q.Get("depth"); v != "" {
+		if depth, err = strconv.Atoi(v); err != nil || depth < 1 {
+			s.fail(w, r, domain.Invalid("depth", "depth must be a positive integer, got %q", v))
+			return
+		}
+	}
+	id := chi.URLParam(r, "id")
+	if err := s.ownMemory(r.Context(), typ, id); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	t, err := s.cfg.Stack.Cognition.Provenance(r.Context(), s.cfg.UserID, id, commands.DirectionBoth, depth)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeData(w, map[string]any{"id": t.Memory.ID, "type": t.Memory.Type, "depth": t.Depth, "up": t.Up, "down": t.Down})
+}
+
+// ownMemory checks that id is a memory of type typ in this stack: a
+// memory of another stack or type is not found, like a missing one.
+func (s *Server) ownMemory(ctx context.Context, typ memory.Type, id string) error {
+	v, err := s.cfg.Stack.Memories.Get(ctx, s.cfg.UserID, id)
+	if err != nil {
+		return err
+	}
+	if v.AgentID != s.cfg.AgentID || v.Type != typ {
+		return domain.NotFound("memory")
+	}
+	return nil
+}
+
+// writeData sends the success envelope around data.
+func writeData(w http.ResponseWriter, data any) {
+	writeJSON(w, http.StatusOK, struct {
+		Success bool `json:"success"`
+		Data    any  `json:"data"`
+	}{true, data})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(true)
+	_ = enc.Encode(v)
+}
