@@ -122,8 +122,8 @@
     return node;
   }
 
-  function append(node, children) {
-    for (const c of children.flat()) {
+  function append(node, ...children) {
+    for (const c of children.flat(Infinity)) {
       if (c === undefined || c === null || c === false) continue;
       node.append(c instanceof Node ? c : document.createTextNode(String(c)));
     }
@@ -351,12 +351,11 @@
     if (gen !== state.generation) return;
     state.stats = stats;
     $("stack-id").textContent = first(stats.stack, stats.stack_id, stats.agent_id, "") || "—";
-    const raw = stats.raw || {};
     const sugg = stats.suggestions || {};
     const counts = [
       ["Memories", stats.total],
-      ["Raw", first(raw.total, (raw.processed || 0) + (raw.unprocessed || 0))],
-      ["Unprocessed", raw.unprocessed || 0],
+      ["Raw", (stats.by_type || {}).raw_entry || 0],
+      ["Forgotten", stats.forgotten || 0],
       ["Pending suggestions", sugg.pending || 0],
     ];
     const dl = clear($("header-counts"));
@@ -375,15 +374,17 @@
   async function loadOverview(gen) {
     const processing = await api("/api/processing");
     if (gen !== state.generation) return;
-    renderCountCards(state.stats || {});
+    renderCountCards(state.stats || {}, processing.raw || {});
     renderAnxiety(state.anxiety || {});
     renderProcessing(processing);
   }
 
-  function renderCountCards(stats) {
+  // renderCountCards: the processed counts of raw entries are the
+  // pipeline's (/api/processing), the same state the Raw Entries filter
+  // shows.
+  function renderCountCards(stats, raw) {
     const byType = stats.by_type || {};
     const forgottenBy = stats.forgotten_by_type || {};
-    const raw = stats.raw || {};
     const sugg = stats.suggestions || {};
     const cards = clear($("count-cards"));
     const card = (label, value, extra) =>
@@ -393,9 +394,9 @@
       const f = forgottenBy[t.type] || 0;
       cards.append(card(t.label, byType[t.type] || 0, f ? `${count(f)} forgotten` : ""));
     }
-    cards.append(card("Raw entries", first(byType.raw_entry, (raw.processed || 0) + (raw.unprocessed || 0)), `${count(raw.unprocessed || 0)} unprocessed · ${count(raw.processed || 0)} processed`));
+    cards.append(card("Raw entries", byType.raw_entry || 0, `${count(raw.unprocessed || 0)} unprocessed · ${count(raw.processed || 0)} processed`));
     const suggTotal = Object.values(sugg).reduce((a, b) => a + (typeof b === "number" ? b : 0), 0);
-    cards.append(card("Suggestions", suggTotal, Object.entries(sugg).map(([k, v]) => `${count(v)} ${k}`).join(" · ")));
+    cards.append(card("Suggestions", suggTotal, Object.entries(sugg).filter(([, v]) => v > 0).map(([k, v]) => `${count(v)} ${k}`).join(" · ")));
   }
 
   function renderAnxiety(a) {
@@ -442,7 +443,7 @@
       tbody.append(el("tr", { "data-layer": name },
         el("th", { scope: "row", text: name.replace(/_/g, " ") }),
         el("td", { class: l.enabled ? "yes" : "no", text: yesNo(l.enabled) }),
-        el("td", { text: l.model || "" }),
+        el("td", { class: l.model ? "" : "muted", text: l.model || "processor's" }),
         el("td", { class: "num", text: num(l.batch_size) }),
         el("td", { text: thresholds }),
         el("td", { class: "num", text: num(l.max_passes_per_day) })));
@@ -479,9 +480,8 @@
       b.tabIndex = on ? 0 : -1;
     });
     $("raw-limit").value = String(r.limit);
-    const rawStats = (state.stats || {}).raw || {};
-    const inStack = r.filter === "all" ? (rawStats.processed || 0) + (rawStats.unprocessed || 0) : rawStats[r.filter] || 0;
-    $("raw-count").textContent = `${count(inStack)} ${r.filter === "all" ? "" : r.filter + " "}raw entries in the stack, newest first, ${r.limit} a page`;
+    const inStack = ((state.stats || {}).by_type || {}).raw_entry || 0;
+    $("raw-count").textContent = `${count(inStack)} raw entries in the stack; ${r.filter === "all" ? "all" : "the " + r.filter + " ones"}, newest first, ${r.limit} a page`;
     const tbody = clear($("raw-table").tBodies[0]);
     if (r.items.length === 0) emptyRow(tbody, 5, r.filter === "all" ? "No raw entries yet. Capture one with: engram raw TEXT" : `No ${r.filter} raw entries.`);
     for (const m of r.items) tbody.append(...rawRow(m));
@@ -691,7 +691,7 @@
     const s = state.sugg;
     $("suggestion-status").value = s.status;
     const byStatus = ((state.stats || {}).suggestions) || {};
-    $("suggestion-count").textContent = Object.keys(byStatus).length ? Object.entries(byStatus).map(([k, v]) => `${count(v)} ${k}`).join(" · ") : "";
+    $("suggestion-count").textContent = Object.entries(byStatus).filter(([, v]) => v > 0).map(([k, v]) => `${count(v)} ${k}`).join(" · ");
     const tbody = clear($("suggestion-table").tBodies[0]);
     if (s.items.length === 0) emptyRow(tbody, 7, s.status ? `No ${s.status} suggestions.` : "No suggestions. A processing pass (engram process) turns raw entries into suggestions.");
     for (const sg of s.items) {
