@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -258,41 +259,76 @@ type seeded struct {
 }
 
 // seedStack fills the stack through the command line as a user would:
-// raw captures (one processed into an accepted episode, one into a
-// rejected suggestion, sixty imported), a memory of every type, a
-// forgotten note and a weak belief.
+// two raw captures processed into suggestions (one accepted, which makes
+// an episode derived from its raw entry, one rejected), an import of
+// sixty raw entries and a memory of every type, a forgotten note, a weak
+// belief, and last a raw entry full of markup. It uses few commands: each
+// one opens the stack anew.
 func seedStack(t *testing.T, cli *stackCLI) seeded {
 	t.Helper()
-	s := seeded{byType: map[string]int{}}
+	s := seeded{}
 	s.deployBlob = "Today I deployed the new login service and it broke for Safari users; we rolled back and learned to canary first"
 	s.deployRaw = cli.id("raw", s.deployBlob)
+	cli.run("raw", "Today I shipped the billing migration and it broke for EU customers; we rolled back and learned to test plans first")
 	cli.run("process", "--force", "--transition", "raw_to_episode")
-	s.derivedEpisode = cli.acceptOnlyPending()
-
-	cli.run("raw", "Today I shipped the billing migration and it broke for EU customers; we rolled back and learned to reject untested plans")
-	cli.run("process", "--force", "--transition", "raw_to_episode")
-	cli.run("suggestions", "reject", cli.onlyPending(), "--reason", "not a lesson")
-
-	var lines strings.Builder
-	for i := range 60 {
-		fmt.Fprintf(&lines, `{"type":"raw_entry","content":{"content":"Imported capture %02d about the release train","source":"import"}}`+"\n", i)
+	var pending struct {
+		Suggestions []struct {
+			ID      string
+			Sources []string
+		}
 	}
-	importFile := filepath.Join(t.TempDir(), "captures.jsonl")
-	if err := os.WriteFile(importFile, []byte(lines.String()), 0o600); err != nil {
+	cli.json(&pending, "suggestions", "list", "--status", "pending")
+	if len(pending.Suggestions) != 2 {
+		t.Fatalf("%d pending suggestions, want 2", len(pending.Suggestions))
+	}
+	for _, sg := range pending.Suggestions {
+		if slices.Equal(sg.Sources, []string{"raw_entry:" + s.deployRaw}) {
+			var accepted struct{ Memory struct{ ID string } }
+			cli.json(&accepted, "suggestions", "accept", sg.ID)
+			s.derivedEpisode = accepted.Memory.ID
+		} else {
+			cli.run("suggestions", "reject", sg.ID, "--reason", "not a lesson")
+		}
+	}
+
+	lines := []string{
+		`{"type":"episode","content":{"objective":"Ship billing v2 behind a feature flag","outcome":"Shipped; the flag let us roll back in seconds","emotional_valence":0.6,"emotional_arousal":0.4,"confidence":0.9}}`,
+		`{"type":"belief","content":{"statement":"Canary releases catch browser-specific bugs","confidence":0.7}}`,
+		`{"type":"value","content":{"name":"Safety","statement":"Prefer reversible changes","priority":80}}`,
+		`{"type":"goal","content":{"title":"Cut deploy time to five minutes","priority":"high"}}`,
+		`{"type":"note","content":{"content":"Safari needs the Intl.Segmenter polyfill","note_type":"diagnostic"}}`,
+		`{"type":"note","content":{"content":"Release notes go out on Thursdays"}}`,
+		`{"type":"relationship","content":{"entity_name":"Dana","relationship_type":"colleague","entity_type":"person","sentiment":0.7}}`,
+		`{"type":"drive","content":{"drive_type":"curiosity","intensity":0.8,"focus_areas":["databases","browsers"]}}`,
+	}
+	for i := range 60 {
+		lines = append(lines, fmt.Sprintf(`{"type":"raw_entry","content":{"content":"Imported capture %02d about the release train","source":"import"}}`, i))
+	}
+	importFile := filepath.Join(t.TempDir(), "memories.jsonl")
+	if err := os.WriteFile(importFile, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cli.run("import", importFile)
-
-	cli.run("episode", "--objective", "Ship billing v2 behind a feature flag", "--outcome", "Shipped; the flag let us roll back in seconds", "--emotional-valence", "0.6", "--emotional-arousal", "0.4", "--confidence", "0.9")
-	s.weakBelief = cli.id("belief", "--statement", "Canary releases catch browser-specific bugs", "--confidence", "0.7")
+	var list struct {
+		Memories []struct {
+			ID, Type string
+			Content  map[string]any
+		}
+	}
+	cli.json(&list, "list", "--type", "belief", "--type", "note", "--limit", "10")
+	for _, m := range list.Memories {
+		switch {
+		case m.Type == "belief":
+			s.weakBelief = m.ID
+		case m.Content["note_type"] == "diagnostic":
+			s.forgottenNote = m.ID
+		}
+	}
+	if s.weakBelief == "" || s.forgottenNote == "" {
+		t.Fatalf("the imported belief and note are not listed: %+v", list)
+	}
 	cli.run("weaken", s.weakBelief, "--by", "0.6")
-	cli.run("value", "--name", "Safety", "--statement", "Prefer reversible changes", "--priority", "80")
-	cli.run("goal", "--title", "Cut deploy time to five minutes", "--priority", "high")
-	s.forgottenNote = cli.id("note", "--content", "Safari needs the Intl.Segmenter polyfill", "--note-type", "diagnostic")
 	cli.run("forget", s.forgottenNote)
-	cli.run("note", "--content", "Release notes go out on Thursdays")
-	cli.run("relationship", "--entity-name", "Dana", "--relationship-type", "colleague", "--entity-type", "person", "--sentiment", "0.7")
-	cli.run("drive", "--drive-type", "curiosity", "--intensity", "0.8", "--focus-areas", "databases", "--focus-areas", "browsers")
 
 	s.markupBlob = `<script>window.__pwned = 1</script> <b>not bold</b> & "quoted": a capture longer than the preview, ` + strings.Repeat("lorem ipsum dolor ", 12) + "END"
 	s.markupRaw = cli.id("raw", s.markupBlob)
@@ -348,26 +384,6 @@ func (c *stackCLI) id(args ...string) string {
 		c.t.Fatalf("engram %s returned no id", strings.Join(args, " "))
 	}
 	return m.ID
-}
-
-// onlyPending returns the id of the one pending suggestion.
-func (c *stackCLI) onlyPending() string {
-	c.t.Helper()
-	var list struct{ Suggestions []struct{ ID string } }
-	c.json(&list, "suggestions", "list", "--status", "pending")
-	if len(list.Suggestions) != 1 {
-		c.t.Fatalf("%d pending suggestions, want 1", len(list.Suggestions))
-	}
-	return list.Suggestions[0].ID
-}
-
-// acceptOnlyPending accepts the one pending suggestion and returns the id
-// of the memory it became.
-func (c *stackCLI) acceptOnlyPending() string {
-	c.t.Helper()
-	var accepted struct{ Memory struct{ ID string } }
-	c.json(&accepted, "suggestions", "accept", c.onlyPending())
-	return accepted.Memory.ID
 }
 
 // startDashboard runs `engram dashboard` on a free loopback port and
