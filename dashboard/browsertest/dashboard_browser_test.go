@@ -229,17 +229,26 @@ func TestDashboardInBrowserEmptyStack(t *testing.T) {
 	cli.json(&raw, "raw", "the only capture")
 	cli.run("forget", raw.ID)
 	baseURL := startDashboard(t, cli)
+	shots := screenshotDir(t)
 
 	b := newBrowser(t, chromium)
 	b.do("load the page", chromedp.Navigate(baseURL+"#raw"))
 	b.waitJS("the raw tab", `!document.getElementById("panel-raw").hidden && document.getElementById("stack-id").textContent === "empty"`)
+	// What each tab shows once loaded: the one forgotten raw entry, empty
+	// lists, and the stack's own settings.
+	loaded := map[string]string{
+		"overview":    `document.querySelector('#count-cards [data-card="Raw entries"] .value')?.textContent === "1"`,
+		"raw":         `document.querySelectorAll("#raw-table tr.is-forgotten .expander").length === 1`,
+		"memories":    `document.querySelector("#memory-table td.empty")?.textContent === "No episodes yet."`,
+		"suggestions": `document.querySelector("#suggestion-table td.empty") !== null`,
+		"audit":       `document.querySelectorAll("#audit-table tbody tr.item").length >= 2`,
+		"settings":    `document.querySelector('#settings-list dd[data-key="stack_state"]') !== null`,
+	}
 	for _, tab := range []string{"overview", "raw", "memories", "suggestions", "audit", "settings"} {
 		b.click("#tab-" + tab)
-		b.waitJS(tab+" loaded", fmt.Sprintf(`!document.getElementById("panel-%s").hidden && document.getElementById("updated").textContent !== "" && document.getElementById("error-banner").hidden`, tab))
+		b.waitJS(tab+" loaded", fmt.Sprintf(`(() => { const p = document.getElementById("panel-%s"); return !p.hidden && p.getAttribute("aria-busy") === "false" && %s })()`, tab, loaded[tab]))
+		b.screenshot(shots, tab, true)
 	}
-	b.waitJS("the empty suggestions", `document.querySelector("#suggestion-table td.empty") !== null`)
-	b.click("#tab-memories")
-	b.waitJS("no episodes", `document.querySelector("#memory-table td.empty") !== null`)
 	b.noProblems()
 }
 

@@ -803,6 +803,10 @@
   // one runs waits for it, so answers never interleave.
   async function refresh() {
     const gen = ++state.generation;
+    // aria-busy tells assistive technology (and the browser test) when
+    // the open tab shows the answer of its latest refresh.
+    const panel = $("panel-" + state.tab);
+    panel.setAttribute("aria-busy", "true");
     if (inFlight) await inFlight.catch(() => {});
     if (gen !== state.generation) return;
     inFlight = (async () => {
@@ -819,6 +823,7 @@
       if (gen === state.generation) showError(err);
     } finally {
       inFlight = null;
+      if (gen === state.generation) panel.setAttribute("aria-busy", "false");
     }
   }
 
