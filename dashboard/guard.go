@@ -51,6 +51,8 @@ func Guard(routes http.Handler, logger *slog.Logger) http.Handler {
 		h.Set("Content-Security-Policy", ContentSecurityPolicy)
 		h.Set("X-Frame-Options", "DENY")
 		h.Set("Referrer-Policy", "no-referrer")
+		// Answers are the stack as it is now: never cached.
+		h.Set("Cache-Control", "no-store")
 		h.Set("X-Request-Id", newRequestID())
 		if !loopback.Host(r.Host) {
 			writeError(w, http.StatusMisdirectedRequest)

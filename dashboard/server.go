@@ -10,6 +10,7 @@ import (
 	"strconv"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
 
 	"github.com/engram-memory/engram/api"
 	"github.com/engram-memory/engram/commands"
@@ -67,8 +68,8 @@ var memoryLists = map[string]memory.Type{
 func (s *Server) Handler() http.Handler {
 	r := chi.NewRouter()
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) { writeError(w, http.StatusNotFound) })
+	r.Use(middleware.GetHead)
 	r.Route("/api", func(r chi.Router) {
-		r.Use(apiHeaders)
 		r.Get("/stats", s.stats)
 		r.Get("/anxiety", s.anxiety)
 		r.Get("/raw", s.rawList)
@@ -82,16 +83,40 @@ func (s *Server) Handler() http.Handler {
 		r.Get("/provenance/{type}/{id}", s.provenance)
 		r.Get("/settings", s.settings)
 	})
-	r.Handle("/*", uiHandler())
+	r.Handle("/*", genericNotFound(uiHandler()))
 	return Guard(r, s.logger)
 }
 
-// apiHeaders: API answers are data of the moment, never cached.
-func apiHeaders(next http.Handler) http.Handler {
+// genericNotFound makes the UI's "not found" the dashboard's own, so every
+// 404 has one shape.
+func genericNotFound(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Cache-Control", "no-store")
-		next.ServeHTTP(w, r)
+		next.ServeHTTP(&notFoundWriter{ResponseWriter: w}, r)
 	})
+}
+
+// notFoundWriter replaces a 404 answer by writeError's and drops the
+// original body.
+type notFoundWriter struct {
+	http.ResponseWriter
+	notFound bool
+}
+
+func (w *notFoundWriter) WriteHeader(status int) {
+	if status == http.StatusNotFound {
+		w.notFound = true
+		w.Header().Del("Content-Type")
+		writeError(w.ResponseWriter, status)
+		return
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *notFoundWriter) Write(b []byte) (int, error) {
+	if w.notFound {
+		return len(b), nil
+	}
+	return w.ResponseWriter.Write(b)
 }
 
 // fail answers err: a domain error with its own status and message, any

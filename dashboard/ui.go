@@ -1,15 +1,12 @@
 package dashboard
 
 import (
-	"bytes"
-	"crypto/sha256"
 	"embed"
-	"encoding/hex"
 	"fmt"
 	"io/fs"
 	"net/http"
 	"path"
-	"time"
+	"strconv"
 )
 
 // uiFiles is the whole UI, compiled into the binary: the dashboard needs
@@ -32,13 +29,11 @@ var uiContentTypes = map[string]string{
 type uiAsset struct {
 	body        []byte
 	contentType string
-	etag        string
 }
 
 // uiHandler serves the UI: index.html at /, the files beside it by name,
-// and a 404 for any other path. Each file carries an ETag of its content
-// and must be revalidated, so a browser never runs the UI of an older
-// binary against a newer API.
+// and a 404 for any other path. Guard's Cache-Control: no-store applies
+// to them too, so a browser never runs the UI of an older binary.
 func uiHandler() http.Handler {
 	assets := map[string]uiAsset{}
 	err := fs.WalkDir(uiFiles, "ui", func(name string, d fs.DirEntry, err error) error {
@@ -53,16 +48,11 @@ func uiHandler() http.Handler {
 		if !ok {
 			return fmt.Errorf("dashboard ui: no content type for %s", name)
 		}
-		sum := sha256.Sum256(body)
 		urlPath := "/" + name[len("ui/"):]
 		if urlPath == "/index.html" {
 			urlPath = "/"
 		}
-		assets[urlPath] = uiAsset{
-			body:        body,
-			contentType: contentType,
-			etag:        `"` + hex.EncodeToString(sum[:8]) + `"`,
-		}
+		assets[urlPath] = uiAsset{body: body, contentType: contentType}
 		return nil
 	})
 	if err != nil {
@@ -74,10 +64,10 @@ func uiHandler() http.Handler {
 			writeError(w, http.StatusNotFound)
 			return
 		}
-		h := w.Header()
-		h.Set("Content-Type", a.contentType)
-		h.Set("Cache-Control", "no-cache")
-		h.Set("ETag", a.etag)
-		http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(a.body))
+		w.Header().Set("Content-Type", a.contentType)
+		w.Header().Set("Content-Length", strconv.Itoa(len(a.body)))
+		if r.Method != http.MethodHead {
+			_, _ = w.Write(a.body)
+		}
 	})
 }

@@ -225,7 +225,7 @@ func TestCLIHelpListsCommandsAndFlags(t *testing.T) {
 	top := h.ok("help").stdout
 	for _, cmd := range []string{"episode", "belief", "note", "value", "goal", "playbook", "raw", "relationship", "drive", "show", "list", "forget", "edit", "stacks",
 		"search", "config", "auth", "keys", "embed", "status", "import", "sync",
-		"process", "suggestions", "anxiety", "audit", "stats", "settings", "processing", "provenance", "recover", "protect", "unprotect", "weaken", "verify"} {
+		"process", "suggestions", "anxiety", "audit", "stats", "settings", "processing", "provenance", "recover", "protect", "unprotect", "weaken", "verify", "dashboard"} {
 		if !strings.Contains(top, "\n  "+cmd+" ") {
 			t.Errorf("engram help does not list %s:\n%s", cmd, top)
 		}
@@ -240,7 +240,7 @@ func TestCLIHelpListsCommandsAndFlags(t *testing.T) {
 		{"sync", "push"}, {"sync", "pull"}, {"sync", "status"}, {"sync", "run"},
 		{"process"}, {"anxiety"}, {"audit"}, {"stats"}, {"provenance"}, {"recover"}, {"protect"}, {"unprotect"}, {"weaken"}, {"verify"},
 		{"suggestions", "list"}, {"suggestions", "show"}, {"suggestions", "accept"}, {"suggestions", "reject"}, {"suggestions", "dismiss"},
-		{"settings", "get"}, {"settings", "set"}, {"processing", "get"}, {"processing", "set"},
+		{"settings", "get"}, {"settings", "set"}, {"processing", "get"}, {"processing", "set"}, {"dashboard"},
 	} {
 		out := h.ok(append(cmd, "-h")...).stdout
 		if !strings.HasPrefix(out, "Usage: engram") || !strings.Contains(out, "Flags:") || !strings.Contains(out, "-json") {

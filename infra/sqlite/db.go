@@ -83,7 +83,18 @@ func Open(ctx context.Context, dataDir string, opts Options) (*DB, error) {
 	// Mapped pages are the OS page cache, shared by the connections (the
 	// kernel caches the file either way; mapped, the pages a process has
 	// touched count in its RSS as file pages, RssFile, not as heap).
-	db.read, err = sql.Open("sqlite", dsn(path, url.Values{"mode": {"ro"}}, "query_only(1)", "mmap_size(2147418112)"))
+	readParams := url.Values{"mode": {"ro"}}
+	if opts.ReadOnly && fileExists(path+"-shm") {
+		// A reader that must not change a byte opens the WAL index (the
+		// -shm file a writer left) read-only as well: with a writer running
+		// it reads the writer's index; with none, SQLite rebuilds the index
+		// in its own memory instead of rewriting the file. Without the
+		// file (a database that another tool checkpointed and closed)
+		// SQLite must create the WAL and its index to read at all; they
+		// hold no data and engram.db itself is still never written.
+		readParams.Set("readonly_shm", "1")
+	}
+	db.read, err = sql.Open("sqlite", dsn(path, readParams, "query_only(1)", "mmap_size(2147418112)"))
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlite: open readers: %w", err)
@@ -96,6 +107,11 @@ func Open(ctx context.Context, dataDir string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 	return db, nil
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 func dsn(path string, q url.Values, pragmas ...string) string {
