@@ -177,6 +177,9 @@ func TestDashboardInBrowser(t *testing.T) {
 		b.waitJS(typ+" rows", fmt.Sprintf(`location.hash === "#memories/%s" && document.getElementById("subtab-%[1]s").getAttribute("aria-selected") === "true" && document.querySelectorAll("#memory-table .expander").length === %d`, typ, seed.byType[typ]))
 		b.screenshot(shots, "memories-"+typ, true)
 	}
+	b.do("focus the Drives sub-tab", chromedp.Focus(chromedp.ID("subtab-drive")))
+	b.do("press Home", chromedp.KeyEvent(kb.Home))
+	b.waitJS("Episodes selected and focused by the keyboard", `location.hash === "#memories/episode" && document.activeElement && document.activeElement.id === "subtab-episode" && document.activeElement.getAttribute("aria-selected") === "true"`)
 	b.click("#subtab-note")
 	b.waitJS("the forgotten note", `document.querySelector('#memory-table tr.is-forgotten .expander[data-key="`+seed.forgottenNote+`"]') !== null`)
 	b.click("#subtab-belief")

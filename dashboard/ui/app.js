@@ -547,7 +547,10 @@
 
   // ---- memories ----------------------------------------------------------------
 
+  // renderMemoryTabs rebuilds the sub-tabs (their counts change); a
+  // keyboard user who was on one stays on the selected one.
   function renderMemoryTabs() {
+    const hadFocus = $("memory-tabs").contains(document.activeElement);
     const nav = clear($("memory-tabs"));
     const byType = (state.stats && state.stats.by_type) || {};
     for (const t of MEMORY_TYPES) {
@@ -559,6 +562,7 @@
       }, t.label, " ", el("span", { class: "tab-count", text: count(byType[t.type] || 0) })));
     }
     $("panel-memory-list").setAttribute("aria-labelledby", "subtab-" + state.mem.type);
+    if (hadFocus) $("subtab-" + state.mem.type).focus();
   }
 
   async function memoryPage(t, cursor) {
