@@ -207,9 +207,12 @@ func TestDashboardInBrowser(t *testing.T) {
 	b.waitJS("the raw tab", `!document.getElementById("panel-raw").hidden && document.querySelectorAll("#raw-table .expander").length === 50`)
 	b.click("#auto-refresh")
 	b.waitJS("auto-refresh on", `document.getElementById("auto-refresh").getAttribute("aria-pressed") === "true"`)
+	// The keyboard focus stays on its row across the refreshes.
+	b.do("focus a raw row", chromedp.Focus(chromedp.CSS(`#raw-table .expander[data-key="`+seed.markupRaw+`"]`)))
 	const live = "A capture made while the dashboard watches"
 	cli.run("raw", live)
 	b.waitJS("the new capture", fmt.Sprintf(`[...document.querySelectorAll("#raw-table .preview")].some((p) => p.textContent === %q)`, live))
+	b.waitJS("the focus kept on its row", `document.activeElement && document.activeElement.dataset.key === "`+seed.markupRaw+`"`)
 	b.click("#auto-refresh")
 	b.waitJS("auto-refresh off", `document.getElementById("auto-refresh").getAttribute("aria-pressed") === "false"`)
 

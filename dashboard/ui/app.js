@@ -281,6 +281,19 @@
     return [row, detailRow];
   }
 
+  // focusKeeper is called before a table's rows are rebuilt; the function
+  // it returns puts the keyboard focus back on the row it was on, so a
+  // refresh (auto-refresh every 5 s) never throws a keyboard user out of
+  // the list.
+  function focusKeeper(table) {
+    const active = document.activeElement;
+    const key = active && table.contains(active) && active.classList.contains("expander") ? active.dataset.key : "";
+    return () => {
+      const again = key && table.querySelector(`.expander[data-key="${CSS.escape(key)}"]`);
+      if (again) again.focus({ preventScroll: true });
+    };
+  }
+
   function emptyRow(tbody, colspan, text) {
     tbody.append(el("tr", {}, el("td", { colspan, class: "empty", text })));
   }
@@ -482,9 +495,11 @@
     $("raw-limit").value = String(r.limit);
     const inStack = ((state.stats || {}).by_type || {}).raw_entry || 0;
     $("raw-count").textContent = `${count(inStack)} raw entries in the stack; ${r.filter === "all" ? "all" : "the " + r.filter + " ones"}, newest first, ${r.limit} a page`;
+    const restoreFocus = focusKeeper($("raw-table"));
     const tbody = clear($("raw-table").tBodies[0]);
     if (r.items.length === 0) emptyRow(tbody, 5, r.filter === "all" ? "No raw entries yet. Capture one with: engram raw TEXT" : `No ${r.filter} raw entries.`);
     for (const m of r.items) tbody.append(...rawRow(m));
+    restoreFocus();
     cursorPager($("raw-pager"), r, r.limit, "entries");
   }
 
@@ -547,22 +562,29 @@
 
   // ---- memories ----------------------------------------------------------------
 
-  // renderMemoryTabs rebuilds the sub-tabs (their counts change); a
-  // keyboard user who was on one stays on the selected one.
-  function renderMemoryTabs() {
-    const hadFocus = $("memory-tabs").contains(document.activeElement);
-    const nav = clear($("memory-tabs"));
-    const byType = (state.stats && state.stats.by_type) || {};
+  // buildMemoryTabs makes the sub-tabs once; renderMemoryTabs only updates
+  // them, so a click or the keyboard focus is never lost to a rebuild.
+  function buildMemoryTabs() {
+    const nav = $("memory-tabs");
     for (const t of MEMORY_TYPES) {
-      const on = t.type === state.mem.type;
       nav.append(el("button", {
         type: "button", role: "tab", id: "subtab-" + t.type, "data-type": t.type,
-        "aria-selected": on ? "true" : "false", "aria-controls": "panel-memory-list", tabindex: on ? 0 : -1,
+        "aria-selected": "false", "aria-controls": "panel-memory-list", tabindex: -1,
         on: { click: () => (location.hash = "#memories/" + t.type) },
-      }, t.label, " ", el("span", { class: "tab-count", text: count(byType[t.type] || 0) })));
+      }, t.label, " ", el("span", { class: "tab-count", text: "" })));
+    }
+  }
+
+  function renderMemoryTabs() {
+    const byType = (state.stats && state.stats.by_type) || {};
+    for (const t of MEMORY_TYPES) {
+      const b = $("subtab-" + t.type);
+      const on = t.type === state.mem.type;
+      b.setAttribute("aria-selected", on ? "true" : "false");
+      b.tabIndex = on ? 0 : -1;
+      b.querySelector(".tab-count").textContent = count(byType[t.type] || 0);
     }
     $("panel-memory-list").setAttribute("aria-labelledby", "subtab-" + state.mem.type);
-    if (hadFocus) $("subtab-" + state.mem.type).focus();
   }
 
   async function memoryPage(t, cursor) {
@@ -628,6 +650,7 @@
     const inStack = (stats.by_type || {})[t.type] || 0;
     const forgotten = (stats.forgotten_by_type || {})[t.type] || 0;
     $("memory-count").textContent = `${count(inStack)} ${t.label.toLowerCase()} in the stack (${count(forgotten)} forgotten), newest first`;
+    const restoreFocus = focusKeeper(table);
     const tbody = clear(table.tBodies[0]);
     if (mem.items.length === 0) emptyRow(tbody, colspan, `No ${t.label.toLowerCase()} yet.`);
     for (const m of mem.items) {
@@ -648,6 +671,7 @@
         detail: (cell) => memoryDetail(cell, m),
       }));
     }
+    restoreFocus();
     cursorPager($("memory-pager"), mem, LIST_LIMIT, t.label.toLowerCase());
   }
 
@@ -696,6 +720,7 @@
     $("suggestion-status").value = s.status;
     const byStatus = ((state.stats || {}).suggestions) || {};
     $("suggestion-count").textContent = Object.entries(byStatus).filter(([, v]) => v > 0).map(([k, v]) => `${count(v)} ${k}`).join(" · ");
+    const restoreFocus = focusKeeper($("suggestion-table"));
     const tbody = clear($("suggestion-table").tBodies[0]);
     if (s.items.length === 0) emptyRow(tbody, 7, s.status ? `No ${s.status} suggestions.` : "No suggestions. A processing pass (engram process) turns raw entries into suggestions.");
     for (const sg of s.items) {
@@ -726,6 +751,7 @@
         },
       }));
     }
+    restoreFocus();
     const more = s.items.length === MAX_LIMIT ? ` (the newest ${MAX_LIMIT}; filter by status to see others)` : "";
     clear($("suggestion-pager")).append(s.items.length ? el("span", { class: "muted", text: `${count(s.items.length)} listed${more}` }) : "");
   }
@@ -896,6 +922,7 @@
         else location.hash = hash;
       });
     }
+    buildMemoryTabs();
     tablistKeys($("main-tabs"));
     tablistKeys($("memory-tabs"));
     for (const b of document.querySelectorAll("#raw-filter [role=radio]")) {
