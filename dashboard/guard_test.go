@@ -85,6 +85,9 @@ func TestGuard(t *testing.T) {
 		if resp.Header.Get("Content-Security-Policy") != dashboard.ContentSecurityPolicy {
 			t.Errorf("%s %s: Content-Security-Policy %q", c.method, c.path, resp.Header.Get("Content-Security-Policy"))
 		}
+		if resp.Header.Get("Cache-Control") != "no-store" {
+			t.Errorf("%s %s: Cache-Control %q", c.method, c.path, resp.Header.Get("Cache-Control"))
+		}
 		if resp.Header.Get("Access-Control-Allow-Origin") != "" {
 			t.Errorf("%s %s: a CORS header was sent", c.method, c.path)
 		}

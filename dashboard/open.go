@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 
@@ -11,23 +12,23 @@ import (
 	"github.com/engram-memory/engram/internal/stack"
 )
 
-// OpenConfig says which stack to open and with what the query services
-// are built; the embedder and default model only satisfy the memory
-// service's constructor (the dashboard never embeds), the processor is
-// reported by /api/processing.
+// OpenConfig says which stack to open: the directory, and the agent of
+// the user it holds. Processor is what /api/processing reports as the
+// processor the stack's passes run.
 type OpenConfig struct {
-	Dir          string
-	Embedder     commands.Embedder
-	DefaultModel domain.EmbeddingModel
-	Processor    commands.Processor
-	Logger       *slog.Logger
+	Dir       string
+	UserID    string
+	AgentID   string
+	Processor commands.Processor
+	Logger    *slog.Logger
 }
 
 // Stack is one local stack opened read-only with the query services of
 // the command line and the API over it. The projection engine does not
 // run: the read models are the ones the writers (the command line, a
 // server) keep current, read through SQLite's WAL, so every request sees
-// what was committed before it; the search indexes are never loaded.
+// what was committed before it. No search index and no embedding model
+// is loaded: the dashboard neither searches nor embeds.
 type Stack struct {
 	Memories  *commands.Memories
 	Pipeline  *commands.Pipeline
@@ -35,14 +36,26 @@ type Stack struct {
 	stack     *stack.Stack
 }
 
+// errReadOnly answers any attempt to embed: the dashboard never writes,
+// so reaching an embedder is a bug.
+var errReadOnly = errors.New("dashboard: the stack is open read-only; nothing is embedded")
+
+// readOnlyEmbedder is the memory service's embedder in the dashboard.
+type readOnlyEmbedder struct{}
+
+func (readOnlyEmbedder) Embed(context.Context, domain.EmbedRequest) (domain.EmbedResult, error) {
+	return domain.EmbedResult{}, errReadOnly
+}
+
 // Open opens the stack in cfg.Dir read-only: no lock, no migration, no
-// file created or changed. A directory without a database is an error.
+// file created or changed. A directory without a database, or a database
+// without the agent, is an error.
 func Open(ctx context.Context, cfg OpenConfig) (*Stack, error) {
 	st, err := stack.Open(ctx, stack.Config{DataDir: cfg.Dir, SQLite: sqlite.Options{ReadOnly: true}, Logger: cfg.Logger})
 	if err != nil {
 		return nil, err
 	}
-	s, err := wire(st, cfg)
+	s, err := wire(ctx, st, cfg)
 	if err != nil {
 		_ = st.Close()
 		return nil, err
@@ -50,9 +63,17 @@ func Open(ctx context.Context, cfg OpenConfig) (*Stack, error) {
 	return s, nil
 }
 
-func wire(st *stack.Stack, cfg OpenConfig) (*Stack, error) {
+func wire(ctx context.Context, st *stack.Stack, cfg OpenConfig) (*Stack, error) {
+	agent, found, err := st.Memories.Agent(ctx, cfg.UserID, cfg.AgentID)
+	if err != nil {
+		return nil, fmt.Errorf("dashboard: read stack %s: %w", cfg.AgentID, err)
+	}
+	if !found {
+		return nil, domain.Errorf(domain.KindNotFound, "stack %q holds no memories", cfg.AgentID)
+	}
 	memories, err := commands.NewMemories(commands.MemoriesConfig{
-		Writer: st.Writer, Reader: st.Memories, Embedder: cfg.Embedder, DefaultModel: cfg.DefaultModel, Logger: cfg.Logger,
+		Writer: st.Writer, Reader: st.Memories, Embedder: readOnlyEmbedder{},
+		DefaultModel: domain.EmbeddingModel{Name: agent.EmbeddingModel, Dimensions: agent.Dimensions}, Logger: cfg.Logger,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("dashboard: %w", err)

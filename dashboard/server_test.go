@@ -2,54 +2,76 @@ package dashboard_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/engram-memory/engram/commands"
 	"github.com/engram-memory/engram/dashboard"
 	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/domain/memory"
 	"github.com/engram-memory/engram/domain/processing"
-	"github.com/engram-memory/engram/infra/embed"
 	"github.com/engram-memory/engram/infra/embed/local"
-	"github.com/engram-memory/engram/infra/sqlite"
+	"github.com/engram-memory/engram/internal/stack"
 )
 
-// openEmptyStack makes an empty stack database in a new directory (as a
-// writer would) and opens it read-only for the dashboard.
-func openEmptyStack(t *testing.T) *dashboard.Stack {
+// seedStack writes n raw entries of agent "demo" into a new stack
+// directory through a writable stack, as the command line's import would,
+// and closes it.
+func seedStack(t testing.TB, n int) string {
 	t.Helper()
-	ctx := context.Background()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	dir := t.TempDir()
-	db, err := sqlite.Open(ctx, dir, sqlite.Options{})
+	st, err := stack.Open(ctx, stack.Config{DataDir: dir, GroupCommit: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
+	done := make(chan struct{})
+	go func() { defer close(done); _ = st.Engine.Run(ctx) }()
+	defer func() { cancel(); <-done; _ = st.Close() }()
 	lp, err := local.New(local.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	catalog, err := embed.NewCatalog(embed.CatalogOptions{Providers: []domain.EmbeddingProvider{lp}, DefaultModel: local.DefaultModelName})
+	memories, err := commands.NewMemories(commands.MemoriesConfig{Writer: st.Writer, Reader: st.Memories, Embedder: lp, DefaultModel: lp.Models()[0]})
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := dashboard.Open(ctx, dashboard.OpenConfig{Dir: dir, Embedder: catalog, DefaultModel: catalog.DefaultModel(), Processor: processing.NewRuleExtractor()})
-	if err != nil {
-		t.Fatal(err)
+	meta := domain.Metadata{Actor: domain.Actor{Kind: domain.ActorUser, ID: "local", UserID: "local"}, RequestID: "test"}
+	for done := 0; done < n; {
+		batch := make([]commands.MemoryInput, min(memory.MaxBatch, n-done))
+		for i := range batch {
+			batch[i] = commands.MemoryInput{Type: "raw_entry", Content: json.RawMessage(fmt.Sprintf(`{"content":"seeded thought number %d"}`, done+i))}
+		}
+		if _, err := memories.CreateBatch(ctx, meta, "demo", batch); err != nil {
+			t.Fatal(err)
+		}
+		done += len(batch)
 	}
-	return st
+	return dir
 }
 
-func TestOpenRefusesADirectoryWithoutAStack(t *testing.T) {
-	dir := t.TempDir()
-	_, err := dashboard.Open(context.Background(), dashboard.OpenConfig{Dir: dir, Processor: processing.NewRuleExtractor()})
-	if err == nil {
-		t.Fatal("opened a directory without a database")
+func openStack(t testing.TB, dir, agentID string) (*dashboard.Stack, error) {
+	return dashboard.Open(context.Background(), dashboard.OpenConfig{Dir: dir, UserID: "local", AgentID: agentID, Processor: processing.NewRuleExtractor()})
+}
+
+func TestOpenRefusesWhatIsNoStack(t *testing.T) {
+	if _, err := openStack(t, t.TempDir(), "demo"); err == nil {
+		t.Error("opened a directory without a database")
+	}
+	dir := seedStack(t, 1)
+	_, err := openStack(t, dir, "other")
+	var de *domain.Error
+	if !errors.As(err, &de) || de.Kind != domain.KindNotFound || !strings.Contains(de.Message, `"other"`) {
+		t.Errorf("a database without the agent: %v, want not found naming it", err)
 	}
 }
 
@@ -57,7 +79,10 @@ func TestOpenRefusesADirectoryWithoutAStack(t *testing.T) {
 // answers a generic 500 that names no path, SQL or Go error; the detail
 // is only in the log.
 func TestInternalErrorsAreGeneric(t *testing.T) {
-	st := openEmptyStack(t)
+	st, err := openStack(t, seedStack(t, 1), "demo")
+	if err != nil {
+		t.Fatal(err)
+	}
 	var logs strings.Builder
 	srv := httptest.NewServer(dashboard.New(dashboard.Config{UserID: "local", AgentID: "demo", Stack: st,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))}).Handler())
@@ -82,5 +107,32 @@ func TestInternalErrorsAreGeneric(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "database is closed") {
 		t.Errorf("the log lacks the cause:\n%s", logs.String())
+	}
+}
+
+// BenchmarkOpenAndFirstAnswer is the dashboard's start on stacks of
+// growing size: open read-only, wire the services, answer /api/stats
+// once. Nothing in it should grow with the stack but the counting query.
+func BenchmarkOpenAndFirstAnswer(b *testing.B) {
+	for _, n := range []int{1_000, 10_000} {
+		b.Run(fmt.Sprintf("raw=%d", n), func(b *testing.B) {
+			dir := seedStack(b, n)
+			b.ResetTimer()
+			for range b.N {
+				st, err := openStack(b, dir, "demo")
+				if err != nil {
+					b.Fatal(err)
+				}
+				rec := httptest.NewRecorder()
+				req := httptest.NewRequest("GET", "http://127.0.0.1/api/stats", nil)
+				dashboard.New(dashboard.Config{UserID: "local", AgentID: "demo", Stack: st}).Handler().ServeHTTP(rec, req)
+				if rec.Code != http.StatusOK {
+					b.Fatalf("%d %s", rec.Code, rec.Body)
+				}
+				if err := st.Close(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

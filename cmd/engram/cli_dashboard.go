@@ -91,15 +91,11 @@ func (c *cli) openStackReadOnly(ctx context.Context, name string, logger *slog.L
 	if err != nil {
 		return nil, err
 	}
-	catalog, err := newEmbedCatalog(cfg)
-	if err != nil {
-		return nil, err
-	}
 	processor, err := newProcessor(cfg)
 	if err != nil {
 		return nil, err
 	}
-	st, err := dashboard.Open(ctx, dashboard.OpenConfig{Dir: dir, Embedder: catalog, DefaultModel: catalog.DefaultModel(), Processor: processor, Logger: logger})
+	st, err := dashboard.Open(ctx, dashboard.OpenConfig{Dir: dir, UserID: localUserID, AgentID: name, Processor: processor, Logger: logger})
 	if err != nil {
 		return nil, fmt.Errorf("open stack %s read-only: %w", name, err)
 	}

@@ -30,7 +30,8 @@ type dashboardProc struct {
 
 var dashboardURL = regexp.MustCompile(`at (http://(127\.0\.0\.1):(\d+)/) `)
 
-// startDashboard runs `engram -s STACK dashboard --no-open --port 0 …`
+// startDashboard runs `engram -s STACK dashboard --port 0 …` (with
+// --no-open unless args ask for the browser with "--no-open=false")
 // and waits for the address it prints; the process is interrupted (as
 // Ctrl-C would) when the test ends, and must exit 0.
 func (h *cliHome) startDashboard(stack string, args ...string) *dashboardProc {
@@ -260,6 +261,7 @@ func TestDashboard(t *testing.T) {
 	t.Run("security headers on every answer", func(t *testing.T) { dashboardHeaders(t, ids, d) })
 	t.Run("listens on loopback only", func(t *testing.T) { dashboardLoopbackOnly(t, d) })
 	t.Run("a port in use is a clear error", func(t *testing.T) { dashboardPortInUse(t, h.in(t), d) })
+	t.Run("opens the browser, or does without", func(t *testing.T) { dashboardOpensBrowser(t, h.in(t)) })
 	t.Run("never writes the stack", func(t *testing.T) { dashboardReadOnly(t, h.in(t), ids) })
 }
 
@@ -497,7 +499,7 @@ func dashboardHeaders(t *testing.T, ids map[string]string, d *dashboardProc) {
 
 func TestDashboardPagesThroughRawEntries(t *testing.T) {
 	h := newCLIHome(t)
-	const n = 1234
+	const n = 1050
 	var lines strings.Builder
 	for i := range n {
 		fmt.Fprintf(&lines, `{"type":"raw_entry","content":{"content":"imported thought number %d"},"created_at":"2026-01-01T00:%02d:%02dZ"}`+"\n", i, i/60%60, i%60)
@@ -614,6 +616,35 @@ func dashboardReadOnly(t *testing.T, h *cliHome, ids map[string]string) {
 	}
 	tour()
 	assertSameFiles(t, "after touring again", written, stackHashes(t, dir))
+}
+
+// The dashboard hands its address to xdg-open unless --no-open, and
+// serves all the same when there is no xdg-open.
+func dashboardOpensBrowser(t *testing.T, h *cliHome) {
+	bin := t.TempDir()
+	opened := filepath.Join(bin, "opened")
+	script := "#!/bin/sh\necho \"$1\" > " + opened + "\n"
+	if err := os.WriteFile(filepath.Join(bin, "xdg-open"), []byte(script), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	withOpener := *h
+	withOpener.env = append(append([]string{}, h.env...), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	d := withOpener.startDashboard("demo", "--no-open=false")
+	var got []byte
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if got, _ = os.ReadFile(opened); len(got) > 0 {
+			break
+		}
+	}
+	if strings.TrimSpace(string(got)) != d.url {
+		t.Errorf("xdg-open got %q, want %s", got, d.url)
+	}
+
+	noOpener := *h
+	noOpener.env = append(append([]string{}, h.env...), "PATH="+t.TempDir())
+	if r := noOpener.startDashboard("demo", "--no-open=false").do(t, "GET", "/api/stats", ""); r.status != 200 {
+		t.Errorf("without a browser: %d", r.status)
+	}
 }
 
 // nonLoopbackIP is an address of this machine other than loopback, or
