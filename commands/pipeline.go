@@ -106,8 +106,13 @@ func (c *Pipeline) lock(userID, agentID string) func() {
 // agentStack is an agent's cognition state as its stream holds it.
 type agentStack struct {
 	agent memory.AgentView
+	// stack is a published snapshot, shared with other calls: never
+	// change it.
 	stack *processing.Stack
 	ref   processing.StackRef
+	// autoPromote is this call's auto-promote choice: the stack's, or the
+	// request's override.
+	autoPromote bool
 }
 
 // load returns the agent's state; an agent that does not exist, or is
@@ -357,9 +362,11 @@ func (c *Pipeline) process(ctx context.Context, meta domain.Metadata, userID, ag
 	if err != nil {
 		return nil, err
 	}
+	as.autoPromote = as.stack.Config.AutoPromote
 	if req.AutoPromote != nil {
-		// This request's choice; the stored configuration is unchanged.
-		as.stack.Config.AutoPromote = *req.AutoPromote
+		// This request's choice; the stored configuration (and the shared
+		// snapshot) is unchanged.
+		as.autoPromote = *req.AutoPromote
 	}
 	transitions := req.transitions
 	now := c.now()
@@ -398,7 +405,7 @@ func (c *Pipeline) pass(ctx context.Context, meta domain.Metadata, as agentStack
 	layer := as.stack.Config.Layers[t]
 	info := c.cfg.Processor.Info()
 	pass := processing.PassRecorded{StackRef: as.ref, PassID: uuid.Must(uuid.NewV7()).String(), Transition: t, Model: info.Model,
-		Forced: force, AutoPromote: as.stack.Config.AutoPromote, At: now,
+		Forced: force, AutoPromote: as.autoPromote, At: now,
 		Consumed: []processing.Consumed{}, Suggestions: []string{}, Created: []string{}, GateDetails: []string{}, Errors: []string{}}
 	skip := func(reason, detail string) (processing.PassRecorded, []processing.SuggestionCreated, error) {
 		pass.Skipped, pass.SkipReason, pass.SkipDetail = true, reason, detail
@@ -473,7 +480,7 @@ func (c *Pipeline) pass(ctx context.Context, meta domain.Metadata, as agentStack
 		// waits as a suggestion that says why.
 		lintFailure := processing.Lint(it.Type, it.Content, lint)
 		var made string
-		if as.stack.Config.AutoPromote && lintFailure == "" {
+		if as.autoPromote && lintFailure == "" {
 			m, err := c.cfg.Creator.Create(ctx, meta, as.ref.AgentID, MemoryInput{Type: string(it.Type), Content: it.Content, DerivedFrom: refs, FromProcessing: true})
 			if err != nil {
 				pass.Errors = append(pass.Errors, fmt.Sprintf("write %s: %v", it.Type, err))
