@@ -194,15 +194,40 @@ func TestStalledReaderIsCutOff(t *testing.T) {
 	if _, err := s.memCmds.CreateBatch(t.Context(), metaFor(alice), "big", in); err != nil {
 		t.Fatal(err)
 	}
-	conn, err := net.Dial("tcp", s.srv.Listener.Addr().String())
-	if err != nil {
-		t.Fatal(err)
+	stalled := func() net.Conn {
+		conn, err := net.Dial("tcp", s.srv.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn.(*net.TCPConn).SetReadBuffer(4096)
+		fmt.Fprintf(conn, "GET /v1/memories?agent_id=big&limit=1000 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n", aliceKey)
+		return conn
 	}
-	defer conn.Close()
-	conn.(*net.TCPConn).SetReadBuffer(4096)
-	fmt.Fprintf(conn, "GET /v1/memories?agent_id=big&limit=1000 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n", aliceKey)
+	// A stalled request that arrives while a probe below holds the only
+	// slot is refused at once (503): send it again until it is served.
+	// Reading its status line takes a few bytes of a 7.5 MB answer.
+	conn := stalled()
+	defer func() { conn.Close() }()
+	served := false
 	memEventually(t, "the stalled request holds the slot", func() bool {
-		return s.call("GET", "/v1/agents", bobKey, nil).status == http.StatusServiceUnavailable
+		if s.call("GET", "/v1/agents", bobKey, nil).status == http.StatusServiceUnavailable {
+			return true
+		}
+		if served {
+			return false
+		}
+		status := make([]byte, len("HTTP/1.1 200"))
+		conn.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+		n, _ := io.ReadFull(conn, status)
+		conn.SetReadDeadline(time.Time{})
+		switch {
+		case n == len(status) && string(status[9:]) == "200":
+			served = true
+		case n > 0:
+			conn.Close()
+			conn = stalled()
+		}
+		return false
 	})
 	start := time.Now()
 	deadline := start.Add(30 * time.Second)
