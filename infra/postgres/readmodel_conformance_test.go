@@ -1,0 +1,16 @@
+package postgres_test
+
+import (
+	"testing"
+
+	"github.com/engram-memory/engram/infra/postgres"
+	"github.com/engram-memory/engram/infra/readmodeltest"
+)
+
+// The read-model stores run the same conformance suites as the SQLite
+// stores (infra/sqlite/readmodel_conformance_test.go), each on a fresh
+// schema of the package's PostgreSQL.
+
+func TestAccountsConformance(t *testing.T) {
+	readmodeltest.RunAccounts(t, func(t *testing.T) readmodeltest.Accounts { return postgres.NewAccounts(openDB(t)) })
+}
