@@ -33,56 +33,49 @@ func NewAccounts(db *DB) *Accounts {
 
 // Apply implements account.ReadModel.
 func (a *Accounts) Apply(ctx context.Context, events []domain.Event, apply func(context.Context, account.ReadModelTx, domain.Event) error) error {
-	return applyBatch(ctx, a.db, a.name, events, func(tx pgx.Tx) account.ReadModelTx { return accountsTx{tx} }, apply)
+	return applyBatch(ctx, a.db, a.name, events, func(b batchTx) account.ReadModelTx { return accountsTx{b} }, apply)
 }
 
 // accountsTx is account.ReadModelTx over one batch's transaction.
-type accountsTx struct{ tx pgx.Tx }
+type accountsTx struct{ batchTx }
 
 func (t accountsTx) AddUser(ctx context.Context, stream string, u account.UserRegistered) error {
-	_, err := t.tx.Exec(ctx, `INSERT INTO account_users (user_id, email, stream, created_at) VALUES ($1, $2, $3, $4)`,
+	return t.run(ctx, `INSERT INTO account_users (user_id, email, stream, created_at) VALUES ($1, $2, $3, $4)`,
 		u.UserID, u.Email, stream, u.RegisteredAt.UTC())
-	return err
 }
 
 func (t accountsTx) AddVerificationToken(ctx context.Context, v account.VerificationIssued) error {
-	_, err := t.tx.Exec(ctx, `INSERT INTO account_verification_tokens (token_hash, user_id, issued_at, expires_at) VALUES ($1, $2, $3, $4)`,
+	return t.run(ctx, `INSERT INTO account_verification_tokens (token_hash, user_id, issued_at, expires_at) VALUES ($1, $2, $3, $4)`,
 		v.TokenHash, v.UserID, v.IssuedAt.UTC(), v.ExpiresAt.UTC())
-	return err
 }
 
 func (t accountsTx) MarkVerified(ctx context.Context, userID, tokenHash string, at time.Time) error {
-	if _, err := t.tx.Exec(ctx, `UPDATE account_users SET verified = TRUE, verified_at = $1 WHERE user_id = $2`, at.UTC(), userID); err != nil {
+	if err := t.run(ctx, `UPDATE account_users SET verified = TRUE, verified_at = $1 WHERE user_id = $2`, at.UTC(), userID); err != nil {
 		return err
 	}
-	_, err := t.tx.Exec(ctx, `UPDATE account_verification_tokens SET used_at = $1 WHERE token_hash = $2`, at.UTC(), tokenHash)
-	return err
+	return t.run(ctx, `UPDATE account_verification_tokens SET used_at = $1 WHERE token_hash = $2`, at.UTC(), tokenHash)
 }
 
 func (t accountsTx) AddKey(ctx context.Context, userID string, k account.KeyRecord) error {
-	_, err := t.tx.Exec(ctx, `INSERT INTO account_keys (key_id, user_id, name, prefix, key_hash, created_at) VALUES ($1, $2, $3, $4, $5, $6)`,
+	return t.run(ctx, `INSERT INTO account_keys (key_id, user_id, name, prefix, key_hash, created_at) VALUES ($1, $2, $3, $4, $5, $6)`,
 		k.KeyID, userID, k.Name, k.Prefix, k.KeyHash, k.CreatedAt.UTC())
-	return err
 }
 
 func (t accountsTx) RevokeKey(ctx context.Context, keyID string, at time.Time) error {
-	if _, err := t.tx.Exec(ctx, `UPDATE account_keys SET revoked_at = $1 WHERE key_id = $2`, at.UTC(), keyID); err != nil {
+	if err := t.run(ctx, `UPDATE account_keys SET revoked_at = $1 WHERE key_id = $2`, at.UTC(), keyID); err != nil {
 		return err
 	}
-	_, err := t.tx.Exec(ctx, `UPDATE account_sessions SET ended_at = $1 WHERE key_id = $2 AND ended_at IS NULL`, at.UTC(), keyID)
-	return err
+	return t.run(ctx, `UPDATE account_sessions SET ended_at = $1 WHERE key_id = $2 AND ended_at IS NULL`, at.UTC(), keyID)
 }
 
 func (t accountsTx) AddSession(ctx context.Context, s account.SessionStarted) error {
-	_, err := t.tx.Exec(ctx, `INSERT INTO account_sessions (session_id, user_id, key_id, token_hash, started_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6)`,
+	return t.run(ctx, `INSERT INTO account_sessions (session_id, user_id, key_id, token_hash, started_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6)`,
 		s.SessionID, s.UserID, s.KeyID, s.TokenHash, s.StartedAt.UTC(), s.ExpiresAt.UTC())
-	return err
 }
 
 func (t accountsTx) KeyUsed(ctx context.Context, userID string, u account.KeyUse) error {
-	_, err := t.tx.Exec(ctx, `UPDATE account_keys SET last_used_at = $1 WHERE key_id = $2 AND user_id = $3 AND (last_used_at IS NULL OR last_used_at < $1)`,
+	return t.run(ctx, `UPDATE account_keys SET last_used_at = $1 WHERE key_id = $2 AND user_id = $3 AND (last_used_at IS NULL OR last_used_at < $1)`,
 		u.LastUsedAt.UTC(), u.KeyID, userID)
-	return err
 }
 
 // The queries. A missing row is (zero, false, nil); only real failures are

@@ -61,7 +61,7 @@ func (m tableModel) Reset(ctx context.Context) error {
 // caches a prepared statement for each SQL text, so a batch of a thousand
 // events parses each of its statements once.
 func applyBatch[Tx any](ctx context.Context, db *DB, name string, events []domain.Event,
-	newTx func(pgx.Tx) Tx, apply func(context.Context, Tx, domain.Event) error) error {
+	newTx func(batchTx) Tx, apply func(context.Context, Tx, domain.Event) error) error {
 	if len(events) == 0 {
 		return nil
 	}
@@ -73,7 +73,7 @@ func applyBatch[Tx any](ctx context.Context, db *DB, name string, events []domai
 		if err := tx.QueryRow(ctx, `SELECT position FROM projection_checkpoints WHERE name = $1 FOR UPDATE`, name).Scan(&done); err != nil {
 			return fmt.Errorf("postgres: checkpoint %s: %w", name, err)
 		}
-		port := newTx(tx)
+		port := newTx(batchTx{tx})
 		last := uint64(done)
 		for _, e := range events {
 			if e.Position <= uint64(done) {
@@ -92,6 +92,16 @@ func applyBatch[Tx any](ctx context.Context, db *DB, name string, events []domai
 		}
 		return nil
 	})
+}
+
+// batchTx is the transaction of one batch, which every read model's
+// write port wraps.
+type batchTx struct{ tx pgx.Tx }
+
+// run runs query for its effect alone.
+func (b batchTx) run(ctx context.Context, query string, args ...any) error {
+	_, err := b.tx.Exec(ctx, query, args...)
+	return err
 }
 
 // timeOrZero reads a nullable TIMESTAMPTZ back: NULL is the zero time,

@@ -14,3 +14,7 @@ import (
 func TestAccountsConformance(t *testing.T) {
 	readmodeltest.RunAccounts(t, func(t *testing.T) readmodeltest.Accounts { return postgres.NewAccounts(openDB(t)) })
 }
+
+func TestJobsConformance(t *testing.T) {
+	readmodeltest.RunJobs(t, func(t *testing.T) readmodeltest.Jobs { return postgres.NewJobs(openDB(t)) })
+}
