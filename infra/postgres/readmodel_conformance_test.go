@@ -18,3 +18,7 @@ func TestAccountsConformance(t *testing.T) {
 func TestJobsConformance(t *testing.T) {
 	readmodeltest.RunJobs(t, func(t *testing.T) readmodeltest.Jobs { return postgres.NewJobs(openDB(t)) })
 }
+
+func TestAuditConformance(t *testing.T) {
+	readmodeltest.RunAudit(t, func(t *testing.T) readmodeltest.Audit { return postgres.NewAudit(openDB(t)) })
+}
