@@ -22,3 +22,7 @@ func TestJobsConformance(t *testing.T) {
 func TestAuditConformance(t *testing.T) {
 	readmodeltest.RunAudit(t, func(t *testing.T) readmodeltest.Audit { return postgres.NewAudit(openDB(t)) })
 }
+
+func TestProvenanceConformance(t *testing.T) {
+	readmodeltest.RunProvenance(t, func(t *testing.T) readmodeltest.Provenance { return postgres.NewProvenance(openDB(t)) })
+}
