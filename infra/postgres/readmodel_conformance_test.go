@@ -26,3 +26,7 @@ func TestAuditConformance(t *testing.T) {
 func TestProvenanceConformance(t *testing.T) {
 	readmodeltest.RunProvenance(t, func(t *testing.T) readmodeltest.Provenance { return postgres.NewProvenance(openDB(t)) })
 }
+
+func TestSuggestionsConformance(t *testing.T) {
+	readmodeltest.RunSuggestions(t, func(t *testing.T) readmodeltest.Suggestions { return postgres.NewSuggestions(openDB(t)) })
+}
