@@ -104,6 +104,12 @@ func (b batchTx) run(ctx context.Context, query string, args ...any) error {
 	return err
 }
 
+// exec runs query and returns the number of rows it changed.
+func (b batchTx) exec(ctx context.Context, query string, args ...any) (int64, error) {
+	tag, err := b.tx.Exec(ctx, query, args...)
+	return tag.RowsAffected(), err
+}
+
 // timeOrZero reads a nullable TIMESTAMPTZ back: NULL is the zero time,
 // anything else is returned in UTC like the SQLite stores return it.
 func timeOrZero(t *time.Time) time.Time {
@@ -111,4 +117,13 @@ func timeOrZero(t *time.Time) time.Time {
 		return time.Time{}
 	}
 	return t.UTC()
+}
+
+// utcOrNil is a nullable time in UTC.
+func utcOrNil(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
 }

@@ -30,3 +30,7 @@ func TestProvenanceConformance(t *testing.T) {
 func TestSuggestionsConformance(t *testing.T) {
 	readmodeltest.RunSuggestions(t, func(t *testing.T) readmodeltest.Suggestions { return postgres.NewSuggestions(openDB(t)) })
 }
+
+func TestMemoriesConformance(t *testing.T) {
+	readmodeltest.RunMemories(t, func(t *testing.T) readmodeltest.Memories { return postgres.NewMemories(openDB(t)) })
+}

@@ -145,11 +145,7 @@ func (s *Suggestions) query(ctx context.Context, query string, args ...any) ([]p
 		if err := json.Unmarshal([]byte(sources), &sg.Sources); err != nil {
 			return processing.Suggestion{}, fmt.Errorf("postgres: suggestion sources: %w", err)
 		}
-		sg.CreatedAt, sg.ExpiresAt = sg.CreatedAt.UTC(), sg.ExpiresAt.UTC()
-		if sg.ResolvedAt != nil {
-			at := sg.ResolvedAt.UTC()
-			sg.ResolvedAt = &at
-		}
+		sg.CreatedAt, sg.ExpiresAt, sg.ResolvedAt = sg.CreatedAt.UTC(), sg.ExpiresAt.UTC(), utcOrNil(sg.ResolvedAt)
 		return sg, nil
 	})
 }
