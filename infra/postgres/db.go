@@ -1,5 +1,6 @@
-// Package postgres is the PostgreSQL adapter of the domain ports (for now the
-// event store), over a pgxpool connection pool.
+// Package postgres is the PostgreSQL adapter of the domain ports (the event
+// store, the shared rate-limit buckets and the read-model stores), over a
+// pgxpool connection pool.
 package postgres
 
 import (

@@ -3,6 +3,7 @@ package readmodeltest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -109,6 +110,37 @@ func RunAudit(t *testing.T, open func(t *testing.T) Audit) {
 		}
 		if len(entries(t, s, "u1", "a1")) != 0 || len(entries(t, s, "u1", "a2")) != 1 || len(entries(t, s, "u1", "")) != 1 {
 			t.Fatal("agent delete is not scoped to the agent's entries")
+		}
+	})
+
+	t.Run("PagesNewestFirstByBefore", func(t *testing.T) {
+		s := open(t)
+		mustApply(t, s, 1, entry(1, "u1", "a1", "m1"), entry(2, "u1", "a1", "m2"), entry(3, "u2", "a1", "m9"),
+			entry(4, "u1", "a1", "m3"), entry(5, "u1", "a1", "m4"), entry(6, "u1", "a1", "m5"))
+		var got []string
+		before := ""
+		for range 3 {
+			p, err := s.Entries(ctx, audit.Query{UserID: "u1", AgentID: "a1", Before: before, Limit: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range p.Entries {
+				got = append(got, e.ID)
+			}
+			if before = p.NextBefore; before == "" {
+				break
+			}
+		}
+		if fmt.Sprint(got) != "[ev-6 ev-5 ev-4 ev-2 ev-1]" || before != "" {
+			t.Fatalf("pages = %v (last next_before %q), want [ev-6 ev-5 ev-4 ev-2 ev-1] and no next page", got, before)
+		}
+		// Another user's entry, or an entry of another agent, is not a
+		// bound of this trail: the request is invalid, not empty.
+		for _, q := range []audit.Query{{UserID: "u1", AgentID: "a1", Before: "ev-3"}, {UserID: "u1", AgentID: "a2", Before: "ev-4"}, {UserID: "u1", AgentID: "a1", Before: "nope"}} {
+			var de *domain.Error
+			if _, err := s.Entries(ctx, q); !errors.As(err, &de) || de.Kind != domain.KindInvalid {
+				t.Fatalf("Entries(%+v) = %v, want an invalid-request error", q, err)
+			}
 		}
 	})
 }

@@ -1,0 +1,359 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/domain/memory"
+)
+
+// Memories is the memories read model (memory.ReadModel) in PostgreSQL:
+// agents, their memories, and which memory texts have vectors in which
+// model. For now it answers the queries the conformance suite and the
+// embedding queue read it by (Agent, Memory, PendingEmbeddings,
+// StreamVersion), not yet the listing, search and stats queries of the
+// SQLite store.
+type Memories struct {
+	tableModel
+}
+
+var _ memory.ReadModel = (*Memories)(nil)
+
+// NewMemories returns the read model stored in db.
+func NewMemories(db *DB) *Memories {
+	return &Memories{tableModel{db: db, name: "memories",
+		tables: []string{"memory_embeddings", "memories", "agents", "agent_settings", "agent_streams"}}}
+}
+
+// Apply implements memory.ReadModel.
+func (m *Memories) Apply(ctx context.Context, events []domain.Event, apply func(context.Context, memory.ReadModelTx, domain.Event) error) error {
+	return applyBatch(ctx, m.db, m.name, events, func(b batchTx) memory.ReadModelTx {
+		return &memoriesTx{batchTx: b, agents: map[memory.AgentRef]bool{}}
+	}, apply)
+}
+
+// memoriesTx is memory.ReadModelTx over one batch's transaction.
+type memoriesTx struct {
+	batchTx
+	// agents caches whether an agent exists within the batch, which
+	// changes only by AddAgent and DeleteAgent.
+	agents map[memory.AgentRef]bool
+}
+
+var _ memory.ReadModelTx = (*memoriesTx)(nil)
+
+func (t *memoriesTx) AgentExists(ctx context.Context, ref memory.AgentRef) (bool, error) {
+	if ok, known := t.agents[ref]; known {
+		return ok, nil
+	}
+	var ok bool
+	err := t.tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM agents WHERE user_id = $1 AND agent_id = $2)`, ref.UserID, ref.AgentID).Scan(&ok)
+	if err == nil {
+		t.agents[ref] = ok
+	}
+	return ok, err
+}
+
+func (t *memoriesTx) AgentModel(ctx context.Context, ref memory.AgentRef) (model string, dimensions int, found bool, err error) {
+	err = t.tx.QueryRow(ctx, `SELECT embedding_model, dimensions FROM agents WHERE user_id = $1 AND agent_id = $2`, ref.UserID, ref.AgentID).
+		Scan(&model, &dimensions)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", 0, false, nil
+	}
+	return model, dimensions, err == nil, err
+}
+
+func (t *memoriesTx) AddAgent(ctx context.Context, a memory.AgentCreated) error {
+	err := t.run(ctx, `INSERT INTO agents (user_id, agent_id, embedding_model, dimensions, created_at)
+		VALUES ($1, $2, $3, $4, $5) ON CONFLICT (user_id, agent_id) DO NOTHING`,
+		a.UserID, a.AgentID, a.EmbeddingModel, a.Dimensions, a.CreatedAt.UTC())
+	if err == nil {
+		t.agents[a.AgentRef] = true
+	}
+	return err
+}
+
+func (t *memoriesTx) DeleteAgent(ctx context.Context, ref memory.AgentRef) error {
+	for _, q := range []string{
+		`DELETE FROM agent_settings WHERE user_id = $1 AND agent_id = $2`,
+		`DELETE FROM memory_embeddings WHERE memory_id IN (SELECT id FROM memories WHERE user_id = $1 AND agent_id = $2)`,
+		`DELETE FROM memories WHERE user_id = $1 AND agent_id = $2`,
+		`DELETE FROM agents WHERE user_id = $1 AND agent_id = $2`,
+	} {
+		if err := t.run(ctx, q, ref.UserID, ref.AgentID); err != nil {
+			return err
+		}
+	}
+	t.agents[ref] = false
+	return nil
+}
+
+func (t *memoriesTx) SetAgentModel(ctx context.Context, ref memory.AgentRef, model string, dimensions int) error {
+	return t.run(ctx, `UPDATE agents SET embedding_model = $1, dimensions = $2 WHERE user_id = $3 AND agent_id = $4`,
+		model, dimensions, ref.UserID, ref.AgentID)
+}
+
+func (t *memoriesTx) DropEmbeddings(ctx context.Context, ref memory.AgentRef, model string, dimensions int) error {
+	return t.run(ctx, `DELETE FROM memory_embeddings WHERE model = $1 AND dimensions = $2
+		AND memory_id IN (SELECT id FROM memories WHERE user_id = $3 AND agent_id = $4)`,
+		model, dimensions, ref.UserID, ref.AgentID)
+}
+
+func (t *memoriesTx) AddToAgent(ctx context.Context, ref memory.AgentRef, memories int, contentBytes int64) error {
+	return t.run(ctx, `UPDATE agents SET stored_memories = stored_memories + $1, content_bytes = content_bytes + $2
+		WHERE user_id = $3 AND agent_id = $4`, memories, contentBytes, ref.UserID, ref.AgentID)
+}
+
+func (t *memoriesTx) PutSettings(ctx context.Context, ref memory.AgentRef, settings json.RawMessage, lazyDecay bool, at time.Time) error {
+	return t.run(ctx, `INSERT INTO agent_settings (user_id, agent_id, settings, lazy_decay, updated_at) VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (user_id, agent_id) DO UPDATE SET settings = excluded.settings, lazy_decay = excluded.lazy_decay, updated_at = excluded.updated_at`,
+		ref.UserID, ref.AgentID, string(settings), lazyDecay, at.UTC())
+}
+
+func (t *memoriesTx) LazyDecay(ctx context.Context, ref memory.AgentRef) (bool, error) {
+	var on bool
+	err := t.tx.QueryRow(ctx, `SELECT lazy_decay FROM agent_settings WHERE user_id = $1 AND agent_id = $2`, ref.UserID, ref.AgentID).Scan(&on)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return true, nil
+	}
+	return on, err
+}
+
+func (t *memoriesTx) Memory(ctx context.Context, ref memory.AgentRef, id string) (m memory.StoredMemory, found bool, err error) {
+	var typ, content string
+	v := &m.Vitality
+	err = t.tx.QueryRow(ctx, `SELECT type, content, goal_type, strength, strength_since, protected, forgotten_at IS NOT NULL
+		FROM memories WHERE id = $1 AND user_id = $2 AND agent_id = $3`, id, ref.UserID, ref.AgentID).
+		Scan(&typ, &content, &v.GoalType, &v.Base, &v.Since, &v.Protected, &v.Forgotten)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return memory.StoredMemory{}, false, nil
+	}
+	if err != nil {
+		return memory.StoredMemory{}, false, err
+	}
+	m.Type, v.Type, m.Content, v.Since = memory.Type(typ), memory.Type(typ), json.RawMessage(content), v.Since.UTC()
+	return m, true, nil
+}
+
+func (t *memoriesTx) InsertMemory(ctx context.Context, m memory.NewMemory) (bool, error) {
+	tags, err := jsonList(m.Tags)
+	if err != nil {
+		return false, err
+	}
+	refs, err := jsonList(m.DerivedFrom)
+	if err != nil {
+		return false, err
+	}
+	searchable := m.Type.Searchable()
+	v := m.Vitality
+	n, err := t.exec(ctx, `INSERT INTO memories
+		(id, user_id, agent_id, type, searchable, content, tags, derived_from, created_at, updated_at, forgotten_at, text_hash, embed_pending,
+		 strength, strength_since, protected, goal_type, weak_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, NULL, $10, $5, $11, $12, $13, $14, $15) ON CONFLICT (id) DO NOTHING`,
+		m.MemoryID, m.UserID, m.AgentID, string(m.Type), searchable, string(m.Content), tags, refs, m.CreatedAt.UTC(), m.TextHash,
+		v.Base, v.Since.UTC(), v.Protected, v.GoalType, weakAt(v))
+	return n > 0, err
+}
+
+func (t *memoriesTx) SetContent(ctx context.Context, ref memory.AgentRef, id string, content json.RawMessage, tags *[]string, textHash string, at time.Time) error {
+	if tags != nil {
+		list, err := jsonList(*tags)
+		if err != nil {
+			return err
+		}
+		if err := t.run(ctx, `UPDATE memories SET tags = $1 WHERE id = $2 AND user_id = $3 AND agent_id = $4`, list, id, ref.UserID, ref.AgentID); err != nil {
+			return err
+		}
+	}
+	return t.run(ctx, `UPDATE memories SET content = $1, text_hash = $2, updated_at = $3, version = version + 1 WHERE id = $4 AND user_id = $5 AND agent_id = $6`,
+		string(content), textHash, at.UTC(), id, ref.UserID, ref.AgentID)
+}
+
+func (t *memoriesTx) SetVitality(ctx context.Context, ref memory.AgentRef, id string, v memory.Vitality) error {
+	return t.run(ctx, `UPDATE memories SET strength = $1, strength_since = $2, protected = $3, goal_type = $4, weak_at = $5 WHERE id = $6 AND user_id = $7 AND agent_id = $8`,
+		v.Base, v.Since.UTC(), v.Protected, v.GoalType, weakAt(v), id, ref.UserID, ref.AgentID)
+}
+
+func (t *memoriesTx) CountVersion(ctx context.Context, ref memory.AgentRef, id string) error {
+	return t.run(ctx, `UPDATE memories SET version = version + 1 WHERE id = $1 AND user_id = $2 AND agent_id = $3`, id, ref.UserID, ref.AgentID)
+}
+
+func (t *memoriesTx) Forget(ctx context.Context, ref memory.AgentRef, id string, at time.Time) error {
+	return t.run(ctx, `UPDATE memories SET forgotten_at = $1, embed_pending = FALSE, version = version + 1
+		WHERE id = $2 AND user_id = $3 AND agent_id = $4 AND forgotten_at IS NULL`,
+		at.UTC(), id, ref.UserID, ref.AgentID)
+}
+
+func (t *memoriesTx) Recover(ctx context.Context, ref memory.AgentRef, id string) error {
+	return t.run(ctx, `UPDATE memories SET forgotten_at = NULL WHERE id = $1 AND user_id = $2 AND agent_id = $3`, id, ref.UserID, ref.AgentID)
+}
+
+func (t *memoriesTx) CountVerification(ctx context.Context, ref memory.AgentRef, id string, at time.Time) error {
+	return t.run(ctx, `UPDATE memories SET verification_count = verification_count + 1, last_verified_at = $1 WHERE id = $2 AND user_id = $3 AND agent_id = $4`,
+		at.UTC(), id, ref.UserID, ref.AgentID)
+}
+
+func (t *memoriesTx) DeleteMemory(ctx context.Context, ref memory.AgentRef, id string) error {
+	n, err := t.exec(ctx, `DELETE FROM memories WHERE id = $1 AND user_id = $2 AND agent_id = $3`, id, ref.UserID, ref.AgentID)
+	if err != nil || n == 0 {
+		return err
+	}
+	return t.run(ctx, `DELETE FROM memory_embeddings WHERE memory_id = $1`, id)
+}
+
+func (t *memoriesTx) RecordEmbedding(ctx context.Context, ref memory.AgentRef, id, model string, dimensions int, textHash string) error {
+	n, err := t.exec(ctx, `INSERT INTO memory_embeddings (memory_id, model, dimensions, text_hash)
+		SELECT $1, $2, $3, $4 WHERE EXISTS (SELECT 1 FROM memories WHERE id = $1 AND user_id = $5 AND agent_id = $6 AND text_hash = $4)
+		ON CONFLICT (memory_id, model, dimensions) DO UPDATE SET text_hash = excluded.text_hash`,
+		id, model, dimensions, textHash, ref.UserID, ref.AgentID)
+	if err != nil || n == 0 {
+		return err
+	}
+	return t.run(ctx, `UPDATE memories SET embed_pending = FALSE WHERE id = $1 AND EXISTS (
+			SELECT 1 FROM agents WHERE user_id = $2 AND agent_id = $3 AND embedding_model = $4 AND dimensions = $5)`,
+		id, ref.UserID, ref.AgentID, model, dimensions)
+}
+
+// refreshPendingSQL recomputes embed_pending for the memories matching
+// the WHERE it is completed with (over alias m) from their agent's active
+// model and their current text.
+const refreshPendingSQL = `UPDATE memories AS m SET embed_pending = (
+		m.searchable AND m.forgotten_at IS NULL AND NOT EXISTS (
+			SELECT 1 FROM agents a JOIN memory_embeddings e
+				ON e.memory_id = m.id AND e.model = a.embedding_model AND e.dimensions = a.dimensions AND e.text_hash = m.text_hash
+			WHERE a.user_id = m.user_id AND a.agent_id = m.agent_id))
+	WHERE m.user_id = $1 AND m.agent_id = $2`
+
+func (t *memoriesTx) RefreshPending(ctx context.Context, ref memory.AgentRef, id string) error {
+	if id == "" {
+		return t.run(ctx, refreshPendingSQL, ref.UserID, ref.AgentID)
+	}
+	return t.run(ctx, refreshPendingSQL+` AND m.id = $3`, ref.UserID, ref.AgentID, id)
+}
+
+func (t *memoriesTx) RecordStreamVersion(ctx context.Context, stream string, version uint64) error {
+	return t.run(ctx, `INSERT INTO agent_streams (stream, version) VALUES ($1, $2)
+		ON CONFLICT (stream) DO UPDATE SET version = excluded.version`, stream, int64(version))
+}
+
+// weakAt is memory.WeakAt as stored: NULL for never.
+func weakAt(v memory.Vitality) *time.Time {
+	at := memory.WeakAt(v)
+	if at.IsZero() {
+		return nil
+	}
+	at = at.UTC()
+	return &at
+}
+
+// jsonList encodes a string list, nil as [].
+func jsonList(v []string) (string, error) {
+	if v == nil {
+		v = []string{}
+	}
+	b, err := json.Marshal(v)
+	return string(b), err
+}
+
+// The queries. Every one is scoped by user: another user's agent or memory
+// is indistinguishable from a missing one.
+
+// Agent returns one agent of the user; (zero, false, nil) if there is none.
+func (m *Memories) Agent(ctx context.Context, userID, agentID string) (memory.AgentView, bool, error) {
+	a := memory.AgentView{UserID: userID, AgentID: agentID}
+	err := m.db.Pool.QueryRow(ctx, `SELECT a.embedding_model, a.dimensions, a.created_at,
+		(SELECT count(*) FROM memories m WHERE m.user_id = a.user_id AND m.agent_id = a.agent_id AND m.forgotten_at IS NULL),
+		a.stored_memories, a.content_bytes FROM agents a WHERE a.user_id = $1 AND a.agent_id = $2`, userID, agentID).
+		Scan(&a.EmbeddingModel, &a.Dimensions, &a.CreatedAt, &a.MemoryCount, &a.StoredMemories, &a.TextBytes)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return memory.AgentView{}, false, nil
+	}
+	if err != nil {
+		return memory.AgentView{}, false, fmt.Errorf("postgres: agent: %w", err)
+	}
+	a.CreatedAt = a.CreatedAt.UTC()
+	return a, true, nil
+}
+
+// StreamVersion is the version of the last event of the agent stream that
+// the read model applied, or domain.ExpectNoStream when it applied none.
+func (m *Memories) StreamVersion(ctx context.Context, stream string) (int64, error) {
+	var v int64
+	err := m.db.Pool.QueryRow(ctx, `SELECT version FROM agent_streams WHERE stream = $1`, stream).Scan(&v)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return domain.ExpectNoStream, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("postgres: stream version: %w", err)
+	}
+	return v, nil
+}
+
+// memViewFrom joins each memory's agent and its settings (no row: the
+// defaults, lazy decay on).
+const memViewFrom = ` FROM memories m JOIN agents a ON a.user_id = m.user_id AND a.agent_id = m.agent_id
+	LEFT JOIN agent_settings s ON s.user_id = m.user_id AND s.agent_id = m.agent_id `
+
+// Memory returns one memory of the user, forgotten or not; (zero, false,
+// nil) if it does not exist, was purged, or belongs to someone else.
+func (m *Memories) Memory(ctx context.Context, userID, id string) (memory.View, bool, error) {
+	var v memory.View
+	var typ, content, tags, refs string
+	var searchable, pending bool
+	err := m.db.Pool.QueryRow(ctx, `SELECT m.id, m.agent_id, m.type, m.searchable, m.content, m.tags, m.derived_from, m.created_at, m.updated_at,
+		m.forgotten_at, m.text_hash, m.embed_pending, m.version, a.embedding_model, a.dimensions,
+		m.strength, m.strength_since, m.protected, m.goal_type, m.verification_count, m.last_verified_at, COALESCE(s.lazy_decay, TRUE)`+
+		memViewFrom+`WHERE m.id = $1 AND m.user_id = $2`, id, userID).
+		Scan(&v.ID, &v.AgentID, &typ, &searchable, &content, &tags, &refs, &v.CreatedAt, &v.UpdatedAt,
+			&v.ForgottenAt, &v.TextHash, &pending, &v.Version, &v.Embedding.Model, &v.Embedding.Dimensions,
+			&v.Vitality.Base, &v.Vitality.Since, &v.Vitality.Protected, &v.Vitality.GoalType, &v.VerificationCount, &v.LastVerifiedAt, &v.LazyDecay)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return memory.View{}, false, nil
+	}
+	if err != nil {
+		return memory.View{}, false, fmt.Errorf("postgres: memory: %w", err)
+	}
+	v.Type, v.Vitality.Type, v.Content, v.Protected = memory.Type(typ), memory.Type(typ), json.RawMessage(content), v.Vitality.Protected
+	if err := errors.Join(json.Unmarshal([]byte(tags), &v.Tags), json.Unmarshal([]byte(refs), &v.DerivedFrom)); err != nil {
+		return memory.View{}, false, fmt.Errorf("postgres: memory %s lists: %w", v.ID, err)
+	}
+	v.CreatedAt, v.UpdatedAt, v.Vitality.Since = v.CreatedAt.UTC(), v.UpdatedAt.UTC(), v.Vitality.Since.UTC()
+	v.ForgottenAt, v.LastVerifiedAt = utcOrNil(v.ForgottenAt), utcOrNil(v.LastVerifiedAt)
+	v.Forgotten, v.Vitality.Forgotten = v.ForgottenAt != nil, v.ForgottenAt != nil
+	switch {
+	case !searchable || v.Forgotten:
+		v.Embedding.Status = memory.StatusNotIndexed
+	case pending:
+		v.Embedding.Status = memory.StatusPending
+	default:
+		v.Embedding.Status = memory.StatusEmbedded
+	}
+	return v, true, nil
+}
+
+// PendingEmbeddings returns up to limit memories, of every user, whose
+// current text has no vector in their agent's active model, in id order.
+func (m *Memories) PendingEmbeddings(ctx context.Context, limit int) ([]memory.PendingEmbedding, error) {
+	rows, err := m.db.Pool.Query(ctx, `SELECT m.user_id, m.agent_id, m.id, m.type, m.content, m.text_hash, a.embedding_model, a.dimensions
+		`+memViewFrom+`WHERE m.embed_pending ORDER BY m.id LIMIT $1`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: pending embeddings: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (memory.PendingEmbedding, error) {
+		var p memory.PendingEmbedding
+		var typ, content string
+		err := row.Scan(&p.UserID, &p.AgentID, &p.MemoryID, &typ, &content, &p.TextHash, &p.Model, &p.Dimensions)
+		p.Type, p.Content = memory.Type(typ), json.RawMessage(content)
+		return p, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: pending embeddings: %w", err)
+	}
+	return out, nil
+}
