@@ -135,8 +135,8 @@ func TestThreeNodes(t *testing.T) {
 }
 
 // exportReadModels opens dataDir over the shared log, brings every
-// projection up to the log's head and exports each read model that can be
-// exported (the SQLite ones, by name).
+// projection up to the log's head and exports every SQLite read model,
+// by name.
 func exportReadModels(t *testing.T, ctx context.Context, dataDir, dbURL string) map[string][]byte {
 	t.Helper()
 	st, err := stack.Open(ctx, stack.Config{DataDir: dataDir, EventStore: stack.EventStore{Backend: stack.PostgresLog, URL: dbURL}})
@@ -148,21 +148,17 @@ func exportReadModels(t *testing.T, ctx context.Context, dataDir, dbURL string) 
 		t.Fatal(err)
 	}
 	out := map[string][]byte{}
-	for _, p := range st.Projections() {
-		exporter, ok := p.(interface {
-			Export(context.Context, io.Writer) error
-		})
-		if !ok {
-			continue
-		}
+	for name, model := range map[string]interface {
+		Export(context.Context, io.Writer) error
+	}{
+		"accounts": st.Accounts, "memories": st.Memories, "jobs": st.Jobs,
+		"provenance": st.Provenance, "audit": st.Audit, "suggestions": st.Suggestions,
+	} {
 		var buf bytes.Buffer
-		if err := exporter.Export(ctx, &buf); err != nil {
+		if err := model.Export(ctx, &buf); err != nil {
 			t.Fatal(err)
 		}
-		out[p.Name()] = buf.Bytes()
-	}
-	if len(out) < 3 {
-		t.Fatalf("only %d read models export; the comparison would prove little", len(out))
+		out[name] = buf.Bytes()
 	}
 	return out
 }
