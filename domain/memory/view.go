@@ -36,6 +36,9 @@ type View struct {
 	// Embedding tells whether the current text has a vector in the agent's
 	// active model ("embedded") or waits for one ("pending").
 	Embedding EmbeddingState `json:"embedding"`
+	// Processed tells whether a processing pass consumed the memory; the
+	// raw entry views show it, the memory representation does not.
+	Processed bool `json:"-"`
 }
 
 // ApplyStrength sets Strength and Tier as they are at now.
