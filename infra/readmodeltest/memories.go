@@ -3,6 +3,7 @@ package readmodeltest
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ type Memories interface {
 	memory.ReadModel
 	Agent(ctx context.Context, userID, agentID string) (memory.AgentView, bool, error)
 	Memory(ctx context.Context, userID, id string) (memory.View, bool, error)
+	ListMemories(ctx context.Context, q memory.ListQuery) (memory.Page, error)
 	PendingEmbeddings(ctx context.Context, limit int) ([]memory.PendingEmbedding, error)
 	StreamVersion(ctx context.Context, stream string) (int64, error)
 }
@@ -264,6 +266,39 @@ func RunMemories(t *testing.T, open func(t *testing.T) Memories) {
 			func(ctx context.Context, tx memory.ReadModelTx) error { return tx.RefreshPending(ctx, alice, "m-1") })
 		if v := view(t, s, "u1", "m-1"); v.Forgotten || v.Embedding.Status != memory.StatusPending {
 			t.Fatalf("recovered: %+v", v)
+		}
+	})
+
+	t.Run("MarkProcessedIsScopedToTheAgentAndFiltersTheListing", func(t *testing.T) {
+		s := open(t)
+		mark := func(ref memory.AgentRef, id string) memOp {
+			return func(ctx context.Context, tx memory.ReadModelTx) error { return tx.MarkProcessed(ctx, ref, id) }
+		}
+		mustApply(t, s, 1, addAgent(alice, "m1"), addAgent(aliceTwo, "m1"),
+			insert(newNote(alice, "m-1", "one")), insert(newNote(alice, "m-2", "two")), insert(newNote(aliceTwo, "m-3", "three")),
+			mark(alice, "m-1"), mark(alice, "m-1"), // a second pass over it changes nothing
+			mark(aliceTwo, "m-2"), mark(bob, "m-3"), // another agent's, another user's memory: left alone
+			mark(alice, "m-gone")) // not held: ignored
+		for id, want := range map[string]bool{"m-1": true, "m-2": false, "m-3": false} {
+			if v := view(t, s, "u1", id); v.Processed != want || v.Version != 1 {
+				t.Errorf("%s: processed %v version %d, want processed %v at version 1", id, v.Processed, v.Version, want)
+			}
+		}
+		for _, want := range []struct {
+			processed bool
+			ids       []string
+		}{{true, []string{"m-1"}}, {false, []string{"m-2"}}} {
+			page, err := s.ListMemories(ctx, memory.ListQuery{UserID: "u1", AgentID: "a1", Processed: &want.processed, IncludeWeak: true, Now: t0, Limit: 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ids []string
+			for _, v := range page.Memories {
+				ids = append(ids, v.ID)
+			}
+			if !slices.Equal(ids, want.ids) {
+				t.Errorf("listing processed=%v = %v, want %v", want.processed, ids, want.ids)
+			}
 		}
 	})
 
