@@ -273,7 +273,8 @@ func (c *Pipeline) view(ctx context.Context, as agentStack) (ProcessingView, err
 	}
 	v.Raw.Entries = []RawEntry{}
 	for _, s := range bySource[memory.RawEntry] {
-		done, into := as.stack.Processed(s.ID)
+		consumed, into := as.stack.Processed(s.ID)
+		done := consumed || s.ProcessedByClient
 		if done {
 			v.Raw.Processed++
 		} else {
@@ -521,10 +522,12 @@ func sourceRefs(t memory.Type, ids []string) []string {
 	return out
 }
 
+// unconsumed are the sources t has still to process: neither consumed by
+// one of its passes nor processed by the client.
 func unconsumed(st *processing.Stack, t processing.Transition, all []processing.Source) []processing.Source {
 	var out []processing.Source
 	for _, s := range all {
-		if !st.Consumed(t, s.ID) {
+		if !s.ProcessedByClient && !st.Consumed(t, s.ID) {
 			out = append(out, s)
 		}
 	}
@@ -558,11 +561,14 @@ func SourceOf(v memory.View) processing.Source {
 		DriveType        string   `json:"drive_type"`
 		Confidence       *float64 `json:"confidence"`
 		Arousal          float64  `json:"emotional_arousal"`
+		Processed        bool     `json:"processed"`
 	}
 	_ = json.Unmarshal(v.Content, &f) // read-model content is canonical JSON
 	s := processing.Source{ID: v.ID, Type: v.Type, CreatedAt: v.CreatedAt, Protected: v.Protected}
 	switch v.Type {
-	case memory.RawEntry, memory.Note:
+	case memory.RawEntry:
+		s.Text, s.ProcessedByClient = f.Content, f.Processed
+	case memory.Note:
 		s.Text = f.Content
 	case memory.Episode:
 		s.Text, s.Arousal = f.Objective+": "+f.Outcome, f.Arousal

@@ -163,15 +163,14 @@ type consumedFields struct {
 	Consumed []processing.Consumed `json:"consumed"`
 }
 
-// passConsumed marks the memories a processing pass consumed processed,
-// the state the processing snapshot folds from the same event
-// (processing.Stack.Processed). A consumed memory of an agent deleted
+// passConsumed marks the memories a processing pass consumed, as the
+// processing snapshot does from the same event (processing.Stack.Processed). A consumed memory of an agent deleted
 // since is no longer held, so the mark never reaches a later agent of
 // the same id.
 func passConsumed(ctx context.Context, tx memory.ReadModelTx, p consumedFields) error {
 	ref := memory.AgentRef{UserID: p.UserID, AgentID: p.AgentID}
 	for _, c := range p.Consumed {
-		if err := tx.MarkProcessed(ctx, ref, c.ID); err != nil {
+		if err := tx.MarkConsumed(ctx, ref, c.ID); err != nil {
 			return err
 		}
 	}

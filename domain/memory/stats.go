@@ -17,8 +17,7 @@ type Stats struct {
 	Suggestions     map[string]int `json:"suggestions"`
 }
 
-// RawStats splits the live (not forgotten) raw entries by whether a
-// processing pass consumed them (View.Processed).
+// RawStats splits the live (not forgotten) raw entries by View.Processed.
 type RawStats struct {
 	Processed   int `json:"processed"`
 	Unprocessed int `json:"unprocessed"`

@@ -36,8 +36,10 @@ type View struct {
 	// Embedding tells whether the current text has a vector in the agent's
 	// active model ("embedded") or waits for one ("pending").
 	Embedding EmbeddingState `json:"embedding"`
-	// Processed tells whether a processing pass consumed the memory; the
-	// raw entry views show it, the memory representation does not.
+	// Processed is a raw entry's one processed state: a processing pass
+	// consumed it, or its content says processed: true (the client
+	// processed it). The raw entry views and the stats show it; the memory
+	// representation does not.
 	Processed bool `json:"-"`
 }
 

@@ -50,6 +50,14 @@ func newNote(ref memory.AgentRef, id, text string) memory.NewMemory {
 	}
 }
 
+func raw(ref memory.AgentRef, id, content string) memory.NewMemory {
+	return memory.NewMemory{
+		MemoryCreated: memory.MemoryCreated{AgentRef: ref, MemoryID: id, Type: memory.RawEntry, Content: json.RawMessage(content),
+			Tags: []string{}, DerivedFrom: []string{}, CreatedAt: t0, TextHash: memory.TextHash(content)},
+		Vitality: memory.InitialVitality(memory.RawEntry, json.RawMessage(content), t0),
+	}
+}
+
 func insert(m memory.NewMemory) memOp {
 	return func(ctx context.Context, tx memory.ReadModelTx) error {
 		inserted, err := tx.InsertMemory(ctx, m)
@@ -269,17 +277,18 @@ func RunMemories(t *testing.T, open func(t *testing.T) Memories) {
 		}
 	})
 
-	t.Run("MarkProcessedIsScopedToTheAgentAndFiltersTheListing", func(t *testing.T) {
+	t.Run("MarkConsumedIsScopedToTheAgentAndFiltersTheListing", func(t *testing.T) {
 		s := open(t)
 		mark := func(ref memory.AgentRef, id string) memOp {
-			return func(ctx context.Context, tx memory.ReadModelTx) error { return tx.MarkProcessed(ctx, ref, id) }
+			return func(ctx context.Context, tx memory.ReadModelTx) error { return tx.MarkConsumed(ctx, ref, id) }
 		}
 		mustApply(t, s, 1, addAgent(alice, "m1"), addAgent(aliceTwo, "m1"),
 			insert(newNote(alice, "m-1", "one")), insert(newNote(alice, "m-2", "two")), insert(newNote(aliceTwo, "m-3", "three")),
 			mark(alice, "m-1"), mark(alice, "m-1"), // a second pass over it changes nothing
 			mark(aliceTwo, "m-2"), mark(bob, "m-3"), // another agent's, another user's memory: left alone
-			mark(alice, "m-gone")) // not held: ignored
-		for id, want := range map[string]bool{"m-1": true, "m-2": false, "m-3": false} {
+			mark(alice, "m-gone"), // not held: ignored
+			insert(raw(alice, "m-4", `{"content":"done by hand","processed":true}`)), insert(raw(alice, "m-5", `{"content":"x","processed":false}`)))
+		for id, want := range map[string]bool{"m-1": true, "m-2": false, "m-3": false, "m-4": true, "m-5": false} {
 			if v := view(t, s, "u1", id); v.Processed != want || v.Version != 1 {
 				t.Errorf("%s: processed %v version %d, want processed %v at version 1", id, v.Processed, v.Version, want)
 			}
@@ -287,7 +296,7 @@ func RunMemories(t *testing.T, open func(t *testing.T) Memories) {
 		for _, want := range []struct {
 			processed bool
 			ids       []string
-		}{{true, []string{"m-1"}}, {false, []string{"m-2"}}} {
+		}{{true, []string{"m-4", "m-1"}}, {false, []string{"m-5", "m-2"}}} {
 			page, err := s.ListMemories(ctx, memory.ListQuery{UserID: "u1", AgentID: "a1", Processed: &want.processed, IncludeWeak: true, Now: t0, Limit: 10})
 			if err != nil {
 				t.Fatal(err)
@@ -299,6 +308,15 @@ func RunMemories(t *testing.T, open func(t *testing.T) Memories) {
 			if !slices.Equal(ids, want.ids) {
 				t.Errorf("listing processed=%v = %v, want %v", want.processed, ids, want.ids)
 			}
+		}
+		// The content flag follows the content; a pass's consumption stays.
+		mustApply(t, s, 20, func(ctx context.Context, tx memory.ReadModelTx) error {
+			return tx.SetContent(ctx, alice, "m-4", json.RawMessage(`{"content":"done by hand","processed":false}`), nil, "h", t0)
+		}, mark(alice, "m-5"), func(ctx context.Context, tx memory.ReadModelTx) error {
+			return tx.SetContent(ctx, alice, "m-5", json.RawMessage(`{"content":"x","processed":false}`), nil, "h", t0)
+		})
+		if a, b := view(t, s, "u1", "m-4"), view(t, s, "u1", "m-5"); a.Processed || !b.Processed {
+			t.Fatalf("after content changes: m-4 processed %v (want false), m-5 processed %v (want true)", a.Processed, b.Processed)
 		}
 	})
 
