@@ -59,6 +59,10 @@ func TestMemReplayEquivalence(t *testing.T) {
 	s.request(t, "DELETE", "/v1/agents/gone", keyB, nil).must(t, http.StatusOK, nil)
 	s.create(t, keyB, "gone", "belief", map[string]any{"statement": "re-created"})
 
+	// A processing pass (on the cognition stream) consumes raw entries.
+	s.raws(t, keyA, "a", goldenRaw...)
+	s.process(t, keyA, "a", map[string]any{"force": true, "transition": "raw_to_note"})
+
 	// Some vectors come from the queue, after an outage.
 	s.provider.down.Store(true)
 	pending := s.create(t, keyA, "a", "goal", map[string]any{"title": "embedded later"})
@@ -93,6 +97,9 @@ func TestMemReplayEquivalence(t *testing.T) {
 	}
 	if got := s.provider.calls.Load(); got != calls {
 		t.Errorf("replay called the provider %d times", got-calls)
+	}
+	if !bytes.Contains(incremental, []byte(`"consumed":1`)) {
+		t.Error("no memory of the export was consumed by the processing pass")
 	}
 	if n := bytes.Count(incremental, []byte("\n")); n < 20 {
 		t.Errorf("export has only %d rows; the scenario did not run", n)

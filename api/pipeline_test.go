@@ -621,3 +621,51 @@ func TestAcceptAcrossNodesCreatesOneMemory(t *testing.T) {
 	// shows the raw entry made into the memory, not the suggestion.
 	wantError(t, s.request(t, "POST", "/v1/suggestions/"+pending[0].ID+"/reject", aliceKey, nil), http.StatusConflict, "suggestion_not_pending")
 }
+
+// A raw entry has one processed state: consumed by a processing pass, or
+// marked processed by the client (content processed: true), which no pass
+// takes then. The stats, the raw listing's filter and the processing view
+// count the same entries.
+func TestStatsAndRawListingAgreeOnProcessed(t *testing.T) {
+	s := newStack(t, stackOptions{fixedAuth: true})
+	s.raws(t, aliceKey, "claire", goldenRaw...)
+	byClient := s.create(t, aliceKey, "claire", "raw_entry", map[string]any{"content": "sorted out by hand", "processed": true}).ID
+	forgotten := s.create(t, aliceKey, "claire", "raw_entry", map[string]any{"content": "never mind", "processed": true}).ID
+	s.request(t, "DELETE", "/v1/memories/"+forgotten, aliceKey, nil).must(t, http.StatusOK, nil)
+	s.request(t, "PATCH", "/v1/agents/claire/processing", aliceKey, map[string]any{"layers": map[string]any{"raw_to_note": map[string]any{"batch_size": 2}, "raw_to_episode": map[string]any{"enabled": false}}}).must(t, http.StatusOK, nil)
+	passes := s.process(t, aliceKey, "claire", map[string]any{"force": true, "transition": "raw_to_note"}) // the two oldest
+	for _, c := range passes[0].Consumed {
+		if c.ID == byClient {
+			t.Fatalf("a pass took the raw entry the client processed: %+v", passes[0])
+		}
+	}
+	type rawJSON struct {
+		ID            string   `json:"id"`
+		Processed     bool     `json:"processed"`
+		ProcessedInto []string `json:"processed_into"`
+	}
+	list := func(query string) []rawJSON {
+		var out struct {
+			Raw []rawJSON `json:"raw_entries"`
+		}
+		s.request(t, "GET", "/v1/agents/claire/raw"+query, aliceKey, nil).must(t, http.StatusOK, &out)
+		return out.Raw
+	}
+	var st memory.Stats
+	s.request(t, "GET", "/v1/agents/claire/stats", aliceKey, nil).must(t, http.StatusOK, &st)
+	var view commands.ProcessingView
+	s.request(t, "GET", "/v1/agents/claire/processing", aliceKey, nil).must(t, http.StatusOK, &view)
+	done, open := list("?processed=true"), list("?processed=false")
+	if st.Raw.Processed != 3 || len(done) != 3 || view.Raw.Processed != 3 || st.Raw.Unprocessed != 2 || len(open) != 2 || view.Raw.Unprocessed != 2 {
+		t.Fatalf("processed: stats %d, listing %d, processing view %d; unprocessed: stats %d, listing %d, processing view %d; want 3 and 2 everywhere",
+			st.Raw.Processed, len(done), view.Raw.Processed, st.Raw.Unprocessed, len(open), view.Raw.Unprocessed)
+	}
+	if done[0].ID != byClient || !done[0].Processed || len(done[0].ProcessedInto) != 0 || len(done[2].ProcessedInto) != 1 {
+		t.Fatalf("processed entries: %+v", done)
+	}
+	for _, e := range open {
+		if e.Processed {
+			t.Fatalf("the unprocessed listing holds a processed entry: %+v", e)
+		}
+	}
+}

@@ -273,7 +273,8 @@ func (c *Pipeline) view(ctx context.Context, as agentStack) (ProcessingView, err
 	}
 	v.Raw.Entries = []RawEntry{}
 	for _, s := range bySource[memory.RawEntry] {
-		done, into := as.stack.Processed(s.ID)
+		consumed, into := as.stack.Processed(s.ID)
+		done := consumed || s.ProcessedByClient
 		if done {
 			v.Raw.Processed++
 		} else {
@@ -521,10 +522,12 @@ func sourceRefs(t memory.Type, ids []string) []string {
 	return out
 }
 
+// unconsumed are the sources t has still to process: neither consumed by
+// one of its passes nor processed by the client.
 func unconsumed(st *processing.Stack, t processing.Transition, all []processing.Source) []processing.Source {
 	var out []processing.Source
 	for _, s := range all {
-		if !st.Consumed(t, s.ID) {
+		if !s.ProcessedByClient && !st.Consumed(t, s.ID) {
 			out = append(out, s)
 		}
 	}
@@ -558,11 +561,14 @@ func SourceOf(v memory.View) processing.Source {
 		DriveType        string   `json:"drive_type"`
 		Confidence       *float64 `json:"confidence"`
 		Arousal          float64  `json:"emotional_arousal"`
+		Processed        bool     `json:"processed"`
 	}
 	_ = json.Unmarshal(v.Content, &f) // read-model content is canonical JSON
 	s := processing.Source{ID: v.ID, Type: v.Type, CreatedAt: v.CreatedAt, Protected: v.Protected}
 	switch v.Type {
-	case memory.RawEntry, memory.Note:
+	case memory.RawEntry:
+		s.Text, s.ProcessedByClient = f.Content, f.Processed
+	case memory.Note:
 		s.Text = f.Content
 	case memory.Episode:
 		s.Text, s.Arousal = f.Objective+": "+f.Outcome, f.Arousal
@@ -618,56 +624,40 @@ type RawPage struct {
 }
 
 // RawEntries lists the agent's raw entries with their processing state and
-// their strength now. It walks the agent's raw entries page by page until
-// it has Limit of the requested state, so an old unprocessed entry is
-// found however many newer ones there are.
+// their strength now. The processed state and its filter come from the
+// memories read model (View.Processed, the same one the stats count); what
+// each entry became comes from the processing snapshot.
 func (c *Pipeline) RawEntries(ctx context.Context, userID, agentID string, q RawQuery) (RawPage, error) {
 	as, err := c.load(ctx, userID, agentID)
 	if err != nil {
 		return RawPage{}, err
 	}
 	now := c.now()
-	list := func(cursor string, limit int) (memory.Page, error) {
-		return c.cfg.Memories.ListMemories(ctx, memory.ListQuery{UserID: userID, AgentID: agentID, Types: []memory.Type{memory.RawEntry},
-			IncludeForgotten: q.IncludeForgotten, IncludeWeak: q.IncludeWeak, Now: now, Limit: limit, Cursor: cursor})
+	page, err := c.cfg.Memories.ListMemories(ctx, memory.ListQuery{UserID: userID, AgentID: agentID, Types: []memory.Type{memory.RawEntry},
+		IncludeForgotten: q.IncludeForgotten, IncludeWeak: q.IncludeWeak, Processed: q.Processed, Now: now, Limit: q.Limit, Cursor: q.Cursor})
+	if err != nil {
+		return RawPage{}, err
 	}
-	out := RawPage{Entries: []RawEntryView{}}
-	cursor := q.Cursor
-	for {
-		page, err := list(cursor, memory.MaxListLimit)
+	out := RawPage{Entries: make([]RawEntryView, 0, len(page.Memories)), NextCursor: page.NextCursor}
+	for _, v := range page.Memories {
+		entry, err := c.rawEntryView(ctx, as, v, now)
 		if err != nil {
 			return RawPage{}, err
 		}
-		for i, v := range page.Memories {
-			done, into := as.stack.Processed(v.ID)
-			if q.Processed != nil && *q.Processed != done {
-				continue
-			}
-			if into, err = c.promotedInto(ctx, userID, into); err != nil {
-				return RawPage{}, err
-			}
-			v.ApplyStrength(now)
-			out.Entries = append(out.Entries, RawEntryView{View: v, Processed: done, ProcessedInto: into})
-			if len(out.Entries) < q.Limit {
-				continue
-			}
-			// The page is full at the i-th entry of this batch: the next
-			// one starts just after it, where a batch of i+1 ends.
-			out.NextCursor = page.NextCursor
-			if i < len(page.Memories)-1 {
-				upTo, err := list(cursor, i+1)
-				if err != nil {
-					return RawPage{}, err
-				}
-				out.NextCursor = upTo.NextCursor
-			}
-			return out, nil
-		}
-		if page.NextCursor == "" {
-			return out, nil
-		}
-		cursor = page.NextCursor
+		out.Entries = append(out.Entries, entry)
 	}
+	return out, nil
+}
+
+// rawEntryView is v with its strength at now and what it was made into.
+func (c *Pipeline) rawEntryView(ctx context.Context, as agentStack, v memory.View, now time.Time) (RawEntryView, error) {
+	v.ApplyStrength(now)
+	_, into := as.stack.Processed(v.ID)
+	into, err := c.promotedInto(ctx, as.ref.UserID, into)
+	if err != nil {
+		return RawEntryView{}, err
+	}
+	return RawEntryView{View: v, Processed: v.Processed, ProcessedInto: into}, nil
 }
 
 // RawEntry returns one raw entry of the agent with its processing state
@@ -685,10 +675,5 @@ func (c *Pipeline) RawEntry(ctx context.Context, userID, agentID, id string) (Ra
 	if !found || v.AgentID != agentID || v.Type != memory.RawEntry {
 		return RawEntryView{}, domain.NotFound("raw entry")
 	}
-	v.ApplyStrength(c.now())
-	done, into := as.stack.Processed(v.ID)
-	if into == nil {
-		into = []string{}
-	}
-	return RawEntryView{View: v, Processed: done, ProcessedInto: into}, nil
+	return c.rawEntryView(ctx, as, v, c.now())
 }

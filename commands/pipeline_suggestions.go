@@ -218,7 +218,7 @@ func (c *Pipeline) anxietyReport(ctx context.Context, as agentStack) (anxiety.Re
 			}
 			in.BeliefConfs = append(in.BeliefConfs, conf)
 		case memory.RawEntry:
-			if done, _ := as.stack.Processed(v.ID); !done {
+			if !v.Processed {
 				in.UnprocessedRaw = append(in.UnprocessedRaw, anxiety.Raw{Length: utf8.RuneCountInString(f.Content), CapturedAt: v.CreatedAt})
 			}
 		case memory.Value:

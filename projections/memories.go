@@ -9,6 +9,7 @@ import (
 
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/memory"
+	"github.com/engram-memory/engram/domain/processing"
 	"github.com/engram-memory/engram/domain/stack"
 )
 
@@ -148,8 +149,32 @@ func applyMemoryEvent(ctx context.Context, tx memory.ReadModelTx, e domain.Event
 	case stack.SettingsChanged{}.EventType():
 		var p stack.SettingsChanged
 		return decoded(e, &p, func() error { return settingsChanged(ctx, tx, p) })
+	case processing.PassRecorded{}.EventType():
+		var p consumedFields
+		return decoded(e, &p, func() error { return passConsumed(ctx, tx, p) })
 	}
-	return nil // not an agent-stream event
+	return nil // an event this read model does not hold
+}
+
+// consumedFields is what this read model needs of a PassRecorded (on the
+// agent's cognition stream): whose memories it consumed.
+type consumedFields struct {
+	processing.StackRef
+	Consumed []processing.Consumed `json:"consumed"`
+}
+
+// passConsumed marks the memories a processing pass consumed, as the
+// processing snapshot does from the same event (processing.Stack.Processed). A consumed memory of an agent deleted
+// since is no longer held, so the mark never reaches a later agent of
+// the same id.
+func passConsumed(ctx context.Context, tx memory.ReadModelTx, p consumedFields) error {
+	ref := memory.AgentRef{UserID: p.UserID, AgentID: p.AgentID}
+	for _, c := range p.Consumed {
+		if err := tx.MarkConsumed(ctx, ref, c.ID); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func decoded(e domain.Event, payload any, apply func() error) error {

@@ -334,6 +334,10 @@ func dashboardEndpoints(t *testing.T, ids map[string]string, d *dashboardProc) {
 			t.Errorf("raw?processed=%s: %v", f.query, got)
 		}
 	}
+	// The header's counts are the filter's: one processed state.
+	if counts, _ := stats["raw"].(map[string]any); counts["processed"] != 1.0 || counts["unprocessed"] != 1.0 {
+		t.Errorf("stats raw = %v, want the 1 processed and 1 unprocessed /api/raw?processed= lists", stats["raw"])
+	}
 	one := d.data(t, "/api/raw/"+ids["raw"])
 	assertShape(t, "raw/{id}", one, append(memoryKeys, "processed", "processed_into", "derived")...)
 	derived := one["derived"].([]any)

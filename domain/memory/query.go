@@ -32,6 +32,9 @@ type ListQuery struct {
 	// IncludeWeak keeps weak and dormant memories (strength below 0.5 at
 	// Now) in the page; without it they are left out.
 	IncludeWeak bool
+	// Processed, when set, keeps only the memories whose View.Processed
+	// is this.
+	Processed *bool
 	// Now is the instant strengths are computed at.
 	Now   time.Time
 	Limit int

@@ -77,6 +77,10 @@ type ReadModelTx interface {
 	// Forget marks the memory forgotten at at (and not pending); a memory
 	// forgotten already keeps its first time and version.
 	Forget(ctx context.Context, ref AgentRef, memoryID string, at time.Time) error
+	// MarkConsumed records that a processing pass consumed the memory
+	// (View.Processed follows); a memory the read model does not hold is
+	// left alone.
+	MarkConsumed(ctx context.Context, ref AgentRef, memoryID string) error
 	// Recover clears the memory's forgotten mark.
 	Recover(ctx context.Context, ref AgentRef, memoryID string) error
 	// CountVerification adds one to the memory's verification count.

@@ -17,7 +17,7 @@ type Stats struct {
 	Suggestions     map[string]int `json:"suggestions"`
 }
 
-// RawStats splits raw entries by their processed flag.
+// RawStats splits the live (not forgotten) raw entries by View.Processed.
 type RawStats struct {
 	Processed   int `json:"processed"`
 	Unprocessed int `json:"unprocessed"`

@@ -36,6 +36,11 @@ type View struct {
 	// Embedding tells whether the current text has a vector in the agent's
 	// active model ("embedded") or waits for one ("pending").
 	Embedding EmbeddingState `json:"embedding"`
+	// Processed is a raw entry's one processed state: a processing pass
+	// consumed it, or its content says processed: true (the client
+	// processed it). The raw entry views and the stats show it; the memory
+	// representation does not.
+	Processed bool `json:"-"`
 }
 
 // ApplyStrength sets Strength and Tier as they are at now.

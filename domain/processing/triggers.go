@@ -19,6 +19,9 @@ type Source struct {
 	Confidence float64
 	// Protected is the memory's is_protected.
 	Protected bool
+	// ProcessedByClient is a raw entry whose content says processed: true:
+	// the client processed it itself, so no pass takes it.
+	ProcessedByClient bool
 }
 
 // TriggerState is what a transition's triggers look at.

@@ -3,6 +3,7 @@ package readmodeltest
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ type Memories interface {
 	memory.ReadModel
 	Agent(ctx context.Context, userID, agentID string) (memory.AgentView, bool, error)
 	Memory(ctx context.Context, userID, id string) (memory.View, bool, error)
+	ListMemories(ctx context.Context, q memory.ListQuery) (memory.Page, error)
 	PendingEmbeddings(ctx context.Context, limit int) ([]memory.PendingEmbedding, error)
 	StreamVersion(ctx context.Context, stream string) (int64, error)
 }
@@ -45,6 +47,14 @@ func newNote(ref memory.AgentRef, id, text string) memory.NewMemory {
 		MemoryCreated: memory.MemoryCreated{AgentRef: ref, MemoryID: id, Type: memory.Note, Content: content, Tags: []string{"t1"},
 			DerivedFrom: []string{}, CreatedAt: t0, TextHash: memory.TextHash(text)},
 		Vitality: memory.InitialVitality(memory.Note, content, t0),
+	}
+}
+
+func raw(ref memory.AgentRef, id, content string) memory.NewMemory {
+	return memory.NewMemory{
+		MemoryCreated: memory.MemoryCreated{AgentRef: ref, MemoryID: id, Type: memory.RawEntry, Content: json.RawMessage(content),
+			Tags: []string{}, DerivedFrom: []string{}, CreatedAt: t0, TextHash: memory.TextHash(content)},
+		Vitality: memory.InitialVitality(memory.RawEntry, json.RawMessage(content), t0),
 	}
 }
 
@@ -264,6 +274,49 @@ func RunMemories(t *testing.T, open func(t *testing.T) Memories) {
 			func(ctx context.Context, tx memory.ReadModelTx) error { return tx.RefreshPending(ctx, alice, "m-1") })
 		if v := view(t, s, "u1", "m-1"); v.Forgotten || v.Embedding.Status != memory.StatusPending {
 			t.Fatalf("recovered: %+v", v)
+		}
+	})
+
+	t.Run("MarkConsumedIsScopedToTheAgentAndFiltersTheListing", func(t *testing.T) {
+		s := open(t)
+		mark := func(ref memory.AgentRef, id string) memOp {
+			return func(ctx context.Context, tx memory.ReadModelTx) error { return tx.MarkConsumed(ctx, ref, id) }
+		}
+		mustApply(t, s, 1, addAgent(alice, "m1"), addAgent(aliceTwo, "m1"),
+			insert(newNote(alice, "m-1", "one")), insert(newNote(alice, "m-2", "two")), insert(newNote(aliceTwo, "m-3", "three")),
+			mark(alice, "m-1"), mark(alice, "m-1"), // a second pass over it changes nothing
+			mark(aliceTwo, "m-2"), mark(bob, "m-3"), // another agent's, another user's memory: left alone
+			mark(alice, "m-gone"), // not held: ignored
+			insert(raw(alice, "m-4", `{"content":"done by hand","processed":true}`)), insert(raw(alice, "m-5", `{"content":"x","processed":false}`)))
+		for id, want := range map[string]bool{"m-1": true, "m-2": false, "m-3": false, "m-4": true, "m-5": false} {
+			if v := view(t, s, "u1", id); v.Processed != want || v.Version != 1 {
+				t.Errorf("%s: processed %v version %d, want processed %v at version 1", id, v.Processed, v.Version, want)
+			}
+		}
+		for _, want := range []struct {
+			processed bool
+			ids       []string
+		}{{true, []string{"m-4", "m-1"}}, {false, []string{"m-5", "m-2"}}} {
+			page, err := s.ListMemories(ctx, memory.ListQuery{UserID: "u1", AgentID: "a1", Processed: &want.processed, IncludeWeak: true, Now: t0, Limit: 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ids []string
+			for _, v := range page.Memories {
+				ids = append(ids, v.ID)
+			}
+			if !slices.Equal(ids, want.ids) {
+				t.Errorf("listing processed=%v = %v, want %v", want.processed, ids, want.ids)
+			}
+		}
+		// The content flag follows the content; a pass's consumption stays.
+		mustApply(t, s, 20, func(ctx context.Context, tx memory.ReadModelTx) error {
+			return tx.SetContent(ctx, alice, "m-4", json.RawMessage(`{"content":"done by hand","processed":false}`), nil, "h", t0)
+		}, mark(alice, "m-5"), func(ctx context.Context, tx memory.ReadModelTx) error {
+			return tx.SetContent(ctx, alice, "m-5", json.RawMessage(`{"content":"x","processed":false}`), nil, "h", t0)
+		})
+		if a, b := view(t, s, "u1", "m-4"), view(t, s, "u1", "m-5"); a.Processed || !b.Processed {
+			t.Fatalf("after content changes: m-4 processed %v (want false), m-5 processed %v (want true)", a.Processed, b.Processed)
 		}
 	})
 

@@ -173,6 +173,10 @@ func (t *memoriesTx) Forget(ctx context.Context, ref memory.AgentRef, id string,
 		memTime(at), id, ref.UserID, ref.AgentID)
 }
 
+func (t *memoriesTx) MarkConsumed(ctx context.Context, ref memory.AgentRef, id string) error {
+	return t.run(`UPDATE memories SET consumed = 1 WHERE id = ? AND user_id = ? AND agent_id = ?`, id, ref.UserID, ref.AgentID)
+}
+
 func (t *memoriesTx) Recover(ctx context.Context, ref memory.AgentRef, id string) error {
 	return t.run(`UPDATE memories SET forgotten_at = NULL WHERE id = ? AND user_id = ? AND agent_id = ?`, id, ref.UserID, ref.AgentID)
 }

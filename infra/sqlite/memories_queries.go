@@ -164,7 +164,7 @@ func scanMemAgents(rows *sql.Rows) ([]memory.AgentView, error) {
 
 const memViewColumns = `m.id, m.agent_id, m.type, m.searchable, m.content, m.tags, m.derived_from, m.created_at, m.updated_at,
 	m.forgotten_at, m.text_hash, m.embed_pending, m.version, a.embedding_model, a.dimensions,
-	m.strength, m.strength_since, m.protected, m.goal_type, m.verification_count, m.last_verified_at, COALESCE(s.lazy_decay, 1)`
+	m.strength, m.strength_since, m.protected, m.goal_type, m.verification_count, m.last_verified_at, COALESCE(s.lazy_decay, 1), m.processed`
 
 // memViewFrom joins each memory's agent and its settings (no row: the
 // defaults, lazy decay on).
@@ -361,6 +361,9 @@ func (m *Memories) ListMemories(ctx context.Context, q memory.ListQuery) (memory
 		where, args = append(where, `(m.forgotten_at IS NOT NULL OR m.weak_at IS NULL OR m.weak_at >= ?
 			OR (COALESCE(s.lazy_decay, 1) = 0 AND m.strength >= ?))`), append(args, memTime(q.Now), memory.FadingStrength)
 	}
+	if q.Processed != nil {
+		where, args = append(where, "m.processed = ?"), append(args, *q.Processed)
+	}
 	if q.Cursor != "" {
 		at, id, err := decodeListCursor(q.Cursor)
 		if err != nil {
@@ -523,7 +526,7 @@ func scanMemoryView(rows *sql.Rows) (memory.View, error) {
 	var since string
 	if err := rows.Scan(&v.ID, &v.AgentID, &typ, &searchable, &content, &tags, &refs, &created, &updated,
 		&forgotten, &v.TextHash, &pending, &v.Version, &v.Embedding.Model, &v.Embedding.Dimensions,
-		&v.Vitality.Base, &since, &v.Vitality.Protected, &v.Vitality.GoalType, &v.VerificationCount, &verified, &v.LazyDecay); err != nil {
+		&v.Vitality.Base, &since, &v.Vitality.Protected, &v.Vitality.GoalType, &v.VerificationCount, &verified, &v.LazyDecay, &v.Processed); err != nil {
 		return v, fmt.Errorf("sqlite: scan memory: %w", err)
 	}
 	v.Vitality.Type, v.Protected = memory.Type(typ), v.Vitality.Protected
@@ -612,8 +615,8 @@ func (m *Memories) AgentStats(ctx context.Context, userID, agentID string, now t
 	rows, err := m.db.read.QueryContext(ctx, `SELECT m.type, COUNT(*), COALESCE(SUM(m.forgotten_at IS NOT NULL), 0),
 			COALESCE(SUM(m.forgotten_at IS NULL AND m.weak_at IS NOT NULL AND m.weak_at < ?
 				AND (COALESCE(s.lazy_decay, 1) = 1 OR m.strength < ?)), 0),
-			COALESCE(SUM(m.type = 'raw_entry' AND m.forgotten_at IS NULL AND json_extract(m.content, '$.processed') = 1), 0),
-			COALESCE(SUM(m.type = 'raw_entry' AND m.forgotten_at IS NULL AND COALESCE(json_extract(m.content, '$.processed'), 0) = 0), 0)
+			COALESCE(SUM(m.type = 'raw_entry' AND m.forgotten_at IS NULL AND m.processed = 1), 0),
+			COALESCE(SUM(m.type = 'raw_entry' AND m.forgotten_at IS NULL AND m.processed = 0), 0)
 		FROM memories m LEFT JOIN agent_settings s ON s.user_id = m.user_id AND s.agent_id = m.agent_id
 		WHERE m.user_id = ? AND m.agent_id = ? GROUP BY m.type`, memTime(now), memory.FadingStrength, userID, agentID)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/memory"
+	"github.com/engram-memory/engram/domain/processing"
 	"github.com/engram-memory/engram/infra/sqlite"
 	"github.com/engram-memory/engram/projections"
 )
@@ -417,5 +418,57 @@ func TestMemoriesReadModelAppliesPatchesFieldByField(t *testing.T) {
 	}
 	if !bytes.Equal(before, l.export()) {
 		t.Fatalf("replay differs:\n%s\n---\n%s", before, l.export())
+	}
+}
+
+// A processing pass on the agent's cognition stream marks the raw entries
+// it consumed processed in the memories read model; only the agent's own,
+// and not the agent stream's version (commands append to that stream at
+// it). An agent deleted and created again starts with nothing processed.
+func TestMemoriesReadModelProcessedByAPass(t *testing.T) {
+	l := newMemLog(t)
+	ctx := context.Background()
+	rawCreated := func(ref memory.AgentRef, id string) memory.MemoryCreated {
+		m := memNoteCreated(ref, id, "thought "+id, memT0)
+		m.Type = memory.RawEntry
+		return m
+	}
+	l.append(memAlice, memAgentCreated(memAlice, "m1", 4), rawCreated(memAlice, "r1"), rawCreated(memAlice, "r2"))
+	l.append(memBob, memAgentCreated(memBob, "m1", 4), rawCreated(memBob, "b1"))
+	version, err := l.rm.StreamVersion(ctx, memory.AgentStream(memAlice.UserID, memAlice.AgentID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pass := func(ref memory.AgentRef, ids ...string) {
+		p := processing.PassRecorded{StackRef: processing.StackRef{UserID: ref.UserID, AgentID: ref.AgentID, AgentCreatedAt: memT0},
+			PassID: "p", Transition: processing.RawToNote, At: memT0}
+		for _, id := range ids {
+			p.Consumed = append(p.Consumed, processing.Consumed{ID: id, Into: []string{}})
+		}
+		e, err := domain.MarshalEvent(p, domain.Metadata{Actor: domain.Actor{Kind: domain.ActorSystem, ID: "test"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.store.Append(ctx, processing.Stream(ref.UserID, ref.AgentID), domain.ExpectAny, []domain.NewEvent{e}); err != nil {
+			t.Fatal(err)
+		}
+		l.feedAll()
+	}
+	pass(memAlice, "r1", "b1")
+	for _, c := range []struct {
+		ref       memory.AgentRef
+		id        string
+		processed bool
+	}{{memAlice, "r1", true}, {memAlice, "r2", false}, {memBob, "b1", false}} {
+		if v, _ := l.view(c.ref, c.id); v.Processed != c.processed {
+			t.Errorf("%s processed = %v, want %v", c.id, v.Processed, c.processed)
+		}
+	}
+	if after, err := l.rm.StreamVersion(ctx, memory.AgentStream(memAlice.UserID, memAlice.AgentID)); err != nil || after != version {
+		t.Errorf("agent stream version %d after the pass, want %d (%v)", after, version, err)
+	}
+	l.append(memAlice, memory.AgentDeleted{AgentRef: memAlice}, memAgentCreated(memAlice, "m1", 4), rawCreated(memAlice, "r1"))
+	if v, _ := l.view(memAlice, "r1"); v.Processed {
+		t.Error("a raw entry of the re-created agent is processed by the deleted agent's pass")
 	}
 }
