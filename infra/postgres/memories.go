@@ -190,6 +190,10 @@ func (t *memoriesTx) Forget(ctx context.Context, ref memory.AgentRef, id string,
 		at.UTC(), id, ref.UserID, ref.AgentID)
 }
 
+func (t *memoriesTx) MarkConsumed(ctx context.Context, ref memory.AgentRef, id string) error {
+	return t.run(ctx, `UPDATE memories SET consumed = TRUE WHERE id = $1 AND user_id = $2 AND agent_id = $3`, id, ref.UserID, ref.AgentID)
+}
+
 func (t *memoriesTx) Recover(ctx context.Context, ref memory.AgentRef, id string) error {
 	return t.run(ctx, `UPDATE memories SET forgotten_at = NULL WHERE id = $1 AND user_id = $2 AND agent_id = $3`, id, ref.UserID, ref.AgentID)
 }
@@ -308,11 +312,11 @@ func (m *Memories) Memory(ctx context.Context, userID, id string) (memory.View, 
 	var searchable, pending bool
 	err := m.db.Pool.QueryRow(ctx, `SELECT m.id, m.agent_id, m.type, m.searchable, m.content, m.tags, m.derived_from, m.created_at, m.updated_at,
 		m.forgotten_at, m.text_hash, m.embed_pending, m.version, a.embedding_model, a.dimensions,
-		m.strength, m.strength_since, m.protected, m.goal_type, m.verification_count, m.last_verified_at, COALESCE(s.lazy_decay, TRUE)`+
+		m.strength, m.strength_since, m.protected, m.goal_type, m.verification_count, m.last_verified_at, COALESCE(s.lazy_decay, TRUE), m.processed`+
 		memViewFrom+`WHERE m.id = $1 AND m.user_id = $2`, id, userID).
 		Scan(&v.ID, &v.AgentID, &typ, &searchable, &content, &tags, &refs, &v.CreatedAt, &v.UpdatedAt,
 			&v.ForgottenAt, &v.TextHash, &pending, &v.Version, &v.Embedding.Model, &v.Embedding.Dimensions,
-			&v.Vitality.Base, &v.Vitality.Since, &v.Vitality.Protected, &v.Vitality.GoalType, &v.VerificationCount, &v.LastVerifiedAt, &v.LazyDecay)
+			&v.Vitality.Base, &v.Vitality.Since, &v.Vitality.Protected, &v.Vitality.GoalType, &v.VerificationCount, &v.LastVerifiedAt, &v.LazyDecay, &v.Processed)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return memory.View{}, false, nil
 	}

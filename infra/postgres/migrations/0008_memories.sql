@@ -43,7 +43,12 @@ CREATE TABLE memories (
     goal_type          TEXT        NOT NULL,
     weak_at            TIMESTAMPTZ,
     verification_count INTEGER     NOT NULL DEFAULT 0,
-    last_verified_at   TIMESTAMPTZ
+    last_verified_at   TIMESTAMPTZ,
+    -- A raw entry is processed when a processing pass consumed it or its
+    -- content says processed: true (the one definition; SQLite 0012).
+    consumed           BOOLEAN     NOT NULL DEFAULT FALSE,
+    processed          BOOLEAN     NOT NULL
+        GENERATED ALWAYS AS (consumed OR COALESCE((content::jsonb -> 'processed') = 'true'::jsonb, FALSE)) STORED
 );
 CREATE INDEX memories_by_agent_time ON memories (user_id, agent_id, created_at, id);
 CREATE INDEX memories_by_user_time ON memories (user_id, created_at, id);
