@@ -2,10 +2,11 @@ package domain
 
 import "context"
 
-// ReadModelStore is where a read model (accounts, memories, jobs) keeps
-// its state and its checkpoint; Tx is the read model's own write port,
-// declared next to the types it carries (account.ReadModelTx,
-// memory.ReadModelTx, job.ReadModelTx). The projections in projections/
+// ReadModelStore is where a read model keeps its state and its
+// checkpoint; Tx is the read model's own write port, declared next to the
+// types it carries (account.ReadModelTx, memory.ReadModelTx,
+// job.ReadModelTx, memory.ProvenanceTx, processing.SuggestionsTx,
+// audit.ReadModelTx). The projections in projections/
 // map events to operations on Tx; the store is the unit of work around
 // them:
 //
