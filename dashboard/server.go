@@ -70,8 +70,8 @@ func (s *Server) Handler() http.Handler {
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) { writeError(w, http.StatusNotFound) })
 	r.Use(middleware.GetHead)
 	r.Route("/api", func(r chi.Router) {
-		r.Get("/stats", s.stats)
-		r.Get("/anxiety", s.anxiety)
+		r.Get("/stats", view(s, s.cfg.Stack.Cognition.Stats))
+		r.Get("/anxiety", view(s, s.cfg.Stack.Pipeline.Anxiety))
 		r.Get("/raw", s.rawList)
 		r.Get("/raw/{id}", s.rawEntry)
 		for path, typ := range memoryLists {
@@ -79,9 +79,9 @@ func (s *Server) Handler() http.Handler {
 		}
 		r.Get("/suggestions", s.suggestions)
 		r.Get("/audit", s.audit)
-		r.Get("/processing", s.processing)
+		r.Get("/processing", view(s, s.cfg.Stack.Pipeline.Processing))
 		r.Get("/provenance/{type}/{id}", s.provenance)
-		r.Get("/settings", s.settings)
+		r.Get("/settings", view(s, s.cfg.Stack.Memories.Settings))
 	})
 	r.Handle("/*", genericNotFound(uiHandler()))
 	return Guard(r, s.logger)
@@ -194,40 +194,17 @@ func next(cursor string) *string {
 	return &cursor
 }
 
-func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
-	if _, err := query(r); err != nil {
-		s.fail(w, r, err)
-		return
+// view serves an endpoint without query parameters: what get returns for
+// the stack's agent.
+func view[T any](s *Server, get func(ctx context.Context, userID, agentID string) (T, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if _, err := query(r); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		v, err := get(r.Context(), s.cfg.UserID, s.cfg.AgentID)
+		s.answer(w, r, v, err)
 	}
-	st, err := s.cfg.Stack.Cognition.Stats(r.Context(), s.cfg.UserID, s.cfg.AgentID)
-	s.answer(w, r, st, err)
-}
-
-func (s *Server) anxiety(w http.ResponseWriter, r *http.Request) {
-	if _, err := query(r); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	rep, err := s.cfg.Stack.Pipeline.Anxiety(r.Context(), s.cfg.UserID, s.cfg.AgentID)
-	s.answer(w, r, rep, err)
-}
-
-func (s *Server) settings(w http.ResponseWriter, r *http.Request) {
-	if _, err := query(r); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	v, err := s.cfg.Stack.Memories.Settings(r.Context(), s.cfg.UserID, s.cfg.AgentID)
-	s.answer(w, r, v, err)
-}
-
-func (s *Server) processing(w http.ResponseWriter, r *http.Request) {
-	if _, err := query(r); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	v, err := s.cfg.Stack.Pipeline.Processing(r.Context(), s.cfg.UserID, s.cfg.AgentID)
-	s.answer(w, r, v, err)
 }
 
 // rawList serves /api/raw?limit=&processed=&cursor=.
