@@ -58,19 +58,7 @@ func TestEventStoreValidate(t *testing.T) {
 func TestPostgresStackSharesItsLog(t *testing.T) {
 	ctx := t.Context()
 	es := stack.EventStore{Backend: stack.PostgresLog, URL: pg.Database(t)}
-	node := func() *stack.Stack {
-		st, err := stack.Open(ctx, stack.Config{DataDir: t.TempDir(), EventStore: es})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { st.Close() })
-		runCtx, stop := context.WithCancel(ctx)
-		done := make(chan struct{})
-		go func() { defer close(done); st.Engine.Run(runCtx) }()
-		t.Cleanup(func() { stop(); <-done })
-		return st
-	}
-	one, two := node(), node()
+	one, two := runningNode(t, es), runningNode(t, es)
 	res, err := one.Store.Append(ctx, "s-1", domain.ExpectNoStream, []domain.NewEvent{{Type: "Unrelated", SchemaVersion: 1, Payload: []byte(`{}`)}})
 	if err != nil {
 		t.Fatal(err)
@@ -124,4 +112,20 @@ func TestSharedLogRefusesRemoteIndexes(t *testing.T) {
 			t.Fatalf("Open(%+v) = %v, want the shared remote index refused", ix, err)
 		}
 	}
+}
+
+// runningNode opens a stack (a node) with a data dir of its own over the
+// log es names and runs its projection engine until the test ends.
+func runningNode(t *testing.T, es stack.EventStore) *stack.Stack {
+	t.Helper()
+	st, err := stack.Open(t.Context(), stack.Config{DataDir: t.TempDir(), EventStore: es})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	runCtx, stop := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); st.Engine.Run(runCtx) }()
+	t.Cleanup(func() { stop(); <-done })
+	return st
 }

@@ -1,7 +1,6 @@
 package stack_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -26,19 +25,7 @@ func TestKurrentStackSharesItsLog(t *testing.T) {
 	}
 	defer srv.Close()
 	es := stack.EventStore{Backend: stack.KurrentLog, URL: srv.URL(), KurrentUsername: "engram", KurrentPassword: "secret"}
-	node := func() *stack.Stack {
-		st, err := stack.Open(ctx, stack.Config{DataDir: t.TempDir(), EventStore: es})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { st.Close() })
-		runCtx, stop := context.WithCancel(ctx)
-		done := make(chan struct{})
-		go func() { defer close(done); st.Engine.Run(runCtx) }()
-		t.Cleanup(func() { stop(); <-done })
-		return st
-	}
-	one, two := node(), node()
+	one, two := runningNode(t, es), runningNode(t, es)
 	res, err := one.Store.Append(ctx, "s-1", domain.ExpectNoStream, []domain.NewEvent{{Type: "Unrelated", SchemaVersion: 1, Payload: []byte(`{}`)}})
 	if err != nil {
 		t.Fatal(err)
