@@ -160,17 +160,22 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// limitParam reads ?limit= (1 to MaxLimit; absent: def).
-func limitParam(q url.Values, def int) (int, error) {
+// listQuery reads a list endpoint's query: ?limit= (1 to MaxLimit;
+// absent: def) and the other parameters it knows.
+func listQuery(r *http.Request, def int, known ...string) (url.Values, int, error) {
+	q, err := query(r, append([]string{"limit"}, known...)...)
+	if err != nil {
+		return nil, 0, err
+	}
 	v := q.Get("limit")
 	if v == "" {
-		return def, nil
+		return q, def, nil
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 1 || n > MaxLimit {
-		return 0, domain.Invalid("limit", "limit must be an integer from 1 to %d, got %q", MaxLimit, v).WithDetail("limit", MaxLimit)
+		return nil, 0, domain.Invalid("limit", "limit must be an integer from 1 to %d, got %q", MaxLimit, v).WithDetail("limit", MaxLimit)
 	}
-	return n, nil
+	return q, n, nil
 }
 
 // boolParam reads an optional true/false parameter; absent is nil.
@@ -209,12 +214,7 @@ func view[T any](s *Server, get func(ctx context.Context, userID, agentID string
 
 // rawList serves /api/raw?limit=&processed=&cursor=.
 func (s *Server) rawList(w http.ResponseWriter, r *http.Request) {
-	q, err := query(r, "limit", "processed", "cursor")
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	limit, err := limitParam(q, DefaultRawLimit)
+	q, limit, err := listQuery(r, DefaultRawLimit, "processed", "cursor")
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -265,12 +265,7 @@ func (s *Server) rawEntry(w http.ResponseWriter, r *http.Request) {
 // and weak memories included, each with its strength and tier.
 func (s *Server) memoryList(typ memory.Type) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		q, err := query(r, "limit", "cursor")
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		limit, err := limitParam(q, DefaultListLimit)
+		q, limit, err := listQuery(r, DefaultListLimit, "cursor")
 		if err != nil {
 			s.fail(w, r, err)
 			return
@@ -293,12 +288,7 @@ func (s *Server) memoryList(typ memory.Type) http.HandlerFunc {
 
 // suggestions serves /api/suggestions?limit=&status=.
 func (s *Server) suggestions(w http.ResponseWriter, r *http.Request) {
-	q, err := query(r, "limit", "status")
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	limit, err := limitParam(q, DefaultListLimit)
+	q, limit, err := listQuery(r, DefaultListLimit, "status")
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -323,12 +313,7 @@ func (s *Server) suggestions(w http.ResponseWriter, r *http.Request) {
 
 // audit serves /api/audit?limit=&before=.
 func (s *Server) audit(w http.ResponseWriter, r *http.Request) {
-	q, err := query(r, "limit", "before")
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	limit, err := limitParam(q, audit.DefaultLimit)
+	q, limit, err := listQuery(r, audit.DefaultLimit, "before")
 	if err != nil {
 		s.fail(w, r, err)
 		return
