@@ -278,15 +278,7 @@ func RunMemories(t *testing.T, open func(t *testing.T) Memories) {
 
 	t.Run("MarkConsumedIsScopedToTheAgent", func(t *testing.T) {
 		s := open(t)
-		mark := func(ref memory.AgentRef, id string) memOp {
-			return func(ctx context.Context, tx memory.ReadModelTx) error { return tx.MarkConsumed(ctx, ref, id) }
-		}
-		mustApply(t, s, 1, addAgent(alice, "m1"), addAgent(aliceTwo, "m1"),
-			insert(newNote(alice, "m-1", "one")), insert(newNote(alice, "m-2", "two")), insert(newNote(aliceTwo, "m-3", "three")),
-			mark(alice, "m-1"), mark(alice, "m-1"), // a second pass over it changes nothing
-			mark(aliceTwo, "m-2"), mark(bob, "m-3"), // another agent's, another user's memory: left alone
-			mark(alice, "m-gone"), // not held: ignored
-			insert(raw(alice, "m-4", `{"content":"done by hand","processed":true}`)), insert(raw(alice, "m-5", `{"content":"x","processed":false}`)))
+		mustApply(t, s, 1, consumedSeed()...)
 		for id, want := range map[string]bool{"m-1": true, "m-2": false, "m-3": false, "m-4": true, "m-5": false} {
 			if v := view(t, s, "u1", id); v.Processed != want || v.Version != 1 {
 				t.Errorf("%s: processed %v version %d, want processed %v at version 1", id, v.Processed, v.Version, want)
@@ -295,7 +287,7 @@ func RunMemories(t *testing.T, open func(t *testing.T) Memories) {
 		// The content flag follows the content; a pass's consumption stays.
 		mustApply(t, s, 20, func(ctx context.Context, tx memory.ReadModelTx) error {
 			return tx.SetContent(ctx, alice, "m-4", json.RawMessage(`{"content":"done by hand","processed":false}`), nil, "h", t0)
-		}, mark(alice, "m-5"), func(ctx context.Context, tx memory.ReadModelTx) error {
+		}, markConsumed(alice, "m-5"), func(ctx context.Context, tx memory.ReadModelTx) error {
 			return tx.SetContent(ctx, alice, "m-5", json.RawMessage(`{"content":"x","processed":false}`), nil, "h", t0)
 		})
 		if a, b := view(t, s, "u1", "m-4"), view(t, s, "u1", "m-5"); a.Processed || !b.Processed {
@@ -432,16 +424,7 @@ func RunMemoryListing(t *testing.T, open func(t *testing.T) MemoriesWithListing)
 	ctx := context.Background()
 	t.Run("ProcessedFilter", func(t *testing.T) {
 		s := open(t)
-		// The seed of MarkConsumedIsScopedToTheAgent.
-		mark := func(ref memory.AgentRef, id string) memOp {
-			return func(ctx context.Context, tx memory.ReadModelTx) error { return tx.MarkConsumed(ctx, ref, id) }
-		}
-		mustApply(t, s, 1, addAgent(alice, "m1"), addAgent(aliceTwo, "m1"),
-			insert(newNote(alice, "m-1", "one")), insert(newNote(alice, "m-2", "two")), insert(newNote(aliceTwo, "m-3", "three")),
-			mark(alice, "m-1"), mark(alice, "m-1"), // a second pass over it changes nothing
-			mark(aliceTwo, "m-2"), mark(bob, "m-3"), // another agent's, another user's memory: left alone
-			mark(alice, "m-gone"), // not held: ignored
-			insert(raw(alice, "m-4", `{"content":"done by hand","processed":true}`)), insert(raw(alice, "m-5", `{"content":"x","processed":false}`)))
+		mustApply(t, s, 1, consumedSeed()...)
 		for _, want := range []struct {
 			processed bool
 			ids       []string
@@ -459,4 +442,21 @@ func RunMemoryListing(t *testing.T, open func(t *testing.T) MemoriesWithListing)
 			}
 		}
 	})
+}
+
+func markConsumed(ref memory.AgentRef, id string) memOp {
+	return func(ctx context.Context, tx memory.ReadModelTx) error { return tx.MarkConsumed(ctx, ref, id) }
+}
+
+// consumedSeed stores five memories of alice's agents: m-1 consumed by a
+// pass, m-4 processed by its content, m-2, m-3 and m-5 unprocessed (the
+// marks of another agent's and another user's memory, and of one not
+// held, change nothing).
+func consumedSeed() []memOp {
+	return []memOp{addAgent(alice, "m1"), addAgent(aliceTwo, "m1"),
+		insert(newNote(alice, "m-1", "one")), insert(newNote(alice, "m-2", "two")), insert(newNote(aliceTwo, "m-3", "three")),
+		markConsumed(alice, "m-1"), markConsumed(alice, "m-1"), // a second pass over it changes nothing
+		markConsumed(aliceTwo, "m-2"), markConsumed(bob, "m-3"), // another agent's, another user's memory: left alone
+		markConsumed(alice, "m-gone"), // not held: ignored
+		insert(raw(alice, "m-4", `{"content":"done by hand","processed":true}`)), insert(raw(alice, "m-5", `{"content":"x","processed":false}`))}
 }
