@@ -2,12 +2,12 @@ package kurrentdb_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"testing"
 
 	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/infra/eventstoretest"
 	"github.com/engram-memory/engram/infra/kurrentdb"
 	"github.com/engram-memory/engram/infra/kurrentdb/kurrentdbtest"
 )
@@ -31,31 +31,9 @@ func benchStore(b *testing.B) *kurrentdb.EventStore {
 	return open(b, kurrentdb.Config{URL: srv.URL()})
 }
 
-func benchEvents(batch int) []domain.NewEvent {
-	payload, _ := json.Marshal(map[string]any{"memory_id": "0193a1f0-0000-7000-8000-000000000001", "content": map[string]string{"statement": "the deploy pipeline needs a manual approval step for production"}})
-	events := make([]domain.NewEvent, batch)
-	for i := range events {
-		events[i] = domain.NewEvent{Type: "MemoryCreated", SchemaVersion: 1, Actor: domain.Actor{Kind: domain.ActorKey, ID: "k", UserID: "u"}, RequestID: "req", Payload: payload}
-	}
-	return events
-}
-
 // BenchmarkAppend: events/s is the figure to report.
 func BenchmarkAppend(b *testing.B) {
-	for _, batch := range []int{1, 100} {
-		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
-			s := benchStore(b)
-			events := benchEvents(batch)
-			ctx := context.Background()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				if _, err := s.Append(ctx, fmt.Sprintf("agent-%d", i%64), domain.ExpectAny, events); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "events/s")
-		})
-	}
+	eventstoretest.BenchAppend(b, func(b *testing.B) domain.EventStore { return benchStore(b) })
 }
 
 // BenchmarkReadAll pages through 10,000 events 1,000 at a time, as a
@@ -64,7 +42,7 @@ func BenchmarkReadAll(b *testing.B) {
 	const total, page = 10_000, 1000
 	s := benchStore(b)
 	ctx := context.Background()
-	events := benchEvents(100)
+	events := eventstoretest.BenchEvents(100)
 	for i := 0; i < total/100; i++ {
 		if _, err := s.Append(ctx, fmt.Sprintf("agent-%d", i%64), domain.ExpectAny, events); err != nil {
 			b.Fatal(err)
@@ -98,7 +76,7 @@ func BenchmarkSubscribeCatchUp(b *testing.B) {
 	const total = 10_000
 	s := benchStore(b)
 	ctx := context.Background()
-	events := benchEvents(100)
+	events := eventstoretest.BenchEvents(100)
 	for i := 0; i < total/100; i++ {
 		if _, err := s.Append(ctx, fmt.Sprintf("agent-%d", i%64), domain.ExpectAny, events); err != nil {
 			b.Fatal(err)

@@ -1,86 +1,27 @@
 package postgres_test
 
 import (
-	"context"
-	"encoding/json"
-	"fmt"
-	"slices"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/infra/eventstoretest"
 	"github.com/engram-memory/engram/infra/postgres"
 )
 
-// The same shapes as infra/sqlite's append benchmarks, so the two logs
-// compare figure for figure. Note the pgtest cluster runs with fsync and
-// synchronous_commit off: these are the costs of the protocol and the
-// append lock, not of durability.
+// The shared shapes of eventstoretest, so every log compares figure for
+// figure. Note the pgtest cluster runs with fsync and synchronous_commit
+// off: these are the costs of the protocol and the append lock, not of
+// durability.
 
 // BenchmarkAppend measures appends of one and of 100 events; events/s is
 // the figure to report.
 func BenchmarkAppend(b *testing.B) {
-	payload, _ := json.Marshal(map[string]any{"memory_id": "0193a1f0-0000-7000-8000-000000000001", "content": map[string]string{"statement": "the deploy pipeline needs a manual approval step for production"}})
-	for _, batch := range []int{1, 100} {
-		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
-			store := postgres.NewEventStore(openDB(b), time.Second)
-			events := make([]domain.NewEvent, batch)
-			for i := range events {
-				events[i] = domain.NewEvent{Type: "MemoryCreated", SchemaVersion: 1, Actor: domain.Actor{Kind: domain.ActorKey, ID: "k"}, Payload: payload}
-			}
-			ctx := context.Background()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				if _, err := store.Append(ctx, fmt.Sprintf("agent-%d", i%64), domain.ExpectAny, events); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "events/s")
-		})
-	}
+	eventstoretest.BenchAppend(b, func(b *testing.B) domain.EventStore { return postgres.NewEventStore(openDB(b), time.Second) })
 }
 
-// BenchmarkAppendConcurrent measures one-event appends from concurrent
-// writers, each on its own stream: appends/s and the p99 latency of one
-// append. The append lock serialises them, which is what keeps positions
-// visible in order.
+// BenchmarkAppendConcurrent: the append lock serialises concurrent
+// writers, which is what keeps positions visible in order.
 func BenchmarkAppendConcurrent(b *testing.B) {
-	payload, _ := json.Marshal(map[string]any{"memory_id": "0193a1f0-0000-7000-8000-000000000001", "content": map[string]string{"statement": "the deploy pipeline needs a manual approval step for production"}})
-	events := []domain.NewEvent{{Type: "MemoryCreated", SchemaVersion: 1, Actor: domain.Actor{Kind: domain.ActorKey, ID: "k"}, Payload: payload}}
-	for _, writers := range []int{1, 8, 64} {
-		b.Run(fmt.Sprintf("writers=%d", writers), func(b *testing.B) {
-			store := postgres.NewEventStore(openDB(b), time.Second)
-			ctx := context.Background()
-			latencies := make([]time.Duration, b.N)
-			var next atomic.Int64
-			var wg sync.WaitGroup
-			b.ResetTimer()
-			for w := range writers {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					stream := fmt.Sprintf("agent-%d", w)
-					for {
-						i := next.Add(1) - 1
-						if i >= int64(b.N) {
-							return
-						}
-						start := time.Now()
-						if _, err := store.Append(ctx, stream, domain.ExpectAny, events); err != nil {
-							b.Error(err)
-							return
-						}
-						latencies[i] = time.Since(start)
-					}
-				}()
-			}
-			wg.Wait()
-			b.StopTimer()
-			slices.Sort(latencies)
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "appends/s")
-			b.ReportMetric(float64(latencies[len(latencies)*99/100].Microseconds())/1000, "p99-ms")
-		})
-	}
+	eventstoretest.BenchAppendConcurrent(b, func(b *testing.B) domain.EventStore { return postgres.NewEventStore(openDB(b), time.Second) })
 }
