@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -15,10 +14,8 @@ import (
 
 // Memories is the memories read model (memory.ReadModel) in PostgreSQL:
 // agents, their memories, and which memory texts have vectors in which
-// model. For now it answers the queries the conformance suite and the
-// embedding queue read it by (Agent, Memory, PendingEmbeddings,
-// StreamVersion), not yet the listing, search and stats queries of the
-// SQLite store.
+// model. Its queries (memories_queries.go) answer as the SQLite store's
+// do; infra/readmodeltest holds both to one specification.
 type Memories struct {
 	tableModel
 }
@@ -263,101 +260,4 @@ func jsonList(v []string) (string, error) {
 	}
 	b, err := json.Marshal(v)
 	return string(b), err
-}
-
-// The queries. Every one is scoped by user: another user's agent or memory
-// is indistinguishable from a missing one.
-
-// Agent returns one agent of the user; (zero, false, nil) if there is none.
-func (m *Memories) Agent(ctx context.Context, userID, agentID string) (memory.AgentView, bool, error) {
-	a := memory.AgentView{UserID: userID, AgentID: agentID}
-	err := m.db.Pool.QueryRow(ctx, `SELECT a.embedding_model, a.dimensions, a.created_at,
-		(SELECT count(*) FROM memories m WHERE m.user_id = a.user_id AND m.agent_id = a.agent_id AND m.forgotten_at IS NULL),
-		a.stored_memories, a.content_bytes FROM agents a WHERE a.user_id = $1 AND a.agent_id = $2`, userID, agentID).
-		Scan(&a.EmbeddingModel, &a.Dimensions, &a.CreatedAt, &a.MemoryCount, &a.StoredMemories, &a.TextBytes)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return memory.AgentView{}, false, nil
-	}
-	if err != nil {
-		return memory.AgentView{}, false, fmt.Errorf("postgres: agent: %w", err)
-	}
-	a.CreatedAt = a.CreatedAt.UTC()
-	return a, true, nil
-}
-
-// StreamVersion is the version of the last event of the agent stream that
-// the read model applied, or domain.ExpectNoStream when it applied none.
-func (m *Memories) StreamVersion(ctx context.Context, stream string) (int64, error) {
-	var v int64
-	err := m.db.Pool.QueryRow(ctx, `SELECT version FROM agent_streams WHERE stream = $1`, stream).Scan(&v)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return domain.ExpectNoStream, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("postgres: stream version: %w", err)
-	}
-	return v, nil
-}
-
-// memViewFrom joins each memory's agent and its settings (no row: the
-// defaults, lazy decay on).
-const memViewFrom = ` FROM memories m JOIN agents a ON a.user_id = m.user_id AND a.agent_id = m.agent_id
-	LEFT JOIN agent_settings s ON s.user_id = m.user_id AND s.agent_id = m.agent_id `
-
-// Memory returns one memory of the user, forgotten or not; (zero, false,
-// nil) if it does not exist, was purged, or belongs to someone else.
-func (m *Memories) Memory(ctx context.Context, userID, id string) (memory.View, bool, error) {
-	var v memory.View
-	var typ, content, tags, refs string
-	var searchable, pending bool
-	err := m.db.Pool.QueryRow(ctx, `SELECT m.id, m.agent_id, m.type, m.searchable, m.content, m.tags, m.derived_from, m.created_at, m.updated_at,
-		m.forgotten_at, m.text_hash, m.embed_pending, m.version, a.embedding_model, a.dimensions,
-		m.strength, m.strength_since, m.protected, m.goal_type, m.verification_count, m.last_verified_at, COALESCE(s.lazy_decay, TRUE), m.processed`+
-		memViewFrom+`WHERE m.id = $1 AND m.user_id = $2`, id, userID).
-		Scan(&v.ID, &v.AgentID, &typ, &searchable, &content, &tags, &refs, &v.CreatedAt, &v.UpdatedAt,
-			&v.ForgottenAt, &v.TextHash, &pending, &v.Version, &v.Embedding.Model, &v.Embedding.Dimensions,
-			&v.Vitality.Base, &v.Vitality.Since, &v.Vitality.Protected, &v.Vitality.GoalType, &v.VerificationCount, &v.LastVerifiedAt, &v.LazyDecay, &v.Processed)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return memory.View{}, false, nil
-	}
-	if err != nil {
-		return memory.View{}, false, fmt.Errorf("postgres: memory: %w", err)
-	}
-	v.Type, v.Vitality.Type, v.Content, v.Protected = memory.Type(typ), memory.Type(typ), json.RawMessage(content), v.Vitality.Protected
-	if err := errors.Join(json.Unmarshal([]byte(tags), &v.Tags), json.Unmarshal([]byte(refs), &v.DerivedFrom)); err != nil {
-		return memory.View{}, false, fmt.Errorf("postgres: memory %s lists: %w", v.ID, err)
-	}
-	v.CreatedAt, v.UpdatedAt, v.Vitality.Since = v.CreatedAt.UTC(), v.UpdatedAt.UTC(), v.Vitality.Since.UTC()
-	v.ForgottenAt, v.LastVerifiedAt = utcOrNil(v.ForgottenAt), utcOrNil(v.LastVerifiedAt)
-	v.Forgotten, v.Vitality.Forgotten = v.ForgottenAt != nil, v.ForgottenAt != nil
-	switch {
-	case !searchable || v.Forgotten:
-		v.Embedding.Status = memory.StatusNotIndexed
-	case pending:
-		v.Embedding.Status = memory.StatusPending
-	default:
-		v.Embedding.Status = memory.StatusEmbedded
-	}
-	return v, true, nil
-}
-
-// PendingEmbeddings returns up to limit memories, of every user, whose
-// current text has no vector in their agent's active model, in id order.
-func (m *Memories) PendingEmbeddings(ctx context.Context, limit int) ([]memory.PendingEmbedding, error) {
-	rows, err := m.db.Pool.Query(ctx, `SELECT m.user_id, m.agent_id, m.id, m.type, m.content, m.text_hash, a.embedding_model, a.dimensions
-		`+memViewFrom+`WHERE m.embed_pending ORDER BY m.id LIMIT $1`, limit)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: pending embeddings: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (memory.PendingEmbedding, error) {
-		var p memory.PendingEmbedding
-		var typ, content string
-		err := row.Scan(&p.UserID, &p.AgentID, &p.MemoryID, &typ, &content, &p.TextHash, &p.Model, &p.Dimensions)
-		p.Type, p.Content = memory.Type(typ), json.RawMessage(content)
-		return p, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("postgres: pending embeddings: %w", err)
-	}
-	return out, nil
 }
