@@ -1,7 +1,6 @@
 package sqlite_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"testing"
@@ -63,27 +62,8 @@ func (l *memLog) feedAll() {
 	l.fed = batch[len(batch)-1].Position
 }
 
-func (l *memLog) export() []byte {
-	l.t.Helper()
-	var buf bytes.Buffer
-	if err := l.rm.Export(context.Background(), &buf); err != nil {
-		l.t.Fatal(err)
-	}
-	return buf.Bytes()
-}
-
-func (l *memLog) view(ref memory.AgentRef, id string) (memory.View, bool) {
-	l.t.Helper()
-	v, found, err := l.rm.Memory(context.Background(), ref.UserID, id)
-	if err != nil {
-		l.t.Fatal(err)
-	}
-	return v, found
-}
-
 var (
 	memAlice = memory.AgentRef{UserID: "user-a", AgentID: "claire"}
-	memBob   = memory.AgentRef{UserID: "user-b", AgentID: "claire"}
 	memT0    = time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
 	memHash  = func(s string) string { return memory.TextHash(s) }
 )
@@ -100,4 +80,3 @@ func memNoteCreated(ref memory.AgentRef, id, text string, at time.Time) memory.M
 func memEmbeddedEvent(ref memory.AgentRef, id, model string, dims int, text string) memory.MemoryEmbedded {
 	return memory.MemoryEmbedded{AgentRef: ref, MemoryID: id, Model: model, Dimensions: dims, TextHash: memHash(text), Vector: make(memory.Vector, dims)}
 }
-
