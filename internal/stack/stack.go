@@ -123,9 +123,12 @@ func (es EventStore) Shared() bool { return es.Backend != "" && es.Backend != SQ
 type Config struct {
 	DataDir string
 	SQLite  sqlite.Options
-	// EventStore chooses the log; the read models stay in DataDir's SQLite
-	// either way (one replica per node when the log is shared).
+	// EventStore chooses the log.
 	EventStore EventStore
+	// ReadModels chooses where the read models live: DataDir's SQLite (one
+	// replica per node when the log is shared) or one shared PostgreSQL.
+	// The search indexes' state stays in DataDir either way.
+	ReadModels ReadModels
 	// GroupCommit is the event store's group-commit window (default
 	// 500ms; tests use a few milliseconds).
 	GroupCommit time.Duration
@@ -148,17 +151,18 @@ type Stack struct {
 	// PostgresLog (nil otherwise), for the other cross-node state it keeps
 	// (rate-limit buckets).
 	Postgres *postgres.DB
-	// Accounts, Memories and Jobs are the read models' stores, which
-	// answer the commands' queries; their projections feed them.
-	Accounts *sqlite.Accounts
-	Memories *sqlite.Memories
-	Jobs     *sqlite.Jobs
+	// Accounts, Memories and Jobs are the read models' stores (in SQLite
+	// or PostgreSQL, see ReadModels), which answer the commands' queries;
+	// their projections feed them.
+	Accounts AccountsReadModel
+	Memories MemoriesReadModel
+	Jobs     JobsReadModel
 	// Suggestions, Provenance and Audit are the stack cognition read
 	// models: processing suggestions, the derived_from edges both ways,
 	// and the audit trail.
-	Suggestions *sqlite.Suggestions
-	Provenance  *sqlite.Provenance
-	Audit       *sqlite.Audit
+	Suggestions SuggestionsReadModel
+	Provenance  ProvenanceReadModel
+	Audit       AuditReadModel
 	Keyword     *projections.Keyword
 	Vectors     *projections.Vectors
 	// KeywordIndex and VectorIndex are the search index adapters the
@@ -173,10 +177,11 @@ type Stack struct {
 	Writer          *commands.EventWriter
 	Logger          *slog.Logger
 
-	indexes      Indexes
-	projections  []projections.Projection
-	closeIndexes func()
-	closeLog     func()
+	indexes         Indexes
+	projections     []projections.Projection
+	closeIndexes    func()
+	closeLog        func()
+	closeReadModels func()
 	// sharedLog: other nodes append to the log too.
 	sharedLog bool
 }
@@ -256,6 +261,9 @@ func Open(ctx context.Context, cfg Config) (*Stack, error) {
 	if err := cfg.EventStore.Validate(); err != nil {
 		return nil, err
 	}
+	if err := cfg.ReadModels.Validate(cfg.EventStore); err != nil {
+		return nil, err
+	}
 	if err := refuseSharedRemoteIndexes(cfg); err != nil {
 		return nil, err
 	}
@@ -290,18 +298,26 @@ func Open(ctx context.Context, cfg Config) (*Stack, error) {
 		owner.Release()
 		return nil, err
 	}
+	rm, err := openReadModels(ctx, cfg, db, log.postgres)
+	if err != nil {
+		log.close()
+		_ = db.Close()
+		ix.close()
+		owner.Release()
+		return nil, err
+	}
 	s := &Stack{
 		Owner:           owner,
 		DB:              db,
 		Store:           log.store,
 		SyncLog:         log.store,
 		Postgres:        log.postgres,
-		Accounts:        sqlite.NewAccounts(db),
-		Memories:        sqlite.NewMemories(db),
-		Jobs:            sqlite.NewJobs(db),
-		Suggestions:     sqlite.NewSuggestions(db),
-		Provenance:      sqlite.NewProvenance(db),
-		Audit:           sqlite.NewAudit(db),
+		Accounts:        rm.accounts,
+		Memories:        rm.memories,
+		Jobs:            rm.jobs,
+		Suggestions:     rm.suggestions,
+		Provenance:      rm.provenance,
+		Audit:           rm.audit,
 		Keyword:         projections.NewKeyword(sqlite.NewKeywordStore(db), ix.keyword, ix.keywordInProcess, logger),
 		Vectors:         projections.NewVectors(sqlite.NewVectorStore(db), ix.vectors, ix.vectorsInProcess, logger),
 		KeywordIndex:    ix.keyword,
@@ -311,6 +327,7 @@ func Open(ctx context.Context, cfg Config) (*Stack, error) {
 		indexes:         cfg.Indexes,
 		closeIndexes:    ix.close,
 		closeLog:        log.close,
+		closeReadModels: rm.close,
 		sharedLog:       cfg.EventStore.Shared(),
 	}
 	s.projections = []projections.Projection{
@@ -418,6 +435,7 @@ func (s *Stack) Backends(ctx context.Context) map[string]error {
 // Close releases the indexes, the database and then the data dir.
 func (s *Stack) Close() error {
 	s.closeIndexes()
+	s.closeReadModels()
 	s.closeLog()
 	return errors.Join(s.DB.Close(), s.Owner.Release())
 }
