@@ -56,13 +56,13 @@ type stack struct {
 	wired    *engstack.Stack // storage, indexes, projections, engine
 	db       *sqlite.DB
 	store    domain.EventStore
-	model    *sqlite.Accounts // the accounts read model
-	memories *sqlite.Memories
+	model    engstack.AccountsReadModel
+	memories engstack.MemoriesReadModel
 	vectors  *projections.Vectors
-	jobs     *sqlite.Jobs
-	suggest  *sqlite.Suggestions
-	prov     *sqlite.Provenance
-	audit    *sqlite.Audit
+	jobs     engstack.JobsReadModel
+	suggest  engstack.SuggestionsReadModel
+	prov     engstack.ProvenanceReadModel
+	audit    engstack.AuditReadModel
 	engine   *projections.Engine
 	writer   *commands.EventWriter
 

@@ -67,6 +67,7 @@ type exporter interface {
 type AccountsReadModel interface {
 	account.ReadModel
 	commands.AccountReader
+	UserByEmail(ctx context.Context, email string) (account.UserView, bool, error)
 	exporter
 }
 
