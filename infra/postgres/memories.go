@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -69,7 +70,7 @@ func (t *memoriesTx) AgentModel(ctx context.Context, ref memory.AgentRef) (model
 func (t *memoriesTx) AddAgent(ctx context.Context, a memory.AgentCreated) error {
 	err := t.run(ctx, `INSERT INTO agents (user_id, agent_id, embedding_model, dimensions, created_at)
 		VALUES ($1, $2, $3, $4, $5) ON CONFLICT (user_id, agent_id) DO NOTHING`,
-		a.UserID, a.AgentID, a.EmbeddingModel, a.Dimensions, a.CreatedAt.UTC())
+		a.UserID, a.AgentID, a.EmbeddingModel, a.Dimensions, memTime(a.CreatedAt))
 	if err == nil {
 		t.agents[a.AgentRef] = true
 	}
@@ -110,7 +111,7 @@ func (t *memoriesTx) AddToAgent(ctx context.Context, ref memory.AgentRef, memori
 func (t *memoriesTx) PutSettings(ctx context.Context, ref memory.AgentRef, settings json.RawMessage, lazyDecay bool, at time.Time) error {
 	return t.run(ctx, `INSERT INTO agent_settings (user_id, agent_id, settings, lazy_decay, updated_at) VALUES ($1, $2, $3, $4, $5)
 		ON CONFLICT (user_id, agent_id) DO UPDATE SET settings = excluded.settings, lazy_decay = excluded.lazy_decay, updated_at = excluded.updated_at`,
-		ref.UserID, ref.AgentID, string(settings), lazyDecay, at.UTC())
+		ref.UserID, ref.AgentID, string(settings), lazyDecay, memTime(at))
 }
 
 func (t *memoriesTx) LazyDecay(ctx context.Context, ref memory.AgentRef) (bool, error) {
@@ -123,18 +124,21 @@ func (t *memoriesTx) LazyDecay(ctx context.Context, ref memory.AgentRef) (bool, 
 }
 
 func (t *memoriesTx) Memory(ctx context.Context, ref memory.AgentRef, id string) (m memory.StoredMemory, found bool, err error) {
-	var typ, content string
+	var typ, content, since string
 	v := &m.Vitality
 	err = t.tx.QueryRow(ctx, `SELECT type, content, goal_type, strength, strength_since, protected, forgotten_at IS NOT NULL
 		FROM memories WHERE id = $1 AND user_id = $2 AND agent_id = $3`, id, ref.UserID, ref.AgentID).
-		Scan(&typ, &content, &v.GoalType, &v.Base, &v.Since, &v.Protected, &v.Forgotten)
+		Scan(&typ, &content, &v.GoalType, &v.Base, &since, &v.Protected, &v.Forgotten)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return memory.StoredMemory{}, false, nil
 	}
 	if err != nil {
 		return memory.StoredMemory{}, false, err
 	}
-	m.Type, v.Type, m.Content, v.Since = memory.Type(typ), memory.Type(typ), json.RawMessage(content), v.Since.UTC()
+	m.Type, v.Type, m.Content = memory.Type(typ), memory.Type(typ), json.RawMessage(content)
+	if v.Since, err = parseMemTime(since); err != nil {
+		return memory.StoredMemory{}, false, err
+	}
 	return m, true, nil
 }
 
@@ -153,8 +157,8 @@ func (t *memoriesTx) InsertMemory(ctx context.Context, m memory.NewMemory) (bool
 		(id, user_id, agent_id, type, searchable, content, tags, derived_from, created_at, updated_at, forgotten_at, text_hash, embed_pending,
 		 strength, strength_since, protected, goal_type, weak_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, NULL, $10, $5, $11, $12, $13, $14, $15) ON CONFLICT (id) DO NOTHING`,
-		m.MemoryID, m.UserID, m.AgentID, string(m.Type), searchable, string(m.Content), tags, refs, m.CreatedAt.UTC(), m.TextHash,
-		v.Base, v.Since.UTC(), v.Protected, v.GoalType, weakAt(v))
+		m.MemoryID, m.UserID, m.AgentID, string(m.Type), searchable, string(m.Content), tags, refs, memTime(m.CreatedAt), m.TextHash,
+		v.Base, memTime(v.Since), v.Protected, v.GoalType, weakAt(v))
 	return n > 0, err
 }
 
@@ -169,12 +173,12 @@ func (t *memoriesTx) SetContent(ctx context.Context, ref memory.AgentRef, id str
 		}
 	}
 	return t.run(ctx, `UPDATE memories SET content = $1, text_hash = $2, updated_at = $3, version = version + 1 WHERE id = $4 AND user_id = $5 AND agent_id = $6`,
-		string(content), textHash, at.UTC(), id, ref.UserID, ref.AgentID)
+		string(content), textHash, memTime(at), id, ref.UserID, ref.AgentID)
 }
 
 func (t *memoriesTx) SetVitality(ctx context.Context, ref memory.AgentRef, id string, v memory.Vitality) error {
 	return t.run(ctx, `UPDATE memories SET strength = $1, strength_since = $2, protected = $3, goal_type = $4, weak_at = $5 WHERE id = $6 AND user_id = $7 AND agent_id = $8`,
-		v.Base, v.Since.UTC(), v.Protected, v.GoalType, weakAt(v), id, ref.UserID, ref.AgentID)
+		v.Base, memTime(v.Since), v.Protected, v.GoalType, weakAt(v), id, ref.UserID, ref.AgentID)
 }
 
 func (t *memoriesTx) CountVersion(ctx context.Context, ref memory.AgentRef, id string) error {
@@ -184,7 +188,7 @@ func (t *memoriesTx) CountVersion(ctx context.Context, ref memory.AgentRef, id s
 func (t *memoriesTx) Forget(ctx context.Context, ref memory.AgentRef, id string, at time.Time) error {
 	return t.run(ctx, `UPDATE memories SET forgotten_at = $1, embed_pending = FALSE, version = version + 1
 		WHERE id = $2 AND user_id = $3 AND agent_id = $4 AND forgotten_at IS NULL`,
-		at.UTC(), id, ref.UserID, ref.AgentID)
+		memTime(at), id, ref.UserID, ref.AgentID)
 }
 
 func (t *memoriesTx) MarkConsumed(ctx context.Context, ref memory.AgentRef, id string) error {
@@ -197,7 +201,7 @@ func (t *memoriesTx) Recover(ctx context.Context, ref memory.AgentRef, id string
 
 func (t *memoriesTx) CountVerification(ctx context.Context, ref memory.AgentRef, id string, at time.Time) error {
 	return t.run(ctx, `UPDATE memories SET verification_count = verification_count + 1, last_verified_at = $1 WHERE id = $2 AND user_id = $3 AND agent_id = $4`,
-		at.UTC(), id, ref.UserID, ref.AgentID)
+		memTime(at), id, ref.UserID, ref.AgentID)
 }
 
 func (t *memoriesTx) DeleteMemory(ctx context.Context, ref memory.AgentRef, id string) error {
@@ -244,13 +248,37 @@ func (t *memoriesTx) RecordStreamVersion(ctx context.Context, stream string, ver
 }
 
 // weakAt is memory.WeakAt as stored: NULL for never.
-func weakAt(v memory.Vitality) *time.Time {
+func weakAt(v memory.Vitality) *string {
 	at := memory.WeakAt(v)
 	if at.IsZero() {
 		return nil
 	}
-	at = at.UTC()
-	return &at
+	s := memTime(at)
+	return &s
+}
+
+// memTimeLayout is how the memories read model stores times (migration
+// 0009), as the SQLite store does: UTC text at a fixed width, so text
+// order is time order and the nanoseconds of event times survive.
+const memTimeLayout = "2006-01-02T15:04:05.000000000Z"
+
+func memTime(t time.Time) string { return t.UTC().Format(memTimeLayout) }
+
+func parseMemTime(s string) (time.Time, error) {
+	t, err := time.Parse(memTimeLayout, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("postgres: stored time %q: %w", s, err)
+	}
+	return t, nil
+}
+
+// parseMemTimeOrNil reads a nullable stored time.
+func parseMemTimeOrNil(s *string) (*time.Time, error) {
+	if s == nil {
+		return nil, nil
+	}
+	t, err := parseMemTime(*s)
+	return &t, err
 }
 
 // jsonList encodes a string list, nil as [].

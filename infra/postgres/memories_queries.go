@@ -69,8 +69,12 @@ func (m *Memories) agents(ctx context.Context, query string, args ...any) ([]mem
 	}
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (memory.AgentView, error) {
 		var a memory.AgentView
-		err := row.Scan(&a.UserID, &a.AgentID, &a.EmbeddingModel, &a.Dimensions, &a.CreatedAt, &a.MemoryCount, &a.StoredMemories, &a.TextBytes)
-		a.CreatedAt = a.CreatedAt.UTC()
+		var created string
+		if err := row.Scan(&a.UserID, &a.AgentID, &a.EmbeddingModel, &a.Dimensions, &created, &a.MemoryCount, &a.StoredMemories, &a.TextBytes); err != nil {
+			return a, err
+		}
+		var err error
+		a.CreatedAt, err = parseMemTime(created)
 		return a, err
 	})
 	if err != nil {
@@ -205,13 +209,19 @@ func (m *Memories) ExcerptsByID(ctx context.Context, userID, agentID string, ids
 	out := make(map[string]memory.Excerpt, len(ids))
 	for rows.Next() {
 		e := memory.Excerpt{AgentID: agentID}
-		var typ, content, tags string
-		if err := rows.Scan(&e.ID, &typ, &content, &tags, &e.CreatedAt, &e.Vitality.Forgotten,
-			&e.Vitality.Base, &e.Vitality.Since, &e.Vitality.Protected, &e.Vitality.GoalType, &e.LazyDecay); err != nil {
+		var typ, content, tags, created, since string
+		if err := rows.Scan(&e.ID, &typ, &content, &tags, &created, &e.Vitality.Forgotten,
+			&e.Vitality.Base, &since, &e.Vitality.Protected, &e.Vitality.GoalType, &e.LazyDecay); err != nil {
 			return nil, fmt.Errorf("postgres: scan memory excerpt: %w", err)
 		}
 		e.Type, e.Vitality.Type, e.Content = memory.Type(typ), memory.Type(typ), json.RawMessage(content)
-		e.CreatedAt, e.Vitality.Since = e.CreatedAt.UTC(), e.Vitality.Since.UTC()
+		var err error
+		if e.CreatedAt, err = parseMemTime(created); err != nil {
+			return nil, err
+		}
+		if e.Vitality.Since, err = parseMemTime(since); err != nil {
+			return nil, err
+		}
 		if err := json.Unmarshal([]byte(tags), &e.Tags); err != nil {
 			return nil, fmt.Errorf("postgres: memory %s tags: %w", e.ID, err)
 		}
@@ -245,7 +255,7 @@ func (m *Memories) ListMemories(ctx context.Context, q memory.ListQuery) (memory
 		// weak only below 0.5 as it stands. Forgotten ones pass: the
 		// clause above decides them.
 		w.add(`(m.forgotten_at IS NOT NULL OR m.weak_at IS NULL OR m.weak_at >= ?
-			OR (NOT COALESCE(s.lazy_decay, TRUE) AND m.strength >= ?))`, q.Now.UTC(), memory.FadingStrength)
+			OR (NOT COALESCE(s.lazy_decay, TRUE) AND m.strength >= ?))`, memTime(q.Now), memory.FadingStrength)
 	}
 	if q.Processed != nil {
 		w.add("m.processed = ?", *q.Processed)
@@ -266,7 +276,7 @@ func (m *Memories) ListMemories(ctx context.Context, q memory.ListQuery) (memory
 	if len(views) > limit {
 		page.Memories = views[:limit]
 		last := page.Memories[limit-1]
-		page.NextCursor = encodeListCursor(last.CreatedAt, last.ID)
+		page.NextCursor = encodeListCursor(memTime(last.CreatedAt), last.ID)
 	}
 	return page, nil
 }
@@ -305,29 +315,26 @@ func typeNames(types []memory.Type) []string {
 	return names
 }
 
-// listCursorTime is the time layout inside a listing cursor, the SQLite
-// store's: a cursor stays valid whichever store wrote it.
-const listCursorTime = "2006-01-02T15:04:05.000000000Z"
-
-// The cursor is opaque to clients; inside it is "created_at|id".
-func encodeListCursor(createdAt time.Time, id string) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(createdAt.UTC().Format(listCursorTime) + "|" + id))
+// The cursor is opaque to clients; inside it is "created_at|id", the
+// stored time as the SQLite store's cursor holds it: a cursor stays valid
+// whichever store wrote it.
+func encodeListCursor(createdAt, id string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(createdAt + "|" + id))
 }
 
-func decodeListCursor(cursor string) (time.Time, string, error) {
+func decodeListCursor(cursor string) (string, string, error) {
 	raw, err := base64.RawURLEncoding.DecodeString(cursor)
 	if err != nil {
-		return time.Time{}, "", errInvalidCursor()
+		return "", "", errInvalidCursor()
 	}
 	at, id, ok := strings.Cut(string(raw), "|")
 	if !ok || id == "" {
-		return time.Time{}, "", errInvalidCursor()
+		return "", "", errInvalidCursor()
 	}
-	t, err := time.Parse(listCursorTime, at)
-	if err != nil {
-		return time.Time{}, "", errInvalidCursor()
+	if _, err := parseMemTime(at); err != nil {
+		return "", "", errInvalidCursor()
 	}
-	return t, id, nil
+	return at, id, nil
 }
 
 func errInvalidCursor() error {
@@ -423,19 +430,34 @@ func (m *Memories) views(ctx context.Context, query string, args ...any) ([]memo
 
 func scanMemoryView(row pgx.CollectableRow) (memory.View, error) {
 	var v memory.View
-	var typ, content, tags, refs string
+	var typ, content, tags, refs, created, updated, since string
+	var forgotten, verified *string
 	var searchable, pending bool
-	if err := row.Scan(&v.ID, &v.AgentID, &typ, &searchable, &content, &tags, &refs, &v.CreatedAt, &v.UpdatedAt,
-		&v.ForgottenAt, &v.TextHash, &pending, &v.Version, &v.Embedding.Model, &v.Embedding.Dimensions,
-		&v.Vitality.Base, &v.Vitality.Since, &v.Vitality.Protected, &v.Vitality.GoalType, &v.VerificationCount, &v.LastVerifiedAt, &v.LazyDecay, &v.Processed); err != nil {
+	if err := row.Scan(&v.ID, &v.AgentID, &typ, &searchable, &content, &tags, &refs, &created, &updated,
+		&forgotten, &v.TextHash, &pending, &v.Version, &v.Embedding.Model, &v.Embedding.Dimensions,
+		&v.Vitality.Base, &since, &v.Vitality.Protected, &v.Vitality.GoalType, &v.VerificationCount, &verified, &v.LazyDecay, &v.Processed); err != nil {
 		return v, err
 	}
 	v.Type, v.Vitality.Type, v.Content, v.Protected = memory.Type(typ), memory.Type(typ), json.RawMessage(content), v.Vitality.Protected
 	if err := errors.Join(json.Unmarshal([]byte(tags), &v.Tags), json.Unmarshal([]byte(refs), &v.DerivedFrom)); err != nil {
 		return v, fmt.Errorf("memory %s lists: %w", v.ID, err)
 	}
-	v.CreatedAt, v.UpdatedAt, v.Vitality.Since = v.CreatedAt.UTC(), v.UpdatedAt.UTC(), v.Vitality.Since.UTC()
-	v.ForgottenAt, v.LastVerifiedAt = utcOrNil(v.ForgottenAt), utcOrNil(v.LastVerifiedAt)
+	var err error
+	if v.CreatedAt, err = parseMemTime(created); err != nil {
+		return v, err
+	}
+	if v.UpdatedAt, err = parseMemTime(updated); err != nil {
+		return v, err
+	}
+	if v.Vitality.Since, err = parseMemTime(since); err != nil {
+		return v, err
+	}
+	if v.ForgottenAt, err = parseMemTimeOrNil(forgotten); err != nil {
+		return v, err
+	}
+	if v.LastVerifiedAt, err = parseMemTimeOrNil(verified); err != nil {
+		return v, err
+	}
 	v.Forgotten, v.Vitality.Forgotten = v.ForgottenAt != nil, v.ForgottenAt != nil
 	switch {
 	case !searchable || v.Forgotten:
@@ -451,8 +473,7 @@ func scanMemoryView(row pgx.CollectableRow) (memory.View, error) {
 // Settings returns the agent's stack settings (the defaults when they
 // never changed); found is false when the user has no such agent.
 func (m *Memories) Settings(ctx context.Context, userID, agentID string) (stack.View, bool, error) {
-	var raw *string
-	var updated *time.Time
+	var raw, updated *string
 	err := m.db.Pool.QueryRow(ctx, `SELECT s.settings, s.updated_at FROM agents a
 		LEFT JOIN agent_settings s ON s.user_id = a.user_id AND s.agent_id = a.agent_id
 		WHERE a.user_id = $1 AND a.agent_id = $2`, userID, agentID).Scan(&raw, &updated)
@@ -467,7 +488,9 @@ func (m *Memories) Settings(ctx context.Context, userID, agentID string) (stack.
 		if err := json.Unmarshal([]byte(*raw), &v.Settings); err != nil {
 			return v, false, fmt.Errorf("postgres: settings of %s: %w", agentID, err)
 		}
-		v.UpdatedAt = utcOrNil(updated)
+		if v.UpdatedAt, err = parseMemTimeOrNil(updated); err != nil {
+			return v, false, err
+		}
 	}
 	return v, true, nil
 }
@@ -489,7 +512,7 @@ func (m *Memories) AgentStats(ctx context.Context, userID, agentID string, now t
 			count(*) FILTER (WHERE m.type = 'raw_entry' AND m.forgotten_at IS NULL AND m.processed),
 			count(*) FILTER (WHERE m.type = 'raw_entry' AND m.forgotten_at IS NULL AND NOT m.processed)
 		FROM memories m LEFT JOIN agent_settings s ON s.user_id = m.user_id AND s.agent_id = m.agent_id
-		WHERE m.user_id = $3 AND m.agent_id = $4 GROUP BY m.type`, now.UTC(), memory.FadingStrength, userID, agentID)
+		WHERE m.user_id = $3 AND m.agent_id = $4 GROUP BY m.type`, memTime(now), memory.FadingStrength, userID, agentID)
 	if err != nil {
 		return st, false, fmt.Errorf("postgres: agent stats: %w", err)
 	}

@@ -39,18 +39,16 @@ type MemoryQueries interface {
 	AgentStats(ctx context.Context, userID, agentID string, now time.Time) (memory.Stats, bool, error)
 }
 
-// memLog is an event log in memory that feeds the memories projection,
-// as the projection engine would: events get positions and stream
-// versions as a real log gives them.
+// memLog feeds the memories projection from an event log in memory, as
+// the projection engine would.
 type memLog struct {
-	t        *testing.T
-	rm       MemoryQueries
-	all      []domain.Event
-	versions map[string]uint64
+	eventLog
+	t  *testing.T
+	rm MemoryQueries
 }
 
 func newMemLog(t *testing.T, rm MemoryQueries) *memLog {
-	return &memLog{t: t, rm: rm, versions: map[string]uint64{}}
+	return &memLog{t: t, rm: rm}
 }
 
 func (l *memLog) projection() *projections.Memories { return projections.NewMemories(l.rm) }
@@ -64,22 +62,7 @@ func (l *memLog) append(ref memory.AgentRef, payloads ...domain.Payload) {
 // appendTo records payloads on stream and applies them, as one batch.
 func (l *memLog) appendTo(stream string, payloads ...domain.Payload) {
 	l.t.Helper()
-	batch := make([]domain.Event, len(payloads))
-	for i, p := range payloads {
-		e, err := domain.MarshalEvent(p, domain.Metadata{Actor: domain.Actor{Kind: domain.ActorSystem, ID: "test"}})
-		if err != nil {
-			l.t.Fatal(err)
-		}
-		version, known := l.versions[stream]
-		if known {
-			version++
-		}
-		l.versions[stream] = version
-		batch[i] = domain.Event{ID: fmt.Sprintf("e%d", len(l.all)+1), Stream: stream, Version: version, Position: uint64(len(l.all) + 1),
-			Type: e.Type, SchemaVersion: e.SchemaVersion, Time: memT0, Actor: e.Actor, Payload: e.Payload}
-		l.all = append(l.all, batch[i])
-	}
-	if err := l.projection().Apply(context.Background(), batch); err != nil {
+	if err := l.projection().Apply(context.Background(), l.record(l.t, stream, payloads...)); err != nil {
 		l.t.Fatal(err)
 	}
 }
@@ -631,6 +614,22 @@ func RunMemoryQueries(t *testing.T, open func(t *testing.T) MemoryQueries) {
 		}
 		if v, err := l.rm.MemoryIDsAfter(ctx, memAlice.UserID, memAlice.AgentID, []memory.Type{memory.Note}, "", 10); err != nil || len(v) != 1 || v[0].ID != "n1" {
 			t.Errorf("MemoryIDsAfter of the notes = %v, %v; want n1", viewIDs(v), err)
+		}
+	})
+
+	// An agent's creation time identifies it in its cognition stream
+	// (processing.StackRef), so the read model keeps event times whole.
+	t.Run("TimesKeepTheirNanoseconds", func(t *testing.T) {
+		l := newMemLog(t, open(t))
+		at := memT0.Add(123456789 * time.Nanosecond)
+		created := memAgentCreated(memAlice, "m1", 4)
+		created.CreatedAt = at
+		l.append(memAlice, created, memNoteCreated(memAlice, "n1", "one", at),
+			memory.MemoryForgotten{AgentRef: memAlice, MemoryID: "n1", ForgottenAt: at.Add(time.Nanosecond)})
+		a, _, err := l.rm.Agent(ctx, memAlice.UserID, memAlice.AgentID)
+		v, _ := l.view(memAlice, "n1")
+		if err != nil || !a.CreatedAt.Equal(at) || !v.CreatedAt.Equal(at) || v.ForgottenAt == nil || !v.ForgottenAt.Equal(at.Add(time.Nanosecond)) {
+			t.Fatalf("agent created %v, memory created %v forgotten %v (%v); want %v and a nanosecond later", a.CreatedAt, v.CreatedAt, v.ForgottenAt, err, at)
 		}
 	})
 
