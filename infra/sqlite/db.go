@@ -138,6 +138,15 @@ func Open(ctx context.Context, dataDir string, opts Options) (*DB, error) {
 		db.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
+	if opts.ReadOnly {
+		// A reader cannot migrate: a database an older engram wrote last
+		// would answer queries about columns it does not have yet with
+		// SQL errors, so it is refused up front, saying how to upgrade it.
+		if err := requireMigrated(ctx, db.read, path); err != nil {
+			db.Close()
+			return nil, err
+		}
+	}
 	return db, nil
 }
 
