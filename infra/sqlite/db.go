@@ -182,6 +182,9 @@ func (db *DB) WriteTx(ctx context.Context, fn func(*sql.Tx) error) error {
 	if db.write == nil {
 		return fmt.Errorf("sqlite: database opened read-only")
 	}
+	if joined, err := db.joinUnit(ctx, fn); joined {
+		return err
+	}
 	return runTx(ctx, db.write, fn)
 }
 

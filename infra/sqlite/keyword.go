@@ -36,8 +36,12 @@ func (s *KeywordStore) KeywordCheckpoint(ctx context.Context) (uint64, error) {
 
 // ApplyKeyword implements domain.KeywordState.
 func (s *KeywordStore) ApplyKeyword(ctx context.Context, events []domain.Event, apply func(context.Context, domain.KeywordStateTx, domain.Event) error, beforeCommit func(context.Context) error) error {
+	var b *batchTx
 	return s.db.ApplyEvents(ctx, keywordCheckpoint, events, func(tx *sql.Tx, e domain.Event) error {
-		return apply(ctx, keywordTx{tx}, e)
+		if b == nil || b.tx != tx { // a retried transaction starts afresh
+			b = s.db.batchFor(ctx, tx)
+		}
+		return apply(ctx, keywordTx{b}, e)
 	}, beforeCommit)
 }
 
@@ -84,11 +88,11 @@ func scanKeywordSource(scan func(...any) error) (domain.KeywordSource, error) {
 }
 
 // keywordTx implements domain.KeywordStateTx on a write transaction.
-type keywordTx struct{ tx *sql.Tx }
+type keywordTx struct{ b *batchTx }
 
 func (t keywordTx) AgentExists(ctx context.Context, scope domain.IndexScope) (bool, error) {
 	var one int
-	err := t.tx.QueryRowContext(ctx, `SELECT 1 FROM keyword_agents WHERE user_id = ? AND agent_id = ?`, scope.UserID, scope.AgentID).Scan(&one)
+	err := t.b.queryRow(`SELECT 1 FROM keyword_agents WHERE user_id = ? AND agent_id = ?`, scope.UserID, scope.AgentID).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
 	}
@@ -99,7 +103,7 @@ func (t keywordTx) AgentExists(ctx context.Context, scope domain.IndexScope) (bo
 }
 
 func (t keywordTx) PutAgent(ctx context.Context, scope domain.IndexScope) error {
-	_, err := t.tx.ExecContext(ctx, `INSERT INTO keyword_agents (user_id, agent_id) VALUES (?, ?) ON CONFLICT DO NOTHING`, scope.UserID, scope.AgentID)
+	_, err := t.b.exec(`INSERT INTO keyword_agents (user_id, agent_id) VALUES (?, ?) ON CONFLICT DO NOTHING`, scope.UserID, scope.AgentID)
 	if err != nil {
 		return fmt.Errorf("keyword: put agent: %w", err)
 	}
@@ -108,7 +112,7 @@ func (t keywordTx) PutAgent(ctx context.Context, scope domain.IndexScope) error 
 
 func (t keywordTx) DeleteAgent(ctx context.Context, scope domain.IndexScope) error {
 	for _, stmt := range []string{`DELETE FROM keyword_docs WHERE user_id = ? AND agent_id = ?`, `DELETE FROM keyword_agents WHERE user_id = ? AND agent_id = ?`} {
-		if _, err := t.tx.ExecContext(ctx, stmt, scope.UserID, scope.AgentID); err != nil {
+		if _, err := t.b.exec(stmt, scope.UserID, scope.AgentID); err != nil {
 			return fmt.Errorf("keyword: delete agent: %w", err)
 		}
 	}
@@ -116,7 +120,7 @@ func (t keywordTx) DeleteAgent(ctx context.Context, scope domain.IndexScope) err
 }
 
 func (t keywordTx) Source(ctx context.Context, scope domain.IndexScope, memoryID string) (domain.KeywordSource, bool, error) {
-	row := t.tx.QueryRowContext(ctx, `SELECT memory_id, user_id, agent_id, type, tags, created_ns, body, meta, content, forgotten FROM keyword_docs
+	row := t.b.queryRow(`SELECT memory_id, user_id, agent_id, type, tags, created_ns, body, meta, content, forgotten FROM keyword_docs
 		WHERE memory_id = ? AND user_id = ? AND agent_id = ?`, memoryID, scope.UserID, scope.AgentID)
 	src, err := scanKeywordSource(row.Scan)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -133,14 +137,13 @@ func (t keywordTx) InsertSource(ctx context.Context, s domain.KeywordSource) (bo
 	if err != nil {
 		return false, err
 	}
-	res, err := t.tx.ExecContext(ctx, `INSERT INTO keyword_docs (memory_id, user_id, agent_id, type, tags, created_ns, body, meta, content, forgotten)
+	n, err := t.b.exec(`INSERT INTO keyword_docs (memory_id, user_id, agent_id, type, tags, created_ns, body, meta, content, forgotten)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (memory_id) DO NOTHING`,
 		s.MemoryID, s.UserID, s.AgentID, s.Type, tags, keywordNanos(s.CreatedAt), s.Text, s.Meta, string(s.Content), s.Forgotten)
 	if err != nil {
 		return false, fmt.Errorf("keyword: insert: %w", err)
 	}
-	n, err := res.RowsAffected()
-	return n > 0, err
+	return n > 0, nil
 }
 
 func (t keywordTx) UpdateSource(ctx context.Context, s domain.KeywordSource) error {
@@ -148,7 +151,7 @@ func (t keywordTx) UpdateSource(ctx context.Context, s domain.KeywordSource) err
 	if err != nil {
 		return err
 	}
-	if _, err := t.tx.ExecContext(ctx, `UPDATE keyword_docs SET body = ?, meta = ?, tags = ?, content = ?, forgotten = ? WHERE memory_id = ?`,
+	if _, err := t.b.exec(`UPDATE keyword_docs SET body = ?, meta = ?, tags = ?, content = ?, forgotten = ? WHERE memory_id = ?`,
 		s.Text, s.Meta, tags, string(s.Content), s.Forgotten, s.MemoryID); err != nil {
 		return fmt.Errorf("keyword: update: %w", err)
 	}
@@ -156,12 +159,11 @@ func (t keywordTx) UpdateSource(ctx context.Context, s domain.KeywordSource) err
 }
 
 func (t keywordTx) DeleteSource(ctx context.Context, scope domain.IndexScope, memoryID string) (bool, error) {
-	res, err := t.tx.ExecContext(ctx, `DELETE FROM keyword_docs WHERE memory_id = ? AND user_id = ? AND agent_id = ?`, memoryID, scope.UserID, scope.AgentID)
+	n, err := t.b.exec(`DELETE FROM keyword_docs WHERE memory_id = ? AND user_id = ? AND agent_id = ?`, memoryID, scope.UserID, scope.AgentID)
 	if err != nil {
 		return false, fmt.Errorf("keyword: delete: %w", err)
 	}
-	n, err := res.RowsAffected()
-	return n > 0, err
+	return n > 0, nil
 }
 
 func nonNil(tags []string) []string {
@@ -183,3 +185,6 @@ func keywordNanos(t time.Time) int64 {
 	}
 	return t.UnixNano()
 }
+
+// UnitOfWork implements domain.UnitOfWorkStore.
+func (s *KeywordStore) UnitOfWork() domain.UnitOfWork { return s.db }

@@ -18,7 +18,7 @@ func applyBatch[Tx any](ctx context.Context, db *DB, name string, events []domai
 	var tx Tx
 	return db.ApplyEvents(ctx, name, events, func(sqlTx *sql.Tx, e domain.Event) error {
 		if b == nil || b.tx != sqlTx { // a retried transaction starts afresh
-			b = newBatchTx(ctx, sqlTx)
+			b = db.batchFor(ctx, sqlTx)
 			tx = newTx(b)
 		}
 		return apply(ctx, tx, e)
@@ -87,3 +87,19 @@ func (a *batchTx) exists(query string, args ...any) (bool, error) {
 	}
 	return err == nil, err
 }
+
+// queryRow runs a query that returns at most one row; a statement that
+// cannot be prepared fails at Scan.
+func (a *batchTx) queryRow(query string, args ...any) rowScanner {
+	st, err := a.stmt(query)
+	if err != nil {
+		return failedRow{err}
+	}
+	return st.QueryRowContext(a.ctx, args...)
+}
+
+type rowScanner interface{ Scan(dest ...any) error }
+
+type failedRow struct{ err error }
+
+func (r failedRow) Scan(...any) error { return r.err }

@@ -34,8 +34,12 @@ func (s *VectorStore) VectorsCheckpoint(ctx context.Context) (uint64, error) {
 
 // ApplyVectors implements domain.VectorState.
 func (s *VectorStore) ApplyVectors(ctx context.Context, events []domain.Event, apply func(context.Context, domain.VectorStateTx, domain.Event) error, beforeCommit func(context.Context) error) error {
+	var b *batchTx
 	return s.db.ApplyEvents(ctx, vectorsCheckpoint, events, func(tx *sql.Tx, e domain.Event) error {
-		return apply(ctx, vectorTx{tx}, e)
+		if b == nil || b.tx != tx { // a retried transaction starts afresh
+			b = s.db.batchFor(ctx, tx)
+		}
+		return apply(ctx, vectorTx{b}, e)
 	}, beforeCommit)
 }
 
@@ -103,11 +107,11 @@ ORDER BY v.seq`)
 }
 
 // vectorTx implements domain.VectorStateTx on a write transaction.
-type vectorTx struct{ tx *sql.Tx }
+type vectorTx struct{ b *batchTx }
 
 func (t vectorTx) Agent(ctx context.Context, userID, agentID string) (domain.VectorAgent, bool, error) {
 	a := domain.VectorAgent{UserID: userID, AgentID: agentID}
-	err := t.tx.QueryRowContext(ctx, `SELECT model, dimensions FROM vector_agents WHERE user_id = ? AND agent_id = ?`, userID, agentID).Scan(&a.Space.Model, &a.Space.Dimensions)
+	err := t.b.queryRow(`SELECT model, dimensions FROM vector_agents WHERE user_id = ? AND agent_id = ?`, userID, agentID).Scan(&a.Space.Model, &a.Space.Dimensions)
 	if errors.Is(err, sql.ErrNoRows) {
 		return a, false, nil
 	}
@@ -118,7 +122,7 @@ func (t vectorTx) Agent(ctx context.Context, userID, agentID string) (domain.Vec
 }
 
 func (t vectorTx) PutAgent(ctx context.Context, a domain.VectorAgent) error {
-	_, err := t.tx.ExecContext(ctx, `INSERT INTO vector_agents (user_id, agent_id, model, dimensions) VALUES (?, ?, ?, ?)
+	_, err := t.b.exec(`INSERT INTO vector_agents (user_id, agent_id, model, dimensions) VALUES (?, ?, ?, ?)
 		ON CONFLICT (user_id, agent_id) DO UPDATE SET model = excluded.model, dimensions = excluded.dimensions`, a.UserID, a.AgentID, a.Space.Model, a.Space.Dimensions)
 	if err != nil {
 		return fmt.Errorf("vectors: put agent: %w", err)
@@ -132,7 +136,7 @@ func (t vectorTx) DeleteAgent(ctx context.Context, userID, agentID string) error
 		`DELETE FROM vector_memories WHERE user_id = ? AND agent_id = ?`,
 		`DELETE FROM vector_agents WHERE user_id = ? AND agent_id = ?`,
 	} {
-		if _, err := t.tx.ExecContext(ctx, stmt, userID, agentID); err != nil {
+		if _, err := t.b.exec(stmt, userID, agentID); err != nil {
 			return fmt.Errorf("vectors: delete agent: %w", err)
 		}
 	}
@@ -144,7 +148,7 @@ func (t vectorTx) Memory(ctx context.Context, memoryID string) (domain.VectorMem
 	var typ string
 	var tags []byte
 	var created int64
-	err := t.tx.QueryRowContext(ctx, `SELECT user_id, agent_id, type, tags, created_ns, text_hash, forgotten FROM vector_memories WHERE memory_id = ?`, memoryID).
+	err := t.b.queryRow(`SELECT user_id, agent_id, type, tags, created_ns, text_hash, forgotten FROM vector_memories WHERE memory_id = ?`, memoryID).
 		Scan(&m.UserID, &m.AgentID, &typ, &tags, &created, &m.TextHash, &m.Forgotten)
 	if errors.Is(err, sql.ErrNoRows) {
 		return m, false, nil
@@ -167,7 +171,7 @@ func (t vectorTx) PutMemory(ctx context.Context, m domain.VectorMemory) error {
 	if m.Tags == nil {
 		tags = []byte("[]")
 	}
-	_, err = t.tx.ExecContext(ctx, `INSERT INTO vector_memories (memory_id, user_id, agent_id, type, tags, created_ns, text_hash, forgotten)
+	_, err = t.b.exec(`INSERT INTO vector_memories (memory_id, user_id, agent_id, type, tags, created_ns, text_hash, forgotten)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (memory_id) DO UPDATE SET tags = excluded.tags, text_hash = excluded.text_hash, forgotten = excluded.forgotten`,
 		m.MemoryID, m.UserID, m.AgentID, m.Type, tags, keywordNanos(m.CreatedAt), m.TextHash, m.Forgotten)
@@ -182,7 +186,7 @@ func (t vectorTx) DeleteMemory(ctx context.Context, memoryID string) error {
 		`DELETE FROM vector_vectors WHERE memory_id = ?`,
 		`DELETE FROM vector_memories WHERE memory_id = ?`,
 	} {
-		if _, err := t.tx.ExecContext(ctx, stmt, memoryID); err != nil {
+		if _, err := t.b.exec(stmt, memoryID); err != nil {
 			return fmt.Errorf("vectors: delete memory: %w", err)
 		}
 	}
@@ -190,7 +194,7 @@ func (t vectorTx) DeleteMemory(ctx context.Context, memoryID string) error {
 }
 
 func (t vectorTx) PutVector(ctx context.Context, memoryID string, space domain.VectorSpace, textHash string, v []float32) error {
-	_, err := t.tx.ExecContext(ctx, `INSERT INTO vector_vectors (memory_id, model, dimensions, text_hash, vector) VALUES (?, ?, ?, ?, ?)
+	_, err := t.b.exec(`INSERT INTO vector_vectors (memory_id, model, dimensions, text_hash, vector) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (memory_id, model, dimensions, text_hash) DO UPDATE SET vector = excluded.vector`, memoryID, space.Model, space.Dimensions, textHash, encodeVector(v))
 	if err != nil {
 		return fmt.Errorf("vectors: put vector: %w", err)
@@ -199,9 +203,13 @@ func (t vectorTx) PutVector(ctx context.Context, memoryID string, space domain.V
 }
 
 func (t vectorTx) CurrentVectors(ctx context.Context, memoryID string) ([]domain.StoredVector, error) {
-	rows, err := t.tx.QueryContext(ctx, `SELECT v.model, v.dimensions, v.vector FROM vector_vectors AS v
+	st, err := t.b.stmt(`SELECT v.model, v.dimensions, v.vector FROM vector_vectors AS v
 		JOIN vector_memories AS m ON m.memory_id = v.memory_id AND m.text_hash = v.text_hash
-		WHERE v.memory_id = ? ORDER BY v.seq`, memoryID)
+		WHERE v.memory_id = ? ORDER BY v.seq`)
+	if err != nil {
+		return nil, fmt.Errorf("vectors: current: %w", err)
+	}
+	rows, err := st.QueryContext(ctx, memoryID)
 	if err != nil {
 		return nil, fmt.Errorf("vectors: current: %w", err)
 	}
@@ -222,7 +230,7 @@ func (t vectorTx) CurrentVectors(ctx context.Context, memoryID string) ([]domain
 }
 
 func (t vectorTx) DeleteSpace(ctx context.Context, userID, agentID string, space domain.VectorSpace) error {
-	_, err := t.tx.ExecContext(ctx, `DELETE FROM vector_vectors WHERE model = ? AND dimensions = ?
+	_, err := t.b.exec(`DELETE FROM vector_vectors WHERE model = ? AND dimensions = ?
 		AND memory_id IN (SELECT memory_id FROM vector_memories WHERE user_id = ? AND agent_id = ?)`, space.Model, space.Dimensions, userID, agentID)
 	if err != nil {
 		return fmt.Errorf("vectors: delete model: %w", err)
@@ -254,3 +262,6 @@ func decodeVector(dst []float32, blob []byte) ([]float32, error) {
 	}
 	return dst, nil
 }
+
+// UnitOfWork implements domain.UnitOfWorkStore.
+func (s *VectorStore) UnitOfWork() domain.UnitOfWork { return s.db }
