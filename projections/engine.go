@@ -290,8 +290,9 @@ type ProjectionStatus struct {
 	ParkedSince *time.Time `json:"parked_since,omitempty"`
 }
 
-// CatchUp runs the named projections (all when names is empty) until they
-// have applied the whole log as it stands now, then stops.
+// CatchUp brings the named projections (all when names is empty) up to
+// the whole log as it stands now, through the bulk replay path (see
+// replay.go), then returns.
 func (e *Engine) CatchUp(ctx context.Context, names ...string) error {
 	selected, err := e.select_(names)
 	if err != nil {
@@ -301,46 +302,16 @@ func (e *Engine) CatchUp(ctx context.Context, names ...string) error {
 	if err != nil {
 		return err
 	}
-	runCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	done := make(chan error, 1)
-	go func() { done <- e.run(runCtx, selected) }()
-	for {
-		if e.reached(selected, head) {
-			stop()
-			<-done
-			return nil
-		}
-		e.mu.Lock()
-		changed := e.changed
-		e.mu.Unlock()
-		select {
-		case err := <-done:
-			if err == nil {
-				err = errors.New("router stopped")
-			}
-			return fmt.Errorf("projections: catch up: %w", err)
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-changed:
-		}
-	}
-}
-
-func (e *Engine) reached(selected []Projection, head uint64) bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for _, p := range selected {
-		if e.positions[p.Name()] < head {
-			return false
-		}
-	}
-	return true
+	return e.replay(ctx, selected, head, true)
 }
 
 // Rebuild drops the named projections (all when names is empty) and replays
 // the whole log into them.
 func (e *Engine) Rebuild(ctx context.Context, names ...string) error {
+	return e.rebuild(ctx, true, names)
+}
+
+func (e *Engine) rebuild(ctx context.Context, refill bool, names []string) error {
 	selected, err := e.select_(names)
 	if err != nil {
 		return err
@@ -353,7 +324,11 @@ func (e *Engine) Rebuild(ctx context.Context, names ...string) error {
 		e.positions[p.Name()] = 0
 		e.mu.Unlock()
 	}
-	return e.CatchUp(ctx, names...)
+	head, err := e.store.Head(ctx)
+	if err != nil {
+		return err
+	}
+	return e.replay(ctx, selected, head, refill)
 }
 
 func (e *Engine) select_(names []string) ([]Projection, error) {

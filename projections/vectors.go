@@ -80,11 +80,20 @@ func (p *Vectors) Apply(ctx context.Context, events []domain.Event) error {
 	if err := p.Load(ctx); err != nil {
 		return err
 	}
+	return p.applyTo(ctx, events, true)
+}
+
+// applyTo applies events to the state and, with writeIndex, the index.
+func (p *Vectors) applyTo(ctx context.Context, events []domain.Event, writeIndex bool) error {
 	var w indexWrites
 	var spaces []func()
+	var flush func(context.Context) error
+	if writeIndex {
+		flush = func(ctx context.Context) error { return w.flush(ctx, nil, p.index, p.logger) }
+	}
 	err := p.state.ApplyVectors(ctx, events, func(ctx context.Context, tx domain.VectorStateTx, e domain.Event) error {
 		return p.apply(ctx, tx, e, &w, &spaces)
-	}, func(ctx context.Context) error { return w.flush(ctx, nil, p.index, p.logger) })
+	}, flush)
 	if err != nil {
 		return err
 	}
@@ -93,6 +102,29 @@ func (p *Vectors) Apply(ctx context.Context, events []domain.Event) error {
 	}
 	return nil
 }
+
+// indexFromState implements derivedIndex.
+func (p *Vectors) indexFromState() bool { return p.loadIndex }
+
+// applyState implements derivedIndex: the state, the checkpoint and the
+// agents' spaces, not the index.
+func (p *Vectors) applyState(ctx context.Context, events []domain.Event) error {
+	return p.applyTo(ctx, events, false)
+}
+
+// dropIndex implements derivedIndex.
+func (p *Vectors) dropIndex(ctx context.Context) error {
+	p.loadMu.Lock()
+	defer p.loadMu.Unlock()
+	p.loaded = false
+	if err := p.index.DropAll(ctx); err != nil {
+		return fmt.Errorf("vectors: drop index: %w", err)
+	}
+	return nil
+}
+
+// UnitOfWork implements unitOfWorker.
+func (p *Vectors) UnitOfWork() domain.UnitOfWork { return unitOfWorkOf(p.state) }
 
 // AgentSpace reports the agent's active space; ok is false when the user
 // has no such agent. It is answered from memory, so it is also the search

@@ -1,0 +1,219 @@
+package projections
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/engram-memory/engram/domain"
+)
+
+// The bulk replay path of Rebuild and CatchUp. The watermill router (Run)
+// feeds each projection its own batches as the log grows; a replay knows
+// the whole range up front, so it reads the log once in large chunks and
+// applies each chunk to every selected projection, and the read models of
+// one database apply a chunk in one transaction (domain.UnitOfWork).
+
+// replayChunk is how many events a replay reads and applies at a time:
+// large enough that a transaction's fixed costs (begin, checkpoint,
+// commit, preparing statements) vanish per event, small enough that a
+// chunk with its embeddings stays a few megabytes.
+const replayChunk = 4096
+
+// unitOfWorker is a projection whose store can join a unit of work; the
+// projections returning the same unit apply a replayed chunk in it.
+type unitOfWorker interface {
+	UnitOfWork() domain.UnitOfWork
+}
+
+// unitOfWorkOf is the unit of work store offers, or nil.
+func unitOfWorkOf(store any) domain.UnitOfWork {
+	if s, ok := store.(domain.UnitOfWorkStore); ok {
+		return s.UnitOfWork()
+	}
+	return nil
+}
+
+// derivedIndex is a projection whose index keeps nothing across restarts
+// and is filled from the projection's durable state when it starts (the
+// embedded keyword and vector indexes). A replay applies the state alone
+// — inserting into the index event by event costs more than building it
+// once — then drops the index and, unless the process serves nothing,
+// refills it from the state in bulk (Load; the vector graph then builds in
+// the background while searches scan what it does not cover yet).
+type derivedIndex interface {
+	// indexFromState reports whether the index is derived from the state.
+	indexFromState() bool
+	// applyState applies events to the state and checkpoint only.
+	applyState(ctx context.Context, events []domain.Event) error
+	// dropIndex empties the index and marks it to be refilled by Load.
+	dropIndex(ctx context.Context) error
+	// Load refills a dropped index from the state.
+	Load(ctx context.Context) error
+}
+
+// RebuildOffline is Rebuild for a process that serves nothing (`engram
+// projections rebuild`): the in-process indexes are left empty instead of
+// refilled, since the process that serves next fills them from the
+// rebuilt state when it starts.
+func (e *Engine) RebuildOffline(ctx context.Context, names ...string) error {
+	return e.rebuild(ctx, false, names)
+}
+
+// replayGroup is the projections that apply a chunk together: those of
+// one unit of work in one transaction, any other alone (unit nil).
+type replayGroup struct {
+	unit        domain.UnitOfWork
+	projections []Projection
+}
+
+// replay applies the log after the lowest checkpoint of selected up to
+// head to the selected projections, chunk by chunk; each projection skips
+// what it applied already.
+// With refill, the derived in-process indexes are filled from the state
+// at the end; without, they are left empty and refilled at the next start.
+func (e *Engine) replay(ctx context.Context, selected []Projection, head uint64, refill bool) error {
+	from := head
+	for _, p := range selected {
+		pos, err := p.Position(ctx)
+		if err != nil {
+			return fmt.Errorf("projections: %s checkpoint: %w", p.Name(), err)
+		}
+		e.advance(p.Name(), pos)
+		from = min(from, pos)
+	}
+	groups := replayGroups(selected)
+	readCtx, stopReading := context.WithCancel(ctx)
+	defer stopReading()
+	chunks := e.readChunks(readCtx, from, head)
+	for c := range chunks {
+		if c.err != nil {
+			return fmt.Errorf("projections: replay: read log after %d: %w", from, c.err)
+		}
+		for _, g := range groups {
+			if err := e.applyChunk(ctx, g, c.events); err != nil {
+				return err
+			}
+		}
+		from = c.events[len(c.events)-1].Position
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	for _, p := range selected {
+		d, ok := p.(derivedIndex)
+		if !ok || !d.indexFromState() {
+			continue
+		}
+		if err := d.dropIndex(ctx); err != nil {
+			return err
+		}
+		if refill {
+			if err := d.Load(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// replayGroups groups the projections by the unit of work they join,
+// keeping their order.
+func replayGroups(selected []Projection) []replayGroup {
+	var groups []replayGroup
+	byUnit := map[domain.UnitOfWork]int{}
+	for _, p := range selected {
+		var unit domain.UnitOfWork
+		if u, ok := p.(unitOfWorker); ok {
+			unit = u.UnitOfWork()
+		}
+		if i, ok := byUnit[unit]; ok && unit != nil {
+			groups[i].projections = append(groups[i].projections, p)
+			continue
+		}
+		if unit != nil {
+			byUnit[unit] = len(groups)
+		}
+		groups = append(groups, replayGroup{unit: unit, projections: []Projection{p}})
+	}
+	return groups
+}
+
+// applyChunk applies events to the group's projections, in one unit of
+// work when they share one, and then reports their progress.
+func (e *Engine) applyChunk(ctx context.Context, g replayGroup, events []domain.Event) error {
+	applyAll := func(ctx context.Context) error {
+		for _, p := range g.projections {
+			var err error
+			if d, ok := p.(derivedIndex); ok && d.indexFromState() {
+				err = d.applyState(ctx, events)
+			} else {
+				err = p.Apply(ctx, events)
+			}
+			if err != nil {
+				return fmt.Errorf("projections: %s from %d: %w", p.Name(), events[0].Position, err)
+			}
+		}
+		return nil
+	}
+	var err error
+	if g.unit != nil {
+		err = g.unit.InUnitOfWork(ctx, applyAll)
+	} else {
+		err = applyAll(ctx)
+	}
+	if err != nil {
+		return err
+	}
+	for _, p := range g.projections {
+		e.applied(p.Name(), len(events))
+		e.advance(p.Name(), events[len(events)-1].Position)
+	}
+	return nil
+}
+
+// replayRead is one chunk of the log, or the error that ended reading.
+type replayRead struct {
+	events []domain.Event
+	err    error
+}
+
+// readChunks reads the log after from up to head in chunks, one chunk
+// ahead of the projections (reading and applying overlap on two cores).
+// The channel closes after the last chunk, an error, or when ctx ends.
+func (e *Engine) readChunks(ctx context.Context, from, head uint64) <-chan replayRead {
+	out := make(chan replayRead, 1)
+	go func() {
+		defer close(out)
+		for from < head {
+			events, err := e.store.ReadAll(ctx, from, replayChunk)
+			if err == nil && len(events) == 0 {
+				err = fmt.Errorf("log ends at %d before its head %d", from, head)
+			}
+			if n := len(events); err == nil && events[n-1].Position > head {
+				if events = events[:cut(events, head)]; len(events) == 0 {
+					return
+				}
+			}
+			select {
+			case out <- replayRead{events: events, err: err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+			from = events[len(events)-1].Position
+		}
+	}()
+	return out
+}
+
+// cut is the number of events at or below head.
+func cut(events []domain.Event, head uint64) int {
+	for i, ev := range events {
+		if ev.Position > head {
+			return i
+		}
+	}
+	return len(events)
+}
