@@ -32,6 +32,10 @@ type DB struct {
 	hot *stmtCache
 }
 
+// writerCacheSize is the writer connection's page cache: 64 MiB
+// (negative: in KiB).
+const writerCacheSize = "cache_size(-65536)"
+
 // Options tune how a DB is opened.
 type Options struct {
 	// ReadOnly opens the file without the writer (the dashboard never writes).
@@ -66,7 +70,11 @@ func Open(ctx context.Context, dataDir string, opts Options) (*DB, error) {
 		// read models are not synced (a crash loses at most their last
 		// transactions, which the projections re-apply from the log). The
 		// log's own commits raise it per transaction (see logTx).
-		db.write, err = sql.Open("sqlite", dsn(path, url.Values{"_txlock": {"immediate"}}, "journal_mode(WAL)", "synchronous(NORMAL)", "foreign_keys(ON)"))
+		// The writer keeps a larger page cache than SQLite's 2 MB default:
+		// a chunk of a replay (or a large batch) touches more pages of the
+		// read models' indexes than that, and a spilled or missed page is
+		// a pwrite or pread per page.
+		db.write, err = sql.Open("sqlite", dsn(path, url.Values{"_txlock": {"immediate"}}, "journal_mode(WAL)", "synchronous(NORMAL)", "foreign_keys(ON)", writerCacheSize))
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: open writer: %w", err)
 		}
