@@ -2,7 +2,11 @@ package projections
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
+
+	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/engram-memory/engram/domain"
 )
@@ -216,4 +220,104 @@ func cut(events []domain.Event, head uint64) int {
 		}
 	}
 	return len(events)
+}
+
+// ErrUnknownProjection: no projection has that name.
+var ErrUnknownProjection = errors.New("unknown projection")
+
+// ErrRebuilding: the projection is being rebuilt already.
+var ErrRebuilding = errors.New("being rebuilt already")
+
+// liveRebuilds is the engine's state of projections rebuilt while the
+// others serve (RebuildLive).
+type liveRebuilds struct {
+	mu sync.Mutex
+	// gates pause a projection's live handler while it is rebuilt.
+	gates map[string]*sync.Mutex
+	// rebuilding names the projections being rebuilt: visibility waits
+	// leave them out, Status reports them.
+	rebuilding map[string]bool
+}
+
+func (l *liveRebuilds) gate(name string) *sync.Mutex {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.gates == nil {
+		l.gates = map[string]*sync.Mutex{}
+	}
+	g := l.gates[name]
+	if g == nil {
+		g = &sync.Mutex{}
+		l.gates[name] = g
+	}
+	return g
+}
+
+// pauseWhileRebuilt is the outermost middleware of a projection's live
+// handler: a batch waits while RebuildLive holds the projection's gate,
+// then applies what the rebuild did not (Apply skips events at or below
+// the rebuilt checkpoint).
+func (e *Engine) pauseWhileRebuilt(name string) message.HandlerMiddleware {
+	gate := e.live.gate(name)
+	return func(h message.HandlerFunc) message.HandlerFunc {
+		return func(msg *message.Message) ([]*message.Message, error) {
+			gate.Lock()
+			defer gate.Unlock()
+			return h(msg)
+		}
+	}
+}
+
+// isRebuildingLocked reports whether name is being rebuilt live; e.mu is
+// held.
+func (e *Engine) isRebuildingLocked(name string) bool {
+	return e.live.rebuilding[name]
+}
+
+// RebuildLive rebuilds the named projection while Run serves the others:
+// its live handler pauses, it is reset and the log replayed into it up to
+// the head, then its handler resumes with what was appended meanwhile.
+// Until it returns, the projection's reads see its partial state (an
+// in-process index is empty until the replay refills it at the end),
+// writes' visibility waits leave it out (so they neither hang for the
+// whole rebuild nor wait on a projection that cannot reach them before it
+// ends) and Status reports it as rebuilding. It returns the events
+// replayed. Only one live rebuild of a projection runs at a time.
+func (e *Engine) RebuildLive(ctx context.Context, name string) (uint64, error) {
+	selected, err := e.select_([]string{name})
+	if err != nil {
+		return 0, err
+	}
+	p := selected[0]
+	e.mu.Lock()
+	if e.live.rebuilding[name] {
+		e.mu.Unlock()
+		return 0, fmt.Errorf("projections: %s: %w", name, ErrRebuilding)
+	}
+	if e.live.rebuilding == nil {
+		e.live.rebuilding = map[string]bool{}
+	}
+	e.live.rebuilding[name] = true
+	e.mu.Unlock()
+	defer func() {
+		e.mu.Lock()
+		delete(e.live.rebuilding, name)
+		close(e.changed) // waits that left it out look again
+		e.changed = make(chan struct{})
+		e.mu.Unlock()
+	}()
+	gate := e.live.gate(name)
+	gate.Lock()
+	defer gate.Unlock()
+	if err := p.Reset(ctx); err != nil {
+		return 0, fmt.Errorf("projections: reset %s: %w", name, err)
+	}
+	e.mu.Lock()
+	e.positions[name] = 0
+	e.mu.Unlock()
+	head, err := e.store.Head(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return head, e.replay(ctx, selected, head, true)
 }

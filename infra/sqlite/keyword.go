@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"time"
 
@@ -188,3 +189,12 @@ func keywordNanos(t time.Time) int64 {
 
 // UnitOfWork implements domain.UnitOfWorkStore.
 func (s *KeywordStore) UnitOfWork() domain.UnitOfWork { return s.db }
+
+// Export writes the keyword state as JSON lines (see exportTables), for
+// the rebuild-equivalence tests.
+func (s *KeywordStore) Export(ctx context.Context, w io.Writer) error {
+	return exportTables(ctx, s.db.read, w, []exportTable{
+		{name: "keyword_docs", orderBy: "seq"},
+		{name: "keyword_agents", orderBy: "user_id, agent_id"},
+	})
+}

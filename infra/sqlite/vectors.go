@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"time"
 
@@ -265,3 +266,13 @@ func decodeVector(dst []float32, blob []byte) ([]float32, error) {
 
 // UnitOfWork implements domain.UnitOfWorkStore.
 func (s *VectorStore) UnitOfWork() domain.UnitOfWork { return s.db }
+
+// Export writes the vector state as JSON lines (see exportTables), for
+// the rebuild-equivalence tests.
+func (s *VectorStore) Export(ctx context.Context, w io.Writer) error {
+	return exportTables(ctx, s.db.read, w, []exportTable{
+		{name: "vector_agents", orderBy: "user_id, agent_id"},
+		{name: "vector_memories", orderBy: "memory_id"},
+		{name: "vector_vectors", orderBy: "seq"},
+	})
+}
