@@ -27,6 +27,9 @@ type replayConfig struct {
 	agent, out, cpuProfile   string
 	alone, skipFill          bool
 	server                   serverFlags
+	// eventStore is the log the data dir's server appends to and the
+	// rebuilds read (the URL carries no password: PGPASSWORD or .pgpass).
+	eventStore stack.EventStore
 }
 
 // replayEventsTarget is issue 14's replay target for all projections.
@@ -48,6 +51,8 @@ func parseReplayFlags(args []string, stderr io.Writer) (replayConfig, error) {
 	fs.StringVar(&cfg.server.dataDir, "data-dir", "", "empty data directory to fill and rebuild (default: a temp dir, removed afterwards)")
 	fs.BoolVar(&cfg.skipFill, "skip-fill", false, "rebuild --data-dir as it is (filled by an earlier run) instead of filling it: compares builds on the same log")
 	fs.StringVar(&cfg.server.serveArgs, "serve-args", "", "extra space-separated flags for `engram serve` while filling")
+	fs.StringVar(&cfg.eventStore.Backend, "event-store", stack.SQLiteLog, "event log to fill and replay: sqlite (in the data dir) or postgres (an empty database, with --event-store-url)")
+	fs.StringVar(&cfg.eventStore.URL, "event-store-url", "", "URL of the postgres event log, without a password (PGPASSWORD or ~/.pgpass)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
@@ -61,18 +66,28 @@ func parseReplayFlags(args []string, stderr io.Writer) (replayConfig, error) {
 		return cfg, usageErr("--ingest-concurrency must be 1-16")
 	case cfg.skipFill && cfg.server.dataDir == "":
 		return cfg, usageErr("--skip-fill needs --data-dir")
+	case cfg.eventStore.Backend != stack.SQLiteLog && cfg.eventStore.Backend != stack.PostgresLog:
+		return cfg, usageErr("--event-store must be %s or %s", stack.SQLiteLog, stack.PostgresLog)
+	}
+	if err := cfg.eventStore.Validate(); err != nil {
+		return cfg, usageErr("%v", err)
+	}
+	if cfg.eventStore.Shared() {
+		cfg.server.serveArgs += " --event-store " + cfg.eventStore.Backend + " --event-store-url " + cfg.eventStore.URL
 	}
 	return cfg, nil
 }
 
 // replayReport is what `engram-bench replay` measured.
 type replayReport struct {
-	StartedAt time.Time   `json:"started_at"`
-	N         int         `json:"memories"`
-	Events    uint64      `json:"events"`
-	Cores     int         `json:"cores"`
-	Ingest    ingestStats `json:"ingest"`
-	Rebuilds  []replayRun `json:"rebuilds"`
+	StartedAt time.Time `json:"started_at"`
+	N         int       `json:"memories"`
+	// EventStore is the log the rebuilds read.
+	EventStore string      `json:"event_store"`
+	Events     uint64      `json:"events"`
+	Cores      int         `json:"cores"`
+	Ingest     ingestStats `json:"ingest"`
+	Rebuilds   []replayRun `json:"rebuilds"`
 	// LoadAverage is /proc/loadavg's 1, 5 and 15 minute figures before
 	// the first rebuild and after the last.
 	LoadAverage      string `json:"load_average"`
@@ -114,7 +129,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		defer os.RemoveAll(dataDir)
 		cfg.server.dataDir = dataDir
 	}
-	rep := replayReport{StartedAt: time.Now().UTC(), N: cfg.n, Cores: runtime.NumCPU()}
+	rep := replayReport{StartedAt: time.Now().UTC(), N: cfg.n, Cores: runtime.NumCPU(), EventStore: cfg.eventStore.Backend}
 	if cfg.skipFill {
 		rep.N = 0 // unknown: the log is counted in events
 	} else {
@@ -126,7 +141,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 
 	// As `engram projections rebuild` opens it.
 	indexes := stack.Indexes{VectorOptions: vectorindex.Options{BuildWhileWriting: true}}
-	st, err := stack.Open(ctx, stack.Config{DataDir: dataDir, Indexes: indexes, Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	st, err := stack.Open(ctx, stack.Config{DataDir: dataDir, EventStore: cfg.eventStore, Indexes: indexes, Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
 		return err
 	}
@@ -203,8 +218,8 @@ func rebuild(ctx context.Context, st *stack.Stack, events uint64, names ...strin
 
 func (r replayReport) table() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "replay of %d events (%d memories), %d cores, load average %s → %s\n",
-		r.Events, r.N, r.Cores, r.LoadAverage, r.LoadAverageAfter)
+	fmt.Fprintf(&b, "replay of %d events (%d memories) from the %s log, %d cores, load average %s → %s\n",
+		r.Events, r.N, r.EventStore, r.Cores, r.LoadAverage, r.LoadAverageAfter)
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "projection\tseconds\tevents/s\tCPU s\tevents/CPU s\tindex load at start (s)\t")
 	for _, run := range r.Rebuilds {
