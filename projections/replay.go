@@ -9,6 +9,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/domain/memory"
 )
 
 // The bulk replay path of Rebuild and CatchUp. The watermill router (Run)
@@ -198,6 +199,9 @@ func (e *Engine) readChunks(ctx context.Context, from, head uint64) <-chan repla
 					return
 				}
 			}
+			if err == nil {
+				decodeOnce(events)
+			}
 			select {
 			case out <- replayRead{events: events, err: err}:
 			case <-ctx.Done():
@@ -210,6 +214,51 @@ func (e *Engine) readChunks(ctx context.Context, from, head uint64) <-chan repla
 		}
 	}()
 	return out
+}
+
+// decodeOnce decodes the payloads that several projections read, once
+// for all of them (domain.Event.WithDecoded), on the reading goroutine:
+// the JSON is parsed while the previous chunk is applied. A payload that
+// does not parse is left to the projections, which report it.
+func decodeOnce(events []domain.Event) {
+	for i, e := range events {
+		v := sharedPayload(e.Type)
+		if v == nil {
+			continue
+		}
+		if err := e.Decode(v); err == nil {
+			events[i] = e.WithDecoded(v)
+		}
+	}
+}
+
+// sharedPayload is a new payload of the event types more than one
+// projection decodes (the memories, keyword and vector projections and the
+// audit trail read most memory events), or nil.
+func sharedPayload(eventType string) any {
+	switch eventType {
+	case memory.MemoryCreated{}.EventType():
+		return new(memory.MemoryCreated)
+	case memory.MemoryEmbedded{}.EventType():
+		return new(memory.MemoryEmbedded)
+	case memory.MemoryUpdated{}.EventType():
+		return new(memory.MemoryUpdated)
+	case memory.MemoryPatched{}.EventType():
+		return new(memory.MemoryPatched)
+	case memory.MemoryForgotten{}.EventType():
+		return new(memory.MemoryForgotten)
+	case memory.MemoryRecovered{}.EventType():
+		return new(memory.MemoryRecovered)
+	case memory.MemoryPurged{}.EventType():
+		return new(memory.MemoryPurged)
+	case memory.AgentCreated{}.EventType():
+		return new(memory.AgentCreated)
+	case memory.AgentDeleted{}.EventType():
+		return new(memory.AgentDeleted)
+	case memory.AgentModelSwitched{}.EventType():
+		return new(memory.AgentModelSwitched)
+	}
+	return nil
 }
 
 // cut is the number of events at or below head.
