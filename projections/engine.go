@@ -308,7 +308,7 @@ func (e *Engine) CatchUp(ctx context.Context, names ...string) error {
 	if err != nil {
 		return err
 	}
-	return e.replay(ctx, selected, head, true)
+	return e.replay(ctx, selected, head, true, replayChunk)
 }
 
 // Rebuild drops the named projections (all when names is empty) and replays
@@ -334,7 +334,7 @@ func (e *Engine) rebuild(ctx context.Context, refill bool, names []string) error
 	if err != nil {
 		return err
 	}
-	return e.replay(ctx, selected, head, refill)
+	return e.replay(ctx, selected, head, refill, replayChunk)
 }
 
 func (e *Engine) select_(names []string) ([]Projection, error) {

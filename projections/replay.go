@@ -18,11 +18,17 @@ import (
 // applies each chunk to every selected projection, and the read models of
 // one database apply a chunk in one transaction (domain.UnitOfWork).
 
-// replayChunk is how many events a replay reads and applies at a time:
-// large enough that a transaction's fixed costs (begin, checkpoint,
-// commit, preparing statements) vanish per event, small enough that a
-// chunk with its embeddings stays a few megabytes.
-const replayChunk = 4096
+// Chunk sizes: how many events a replay reads and applies at a time.
+// Offline, large enough that a transaction's fixed costs (begin,
+// checkpoint, commit, preparing statements) vanish per event, small enough
+// that a chunk with its embeddings stays a few megabytes. A live rebuild
+// holds the database's one writer for a chunk at a time, which the
+// server's appends wait for: smaller chunks keep that wait to tens of
+// milliseconds.
+const (
+	replayChunk     = 4096
+	liveReplayChunk = 512
+)
 
 // unitOfWorker is a projection whose store can join a unit of work; the
 // projections returning the same unit apply a replayed chunk in it.
@@ -76,7 +82,7 @@ type replayGroup struct {
 // what it applied already.
 // With refill, the derived in-process indexes are filled from the state
 // at the end; without, they are left empty and refilled at the next start.
-func (e *Engine) replay(ctx context.Context, selected []Projection, head uint64, refill bool) error {
+func (e *Engine) replay(ctx context.Context, selected []Projection, head uint64, refill bool, chunk int) error {
 	from := head
 	for _, p := range selected {
 		pos, err := p.Position(ctx)
@@ -89,7 +95,7 @@ func (e *Engine) replay(ctx context.Context, selected []Projection, head uint64,
 	groups := replayGroups(selected)
 	readCtx, stopReading := context.WithCancel(ctx)
 	defer stopReading()
-	chunks := e.readChunks(readCtx, from, head)
+	chunks := e.readChunks(readCtx, from, head, chunk)
 	for c := range chunks {
 		if c.err != nil {
 			return fmt.Errorf("projections: replay: read log after %d: %w", from, c.err)
@@ -185,12 +191,12 @@ type replayRead struct {
 // readChunks reads the log after from up to head in chunks, one chunk
 // ahead of the projections (reading and applying overlap on two cores).
 // The channel closes after the last chunk, an error, or when ctx ends.
-func (e *Engine) readChunks(ctx context.Context, from, head uint64) <-chan replayRead {
+func (e *Engine) readChunks(ctx context.Context, from, head uint64, chunk int) <-chan replayRead {
 	out := make(chan replayRead, 1)
 	go func() {
 		defer close(out)
 		for from < head {
-			events, err := e.store.ReadAll(ctx, from, replayChunk)
+			events, err := e.store.ReadAll(ctx, from, chunk)
 			if err == nil && len(events) == 0 {
 				err = fmt.Errorf("log ends at %d before its head %d", from, head)
 			}
@@ -368,5 +374,5 @@ func (e *Engine) RebuildLive(ctx context.Context, name string) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return head, e.replay(ctx, selected, head, true)
+	return head, e.replay(ctx, selected, head, true, liveReplayChunk)
 }

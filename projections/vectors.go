@@ -56,7 +56,11 @@ func (p *Vectors) Position(ctx context.Context) (uint64, error) {
 	return p.state.VectorsCheckpoint(ctx)
 }
 
-// Reset implements Projection: it empties the index and the state.
+// Reset implements Projection: it empties the index and the state. The
+// agents' spaces, which searches read (and take for the agent's
+// existence), are kept: the replay that follows a reset applies the same
+// agent events again, and a search during a live rebuild still knows the
+// agent; an in-process index's Load replaces them with the state's.
 func (p *Vectors) Reset(ctx context.Context) error {
 	p.loadMu.Lock()
 	defer p.loadMu.Unlock()
@@ -66,9 +70,6 @@ func (p *Vectors) Reset(ctx context.Context) error {
 	if err := p.state.ResetVectors(ctx); err != nil {
 		return err
 	}
-	p.mu.Lock()
-	clear(p.agents)
-	p.mu.Unlock()
 	p.loaded = true
 	return nil
 }
@@ -137,7 +138,7 @@ func (p *Vectors) AgentSpace(userID, agentID string) (domain.VectorSpace, bool) 
 }
 
 // Load reads the agents' spaces and fills an in-process index from the
-// state, once; Reset makes it a no-op.
+// state, once; Reset makes it a no-op (until a replay drops the index).
 func (p *Vectors) Load(ctx context.Context) error {
 	p.loadMu.Lock()
 	defer p.loadMu.Unlock()
@@ -148,10 +149,12 @@ func (p *Vectors) Load(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("vectors: load agents: %w", err)
 	}
-	p.mu.Lock()
+	spaces := make(map[domain.IndexScope]domain.VectorSpace, len(agents))
 	for _, a := range agents {
-		p.agents[a.Scope()] = a.Space
+		spaces[a.Scope()] = a.Space
 	}
+	p.mu.Lock()
+	p.agents = spaces
 	p.mu.Unlock()
 	if p.loadIndex {
 		b := &loadBatch{p: p}
