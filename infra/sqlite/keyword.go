@@ -37,12 +37,12 @@ func (s *KeywordStore) KeywordCheckpoint(ctx context.Context) (uint64, error) {
 
 // ApplyKeyword implements domain.KeywordState.
 func (s *KeywordStore) ApplyKeyword(ctx context.Context, events []domain.Event, apply func(context.Context, domain.KeywordStateTx, domain.Event) error, beforeCommit func(context.Context) error) error {
-	var b *batchTx
+	var t *keywordTx
 	return s.db.ApplyEvents(ctx, keywordCheckpoint, events, func(tx *sql.Tx, e domain.Event) error {
-		if b == nil || b.tx != tx { // a retried transaction starts afresh
-			b = s.db.batchFor(ctx, tx)
+		if t == nil || t.b.tx != tx { // a retried transaction starts afresh
+			t = &keywordTx{b: s.db.batchFor(ctx, tx), agents: map[domain.IndexScope]bool{}}
 		}
-		return apply(ctx, keywordTx{b}, e)
+		return apply(ctx, t, e)
 	}, beforeCommit)
 }
 
@@ -89,38 +89,45 @@ func scanKeywordSource(scan func(...any) error) (domain.KeywordSource, error) {
 }
 
 // keywordTx implements domain.KeywordStateTx on a write transaction.
-type keywordTx struct{ b *batchTx }
+type keywordTx struct {
+	b *batchTx
+	// agents caches whether an agent exists within the batch (every
+	// memory event asks), which changes only by PutAgent and DeleteAgent.
+	agents map[domain.IndexScope]bool
+}
 
-func (t keywordTx) AgentExists(ctx context.Context, scope domain.IndexScope) (bool, error) {
-	var one int
-	err := t.b.queryRow(`SELECT 1 FROM keyword_agents WHERE user_id = ? AND agent_id = ?`, scope.UserID, scope.AgentID).Scan(&one)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil
+func (t *keywordTx) AgentExists(ctx context.Context, scope domain.IndexScope) (bool, error) {
+	if ok, known := t.agents[scope]; known {
+		return ok, nil
 	}
+	ok, err := t.b.exists(`SELECT 1 FROM keyword_agents WHERE user_id = ? AND agent_id = ?`, scope.UserID, scope.AgentID)
 	if err != nil {
 		return false, fmt.Errorf("keyword: agent: %w", err)
 	}
-	return true, nil
+	t.agents[scope] = ok
+	return ok, nil
 }
 
-func (t keywordTx) PutAgent(ctx context.Context, scope domain.IndexScope) error {
+func (t *keywordTx) PutAgent(ctx context.Context, scope domain.IndexScope) error {
 	_, err := t.b.exec(`INSERT INTO keyword_agents (user_id, agent_id) VALUES (?, ?) ON CONFLICT DO NOTHING`, scope.UserID, scope.AgentID)
 	if err != nil {
 		return fmt.Errorf("keyword: put agent: %w", err)
 	}
+	t.agents[scope] = true
 	return nil
 }
 
-func (t keywordTx) DeleteAgent(ctx context.Context, scope domain.IndexScope) error {
+func (t *keywordTx) DeleteAgent(ctx context.Context, scope domain.IndexScope) error {
 	for _, stmt := range []string{`DELETE FROM keyword_docs WHERE user_id = ? AND agent_id = ?`, `DELETE FROM keyword_agents WHERE user_id = ? AND agent_id = ?`} {
 		if _, err := t.b.exec(stmt, scope.UserID, scope.AgentID); err != nil {
 			return fmt.Errorf("keyword: delete agent: %w", err)
 		}
 	}
+	t.agents[scope] = false
 	return nil
 }
 
-func (t keywordTx) Source(ctx context.Context, scope domain.IndexScope, memoryID string) (domain.KeywordSource, bool, error) {
+func (t *keywordTx) Source(ctx context.Context, scope domain.IndexScope, memoryID string) (domain.KeywordSource, bool, error) {
 	row := t.b.queryRow(`SELECT memory_id, user_id, agent_id, type, tags, created_ns, body, meta, content, forgotten FROM keyword_docs
 		WHERE memory_id = ? AND user_id = ? AND agent_id = ?`, memoryID, scope.UserID, scope.AgentID)
 	src, err := scanKeywordSource(row.Scan)
@@ -133,7 +140,7 @@ func (t keywordTx) Source(ctx context.Context, scope domain.IndexScope, memoryID
 	return src, true, nil
 }
 
-func (t keywordTx) InsertSource(ctx context.Context, s domain.KeywordSource) (bool, error) {
+func (t *keywordTx) InsertSource(ctx context.Context, s domain.KeywordSource) (bool, error) {
 	tags, err := json.Marshal(nonNil(s.Tags))
 	if err != nil {
 		return false, err
@@ -147,7 +154,7 @@ func (t keywordTx) InsertSource(ctx context.Context, s domain.KeywordSource) (bo
 	return n > 0, nil
 }
 
-func (t keywordTx) UpdateSource(ctx context.Context, s domain.KeywordSource) error {
+func (t *keywordTx) UpdateSource(ctx context.Context, s domain.KeywordSource) error {
 	tags, err := json.Marshal(nonNil(s.Tags))
 	if err != nil {
 		return err
@@ -159,7 +166,7 @@ func (t keywordTx) UpdateSource(ctx context.Context, s domain.KeywordSource) err
 	return nil
 }
 
-func (t keywordTx) DeleteSource(ctx context.Context, scope domain.IndexScope, memoryID string) (bool, error) {
+func (t *keywordTx) DeleteSource(ctx context.Context, scope domain.IndexScope, memoryID string) (bool, error) {
 	n, err := t.b.exec(`DELETE FROM keyword_docs WHERE memory_id = ? AND user_id = ? AND agent_id = ?`, memoryID, scope.UserID, scope.AgentID)
 	if err != nil {
 		return false, fmt.Errorf("keyword: delete: %w", err)
