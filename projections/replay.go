@@ -95,7 +95,8 @@ func (e *Engine) replay(ctx context.Context, selected []Projection, head uint64,
 	groups := replayGroups(selected)
 	readCtx, stopReading := context.WithCancel(ctx)
 	defer stopReading()
-	chunks := e.readChunks(readCtx, from, head, chunk)
+	// Decoding once pays off when several projections read the payloads.
+	chunks := e.readChunks(readCtx, from, head, chunk, len(selected) > 1)
 	for c := range chunks {
 		if c.err != nil {
 			return fmt.Errorf("projections: replay: read log after %d: %w", from, c.err)
@@ -189,9 +190,10 @@ type replayRead struct {
 }
 
 // readChunks reads the log after from up to head in chunks, one chunk
-// ahead of the projections (reading and applying overlap on two cores).
+// ahead of the projections (reading and applying overlap on two cores),
+// with decodeShared decoding the shared payloads as well (decodeOnce).
 // The channel closes after the last chunk, an error, or when ctx ends.
-func (e *Engine) readChunks(ctx context.Context, from, head uint64, chunk int) <-chan replayRead {
+func (e *Engine) readChunks(ctx context.Context, from, head uint64, chunk int, decodeShared bool) <-chan replayRead {
 	out := make(chan replayRead, 1)
 	go func() {
 		defer close(out)
@@ -205,7 +207,7 @@ func (e *Engine) readChunks(ctx context.Context, from, head uint64, chunk int) <
 					return
 				}
 			}
-			if err == nil {
+			if err == nil && decodeShared {
 				decodeOnce(events)
 			}
 			select {
