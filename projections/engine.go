@@ -118,7 +118,7 @@ func (e *Engine) run(ctx context.Context, projections []Projection) error {
 		h := router.AddConsumerHandler(p.Name(), p.Name(), sub, e.handler(p))
 		// Outermost first: park what the retries could not apply; retry
 		// each failed attempt, counted, whether an error or a recovered panic.
-		h.AddMiddleware(e.pauseWhileRebuilt(p.Name()), e.parkOnFailure(p.Name()), retry.Middleware, e.countFailures(p.Name()), middleware.Recoverer)
+		h.AddMiddleware(e.pauseWhileRebuilt(p), e.parkOnFailure(p.Name()), retry.Middleware, e.countFailures(p.Name()), middleware.Recoverer)
 	}
 	// The router stops only when closed, not when its context ends.
 	go func() {

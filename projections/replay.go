@@ -82,7 +82,7 @@ type replayGroup struct {
 // what it applied already.
 // With refill, the derived in-process indexes are filled from the state
 // at the end; without, they are left empty and refilled at the next start.
-func (e *Engine) replay(ctx context.Context, selected []Projection, head uint64, refill bool, chunk int) error {
+func (e *Engine) replay(ctx context.Context, selected []Projection, head uint64, refill bool, chunk int) (err error) {
 	from := head
 	for _, p := range selected {
 		pos, err := p.Position(ctx)
@@ -92,6 +92,17 @@ func (e *Engine) replay(ctx context.Context, selected []Projection, head uint64,
 		e.advance(p.Name(), pos)
 		from = min(from, pos)
 	}
+	if from >= head {
+		return nil
+	}
+	// A derived index holds none of what the replay applies to the state:
+	// it is dropped whatever happens, and refilled from the state now (on
+	// success, with refill) or by the projection's next Load.
+	defer func() {
+		if dropErr := e.dropDerivedIndexes(context.WithoutCancel(ctx), selected, refill && err == nil); err == nil {
+			err = dropErr
+		}
+	}()
 	groups := replayGroups(selected)
 	readCtx, stopReading := context.WithCancel(ctx)
 	defer stopReading()
@@ -108,9 +119,12 @@ func (e *Engine) replay(ctx context.Context, selected []Projection, head uint64,
 		}
 		from = c.events[len(c.events)-1].Position
 	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
+	return ctx.Err()
+}
+
+// dropDerivedIndexes drops the derived indexes of selected and, with
+// refill, fills them from the state.
+func (e *Engine) dropDerivedIndexes(ctx context.Context, selected []Projection, refill bool) error {
 	for _, p := range selected {
 		d, ok := p.(derivedIndex)
 		if !ok || !d.indexFromState() {
@@ -294,6 +308,9 @@ type liveRebuilds struct {
 	// rebuilding names the projections being rebuilt: visibility waits
 	// leave them out, Status reports them.
 	rebuilding map[string]bool
+	// rebuilt names the projections rebuilt since their live handler
+	// last ran (see pauseWhileRebuilt).
+	rebuilt map[string]bool
 }
 
 func (l *liveRebuilds) gate(name string) *sync.Mutex {
@@ -313,16 +330,52 @@ func (l *liveRebuilds) gate(name string) *sync.Mutex {
 // pauseWhileRebuilt is the outermost middleware of a projection's live
 // handler: a batch waits while RebuildLive holds the projection's gate,
 // then applies what the rebuild did not (Apply skips events at or below
-// the rebuilt checkpoint).
-func (e *Engine) pauseWhileRebuilt(name string) message.HandlerMiddleware {
-	gate := e.live.gate(name)
+// the rebuilt checkpoint). After a rebuild that stopped part-way (an
+// error, a cancelled request) the checkpoint is behind the batch: the gap
+// is replayed first, or those events would never be applied.
+func (e *Engine) pauseWhileRebuilt(p Projection) message.HandlerMiddleware {
+	gate := e.live.gate(p.Name())
 	return func(h message.HandlerFunc) message.HandlerFunc {
 		return func(msg *message.Message) ([]*message.Message, error) {
 			gate.Lock()
 			defer gate.Unlock()
+			if e.live.takeRebuilt(p.Name()) {
+				if err := e.replayBefore(msg, p); err != nil {
+					e.live.markRebuilt(p.Name()) // the redelivered batch tries again
+					return nil, err
+				}
+			}
 			return h(msg)
 		}
 	}
+}
+
+// replayBefore replays into p the log up to the event before msg's batch.
+func (e *Engine) replayBefore(msg *message.Message, p Projection) error {
+	events, err := decodeBatch(msg.Payload)
+	if err != nil {
+		return fmt.Errorf("projections: %s: %w", p.Name(), err)
+	}
+	return e.replay(msg.Context(), []Projection{p}, events[0].Position-1, true, liveReplayChunk)
+}
+
+func (l *liveRebuilds) markRebuilt(name string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.rebuilt == nil {
+		l.rebuilt = map[string]bool{}
+	}
+	l.rebuilt[name] = true
+}
+
+// takeRebuilt reports whether name was rebuilt since its handler last
+// looked, and forgets it.
+func (l *liveRebuilds) takeRebuilt(name string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	was := l.rebuilt[name]
+	delete(l.rebuilt, name)
+	return was
 }
 
 // isRebuildingLocked reports whether name is being rebuilt live; e.mu is
@@ -366,6 +419,7 @@ func (e *Engine) RebuildLive(ctx context.Context, name string) (uint64, error) {
 	gate := e.live.gate(name)
 	gate.Lock()
 	defer gate.Unlock()
+	defer e.live.markRebuilt(name)
 	if err := p.Reset(ctx); err != nil {
 		return 0, fmt.Errorf("projections: reset %s: %w", name, err)
 	}

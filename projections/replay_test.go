@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -90,5 +91,72 @@ func TestRebuildLiveServesTheOthers(t *testing.T) {
 	}
 	if _, err := engine.RebuildLive(ctx, "nope"); !errors.Is(err, projections.ErrUnknownProjection) {
 		t.Fatalf("live rebuild of an unknown projection: %v", err)
+	}
+}
+
+// failingProjection is a sumProjection whose Apply fails once, at call
+// failAt (counting from 1) after arm.
+type failingProjection struct {
+	*sumProjection
+	mu     sync.Mutex
+	calls  int
+	failAt int
+}
+
+func (p *failingProjection) arm(failAt int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.calls, p.failAt = 0, failAt
+}
+
+func (p *failingProjection) Apply(ctx context.Context, events []domain.Event) error {
+	p.mu.Lock()
+	p.calls++
+	fail := p.calls == p.failAt
+	p.mu.Unlock()
+	if fail {
+		return errors.New("fails part-way through the rebuild")
+	}
+	return p.sumProjection.Apply(ctx, events)
+}
+
+// A live rebuild that fails part-way leaves the projection's checkpoint
+// behind its live handler's next batch; the handler replays the gap
+// before applying it, so no event is skipped.
+func TestRebuildLiveThatFailsPartWaySkipsNothing(t *testing.T) {
+	store := newStore(t)
+	other := &sumProjection{name: "other"}
+	flaky := &failingProjection{sumProjection: &sumProjection{name: "flaky"}}
+	engine := projections.NewEngine(store, slog.New(slog.NewTextHandler(io.Discard, nil)), other, flaky)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go engine.Run(ctx)
+	waitFor := func(pos uint64) error {
+		waitCtx, done := context.WithTimeout(ctx, 10*time.Second)
+		defer done()
+		return engine.WaitFor(waitCtx, pos)
+	}
+	ones := make([]int, 1500) // three chunks of a live replay
+	for i := range ones {
+		ones[i] = 1
+	}
+	if err := waitFor(appendN(t, store, ones...)); err != nil {
+		t.Fatal(err)
+	}
+	flaky.arm(2) // the second chunk fails
+	if _, err := engine.RebuildLive(ctx, "flaky"); err == nil {
+		t.Fatal("the rebuild did not fail")
+	}
+	if _, pos := flaky.state(); pos == 0 || pos >= 1500 {
+		t.Fatalf("the failed rebuild left the checkpoint at %d; the test needs it part-way", pos)
+	}
+	after := appendN(t, store, 1000)
+	if err := waitFor(after); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []*sumProjection{other, flaky.sumProjection} {
+		if sum, pos := p.state(); sum != 2500 || pos != after {
+			t.Errorf("projection %s has %d at %d, want 2500 at %d", p.name, sum, pos, after)
+		}
 	}
 }
