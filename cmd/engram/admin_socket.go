@@ -29,6 +29,10 @@ import (
 // adminSocketName is the admin channel's file in the data dir.
 const adminSocketName = "admin.sock"
 
+// maxSocketPath is the longest path a Unix socket can be bound to on
+// Linux (sun_path is 108 bytes with its terminating NUL).
+const maxSocketPath = 107
+
 // rebuildResult is what a live rebuild answers.
 type rebuildResult struct {
 	Projection string  `json:"projection"`
@@ -43,7 +47,13 @@ type rebuildResult struct {
 // dir's lock, so no live server owns it.
 func serveAdminSocket(dataDir string, st *stack.Stack, logger *slog.Logger) (stop func(), err error) {
 	path := filepath.Join(dataDir, adminSocketName)
-	tmp := filepath.Join(dataDir, fmt.Sprintf(".%s.%d", adminSocketName, os.Getpid()))
+	tmp := filepath.Join(dataDir, "."+adminSocketName+".new")
+	if len(tmp) > maxSocketPath {
+		// The server runs without it: `engram projections rebuild` then
+		// needs the server stopped, as before.
+		logger.Warn("no admin socket: the data dir's path is too long for a Unix socket; live projection rebuilds are unavailable", "path", path, "max_bytes", maxSocketPath)
+		return func() {}, nil
+	}
 	_ = os.Remove(tmp)
 	ln, err := net.Listen("unix", tmp)
 	if err != nil {

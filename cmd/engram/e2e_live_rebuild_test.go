@@ -176,3 +176,14 @@ func exportAllReadModels(t *testing.T, ctx context.Context, dataDir string) map[
 	}
 	return out
 }
+
+// A data dir whose path is too long for a Unix socket still serves; only
+// the admin channel is missing, and the server says so.
+func TestServeWithADataDirTooLongForTheAdminSocket(t *testing.T) {
+	dataDir := filepath.Join(t.TempDir(), strings.Repeat("d", maxSocketPath))
+	p := startServer(t, dataDir, nil)
+	testserver.Register(t, p.BaseURL, dataDir, "long-path@example.com")
+	if !strings.Contains(p.Log(), "no admin socket") {
+		t.Errorf("the server does not say it runs without the admin socket:\n%s", p.Log())
+	}
+}
