@@ -81,6 +81,11 @@ func (p *Keyword) Apply(ctx context.Context, events []domain.Event) error {
 // indexFromState implements derivedIndex.
 func (p *Keyword) indexFromState() bool { return p.loadIndex }
 
+// statePosition implements derivedIndex.
+func (p *Keyword) statePosition(ctx context.Context) (uint64, error) {
+	return p.state.KeywordCheckpoint(ctx)
+}
+
 // applyState implements derivedIndex: the state and checkpoint alone.
 func (p *Keyword) applyState(ctx context.Context, events []domain.Event) error {
 	var w indexWrites // discarded: the index is refilled from the state

@@ -54,6 +54,9 @@ func unitOfWorkOf(store any) domain.UnitOfWork {
 type derivedIndex interface {
 	// indexFromState reports whether the index is derived from the state.
 	indexFromState() bool
+	// statePosition is the state's checkpoint, read without filling the
+	// index (Position fills it first, which a replay would throw away).
+	statePosition(ctx context.Context) (uint64, error)
 	// applyState applies events to the state and checkpoint only.
 	applyState(ctx context.Context, events []domain.Event) error
 	// dropIndex empties the index and marks it to be refilled by Load.
@@ -85,7 +88,11 @@ type replayGroup struct {
 func (e *Engine) replay(ctx context.Context, selected []Projection, head uint64, refill bool, chunk int) (err error) {
 	from := head
 	for _, p := range selected {
-		pos, err := p.Position(ctx)
+		position := p.Position
+		if d, ok := p.(derivedIndex); ok && d.indexFromState() {
+			position = d.statePosition
+		}
+		pos, err := position(ctx)
 		if err != nil {
 			return fmt.Errorf("projections: %s checkpoint: %w", p.Name(), err)
 		}

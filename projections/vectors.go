@@ -107,6 +107,11 @@ func (p *Vectors) applyTo(ctx context.Context, events []domain.Event, writeIndex
 // indexFromState implements derivedIndex.
 func (p *Vectors) indexFromState() bool { return p.loadIndex }
 
+// statePosition implements derivedIndex.
+func (p *Vectors) statePosition(ctx context.Context) (uint64, error) {
+	return p.state.VectorsCheckpoint(ctx)
+}
+
 // applyState implements derivedIndex: the state, the checkpoint and the
 // agents' spaces, not the index.
 func (p *Vectors) applyState(ctx context.Context, events []domain.Event) error {
