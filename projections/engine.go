@@ -55,6 +55,7 @@ type Engine struct {
 	positions map[string]uint64
 	changed   chan struct{}
 	stats     map[string]*ProjectionStatus
+	live      liveRebuilds
 }
 
 // Delivery tuning: quick retries in the handler, then parking with a
@@ -117,7 +118,7 @@ func (e *Engine) run(ctx context.Context, projections []Projection) error {
 		h := router.AddConsumerHandler(p.Name(), p.Name(), sub, e.handler(p))
 		// Outermost first: park what the retries could not apply; retry
 		// each failed attempt, counted, whether an error or a recovered panic.
-		h.AddMiddleware(e.parkOnFailure(p.Name()), retry.Middleware, e.countFailures(p.Name()), middleware.Recoverer)
+		h.AddMiddleware(e.pauseWhileRebuilt(p), e.parkOnFailure(p.Name()), retry.Middleware, e.countFailures(p.Name()), middleware.Recoverer)
 	}
 	// The router stops only when closed, not when its context ends.
 	go func() {
@@ -220,14 +221,15 @@ func (e *Engine) fail(name string, err error) {
 }
 
 // lowest returns the smallest position the named projections (all when
-// none are named) have reached, and a channel closed at the next change.
+// none are named) have reached, leaving out those being rebuilt live, and
+// a channel closed at the next change.
 func (e *Engine) lowest(names []string) (uint64, <-chan struct{}) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var low uint64
 	first := true
 	for _, p := range e.projections {
-		if len(names) > 0 && !slices.Contains(names, p.Name()) {
+		if len(names) > 0 && !slices.Contains(names, p.Name()) || e.isRebuildingLocked(p.Name()) {
 			continue
 		}
 		if pos := e.positions[p.Name()]; first || pos < low {
@@ -270,6 +272,7 @@ func (e *Engine) Status() map[string]ProjectionStatus {
 			st = *s
 		}
 		st.Position = e.positions[p.Name()]
+		st.Rebuilding = e.isRebuildingLocked(p.Name())
 		out[p.Name()] = st
 	}
 	return out
@@ -288,10 +291,14 @@ type ProjectionStatus struct {
 	// current one is parked, ParkedSince says since when.
 	Parked      uint64     `json:"batches_parked"`
 	ParkedSince *time.Time `json:"parked_since,omitempty"`
+	// Rebuilding: RebuildLive is replaying the log into it; its reads
+	// are partial and writes' visibility waits leave it out meanwhile.
+	Rebuilding bool `json:"rebuilding,omitempty"`
 }
 
-// CatchUp runs the named projections (all when names is empty) until they
-// have applied the whole log as it stands now, then stops.
+// CatchUp brings the named projections (all when names is empty) up to
+// the whole log as it stands now, through the bulk replay path (see
+// replay.go), then returns.
 func (e *Engine) CatchUp(ctx context.Context, names ...string) error {
 	selected, err := e.select_(names)
 	if err != nil {
@@ -301,46 +308,16 @@ func (e *Engine) CatchUp(ctx context.Context, names ...string) error {
 	if err != nil {
 		return err
 	}
-	runCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	done := make(chan error, 1)
-	go func() { done <- e.run(runCtx, selected) }()
-	for {
-		if e.reached(selected, head) {
-			stop()
-			<-done
-			return nil
-		}
-		e.mu.Lock()
-		changed := e.changed
-		e.mu.Unlock()
-		select {
-		case err := <-done:
-			if err == nil {
-				err = errors.New("router stopped")
-			}
-			return fmt.Errorf("projections: catch up: %w", err)
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-changed:
-		}
-	}
-}
-
-func (e *Engine) reached(selected []Projection, head uint64) bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for _, p := range selected {
-		if e.positions[p.Name()] < head {
-			return false
-		}
-	}
-	return true
+	return e.replay(ctx, selected, head, true, replayChunk)
 }
 
 // Rebuild drops the named projections (all when names is empty) and replays
 // the whole log into them.
 func (e *Engine) Rebuild(ctx context.Context, names ...string) error {
+	return e.rebuild(ctx, true, names)
+}
+
+func (e *Engine) rebuild(ctx context.Context, refill bool, names []string) error {
 	selected, err := e.select_(names)
 	if err != nil {
 		return err
@@ -353,7 +330,11 @@ func (e *Engine) Rebuild(ctx context.Context, names ...string) error {
 		e.positions[p.Name()] = 0
 		e.mu.Unlock()
 	}
-	return e.CatchUp(ctx, names...)
+	head, err := e.store.Head(ctx)
+	if err != nil {
+		return err
+	}
+	return e.replay(ctx, selected, head, refill, replayChunk)
 }
 
 func (e *Engine) select_(names []string) ([]Projection, error) {
@@ -370,7 +351,7 @@ func (e *Engine) select_(names []string) ([]Projection, error) {
 			}
 		}
 		if !found {
-			return nil, fmt.Errorf("projections: unknown projection %q (have %v)", n, e.Names())
+			return nil, fmt.Errorf("projections: %w %q (have %v)", ErrUnknownProjection, n, e.Names())
 		}
 	}
 	return out, nil
