@@ -32,8 +32,8 @@ func newANNFixture(t testing.TB, n, dim int, opts Options) *annFixture {
 		t.Fatal(err)
 	}
 	st := ix.Stats().PerCollection[0]
-	if st.Mode != ModeHNSW {
-		t.Fatalf("graph not built: %+v", st)
+	if st.Mode != ModeHNSW || st.Quantized != opts.Quantize {
+		t.Fatalf("graph not built as configured: %+v", st)
 	}
 	t.Logf("%d×%d built in %v (%.0f inserts/s)", n, dim, time.Since(start).Round(time.Millisecond), float64(n)/time.Since(start).Seconds())
 	return &annFixture{ix: ix, items: items, gen: gen, truth: newOracle(items)}
