@@ -21,8 +21,10 @@ import (
 // vectors arrive.
 
 // rescoreFactor: a quantised search rescores this many candidates per hit
-// asked for. Rounding moves a 100-d unit vector's scores by ~0.003, less
-// than the gap between the 10th and the 40th neighbour in practice.
+// asked for. Rounding moves a 100-d unit vector's scores by ~0.001
+// (TestQuantizedDotWithinRoundingBound bounds it), far less than the gap
+// between the 10th and the 40th neighbour: recall@10 was 1.000 at 200k
+// (BenchmarkLargeCollection).
 const rescoreFactor = 4
 
 // quantizeInto writes v's codes into dst and returns the scale that maps
