@@ -29,12 +29,13 @@ type collection struct {
 	// quantizeErr is why a collection that should be quantised is not (the
 	// float file could not be written); it then keeps its floats.
 	quantizeErr error
-	ids         idArena
-	slotOf      slotTable
-	created     []int64  // unix nanos (see unixNanos)
-	types       []uint16 // code in typeNames
-	tagOff      []uint32 // item tags are tagArena[tagOff : tagOff+tagN], sorted codes
-	tagN        []uint8
+
+	ids     idArena
+	slotOf  slotTable
+	created []int64  // unix nanos (see unixNanos)
+	types   []uint16 // code in typeNames
+	tagOff  []uint32 // item tags are tagArena[tagOff : tagOff+tagN], sorted codes
+	tagN    []uint8
 
 	tagArena   []uint32
 	tagGarbage int // arena entries no slot refers to any more
@@ -209,7 +210,7 @@ func (c *collection) reserve(n, idBytes int) {
 }
 
 // appendSlot adds it in a new slot; a quantised collection stores the
-// codes of unit, it's unit vector.
+// codes of unit, its unit vector.
 func (c *collection) appendSlot(it prepared, unit []float32) {
 	slot := uint32(c.ids.len())
 	if c.quantized() {
