@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/engram-memory/engram/infra/datadir"
 	"github.com/engram-memory/engram/infra/sqlite"
 	"github.com/engram-memory/engram/internal/stack"
 )
@@ -108,7 +109,11 @@ func projectionsCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 // projection in turn while it serves the others.
 func rebuildOnLiveServer(ctx context.Context, dataDir string, names []string, stdout io.Writer) error {
 	if len(names) == 0 {
-		return fmt.Errorf("a server is live on %s: it rebuilds one named projection at a time while serving (engram projections rebuild NAME); to rebuild all, stop it first", dataDir)
+		server := "a server"
+		if pid := datadir.RecordedPID(dataDir); pid > 0 {
+			server = fmt.Sprintf("a server (pid %d)", pid)
+		}
+		return fmt.Errorf("%s is live on %s: it rebuilds one named projection at a time while serving (engram projections rebuild NAME); to rebuild all, stop it first", server, dataDir)
 	}
 	for _, name := range names {
 		res, err := rebuildLive(ctx, dataDir, name)

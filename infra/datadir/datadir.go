@@ -108,6 +108,19 @@ func writePID(f *os.File, pid int) error {
 	return f.Truncate(int64(len(line)))
 }
 
+// RecordedPID returns the pid that the last holder of dir's lock recorded
+// in it, 0 when there is none. It takes no lock: it names the holder
+// when another channel (a live server's admin socket) already showed that
+// the directory is in use.
+func RecordedPID(dir string) int {
+	f, err := os.Open(filepath.Join(dir, LockName))
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	return readPID(f)
+}
+
 func readPID(f *os.File) int {
 	buf := make([]byte, 32)
 	n, _ := f.ReadAt(buf, 0)

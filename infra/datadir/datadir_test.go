@@ -38,6 +38,26 @@ func TestSecondAcquireIsRefusedWithTheHoldersPID(t *testing.T) {
 	again.Release()
 }
 
+// RecordedPID names the holder without taking the lock, and is 0 for a
+// directory that was never held.
+func TestRecordedPIDNamesTheHolder(t *testing.T) {
+	dir := t.TempDir()
+	if pid := datadir.RecordedPID(dir); pid != 0 {
+		t.Errorf("RecordedPID of a directory never held = %d, want 0", pid)
+	}
+	lock, err := datadir.Acquire(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Release()
+	if pid := datadir.RecordedPID(dir); pid != os.Getpid() {
+		t.Errorf("RecordedPID = %d, want the holder's %d", pid, os.Getpid())
+	}
+	if _, err := datadir.Acquire(dir); err == nil {
+		t.Error("RecordedPID released or took the lock: a second Acquire succeeded")
+	}
+}
+
 // A stale pid in the file (its process is gone) is no lock: the flock is
 // what counts, and the new holder's pid replaces the old, longer one.
 func TestLockFileOfAGoneProcessIsTakenOver(t *testing.T) {
