@@ -55,6 +55,10 @@ type Engine struct {
 	positions map[string]uint64
 	changed   chan struct{}
 	stats     map[string]*ProjectionStatus
+	// leasing is set by UseLeases; leaseStatus holds its projections'
+	// lease holders.
+	leasing     *Leasing
+	leaseStatus map[string]*LeaseStatus
 }
 
 // Delivery tuning: quick retries in the handler, then parking with a
@@ -75,6 +79,7 @@ func NewEngine(store domain.EventStore, logger *slog.Logger, projections ...Proj
 		positions:   make(map[string]uint64, len(projections)),
 		changed:     make(chan struct{}),
 		stats:       make(map[string]*ProjectionStatus, len(projections)),
+		leaseStatus: make(map[string]*LeaseStatus),
 	}
 }
 
@@ -87,9 +92,39 @@ func (e *Engine) Names() []string {
 	return names
 }
 
-// Run feeds every projection from its checkpoint until ctx ends.
+// Run feeds every projection from its checkpoint until ctx ends; a
+// leased projection (UseLeases) only while this node holds its lease.
 func (e *Engine) Run(ctx context.Context) error {
-	return e.run(ctx, e.projections)
+	var own, leased []Projection
+	for _, p := range e.projections {
+		if e.leased(p.Name()) {
+			leased = append(leased, p)
+		} else {
+			own = append(own, p)
+		}
+	}
+	if len(leased) == 0 {
+		return e.run(ctx, own)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make(chan error, len(leased)+1)
+	running := len(leased)
+	if len(own) > 0 {
+		running++
+		go func() { errs <- e.run(ctx, own) }()
+	}
+	for _, p := range leased {
+		go func() { errs <- e.runLeased(ctx, p) }()
+	}
+	// The first to stop (the context ended, or the router failed) stops
+	// the others.
+	first := <-errs
+	cancel()
+	for range running - 1 {
+		<-errs
+	}
+	return first
 }
 
 func (e *Engine) run(ctx context.Context, projections []Projection) error {
@@ -270,6 +305,10 @@ func (e *Engine) Status() map[string]ProjectionStatus {
 			st = *s
 		}
 		st.Position = e.positions[p.Name()]
+		if ls := e.leaseStatus[p.Name()]; ls != nil {
+			lease := *ls
+			st.Lease = &lease
+		}
 		out[p.Name()] = st
 	}
 	return out
@@ -288,6 +327,8 @@ type ProjectionStatus struct {
 	// current one is parked, ParkedSince says since when.
 	Parked      uint64     `json:"batches_parked"`
 	ParkedSince *time.Time `json:"parked_since,omitempty"`
+	// Lease is set for a leased projection (Leasing): who applies it.
+	Lease *LeaseStatus `json:"lease,omitempty"`
 }
 
 // CatchUp runs the named projections (all when names is empty) until they
