@@ -62,6 +62,15 @@ func (m tableModel) Reset(ctx context.Context) error {
 // events parses each of its statements once.
 func applyBatch[Tx any](ctx context.Context, db *DB, name string, events []domain.Event,
 	newTx func(batchTx) Tx, apply func(context.Context, Tx, domain.Event) error) error {
+	return applyBatchThen(ctx, db, name, events, newTx, apply, nil)
+}
+
+// applyBatchThen is applyBatch with beforeCommit (when not nil) called
+// after the last event and before the commit: the index projections'
+// writes to their remote index, made while the checkpoint row is locked,
+// so two nodes never write the index for one batch at once.
+func applyBatchThen[Tx any](ctx context.Context, db *DB, name string, events []domain.Event,
+	newTx func(batchTx) Tx, apply func(context.Context, Tx, domain.Event) error, beforeCommit func(context.Context) error) error {
 	if len(events) == 0 {
 		return nil
 	}
@@ -86,6 +95,11 @@ func applyBatch[Tx any](ctx context.Context, db *DB, name string, events []domai
 		}
 		if last == uint64(done) {
 			return nil
+		}
+		if beforeCommit != nil {
+			if err := beforeCommit(ctx); err != nil {
+				return fmt.Errorf("%s: index writes up to %d: %w", name, last, err)
+			}
 		}
 		if _, err := tx.Exec(ctx, `UPDATE projection_checkpoints SET position = $2 WHERE name = $1`, name, int64(last)); err != nil {
 			return fmt.Errorf("postgres: save checkpoint %s: %w", name, err)
