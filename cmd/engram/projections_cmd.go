@@ -75,9 +75,18 @@ func projectionsCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 		if err != nil {
 			return err
 		}
+		status := map[string]any{"head": head, "projections": positions}
+		// With a shared remote index, who applies it: the lease holders.
+		holders, err := st.LeaseHolders(ctx)
+		if err != nil {
+			return err
+		}
+		if len(holders) > 0 {
+			status["leases"] = holders
+		}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{"head": head, "projections": positions})
+		return enc.Encode(status)
 	}
 	start := time.Now()
 	head, err := st.Store.Head(ctx)

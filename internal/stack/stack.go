@@ -6,10 +6,12 @@
 package stack
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/engram-memory/engram/commands"
@@ -133,7 +135,10 @@ type Config struct {
 	// VisibilityTimeout bounds how long a write waits for the projections
 	// (0: commands.DefaultVisibilityTimeout).
 	VisibilityTimeout time.Duration
-	Logger            *slog.Logger
+	// NodeID names this node as the holder of projection leases (default
+	// HOST/pid).
+	NodeID string
+	Logger *slog.Logger
 }
 
 // Stack is one wired Engram storage and projection stack.
@@ -179,6 +184,10 @@ type Stack struct {
 	closeLog     func()
 	// sharedLog: other nodes append to the log too.
 	sharedLog bool
+	// leases and leased: the projections whose store the nodes share, run
+	// under a lease (nil and none when nothing is shared).
+	leases domain.ProjectionLeases
+	leased []string
 }
 
 // eventLog is the opened event store and what closes it.
@@ -221,15 +230,13 @@ func openEventStore(ctx context.Context, cfg Config, db *sqlite.DB) (*eventLog, 
 	}
 }
 
-// refuseSharedRemoteIndexes: over a shared log every node runs every
-// projection, so a remote index would be written by every node, each at
-// its own pace (a lagging node could put back what a newer event changed).
-// Remote indexes need projection leases (one writer node, a checkpoint in
-// the shared store), which are not built yet; until then a shared log
-// takes the embedded indexes, a replica per node.
+// refuseSharedRemoteIndexes: a remote index over a shared log is written
+// by one node at a time, under a projection lease, from state and a
+// checkpoint kept in PostgreSQL next to the log. Over a KurrentDB log
+// there is no PostgreSQL for them, so the pair is refused.
 func refuseSharedRemoteIndexes(cfg Config) error {
-	if cfg.EventStore.Shared() && (cfg.Indexes.Keyword == Meilisearch || cfg.Indexes.Vector == Qdrant) {
-		return fmt.Errorf("--event-store %s with --keyword-index %s or --vector-index %s is not supported yet: every node would write the shared index at its own pace; use the embedded indexes (one replica per node)", cfg.EventStore.Backend, Meilisearch, Qdrant)
+	if cfg.EventStore.Backend == KurrentLog && (cfg.Indexes.Keyword == Meilisearch || cfg.Indexes.Vector == Qdrant) {
+		return fmt.Errorf("--event-store %s with --keyword-index %s or --vector-index %s is not supported: the nodes share a remote index through leases and index state kept in PostgreSQL; use --event-store %s, or the embedded indexes (one replica per node)", KurrentLog, Meilisearch, Qdrant, PostgresLog)
 	}
 	return nil
 }
@@ -302,8 +309,6 @@ func Open(ctx context.Context, cfg Config) (*Stack, error) {
 		Suggestions:     sqlite.NewSuggestions(db),
 		Provenance:      sqlite.NewProvenance(db),
 		Audit:           sqlite.NewAudit(db),
-		Keyword:         projections.NewKeyword(sqlite.NewKeywordStore(db), ix.keyword, ix.keywordInProcess, logger),
-		Vectors:         projections.NewVectors(sqlite.NewVectorStore(db), ix.vectors, ix.vectorsInProcess, logger),
 		KeywordIndex:    ix.keyword,
 		VectorIndex:     ix.vectors,
 		EmbeddedVectors: ix.embeddedVectors,
@@ -313,11 +318,40 @@ func Open(ctx context.Context, cfg Config) (*Stack, error) {
 		closeLog:        log.close,
 		sharedLog:       cfg.EventStore.Shared(),
 	}
+	// A remote index over a shared log is shared by the nodes: its
+	// projection keeps its state in the log's PostgreSQL and runs under a
+	// lease. Everything else is per node.
+	var keywordState domain.KeywordState = sqlite.NewKeywordStore(db)
+	var vectorState domain.VectorState = sqlite.NewVectorStore(db)
+	if log.postgres != nil {
+		if cfg.Indexes.Keyword == Meilisearch {
+			keywordState = postgres.NewKeywordState(log.postgres, projections.KeywordProjectionName)
+			s.leased = append(s.leased, projections.KeywordProjectionName)
+		}
+		if cfg.Indexes.Vector == Qdrant {
+			vectorState = postgres.NewVectorState(log.postgres, projections.VectorsProjectionName)
+			s.leased = append(s.leased, projections.VectorsProjectionName)
+		}
+	}
+	s.Keyword = projections.NewKeyword(keywordState, ix.keyword, ix.keywordInProcess, logger)
+	s.Vectors = projections.NewVectors(vectorState, ix.vectors, ix.vectorsInProcess, logger)
 	s.projections = []projections.Projection{
 		projections.NewAccounts(s.Accounts), projections.NewMemories(s.Memories), s.Keyword, s.Vectors,
 		projections.NewJobs(s.Jobs), projections.NewProvenance(s.Provenance), projections.NewAudit(s.Audit), projections.NewSuggestions(s.Suggestions),
 	}
 	s.Engine = projections.NewEngine(s.Store, logger, s.projections...)
+	if len(s.leased) > 0 {
+		node := cfg.NodeID
+		if node == "" {
+			host, _ := os.Hostname()
+			node = fmt.Sprintf("%s/%d", cmp.Or(host, "engram"), os.Getpid())
+		}
+		s.leases = postgres.NewLeases(log.postgres, node, 0)
+		if err := s.Engine.UseLeases(projections.Leasing{Leases: s.leases, Node: node, Projections: s.leased}); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
 	s.Writer = commands.NewEventWriter(s.Store, s.Engine, cfg.VisibilityTimeout)
 	return s, nil
 }
@@ -379,6 +413,20 @@ func (s *Stack) Projections() []projections.Projection {
 
 // SharedLog reports whether other nodes append to this stack's log.
 func (s *Stack) SharedLog() bool { return s.sharedLog }
+
+// LeaseHolders names the node holding each leased projection's lease (""
+// when none does); it is empty when no projection is leased.
+func (s *Stack) LeaseHolders(ctx context.Context) (map[string]string, error) {
+	out := make(map[string]string, len(s.leased))
+	for _, name := range s.leased {
+		holder, err := s.leases.Holder(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		out[name] = holder
+	}
+	return out, nil
+}
 
 // CredentialsCurrent returns once the accounts read model has applied the
 // log up to its head as of the call: with a shared log, a key revoked (or
