@@ -46,6 +46,31 @@ type LeaseStatus struct {
 	HeldHere bool `json:"held_here"`
 }
 
+// follower is a leased projection that keeps more of its shared state in
+// memory than the checkpoint (the vector projection: the agents' spaces,
+// which searches read): on a node that does not hold the lease, Follow
+// brings that memory up to the shared state and returns the checkpoint it
+// is current to.
+type follower interface {
+	Follow(ctx context.Context) (uint64, error)
+}
+
+// followOnce brings this node's view of p up to the shared store once.
+func (e *Engine) followOnce(ctx context.Context, p Projection) error {
+	var pos uint64
+	var err error
+	if f, ok := p.(follower); ok {
+		pos, err = f.Follow(ctx)
+	} else {
+		pos, err = p.Position(ctx)
+	}
+	if err != nil {
+		return err
+	}
+	e.advance(p.Name(), pos)
+	return nil
+}
+
 // UseLeases makes the projections l names leased; call it before Run.
 func (e *Engine) UseLeases(l Leasing) error {
 	if l.Leases == nil || l.Node == "" {
@@ -83,6 +108,11 @@ func (e *Engine) runLeased(ctx context.Context, p Projection) error {
 		if err != nil {
 			return err
 		}
+		// The previous holder's last batches are in the shared store, not
+		// yet in this node's memory.
+		if err := e.followOnce(ctx, p); err != nil && ctx.Err() == nil {
+			e.logger.Warn("leased projection: reading the shared state at takeover", "projection", name, "error", err)
+		}
 		e.setHolder(name, e.leasing.Node)
 		e.logger.Info("projection lease acquired; this node applies it", "projection", name, "node", e.leasing.Node)
 		held, stop := context.WithCancel(ctx)
@@ -116,11 +146,14 @@ func (e *Engine) runLeased(ctx context.Context, p Projection) error {
 }
 
 // awaitLease acquires p's lease, following the shared checkpoint until it
-// is granted; a failing lease service is retried.
+// is granted; a failing lease service is retried. It returns once the
+// following has stopped, so nothing but the holder's batches changes the
+// projection's memory after.
 func (e *Engine) awaitLease(ctx context.Context, p Projection) (domain.Lease, error) {
 	followCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	go e.follow(followCtx, p)
+	followed := make(chan struct{})
+	defer func() { stop(); <-followed }()
+	go func() { defer close(followed); e.follow(followCtx, p) }()
 	for {
 		lease, err := e.leasing.Leases.Acquire(ctx, p.Name())
 		if err == nil {
@@ -143,9 +176,7 @@ func (e *Engine) follow(ctx context.Context, p Projection) {
 	defer tick.Stop()
 	var asked time.Time
 	for {
-		if pos, err := p.Position(ctx); err == nil {
-			e.advance(p.Name(), pos)
-		} else if ctx.Err() == nil {
+		if err := e.followOnce(ctx, p); err != nil && ctx.Err() == nil {
 			e.logger.Warn("leased projection: reading the shared checkpoint", "projection", p.Name(), "error", err)
 		}
 		if time.Since(asked) >= holderRefresh {
