@@ -88,6 +88,13 @@ func projectionsCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 		enc.SetIndent("", "  ")
 		return enc.Encode(status)
 	}
+	// A projection whose store the nodes share is rebuilt under its
+	// lease, and only when no serving node holds it.
+	release, err := st.HoldLeases(ctx, 5*time.Second, names...)
+	if err != nil {
+		return err
+	}
+	defer release()
 	start := time.Now()
 	head, err := st.Store.Head(ctx)
 	if err != nil {

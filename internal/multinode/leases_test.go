@@ -180,6 +180,11 @@ func TestThreeNodesShareRemoteIndexes(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer st.Close()
+		release, err := st.HoldLeases(ctx, 5*time.Second, leased...)
+		if err != nil {
+			t.Fatalf("the leases after every node stopped: %v", err)
+		}
+		defer release()
 		if err := st.Engine.Rebuild(ctx, leased...); err != nil {
 			t.Fatal(err)
 		}

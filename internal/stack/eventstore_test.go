@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/infra/meilisearch/meilitest"
@@ -166,6 +167,35 @@ func TestPostgresStackLeasesSharedRemoteIndexes(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestRebuildOfALeasedProjectionWaitsForItsLease: a command that writes a
+// shared projection outside the engine (engram projections rebuild) must
+// hold its lease; while a serving node holds it, it is refused, naming
+// that node, and the other projections are not held.
+func TestRebuildOfALeasedProjectionWaitsForItsLease(t *testing.T) {
+	meili := meilitest.New(t, meilitest.Options{APIKey: meiliKey})
+	es := stack.EventStore{Backend: stack.PostgresLog, URL: pg.Database(t)}
+	ix := stack.Indexes{Keyword: stack.Meilisearch, MeilisearchURL: meili.URL, MeilisearchAPIKey: meiliKey}
+	serving := runningNode(t, stack.Config{EventStore: es, Indexes: ix, NodeID: "serving-node"})
+	waitFor(t, func() bool {
+		holders, err := serving.LeaseHolders(t.Context())
+		return err == nil && holders[projections.KeywordProjectionName] == "serving-node"
+	})
+	rebuilder, err := stack.Open(t.Context(), stack.Config{DataDir: t.TempDir(), EventStore: es, Indexes: ix, NodeID: "rebuilder"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rebuilder.Close()
+	release, err := rebuilder.HoldLeases(t.Context(), 300*time.Millisecond, projections.KeywordProjectionName)
+	if err == nil || !strings.Contains(err.Error(), `"serving-node"`) {
+		t.Fatalf("HoldLeases while a node serves = %v, want refused naming serving-node", err)
+	}
+	// Projections without a lease need none.
+	if release, err = rebuilder.HoldLeases(t.Context(), 300*time.Millisecond, projections.AccountsProjectionName); err != nil {
+		t.Fatalf("HoldLeases of an unleased projection: %v", err)
+	}
+	release()
 }
 
 // runningNode opens a stack (a node) with a data dir of its own over the

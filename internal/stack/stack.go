@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/engram-memory/engram/commands"
@@ -413,6 +414,39 @@ func (s *Stack) Projections() []projections.Projection {
 
 // SharedLog reports whether other nodes append to this stack's log.
 func (s *Stack) SharedLog() bool { return s.sharedLog }
+
+// HoldLeases takes the leases of the leased projections among names (all
+// projections when none are named) for a command that writes them outside
+// the engine (a rebuild), so no node applies them meanwhile. A lease still
+// held by another node after wait is refused, naming the holder: that
+// node serves, and a rebuild under it would reset the state it applies.
+// release gives the leases back.
+func (s *Stack) HoldLeases(ctx context.Context, wait time.Duration, names ...string) (release func(), err error) {
+	var held []domain.Lease
+	release = func() {
+		for _, l := range held {
+			_ = l.Release(context.WithoutCancel(ctx))
+		}
+	}
+	for _, name := range s.leased {
+		if len(names) > 0 && !slices.Contains(names, name) {
+			continue
+		}
+		waitCtx, cancel := context.WithTimeout(ctx, wait)
+		lease, err := s.leases.Acquire(waitCtx, name)
+		cancel()
+		if err != nil {
+			release()
+			if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+				holder, _ := s.leases.Holder(ctx, name)
+				return nil, fmt.Errorf("projection %s is applied by node %q, which holds its lease: stop the nodes serving this log first", name, holder)
+			}
+			return nil, err
+		}
+		held = append(held, lease)
+	}
+	return release, nil
+}
 
 // LeaseHolders names the node holding each leased projection's lease (""
 // when none does); it is empty when no projection is leased.
