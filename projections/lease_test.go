@@ -181,6 +181,9 @@ func TestLeasedProjectionRunsOnOneNodeAndMovesWhenItsHolderDies(t *testing.T) {
 	}
 	took := eventually(t, 5*time.Second, "the other node takes the lease over", func() bool { return waiter.lease().HeldHere })
 	t.Logf("takeover %s after the holder's session ended", took.Round(time.Millisecond))
+	if l := holder.lease(); l.HeldHere || l.Holder == holder.name {
+		t.Fatalf("the node that lost its lease still reports %+v", l)
+	}
 	time.Sleep(200 * time.Millisecond)
 	close(stopLoad)
 	wg.Wait()

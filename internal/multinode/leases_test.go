@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"os"
+	"os/exec"
 	"reflect"
 	"strings"
 	"sync"
@@ -55,6 +57,26 @@ func TestThreeNodesShareRemoteIndexes(t *testing.T) {
 					t.Fatalf("node %d applied %d batches of %s without the lease", i+2, st.Batches, name)
 				}
 			}
+		}
+	})
+
+	t.Run("the command line names the holders and refuses to rebuild under them", func(t *testing.T) {
+		env := append(c.env(), "HOME="+t.TempDir())
+		flags := append([]string{"--event-store", "postgres"}, indexFlags(meili.URL, qd.Addr)...)
+		out, err := runEngram(env, append([]string{"projections", "status", "--data-dir", one.DataDir}, flags...)...)
+		var status struct{ Leases map[string]string }
+		if err != nil || json.Unmarshal([]byte(out), &status) != nil {
+			t.Fatalf("projections status: %v\n%s", err, out)
+		}
+		holder := projectionStatus(t, one)[projections.KeywordProjectionName].Lease.Holder
+		for _, name := range leased {
+			if status.Leases[name] != holder {
+				t.Fatalf("projections status leases = %v, want %s held by %s", status.Leases, name, holder)
+			}
+		}
+		out, err = runEngram(env, append([]string{"projections", "rebuild", "keyword", "--data-dir", t.TempDir()}, flags...)...)
+		if err == nil || !strings.Contains(out, "is applied by node \""+holder+"\"") {
+			t.Fatalf("projections rebuild keyword while a node serves it: %v\n%s\nwant refused naming %s", err, out, holder)
 		}
 	})
 
@@ -281,6 +303,17 @@ func tryLeaseHolders(nodes []*testserver.Server) map[string]*testserver.Server {
 		}
 	}
 	return out
+}
+
+// runEngram runs the engram binary with env on top of the process's own,
+// returning its combined output.
+func runEngram(env []string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binPath, args...)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
 }
 
 // getJSON decodes the body of a GET of url into v, whatever its status.
