@@ -7,6 +7,7 @@ package leasetest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -41,6 +42,7 @@ func Run(t *testing.T, h Harness) {
 		{"the first node to ask holds the lease and is named its holder", firstHolds},
 		{"a second node waits until the holder releases, then holds it", secondWaitsForRelease},
 		{"leases of different projections are independent", independentProjections},
+		{"of nodes asking at once for a new projection's lease, exactly one gets it", racingNodes},
 		{"acquire gives up when its context ends, holding nothing", acquireHonoursContext},
 		{"release closes Lost", releaseClosesLost},
 		{"a severed holder loses its lease and another node takes it over", severedHolderLoses},
@@ -115,6 +117,35 @@ func secondWaitsForRelease(t *testing.T, s Service) {
 	}
 	if h := holder(t, a, "keyword"); h != "node-b" {
 		t.Fatalf("holder after the handover = %q, want node-b", h)
+	}
+}
+
+func racingNodes(t *testing.T, s Service) {
+	const nodes = 6
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	results := make(chan error, nodes)
+	for i := range nodes {
+		l := s.Node(t, fmt.Sprintf("node-%d", i))
+		go func() {
+			lease, err := l.Acquire(ctx, "fresh")
+			if err == nil {
+				t.Cleanup(func() { _ = lease.Release(context.Background()) })
+			}
+			results <- err
+		}()
+	}
+	held := 0
+	for range nodes {
+		switch err := <-results; {
+		case err == nil:
+			held++
+		case !errors.Is(err, context.DeadlineExceeded):
+			t.Errorf("a racing acquire failed: %v, want it to wait", err)
+		}
+	}
+	if held != 1 {
+		t.Fatalf("%d of %d racing nodes hold the lease, want exactly one", held, nodes)
 	}
 }
 

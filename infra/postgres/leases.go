@@ -46,11 +46,13 @@ func NewLeases(db *DB, node string, check time.Duration) *Leases {
 // key returns the advisory lock key of the projection's lease, creating
 // its row on first use.
 func (l *Leases) key(ctx context.Context, projection string) (int64, error) {
+	// Two statements, not one: a row another node inserted concurrently
+	// is visible only to a statement that starts after its commit.
+	if _, err := l.db.Pool.Exec(ctx, `INSERT INTO projection_leases (name) VALUES ($1) ON CONFLICT (name) DO NOTHING`, projection); err != nil {
+		return 0, fmt.Errorf("postgres: lease %s: %w", projection, err)
+	}
 	var id int64
-	err := l.db.Pool.QueryRow(ctx, `WITH made AS (
-		INSERT INTO projection_leases (name) VALUES ($1) ON CONFLICT (name) DO NOTHING RETURNING id)
-		SELECT id FROM made UNION ALL SELECT id FROM projection_leases WHERE name = $1 LIMIT 1`, projection).Scan(&id)
-	if err != nil {
+	if err := l.db.Pool.QueryRow(ctx, `SELECT id FROM projection_leases WHERE name = $1`, projection).Scan(&id); err != nil {
 		return 0, fmt.Errorf("postgres: lease %s: %w", projection, err)
 	}
 	return id, nil
