@@ -26,7 +26,7 @@ type Service interface {
 	Node(t *testing.T, name string) domain.ProjectionLeases
 	// Sever ends the session behind the projection's held lease from
 	// outside, as a crashed node or a cut network does.
-	Sever(t *testing.T, projection string)
+	Sever(t testing.TB, projection string)
 }
 
 // takeover bounds how long a waiting node may take to get a lease its

@@ -25,7 +25,7 @@ func (s leaseService) Node(t *testing.T, name string) domain.ProjectionLeases {
 
 // Sever terminates the backend holding the projection's lock, as
 // PostgreSQL does when it notices the holder's socket is gone.
-func (s leaseService) Sever(t *testing.T, projection string) {
+func (s leaseService) Sever(t testing.TB, projection string) {
 	var n int
 	err := s.db.Pool.QueryRow(context.Background(), `SELECT count(pg_terminate_backend(k.pid)) FROM pg_locks AS k JOIN projection_leases AS p
 		ON (k.classid::bigint << 32) | k.objid::bigint = p.id
@@ -33,4 +33,39 @@ func (s leaseService) Sever(t *testing.T, projection string) {
 	if err != nil || n != 1 {
 		t.Fatalf("terminate the holder of %s: %d backends, %v", projection, n, err)
 	}
+}
+
+// BenchmarkLeaseTakeover measures how long a waiting node takes to hold a
+// lease after the holder's session ends (as when its process is killed):
+// from pg_terminate_backend of the holder's lease session to the waiter's
+// Acquire returning.
+func BenchmarkLeaseTakeover(b *testing.B) {
+	pg.URL(b)
+	db := openDB(b)
+	s := leaseService{db: db}
+	ctx := context.Background()
+	holder, waiter := postgres.NewLeases(db, "holder", 0), postgres.NewLeases(db, "waiter", 0)
+	var total time.Duration
+	for b.Loop() {
+		held, err := holder.Acquire(ctx, "keyword")
+		if err != nil {
+			b.Fatal(err)
+		}
+		got := make(chan domain.Lease, 1)
+		go func() {
+			lease, err := waiter.Acquire(ctx, "keyword")
+			if err != nil {
+				b.Error(err)
+			}
+			got <- lease
+		}()
+		time.Sleep(50 * time.Millisecond) // the waiter is queued on the lock
+		start := time.Now()
+		s.Sever(b, "keyword")
+		lease := <-got
+		total += time.Since(start)
+		_ = held.Release(ctx)
+		_ = lease.Release(ctx)
+	}
+	b.ReportMetric(float64(total.Microseconds())/float64(b.N)/1000, "ms/takeover")
 }
