@@ -14,7 +14,7 @@ import (
 )
 
 // KeywordState is the keyword projection's state (domain.KeywordState) in
-// PostgreSQL (migrations/0010_index_state.sql), for a remote keyword index
+// PostgreSQL (migrations/0011_index_state.sql), for a remote keyword index
 // shared by several nodes: its checkpoint is a row of
 // projection_checkpoints, locked while a batch applies and its index
 // writes are made.
