@@ -605,59 +605,60 @@ func TestCogReadsNeverWrite(t *testing.T) {
 // provenance and audit read models from the log after a scenario that
 // uses every new event: each export must equal the incremental one.
 func TestCogReplayEquivalence(t *testing.T) {
-	s := newStack(t, stackOptions{})
-	_, keyA := s.user(t, "cog-replay-a@example.com")
-	_, keyB := s.user(t, "cog-replay-b@example.com")
-	raw := s.create(t, keyA, "a", "raw_entry", map[string]any{"content": "r"})
-	s.settings(t, keyA, "a", map[string]any{"stack_state": "active", "lazy_decay": false})
-	ep := s.createFrom(t, keyA, "a", "episode", map[string]any{"objective": "o", "outcome": "x"}, "raw:"+raw.ID)
-	b := s.createFrom(t, keyA, "a", "belief", map[string]any{"statement": "s"}, "episode:"+ep.ID)
-	goal := s.createFrom(t, keyA, "a", "goal", map[string]any{"title": "g", "goal_type": "task"}, "belief:"+b.ID)
-	s.request(t, "PATCH", "/v1/memories/"+goal.ID, keyA, map[string]any{"content": map[string]any{"goal_type": "commitment"}}).must(t, http.StatusOK, nil)
-	s.clock.offset.Store(int64(100 * day))
-	s.request(t, "POST", "/v1/memories/"+ep.ID+"/weaken", keyA, map[string]any{"by": 0.25, "reason": "doubt"}).must(t, http.StatusOK, nil)
-	s.request(t, "POST", "/v1/memories/"+b.ID+"/verify", keyA, nil).must(t, http.StatusOK, nil)
-	s.request(t, "POST", "/v1/memories/"+b.ID+"/protect", keyA, nil).must(t, http.StatusOK, nil)
-	s.request(t, "POST", "/v1/memories/"+goal.ID+"/protect", keyA, nil).must(t, http.StatusOK, nil)
-	s.request(t, "POST", "/v1/memories/"+goal.ID+"/unprotect", keyA, nil).must(t, http.StatusOK, nil)
-	s.request(t, "DELETE", "/v1/memories/"+raw.ID, keyA, nil).must(t, http.StatusOK, nil)
-	s.request(t, "POST", "/v1/memories/"+raw.ID+"/recover", keyA, nil).must(t, http.StatusOK, nil)
-	s.request(t, "DELETE", "/v1/memories/"+goal.ID+"?purge=true", keyA, nil).must(t, http.StatusOK, nil)
-	s.create(t, keyB, "gone", "note", map[string]any{"content": "deleted with its agent"})
-	s.settings(t, keyB, "gone", map[string]any{"stack_state": "maintenance"})
-	s.request(t, "DELETE", "/v1/agents/gone", keyB, nil).must(t, http.StatusOK, nil)
-	s.create(t, keyB, "gone", "note", map[string]any{"content": "re-created, default settings"})
-	var v stacks.View
-	s.request(t, "GET", "/v1/agents/gone/settings", keyB, nil).must(t, http.StatusOK, &v)
-	if v.StackState != stacks.Initializing {
-		t.Fatalf("a re-created agent inherited settings: %+v", v)
-	}
+	onEachReadModelBackend(t, stackOptions{}, func(t *testing.T, s *stack) {
+		_, keyA := s.user(t, "cog-replay-a@example.com")
+		_, keyB := s.user(t, "cog-replay-b@example.com")
+		raw := s.create(t, keyA, "a", "raw_entry", map[string]any{"content": "r"})
+		s.settings(t, keyA, "a", map[string]any{"stack_state": "active", "lazy_decay": false})
+		ep := s.createFrom(t, keyA, "a", "episode", map[string]any{"objective": "o", "outcome": "x"}, "raw:"+raw.ID)
+		b := s.createFrom(t, keyA, "a", "belief", map[string]any{"statement": "s"}, "episode:"+ep.ID)
+		goal := s.createFrom(t, keyA, "a", "goal", map[string]any{"title": "g", "goal_type": "task"}, "belief:"+b.ID)
+		s.request(t, "PATCH", "/v1/memories/"+goal.ID, keyA, map[string]any{"content": map[string]any{"goal_type": "commitment"}}).must(t, http.StatusOK, nil)
+		s.clock.offset.Store(int64(100 * day))
+		s.request(t, "POST", "/v1/memories/"+ep.ID+"/weaken", keyA, map[string]any{"by": 0.25, "reason": "doubt"}).must(t, http.StatusOK, nil)
+		s.request(t, "POST", "/v1/memories/"+b.ID+"/verify", keyA, nil).must(t, http.StatusOK, nil)
+		s.request(t, "POST", "/v1/memories/"+b.ID+"/protect", keyA, nil).must(t, http.StatusOK, nil)
+		s.request(t, "POST", "/v1/memories/"+goal.ID+"/protect", keyA, nil).must(t, http.StatusOK, nil)
+		s.request(t, "POST", "/v1/memories/"+goal.ID+"/unprotect", keyA, nil).must(t, http.StatusOK, nil)
+		s.request(t, "DELETE", "/v1/memories/"+raw.ID, keyA, nil).must(t, http.StatusOK, nil)
+		s.request(t, "POST", "/v1/memories/"+raw.ID+"/recover", keyA, nil).must(t, http.StatusOK, nil)
+		s.request(t, "DELETE", "/v1/memories/"+goal.ID+"?purge=true", keyA, nil).must(t, http.StatusOK, nil)
+		s.create(t, keyB, "gone", "note", map[string]any{"content": "deleted with its agent"})
+		s.settings(t, keyB, "gone", map[string]any{"stack_state": "maintenance"})
+		s.request(t, "DELETE", "/v1/agents/gone", keyB, nil).must(t, http.StatusOK, nil)
+		s.create(t, keyB, "gone", "note", map[string]any{"content": "re-created, default settings"})
+		var v stacks.View
+		s.request(t, "GET", "/v1/agents/gone/settings", keyB, nil).must(t, http.StatusOK, &v)
+		if v.StackState != stacks.Initializing {
+			t.Fatalf("a re-created agent inherited settings: %+v", v)
+		}
 
-	s.stopEngine()
-	exportAll := func() []byte {
-		var buf bytes.Buffer
-		for _, m := range []interface {
-			Export(context.Context, io.Writer) error
-		}{s.memories, s.prov, s.audit} {
-			if err := m.Export(context.Background(), &buf); err != nil {
-				t.Fatal(err)
+		s.stopEngine()
+		exportAll := func() []byte {
+			var buf bytes.Buffer
+			for _, m := range []interface {
+				Export(context.Context, io.Writer) error
+			}{s.memories, s.prov, s.audit} {
+				if err := m.Export(context.Background(), &buf); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return buf.Bytes()
+		}
+		incremental := exportAll()
+		for _, want := range []string{`"provenance_edges"`, `"audit_entries"`, `"agent_settings"`, `"weaken"`, `"recover"`} {
+			if !bytes.Contains(incremental, []byte(want)) {
+				t.Fatalf("export lacks %s: the scenario did not run", want)
 			}
 		}
-		return buf.Bytes()
-	}
-	incremental := exportAll()
-	for _, want := range []string{`"provenance_edges"`, `"audit_entries"`, `"agent_settings"`, `"weaken"`, `"recover"`} {
-		if !bytes.Contains(incremental, []byte(want)) {
-			t.Fatalf("export lacks %s: the scenario did not run", want)
+		engine := projections.NewEngine(s.store, slog.New(slog.DiscardHandler), projections.NewMemories(s.memories), projections.NewProvenance(s.prov), projections.NewAudit(s.audit))
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := engine.Rebuild(ctx, projections.MemoriesProjectionName, projections.ProvenanceProjectionName, projections.AuditProjectionName); err != nil {
+			t.Fatal(err)
 		}
-	}
-	engine := projections.NewEngine(s.store, slog.New(slog.DiscardHandler), projections.NewMemories(sqlite.NewMemories(s.db)), projections.NewProvenance(sqlite.NewProvenance(s.db)), projections.NewAudit(sqlite.NewAudit(s.db)))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := engine.Rebuild(ctx, projections.MemoriesProjectionName, projections.ProvenanceProjectionName, projections.AuditProjectionName); err != nil {
-		t.Fatal(err)
-	}
-	if replayed := exportAll(); !bytes.Equal(incremental, replayed) {
-		t.Fatalf("replay differs from the incremental build:\n--- incremental\n%s\n--- replayed\n%s", incremental, replayed)
-	}
+		if replayed := exportAll(); !bytes.Equal(incremental, replayed) {
+			t.Fatalf("replay differs from the incremental build:\n--- incremental\n%s\n--- replayed\n%s", incremental, replayed)
+		}
+	})
 }

@@ -56,13 +56,13 @@ type stack struct {
 	wired    *engstack.Stack // storage, indexes, projections, engine
 	db       *sqlite.DB
 	store    domain.EventStore
-	model    *sqlite.Accounts // the accounts read model
-	memories *sqlite.Memories
+	model    engstack.AccountsReadModel
+	memories engstack.MemoriesReadModel
 	vectors  *projections.Vectors
-	jobs     *sqlite.Jobs
-	suggest  *sqlite.Suggestions
-	prov     *sqlite.Provenance
-	audit    *sqlite.Audit
+	jobs     engstack.JobsReadModel
+	suggest  engstack.SuggestionsReadModel
+	prov     engstack.ProvenanceReadModel
+	audit    engstack.AuditReadModel
 	engine   *projections.Engine
 	writer   *commands.EventWriter
 
@@ -114,8 +114,12 @@ type stackOptions struct {
 	sessionTTL time.Duration
 
 	// Storage.
-	dataDir string        // reuse a data directory (a restart); empty: a new one
-	quotas  memory.Quotas // zero: no limits
+	dataDir string // reuse a data directory (a restart); empty: a new one
+	// postgres puts the log and the read models in a fresh PostgreSQL
+	// database (--event-store postgres --read-models postgres) instead of
+	// the data directory; the search indexes' state stays there.
+	postgres bool
+	quotas   memory.Quotas // zero: no limits
 
 	// Background components.
 	runQueue bool                  // run the embedding queue
@@ -172,7 +176,12 @@ func newStack(t testing.TB, opts stackOptions) *stack {
 	ctx := context.Background()
 
 	// Storage, indexes and projections, as the server wires them.
-	wired, err := engstack.Open(ctx, engstack.Config{DataDir: s.dataDir, GroupCommit: 10 * time.Millisecond, VisibilityTimeout: harnessVisibilityTimeout, Logger: s.logger})
+	cfg := engstack.Config{DataDir: s.dataDir, GroupCommit: 10 * time.Millisecond, VisibilityTimeout: harnessVisibilityTimeout, Logger: s.logger}
+	if opts.postgres {
+		cfg.EventStore = engstack.EventStore{Backend: engstack.PostgresLog, URL: postgresServer(t).Database(t)}
+		cfg.ReadModels = engstack.ReadModels{Backend: engstack.PostgresReadModels}
+	}
+	wired, err := engstack.Open(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

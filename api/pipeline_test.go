@@ -416,41 +416,42 @@ func (s *stack) exportSuggestions(t testing.TB) []byte {
 // Rebuilding the suggestions read model from the log gives the state the
 // incremental projection built.
 func TestSuggestionsReplayEquivalence(t *testing.T) {
-	s := newStack(t, stackOptions{fixedAuth: true})
-	s.raws(t, aliceKey, "claire", goldenRaw...)
-	s.raws(t, aliceKey, "gone", goldenRaw...)
-	s.process(t, aliceKey, "claire", map[string]any{"force": true})
-	s.process(t, aliceKey, "gone", map[string]any{"force": true})
-	list := s.suggestions(t, aliceKey, "claire", "")
-	s.request(t, "POST", "/v1/suggestions/"+list[0].ID+"/accept", aliceKey, nil).must(t, http.StatusOK, nil)
-	s.request(t, "POST", "/v1/suggestions/"+list[1].ID+"/reject", aliceKey, map[string]any{"reason": "no"}).must(t, http.StatusOK, nil)
-	s.request(t, "DELETE", "/v1/agents/gone", aliceKey, nil).must(t, http.StatusOK, nil)
-	before := s.exportSuggestions(t)
-	if !strings.Contains(string(before), "promoted") || strings.Contains(string(before), `"agent_id":"gone"`) {
-		t.Fatalf("export before replay:\n%s", before)
-	}
-	ctx := context.Background()
-	s.stopEngine()
-	if err := s.suggest.Reset(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if len(s.exportSuggestions(t)) != 0 {
-		t.Fatal("export after reset is not empty")
-	}
-	if err := s.engine.Rebuild(ctx, projections.SuggestionsProjectionName); err != nil {
-		t.Fatal(err)
-	}
-	s.stopEngine = runInBackground(s.engine.Run)
-	if after := s.exportSuggestions(t); !bytes.Equal(before, after) {
-		t.Errorf("replay differs:\nbefore %s\nafter  %s", before, after)
-	}
-	// A new agent of the deleted one's name starts with a clean state.
-	s.raws(t, aliceKey, "gone", "x")
-	var view commands.ProcessingView
-	s.request(t, "GET", "/v1/agents/gone/processing", aliceKey, nil).must(t, http.StatusOK, &view)
-	if len(view.Runs) != 0 || view.Raw.Processed != 0 || len(s.suggestions(t, aliceKey, "gone", "")) != 0 {
-		t.Errorf("recreated agent inherits: %d runs, %+v", len(view.Runs), view.Raw)
-	}
+	onEachReadModelBackend(t, stackOptions{fixedAuth: true}, func(t *testing.T, s *stack) {
+		s.raws(t, aliceKey, "claire", goldenRaw...)
+		s.raws(t, aliceKey, "gone", goldenRaw...)
+		s.process(t, aliceKey, "claire", map[string]any{"force": true})
+		s.process(t, aliceKey, "gone", map[string]any{"force": true})
+		list := s.suggestions(t, aliceKey, "claire", "")
+		s.request(t, "POST", "/v1/suggestions/"+list[0].ID+"/accept", aliceKey, nil).must(t, http.StatusOK, nil)
+		s.request(t, "POST", "/v1/suggestions/"+list[1].ID+"/reject", aliceKey, map[string]any{"reason": "no"}).must(t, http.StatusOK, nil)
+		s.request(t, "DELETE", "/v1/agents/gone", aliceKey, nil).must(t, http.StatusOK, nil)
+		before := s.exportSuggestions(t)
+		if !strings.Contains(string(before), "promoted") || strings.Contains(string(before), `"agent_id":"gone"`) {
+			t.Fatalf("export before replay:\n%s", before)
+		}
+		ctx := context.Background()
+		s.stopEngine()
+		if err := s.suggest.Reset(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if len(s.exportSuggestions(t)) != 0 {
+			t.Fatal("export after reset is not empty")
+		}
+		if err := s.engine.Rebuild(ctx, projections.SuggestionsProjectionName); err != nil {
+			t.Fatal(err)
+		}
+		s.stopEngine = runInBackground(s.engine.Run)
+		if after := s.exportSuggestions(t); !bytes.Equal(before, after) {
+			t.Errorf("replay differs:\nbefore %s\nafter  %s", before, after)
+		}
+		// A new agent of the deleted one's name starts with a clean state.
+		s.raws(t, aliceKey, "gone", "x")
+		var view commands.ProcessingView
+		s.request(t, "GET", "/v1/agents/gone/processing", aliceKey, nil).must(t, http.StatusOK, &view)
+		if len(view.Runs) != 0 || view.Raw.Processed != 0 || len(s.suggestions(t, aliceKey, "gone", "")) != 0 {
+			t.Errorf("recreated agent inherits: %d runs, %+v", len(view.Runs), view.Raw)
+		}
+	})
 }
 
 // Concurrent accepts of one suggestion create one memory: one succeeds,

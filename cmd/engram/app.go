@@ -51,13 +51,13 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 		return nil, fmt.Errorf("--durability: %w", err)
 	}
 	st, err := stack.Open(ctx, stack.Config{
-		DataDir: cfg.DataDir, SQLite: sqlite.Options{Durability: durability}, EventStore: cfg.EventStore, Indexes: cfg.Indexes, NodeID: cfg.NodeID, Logger: logger,
+		DataDir: cfg.DataDir, SQLite: sqlite.Options{Durability: durability}, EventStore: cfg.EventStore, ReadModels: cfg.ReadModels, Indexes: cfg.Indexes, NodeID: cfg.NodeID, Logger: logger,
 	})
 	if err != nil {
 		return nil, err
 	}
 	// The event store URL is never logged: it may carry a password.
-	logger.Info("event log opened", "event_store", cmp.Or(cfg.EventStore.Backend, stack.SQLiteLog), "data_dir", cfg.DataDir, "durability", durability,
+	logger.Info("event log opened", "event_store", cmp.Or(cfg.EventStore.Backend, stack.SQLiteLog), "read_models", cmp.Or(cfg.ReadModels.Backend, stack.SQLiteReadModels), "data_dir", cfg.DataDir, "durability", durability,
 		"keyword_index", cmp.Or(cfg.Indexes.Keyword, stack.Embedded), "vector_index", cmp.Or(cfg.Indexes.Vector, stack.Embedded))
 	a := &app{logger: logger, stack: st}
 	writer := st.Writer

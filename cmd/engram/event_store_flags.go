@@ -17,6 +17,14 @@ func eventStoreFlags(fs *flag.FlagSet, es *stack.EventStore) {
 	fs.StringVar(&es.URL, "event-store-url", "", "URL of a remote event log, e.g. postgres://engram@db:5432/engram or kurrentdb://db:2113; a password belongs in ENGRAM_EVENT_STORE_URL or PGPASSWORD (PostgreSQL), ENGRAM_KURRENTDB_USERNAME and ENGRAM_KURRENTDB_PASSWORD (KurrentDB), never on the command line")
 }
 
+// readModelFlags registers the read-model flags, which `serve` and
+// `projections` share (a rebuild must write the read models the server
+// reads).
+func readModelFlags(fs *flag.FlagSet, rm *stack.ReadModels) {
+	fs.StringVar(&rm.Backend, "read-models", stack.SQLiteReadModels, "where the read models live: sqlite (in the data dir, one replica per node) or postgres (one copy that every node of a shared event store reads and feeds)")
+	fs.StringVar(&rm.URL, "postgres-url", "", "URL of the PostgreSQL database of --read-models postgres (default with --event-store postgres: the event store's database); a password belongs in ENGRAM_POSTGRES_URL or PGPASSWORD, never on the command line")
+}
+
 // readEventStoreCredentials takes the KurrentDB credentials from the
 // environment only: a kurrentdb:// URL with credentials is refused.
 func readEventStoreCredentials(es *stack.EventStore) {
@@ -29,11 +37,7 @@ func readEventStoreCredentials(es *stack.EventStore) {
 // The same URL in ENGRAM_EVENT_STORE_URL is fine.
 // (fs.Visit cannot tell: parseFlags sets the environment twins too.)
 func checkEventStoreSecret(args []string, es stack.EventStore) error {
-	onCommandLine := false
-	for _, arg := range args {
-		name, _, _ := strings.Cut(strings.TrimLeft(arg, "-"), "=")
-		onCommandLine = onCommandLine || strings.HasPrefix(arg, "-") && name == "event-store-url"
-	}
+	onCommandLine := givenOnCommandLine(args, "event-store-url")
 	if onCommandLine && urlHasPassword(es.URL) && es.Backend == stack.KurrentLog {
 		return errors.New("--event-store-url carries a password on the command line; KurrentDB credentials belong in ENGRAM_KURRENTDB_USERNAME and ENGRAM_KURRENTDB_PASSWORD")
 	}
@@ -41,6 +45,26 @@ func checkEventStoreSecret(args []string, es stack.EventStore) error {
 		return errors.New("--event-store-url carries a password on the command line; pass the URL in ENGRAM_EVENT_STORE_URL, or the password in PGPASSWORD (or ~/.pgpass)")
 	}
 	return nil
+}
+
+// checkReadModelsSecret refuses a password in --postgres-url given on the
+// command line, as checkEventStoreSecret does for --event-store-url.
+func checkReadModelsSecret(args []string, rm stack.ReadModels) error {
+	if givenOnCommandLine(args, "postgres-url") && urlHasPassword(rm.URL) {
+		return errors.New("--postgres-url carries a password on the command line; pass the URL in ENGRAM_POSTGRES_URL, or the password in PGPASSWORD (or ~/.pgpass)")
+	}
+	return nil
+}
+
+// givenOnCommandLine reports whether args set the flag name.
+func givenOnCommandLine(args []string, name string) bool {
+	for _, arg := range args {
+		given, _, _ := strings.Cut(strings.TrimLeft(arg, "-"), "=")
+		if strings.HasPrefix(arg, "-") && given == name {
+			return true
+		}
+	}
+	return false
 }
 
 // urlHasPassword reports whether a postgres:// URL or key=value DSN holds

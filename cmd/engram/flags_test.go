@@ -99,3 +99,39 @@ func TestEventStoreURLPasswordOnlyFromTheEnvironment(t *testing.T) {
 		})
 	}
 }
+
+func TestPostgresURLPasswordOnlyFromTheEnvironment(t *testing.T) {
+	cases := []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		wantErr bool
+	}{
+		{"no password on the command line", []string{"--read-models", "postgres", "--postgres-url", "postgres://engram@db/rm"}, nil, false},
+		{"password in the URL on the command line", []string{"--postgres-url", "postgres://engram:hunter2@db/rm"}, nil, true},
+		{"password in a DSN on the command line", []string{"--postgres-url=host=db user=engram password=hunter2"}, nil, true},
+		{"password in ENGRAM_POSTGRES_URL", []string{"--read-models", "postgres"}, map[string]string{"ENGRAM_POSTGRES_URL": "postgres://engram:hunter2@db/rm"}, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			for k, v := range c.env {
+				t.Setenv(k, v)
+			}
+			var cfg serveConfig
+			fs := serveFlags(&cfg)
+			if err := parseFlags(fs, c.args); err != nil {
+				t.Fatal(err)
+			}
+			if cfg.ReadModels.URL == "" {
+				t.Fatal("the URL was not read")
+			}
+			err := checkReadModelsSecret(c.args, cfg.ReadModels)
+			if (err != nil) != c.wantErr {
+				t.Fatalf("checkReadModelsSecret = %v, want error %v", err, c.wantErr)
+			}
+			if err != nil && strings.Contains(err.Error(), "hunter2") {
+				t.Fatalf("the error repeats the password: %v", err)
+			}
+		})
+	}
+}

@@ -29,6 +29,8 @@ func projectionsCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 	indexFlags(fs, &indexes)
 	var eventStore stack.EventStore
 	eventStoreFlags(fs, &eventStore)
+	var readModels stack.ReadModels
+	readModelFlags(fs, &readModels)
 	// Flags may come before or after the projection name.
 	var names []string
 	rest := args[1:]
@@ -47,6 +49,9 @@ func projectionsCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 	if err := checkEventStoreSecret(args, eventStore); err != nil {
 		return err
 	}
+	if err := checkReadModelsSecret(args, readModels); err != nil {
+		return err
+	}
 	// Offline, nothing else wants the spare core: the vector graphs build
 	// while the log replays instead of waiting for the writes to pause.
 	indexes.VectorOptions.BuildWhileWriting = true
@@ -56,7 +61,7 @@ func projectionsCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 	}
 	// status only reads, so it works beside a live server; rebuild writes
 	// every projection and needs the data dir to itself.
-	st, err := stack.Open(ctx, stack.Config{DataDir: *dataDir, SQLite: sqlite.Options{ReadOnly: sub == "status"}, EventStore: eventStore, Indexes: indexes, Logger: logger})
+	st, err := stack.Open(ctx, stack.Config{DataDir: *dataDir, SQLite: sqlite.Options{ReadOnly: sub == "status"}, EventStore: eventStore, ReadModels: readModels, Indexes: indexes, Logger: logger})
 	if err != nil {
 		return err
 	}
@@ -76,7 +81,7 @@ func projectionsCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 			return err
 		}
 		status := map[string]any{"head": head, "projections": positions}
-		// With a shared remote index, who applies it: the lease holders.
+		// With stores the nodes share, who applies them: the lease holders.
 		holders, err := st.LeaseHolders(ctx)
 		if err != nil {
 			return err

@@ -63,6 +63,7 @@ type serveConfig struct {
 	Quotas            memory.Quotas
 	Indexes           stack.Indexes
 	EventStore        stack.EventStore
+	ReadModels        stack.ReadModels
 	NodeID            string
 	ConsistencyWait   time.Duration
 	JobLeaseTimeout   time.Duration
@@ -111,6 +112,7 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.Int64Var(&cfg.Quotas.TextBytesPerUser, "quota-text-bytes-per-user", memory.DefaultTextBytesPerUser, "bytes of memory content one user may store (0: no limit)")
 	indexFlags(fs, &cfg.Indexes)
 	eventStoreFlags(fs, &cfg.EventStore)
+	readModelFlags(fs, &cfg.ReadModels)
 	fs.StringVar(&cfg.NodeID, "node-id", "", "this node's name in the events of the re-embedding jobs it holds; a node restarted under the same name resumes its jobs at once (default HOST/ADDR, distinct per node of one host)")
 	fs.DurationVar(&cfg.ConsistencyWait, "consistency-wait", api.DefaultConsistencyWait, "longest a request waits for this node to apply what its Engram-Consistency-Token names (or, over a shared log, the credential changes of other nodes) before 503 not_yet_consistent")
 	fs.DurationVar(&cfg.JobLeaseTimeout, "job-lease-timeout", 5*time.Minute, "how long a running re-embedding job may go without progress before another node takes it over (its node died)")
@@ -141,6 +143,12 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	if err := cfg.EventStore.Validate(); err != nil {
+		return err
+	}
+	if err := checkReadModelsSecret(args, cfg.ReadModels); err != nil {
+		return err
+	}
+	if err := cfg.ReadModels.Validate(cfg.EventStore); err != nil {
 		return err
 	}
 	logger, err := newLogger(stderr, cfg.LogLevel, cfg.LogFormat)

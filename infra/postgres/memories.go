@@ -15,10 +15,8 @@ import (
 
 // Memories is the memories read model (memory.ReadModel) in PostgreSQL:
 // agents, their memories, and which memory texts have vectors in which
-// model. For now it answers the queries the conformance suite and the
-// embedding queue read it by (Agent, Memory, PendingEmbeddings,
-// StreamVersion), not yet the listing, search and stats queries of the
-// SQLite store.
+// model. Its queries (memories_queries.go) answer as the SQLite store's
+// do; infra/readmodeltest holds both to one specification.
 type Memories struct {
 	tableModel
 }
@@ -72,7 +70,7 @@ func (t *memoriesTx) AgentModel(ctx context.Context, ref memory.AgentRef) (model
 func (t *memoriesTx) AddAgent(ctx context.Context, a memory.AgentCreated) error {
 	err := t.run(ctx, `INSERT INTO agents (user_id, agent_id, embedding_model, dimensions, created_at)
 		VALUES ($1, $2, $3, $4, $5) ON CONFLICT (user_id, agent_id) DO NOTHING`,
-		a.UserID, a.AgentID, a.EmbeddingModel, a.Dimensions, a.CreatedAt.UTC())
+		a.UserID, a.AgentID, a.EmbeddingModel, a.Dimensions, memTime(a.CreatedAt))
 	if err == nil {
 		t.agents[a.AgentRef] = true
 	}
@@ -113,7 +111,7 @@ func (t *memoriesTx) AddToAgent(ctx context.Context, ref memory.AgentRef, memori
 func (t *memoriesTx) PutSettings(ctx context.Context, ref memory.AgentRef, settings json.RawMessage, lazyDecay bool, at time.Time) error {
 	return t.run(ctx, `INSERT INTO agent_settings (user_id, agent_id, settings, lazy_decay, updated_at) VALUES ($1, $2, $3, $4, $5)
 		ON CONFLICT (user_id, agent_id) DO UPDATE SET settings = excluded.settings, lazy_decay = excluded.lazy_decay, updated_at = excluded.updated_at`,
-		ref.UserID, ref.AgentID, string(settings), lazyDecay, at.UTC())
+		ref.UserID, ref.AgentID, string(settings), lazyDecay, memTime(at))
 }
 
 func (t *memoriesTx) LazyDecay(ctx context.Context, ref memory.AgentRef) (bool, error) {
@@ -126,18 +124,21 @@ func (t *memoriesTx) LazyDecay(ctx context.Context, ref memory.AgentRef) (bool, 
 }
 
 func (t *memoriesTx) Memory(ctx context.Context, ref memory.AgentRef, id string) (m memory.StoredMemory, found bool, err error) {
-	var typ, content string
+	var typ, content, since string
 	v := &m.Vitality
 	err = t.tx.QueryRow(ctx, `SELECT type, content, goal_type, strength, strength_since, protected, forgotten_at IS NOT NULL
 		FROM memories WHERE id = $1 AND user_id = $2 AND agent_id = $3`, id, ref.UserID, ref.AgentID).
-		Scan(&typ, &content, &v.GoalType, &v.Base, &v.Since, &v.Protected, &v.Forgotten)
+		Scan(&typ, &content, &v.GoalType, &v.Base, &since, &v.Protected, &v.Forgotten)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return memory.StoredMemory{}, false, nil
 	}
 	if err != nil {
 		return memory.StoredMemory{}, false, err
 	}
-	m.Type, v.Type, m.Content, v.Since = memory.Type(typ), memory.Type(typ), json.RawMessage(content), v.Since.UTC()
+	m.Type, v.Type, m.Content = memory.Type(typ), memory.Type(typ), json.RawMessage(content)
+	if v.Since, err = parseMemTime(since); err != nil {
+		return memory.StoredMemory{}, false, err
+	}
 	return m, true, nil
 }
 
@@ -156,8 +157,8 @@ func (t *memoriesTx) InsertMemory(ctx context.Context, m memory.NewMemory) (bool
 		(id, user_id, agent_id, type, searchable, content, tags, derived_from, created_at, updated_at, forgotten_at, text_hash, embed_pending,
 		 strength, strength_since, protected, goal_type, weak_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, NULL, $10, $5, $11, $12, $13, $14, $15) ON CONFLICT (id) DO NOTHING`,
-		m.MemoryID, m.UserID, m.AgentID, string(m.Type), searchable, string(m.Content), tags, refs, m.CreatedAt.UTC(), m.TextHash,
-		v.Base, v.Since.UTC(), v.Protected, v.GoalType, weakAt(v))
+		m.MemoryID, m.UserID, m.AgentID, string(m.Type), searchable, string(m.Content), tags, refs, memTime(m.CreatedAt), m.TextHash,
+		v.Base, memTime(v.Since), v.Protected, v.GoalType, weakAt(v))
 	return n > 0, err
 }
 
@@ -172,12 +173,12 @@ func (t *memoriesTx) SetContent(ctx context.Context, ref memory.AgentRef, id str
 		}
 	}
 	return t.run(ctx, `UPDATE memories SET content = $1, text_hash = $2, updated_at = $3, version = version + 1 WHERE id = $4 AND user_id = $5 AND agent_id = $6`,
-		string(content), textHash, at.UTC(), id, ref.UserID, ref.AgentID)
+		string(content), textHash, memTime(at), id, ref.UserID, ref.AgentID)
 }
 
 func (t *memoriesTx) SetVitality(ctx context.Context, ref memory.AgentRef, id string, v memory.Vitality) error {
 	return t.run(ctx, `UPDATE memories SET strength = $1, strength_since = $2, protected = $3, goal_type = $4, weak_at = $5 WHERE id = $6 AND user_id = $7 AND agent_id = $8`,
-		v.Base, v.Since.UTC(), v.Protected, v.GoalType, weakAt(v), id, ref.UserID, ref.AgentID)
+		v.Base, memTime(v.Since), v.Protected, v.GoalType, weakAt(v), id, ref.UserID, ref.AgentID)
 }
 
 func (t *memoriesTx) CountVersion(ctx context.Context, ref memory.AgentRef, id string) error {
@@ -187,7 +188,7 @@ func (t *memoriesTx) CountVersion(ctx context.Context, ref memory.AgentRef, id s
 func (t *memoriesTx) Forget(ctx context.Context, ref memory.AgentRef, id string, at time.Time) error {
 	return t.run(ctx, `UPDATE memories SET forgotten_at = $1, embed_pending = FALSE, version = version + 1
 		WHERE id = $2 AND user_id = $3 AND agent_id = $4 AND forgotten_at IS NULL`,
-		at.UTC(), id, ref.UserID, ref.AgentID)
+		memTime(at), id, ref.UserID, ref.AgentID)
 }
 
 func (t *memoriesTx) MarkConsumed(ctx context.Context, ref memory.AgentRef, id string) error {
@@ -200,7 +201,7 @@ func (t *memoriesTx) Recover(ctx context.Context, ref memory.AgentRef, id string
 
 func (t *memoriesTx) CountVerification(ctx context.Context, ref memory.AgentRef, id string, at time.Time) error {
 	return t.run(ctx, `UPDATE memories SET verification_count = verification_count + 1, last_verified_at = $1 WHERE id = $2 AND user_id = $3 AND agent_id = $4`,
-		at.UTC(), id, ref.UserID, ref.AgentID)
+		memTime(at), id, ref.UserID, ref.AgentID)
 }
 
 func (t *memoriesTx) DeleteMemory(ctx context.Context, ref memory.AgentRef, id string) error {
@@ -247,13 +248,37 @@ func (t *memoriesTx) RecordStreamVersion(ctx context.Context, stream string, ver
 }
 
 // weakAt is memory.WeakAt as stored: NULL for never.
-func weakAt(v memory.Vitality) *time.Time {
+func weakAt(v memory.Vitality) *string {
 	at := memory.WeakAt(v)
 	if at.IsZero() {
 		return nil
 	}
-	at = at.UTC()
-	return &at
+	s := memTime(at)
+	return &s
+}
+
+// memTimeLayout is how the memories read model stores times (migration
+// 0009), as the SQLite store does: UTC text at a fixed width, so text
+// order is time order and the nanoseconds of event times survive.
+const memTimeLayout = "2006-01-02T15:04:05.000000000Z"
+
+func memTime(t time.Time) string { return t.UTC().Format(memTimeLayout) }
+
+func parseMemTime(s string) (time.Time, error) {
+	t, err := time.Parse(memTimeLayout, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("postgres: stored time %q: %w", s, err)
+	}
+	return t, nil
+}
+
+// parseMemTimeOrNil reads a nullable stored time.
+func parseMemTimeOrNil(s *string) (*time.Time, error) {
+	if s == nil {
+		return nil, nil
+	}
+	t, err := parseMemTime(*s)
+	return &t, err
 }
 
 // jsonList encodes a string list, nil as [].
@@ -263,101 +288,4 @@ func jsonList(v []string) (string, error) {
 	}
 	b, err := json.Marshal(v)
 	return string(b), err
-}
-
-// The queries. Every one is scoped by user: another user's agent or memory
-// is indistinguishable from a missing one.
-
-// Agent returns one agent of the user; (zero, false, nil) if there is none.
-func (m *Memories) Agent(ctx context.Context, userID, agentID string) (memory.AgentView, bool, error) {
-	a := memory.AgentView{UserID: userID, AgentID: agentID}
-	err := m.db.Pool.QueryRow(ctx, `SELECT a.embedding_model, a.dimensions, a.created_at,
-		(SELECT count(*) FROM memories m WHERE m.user_id = a.user_id AND m.agent_id = a.agent_id AND m.forgotten_at IS NULL),
-		a.stored_memories, a.content_bytes FROM agents a WHERE a.user_id = $1 AND a.agent_id = $2`, userID, agentID).
-		Scan(&a.EmbeddingModel, &a.Dimensions, &a.CreatedAt, &a.MemoryCount, &a.StoredMemories, &a.TextBytes)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return memory.AgentView{}, false, nil
-	}
-	if err != nil {
-		return memory.AgentView{}, false, fmt.Errorf("postgres: agent: %w", err)
-	}
-	a.CreatedAt = a.CreatedAt.UTC()
-	return a, true, nil
-}
-
-// StreamVersion is the version of the last event of the agent stream that
-// the read model applied, or domain.ExpectNoStream when it applied none.
-func (m *Memories) StreamVersion(ctx context.Context, stream string) (int64, error) {
-	var v int64
-	err := m.db.Pool.QueryRow(ctx, `SELECT version FROM agent_streams WHERE stream = $1`, stream).Scan(&v)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return domain.ExpectNoStream, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("postgres: stream version: %w", err)
-	}
-	return v, nil
-}
-
-// memViewFrom joins each memory's agent and its settings (no row: the
-// defaults, lazy decay on).
-const memViewFrom = ` FROM memories m JOIN agents a ON a.user_id = m.user_id AND a.agent_id = m.agent_id
-	LEFT JOIN agent_settings s ON s.user_id = m.user_id AND s.agent_id = m.agent_id `
-
-// Memory returns one memory of the user, forgotten or not; (zero, false,
-// nil) if it does not exist, was purged, or belongs to someone else.
-func (m *Memories) Memory(ctx context.Context, userID, id string) (memory.View, bool, error) {
-	var v memory.View
-	var typ, content, tags, refs string
-	var searchable, pending bool
-	err := m.db.Pool.QueryRow(ctx, `SELECT m.id, m.agent_id, m.type, m.searchable, m.content, m.tags, m.derived_from, m.created_at, m.updated_at,
-		m.forgotten_at, m.text_hash, m.embed_pending, m.version, a.embedding_model, a.dimensions,
-		m.strength, m.strength_since, m.protected, m.goal_type, m.verification_count, m.last_verified_at, COALESCE(s.lazy_decay, TRUE), m.processed`+
-		memViewFrom+`WHERE m.id = $1 AND m.user_id = $2`, id, userID).
-		Scan(&v.ID, &v.AgentID, &typ, &searchable, &content, &tags, &refs, &v.CreatedAt, &v.UpdatedAt,
-			&v.ForgottenAt, &v.TextHash, &pending, &v.Version, &v.Embedding.Model, &v.Embedding.Dimensions,
-			&v.Vitality.Base, &v.Vitality.Since, &v.Vitality.Protected, &v.Vitality.GoalType, &v.VerificationCount, &v.LastVerifiedAt, &v.LazyDecay, &v.Processed)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return memory.View{}, false, nil
-	}
-	if err != nil {
-		return memory.View{}, false, fmt.Errorf("postgres: memory: %w", err)
-	}
-	v.Type, v.Vitality.Type, v.Content, v.Protected = memory.Type(typ), memory.Type(typ), json.RawMessage(content), v.Vitality.Protected
-	if err := errors.Join(json.Unmarshal([]byte(tags), &v.Tags), json.Unmarshal([]byte(refs), &v.DerivedFrom)); err != nil {
-		return memory.View{}, false, fmt.Errorf("postgres: memory %s lists: %w", v.ID, err)
-	}
-	v.CreatedAt, v.UpdatedAt, v.Vitality.Since = v.CreatedAt.UTC(), v.UpdatedAt.UTC(), v.Vitality.Since.UTC()
-	v.ForgottenAt, v.LastVerifiedAt = utcOrNil(v.ForgottenAt), utcOrNil(v.LastVerifiedAt)
-	v.Forgotten, v.Vitality.Forgotten = v.ForgottenAt != nil, v.ForgottenAt != nil
-	switch {
-	case !searchable || v.Forgotten:
-		v.Embedding.Status = memory.StatusNotIndexed
-	case pending:
-		v.Embedding.Status = memory.StatusPending
-	default:
-		v.Embedding.Status = memory.StatusEmbedded
-	}
-	return v, true, nil
-}
-
-// PendingEmbeddings returns up to limit memories, of every user, whose
-// current text has no vector in their agent's active model, in id order.
-func (m *Memories) PendingEmbeddings(ctx context.Context, limit int) ([]memory.PendingEmbedding, error) {
-	rows, err := m.db.Pool.Query(ctx, `SELECT m.user_id, m.agent_id, m.id, m.type, m.content, m.text_hash, a.embedding_model, a.dimensions
-		`+memViewFrom+`WHERE m.embed_pending ORDER BY m.id LIMIT $1`, limit)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: pending embeddings: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (memory.PendingEmbedding, error) {
-		var p memory.PendingEmbedding
-		var typ, content string
-		err := row.Scan(&p.UserID, &p.AgentID, &p.MemoryID, &typ, &content, &p.TextHash, &p.Model, &p.Dimensions)
-		p.Type, p.Content = memory.Type(typ), json.RawMessage(content)
-		return p, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("postgres: pending embeddings: %w", err)
-	}
-	return out, nil
 }

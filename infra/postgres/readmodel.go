@@ -1,9 +1,13 @@
 package postgres
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -13,7 +17,7 @@ import (
 
 // tableModel is the plumbing every PostgreSQL read model store shares: its
 // checkpoint key (a row of projection_checkpoints) and its tables, which
-// Reset empties.
+// Reset empties and Export writes in the order given.
 type tableModel struct {
 	db     *DB
 	name   string
@@ -47,6 +51,76 @@ func (m tableModel) Reset(ctx context.Context) error {
 		}
 		return nil
 	})
+}
+
+// Export writes the read model as JSON lines {"table":…,"row":{…}}, rows
+// in primary-key order and columns in name order (encoding/json sorts map
+// keys), times in UTC at a fixed width, all tables from one snapshot: equal
+// states give equal bytes, which the replay tests compare. The format is
+// the SQLite stores' (infra/sqlite/export_tables.go); the values are each
+// backend's own (booleans, numbers as stored), so an export compares equal
+// to another export of the same backend, not across backends.
+func (m tableModel) Export(ctx context.Context, w io.Writer) error {
+	tx, err := m.db.Pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return fmt.Errorf("postgres: export %s: %w", m.name, err)
+	}
+	defer tx.Rollback(ctx)
+	bw := bufio.NewWriter(w)
+	for _, t := range m.tables {
+		if err := exportTable(ctx, tx, bw, t); err != nil {
+			return err
+		}
+	}
+	return bw.Flush()
+}
+
+// exportTime is how Export writes a time: the SQLite stores' layout.
+const exportTime = "2006-01-02T15:04:05.000000000Z"
+
+func exportTable(ctx context.Context, tx pgx.Tx, w *bufio.Writer, table string) error {
+	var key []string
+	err := tx.QueryRow(ctx, `SELECT array_agg(a.attname::text ORDER BY array_position(i.indkey::int2[], a.attnum))
+		FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)
+		WHERE i.indrelid = $1::regclass AND i.indisprimary`, table).Scan(&key)
+	if err != nil {
+		return fmt.Errorf("postgres: export %s: primary key: %w", table, err)
+	}
+	rows, err := tx.Query(ctx, `SELECT * FROM `+table+` ORDER BY `+strings.Join(key, ", "))
+	if err != nil {
+		return fmt.Errorf("postgres: export %s: %w", table, err)
+	}
+	defer rows.Close()
+	fields := rows.FieldDescriptions()
+	for rows.Next() {
+		values, err := rows.Values()
+		if err != nil {
+			return fmt.Errorf("postgres: export %s: %w", table, err)
+		}
+		row := make(map[string]any, len(fields))
+		for i, f := range fields {
+			switch v := values[i].(type) {
+			case time.Time:
+				values[i] = v.UTC().Format(exportTime)
+			case []byte:
+				values[i] = string(v)
+			}
+			row[f.Name] = values[i]
+		}
+		line, err := json.Marshal(struct {
+			Table string         `json:"table"`
+			Row   map[string]any `json:"row"`
+		}{table, row})
+		if err != nil {
+			return fmt.Errorf("postgres: export %s: %w", table, err)
+		}
+		w.Write(line)
+		w.WriteByte('\n')
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("postgres: export %s: %w", table, err)
+	}
+	return nil
 }
 
 // applyBatch is domain.ReadModelStore.Apply for the read model whose

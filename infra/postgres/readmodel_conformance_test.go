@@ -33,4 +33,5 @@ func TestSuggestionsConformance(t *testing.T) {
 
 func TestMemoriesConformance(t *testing.T) {
 	readmodeltest.RunMemories(t, func(t *testing.T) readmodeltest.Memories { return postgres.NewMemories(openDB(t)) })
+	readmodeltest.RunMemoryQueries(t, func(t *testing.T) readmodeltest.MemoryQueries { return postgres.NewMemories(openDB(t)) })
 }

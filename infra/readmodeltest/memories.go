@@ -3,7 +3,6 @@ package readmodeltest
 import (
 	"context"
 	"encoding/json"
-	"slices"
 	"testing"
 	"time"
 
@@ -408,38 +407,6 @@ func RunMemories(t *testing.T, open func(t *testing.T) Memories) {
 		}
 		if v, _ := s.StreamVersion(ctx, "agent-y"); v != 0 {
 			t.Fatalf("stream version = %d, want 0", v)
-		}
-	})
-}
-
-// MemoriesWithListing is a memories store that also answers the listing
-// query (the SQLite store today; the PostgreSQL store has no listing yet).
-type MemoriesWithListing interface {
-	Memories
-	ListMemories(ctx context.Context, q memory.ListQuery) (memory.Page, error)
-}
-
-// RunMemoryListing runs the listing cases against the stores open returns.
-func RunMemoryListing(t *testing.T, open func(t *testing.T) MemoriesWithListing) {
-	ctx := context.Background()
-	t.Run("ProcessedFilter", func(t *testing.T) {
-		s := open(t)
-		mustApply(t, s, 1, consumedSeed()...)
-		for _, want := range []struct {
-			processed bool
-			ids       []string
-		}{{true, []string{"m-4", "m-1"}}, {false, []string{"m-5", "m-2"}}} {
-			page, err := s.ListMemories(ctx, memory.ListQuery{UserID: "u1", AgentID: "a1", Processed: &want.processed, IncludeWeak: true, Now: t0, Limit: 10})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var ids []string
-			for _, v := range page.Memories {
-				ids = append(ids, v.ID)
-			}
-			if !slices.Equal(ids, want.ids) {
-				t.Errorf("listing processed=%v = %v, want %v", want.processed, ids, want.ids)
-			}
 		}
 	})
 }

@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -109,4 +110,18 @@ func TestAccountsCredentialCache(t *testing.T) {
 	if _, ok := session("sh1"); ok {
 		t.Fatal("session found after reset")
 	}
+}
+
+// userStreamEvents numbers payloads as one user stream at positions 1…n.
+func userStreamEvents(t *testing.T, stream string, payloads ...domain.Payload) []domain.Event {
+	t.Helper()
+	out := make([]domain.Event, len(payloads))
+	for i, p := range payloads {
+		raw, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[i] = domain.Event{Stream: stream, Version: uint64(i), Position: uint64(i + 1), Type: p.EventType(), Payload: raw}
+	}
+	return out
 }

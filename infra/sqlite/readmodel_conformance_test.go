@@ -17,7 +17,7 @@ func TestJobsConformance(t *testing.T) {
 
 func TestMemoriesConformance(t *testing.T) {
 	readmodeltest.RunMemories(t, func(t *testing.T) readmodeltest.Memories { return sqlite.NewMemories(openDB(t)) })
-	readmodeltest.RunMemoryListing(t, func(t *testing.T) readmodeltest.MemoriesWithListing { return sqlite.NewMemories(openDB(t)) })
+	readmodeltest.RunMemoryQueries(t, func(t *testing.T) readmodeltest.MemoryQueries { return sqlite.NewMemories(openDB(t)) })
 }
 
 func TestProvenanceConformance(t *testing.T) {

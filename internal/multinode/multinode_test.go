@@ -122,9 +122,9 @@ func TestThreeNodes(t *testing.T) {
 			}
 		}
 		ctx := context.Background()
-		want := exportReadModels(t, ctx, t.TempDir(), c.dbURL)
+		want := exportReadModels(t, ctx, t.TempDir(), c.dbURL, stack.ReadModels{})
 		for i, n := range c.nodes {
-			got := exportReadModels(t, ctx, n.DataDir, c.dbURL)
+			got := exportReadModels(t, ctx, n.DataDir, c.dbURL, stack.ReadModels{})
 			for name, rebuilt := range want {
 				if !bytes.Equal(got[name], rebuilt) {
 					t.Errorf("node %d: read model %s differs from a fresh rebuild (%d bytes vs %d)", i+1, name, len(got[name]), len(rebuilt))
@@ -134,12 +134,12 @@ func TestThreeNodes(t *testing.T) {
 	})
 }
 
-// exportReadModels opens dataDir over the shared log, brings every
-// projection up to the log's head and exports every SQLite read model,
-// by name.
-func exportReadModels(t *testing.T, ctx context.Context, dataDir, dbURL string) map[string][]byte {
+// exportReadModels opens dataDir over the shared log with the read models
+// rm, brings every projection up to the log's head and exports every read
+// model, by name.
+func exportReadModels(t *testing.T, ctx context.Context, dataDir, dbURL string, rm stack.ReadModels) map[string][]byte {
 	t.Helper()
-	st, err := stack.Open(ctx, stack.Config{DataDir: dataDir, EventStore: stack.EventStore{Backend: stack.PostgresLog, URL: dbURL}})
+	st, err := stack.Open(ctx, stack.Config{DataDir: dataDir, EventStore: stack.EventStore{Backend: stack.PostgresLog, URL: dbURL}, ReadModels: rm})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -112,7 +112,7 @@ func TestKurrentLogRefusesRemoteIndexes(t *testing.T) {
 		{Vector: stack.Qdrant, QdrantURL: "http://127.0.0.1:1"},
 	} {
 		_, err := stack.Open(t.Context(), stack.Config{DataDir: t.TempDir(), EventStore: es, Indexes: ix})
-		if err == nil || !strings.Contains(err.Error(), "use --event-store postgres") {
+		if err == nil || !strings.Contains(err.Error(), "needs --read-models postgres") {
 			t.Fatalf("Open(%+v) = %v, want the shared remote index over KurrentDB refused", ix, err)
 		}
 	}

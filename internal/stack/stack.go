@@ -126,9 +126,12 @@ func (es EventStore) Shared() bool { return es.Backend != "" && es.Backend != SQ
 type Config struct {
 	DataDir string
 	SQLite  sqlite.Options
-	// EventStore chooses the log; the read models stay in DataDir's SQLite
-	// either way (one replica per node when the log is shared).
+	// EventStore chooses the log.
 	EventStore EventStore
+	// ReadModels chooses where the read models live: DataDir's SQLite (one
+	// replica per node when the log is shared) or one shared PostgreSQL.
+	// The search indexes' state stays in DataDir either way.
+	ReadModels ReadModels
 	// GroupCommit is the event store's group-commit window (default
 	// 500ms; tests use a few milliseconds).
 	GroupCommit time.Duration
@@ -154,17 +157,18 @@ type Stack struct {
 	// PostgresLog (nil otherwise), for the other cross-node state it keeps
 	// (rate-limit buckets).
 	Postgres *postgres.DB
-	// Accounts, Memories and Jobs are the read models' stores, which
-	// answer the commands' queries; their projections feed them.
-	Accounts *sqlite.Accounts
-	Memories *sqlite.Memories
-	Jobs     *sqlite.Jobs
+	// Accounts, Memories and Jobs are the read models' stores (in SQLite
+	// or PostgreSQL, see ReadModels), which answer the commands' queries;
+	// their projections feed them.
+	Accounts AccountsReadModel
+	Memories MemoriesReadModel
+	Jobs     JobsReadModel
 	// Suggestions, Provenance and Audit are the stack cognition read
 	// models: processing suggestions, the derived_from edges both ways,
 	// and the audit trail.
-	Suggestions *sqlite.Suggestions
-	Provenance  *sqlite.Provenance
-	Audit       *sqlite.Audit
+	Suggestions SuggestionsReadModel
+	Provenance  ProvenanceReadModel
+	Audit       AuditReadModel
 	Keyword     *projections.Keyword
 	Vectors     *projections.Vectors
 	// KeywordIndex and VectorIndex are the search index adapters the
@@ -179,10 +183,11 @@ type Stack struct {
 	Writer          *commands.EventWriter
 	Logger          *slog.Logger
 
-	indexes      Indexes
-	projections  []projections.Projection
-	closeIndexes func()
-	closeLog     func()
+	indexes         Indexes
+	projections     []projections.Projection
+	closeIndexes    func()
+	closeLog        func()
+	closeReadModels func()
 	// sharedLog: other nodes append to the log too.
 	sharedLog bool
 	// leases and leased: the projections whose store the nodes share, run
@@ -233,11 +238,12 @@ func openEventStore(ctx context.Context, cfg Config, db *sqlite.DB) (*eventLog, 
 
 // refuseSharedRemoteIndexes: a remote index over a shared log is written
 // by one node at a time, under a projection lease, from state and a
-// checkpoint kept in PostgreSQL next to the log. Over a KurrentDB log
-// there is no PostgreSQL for them, so the pair is refused.
+// checkpoint kept in the shared PostgreSQL (the read models' database, or
+// the log's). A KurrentDB log with SQLite read models has none, so the
+// pair is refused.
 func refuseSharedRemoteIndexes(cfg Config) error {
-	if cfg.EventStore.Backend == KurrentLog && (cfg.Indexes.Keyword == Meilisearch || cfg.Indexes.Vector == Qdrant) {
-		return fmt.Errorf("--event-store %s with --keyword-index %s or --vector-index %s is not supported: the nodes share a remote index through leases and index state kept in PostgreSQL; use --event-store %s, or the embedded indexes (one replica per node)", KurrentLog, Meilisearch, Qdrant, PostgresLog)
+	if cfg.EventStore.Backend == KurrentLog && cfg.ReadModels.Backend != PostgresReadModels && (cfg.Indexes.Keyword == Meilisearch || cfg.Indexes.Vector == Qdrant) {
+		return fmt.Errorf("--event-store %s with --keyword-index %s or --vector-index %s needs --read-models %s (with --postgres-url): the nodes share a remote index through leases and index state kept in PostgreSQL; or use the embedded indexes (one replica per node)", KurrentLog, Meilisearch, Qdrant, PostgresReadModels)
 	}
 	return nil
 }
@@ -262,6 +268,9 @@ func Open(ctx context.Context, cfg Config) (*Stack, error) {
 		return nil, err
 	}
 	if err := cfg.EventStore.Validate(); err != nil {
+		return nil, err
+	}
+	if err := cfg.ReadModels.Validate(cfg.EventStore); err != nil {
 		return nil, err
 	}
 	if err := refuseSharedRemoteIndexes(cfg); err != nil {
@@ -298,18 +307,26 @@ func Open(ctx context.Context, cfg Config) (*Stack, error) {
 		owner.Release()
 		return nil, err
 	}
+	rm, err := openReadModels(ctx, cfg, db, log.postgres)
+	if err != nil {
+		log.close()
+		_ = db.Close()
+		ix.close()
+		owner.Release()
+		return nil, err
+	}
 	s := &Stack{
 		Owner:           owner,
 		DB:              db,
 		Store:           log.store,
 		SyncLog:         log.store,
 		Postgres:        log.postgres,
-		Accounts:        sqlite.NewAccounts(db),
-		Memories:        sqlite.NewMemories(db),
-		Jobs:            sqlite.NewJobs(db),
-		Suggestions:     sqlite.NewSuggestions(db),
-		Provenance:      sqlite.NewProvenance(db),
-		Audit:           sqlite.NewAudit(db),
+		Accounts:        rm.accounts,
+		Memories:        rm.memories,
+		Jobs:            rm.jobs,
+		Suggestions:     rm.suggestions,
+		Provenance:      rm.provenance,
+		Audit:           rm.audit,
 		KeywordIndex:    ix.keyword,
 		VectorIndex:     ix.vectors,
 		EmbeddedVectors: ix.embeddedVectors,
@@ -317,20 +334,27 @@ func Open(ctx context.Context, cfg Config) (*Stack, error) {
 		indexes:         cfg.Indexes,
 		closeIndexes:    ix.close,
 		closeLog:        log.close,
+		closeReadModels: rm.close,
 		sharedLog:       cfg.EventStore.Shared(),
 	}
-	// A remote index over a shared log is shared by the nodes: its
-	// projection keeps its state in the log's PostgreSQL and runs under a
-	// lease. Everything else is per node.
+	// A projection whose store the nodes share runs under a lease, one
+	// node at a time: the PostgreSQL read models, and a remote index, whose
+	// projection then keeps its state in the shared PostgreSQL (the read
+	// models' database, else the log's). Everything else is per node.
+	shared := cmp.Or(rm.postgres, log.postgres)
+	if rm.postgres != nil {
+		s.leased = append(s.leased, projections.AccountsProjectionName, projections.MemoriesProjectionName, projections.JobsProjectionName,
+			projections.ProvenanceProjectionName, projections.AuditProjectionName, projections.SuggestionsProjectionName)
+	}
 	var keywordState domain.KeywordState = sqlite.NewKeywordStore(db)
 	var vectorState domain.VectorState = sqlite.NewVectorStore(db)
-	if log.postgres != nil {
+	if shared != nil {
 		if cfg.Indexes.Keyword == Meilisearch {
-			keywordState = postgres.NewKeywordState(log.postgres, projections.KeywordProjectionName)
+			keywordState = postgres.NewKeywordState(shared, projections.KeywordProjectionName)
 			s.leased = append(s.leased, projections.KeywordProjectionName)
 		}
 		if cfg.Indexes.Vector == Qdrant {
-			vectorState = postgres.NewVectorState(log.postgres, projections.VectorsProjectionName)
+			vectorState = postgres.NewVectorState(shared, projections.VectorsProjectionName)
 			s.leased = append(s.leased, projections.VectorsProjectionName)
 		}
 	}
@@ -347,7 +371,7 @@ func Open(ctx context.Context, cfg Config) (*Stack, error) {
 			host, _ := os.Hostname()
 			node = fmt.Sprintf("%s/%d", cmp.Or(host, "engram"), os.Getpid())
 		}
-		s.leases = postgres.NewLeases(log.postgres, node, 0)
+		s.leases = postgres.NewLeases(shared, node, 0)
 		if err := s.Engine.UseLeases(projections.Leasing{Leases: s.leases, Node: node, Projections: s.leased}); err != nil {
 			s.Close()
 			return nil, err
@@ -500,6 +524,7 @@ func (s *Stack) Backends(ctx context.Context) map[string]error {
 // Close releases the indexes, the database and then the data dir.
 func (s *Stack) Close() error {
 	s.closeIndexes()
+	s.closeReadModels()
 	s.closeLog()
 	return errors.Join(s.DB.Close(), s.Owner.Release())
 }

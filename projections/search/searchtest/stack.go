@@ -20,7 +20,6 @@ import (
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/memory"
 	"github.com/engram-memory/engram/infra/embed/local"
-	"github.com/engram-memory/engram/infra/sqlite"
 	"github.com/engram-memory/engram/infra/vectorindex"
 	"github.com/engram-memory/engram/internal/stack"
 	"github.com/engram-memory/engram/projections/search"
@@ -32,7 +31,7 @@ type Stack struct {
 	*stack.Stack
 	DataDir   string
 	Memories  *commands.Memories
-	ReadModel *sqlite.Memories
+	ReadModel stack.MemoriesReadModel
 	// Index is the embedded vector index (statistics, graph builds).
 	Index    *vectorindex.Index
 	Provider *Provider
