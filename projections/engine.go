@@ -20,6 +20,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
@@ -59,6 +60,11 @@ type Engine struct {
 	// lease holders.
 	leasing     *Leasing
 	leaseStatus map[string]*LeaseStatus
+	// waiters counts the WaitFor calls waiting; nudge is closed (and
+	// replaced) when one starts, so the followers of leased projections
+	// read the shared checkpoints at once and then often while any wait.
+	waiters atomic.Int64
+	nudge   chan struct{}
 }
 
 // Delivery tuning: quick retries in the handler, then parking with a
@@ -80,6 +86,7 @@ func NewEngine(store domain.EventStore, logger *slog.Logger, projections ...Proj
 		changed:     make(chan struct{}),
 		stats:       make(map[string]*ProjectionStatus, len(projections)),
 		leaseStatus: make(map[string]*LeaseStatus),
+		nudge:       make(chan struct{}),
 	}
 }
 
@@ -281,6 +288,17 @@ func (e *Engine) WaitFor(ctx context.Context, position uint64) error {
 // WaitForProjections blocks until the named projections (all when none
 // are named) have applied the event at position.
 func (e *Engine) WaitForProjections(ctx context.Context, position uint64, names ...string) error {
+	if low, _ := e.lowest(names); low >= position {
+		return nil
+	}
+	if e.leasing != nil {
+		e.waiters.Add(1)
+		defer e.waiters.Add(-1)
+		e.mu.Lock()
+		close(e.nudge)
+		e.nudge = make(chan struct{})
+		e.mu.Unlock()
+	}
 	for {
 		low, changed := e.lowest(names)
 		if low >= position {

@@ -33,6 +33,12 @@ type Leasing struct {
 // DefaultFollowInterval is Leasing.Follow's default.
 const DefaultFollowInterval = 50 * time.Millisecond
 
+// waitedFollowInterval is how often a node without a lease reads the
+// shared checkpoint while a WaitFor waits on it: a write answers a few
+// milliseconds after the holder applied it, and an idle node polls at the
+// slower Follow interval.
+const waitedFollowInterval = 5 * time.Millisecond
+
 // holderRefresh is how often a waiting node asks who holds the lease, for
 // Status.
 const holderRefresh = time.Second
@@ -172,8 +178,6 @@ func (e *Engine) awaitLease(ctx context.Context, p Projection) (domain.Lease, er
 // follow moves this node's view of p to the checkpoint in the shared
 // store, and refreshes who holds its lease, until ctx ends.
 func (e *Engine) follow(ctx context.Context, p Projection) {
-	tick := time.NewTicker(e.leasing.Follow)
-	defer tick.Stop()
 	var asked time.Time
 	for {
 		if err := e.followOnce(ctx, p); err != nil && ctx.Err() == nil {
@@ -185,10 +189,21 @@ func (e *Engine) follow(ctx context.Context, p Projection) {
 				e.setHolder(p.Name(), holder)
 			}
 		}
+		interval := e.leasing.Follow
+		if e.waiters.Load() > 0 {
+			interval = waitedFollowInterval
+		}
+		e.mu.Lock()
+		nudge := e.nudge
+		e.mu.Unlock()
+		timer := time.NewTimer(interval)
 		select {
 		case <-ctx.Done():
+			timer.Stop()
 			return
-		case <-tick.C:
+		case <-nudge:
+			timer.Stop()
+		case <-timer.C:
 		}
 	}
 }
