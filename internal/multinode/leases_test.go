@@ -1,6 +1,7 @@
 package multinode_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -26,20 +27,28 @@ import (
 	"github.com/engram-memory/engram/projections"
 )
 
-// leased are the projections a shared remote index puts under a lease.
-var leased = []string{projections.KeywordProjectionName, projections.VectorsProjectionName}
+// indexProjections are the projections of the shared remote indexes;
+// leased are all the projections whose store the nodes share in
+// TestThreeNodesShareReadModelsAndIndexes: those and the PostgreSQL read models.
+var (
+	indexProjections = []string{projections.KeywordProjectionName, projections.VectorsProjectionName}
+	leased           = append([]string{projections.AccountsProjectionName, projections.MemoriesProjectionName, projections.JobsProjectionName,
+		projections.ProvenanceProjectionName, projections.AuditProjectionName, projections.SuggestionsProjectionName}, indexProjections...)
+)
 
-// TestThreeNodesShareRemoteIndexes runs three nodes over one PostgreSQL
-// log and one Meilisearch and one Qdrant (the protocol-level test servers):
-// exactly one node applies each index projection, a write on one node is
-// searchable with its token on another, the node holding the leases is
-// SIGKILLed under load and another takes them over within seconds, and at
-// the end both shared indexes equal a fresh rebuild from the log.
-func TestThreeNodesShareRemoteIndexes(t *testing.T) {
+// TestThreeNodesShareReadModelsAndIndexes runs three nodes over one PostgreSQL
+// database holding the log and the read models (--read-models postgres)
+// and one Meilisearch and one Qdrant (the protocol-level test servers):
+// exactly one node applies each of the eight projections, a write on one
+// node is searchable with its token on another, the node holding the
+// leases is SIGKILLed under load and another takes them over within
+// seconds, and at the end the shared read models and both shared indexes
+// equal a fresh rebuild from the log.
+func TestThreeNodesShareReadModelsAndIndexes(t *testing.T) {
 	meili := meilitest.New(t, meilitest.Options{})
 	qd := qdranttest.Start(t, "")
 	indexFlags := func(meiliURL, qdrantAddr string) []string {
-		return []string{"--keyword-index", "meilisearch", "--meilisearch-url", meiliURL, "--vector-index", "qdrant", "--qdrant-url", "http://" + qdrantAddr}
+		return []string{"--read-models", "postgres", "--keyword-index", "meilisearch", "--meilisearch-url", meiliURL, "--vector-index", "qdrant", "--qdrant-url", "http://" + qdrantAddr}
 	}
 	// The first node starts alone, so it takes both leases.
 	c := startCluster(t, 3, indexFlags(meili.URL, qd.Addr)...)
@@ -158,15 +167,15 @@ func TestThreeNodesShareRemoteIndexes(t *testing.T) {
 		}
 	})
 
-	t.Run("the shared indexes equal a fresh rebuild", func(t *testing.T) {
+	t.Run("the shared read models and indexes equal a fresh rebuild", func(t *testing.T) {
 		ctx := context.Background()
 		conn, err := pgx.Connect(ctx, c.dbURL)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer conn.Close(ctx)
-		// Quiet: the log's head stands still and both leased projections
-		// have applied it.
+		// Quiet: the log's head stands still and every leased projection
+		// has applied it.
 		var head int64
 		waitUntil(t, "the leased projections reach the log's head", func() bool {
 			if err := conn.QueryRow(ctx, `SELECT coalesce(max(position), 0) FROM events`).Scan(&head); err != nil {
@@ -184,6 +193,17 @@ func TestThreeNodesShareRemoteIndexes(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		shared := exportReadModels(t, ctx, t.TempDir(), c.dbURL, stack.ReadModels{Backend: stack.PostgresReadModels})
+		rebuiltModels := exportReadModels(t, ctx, t.TempDir(), c.dbURL, stack.ReadModels{Backend: stack.PostgresReadModels, URL: pg.Database(t)})
+		for name, want := range rebuiltModels {
+			if !bytes.Equal(shared[name], want) {
+				t.Errorf("read model %s differs from a fresh rebuild (%d bytes vs %d)", name, len(shared[name]), len(want))
+			}
+		}
+		if len(rebuiltModels["memories"]) == 0 {
+			t.Error("the rebuilt memories read model is empty")
+		}
+
 		var memories int
 		if err := conn.QueryRow(ctx, `SELECT count(*) FROM events WHERE type = 'MemoryCreated'`).Scan(&memories); err != nil {
 			t.Fatal(err)
@@ -202,12 +222,12 @@ func TestThreeNodesShareRemoteIndexes(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer st.Close()
-		release, err := st.HoldLeases(ctx, 5*time.Second, leased...)
+		release, err := st.HoldLeases(ctx, 5*time.Second, indexProjections...)
 		if err != nil {
 			t.Fatalf("the leases after every node stopped: %v", err)
 		}
 		defer release()
-		if err := st.Engine.Rebuild(ctx, leased...); err != nil {
+		if err := st.Engine.Rebuild(ctx, indexProjections...); err != nil {
 			t.Fatal(err)
 		}
 		if rebuilt := freshMeili.Documents(meilisearch.DefaultIndexName); !reflect.DeepEqual(liveDocs, rebuilt) {
