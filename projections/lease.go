@@ -25,13 +25,15 @@ type Leasing struct {
 	// Projections are the leased projections' names.
 	Projections []string
 	// Follow is how often a node without a lease reads the shared
-	// checkpoint (0: DefaultFollowInterval); it bounds how much later a
-	// write on that node answers than on the holder.
+	// checkpoint while nothing waits on it (0: DefaultFollowInterval): it
+	// bounds how stale Status and a read without a consistency token may
+	// be there. A WaitFor wakes the followers at once and has them read
+	// every waitedFollowInterval while it waits.
 	Follow time.Duration
 }
 
 // DefaultFollowInterval is Leasing.Follow's default.
-const DefaultFollowInterval = 50 * time.Millisecond
+const DefaultFollowInterval = 500 * time.Millisecond
 
 // waitedFollowInterval is how often a node without a lease reads the
 // shared checkpoint while a WaitFor waits on it: a write answers a few
