@@ -47,7 +47,7 @@ func (t auditTx) RememberMemoryType(ctx context.Context, memoryID, memoryType st
 
 func (t auditTx) MemoryType(ctx context.Context, memoryID string) (string, bool, error) {
 	var typ string
-	err := t.tx.QueryRow(ctx, `SELECT type FROM audit_memories WHERE memory_id = $1`, memoryID).Scan(&typ)
+	err := t.queryRow(ctx, `SELECT type FROM audit_memories WHERE memory_id = $1`, memoryID).Scan(&typ)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", false, nil
 	}

@@ -51,7 +51,7 @@ func (t *memoriesTx) AgentExists(ctx context.Context, ref memory.AgentRef) (bool
 		return ok, nil
 	}
 	var ok bool
-	err := t.tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM agents WHERE user_id = $1 AND agent_id = $2)`, ref.UserID, ref.AgentID).Scan(&ok)
+	err := t.queryRow(ctx, `SELECT EXISTS (SELECT 1 FROM agents WHERE user_id = $1 AND agent_id = $2)`, ref.UserID, ref.AgentID).Scan(&ok)
 	if err == nil {
 		t.agents[ref] = ok
 	}
@@ -59,7 +59,7 @@ func (t *memoriesTx) AgentExists(ctx context.Context, ref memory.AgentRef) (bool
 }
 
 func (t *memoriesTx) AgentModel(ctx context.Context, ref memory.AgentRef) (model string, dimensions int, found bool, err error) {
-	err = t.tx.QueryRow(ctx, `SELECT embedding_model, dimensions FROM agents WHERE user_id = $1 AND agent_id = $2`, ref.UserID, ref.AgentID).
+	err = t.queryRow(ctx, `SELECT embedding_model, dimensions FROM agents WHERE user_id = $1 AND agent_id = $2`, ref.UserID, ref.AgentID).
 		Scan(&model, &dimensions)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", 0, false, nil
@@ -116,7 +116,7 @@ func (t *memoriesTx) PutSettings(ctx context.Context, ref memory.AgentRef, setti
 
 func (t *memoriesTx) LazyDecay(ctx context.Context, ref memory.AgentRef) (bool, error) {
 	var on bool
-	err := t.tx.QueryRow(ctx, `SELECT lazy_decay FROM agent_settings WHERE user_id = $1 AND agent_id = $2`, ref.UserID, ref.AgentID).Scan(&on)
+	err := t.queryRow(ctx, `SELECT lazy_decay FROM agent_settings WHERE user_id = $1 AND agent_id = $2`, ref.UserID, ref.AgentID).Scan(&on)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return true, nil
 	}
@@ -126,7 +126,7 @@ func (t *memoriesTx) LazyDecay(ctx context.Context, ref memory.AgentRef) (bool, 
 func (t *memoriesTx) Memory(ctx context.Context, ref memory.AgentRef, id string) (m memory.StoredMemory, found bool, err error) {
 	var typ, content, since string
 	v := &m.Vitality
-	err = t.tx.QueryRow(ctx, `SELECT type, content, goal_type, strength, strength_since, protected, forgotten_at IS NOT NULL
+	err = t.queryRow(ctx, `SELECT type, content, goal_type, strength, strength_since, protected, forgotten_at IS NOT NULL
 		FROM memories WHERE id = $1 AND user_id = $2 AND agent_id = $3`, id, ref.UserID, ref.AgentID).
 		Scan(&typ, &content, &v.GoalType, &v.Base, &since, &v.Protected, &v.Forgotten)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -212,17 +212,20 @@ func (t *memoriesTx) DeleteMemory(ctx context.Context, ref memory.AgentRef, id s
 	return t.run(ctx, `DELETE FROM memory_embeddings WHERE memory_id = $1`, id)
 }
 
+// RecordEmbedding records the vector when the agent's memory has that
+// text, and then clears embed_pending if the vector is in the agent's
+// model. Both statements carry the whole condition, so neither waits for
+// the other's answer: they are queued with the batch's other writes.
 func (t *memoriesTx) RecordEmbedding(ctx context.Context, ref memory.AgentRef, id, model string, dimensions int, textHash string) error {
-	n, err := t.exec(ctx, `INSERT INTO memory_embeddings (memory_id, model, dimensions, text_hash)
+	if err := t.run(ctx, `INSERT INTO memory_embeddings (memory_id, model, dimensions, text_hash)
 		SELECT $1, $2, $3, $4 WHERE EXISTS (SELECT 1 FROM memories WHERE id = $1 AND user_id = $5 AND agent_id = $6 AND text_hash = $4)
 		ON CONFLICT (memory_id, model, dimensions) DO UPDATE SET text_hash = excluded.text_hash`,
-		id, model, dimensions, textHash, ref.UserID, ref.AgentID)
-	if err != nil || n == 0 {
+		id, model, dimensions, textHash, ref.UserID, ref.AgentID); err != nil {
 		return err
 	}
-	return t.run(ctx, `UPDATE memories SET embed_pending = FALSE WHERE id = $1 AND EXISTS (
+	return t.run(ctx, `UPDATE memories SET embed_pending = FALSE WHERE id = $1 AND user_id = $2 AND agent_id = $3 AND text_hash = $6 AND EXISTS (
 			SELECT 1 FROM agents WHERE user_id = $2 AND agent_id = $3 AND embedding_model = $4 AND dimensions = $5)`,
-		id, ref.UserID, ref.AgentID, model, dimensions)
+		id, ref.UserID, ref.AgentID, model, dimensions, textHash)
 }
 
 // refreshPendingSQL recomputes embed_pending for the memories matching

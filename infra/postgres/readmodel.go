@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/engram-memory/engram/domain"
 )
@@ -133,7 +134,10 @@ func exportTable(ctx context.Context, tx pgx.Tx, w *bufio.Writer, table string) 
 // the first to commit, then sees the new checkpoint and skips the events.
 // Statements are prepared once per connection: pgx's default query mode
 // caches a prepared statement for each SQL text, so a batch of a thousand
-// events parses each of its statements once.
+// events parses each of its statements once. The writes that return
+// nothing are pipelined (batchTx): they go to the server together, before
+// the next read and at the end, so an error of one of them may be reported
+// at a later event of the batch; the transaction fails whole either way.
 func applyBatch[Tx any](ctx context.Context, db *DB, name string, events []domain.Event,
 	newTx func(batchTx) Tx, apply func(context.Context, Tx, domain.Event) error) error {
 	return applyBatchThen(ctx, db, name, events, newTx, apply, nil)
@@ -156,7 +160,8 @@ func applyBatchThen[Tx any](ctx context.Context, db *DB, name string, events []d
 		if err := tx.QueryRow(ctx, `SELECT position FROM projection_checkpoints WHERE name = $1 FOR UPDATE`, name).Scan(&done); err != nil {
 			return fmt.Errorf("postgres: checkpoint %s: %w", name, err)
 		}
-		port := newTx(batchTx{tx})
+		b := batchTx{tx: tx, pending: &pgx.Batch{}}
+		port := newTx(b)
 		last := uint64(done)
 		for _, e := range events {
 			if e.Position <= uint64(done) {
@@ -166,6 +171,9 @@ func applyBatchThen[Tx any](ctx context.Context, db *DB, name string, events []d
 				return fmt.Errorf("%s: apply %s at %d: %w", name, e.Type, e.Position, err)
 			}
 			last = e.Position
+		}
+		if err := b.flush(ctx); err != nil {
+			return fmt.Errorf("%s: apply the batch up to %d: %w", name, last, err)
 		}
 		if last == uint64(done) {
 			return nil
@@ -183,20 +191,63 @@ func applyBatchThen[Tx any](ctx context.Context, db *DB, name string, events []d
 }
 
 // batchTx is the transaction of one batch, which every read model's
-// write port wraps.
-type batchTx struct{ tx pgx.Tx }
+// write port wraps. Writes that return nothing (run) are queued and sent
+// together, one round trip for many; whatever reads (exec, queryRow)
+// sends the queue first, so it sees every earlier write.
+type batchTx struct {
+	tx      pgx.Tx
+	pending *pgx.Batch // shared by the copies of the value
+}
 
-// run runs query for its effect alone.
+// maxPending bounds the writes queued before they are sent.
+const maxPending = 512
+
+// run queues query, which is run for its effect alone.
 func (b batchTx) run(ctx context.Context, query string, args ...any) error {
-	_, err := b.tx.Exec(ctx, query, args...)
+	b.pending.Queue(query, args...)
+	if b.pending.Len() >= maxPending {
+		return b.flush(ctx)
+	}
+	return nil
+}
+
+// flush sends the queued writes and reports the first that failed.
+func (b batchTx) flush(ctx context.Context) error {
+	if b.pending.Len() == 0 {
+		return nil
+	}
+	err := b.tx.SendBatch(ctx, b.pending).Close()
+	b.pending.QueuedQueries = nil
 	return err
 }
 
-// exec runs query and returns the number of rows it changed.
+// exec runs query after the queued writes, in the same round trip, and
+// returns the number of rows it changed.
 func (b batchTx) exec(ctx context.Context, query string, args ...any) (int64, error) {
-	tag, err := b.tx.Exec(ctx, query, args...)
+	b.pending.Queue(query, args...)
+	results := b.tx.SendBatch(ctx, b.pending)
+	var tag pgconn.CommandTag
+	var err error
+	for i := 0; i < b.pending.Len() && err == nil; i++ {
+		tag, err = results.Exec()
+	}
+	err = errors.Join(err, results.Close())
+	b.pending.QueuedQueries = nil // after Close: the results read the queue
 	return tag.RowsAffected(), err
 }
+
+// queryRow runs query for one row.
+func (b batchTx) queryRow(ctx context.Context, query string, args ...any) pgx.Row {
+	if err := b.flush(ctx); err != nil {
+		return failedRow{err}
+	}
+	return b.tx.QueryRow(ctx, query, args...)
+}
+
+// failedRow is a row whose query could not run.
+type failedRow struct{ err error }
+
+func (r failedRow) Scan(...any) error { return r.err }
 
 // timeOrZero reads a nullable TIMESTAMPTZ back: NULL is the zero time,
 // anything else is returned in UTC like the SQLite stores return it.

@@ -294,6 +294,58 @@ func RunMemories(t *testing.T, open func(t *testing.T) Memories) {
 		}
 	})
 
+	t.Run("MemoryCountLeavesOutForgottenMemories", func(t *testing.T) {
+		s := open(t)
+		created := func(id string) []memOp {
+			m := newNote(alice, id, "v1")
+			return []memOp{insert(m), func(ctx context.Context, tx memory.ReadModelTx) error {
+				return tx.AddToAgent(ctx, alice, 1, int64(len(m.Content)))
+			}}
+		}
+		forget := func(id string) memOp {
+			return func(ctx context.Context, tx memory.ReadModelTx) error { return tx.Forget(ctx, alice, id, t0) }
+		}
+		recoverOp := func(id string) memOp {
+			return func(ctx context.Context, tx memory.ReadModelTx) error { return tx.Recover(ctx, alice, id) }
+		}
+		purge := func(id string) memOp {
+			return func(ctx context.Context, tx memory.ReadModelTx) error {
+				if err := tx.DeleteMemory(ctx, alice, id); err != nil {
+					return err
+				}
+				return tx.AddToAgent(ctx, alice, -1, -int64(len(newNote(alice, id, "v1").Content)))
+			}
+		}
+		mustApply(t, s, 1, append(append(append([]memOp{addAgent(alice, "m1"), addAgent(bob, "m1")}, created("m-1")...), created("m-2")...), created("m-3")...)...)
+		steps := []struct {
+			name         string
+			op           memOp
+			count, store int
+		}{
+			{"three created", nil, 3, 3},
+			{"one forgotten", forget("m-1"), 2, 3},
+			{"forgotten again", forget("m-1"), 2, 3},
+			{"another user's forget", func(ctx context.Context, tx memory.ReadModelTx) error { return tx.Forget(ctx, bob, "m-2", t0) }, 2, 3},
+			{"recovered", recoverOp("m-1"), 3, 3},
+			{"recovering a live memory", recoverOp("m-1"), 3, 3},
+			{"a forgotten memory purged", func(ctx context.Context, tx memory.ReadModelTx) error {
+				if err := forget("m-2")(ctx, tx); err != nil {
+					return err
+				}
+				return purge("m-2")(ctx, tx)
+			}, 2, 2},
+			{"a live memory purged", purge("m-3"), 1, 1},
+		}
+		for i, st := range steps {
+			if st.op != nil {
+				mustApply(t, s, uint64(10+i), st.op)
+			}
+			if a := agent(t, s, alice); a.MemoryCount != st.count || a.StoredMemories != st.store {
+				t.Errorf("%s: memory_count %d, stored %d; want %d, %d", st.name, a.MemoryCount, a.StoredMemories, st.count, st.store)
+			}
+		}
+	})
+
 	t.Run("QuotaCountersAndDeleteMemory", func(t *testing.T) {
 		s := open(t)
 		m := newNote(alice, "m-1", "v1")

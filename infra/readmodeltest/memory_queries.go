@@ -338,10 +338,10 @@ func RunMemoryQueries(t *testing.T, open func(t *testing.T) MemoryQueries) {
 		}
 	})
 
-	// TestMemoriesReadModelAppliesPatchesFieldByField appends patches as
-	// writers that all decided on the same state would: each one's fields
-	// apply to the memory as the log left it, so changes of different fields
-	// all survive, and of one field the last in log order wins.
+	// Patches appended as writers that all decided on the same state would
+	// append them: each one's fields apply to the memory as the log left
+	// it, so changes of different fields all survive, and of one field the
+	// last in log order wins.
 	t.Run("PatchesApplyFieldByField", func(t *testing.T) {
 		l := newMemLog(t, open(t))
 		ctx := context.Background()

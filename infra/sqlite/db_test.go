@@ -2,7 +2,12 @@ package sqlite_test
 
 import (
 	"context"
+	"database/sql"
+	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/engram-memory/engram/infra/sqlite"
 )
 
 // The read pool maps the database file (see Open): without the mapping
@@ -15,5 +20,67 @@ func TestReadersMapTheFile(t *testing.T) {
 	}
 	if size <= 0 {
 		t.Fatalf("mmap_size of a reader = %d", size)
+	}
+}
+
+// A read-only opener cannot migrate, so it refuses a database whose
+// schema an older engram wrote, naming what is missing and how to
+// upgrade, instead of failing later on a missing column.
+func TestReadOnlyOpenRefusesAnOlderSchema(t *testing.T) {
+	ctx := context.Background()
+	cases := []struct {
+		name    string
+		older   func(t *testing.T, dir string)
+		wantErr string
+	}{
+		{name: "current schema", older: func(*testing.T, string) {}},
+		{name: "a migration not applied", older: func(t *testing.T, dir string) {
+			execSQL(t, dir, `DELETE FROM migrations WHERE name = 'migrations/0013_agent_forgotten_count.sql'`)
+		}, wantErr: "(not applied: 0013_agent_forgotten_count.sql); any engram command that writes to it"},
+		{name: "no migrations at all", older: func(t *testing.T, dir string) {
+			execSQL(t, dir, `DROP TABLE migrations`)
+		}, wantErr: "not applied: 0001_"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			db, err := sqlite.Open(ctx, dir, sqlite.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Close(); err != nil {
+				t.Fatal(err)
+			}
+			tc.older(t, dir)
+			ro, err := sqlite.Open(ctx, dir, sqlite.Options{ReadOnly: true})
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("read-only open of a current database: %v", err)
+				}
+				_ = ro.Close()
+				return
+			}
+			if err == nil {
+				_ = ro.Close()
+				t.Fatalf("read-only open succeeded; want an error containing %q", tc.wantErr)
+			}
+			if !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("error %q does not contain %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+// execSQL runs one statement on the database in dir with a plain
+// connection, as an older engram (or another tool) would have left it.
+func execSQL(t *testing.T, dir, stmt string) {
+	t.Helper()
+	conn, err := sql.Open("sqlite", filepath.Join(dir, sqlite.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Exec(stmt); err != nil {
+		t.Fatal(err)
 	}
 }

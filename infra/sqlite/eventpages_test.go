@@ -1,8 +1,12 @@
 package sqlite
 
 import (
+	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/engram-memory/engram/domain"
 )
@@ -79,5 +83,85 @@ func TestPageCacheEvictsOldestBeyondItsBound(t *testing.T) {
 	c.put(100, 2, 1, pageOf(101, 2, 10*pageBytes)) // bigger than the whole cache
 	if _, ok := c.get(100, 2, 1); ok {
 		t.Fatal("a page bigger than the bound was kept")
+	}
+}
+
+// The projections' subscribers wake on the same append and ask for the
+// same page at once: one of them reads the log, the others wait for its
+// page; each gets its own copy.
+func TestPageCacheReadsAPageOnceForConcurrentCallers(t *testing.T) {
+	const callers = 8
+	c := newPageCache(1 << 20)
+	var reads atomic.Int32
+	release := make(chan struct{})
+	read := func() ([]domain.Event, error) {
+		reads.Add(1)
+		<-release
+		return pageOf(11, 3, 10), nil // a short page: the tail of the log
+	}
+	got := make([][]domain.Event, callers)
+	var wg sync.WaitGroup
+	for i := range callers {
+		wg.Go(func() {
+			var err error
+			if got[i], err = c.read(10, 100, 7, read); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	time.Sleep(100 * time.Millisecond) // let every caller reach the cache
+	close(release)
+	wg.Wait()
+	if n := reads.Load(); n != 1 {
+		t.Fatalf("%d concurrent callers read the log %d times, want once", callers, n)
+	}
+	for i, events := range got {
+		if len(events) != 3 || events[0].Position != 11 {
+			t.Fatalf("caller %d got %+v", i, events)
+		}
+	}
+	got[0][0].Position = 99
+	if got[1][0].Position != 11 {
+		t.Fatal("callers share one slice")
+	}
+}
+
+// A read that fails (its caller's context ended) is not shared: a caller
+// that waited for it reads for itself.
+func TestPageCacheWaiterReadsAgainWhenTheSharedReadFails(t *testing.T) {
+	c := newPageCache(1 << 20)
+	release := make(chan struct{})
+	leader := make(chan error, 1)
+	go func() {
+		_, err := c.read(0, 10, 1, func() ([]domain.Event, error) {
+			<-release
+			return nil, errors.New("context canceled")
+		})
+		leader <- err
+	}()
+	for {
+		c.mu.Lock()
+		n := len(c.reading)
+		c.mu.Unlock()
+		if n == 1 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	own := make(chan []domain.Event, 1)
+	go func() {
+		events, err := c.read(0, 10, 1, func() ([]domain.Event, error) { return pageOf(1, 2, 10), nil })
+		if err != nil {
+			t.Error(err)
+		}
+		own <- events
+	}()
+	time.Sleep(50 * time.Millisecond)
+	close(release)
+	if err := <-leader; err == nil {
+		t.Fatal("the failed read reported no error to its caller")
+	}
+	if events := <-own; len(events) != 2 {
+		t.Fatalf("the waiter got %d events, want its own read's 2", len(events))
 	}
 }

@@ -230,19 +230,13 @@ func (s *EventStore) ReadStream(ctx context.Context, stream string, from uint64)
 // page cache by the projections that read them at about the same time.
 func (s *EventStore) ReadAll(ctx context.Context, after uint64, limit int) ([]domain.Event, error) {
 	gen := s.commits.Load() // before the read: a commit during it makes the page stale
-	if events, ok := s.pages.get(after, limit, gen); ok {
-		return events, nil
-	}
-	rows, err := s.db.queryHot(ctx, `SELECT `+eventColumns+` FROM events WHERE position > ? ORDER BY position LIMIT ?`, after, limit)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: read all: %w", err)
-	}
-	events, err := scanEvents(rows)
-	if err != nil {
-		return nil, err
-	}
-	s.pages.put(after, limit, gen, events)
-	return events, nil
+	return s.pages.read(after, limit, gen, func() ([]domain.Event, error) {
+		rows, err := s.db.queryHot(ctx, `SELECT `+eventColumns+` FROM events WHERE position > ? ORDER BY position LIMIT ?`, after, limit)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: read all: %w", err)
+		}
+		return scanEvents(rows)
+	})
 }
 
 // Head implements domain.EventStore.

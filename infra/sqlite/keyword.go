@@ -36,8 +36,9 @@ func (s *KeywordStore) KeywordCheckpoint(ctx context.Context) (uint64, error) {
 
 // ApplyKeyword implements domain.KeywordState.
 func (s *KeywordStore) ApplyKeyword(ctx context.Context, events []domain.Event, apply func(context.Context, domain.KeywordStateTx, domain.Event) error, beforeCommit func(context.Context) error) error {
+	batchOf := batchTxs(ctx)
 	return s.db.ApplyEvents(ctx, keywordCheckpoint, events, func(tx *sql.Tx, e domain.Event) error {
-		return apply(ctx, keywordTx{tx}, e)
+		return apply(ctx, keywordTx{batchOf(tx)}, e)
 	}, beforeCommit)
 }
 
@@ -84,7 +85,7 @@ func scanKeywordSource(scan func(...any) error) (domain.KeywordSource, error) {
 }
 
 // keywordTx implements domain.KeywordStateTx on a write transaction.
-type keywordTx struct{ tx *sql.Tx }
+type keywordTx struct{ tx *batchTx }
 
 func (t keywordTx) AgentExists(ctx context.Context, scope domain.IndexScope) (bool, error) {
 	var one int

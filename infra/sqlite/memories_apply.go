@@ -168,9 +168,20 @@ func (t *memoriesTx) CountVersion(ctx context.Context, ref memory.AgentRef, id s
 }
 
 func (t *memoriesTx) Forget(ctx context.Context, ref memory.AgentRef, id string, at time.Time) error {
-	return t.run(`UPDATE memories SET forgotten_at = ?, embed_pending = 0, version = version + 1
+	n, err := t.exec(`UPDATE memories SET forgotten_at = ?, embed_pending = 0, version = version + 1
 		WHERE id = ? AND user_id = ? AND agent_id = ? AND forgotten_at IS NULL`,
 		memTime(at), id, ref.UserID, ref.AgentID)
+	if err != nil || n == 0 {
+		return err
+	}
+	return t.countForgotten(ref, 1)
+}
+
+// countForgotten changes the agent's count of forgotten memories, which
+// its memory_count subtracts from stored_memories (see memAgentColumns).
+func (t *memoriesTx) countForgotten(ref memory.AgentRef, delta int) error {
+	return t.run(`UPDATE agents SET forgotten_memories = forgotten_memories + ? WHERE user_id = ? AND agent_id = ?`,
+		delta, ref.UserID, ref.AgentID)
 }
 
 func (t *memoriesTx) MarkConsumed(ctx context.Context, ref memory.AgentRef, id string) error {
@@ -178,7 +189,12 @@ func (t *memoriesTx) MarkConsumed(ctx context.Context, ref memory.AgentRef, id s
 }
 
 func (t *memoriesTx) Recover(ctx context.Context, ref memory.AgentRef, id string) error {
-	return t.run(`UPDATE memories SET forgotten_at = NULL WHERE id = ? AND user_id = ? AND agent_id = ?`, id, ref.UserID, ref.AgentID)
+	n, err := t.exec(`UPDATE memories SET forgotten_at = NULL WHERE id = ? AND user_id = ? AND agent_id = ? AND forgotten_at IS NOT NULL`,
+		id, ref.UserID, ref.AgentID)
+	if err != nil || n == 0 {
+		return err
+	}
+	return t.countForgotten(ref, -1)
 }
 
 func (t *memoriesTx) CountVerification(ctx context.Context, ref memory.AgentRef, id string, at time.Time) error {
@@ -187,9 +203,22 @@ func (t *memoriesTx) CountVerification(ctx context.Context, ref memory.AgentRef,
 }
 
 func (t *memoriesTx) DeleteMemory(ctx context.Context, ref memory.AgentRef, id string) error {
-	n, err := t.exec(`DELETE FROM memories WHERE id = ? AND user_id = ? AND agent_id = ?`, id, ref.UserID, ref.AgentID)
-	if err != nil || n == 0 {
+	st, err := t.stmt(`DELETE FROM memories WHERE id = ? AND user_id = ? AND agent_id = ? RETURNING forgotten_at IS NOT NULL`)
+	if err != nil {
 		return err
+	}
+	var forgotten bool
+	err = st.QueryRowContext(t.ctx, id, ref.UserID, ref.AgentID).Scan(&forgotten)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if forgotten {
+		if err := t.countForgotten(ref, -1); err != nil {
+			return err
+		}
 	}
 	return t.run(`DELETE FROM memory_embeddings WHERE memory_id = ?`, id)
 }

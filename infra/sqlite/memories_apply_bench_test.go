@@ -9,17 +9,38 @@ import (
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/memory"
 	"github.com/engram-memory/engram/infra/sqlite"
+	"github.com/engram-memory/engram/infra/textindex"
+	"github.com/engram-memory/engram/infra/vectorindex"
 	"github.com/engram-memory/engram/projections"
 )
 
-// BenchmarkMemoriesApplyBatch measures how the memories read model applies
+// BenchmarkMemoriesApplyBatch measures how the memories read model and the
+// two index projections (their SQLite state and in-process index) apply
 // one batch write of 1000 notes with their vectors (2000 events, as
 // POST /memories/batch appends them); cpu-ns/memory is steadier than wall
 // time on a shared machine.
 func BenchmarkMemoriesApplyBatch(b *testing.B) {
+	b.Run("memories", func(b *testing.B) {
+		benchmarkApplyBatch(b, func(db *sqlite.DB) projections.Projection {
+			return projections.NewMemories(sqlite.NewMemories(db))
+		})
+	})
+	b.Run("vectors", func(b *testing.B) {
+		benchmarkApplyBatch(b, func(db *sqlite.DB) projections.Projection {
+			return projections.NewVectors(sqlite.NewVectorStore(db), vectorindex.NewPort(vectorindex.New(vectorindex.Options{})), true, nil)
+		})
+	})
+	b.Run("keyword", func(b *testing.B) {
+		benchmarkApplyBatch(b, func(db *sqlite.DB) projections.Projection {
+			return projections.NewKeyword(sqlite.NewKeywordStore(db), textindex.NewPort(textindex.Options{}, 0), true, nil)
+		})
+	})
+}
+
+func benchmarkApplyBatch(b *testing.B, newProjection func(*sqlite.DB) projections.Projection) {
 	db := openDB(b)
 	store := sqlite.NewEventStore(db, 50*time.Millisecond)
-	rm := projections.NewMemories(sqlite.NewMemories(db))
+	rm := newProjection(db)
 	ctx := context.Background()
 	meta := domain.Metadata{Actor: domain.Actor{Kind: domain.ActorSystem, ID: "bench"}}
 	stream := memory.AgentStream(memAlice.UserID, memAlice.AgentID)

@@ -19,8 +19,8 @@ import (
 
 // BenchmarkHydrate measures the hydration of a search page (10 ids of one
 // agent) on an agent of ENGRAM_BENCH_MEMORIES notes (default 20000), from
-// 8 goroutines as under the load benchmark: whole views (MemoriesByID) and
-// what search uses (ExcerptsByID).
+// 8 goroutines as under the load benchmark: whole views (MemoriesByID),
+// what search uses (ExcerptsByID), and the agent view every write reads.
 func BenchmarkHydrate(b *testing.B) {
 	n := 20000
 	if v := os.Getenv("ENGRAM_BENCH_MEMORIES"); v != "" {
@@ -102,6 +102,14 @@ func BenchmarkHydrate(b *testing.B) {
 		run(b, func(ids []string) (int, error) {
 			v, err := l.rm.ExcerptsByID(ctx, memAlice.UserID, memAlice.AgentID, ids, false)
 			return len(v), err
+		})
+	})
+	// Every memory write reads its agent (twice per batch): this must not
+	// grow with the agent's memories.
+	b.Run("agent", func(b *testing.B) {
+		run(b, func([]string) (int, error) {
+			a, _, err := l.rm.Agent(ctx, memAlice.UserID, memAlice.AgentID)
+			return a.MemoryCount, err
 		})
 	})
 }

@@ -18,9 +18,11 @@ import (
 // Every query below is scoped by user: another user's agent or memory is
 // indistinguishable from a missing one.
 
+// memAgentColumns are an agent's columns as scanMemAgents reads them. Its
+// memory count is kept on the row (stored minus forgotten) rather than
+// counted, because every write reads the agent.
 const memAgentColumns = `a.user_id, a.agent_id, a.embedding_model, a.dimensions, a.created_at,
-	(SELECT COUNT(*) FROM memories m WHERE m.user_id = a.user_id AND m.agent_id = a.agent_id AND m.forgotten_at IS NULL),
-	a.stored_memories, a.content_bytes`
+	a.stored_memories - a.forgotten_memories, a.stored_memories, a.content_bytes`
 
 // Agent returns one agent of the user; (zero, false, nil) if there is none.
 func (m *Memories) Agent(ctx context.Context, userID, agentID string) (memory.AgentView, bool, error) {

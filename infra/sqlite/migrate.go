@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"sort"
+	"strings"
 )
 
 //go:embed migrations/*.sql
@@ -55,4 +56,41 @@ func migrateFile(ctx context.Context, db *sql.DB, name string) error {
 		return fmt.Errorf("sqlite: migration %s: %w", name, err)
 	}
 	return tx.Commit()
+}
+
+// requireMigrated fails unless every embedded migration has been applied
+// to the database at path, naming the ones that have not.
+func requireMigrated(ctx context.Context, db *sql.DB, path string) error {
+	names, err := fs.Glob(migrationFiles, "migrations/*.sql")
+	if err != nil {
+		return fmt.Errorf("sqlite: list migrations: %w", err)
+	}
+	applied := map[string]bool{}
+	rows, err := db.QueryContext(ctx, `SELECT name FROM migrations`)
+	if err != nil && !strings.Contains(err.Error(), "no such table") {
+		return fmt.Errorf("sqlite: read migrations of %s: %w", path, err)
+	}
+	if err == nil {
+		defer rows.Close()
+		for rows.Next() {
+			var name string
+			if err := rows.Scan(&name); err != nil {
+				return fmt.Errorf("sqlite: read migrations of %s: %w", path, err)
+			}
+			applied[name] = true
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("sqlite: read migrations of %s: %w", path, err)
+		}
+	}
+	var missing []string
+	for _, name := range names {
+		if !applied[name] {
+			missing = append(missing, strings.TrimPrefix(name, "migrations/"))
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("sqlite: %s was last written by an older engram and cannot be read without upgrading it (not applied: %s); any engram command that writes to it, such as `engram status`, upgrades it", path, strings.Join(missing, ", "))
+	}
+	return nil
 }

@@ -34,8 +34,9 @@ func (s *VectorStore) VectorsCheckpoint(ctx context.Context) (uint64, error) {
 
 // ApplyVectors implements domain.VectorState.
 func (s *VectorStore) ApplyVectors(ctx context.Context, events []domain.Event, apply func(context.Context, domain.VectorStateTx, domain.Event) error, beforeCommit func(context.Context) error) error {
+	batchOf := batchTxs(ctx)
 	return s.db.ApplyEvents(ctx, vectorsCheckpoint, events, func(tx *sql.Tx, e domain.Event) error {
-		return apply(ctx, vectorTx{tx}, e)
+		return apply(ctx, vectorTx{batchOf(tx)}, e)
 	}, beforeCommit)
 }
 
@@ -103,7 +104,7 @@ ORDER BY v.seq`)
 }
 
 // vectorTx implements domain.VectorStateTx on a write transaction.
-type vectorTx struct{ tx *sql.Tx }
+type vectorTx struct{ tx *batchTx }
 
 func (t vectorTx) Agent(ctx context.Context, userID, agentID string) (domain.VectorAgent, bool, error) {
 	a := domain.VectorAgent{UserID: userID, AgentID: agentID}

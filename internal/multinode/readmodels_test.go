@@ -47,6 +47,15 @@ func TestSharedPostgresReadModels(t *testing.T) {
 		}
 	})
 
+	t.Run("a key created on one node works on the other", func(t *testing.T) {
+		made := must(t, call(t, one, "POST", "/auth/keys", key, map[string]any{"name": "laptop"}), http.StatusCreated)
+		secret, _ := made.data()["key"].(string)
+		listed := must(t, call(t, two, "GET", "/memories?agent_id=a1", secret, nil, api.ConsistencyTokenHeader, made.header.Get(api.ConsistencyTokenHeader)), http.StatusOK)
+		if ms, _ := listed.data()["memories"].([]any); len(ms) != len(ids) {
+			t.Fatalf("the new key lists %d memories on the other node, want %d", len(ms), len(ids))
+		}
+	})
+
 	t.Run("another user sees none of it", func(t *testing.T) {
 		other := testserver.Register(t, two.BaseURL, two.DataDir, "mallory@example.com")
 		if r := call(t, two, "GET", "/memories/"+ids[0], other, nil); r.status != http.StatusNotFound {
