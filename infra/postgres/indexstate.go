@@ -85,7 +85,7 @@ type keywordTx struct{ batchTx }
 
 func (t keywordTx) AgentExists(ctx context.Context, scope domain.IndexScope) (bool, error) {
 	var exists bool
-	err := t.tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM keyword_agents WHERE user_id = $1 AND agent_id = $2)`, scope.UserID, scope.AgentID).Scan(&exists)
+	err := t.queryRow(ctx, `SELECT EXISTS (SELECT 1 FROM keyword_agents WHERE user_id = $1 AND agent_id = $2)`, scope.UserID, scope.AgentID).Scan(&exists)
 	if err != nil {
 		return false, fmt.Errorf("keyword: agent: %w", err)
 	}
@@ -109,7 +109,7 @@ func (t keywordTx) DeleteAgent(ctx context.Context, scope domain.IndexScope) err
 }
 
 func (t keywordTx) Source(ctx context.Context, scope domain.IndexScope, memoryID string) (domain.KeywordSource, bool, error) {
-	row := t.tx.QueryRow(ctx, `SELECT `+keywordColumns+` FROM keyword_docs WHERE memory_id = $1 AND user_id = $2 AND agent_id = $3`, memoryID, scope.UserID, scope.AgentID)
+	row := t.queryRow(ctx, `SELECT `+keywordColumns+` FROM keyword_docs WHERE memory_id = $1 AND user_id = $2 AND agent_id = $3`, memoryID, scope.UserID, scope.AgentID)
 	src, err := scanKeywordSource(row.Scan)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return src, false, nil
@@ -232,7 +232,7 @@ type vectorTx struct{ batchTx }
 
 func (t vectorTx) Agent(ctx context.Context, userID, agentID string) (domain.VectorAgent, bool, error) {
 	a := domain.VectorAgent{UserID: userID, AgentID: agentID}
-	err := t.tx.QueryRow(ctx, `SELECT model, dimensions FROM vector_agents WHERE user_id = $1 AND agent_id = $2`, userID, agentID).Scan(&a.Space.Model, &a.Space.Dimensions)
+	err := t.queryRow(ctx, `SELECT model, dimensions FROM vector_agents WHERE user_id = $1 AND agent_id = $2`, userID, agentID).Scan(&a.Space.Model, &a.Space.Dimensions)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return a, false, nil
 	}
@@ -267,7 +267,7 @@ func (t vectorTx) Memory(ctx context.Context, memoryID string) (domain.VectorMem
 	m := domain.VectorMemory{MemoryID: memoryID}
 	var tags string
 	var created int64
-	err := t.tx.QueryRow(ctx, `SELECT user_id, agent_id, type, tags, created_ns, text_hash, forgotten FROM vector_memories WHERE memory_id = $1`, memoryID).
+	err := t.queryRow(ctx, `SELECT user_id, agent_id, type, tags, created_ns, text_hash, forgotten FROM vector_memories WHERE memory_id = $1`, memoryID).
 		Scan(&m.UserID, &m.AgentID, &m.Type, &tags, &created, &m.TextHash, &m.Forgotten)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return m, false, nil
@@ -314,7 +314,7 @@ func (t vectorTx) PutVector(ctx context.Context, memoryID string, space domain.V
 }
 
 func (t vectorTx) CurrentVectors(ctx context.Context, memoryID string) ([]domain.StoredVector, error) {
-	rows, err := t.tx.Query(ctx, `SELECT v.model, v.dimensions, v.vector FROM vector_vectors AS v
+	rows, err := t.query(ctx, `SELECT v.model, v.dimensions, v.vector FROM vector_vectors AS v
 		JOIN vector_memories AS m ON m.memory_id = v.memory_id AND m.text_hash = v.text_hash
 		WHERE v.memory_id = $1 ORDER BY v.seq`, memoryID)
 	if err != nil {

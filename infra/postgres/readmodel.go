@@ -244,6 +244,14 @@ func (b batchTx) queryRow(ctx context.Context, query string, args ...any) pgx.Ro
 	return b.tx.QueryRow(ctx, query, args...)
 }
 
+// query runs query for its rows, after the queued writes.
+func (b batchTx) query(ctx context.Context, query string, args ...any) (pgx.Rows, error) {
+	if err := b.flush(ctx); err != nil {
+		return nil, err
+	}
+	return b.tx.Query(ctx, query, args...)
+}
+
 // failedRow is a row whose query could not run.
 type failedRow struct{ err error }
 
