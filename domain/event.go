@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"time"
 )
 
@@ -44,10 +45,30 @@ type Event struct {
 	Actor         Actor           `json:"actor"`
 	RequestID     string          `json:"request_id,omitempty"`
 	Payload       json.RawMessage `json:"payload"`
+
+	// decoded is the payload decoded already (WithDecoded), or nil.
+	decoded any
 }
 
-// Decode unmarshals the payload into v.
-func (e Event) Decode(v any) error { return json.Unmarshal(e.Payload, v) }
+// WithDecoded returns e carrying decoded, a pointer to the payload decoded
+// from e.Payload: a Decode into a pointer of the same type then copies it
+// instead of parsing the JSON again. A replay decodes each event once for
+// all its projections this way. The copies share decoded's slices and
+// maps, which their readers must not modify.
+func (e Event) WithDecoded(decoded any) Event {
+	e.decoded = decoded
+	return e
+}
+
+// Decode unmarshals the payload into v, or copies the payload decoded
+// already when v is a pointer of its type.
+func (e Event) Decode(v any) error {
+	if e.decoded != nil && reflect.TypeOf(e.decoded) == reflect.TypeOf(v) {
+		reflect.ValueOf(v).Elem().Set(reflect.ValueOf(e.decoded).Elem())
+		return nil
+	}
+	return json.Unmarshal(e.Payload, v)
+}
 
 // Payload is implemented by every event payload type.
 type Payload interface {

@@ -28,3 +28,20 @@ type ReadModelStore[Tx any] interface {
 	// Reset drops all state and the checkpoint (before a rebuild).
 	Reset(ctx context.Context) error
 }
+
+// UnitOfWork is the capability of a store's database to group the writes
+// of several stores into one transaction: inside fn, every Apply of a
+// store of that database (its writes and its checkpoint) joins one
+// transaction, committed only when fn returns nil, so no checkpoint ever
+// advances past writes that were not kept. A rebuild applies each chunk
+// of the log to all the read models of one database this way. Stores
+// that can join one offer it through UnitOfWorkStore.
+type UnitOfWork interface {
+	InUnitOfWork(ctx context.Context, fn func(ctx context.Context) error) error
+}
+
+// UnitOfWorkStore is a store whose writes can join a UnitOfWork; stores
+// returning the same UnitOfWork share one.
+type UnitOfWorkStore interface {
+	UnitOfWork() UnitOfWork
+}

@@ -65,6 +65,7 @@ type Engine struct {
 	// read the shared checkpoints at once and then often while any wait.
 	waiters atomic.Int64
 	nudge   chan struct{}
+	live      liveRebuilds
 }
 
 // Delivery tuning: quick retries in the handler, then parking with a
@@ -159,7 +160,7 @@ func (e *Engine) run(ctx context.Context, projections []Projection) error {
 		h := router.AddConsumerHandler(p.Name(), p.Name(), sub, e.handler(p))
 		// Outermost first: park what the retries could not apply; retry
 		// each failed attempt, counted, whether an error or a recovered panic.
-		h.AddMiddleware(e.parkOnFailure(p.Name()), retry.Middleware, e.countFailures(p.Name()), middleware.Recoverer)
+		h.AddMiddleware(e.pauseWhileRebuilt(p), e.parkOnFailure(p.Name()), retry.Middleware, e.countFailures(p.Name()), middleware.Recoverer)
 	}
 	// The router stops only when closed, not when its context ends.
 	go func() {
@@ -262,14 +263,15 @@ func (e *Engine) fail(name string, err error) {
 }
 
 // lowest returns the smallest position the named projections (all when
-// none are named) have reached, and a channel closed at the next change.
+// none are named) have reached, leaving out those being rebuilt live, and
+// a channel closed at the next change.
 func (e *Engine) lowest(names []string) (uint64, <-chan struct{}) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var low uint64
 	first := true
 	for _, p := range e.projections {
-		if len(names) > 0 && !slices.Contains(names, p.Name()) {
+		if len(names) > 0 && !slices.Contains(names, p.Name()) || e.isRebuildingLocked(p.Name()) {
 			continue
 		}
 		if pos := e.positions[p.Name()]; first || pos < low {
@@ -327,6 +329,7 @@ func (e *Engine) Status() map[string]ProjectionStatus {
 			lease := *ls
 			st.Lease = &lease
 		}
+		st.Rebuilding = e.isRebuildingLocked(p.Name())
 		out[p.Name()] = st
 	}
 	return out
@@ -347,10 +350,14 @@ type ProjectionStatus struct {
 	ParkedSince *time.Time `json:"parked_since,omitempty"`
 	// Lease is set for a leased projection (Leasing): who applies it.
 	Lease *LeaseStatus `json:"lease,omitempty"`
+	// Rebuilding: RebuildLive is replaying the log into it; its reads
+	// are partial and writes' visibility waits leave it out meanwhile.
+	Rebuilding bool `json:"rebuilding,omitempty"`
 }
 
-// CatchUp runs the named projections (all when names is empty) until they
-// have applied the whole log as it stands now, then stops.
+// CatchUp brings the named projections (all when names is empty) up to
+// the whole log as it stands now, through the bulk replay path (see
+// replay.go), then returns.
 func (e *Engine) CatchUp(ctx context.Context, names ...string) error {
 	selected, err := e.select_(names)
 	if err != nil {
@@ -360,46 +367,16 @@ func (e *Engine) CatchUp(ctx context.Context, names ...string) error {
 	if err != nil {
 		return err
 	}
-	runCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	done := make(chan error, 1)
-	go func() { done <- e.run(runCtx, selected) }()
-	for {
-		if e.reached(selected, head) {
-			stop()
-			<-done
-			return nil
-		}
-		e.mu.Lock()
-		changed := e.changed
-		e.mu.Unlock()
-		select {
-		case err := <-done:
-			if err == nil {
-				err = errors.New("router stopped")
-			}
-			return fmt.Errorf("projections: catch up: %w", err)
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-changed:
-		}
-	}
-}
-
-func (e *Engine) reached(selected []Projection, head uint64) bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for _, p := range selected {
-		if e.positions[p.Name()] < head {
-			return false
-		}
-	}
-	return true
+	return e.replay(ctx, selected, head, true, replayChunk)
 }
 
 // Rebuild drops the named projections (all when names is empty) and replays
 // the whole log into them.
 func (e *Engine) Rebuild(ctx context.Context, names ...string) error {
+	return e.rebuild(ctx, true, names)
+}
+
+func (e *Engine) rebuild(ctx context.Context, refill bool, names []string) error {
 	selected, err := e.select_(names)
 	if err != nil {
 		return err
@@ -412,7 +389,11 @@ func (e *Engine) Rebuild(ctx context.Context, names ...string) error {
 		e.positions[p.Name()] = 0
 		e.mu.Unlock()
 	}
-	return e.CatchUp(ctx, names...)
+	head, err := e.store.Head(ctx)
+	if err != nil {
+		return err
+	}
+	return e.replay(ctx, selected, head, refill, replayChunk)
 }
 
 func (e *Engine) select_(names []string) ([]Projection, error) {
@@ -429,7 +410,7 @@ func (e *Engine) select_(names []string) ([]Projection, error) {
 			}
 		}
 		if !found {
-			return nil, fmt.Errorf("projections: unknown projection %q (have %v)", n, e.Names())
+			return nil, fmt.Errorf("projections: %w %q (have %v)", ErrUnknownProjection, n, e.Names())
 		}
 	}
 	return out, nil

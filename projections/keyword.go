@@ -78,6 +78,36 @@ func (p *Keyword) Apply(ctx context.Context, events []domain.Event) error {
 	}, func(ctx context.Context) error { return w.flush(ctx, p.index, nil, p.logger) })
 }
 
+// indexFromState implements derivedIndex.
+func (p *Keyword) indexFromState() bool { return p.loadIndex }
+
+// statePosition implements derivedIndex.
+func (p *Keyword) statePosition(ctx context.Context) (uint64, error) {
+	return p.state.KeywordCheckpoint(ctx)
+}
+
+// applyState implements derivedIndex: the state and checkpoint alone.
+func (p *Keyword) applyState(ctx context.Context, events []domain.Event) error {
+	var w indexWrites // discarded: the index is refilled from the state
+	return p.state.ApplyKeyword(ctx, events, func(ctx context.Context, tx domain.KeywordStateTx, e domain.Event) error {
+		return p.apply(ctx, tx, e, &w)
+	}, nil)
+}
+
+// dropIndex implements derivedIndex.
+func (p *Keyword) dropIndex(ctx context.Context) error {
+	p.loadMu.Lock()
+	defer p.loadMu.Unlock()
+	p.loaded = false
+	if err := p.index.DropAll(ctx); err != nil {
+		return fmt.Errorf("keyword: drop index: %w", err)
+	}
+	return nil
+}
+
+// UnitOfWork implements unitOfWorker.
+func (p *Keyword) UnitOfWork() domain.UnitOfWork { return unitOfWorkOf(p.state) }
+
 // Load fills an in-process index from the state, once.
 func (p *Keyword) Load(ctx context.Context) error {
 	p.loadMu.Lock()

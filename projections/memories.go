@@ -49,6 +49,9 @@ func (p *Memories) Position(ctx context.Context) (uint64, error) { return p.stor
 // Reset implements Projection.
 func (p *Memories) Reset(ctx context.Context) error { return p.store.Reset(ctx) }
 
+// UnitOfWork implements unitOfWorker.
+func (p *Memories) UnitOfWork() domain.UnitOfWork { return unitOfWorkOf(p.store) }
+
 // Apply implements Projection.
 func (p *Memories) Apply(ctx context.Context, events []domain.Event) error {
 	// A stream's version is recorded once per batch, at its last event.

@@ -32,3 +32,6 @@ func (p *readModel[Tx]) Apply(ctx context.Context, events []domain.Event) error 
 
 // Reset implements Projection.
 func (p *readModel[Tx]) Reset(ctx context.Context) error { return p.store.Reset(ctx) }
+
+// UnitOfWork implements unitOfWorker.
+func (p *readModel[Tx]) UnitOfWork() domain.UnitOfWork { return unitOfWorkOf(p.store) }

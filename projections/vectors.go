@@ -60,7 +60,11 @@ func (p *Vectors) Position(ctx context.Context) (uint64, error) {
 	return p.state.VectorsCheckpoint(ctx)
 }
 
-// Reset implements Projection: it empties the index and the state.
+// Reset implements Projection: it empties the index and the state. The
+// agents' spaces, which searches read (and take for the agent's
+// existence), are kept: the replay that follows a reset applies the same
+// agent events again, and a search during a live rebuild still knows the
+// agent; an in-process index's Load replaces them with the state's.
 func (p *Vectors) Reset(ctx context.Context) error {
 	p.loadMu.Lock()
 	defer p.loadMu.Unlock()
@@ -70,9 +74,6 @@ func (p *Vectors) Reset(ctx context.Context) error {
 	if err := p.state.ResetVectors(ctx); err != nil {
 		return err
 	}
-	p.mu.Lock()
-	clear(p.agents)
-	p.mu.Unlock()
 	p.loaded = true
 	return nil
 }
@@ -84,11 +85,20 @@ func (p *Vectors) Apply(ctx context.Context, events []domain.Event) error {
 	if err := p.Load(ctx); err != nil {
 		return err
 	}
+	return p.applyTo(ctx, events, true)
+}
+
+// applyTo applies events to the state and, with writeIndex, the index.
+func (p *Vectors) applyTo(ctx context.Context, events []domain.Event, writeIndex bool) error {
 	var w indexWrites
 	var spaces []func()
+	var flush func(context.Context) error
+	if writeIndex {
+		flush = func(ctx context.Context) error { return w.flush(ctx, nil, p.index, p.logger) }
+	}
 	err := p.state.ApplyVectors(ctx, events, func(ctx context.Context, tx domain.VectorStateTx, e domain.Event) error {
 		return p.apply(ctx, tx, e, &w, &spaces)
-	}, func(ctx context.Context) error { return w.flush(ctx, nil, p.index, p.logger) })
+	}, flush)
 	if err != nil {
 		return err
 	}
@@ -127,6 +137,34 @@ func (p *Vectors) Follow(ctx context.Context) (uint64, error) {
 	return pos, nil
 }
 
+// indexFromState implements derivedIndex.
+func (p *Vectors) indexFromState() bool { return p.loadIndex }
+
+// statePosition implements derivedIndex.
+func (p *Vectors) statePosition(ctx context.Context) (uint64, error) {
+	return p.state.VectorsCheckpoint(ctx)
+}
+
+// applyState implements derivedIndex: the state, the checkpoint and the
+// agents' spaces, not the index.
+func (p *Vectors) applyState(ctx context.Context, events []domain.Event) error {
+	return p.applyTo(ctx, events, false)
+}
+
+// dropIndex implements derivedIndex.
+func (p *Vectors) dropIndex(ctx context.Context) error {
+	p.loadMu.Lock()
+	defer p.loadMu.Unlock()
+	p.loaded = false
+	if err := p.index.DropAll(ctx); err != nil {
+		return fmt.Errorf("vectors: drop index: %w", err)
+	}
+	return nil
+}
+
+// UnitOfWork implements unitOfWorker.
+func (p *Vectors) UnitOfWork() domain.UnitOfWork { return unitOfWorkOf(p.state) }
+
 // AgentSpace reports the agent's active space; ok is false when the user
 // has no such agent. It is answered from memory, so it is also the search
 // service's agent existence check.
@@ -138,7 +176,7 @@ func (p *Vectors) AgentSpace(userID, agentID string) (domain.VectorSpace, bool) 
 }
 
 // Load reads the agents' spaces and fills an in-process index from the
-// state, once; Reset makes it a no-op.
+// state, once; Reset makes it a no-op (until a replay drops the index).
 func (p *Vectors) Load(ctx context.Context) error {
 	p.loadMu.Lock()
 	defer p.loadMu.Unlock()
@@ -149,10 +187,12 @@ func (p *Vectors) Load(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("vectors: load agents: %w", err)
 	}
-	p.mu.Lock()
+	spaces := make(map[domain.IndexScope]domain.VectorSpace, len(agents))
 	for _, a := range agents {
-		p.agents[a.Scope()] = a.Space
+		spaces[a.Scope()] = a.Space
 	}
+	p.mu.Lock()
+	p.agents = spaces
 	p.mu.Unlock()
 	if p.loadIndex {
 		b := &loadBatch{p: p}

@@ -26,6 +26,7 @@ func TestEndToEnd(t *testing.T) {
 	t.Run("quality", func(t *testing.T) { testQuality(t, bin) })
 	t.Run("load", func(t *testing.T) { testLoad(t, bin) })
 	t.Run("replay", func(t *testing.T) { testReplay(t, bin) })
+	t.Run("replay from a postgres log", func(t *testing.T) { testReplayFromPostgres(t, bin) })
 	t.Run("server flag", func(t *testing.T) { testAgainstRunningServer(t, bin) })
 }
 
@@ -179,7 +180,7 @@ func testReplay(t *testing.T, bin string) {
 	}
 	filled := replay()
 	// 120 memories are at least 240 events (created and embedded).
-	if filled.Ingest.Memories != 120 || filled.Events < 240 || filled.Cores <= 0 || filled.LoadAverage == "" {
+	if filled.Ingest.Memories != 120 || filled.Events < 240 || filled.Cores <= 0 || filled.LoadAverage == "" || filled.EventStore != "sqlite" {
 		t.Fatalf("report: %+v", filled)
 	}
 	names := []string{"all", "accounts", "memories", "keyword", "vectors", "jobs", "provenance", "audit", "suggestions"}
@@ -194,5 +195,32 @@ func testReplay(t *testing.T, bin string) {
 	again := replay("--skip-fill", "--each=false")
 	if again.Events != filled.Events || len(again.Rebuilds) != 1 || again.Rebuilds[0].Projection != "all" {
 		t.Fatalf("rebuild of the kept data dir: %+v", again)
+	}
+}
+
+// testReplayFromPostgres fills a PostgreSQL log through the real server
+// and rebuilds from it.
+func testReplayFromPostgres(t *testing.T, bin string) {
+	dbURL := pg.Database(t)
+	out := filepath.Join(t.TempDir(), "replay.json")
+	var stdout, stderr bytes.Buffer
+	args := []string{"replay", "--n", "120", "--batch-size", "50", "--each=false", "--data-dir", t.TempDir(), "--out", out, "--engram-bin", bin,
+		"--event-store", "postgres", "--event-store-url", dbURL}
+	if code := run(t.Context(), args, &stdout, &stderr); code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep replayReport
+	if err := json.Unmarshal(data, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.EventStore != "postgres" || rep.Ingest.Memories != 120 || rep.Events < 240 || len(rep.Rebuilds) != 1 || rep.Rebuilds[0].EventsPerSecond <= 0 {
+		t.Fatalf("report: %+v", rep)
+	}
+	if !strings.Contains(stdout.String(), "from the postgres log") {
+		t.Errorf("table:\n%s", stdout.String())
 	}
 }

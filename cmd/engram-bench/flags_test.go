@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -122,6 +123,12 @@ func TestParseReplayFlags(t *testing.T) {
 		{"custom", []string{"--n", "200000", "--each=false", "--data-dir", "/tmp/d", "--skip-fill"}, func(c replayConfig) bool {
 			return c.n == 200000 && !c.alone && c.skipFill && c.server.dataDir == "/tmp/d"
 		}, false},
+		{"postgres log", []string{"--event-store", "postgres", "--event-store-url", "postgres://u@127.0.0.1:5432/db"}, func(c replayConfig) bool {
+			return c.eventStore.Backend == "postgres" && c.eventStore.URL == "postgres://u@127.0.0.1:5432/db" &&
+				strings.Contains(c.server.serveArgs, "--event-store postgres --event-store-url postgres://u@127.0.0.1:5432/db")
+		}, false},
+		{"postgres log without its URL", []string{"--event-store", "postgres"}, nil, true},
+		{"an unknown log", []string{"--event-store", "mongo"}, nil, true},
 		{"zero n", []string{"--n", "0"}, nil, true},
 		{"skip fill without a data dir", []string{"--skip-fill"}, nil, true},
 		{"ingest concurrency out of range", []string{"--ingest-concurrency", "17"}, nil, true},

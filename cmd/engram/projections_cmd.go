@@ -15,7 +15,7 @@ import (
 
 func projectionsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || (args[0] != "rebuild" && args[0] != "status") {
-		fmt.Fprint(stderr, "Usage: engram projections rebuild [NAME] [--data-dir DIR] [index flags as for serve]\n       engram projections status [--data-dir DIR] [index flags as for serve]\n")
+		fmt.Fprint(stderr, "Usage: engram projections rebuild [NAME] [--data-dir DIR] [index flags as for serve]\n       (beside a live server on DIR: the server rebuilds NAME while it serves)\n       engram projections status [--data-dir DIR] [index flags as for serve]\n")
 		return errUsage
 	}
 	sub := args[0]
@@ -24,7 +24,7 @@ func projectionsCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 	if sub == "rebuild" {
 		synopsis = "engram projections rebuild [NAME...] [flags]"
 	}
-	dataDir := fs.String("data-dir", filepath.Join(engramHome(), "server"), "data directory (rebuild: of a stopped server)")
+	dataDir := fs.String("data-dir", filepath.Join(engramHome(), "server"), "data directory (rebuild: of a stopped server, or NAME by the server live on it)")
 	var indexes stack.Indexes
 	indexFlags(fs, &indexes)
 	var eventStore stack.EventStore
@@ -51,6 +51,9 @@ func projectionsCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 	}
 	if err := checkReadModelsSecret(args, readModels); err != nil {
 		return err
+	}
+	if sub == "rebuild" && liveServerOn(*dataDir) {
+		return rebuildOnLiveServer(ctx, *dataDir, names, stdout)
 	}
 	// Offline, nothing else wants the spare core: the vector graphs build
 	// while the log replays instead of waiting for the writes to pause.
@@ -105,7 +108,7 @@ func projectionsCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 	if err != nil {
 		return err
 	}
-	if err := engine.Rebuild(ctx, names...); err != nil {
+	if err := engine.RebuildOffline(ctx, names...); err != nil {
 		return err
 	}
 	elapsed := time.Since(start)
@@ -114,5 +117,21 @@ func projectionsCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 		rebuilt = engine.Names()
 	}
 	fmt.Fprintf(stdout, "rebuilt %v from %d events in %s (%.0f events/s)\n", rebuilt, head, elapsed.Round(time.Millisecond), float64(head)/elapsed.Seconds())
+	return nil
+}
+
+// rebuildOnLiveServer has the server live on dataDir rebuild each named
+// projection in turn while it serves the others.
+func rebuildOnLiveServer(ctx context.Context, dataDir string, names []string, stdout io.Writer) error {
+	if len(names) == 0 {
+		return fmt.Errorf("a server is live on %s: it rebuilds one named projection at a time while serving (engram projections rebuild NAME); to rebuild all, stop it first", dataDir)
+	}
+	for _, name := range names {
+		res, err := rebuildLive(ctx, dataDir, name)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "rebuilt %s on the live server from %d events in %.3fs (%.0f events/s)\n", res.Projection, res.Events, res.Seconds, float64(res.Events)/res.Seconds)
+	}
 	return nil
 }

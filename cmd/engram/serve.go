@@ -226,6 +226,11 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 		return err
 	}
 	defer a.close(context.Background())
+	stopAdmin, err := serveAdminSocket(cfg.DataDir, a.stack, logger)
+	if err != nil {
+		return err
+	}
+	defer stopAdmin()
 
 	if err := a.startScheduler(cfg); err != nil {
 		return err

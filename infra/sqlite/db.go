@@ -227,6 +227,9 @@ func (db *DB) WriteTx(ctx context.Context, fn func(*sql.Tx) error) error {
 		return fmt.Errorf("sqlite: database opened read-only")
 	}
 	defer db.idle.Reset(walIdleCheckpointAfter)
+	if joined, err := db.joinUnit(ctx, fn); joined {
+		return err
+	}
 	return runTx(ctx, db.write, fn)
 }
 

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+
+	"github.com/engram-memory/engram/domain"
 )
 
 // exportTable names a read-model table and the primary key that orders it.
@@ -105,3 +107,7 @@ func exportTableRows(ctx context.Context, tx *sql.Tx, w *bufio.Writer, t exportT
 	}
 	return nil
 }
+
+// UnitOfWork implements domain.UnitOfWorkStore: every store of one
+// database joins the same unit.
+func (m tableModel) UnitOfWork() domain.UnitOfWork { return m.db }

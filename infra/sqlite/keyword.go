@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"time"
 
@@ -36,9 +37,12 @@ func (s *KeywordStore) KeywordCheckpoint(ctx context.Context) (uint64, error) {
 
 // ApplyKeyword implements domain.KeywordState.
 func (s *KeywordStore) ApplyKeyword(ctx context.Context, events []domain.Event, apply func(context.Context, domain.KeywordStateTx, domain.Event) error, beforeCommit func(context.Context) error) error {
-	batchOf := batchTxs(ctx)
+	var t *keywordTx
 	return s.db.ApplyEvents(ctx, keywordCheckpoint, events, func(tx *sql.Tx, e domain.Event) error {
-		return apply(ctx, keywordTx{batchOf(tx)}, e)
+		if t == nil || t.b.tx != tx { // a retried transaction starts afresh
+			t = &keywordTx{b: s.db.batchFor(ctx, tx), agents: map[domain.IndexScope]bool{}}
+		}
+		return apply(ctx, t, e)
 	}, beforeCommit)
 }
 
@@ -85,39 +89,46 @@ func scanKeywordSource(scan func(...any) error) (domain.KeywordSource, error) {
 }
 
 // keywordTx implements domain.KeywordStateTx on a write transaction.
-type keywordTx struct{ tx *batchTx }
+type keywordTx struct {
+	b *batchTx
+	// agents caches whether an agent exists within the batch (every
+	// memory event asks), which changes only by PutAgent and DeleteAgent.
+	agents map[domain.IndexScope]bool
+}
 
-func (t keywordTx) AgentExists(ctx context.Context, scope domain.IndexScope) (bool, error) {
-	var one int
-	err := t.tx.QueryRowContext(ctx, `SELECT 1 FROM keyword_agents WHERE user_id = ? AND agent_id = ?`, scope.UserID, scope.AgentID).Scan(&one)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil
+func (t *keywordTx) AgentExists(ctx context.Context, scope domain.IndexScope) (bool, error) {
+	if ok, known := t.agents[scope]; known {
+		return ok, nil
 	}
+	ok, err := t.b.exists(`SELECT 1 FROM keyword_agents WHERE user_id = ? AND agent_id = ?`, scope.UserID, scope.AgentID)
 	if err != nil {
 		return false, fmt.Errorf("keyword: agent: %w", err)
 	}
-	return true, nil
+	t.agents[scope] = ok
+	return ok, nil
 }
 
-func (t keywordTx) PutAgent(ctx context.Context, scope domain.IndexScope) error {
-	_, err := t.tx.ExecContext(ctx, `INSERT INTO keyword_agents (user_id, agent_id) VALUES (?, ?) ON CONFLICT DO NOTHING`, scope.UserID, scope.AgentID)
+func (t *keywordTx) PutAgent(ctx context.Context, scope domain.IndexScope) error {
+	_, err := t.b.exec(`INSERT INTO keyword_agents (user_id, agent_id) VALUES (?, ?) ON CONFLICT DO NOTHING`, scope.UserID, scope.AgentID)
 	if err != nil {
 		return fmt.Errorf("keyword: put agent: %w", err)
 	}
+	t.agents[scope] = true
 	return nil
 }
 
-func (t keywordTx) DeleteAgent(ctx context.Context, scope domain.IndexScope) error {
+func (t *keywordTx) DeleteAgent(ctx context.Context, scope domain.IndexScope) error {
 	for _, stmt := range []string{`DELETE FROM keyword_docs WHERE user_id = ? AND agent_id = ?`, `DELETE FROM keyword_agents WHERE user_id = ? AND agent_id = ?`} {
-		if _, err := t.tx.ExecContext(ctx, stmt, scope.UserID, scope.AgentID); err != nil {
+		if _, err := t.b.exec(stmt, scope.UserID, scope.AgentID); err != nil {
 			return fmt.Errorf("keyword: delete agent: %w", err)
 		}
 	}
+	t.agents[scope] = false
 	return nil
 }
 
-func (t keywordTx) Source(ctx context.Context, scope domain.IndexScope, memoryID string) (domain.KeywordSource, bool, error) {
-	row := t.tx.QueryRowContext(ctx, `SELECT memory_id, user_id, agent_id, type, tags, created_ns, body, meta, content, forgotten FROM keyword_docs
+func (t *keywordTx) Source(ctx context.Context, scope domain.IndexScope, memoryID string) (domain.KeywordSource, bool, error) {
+	row := t.b.queryRow(`SELECT memory_id, user_id, agent_id, type, tags, created_ns, body, meta, content, forgotten FROM keyword_docs
 		WHERE memory_id = ? AND user_id = ? AND agent_id = ?`, memoryID, scope.UserID, scope.AgentID)
 	src, err := scanKeywordSource(row.Scan)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -129,40 +140,38 @@ func (t keywordTx) Source(ctx context.Context, scope domain.IndexScope, memoryID
 	return src, true, nil
 }
 
-func (t keywordTx) InsertSource(ctx context.Context, s domain.KeywordSource) (bool, error) {
+func (t *keywordTx) InsertSource(ctx context.Context, s domain.KeywordSource) (bool, error) {
 	tags, err := json.Marshal(nonNil(s.Tags))
 	if err != nil {
 		return false, err
 	}
-	res, err := t.tx.ExecContext(ctx, `INSERT INTO keyword_docs (memory_id, user_id, agent_id, type, tags, created_ns, body, meta, content, forgotten)
+	n, err := t.b.exec(`INSERT INTO keyword_docs (memory_id, user_id, agent_id, type, tags, created_ns, body, meta, content, forgotten)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (memory_id) DO NOTHING`,
 		s.MemoryID, s.UserID, s.AgentID, s.Type, tags, keywordNanos(s.CreatedAt), s.Text, s.Meta, string(s.Content), s.Forgotten)
 	if err != nil {
 		return false, fmt.Errorf("keyword: insert: %w", err)
 	}
-	n, err := res.RowsAffected()
-	return n > 0, err
+	return n > 0, nil
 }
 
-func (t keywordTx) UpdateSource(ctx context.Context, s domain.KeywordSource) error {
+func (t *keywordTx) UpdateSource(ctx context.Context, s domain.KeywordSource) error {
 	tags, err := json.Marshal(nonNil(s.Tags))
 	if err != nil {
 		return err
 	}
-	if _, err := t.tx.ExecContext(ctx, `UPDATE keyword_docs SET body = ?, meta = ?, tags = ?, content = ?, forgotten = ? WHERE memory_id = ?`,
+	if _, err := t.b.exec(`UPDATE keyword_docs SET body = ?, meta = ?, tags = ?, content = ?, forgotten = ? WHERE memory_id = ?`,
 		s.Text, s.Meta, tags, string(s.Content), s.Forgotten, s.MemoryID); err != nil {
 		return fmt.Errorf("keyword: update: %w", err)
 	}
 	return nil
 }
 
-func (t keywordTx) DeleteSource(ctx context.Context, scope domain.IndexScope, memoryID string) (bool, error) {
-	res, err := t.tx.ExecContext(ctx, `DELETE FROM keyword_docs WHERE memory_id = ? AND user_id = ? AND agent_id = ?`, memoryID, scope.UserID, scope.AgentID)
+func (t *keywordTx) DeleteSource(ctx context.Context, scope domain.IndexScope, memoryID string) (bool, error) {
+	n, err := t.b.exec(`DELETE FROM keyword_docs WHERE memory_id = ? AND user_id = ? AND agent_id = ?`, memoryID, scope.UserID, scope.AgentID)
 	if err != nil {
 		return false, fmt.Errorf("keyword: delete: %w", err)
 	}
-	n, err := res.RowsAffected()
-	return n > 0, err
+	return n > 0, nil
 }
 
 func nonNil(tags []string) []string {
@@ -183,4 +192,16 @@ func keywordNanos(t time.Time) int64 {
 		return math.MaxInt64
 	}
 	return t.UnixNano()
+}
+
+// UnitOfWork implements domain.UnitOfWorkStore.
+func (s *KeywordStore) UnitOfWork() domain.UnitOfWork { return s.db }
+
+// Export writes the keyword state as JSON lines (see exportTables), for
+// the rebuild-equivalence tests.
+func (s *KeywordStore) Export(ctx context.Context, w io.Writer) error {
+	return exportTables(ctx, s.db.read, w, []exportTable{
+		{name: "keyword_docs", orderBy: "seq"},
+		{name: "keyword_agents", orderBy: "user_id, agent_id"},
+	})
 }

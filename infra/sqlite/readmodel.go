@@ -14,28 +14,15 @@ import (
 // the checkpoint advances in the same transaction.
 func applyBatch[Tx any](ctx context.Context, db *DB, name string, events []domain.Event,
 	newTx func(*batchTx) Tx, apply func(context.Context, Tx, domain.Event) error) error {
-	batchOf := batchTxs(ctx)
 	var b *batchTx
 	var tx Tx
 	return db.ApplyEvents(ctx, name, events, func(sqlTx *sql.Tx, e domain.Event) error {
-		if next := batchOf(sqlTx); next != b {
-			b, tx = next, newTx(next)
+		if b == nil || b.tx != sqlTx { // a retried transaction starts afresh
+			b = db.batchFor(ctx, sqlTx)
+			tx = newTx(b)
 		}
 		return apply(ctx, tx, e)
 	}, nil)
-}
-
-// batchTxs returns the batchTx of a batch's transaction: the same one for
-// every event of the batch, and a fresh one when a retry runs the batch in
-// a new transaction.
-func batchTxs(ctx context.Context) func(*sql.Tx) *batchTx {
-	var b *batchTx
-	return func(tx *sql.Tx) *batchTx {
-		if b == nil || b.tx != tx {
-			b = newBatchTx(ctx, tx)
-		}
-		return b
-	}
 }
 
 // batchTx is the transaction of one batch of events with its statements,
@@ -87,37 +74,6 @@ func (a *batchTx) run(query string, args ...any) error {
 	return err
 }
 
-// ExecContext, QueryContext and QueryRowContext are *sql.Tx's methods
-// over the batch's prepared statements, for the index stores (vectors.go,
-// keyword.go), whose ports are written against *sql.Tx: parsing their SQL
-// for every event was 6% of ingest's CPU.
-func (a *batchTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	st, err := a.stmt(query)
-	if err != nil {
-		return nil, err
-	}
-	return st.ExecContext(ctx, args...)
-}
-
-func (a *batchTx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	st, err := a.stmt(query)
-	if err != nil {
-		return nil, err
-	}
-	return st.QueryContext(ctx, args...)
-}
-
-// QueryRowContext reports a failed prepare through the row, as *sql.Tx
-// does: the tx's own QueryRowContext runs the query again and fails the
-// same way.
-func (a *batchTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	st, err := a.stmt(query)
-	if err != nil {
-		return a.tx.QueryRowContext(ctx, query, args...)
-	}
-	return st.QueryRowContext(ctx, args...)
-}
-
 // exists runs a SELECT 1 query and reports whether it found a row.
 func (a *batchTx) exists(query string, args ...any) (bool, error) {
 	st, err := a.stmt(query)
@@ -131,3 +87,19 @@ func (a *batchTx) exists(query string, args ...any) (bool, error) {
 	}
 	return err == nil, err
 }
+
+// queryRow runs a query that returns at most one row; a statement that
+// cannot be prepared fails at Scan.
+func (a *batchTx) queryRow(query string, args ...any) rowScanner {
+	st, err := a.stmt(query)
+	if err != nil {
+		return failedRow{err}
+	}
+	return st.QueryRowContext(a.ctx, args...)
+}
+
+type rowScanner interface{ Scan(dest ...any) error }
+
+type failedRow struct{ err error }
+
+func (r failedRow) Scan(...any) error { return r.err }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"time"
 
@@ -34,9 +35,12 @@ func (s *VectorStore) VectorsCheckpoint(ctx context.Context) (uint64, error) {
 
 // ApplyVectors implements domain.VectorState.
 func (s *VectorStore) ApplyVectors(ctx context.Context, events []domain.Event, apply func(context.Context, domain.VectorStateTx, domain.Event) error, beforeCommit func(context.Context) error) error {
-	batchOf := batchTxs(ctx)
+	var t *vectorTx
 	return s.db.ApplyEvents(ctx, vectorsCheckpoint, events, func(tx *sql.Tx, e domain.Event) error {
-		return apply(ctx, vectorTx{batchOf(tx)}, e)
+		if t == nil || t.b.tx != tx { // a retried transaction starts afresh
+			t = &vectorTx{b: s.db.batchFor(ctx, tx), agents: map[domain.IndexScope]cachedAgent{}, memories: map[string]cachedMemory{}}
+		}
+		return apply(ctx, t, e)
 	}, beforeCommit)
 }
 
@@ -104,50 +108,81 @@ ORDER BY v.seq`)
 }
 
 // vectorTx implements domain.VectorStateTx on a write transaction.
-type vectorTx struct{ tx *batchTx }
+type vectorTx struct {
+	b *batchTx
+	// agents and memories cache, within the batch, the rows every memory
+	// event looks up (a creation and its embedding both read the agent and
+	// the memory); the writes below keep them current.
+	agents   map[domain.IndexScope]cachedAgent
+	memories map[string]cachedMemory
+}
 
-func (t vectorTx) Agent(ctx context.Context, userID, agentID string) (domain.VectorAgent, bool, error) {
+type cachedAgent struct {
+	agent domain.VectorAgent
+	found bool
+}
+
+type cachedMemory struct {
+	memory domain.VectorMemory
+	found  bool
+}
+
+func (t *vectorTx) Agent(ctx context.Context, userID, agentID string) (domain.VectorAgent, bool, error) {
+	scope := domain.IndexScope{UserID: userID, AgentID: agentID}
+	if c, known := t.agents[scope]; known {
+		return c.agent, c.found, nil
+	}
 	a := domain.VectorAgent{UserID: userID, AgentID: agentID}
-	err := t.tx.QueryRowContext(ctx, `SELECT model, dimensions FROM vector_agents WHERE user_id = ? AND agent_id = ?`, userID, agentID).Scan(&a.Space.Model, &a.Space.Dimensions)
+	err := t.b.queryRow(`SELECT model, dimensions FROM vector_agents WHERE user_id = ? AND agent_id = ?`, userID, agentID).Scan(&a.Space.Model, &a.Space.Dimensions)
+	found := err == nil
 	if errors.Is(err, sql.ErrNoRows) {
-		return a, false, nil
+		err = nil
 	}
 	if err != nil {
 		return a, false, fmt.Errorf("vectors: agent: %w", err)
 	}
-	return a, true, nil
+	t.agents[scope] = cachedAgent{agent: a, found: found}
+	return a, found, nil
 }
 
-func (t vectorTx) PutAgent(ctx context.Context, a domain.VectorAgent) error {
-	_, err := t.tx.ExecContext(ctx, `INSERT INTO vector_agents (user_id, agent_id, model, dimensions) VALUES (?, ?, ?, ?)
+func (t *vectorTx) PutAgent(ctx context.Context, a domain.VectorAgent) error {
+	_, err := t.b.exec(`INSERT INTO vector_agents (user_id, agent_id, model, dimensions) VALUES (?, ?, ?, ?)
 		ON CONFLICT (user_id, agent_id) DO UPDATE SET model = excluded.model, dimensions = excluded.dimensions`, a.UserID, a.AgentID, a.Space.Model, a.Space.Dimensions)
 	if err != nil {
 		return fmt.Errorf("vectors: put agent: %w", err)
 	}
+	t.agents[a.Scope()] = cachedAgent{agent: a, found: true}
 	return nil
 }
 
-func (t vectorTx) DeleteAgent(ctx context.Context, userID, agentID string) error {
+func (t *vectorTx) DeleteAgent(ctx context.Context, userID, agentID string) error {
 	for _, stmt := range []string{
 		`DELETE FROM vector_vectors WHERE memory_id IN (SELECT memory_id FROM vector_memories WHERE user_id = ? AND agent_id = ?)`,
 		`DELETE FROM vector_memories WHERE user_id = ? AND agent_id = ?`,
 		`DELETE FROM vector_agents WHERE user_id = ? AND agent_id = ?`,
 	} {
-		if _, err := t.tx.ExecContext(ctx, stmt, userID, agentID); err != nil {
+		if _, err := t.b.exec(stmt, userID, agentID); err != nil {
 			return fmt.Errorf("vectors: delete agent: %w", err)
 		}
 	}
+	scope := domain.IndexScope{UserID: userID, AgentID: agentID}
+	t.agents[scope] = cachedAgent{agent: domain.VectorAgent{UserID: userID, AgentID: agentID}}
+	clear(t.memories) // the agent's memories went with it
 	return nil
 }
 
-func (t vectorTx) Memory(ctx context.Context, memoryID string) (domain.VectorMemory, bool, error) {
+func (t *vectorTx) Memory(ctx context.Context, memoryID string) (domain.VectorMemory, bool, error) {
+	if c, known := t.memories[memoryID]; known {
+		return c.memory, c.found, nil
+	}
 	m := domain.VectorMemory{MemoryID: memoryID}
 	var typ string
 	var tags []byte
 	var created int64
-	err := t.tx.QueryRowContext(ctx, `SELECT user_id, agent_id, type, tags, created_ns, text_hash, forgotten FROM vector_memories WHERE memory_id = ?`, memoryID).
+	err := t.b.queryRow(`SELECT user_id, agent_id, type, tags, created_ns, text_hash, forgotten FROM vector_memories WHERE memory_id = ?`, memoryID).
 		Scan(&m.UserID, &m.AgentID, &typ, &tags, &created, &m.TextHash, &m.Forgotten)
 	if errors.Is(err, sql.ErrNoRows) {
+		t.memories[memoryID] = cachedMemory{memory: m}
 		return m, false, nil
 	}
 	if err != nil {
@@ -157,10 +192,11 @@ func (t vectorTx) Memory(ctx context.Context, memoryID string) (domain.VectorMem
 	if err := json.Unmarshal(tags, &m.Tags); err != nil {
 		return m, false, fmt.Errorf("vectors: memory %s tags: %w", memoryID, err)
 	}
+	t.memories[memoryID] = cachedMemory{memory: m, found: true}
 	return m, true, nil
 }
 
-func (t vectorTx) PutMemory(ctx context.Context, m domain.VectorMemory) error {
+func (t *vectorTx) PutMemory(ctx context.Context, m domain.VectorMemory) error {
 	tags, err := json.Marshal(m.Tags)
 	if err != nil {
 		return err
@@ -168,30 +204,46 @@ func (t vectorTx) PutMemory(ctx context.Context, m domain.VectorMemory) error {
 	if m.Tags == nil {
 		tags = []byte("[]")
 	}
-	_, err = t.tx.ExecContext(ctx, `INSERT INTO vector_memories (memory_id, user_id, agent_id, type, tags, created_ns, text_hash, forgotten)
+	_, err = t.b.exec(`INSERT INTO vector_memories (memory_id, user_id, agent_id, type, tags, created_ns, text_hash, forgotten)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (memory_id) DO UPDATE SET tags = excluded.tags, text_hash = excluded.text_hash, forgotten = excluded.forgotten`,
 		m.MemoryID, m.UserID, m.AgentID, m.Type, tags, keywordNanos(m.CreatedAt), m.TextHash, m.Forgotten)
 	if err != nil {
 		return fmt.Errorf("vectors: put memory: %w", err)
 	}
-	return nil
-}
-
-func (t vectorTx) DeleteMemory(ctx context.Context, memoryID string) error {
-	for _, stmt := range []string{
-		`DELETE FROM vector_vectors WHERE memory_id = ?`,
-		`DELETE FROM vector_memories WHERE memory_id = ?`,
-	} {
-		if _, err := t.tx.ExecContext(ctx, stmt, memoryID); err != nil {
-			return fmt.Errorf("vectors: delete memory: %w", err)
-		}
+	// An update keeps the stored row's owner, type and time, so only a
+	// row known to be new is cached (as Memory would read it back); an
+	// update drops the entry.
+	if c, known := t.memories[m.MemoryID]; known && !c.found {
+		t.memories[m.MemoryID] = cachedMemory{memory: storedVectorMemory(m), found: true}
+	} else {
+		delete(t.memories, m.MemoryID)
 	}
 	return nil
 }
 
-func (t vectorTx) PutVector(ctx context.Context, memoryID string, space domain.VectorSpace, textHash string, v []float32) error {
-	_, err := t.tx.ExecContext(ctx, `INSERT INTO vector_vectors (memory_id, model, dimensions, text_hash, vector) VALUES (?, ?, ?, ?, ?)
+// storedVectorMemory is m as Memory reads it back once stored.
+func storedVectorMemory(m domain.VectorMemory) domain.VectorMemory {
+	m.Tags = append([]string{}, m.Tags...)
+	m.CreatedAt = time.Unix(0, keywordNanos(m.CreatedAt)).UTC()
+	return m
+}
+
+func (t *vectorTx) DeleteMemory(ctx context.Context, memoryID string) error {
+	for _, stmt := range []string{
+		`DELETE FROM vector_vectors WHERE memory_id = ?`,
+		`DELETE FROM vector_memories WHERE memory_id = ?`,
+	} {
+		if _, err := t.b.exec(stmt, memoryID); err != nil {
+			return fmt.Errorf("vectors: delete memory: %w", err)
+		}
+	}
+	t.memories[memoryID] = cachedMemory{memory: domain.VectorMemory{MemoryID: memoryID}}
+	return nil
+}
+
+func (t *vectorTx) PutVector(ctx context.Context, memoryID string, space domain.VectorSpace, textHash string, v []float32) error {
+	_, err := t.b.exec(`INSERT INTO vector_vectors (memory_id, model, dimensions, text_hash, vector) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (memory_id, model, dimensions, text_hash) DO UPDATE SET vector = excluded.vector`, memoryID, space.Model, space.Dimensions, textHash, encodeVector(v))
 	if err != nil {
 		return fmt.Errorf("vectors: put vector: %w", err)
@@ -199,10 +251,14 @@ func (t vectorTx) PutVector(ctx context.Context, memoryID string, space domain.V
 	return nil
 }
 
-func (t vectorTx) CurrentVectors(ctx context.Context, memoryID string) ([]domain.StoredVector, error) {
-	rows, err := t.tx.QueryContext(ctx, `SELECT v.model, v.dimensions, v.vector FROM vector_vectors AS v
+func (t *vectorTx) CurrentVectors(ctx context.Context, memoryID string) ([]domain.StoredVector, error) {
+	st, err := t.b.stmt(`SELECT v.model, v.dimensions, v.vector FROM vector_vectors AS v
 		JOIN vector_memories AS m ON m.memory_id = v.memory_id AND m.text_hash = v.text_hash
-		WHERE v.memory_id = ? ORDER BY v.seq`, memoryID)
+		WHERE v.memory_id = ? ORDER BY v.seq`)
+	if err != nil {
+		return nil, fmt.Errorf("vectors: current: %w", err)
+	}
+	rows, err := st.QueryContext(ctx, memoryID)
 	if err != nil {
 		return nil, fmt.Errorf("vectors: current: %w", err)
 	}
@@ -222,8 +278,8 @@ func (t vectorTx) CurrentVectors(ctx context.Context, memoryID string) ([]domain
 	return out, rows.Err()
 }
 
-func (t vectorTx) DeleteSpace(ctx context.Context, userID, agentID string, space domain.VectorSpace) error {
-	_, err := t.tx.ExecContext(ctx, `DELETE FROM vector_vectors WHERE model = ? AND dimensions = ?
+func (t *vectorTx) DeleteSpace(ctx context.Context, userID, agentID string, space domain.VectorSpace) error {
+	_, err := t.b.exec(`DELETE FROM vector_vectors WHERE model = ? AND dimensions = ?
 		AND memory_id IN (SELECT memory_id FROM vector_memories WHERE user_id = ? AND agent_id = ?)`, space.Model, space.Dimensions, userID, agentID)
 	if err != nil {
 		return fmt.Errorf("vectors: delete model: %w", err)
@@ -254,4 +310,17 @@ func decodeVector(dst []float32, blob []byte) ([]float32, error) {
 		dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(blob[4*i:]))
 	}
 	return dst, nil
+}
+
+// UnitOfWork implements domain.UnitOfWorkStore.
+func (s *VectorStore) UnitOfWork() domain.UnitOfWork { return s.db }
+
+// Export writes the vector state as JSON lines (see exportTables), for
+// the rebuild-equivalence tests.
+func (s *VectorStore) Export(ctx context.Context, w io.Writer) error {
+	return exportTables(ctx, s.db.read, w, []exportTable{
+		{name: "vector_agents", orderBy: "user_id, agent_id"},
+		{name: "vector_memories", orderBy: "memory_id"},
+		{name: "vector_vectors", orderBy: "seq"},
+	})
 }

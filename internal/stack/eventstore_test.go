@@ -2,6 +2,7 @@ package stack_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -190,6 +191,11 @@ func TestRebuildOfALeasedProjectionWaitsForItsLease(t *testing.T) {
 	release, err := rebuilder.HoldLeases(t.Context(), 300*time.Millisecond, projections.KeywordProjectionName)
 	if err == nil || !strings.Contains(err.Error(), `"serving-node"`) {
 		t.Fatalf("HoldLeases while a node serves = %v, want refused naming serving-node", err)
+	}
+	// Nor is it rebuilt live on a node: that would reset the state the
+	// serving node applies.
+	if _, err := serving.LiveRebuild(t.Context(), projections.KeywordProjectionName); !errors.Is(err, stack.ErrNotLiveRebuildable) {
+		t.Fatalf("LiveRebuild of a leased projection = %v, want ErrNotLiveRebuildable", err)
 	}
 	// Projections without a lease need none.
 	if release, err = rebuilder.HoldLeases(t.Context(), 300*time.Millisecond, projections.AccountsProjectionName); err != nil {

@@ -1,0 +1,441 @@
+package projections
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+
+	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/domain/memory"
+)
+
+// The bulk replay path of Rebuild and CatchUp. The watermill router (Run)
+// feeds each projection its own batches as the log grows; a replay knows
+// the whole range up front, so it reads the log once in large chunks and
+// applies each chunk to every selected projection, and the read models of
+// one database apply a chunk in one transaction (domain.UnitOfWork).
+
+// Chunk sizes: how many events a replay reads and applies at a time.
+// Offline, large enough that a transaction's fixed costs (begin,
+// checkpoint, commit, preparing statements) vanish per event, small enough
+// that a chunk with its embeddings stays a few megabytes. A live rebuild
+// holds the database's one writer for a chunk at a time, which the
+// server's appends wait for: smaller chunks keep that wait to tens of
+// milliseconds.
+const (
+	replayChunk     = 4096
+	liveReplayChunk = 512
+)
+
+// unitOfWorker is a projection whose store can join a unit of work; the
+// projections returning the same unit apply a replayed chunk in it.
+type unitOfWorker interface {
+	UnitOfWork() domain.UnitOfWork
+}
+
+// unitOfWorkOf is the unit of work store offers, or nil.
+func unitOfWorkOf(store any) domain.UnitOfWork {
+	if s, ok := store.(domain.UnitOfWorkStore); ok {
+		return s.UnitOfWork()
+	}
+	return nil
+}
+
+// derivedIndex is a projection whose index keeps nothing across restarts
+// and is filled from the projection's durable state when it starts (the
+// embedded keyword and vector indexes). A replay applies the state alone
+// — inserting into the index event by event costs more than building it
+// once — then drops the index and, unless the process serves nothing,
+// refills it from the state in bulk (Load; the vector graph then builds in
+// the background while searches scan what it does not cover yet).
+type derivedIndex interface {
+	// indexFromState reports whether the index is derived from the state.
+	indexFromState() bool
+	// statePosition is the state's checkpoint, read without filling the
+	// index (Position fills it first, which a replay would throw away).
+	statePosition(ctx context.Context) (uint64, error)
+	// applyState applies events to the state and checkpoint only.
+	applyState(ctx context.Context, events []domain.Event) error
+	// dropIndex empties the index and marks it to be refilled by Load.
+	dropIndex(ctx context.Context) error
+	// Load refills a dropped index from the state.
+	Load(ctx context.Context) error
+}
+
+// RebuildOffline is Rebuild for a process that serves nothing (`engram
+// projections rebuild`): the in-process indexes are left empty instead of
+// refilled, since the process that serves next fills them from the
+// rebuilt state when it starts.
+func (e *Engine) RebuildOffline(ctx context.Context, names ...string) error {
+	return e.rebuild(ctx, false, names)
+}
+
+// replayGroup is the projections that apply a chunk together: those of
+// one unit of work in one transaction, any other alone (unit nil).
+type replayGroup struct {
+	unit        domain.UnitOfWork
+	projections []Projection
+}
+
+// replay applies the log after the lowest checkpoint of selected up to
+// head to the selected projections, chunk by chunk; each projection skips
+// what it applied already.
+// With refill, the derived in-process indexes are filled from the state
+// at the end; without, they are left empty and refilled at the next start.
+func (e *Engine) replay(ctx context.Context, selected []Projection, head uint64, refill bool, chunk int) (err error) {
+	from := head
+	for _, p := range selected {
+		position := p.Position
+		if d, ok := p.(derivedIndex); ok && d.indexFromState() {
+			position = d.statePosition
+		}
+		pos, err := position(ctx)
+		if err != nil {
+			return fmt.Errorf("projections: %s checkpoint: %w", p.Name(), err)
+		}
+		e.advance(p.Name(), pos)
+		from = min(from, pos)
+	}
+	if from >= head {
+		return nil
+	}
+	// A derived index holds none of what the replay applies to the state:
+	// it is dropped whatever happens, and refilled from the state now (on
+	// success, with refill) or by the projection's next Load.
+	defer func() {
+		if dropErr := e.dropDerivedIndexes(context.WithoutCancel(ctx), selected, refill && err == nil); err == nil {
+			err = dropErr
+		}
+	}()
+	groups := replayGroups(selected)
+	readCtx, stopReading := context.WithCancel(ctx)
+	defer stopReading()
+	// Decoding once pays off when several projections read the payloads.
+	chunks := e.readChunks(readCtx, from, head, chunk, len(selected) > 1)
+	for c := range chunks {
+		if c.err != nil {
+			return fmt.Errorf("projections: replay: read log after %d: %w", from, c.err)
+		}
+		for _, g := range groups {
+			if err := e.applyChunk(ctx, g, c.events); err != nil {
+				return err
+			}
+		}
+		from = c.events[len(c.events)-1].Position
+	}
+	return ctx.Err()
+}
+
+// dropDerivedIndexes drops the derived indexes of selected and, with
+// refill, fills them from the state.
+func (e *Engine) dropDerivedIndexes(ctx context.Context, selected []Projection, refill bool) error {
+	for _, p := range selected {
+		d, ok := p.(derivedIndex)
+		if !ok || !d.indexFromState() {
+			continue
+		}
+		if err := d.dropIndex(ctx); err != nil {
+			return err
+		}
+		if refill {
+			if err := d.Load(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// replayGroups groups the projections by the unit of work they join,
+// keeping their order.
+func replayGroups(selected []Projection) []replayGroup {
+	var groups []replayGroup
+	byUnit := map[domain.UnitOfWork]int{}
+	for _, p := range selected {
+		var unit domain.UnitOfWork
+		if u, ok := p.(unitOfWorker); ok {
+			unit = u.UnitOfWork()
+		}
+		if i, ok := byUnit[unit]; ok && unit != nil {
+			groups[i].projections = append(groups[i].projections, p)
+			continue
+		}
+		if unit != nil {
+			byUnit[unit] = len(groups)
+		}
+		groups = append(groups, replayGroup{unit: unit, projections: []Projection{p}})
+	}
+	return groups
+}
+
+// applyChunk applies events to the group's projections, in one unit of
+// work when they share one, and then reports their progress.
+func (e *Engine) applyChunk(ctx context.Context, g replayGroup, events []domain.Event) error {
+	applyAll := func(ctx context.Context) error {
+		for _, p := range g.projections {
+			var err error
+			if d, ok := p.(derivedIndex); ok && d.indexFromState() {
+				err = d.applyState(ctx, events)
+			} else {
+				err = p.Apply(ctx, events)
+			}
+			if err != nil {
+				return fmt.Errorf("projections: %s from %d: %w", p.Name(), events[0].Position, err)
+			}
+		}
+		return nil
+	}
+	var err error
+	if g.unit != nil {
+		err = g.unit.InUnitOfWork(ctx, applyAll)
+	} else {
+		err = applyAll(ctx)
+	}
+	if err != nil {
+		return err
+	}
+	for _, p := range g.projections {
+		e.applied(p.Name(), len(events))
+		e.advance(p.Name(), events[len(events)-1].Position)
+	}
+	return nil
+}
+
+// replayRead is one chunk of the log, or the error that ended reading.
+type replayRead struct {
+	events []domain.Event
+	err    error
+}
+
+// readChunks reads the log after from up to head in chunks, one chunk
+// ahead of the projections (reading and applying overlap on two cores),
+// with decodeShared decoding the shared payloads as well (decodeOnce).
+// The channel closes after the last chunk, an error, or when ctx ends.
+func (e *Engine) readChunks(ctx context.Context, from, head uint64, chunk int, decodeShared bool) <-chan replayRead {
+	out := make(chan replayRead, 1)
+	go func() {
+		defer close(out)
+		for from < head {
+			events, err := e.store.ReadAll(ctx, from, chunk)
+			if err == nil && len(events) == 0 {
+				err = fmt.Errorf("log ends at %d before its head %d", from, head)
+			}
+			if n := len(events); err == nil && events[n-1].Position > head {
+				if events = events[:cut(events, head)]; len(events) == 0 {
+					return
+				}
+			}
+			if err == nil && decodeShared {
+				decodeOnce(events)
+			}
+			select {
+			case out <- replayRead{events: events, err: err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+			from = events[len(events)-1].Position
+		}
+	}()
+	return out
+}
+
+// decodeOnce decodes the payloads that several projections read, once
+// for all of them (domain.Event.WithDecoded), on the reading goroutine:
+// the JSON is parsed while the previous chunk is applied. A payload that
+// does not parse is left to the projections, which report it.
+func decodeOnce(events []domain.Event) {
+	for i, e := range events {
+		v := sharedPayload(e.Type)
+		if v == nil {
+			continue
+		}
+		if err := e.Decode(v); err == nil {
+			events[i] = e.WithDecoded(v)
+		}
+	}
+}
+
+// sharedPayload is a new payload of the event types more than one
+// projection decodes (the memories, keyword and vector projections and the
+// audit trail read most memory events), or nil.
+func sharedPayload(eventType string) any {
+	switch eventType {
+	case memory.MemoryCreated{}.EventType():
+		return new(memory.MemoryCreated)
+	case memory.MemoryEmbedded{}.EventType():
+		return new(memory.MemoryEmbedded)
+	case memory.MemoryUpdated{}.EventType():
+		return new(memory.MemoryUpdated)
+	case memory.MemoryPatched{}.EventType():
+		return new(memory.MemoryPatched)
+	case memory.MemoryForgotten{}.EventType():
+		return new(memory.MemoryForgotten)
+	case memory.MemoryRecovered{}.EventType():
+		return new(memory.MemoryRecovered)
+	case memory.MemoryPurged{}.EventType():
+		return new(memory.MemoryPurged)
+	case memory.AgentCreated{}.EventType():
+		return new(memory.AgentCreated)
+	case memory.AgentDeleted{}.EventType():
+		return new(memory.AgentDeleted)
+	case memory.AgentModelSwitched{}.EventType():
+		return new(memory.AgentModelSwitched)
+	}
+	return nil
+}
+
+// cut is the number of events at or below head.
+func cut(events []domain.Event, head uint64) int {
+	for i, ev := range events {
+		if ev.Position > head {
+			return i
+		}
+	}
+	return len(events)
+}
+
+// ErrUnknownProjection: no projection has that name.
+var ErrUnknownProjection = errors.New("unknown projection")
+
+// ErrRebuilding: the projection is being rebuilt already.
+var ErrRebuilding = errors.New("being rebuilt already")
+
+// liveRebuilds is the engine's state of projections rebuilt while the
+// others serve (RebuildLive).
+type liveRebuilds struct {
+	mu sync.Mutex
+	// gates pause a projection's live handler while it is rebuilt.
+	gates map[string]*sync.Mutex
+	// rebuilding names the projections being rebuilt: visibility waits
+	// leave them out, Status reports them.
+	rebuilding map[string]bool
+	// rebuilt names the projections rebuilt since their live handler
+	// last ran (see pauseWhileRebuilt).
+	rebuilt map[string]bool
+}
+
+func (l *liveRebuilds) gate(name string) *sync.Mutex {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.gates == nil {
+		l.gates = map[string]*sync.Mutex{}
+	}
+	g := l.gates[name]
+	if g == nil {
+		g = &sync.Mutex{}
+		l.gates[name] = g
+	}
+	return g
+}
+
+// pauseWhileRebuilt is the outermost middleware of a projection's live
+// handler: a batch waits while RebuildLive holds the projection's gate,
+// then applies what the rebuild did not (Apply skips events at or below
+// the rebuilt checkpoint). After a rebuild that stopped part-way (an
+// error, a cancelled request) the checkpoint is behind the batch: the gap
+// is replayed first, or those events would never be applied.
+func (e *Engine) pauseWhileRebuilt(p Projection) message.HandlerMiddleware {
+	gate := e.live.gate(p.Name())
+	return func(h message.HandlerFunc) message.HandlerFunc {
+		return func(msg *message.Message) ([]*message.Message, error) {
+			gate.Lock()
+			defer gate.Unlock()
+			if e.live.takeRebuilt(p.Name()) {
+				if err := e.replayBefore(msg, p); err != nil {
+					e.live.markRebuilt(p.Name()) // the redelivered batch tries again
+					return nil, err
+				}
+			}
+			return h(msg)
+		}
+	}
+}
+
+// replayBefore replays into p the log up to the event before msg's batch.
+func (e *Engine) replayBefore(msg *message.Message, p Projection) error {
+	events, err := decodeBatch(msg.Payload)
+	if err != nil {
+		return fmt.Errorf("projections: %s: %w", p.Name(), err)
+	}
+	return e.replay(msg.Context(), []Projection{p}, events[0].Position-1, true, liveReplayChunk)
+}
+
+func (l *liveRebuilds) markRebuilt(name string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.rebuilt == nil {
+		l.rebuilt = map[string]bool{}
+	}
+	l.rebuilt[name] = true
+}
+
+// takeRebuilt reports whether name was rebuilt since its handler last
+// looked, and forgets it.
+func (l *liveRebuilds) takeRebuilt(name string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	was := l.rebuilt[name]
+	delete(l.rebuilt, name)
+	return was
+}
+
+// isRebuildingLocked reports whether name is being rebuilt live; e.mu is
+// held.
+func (e *Engine) isRebuildingLocked(name string) bool {
+	return e.live.rebuilding[name]
+}
+
+// RebuildLive rebuilds the named projection while Run serves the others:
+// its live handler pauses, it is reset and the log replayed into it up to
+// the head, then its handler resumes with what was appended meanwhile.
+// Until it returns, the projection's reads see its partial state (an
+// in-process index is empty until the replay refills it at the end),
+// writes' visibility waits leave it out (so they neither hang for the
+// whole rebuild nor wait on a projection that cannot reach them before it
+// ends) and Status reports it as rebuilding. It returns the events
+// replayed. Only one live rebuild of a projection runs at a time.
+func (e *Engine) RebuildLive(ctx context.Context, name string) (uint64, error) {
+	selected, err := e.select_([]string{name})
+	if err != nil {
+		return 0, err
+	}
+	p := selected[0]
+	e.mu.Lock()
+	if e.live.rebuilding[name] {
+		e.mu.Unlock()
+		return 0, fmt.Errorf("projections: %s: %w", name, ErrRebuilding)
+	}
+	if e.live.rebuilding == nil {
+		e.live.rebuilding = map[string]bool{}
+	}
+	e.live.rebuilding[name] = true
+	e.mu.Unlock()
+	defer func() {
+		e.mu.Lock()
+		delete(e.live.rebuilding, name)
+		close(e.changed) // waits that left it out look again
+		e.changed = make(chan struct{})
+		e.mu.Unlock()
+	}()
+	gate := e.live.gate(name)
+	gate.Lock()
+	defer gate.Unlock()
+	defer e.live.markRebuilt(name)
+	if err := p.Reset(ctx); err != nil {
+		return 0, fmt.Errorf("projections: reset %s: %w", name, err)
+	}
+	e.mu.Lock()
+	e.positions[name] = 0
+	e.mu.Unlock()
+	head, err := e.store.Head(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return head, e.replay(ctx, selected, head, true, liveReplayChunk)
+}
