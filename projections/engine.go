@@ -65,7 +65,7 @@ type Engine struct {
 	// read the shared checkpoints at once and then often while any wait.
 	waiters atomic.Int64
 	nudge   chan struct{}
-	live      liveRebuilds
+	live    liveRebuilds
 }
 
 // Delivery tuning: quick retries in the handler, then parking with a
