@@ -135,3 +135,33 @@ func TestPostgresURLPasswordOnlyFromTheEnvironment(t *testing.T) {
 		})
 	}
 }
+
+// --vector-quantize (or its env twin) turns on the embedded vector index's
+// int8 quantisation; it is off by default.
+func TestVectorQuantizeFlag(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want bool
+	}{
+		{"default", nil, nil, false},
+		{"flag", []string{"--vector-quantize"}, nil, true},
+		{"env twin", nil, map[string]string{"ENGRAM_VECTOR_QUANTIZE": "true"}, true},
+		{"flag off wins over env", []string{"--vector-quantize=false"}, map[string]string{"ENGRAM_VECTOR_QUANTIZE": "true"}, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			for k, v := range c.env {
+				t.Setenv(k, v)
+			}
+			var cfg serveConfig
+			if err := parseFlags(serveFlags(&cfg), c.args); err != nil {
+				t.Fatal(err)
+			}
+			if got := cfg.Indexes.VectorOptions.Quantize; got != c.want {
+				t.Fatalf("Quantize = %v, want %v", got, c.want)
+			}
+		})
+	}
+}

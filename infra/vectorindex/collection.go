@@ -19,7 +19,17 @@ type collection struct {
 	name string
 	dim  int
 
-	vecs    []float32
+	vecs []float32 // nil when quantised
+	// A quantised collection (Options.Quantize; graph collections only)
+	// keeps int8 codes and their scales on the heap and the full-precision
+	// vectors in floats; see quant.go.
+	codes  []int8
+	scales []float32
+	floats *floatFile
+	// quantizeErr is why a collection that should be quantised is not (the
+	// float file could not be written); it then keeps its floats.
+	quantizeErr error
+
 	ids     idArena
 	slotOf  slotTable
 	created []int64  // unix nanos (see unixNanos)
@@ -90,6 +100,14 @@ type prepared struct {
 
 func (c *collection) live() int { return c.ids.len() - c.nDead }
 
+func (c *collection) quantized() bool { return c.floats != nil }
+
+// view is the current vectors for the graph and the scans (see vectorView).
+func (c *collection) view() vectorView {
+	return vectorView{dim: c.dim, floats: c.vecs, codes: c.codes, scales: c.scales}
+}
+
+// vec is slot's full-precision vector (unquantised collections only).
 func (c *collection) vec(slot uint32) []float32 {
 	o := int(slot) * c.dim
 	return c.vecs[o : o+c.dim : o+c.dim]
@@ -126,7 +144,20 @@ const (
 )
 
 // upsert stores items (caller holds the write lock; items are validated).
-func (c *collection) upsert(items []prepared) {
+// A quantised collection writes the batch's full-precision vectors to its
+// float file first, so that a failed write leaves the collection as it was.
+func (c *collection) upsert(items []prepared) error {
+	var units []float32 // quantised: item i's unit vector at [i*dim, (i+1)*dim)
+	if c.quantized() {
+		units = make([]float32, len(items)*c.dim)
+		for i, it := range items {
+			scaleInto(c.unit(units, i), it.vec, it.inv)
+		}
+		// Quantised collections are stable: every item appends a slot.
+		if err := c.floats.write(c.ids.len(), units); err != nil {
+			return err
+		}
+	}
 	fresh, freshBytes := 0, 0
 	for _, it := range items {
 		if _, ok := c.slotOf.get(&c.ids, it.id); !ok {
@@ -134,19 +165,28 @@ func (c *collection) upsert(items []prepared) {
 		}
 	}
 	c.reserve(fresh, freshBytes)
-	for _, it := range items {
+	for i, it := range items {
 		slot, exists := c.slotOf.get(&c.ids, it.id)
 		switch {
 		case !exists:
-			c.appendSlot(it)
+			c.appendSlot(it, c.unit(units, i))
 		case !c.stable:
 			scaleInto(c.vec(slot), it.vec, it.inv)
 			c.setMeta(slot, it)
 		default: // stable slots never change: graph links and posting lists stay valid
 			c.tombstone(slot)
-			c.appendSlot(it)
+			c.appendSlot(it, c.unit(units, i))
 		}
 	}
+	return nil
+}
+
+// unit is item i's vector in a batch's units (nil when there are none).
+func (c *collection) unit(units []float32, i int) []float32 {
+	if units == nil {
+		return nil
+	}
+	return units[i*c.dim : (i+1)*c.dim]
 }
 
 // reserve grows every per-slot array once for a batch, so a bulk load
@@ -155,7 +195,12 @@ func (c *collection) reserve(n, idBytes int) {
 	if n == 0 {
 		return
 	}
-	c.vecs = growFloats(c.vecs, n*c.dim)
+	if c.quantized() {
+		c.codes = grow(c.codes, n*c.dim)
+		c.scales = grow(c.scales, n)
+	} else {
+		c.vecs = grow(c.vecs, n*c.dim)
+	}
 	c.ids.reserve(n, idBytes)
 	c.created = slices.Grow(c.created, n)
 	c.types = slices.Grow(c.types, n)
@@ -164,11 +209,19 @@ func (c *collection) reserve(n, idBytes int) {
 	c.slotOf.reserve(&c.ids, n)
 }
 
-func (c *collection) appendSlot(it prepared) {
+// appendSlot adds it in a new slot; a quantised collection stores the
+// codes of unit, its unit vector.
+func (c *collection) appendSlot(it prepared, unit []float32) {
 	slot := uint32(c.ids.len())
-	c.vecs = growFloats(c.vecs, c.dim)
-	c.vecs = c.vecs[:len(c.vecs)+c.dim]
-	scaleInto(c.vec(slot), it.vec, it.inv)
+	if c.quantized() {
+		o := len(c.codes)
+		c.codes = grow(c.codes, c.dim)[:o+c.dim]
+		c.scales = append(grow(c.scales, 1), quantizeInto(c.codes[o:], unit))
+	} else {
+		c.vecs = grow(c.vecs, c.dim)
+		c.vecs = c.vecs[:len(c.vecs)+c.dim]
+		scaleInto(c.vec(slot), it.vec, it.inv)
+	}
 	c.ids.add(it.id)
 	c.slotOf.put(&c.ids, it.id, slot)
 	c.created = append(c.created, 0)
@@ -248,7 +301,11 @@ func (c *collection) tombstone(slot uint32) {
 // release frees everything when the collection is dropped; searches holding
 // a stale pointer see an empty collection.
 func (c *collection) release() {
-	c.vecs, c.ids, c.slotOf, c.created, c.types, c.tagOff, c.tagN = nil, idArena{}, slotTable{}, nil, nil, nil, nil
+	if c.quantized() {
+		c.floats.close()
+	}
+	c.vecs, c.codes, c.scales, c.floats = nil, nil, nil, nil
+	c.ids, c.slotOf, c.created, c.types, c.tagOff, c.tagN = idArena{}, slotTable{}, nil, nil, nil, nil
 	c.tagArena, c.tagGarbage, c.typeNames, c.tagNames = nil, 0, interner{}, interner{}
 	c.dead, c.nDead, c.tagSlots, c.stable, c.graph, c.indexing = nil, 0, nil, false, nil, false
 	c.dropped = true

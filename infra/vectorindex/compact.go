@@ -18,15 +18,35 @@ func (c *collection) enterStable(g *graph) {
 // compact drops tombstoned slots, renumbering the survivors in order. The
 // graph, whose node ids were the old slots, must be rebuilt by the caller.
 // The vectors move to a fresh array: an indexer still running on the old
-// epoch may be reading the old one without a lock.
-func (c *collection) compact() {
-	vecs := make([]float32, 0, c.live()*c.dim)
+// epoch may be reading the old one without a lock. A quantised collection
+// copies its live full-precision vectors to a new float file (in dir)
+// first; if that fails, nothing changes.
+func (c *collection) compact(dir string) error {
+	var vecs, scales []float32
+	var codes []int8
+	var floats *floatFile
+	if c.quantized() {
+		f, err := c.copyLiveFloats(dir)
+		if err != nil {
+			return err
+		}
+		floats = f
+		codes, scales = make([]int8, 0, c.live()*c.dim), make([]float32, 0, c.live())
+	} else {
+		vecs = make([]float32, 0, c.live()*c.dim)
+	}
 	n := 0
 	for s := range uint32(c.ids.len()) {
 		if c.isDead(s) {
 			continue
 		}
-		vecs = append(vecs, c.vec(s)...)
+		if floats != nil {
+			o := int(s) * c.dim
+			codes = append(codes, c.codes[o:o+c.dim]...)
+			scales = append(scales, c.scales[s])
+		} else {
+			vecs = append(vecs, c.vec(s)...)
+		}
 		d := uint32(n)
 		if d != s {
 			c.ids.off[d] = c.ids.off[s]
@@ -37,7 +57,10 @@ func (c *collection) compact() {
 		}
 		n++
 	}
-	c.vecs = vecs
+	if floats != nil {
+		c.floats.close()
+	}
+	c.vecs, c.codes, c.scales, c.floats = vecs, codes, scales, floats
 	c.ids.off = slices.Clip(c.ids.off[:n])
 	c.ids.compactIfSparse()
 	c.created = slices.Clip(c.created[:n])
@@ -50,6 +73,75 @@ func (c *collection) compact() {
 	c.graph = nil
 	c.compactTags()
 	c.buildPostings()
+	return nil
+}
+
+// quantize replaces a stable collection's float arena by int8 codes, with
+// the full-precision vectors moved to a float file in dir. On error the
+// collection keeps its floats.
+func (c *collection) quantize(dir string) error {
+	floats, err := newFloatFile(dir, c.dim)
+	if err == nil {
+		err = floats.write(0, c.vecs)
+	}
+	if err != nil {
+		if floats != nil {
+			floats.close()
+		}
+		return err
+	}
+	n := c.ids.len()
+	// The code arena keeps the float arena's headroom, in slots.
+	c.codes, c.scales = make([]int8, n*c.dim, cap(c.vecs)), make([]float32, n, cap(c.vecs)/c.dim)
+	for s := range n {
+		c.scales[s] = quantizeInto(c.codes[s*c.dim:(s+1)*c.dim], c.vec(uint32(s)))
+	}
+	c.vecs, c.floats = nil, floats
+	return nil
+}
+
+// dequantize reads a quantised collection's vectors back onto the heap
+// (it is leaving graph mode). On error the collection stays quantised.
+func (c *collection) dequantize() error {
+	vecs := make([]float32, c.ids.len()*c.dim)
+	if _, err := c.floats.read(0, vecs, nil); err != nil {
+		return err
+	}
+	c.floats.close()
+	c.vecs, c.codes, c.scales, c.floats = vecs, nil, nil, nil
+	return nil
+}
+
+// copyLiveFloats writes the full-precision vectors of the live slots, in
+// slot order, to a new float file in dir.
+func (c *collection) copyLiveFloats(dir string) (*floatFile, error) {
+	const chunk = 4096 // slots read at once
+	out, err := newFloatFile(dir, c.dim)
+	if err != nil {
+		return nil, err
+	}
+	in, live := make([]float32, chunk*c.dim), make([]float32, 0, chunk*c.dim)
+	var buf []byte
+	written := 0
+	for lo := 0; lo < c.ids.len(); lo += chunk {
+		hi := min(c.ids.len(), lo+chunk)
+		if buf, err = c.floats.read(lo, in[:(hi-lo)*c.dim], buf); err != nil {
+			out.close()
+			return nil, err
+		}
+		live = live[:0]
+		for s := lo; s < hi; s++ {
+			if !c.isDead(uint32(s)) {
+				live = append(live, in[(s-lo)*c.dim:(s-lo+1)*c.dim]...)
+			}
+		}
+		if err := out.write(written, live); err != nil {
+			out.close()
+			return nil, err
+		}
+		written += len(live) / c.dim
+	}
+	return out, nil
 }
 
 // compactTagsIfSparse rewrites the tag arena once most of it is garbage left

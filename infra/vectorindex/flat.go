@@ -89,9 +89,9 @@ func (c *collection) scanPart(ctx context.Context, q []float32, lo, hi, stride i
 }
 
 func (c *collection) scoreRange(q []float32, lo, hi int, top *topK, floor float32) float32 {
-	d, vecs := c.dim, c.vecs
+	vv := c.view()
 	for i := lo; i < hi; i++ {
-		s := dot(q, vecs[i*d:(i+1)*d])
+		s := vv.sim(q, uint32(i))
 		if s < floor {
 			continue
 		}
@@ -102,10 +102,9 @@ func (c *collection) scoreRange(q []float32, lo, hi int, top *topK, floor float3
 }
 
 func (c *collection) scoreSlots(q []float32, slots []uint32, top *topK, floor float32) float32 {
-	d, vecs := c.dim, c.vecs
+	vv := c.view()
 	for _, slot := range slots {
-		o := int(slot) * d
-		s := dot(q, vecs[o:o+d])
+		s := vv.sim(q, slot)
 		if s < floor {
 			continue
 		}

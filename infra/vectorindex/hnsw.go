@@ -18,7 +18,6 @@ type graph struct {
 	efC       int
 	levelMult float64
 	rng       *rand.Rand
-	dim       int
 
 	n        int    // nodes inserted; they are slots [0, n)
 	entry    uint32 // entry point, a node on the top layer
@@ -42,7 +41,7 @@ type graphParams struct {
 // vector) at unchanged recall (see TestHNSWRecall and BenchmarkSearch).
 func layer0Degree(m int) int { return m + m/2 }
 
-func newGraph(p graphParams, dim, capNodes int) *graph {
+func newGraph(p graphParams, capNodes int) *graph {
 	m0 := layer0Degree(p.m)
 	return &graph{
 		m:         p.m,
@@ -50,7 +49,6 @@ func newGraph(p graphParams, dim, capNodes int) *graph {
 		efC:       p.efC,
 		levelMult: 1 / math.Log(float64(p.m)),
 		rng:       rand.New(rand.NewPCG(p.seed, 0x9e3779b97f4a7c15)),
-		dim:       dim,
 		maxLevel:  -1,
 		links0:    make([]uint32, 0, capNodes*m0),
 		levels:    make([]uint8, 0, capNodes),
@@ -115,11 +113,6 @@ func (g *graph) setNeighbours(id uint32, level int, ns []uint32) {
 	}
 }
 
-func (g *graph) vec(vecs []float32, id uint32) []float32 {
-	o := int(id) * g.dim
-	return vecs[o : o+g.dim : o+g.dim]
-}
-
 // acceptor decides which nodes may enter the result set. The walk itself
 // goes through every node, so a filter never disconnects the graph.
 type acceptor struct {
@@ -133,24 +126,24 @@ func (a acceptor) ok(id uint32) bool { return a.all || a.c.match(a.m, id) }
 // search returns up to ef accepted nodes near q (in no particular order).
 // ok is false when the walk needed more than maxDots similarity computations,
 // which happens when few nodes are accepted; the caller then scans exactly.
-func (g *graph) search(s *scratch, vecs, q []float32, ef int, acc acceptor, maxDots int) (res []scored, ok bool) {
+func (g *graph) search(s *scratch, vv *vectorView, q []float32, ef int, acc acceptor, maxDots int) (res []scored, ok bool) {
 	if g.maxLevel < 0 {
 		return nil, true
 	}
-	ep := scored{dot(q, g.vec(vecs, g.entry)), g.entry}
+	ep := scored{vv.sim(q, g.entry), g.entry}
 	for l := g.maxLevel; l > 0; l-- {
-		ep = g.greedy(vecs, q, ep, l)
+		ep = g.greedy(vv, q, ep, l)
 	}
-	_, ok = g.searchLayer(s, vecs, q, ep, ef, 0, acc, maxDots)
+	_, ok = g.searchLayer(s, vv, q, ep, ef, 0, acc, maxDots)
 	return s.res, ok
 }
 
 // greedy moves from ep to the most similar node on one layer (ef = 1).
-func (g *graph) greedy(vecs, q []float32, ep scored, level int) scored {
+func (g *graph) greedy(vv *vectorView, q []float32, ep scored, level int) scored {
 	for moved := true; moved; {
 		moved = false
 		for _, nb := range g.neighbours(ep.id, level) {
-			if sim := dot(q, g.vec(vecs, nb)); sim > ep.sim {
+			if sim := vv.sim(q, nb); sim > ep.sim {
 				ep, moved = scored{sim, nb}, true
 			}
 		}
@@ -162,7 +155,7 @@ func (g *graph) greedy(vecs, q []float32, ep scored, level int) scored {
 // unexpanded candidate until no candidate can improve the ef best accepted
 // nodes, which it leaves in s.res. It reports the similarity computations it
 // made, and false if it stopped early because they exceeded maxDots.
-func (g *graph) searchLayer(s *scratch, vecs, q []float32, ep scored, ef, level int, acc acceptor, maxDots int) (dots int, ok bool) {
+func (g *graph) searchLayer(s *scratch, vv *vectorView, q []float32, ep scored, ef, level int, acc acceptor, maxDots int) (dots int, ok bool) {
 	s.begin(g.n)
 	s.visit(ep.id)
 	s.cand.push(ep)
@@ -178,7 +171,7 @@ func (g *graph) searchLayer(s *scratch, vecs, q []float32, ep scored, ef, level 
 			if !s.visit(nb) {
 				continue
 			}
-			sim := dot(q, g.vec(vecs, nb))
+			sim := vv.sim(q, nb)
 			dots++
 			if len(s.res) < ef || sim > s.res[0].sim {
 				s.cand.push(scored{sim, nb})

@@ -11,8 +11,8 @@ import (
 // (see indexer.go).
 
 // insert adds node (which must be g.n); dead nodes are added without links.
-func (g *graph) insert(p *planner, vecs []float32, node uint32, dead bool) {
-	g.plan(p, vecs, node, dead)
+func (g *graph) insert(p *planner, vv *vectorView, node uint32, dead bool) {
+	g.plan(p, vv, node, dead)
 	g.apply(p)
 }
 
@@ -30,6 +30,16 @@ type planner struct {
 	prune    []scored // a full neighbour list plus the new node, to prune
 	kept     []scored // what pruning kept
 	dead     []bool   // tombstone flags of the indexer's current batch
+	// Decoded vectors of a quantised collection: the node being inserted,
+	// a neighbour whose list is pruned, a candidate being selected.
+	query, base, other []float32
+}
+
+// decodeBuffers sizes the buffers vectorView.load decodes into.
+func (p *planner) decodeBuffers(dim int) {
+	if len(p.query) < dim {
+		p.query, p.base, p.other = make([]float32, dim), make([]float32, dim), make([]float32, dim)
+	}
 }
 
 // linkUpdate replaces node's list on level by buf[off:off+n].
@@ -47,7 +57,7 @@ func (g *graph) randomLevel() int {
 }
 
 // plan prepares the insertion of node (which must be g.n).
-func (g *graph) plan(p *planner, vecs []float32, node uint32, dead bool) {
+func (g *graph) plan(p *planner, vv *vectorView, node uint32, dead bool) {
 	p.node, p.isolated, p.upd, p.buf = node, dead, p.upd[:0], p.buf[:0]
 	for i := range p.links {
 		p.links[i] = p.links[i][:0]
@@ -65,41 +75,42 @@ func (g *graph) plan(p *planner, vecs []float32, node uint32, dead bool) {
 	if g.maxLevel < 0 {
 		return
 	}
-	q := g.vec(vecs, node)
-	ep := scored{dot(q, g.vec(vecs, g.entry)), g.entry}
+	p.decodeBuffers(vv.dim)
+	q := vv.load(p.query, node)
+	ep := scored{vv.sim(q, g.entry), g.entry}
 	for l := g.maxLevel; l > p.level; l-- {
-		ep = g.greedy(vecs, q, ep, l)
+		ep = g.greedy(vv, q, ep, l)
 	}
 	all := acceptor{all: true}
 	for l := min(p.level, g.maxLevel); l >= 0; l-- {
-		g.searchLayer(&p.s, vecs, q, ep, g.efC, l, all, math.MaxInt)
+		g.searchLayer(&p.s, vv, q, ep, g.efC, l, all, math.MaxInt)
 		p.cands = append(p.cands[:0], p.s.res...)
 		sortDesc(p.cands)
 		ep = p.cands[0]
-		p.sel = g.selectNeighbours(vecs, p.cands, g.m, p.sel[:0])
+		p.sel = g.selectNeighbours(vv, p.other, p.cands, g.m, p.sel[:0])
 		for _, e := range p.sel {
 			p.links[l] = append(p.links[l], e.id)
-			g.planBackLink(p, vecs, e, l)
+			g.planBackLink(p, vv, e, l)
 		}
 	}
 }
 
 // planBackLink plans e's list on level with the new node added, pruned by
 // the same heuristic when it would exceed the layer's maximum degree.
-func (g *graph) planBackLink(p *planner, vecs []float32, e scored, level int) {
+func (g *graph) planBackLink(p *planner, vv *vectorView, e scored, level int) {
 	cur := g.neighbours(e.id, level)
 	off := len(p.buf)
 	if len(cur) < g.mmax(level) {
 		p.buf = append(p.buf, cur...)
 		p.buf = append(p.buf, p.node)
 	} else {
-		ve := g.vec(vecs, e.id)
+		ve := vv.load(p.base, e.id)
 		p.prune = append(p.prune[:0], scored{e.sim, p.node}) // similarity is symmetric
 		for _, x := range cur {
-			p.prune = append(p.prune, scored{dot(ve, g.vec(vecs, x)), x})
+			p.prune = append(p.prune, scored{vv.sim(ve, x), x})
 		}
 		sortDesc(p.prune)
-		p.kept = g.selectNeighbours(vecs, p.prune, g.mmax(level), p.kept[:0])
+		p.kept = g.selectNeighbours(vv, p.other, p.prune, g.mmax(level), p.kept[:0])
 		for _, k := range p.kept {
 			p.buf = append(p.buf, k.id)
 		}
@@ -110,16 +121,17 @@ func (g *graph) planBackLink(p *planner, vecs []float32, e scored, level int) {
 // selectNeighbours is the paper's heuristic (algorithm 4): walking the
 // candidates from the most similar, keep one only if it is more similar to
 // the base than to every neighbour already kept. This spreads links across
-// directions, which is what keeps clustered data navigable.
-func (g *graph) selectNeighbours(vecs []float32, cands []scored, m int, out []scored) []scored {
+// directions, which is what keeps clustered data navigable. buf receives
+// decoded candidates.
+func (g *graph) selectNeighbours(vv *vectorView, buf []float32, cands []scored, m int, out []scored) []scored {
 	for _, c := range cands {
 		if len(out) >= m {
 			break
 		}
-		vc := g.vec(vecs, c.id)
+		vc := vv.load(buf, c.id)
 		good := true
 		for _, r := range out {
-			if dot(vc, g.vec(vecs, r.id)) > c.sim {
+			if vv.sim(vc, r.id) > c.sim {
 				good = false
 				break
 			}
@@ -134,14 +146,14 @@ func (g *graph) selectNeighbours(vecs []float32, cands []scored, m int, out []sc
 // apply commits the planned insertion.
 func (g *graph) apply(p *planner) {
 	id := p.node
-	g.links0 = growUint32(g.links0, g.m0)
+	g.links0 = grow(g.links0, g.m0)
 	g.links0 = g.links0[:len(g.links0)+g.m0]
 	g.links0[len(g.links0)-g.m0] = noLink
 	g.levels = append(g.levels, uint8(p.level))
 	g.upperOff = append(g.upperOff, uint32(len(g.upper)))
 	if p.level > 0 {
 		words := p.level * g.m
-		g.upper = growUint32(g.upper, words)
+		g.upper = grow(g.upper, words)
 		g.upper = g.upper[:len(g.upper)+words]
 		for b := len(g.upper) - words; b < len(g.upper); b += g.m {
 			g.upper[b] = noLink

@@ -2,6 +2,7 @@ package vectorindex
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -31,8 +32,8 @@ func newANNFixture(t testing.TB, n, dim int, opts Options) *annFixture {
 		t.Fatal(err)
 	}
 	st := ix.Stats().PerCollection[0]
-	if st.Mode != ModeHNSW {
-		t.Fatalf("graph not built: %+v", st)
+	if st.Mode != ModeHNSW || st.Quantized != opts.Quantize {
+		t.Fatalf("graph not built as configured: %+v", st)
 	}
 	t.Logf("%d×%d built in %v (%.0f inserts/s)", n, dim, time.Since(start).Round(time.Millisecond), float64(n)/time.Since(start).Seconds())
 	return &annFixture{ix: ix, items: items, gen: gen, truth: newOracle(items)}
@@ -61,12 +62,20 @@ func (fx *annFixture) meanRecall(t testing.TB, queries, k int, f Filter) (float6
 
 // TestHNSWRecall checks recall@10 against brute force on one graph, without
 // a filter and with filters on either side of the walk/scan cost boundary.
+// With int8 quantisation the same bounds hold: the codes rank, and the
+// floats rescore the best 4×k.
 func TestHNSWRecall(t *testing.T) {
+	for _, quantize := range []bool{false, true} {
+		t.Run(fmt.Sprint("quantize=", quantize), func(t *testing.T) { testHNSWRecall(t, Options{ANNThreshold: 1000, Quantize: quantize}) })
+	}
+}
+
+func testHNSWRecall(t *testing.T, opts Options) {
 	n := 30000
 	if raceEnabled {
 		n = 5000
 	}
-	fx := newANNFixture(t, n, 64, Options{ANNThreshold: 1000})
+	fx := newANNFixture(t, n, 64, opts)
 	for _, tc := range []struct {
 		name string
 		f    Filter
@@ -93,7 +102,8 @@ func TestHNSWRecall(t *testing.T) {
 // A filter matching 1% must still give k hits whenever k items match, on
 // both paths: flat scan and graph collection.
 func TestFilteredSearchReturnsK(t *testing.T) {
-	for _, opts := range []Options{{ANNThreshold: -1}, {ANNThreshold: 1000}, {ANNThreshold: 1000, forceWalk: true}} {
+	for _, opts := range []Options{{ANNThreshold: -1}, {ANNThreshold: 1000}, {ANNThreshold: 1000, forceWalk: true},
+		{ANNThreshold: 1000, Quantize: true}, {ANNThreshold: 1000, forceWalk: true, Quantize: true}} {
 		ix := New(opts)
 		items := fill(t, ix, 5000, 32, 12)
 		ix.WaitIndexed(context.Background())

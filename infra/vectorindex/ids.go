@@ -56,7 +56,7 @@ func (a *idArena) max() int {
 
 // reserve makes room for n more slots.
 func (a *idArena) reserve(n, idBytes int) {
-	a.off = growUint32(a.off, n)
+	a.off = grow(a.off, n)
 	if need := len(a.bytes) + idBytes; need > cap(a.bytes) {
 		b := make([]byte, len(a.bytes), headroom(cap(a.bytes), need))
 		copy(b, a.bytes)

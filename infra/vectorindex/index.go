@@ -134,7 +134,9 @@ func (ix *Index) upsertLocked(c *collection, batch []prepared, dim int) error {
 		return err
 	}
 	c.dim = dim
-	c.upsert(batch)
+	if err := c.upsert(batch); err != nil {
+		return err
+	}
 	c.lastWrite = time.Now()
 	ix.afterWrite(c)
 	ix.waitForTail(c)

@@ -106,6 +106,10 @@ func TestFilters(t *testing.T) {
 		// metadata loops) than to walk, so the walk is also forced.
 		{"graph-scan", Options{ANNThreshold: 200}},
 		{"graph-walk", Options{ANNThreshold: 200, forceWalk: true}},
+		// Quantised scans rank by the codes and rescore 4×k candidates:
+		// still exact unless a code's rounding reorders items ~4k apart.
+		{"graph-scan-int8", Options{ANNThreshold: 200, Quantize: true}},
+		{"graph-walk-int8", Options{ANNThreshold: 200, forceWalk: true, Quantize: true}},
 	} {
 		ix := New(mode.opts)
 		items := fill(t, ix, 1000, 16, 2)
@@ -129,7 +133,7 @@ func TestFilters(t *testing.T) {
 							t.Fatalf("hit %s does not match the filter", h.ID)
 						}
 					}
-					if mode.name != "graph-walk" {
+					if !mode.opts.forceWalk {
 						sameHits(t, got, want) // both scans are exact
 					}
 				}
@@ -189,8 +193,8 @@ func TestNormalisesAndScores(t *testing.T) {
 }
 
 func TestUpsertReplaces(t *testing.T) {
-	for _, opts := range []Options{{ANNThreshold: -1}, {ANNThreshold: 100}, {ANNThreshold: 100, forceWalk: true}} {
-		t.Run(fmt.Sprint(opts.ANNThreshold, opts.forceWalk), func(t *testing.T) {
+	for _, opts := range []Options{{ANNThreshold: -1}, {ANNThreshold: 100}, {ANNThreshold: 100, forceWalk: true}, {ANNThreshold: 100, Quantize: true}} {
+		t.Run(fmt.Sprint(opts.ANNThreshold, opts.forceWalk, opts.Quantize), func(t *testing.T) {
 			ix := New(opts)
 			defer ix.Close()
 			items := fill(t, ix, 300, 16, 5)
@@ -236,8 +240,8 @@ func TestDuplicateIDsInBatchLastWins(t *testing.T) {
 }
 
 func TestDelete(t *testing.T) {
-	for _, opts := range []Options{{ANNThreshold: -1}, {ANNThreshold: 100}, {ANNThreshold: 100, forceWalk: true}} {
-		t.Run(fmt.Sprint(opts.ANNThreshold, opts.forceWalk), func(t *testing.T) {
+	for _, opts := range []Options{{ANNThreshold: -1}, {ANNThreshold: 100}, {ANNThreshold: 100, forceWalk: true}, {ANNThreshold: 100, Quantize: true}} {
+		t.Run(fmt.Sprint(opts.ANNThreshold, opts.forceWalk, opts.Quantize), func(t *testing.T) {
 			ix := New(opts)
 			defer ix.Close()
 			items := fill(t, ix, 400, 16, 6)
@@ -272,8 +276,18 @@ func TestDelete(t *testing.T) {
 	}
 }
 
+// A quantised collection also compacts its float file, and reads its
+// floats back onto the heap when it returns to flat mode.
 func TestCompactionAfterManyDeletes(t *testing.T) {
-	ix := New(Options{ANNThreshold: 200, forceWalk: true})
+	for _, quantize := range []bool{false, true} {
+		t.Run(fmt.Sprint("quantize=", quantize), func(t *testing.T) {
+			testCompactionAfterManyDeletes(t, Options{ANNThreshold: 200, forceWalk: true, Quantize: quantize})
+		})
+	}
+}
+
+func testCompactionAfterManyDeletes(t *testing.T, opts Options) {
+	ix := New(opts)
 	defer ix.Close()
 	items := fill(t, ix, 1000, 16, 8)
 	ix.WaitIndexed(context.Background())
@@ -288,7 +302,7 @@ func TestCompactionAfterManyDeletes(t *testing.T) {
 		t.Fatalf("after compaction: %+v", st)
 	}
 	ix.WaitIndexed(context.Background())
-	if st := ix.Stats().PerCollection[0]; st.Mode != ModeHNSW || st.Indexed != 700 {
+	if st := ix.Stats().PerCollection[0]; st.Mode != ModeHNSW || st.Indexed != 700 || st.Quantized != opts.Quantize {
 		t.Fatalf("graph not rebuilt: %+v", st)
 	}
 	var kept []Item
@@ -308,7 +322,7 @@ func TestCompactionAfterManyDeletes(t *testing.T) {
 		rest = append(rest, it.ID)
 	}
 	ix.Delete("c", rest...)
-	if st := ix.Stats().PerCollection[0]; st.Mode != ModeFlat || st.Vectors != 50 {
+	if st := ix.Stats().PerCollection[0]; st.Mode != ModeFlat || st.Vectors != 50 || st.Quantized {
 		t.Fatalf("want flat with 50: %+v", st)
 	}
 	sameHits(t, mustSearch(t, ix, kept[660].Vector, 10, Filter{}), bruteForce(kept[650:], kept[660].Vector, 10, Filter{}))

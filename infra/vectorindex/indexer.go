@@ -40,20 +40,28 @@ func (ix *Index) afterWrite(c *collection) {
 	switch {
 	case !c.stable:
 		if threshold > 0 && c.live() >= threshold {
-			c.enterStable(newGraph(ix.graphParams(c), c.dim, cap(c.ids.off)))
+			c.enterStable(newGraph(ix.graphParams(c), cap(c.ids.off)))
+			if ix.opts.Quantize {
+				c.quantizeErr = c.quantize(ix.opts.FloatDir)
+			}
 			ix.startIndexer(c)
 		}
 	case c.nDead > 0 && float64(c.nDead) > ix.opts.CompactFraction*float64(c.ids.len()):
 		// Tombstones cost scan time and graph hops; drop them and rebuild.
-		// Searches scan exactly until the new graph catches up.
-		c.compact()
+		// Searches scan exactly until the new graph catches up. A failed
+		// compaction (the float file) is retried by the next write.
+		if c.compact(ix.opts.FloatDir) != nil {
+			return
+		}
 		c.epoch++ // stops the old indexer
 		c.indexing = false
-		if c.live() < threshold/2 { // hysteresis: do not flap at the threshold
+		// Hysteresis: do not flap at the threshold. A quantised collection
+		// that cannot read its floats back stays a graph collection.
+		if c.live() < threshold/2 && (!c.quantized() || c.dequantize() == nil) {
 			c.stable, c.dead, c.tagSlots = false, nil, nil
 			return
 		}
-		c.graph, c.graphBase, c.caughtUp = newGraph(ix.graphParams(c), c.dim, c.ids.len()), c.ids.len(), false
+		c.graph, c.graphBase, c.caughtUp = newGraph(ix.graphParams(c), c.ids.len()), c.ids.len(), false
 		ix.startIndexer(c)
 	case c.graph.n < c.ids.len():
 		ix.startIndexer(c)
@@ -151,7 +159,7 @@ func (ix *Index) indexSome(c *collection, epoch uint64, g *graph, p *planner) (p
 		c.mu.RUnlock()
 		return false, false
 	}
-	vecs, start := c.vecs, g.n
+	vv, start := c.view(), g.n
 	end := min(c.ids.len(), start+indexBatch)
 	p.dead = p.dead[:0]
 	for s := start; s < end; s++ {
@@ -167,7 +175,7 @@ func (ix *Index) indexSome(c *collection, epoch uint64, g *graph, p *planner) (p
 			return false, false
 		default:
 		}
-		g.insert(p, vecs, uint32(s), p.dead[s-start])
+		g.insert(p, &vv, uint32(s), p.dead[s-start])
 	}
 	return pending, true
 }

@@ -45,6 +45,16 @@ type Options struct {
 	// the agent grows. Searches stay exact meanwhile (they scan the tail).
 	// An offline rebuild sets it: there nothing else wants the spare core.
 	BuildWhileWriting bool
+	// Quantize stores the vectors of graph collections (those past the ANN
+	// threshold) as int8 codes, a quarter of the heap of float32: graph
+	// walks and scans rank by the codes, and the best 4×k candidates are
+	// rescored against the full-precision vectors, which move to an
+	// unlinked file in FloatDir (the kernel's page cache, not the heap).
+	// Hits carry exact scores. Smaller collections stay full precision.
+	Quantize bool
+	// FloatDir is where quantised collections keep their full-precision
+	// vectors (default: os.TempDir()).
+	FloatDir string
 	// Seed varies the graphs' random levels; builds are deterministic for a
 	// given seed, collection name and insertion order.
 	Seed uint64

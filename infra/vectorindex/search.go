@@ -41,10 +41,29 @@ func (ix *Index) Search(ctx context.Context, collection string, query []float32,
 		return nil, nil
 	}
 	top, err := ix.searchLocked(ctx, c, q, k, &m)
+	if err == nil && c.quantized() {
+		top, err = c.rescore(q, k, top)
+	}
 	if err != nil {
 		return nil, err
 	}
 	return top.hits(), nil
+}
+
+// rescore ranks a quantised search's candidates by their full-precision
+// vectors and keeps the k best, with exact scores.
+func (c *collection) rescore(q []float32, k int, cands *topK) (*topK, error) {
+	top := newTopK(k, c)
+	v := make([]float32, c.dim)
+	var buf []byte
+	for _, x := range cands.h {
+		var err error
+		if buf, err = c.floats.read(int(x.id), v, buf); err != nil {
+			return nil, err
+		}
+		top.offer(scored{dot(q, v), x.id})
+	}
+	return top, nil
 }
 
 // Strategy cost model, in units of one similarity computation during a
@@ -64,11 +83,16 @@ const (
 )
 
 // searchLocked picks the strategy. Every path evaluates the filter per item
-// while searching, so a selective filter never leaves the result short.
+// while searching, so a selective filter never leaves the result short. A
+// quantised collection ranks by its codes and returns rescoreFactor×k
+// candidates for rescoring.
 func (ix *Index) searchLocked(ctx context.Context, c *collection, q []float32, k int, m *matcher) (*topK, error) {
-	n := c.ids.len()
+	n, keep := c.ids.len(), k
+	if c.quantized() {
+		keep = rescoreFactor * k
+	}
 	if g := c.graph; g != nil && g.maxLevel >= 0 {
-		ef := max(k, ix.opts.EfSearch)
+		ef := max(keep, ix.opts.EfSearch)
 		share, scan := 1-float64(c.nDead)/float64(n), float64(n)*scanRowCost
 		if m.active {
 			share, scan = c.estimate(m)
@@ -79,37 +103,39 @@ func (ix *Index) searchLocked(ctx context.Context, c *collection, q []float32, k
 			// Give up on a walk that costs far more than predicted (the
 			// matches lie away from the query) and scan instead.
 			budget := int(min(3*walk, float64(n)))
-			top, ok, err := ix.searchGraph(ctx, c, g, q, k, m, budget)
+			top, ok, err := ix.searchGraph(ctx, c, g, q, k, keep, m, budget)
 			if err != nil || ok {
 				return top, err
 			}
 		}
 	}
-	top := newTopK(k, c)
+	top := newTopK(keep, c)
 	return top, ix.scan(ctx, c, q, 0, n, m, top)
 }
 
 // searchGraph walks the graph over slots [0, g.n) and scans the slots the
-// indexer has not reached yet. ok is false when the walk exceeded maxDots or
-// found fewer than k hits (a graph can strand a few nodes); the caller then
-// scans everything exactly, which makes "k hits whenever k match" hold.
-func (ix *Index) searchGraph(ctx context.Context, c *collection, g *graph, q []float32, k int, m *matcher, maxDots int) (*topK, bool, error) {
+// indexer has not reached yet, keeping the keep best. ok is false when the
+// walk exceeded maxDots or found fewer than k hits (a graph can strand a few
+// nodes); the caller then scans everything, which makes "k hits whenever k
+// match" hold.
+func (ix *Index) searchGraph(ctx context.Context, c *collection, g *graph, q []float32, k, keep int, m *matcher, maxDots int) (*topK, bool, error) {
 	s := ix.scratch.Get().(*scratch)
 	defer ix.scratch.Put(s)
-	ef := max(k, ix.opts.EfSearch)
+	ef := max(keep, ix.opts.EfSearch)
 	acc := acceptor{c: c, m: m, all: !m.active && c.nDead == 0}
-	res, ok := g.search(s, c.vecs, q, ef, acc, maxDots)
+	vv := c.view()
+	res, ok := g.search(s, &vv, q, ef, acc, maxDots)
 	if !ok {
 		return nil, false, nil
 	}
-	top := newTopK(k, c)
+	top := newTopK(keep, c)
 	for _, r := range res {
 		top.offer(r)
 	}
 	if err := ix.scan(ctx, c, q, g.n, c.ids.len(), m, top); err != nil {
 		return nil, false, err
 	}
-	return top, top.full(), nil
+	return top, len(top.h) >= k, nil
 }
 
 // estimate returns the share of slots expected to match m and the cost of

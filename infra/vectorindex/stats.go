@@ -18,6 +18,7 @@ type Stats struct {
 	Tombstones    int   // deleted items still holding a slot (graph collections)
 	VectorBytes   int64 // raw float32 bytes of the live vectors
 	HeldBytes     int64 // estimate of all memory held: vectors incl. spare capacity, graphs, ids, metadata
+	FileBytes     int64 // full-precision vectors of quantised collections, in files (page cache)
 	PerCollection []CollectionStats
 }
 
@@ -31,6 +32,11 @@ type CollectionStats struct {
 	Mode        Mode
 	VectorBytes int64
 	HeldBytes   int64
+	// Quantized: held as int8 codes, the floats in a file of FileBytes.
+	Quantized bool
+	FileBytes int64
+	// QuantizeError is why a collection that should be quantised is not.
+	QuantizeError string
 }
 
 // Stats takes each collection's read lock in turn; figures are a consistent
@@ -55,6 +61,7 @@ func (ix *Index) Stats() Stats {
 		st.Tombstones += cs.Tombstones
 		st.VectorBytes += cs.VectorBytes
 		st.HeldBytes += cs.HeldBytes
+		st.FileBytes += cs.FileBytes
 		st.PerCollection = append(st.PerCollection, cs)
 	}
 	slices.SortFunc(st.PerCollection, func(a, b CollectionStats) int {
@@ -87,7 +94,13 @@ func (c *collection) stats() CollectionStats {
 		}
 		cs.HeldBytes += c.graph.heldBytes()
 	}
-	cs.HeldBytes += int64(cap(c.vecs))*4 +
+	if c.quantized() {
+		cs.Quantized, cs.FileBytes = true, int64(c.ids.len())*c.floats.slotBytes()
+	}
+	if c.quantizeErr != nil {
+		cs.QuantizeError = c.quantizeErr.Error()
+	}
+	cs.HeldBytes += int64(cap(c.vecs))*4 + int64(cap(c.codes)) + int64(cap(c.scales))*4 +
 		c.ids.heldBytes() + c.slotOf.heldBytes() +
 		int64(cap(c.created))*8 + int64(cap(c.types))*2 + int64(cap(c.tagOff))*4 + int64(cap(c.tagN)) +
 		int64(cap(c.tagArena))*4 + int64(cap(c.dead))*8 + c.postingBytes() +

@@ -56,28 +56,18 @@ func clampScore(s float32) float32 {
 	return s
 }
 
-// growFloats makes room for extra more elements. Large vector arenas grow by
+// grow makes room for extra more elements. Large vector arenas grow by
 // 1/16 instead of append's 1/4 because the spare capacity counts against the
 // index's memory budget (≤1.5× the raw vector bytes): 1/8 alone cost up to
 // 0.125× of it, which the 100-d default model cannot afford. Copying the
 // arena on every 6% of growth stays far cheaper than building its graph.
 // Small arenas double so that single inserts do not copy every time.
-func growFloats(s []float32, extra int) []float32 {
+func grow[T any](s []T, extra int) []T {
 	need := len(s) + extra
 	if need <= cap(s) {
 		return s
 	}
-	ns := make([]float32, len(s), headroom(cap(s), need))
-	copy(ns, s)
-	return ns
-}
-
-func growUint32(s []uint32, extra int) []uint32 {
-	need := len(s) + extra
-	if need <= cap(s) {
-		return s
-	}
-	ns := make([]uint32, len(s), headroom(cap(s), need))
+	ns := make([]T, len(s), headroom(cap(s), need))
 	copy(ns, s)
 	return ns
 }

@@ -283,7 +283,13 @@ func Open(ctx context.Context, cfg Config) (*Stack, error) {
 	if cfg.GroupCommit <= 0 {
 		cfg.GroupCommit = 500 * time.Millisecond
 	}
-	ix, err := openIndexes(ctx, cfg.Indexes)
+	indexCfg := cfg.Indexes
+	if indexCfg.VectorOptions.FloatDir == "" {
+		// Quantised vector collections keep their full-precision vectors
+		// next to the database rather than in /tmp, which may be a tmpfs.
+		indexCfg.VectorOptions.FloatDir = cfg.DataDir
+	}
+	ix, err := openIndexes(ctx, indexCfg)
 	if err != nil {
 		return nil, err
 	}
