@@ -20,6 +20,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
@@ -55,7 +56,16 @@ type Engine struct {
 	positions map[string]uint64
 	changed   chan struct{}
 	stats     map[string]*ProjectionStatus
-	live      liveRebuilds
+	// leasing is set by UseLeases; leaseStatus holds its projections'
+	// lease holders.
+	leasing     *Leasing
+	leaseStatus map[string]*LeaseStatus
+	// waiters counts the WaitFor calls waiting; nudge is closed (and
+	// replaced) when one starts, so the followers of leased projections
+	// read the shared checkpoints at once and then often while any wait.
+	waiters atomic.Int64
+	nudge   chan struct{}
+	live    liveRebuilds
 }
 
 // Delivery tuning: quick retries in the handler, then parking with a
@@ -76,6 +86,8 @@ func NewEngine(store domain.EventStore, logger *slog.Logger, projections ...Proj
 		positions:   make(map[string]uint64, len(projections)),
 		changed:     make(chan struct{}),
 		stats:       make(map[string]*ProjectionStatus, len(projections)),
+		leaseStatus: make(map[string]*LeaseStatus),
+		nudge:       make(chan struct{}),
 	}
 }
 
@@ -88,9 +100,39 @@ func (e *Engine) Names() []string {
 	return names
 }
 
-// Run feeds every projection from its checkpoint until ctx ends.
+// Run feeds every projection from its checkpoint until ctx ends; a
+// leased projection (UseLeases) only while this node holds its lease.
 func (e *Engine) Run(ctx context.Context) error {
-	return e.run(ctx, e.projections)
+	var own, leased []Projection
+	for _, p := range e.projections {
+		if e.leased(p.Name()) {
+			leased = append(leased, p)
+		} else {
+			own = append(own, p)
+		}
+	}
+	if len(leased) == 0 {
+		return e.run(ctx, own)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make(chan error, len(leased)+1)
+	running := len(leased)
+	if len(own) > 0 {
+		running++
+		go func() { errs <- e.run(ctx, own) }()
+	}
+	for _, p := range leased {
+		go func() { errs <- e.runLeased(ctx, p) }()
+	}
+	// The first to stop (the context ended, or the router failed) stops
+	// the others.
+	first := <-errs
+	cancel()
+	for range running - 1 {
+		<-errs
+	}
+	return first
 }
 
 func (e *Engine) run(ctx context.Context, projections []Projection) error {
@@ -248,6 +290,17 @@ func (e *Engine) WaitFor(ctx context.Context, position uint64) error {
 // WaitForProjections blocks until the named projections (all when none
 // are named) have applied the event at position.
 func (e *Engine) WaitForProjections(ctx context.Context, position uint64, names ...string) error {
+	if low, _ := e.lowest(names); low >= position {
+		return nil
+	}
+	if e.leasing != nil {
+		e.waiters.Add(1)
+		defer e.waiters.Add(-1)
+		e.mu.Lock()
+		close(e.nudge)
+		e.nudge = make(chan struct{})
+		e.mu.Unlock()
+	}
 	for {
 		low, changed := e.lowest(names)
 		if low >= position {
@@ -272,6 +325,10 @@ func (e *Engine) Status() map[string]ProjectionStatus {
 			st = *s
 		}
 		st.Position = e.positions[p.Name()]
+		if ls := e.leaseStatus[p.Name()]; ls != nil {
+			lease := *ls
+			st.Lease = &lease
+		}
 		st.Rebuilding = e.isRebuildingLocked(p.Name())
 		out[p.Name()] = st
 	}
@@ -291,6 +348,8 @@ type ProjectionStatus struct {
 	// current one is parked, ParkedSince says since when.
 	Parked      uint64     `json:"batches_parked"`
 	ParkedSince *time.Time `json:"parked_since,omitempty"`
+	// Lease is set for a leased projection (Leasing): who applies it.
+	Lease *LeaseStatus `json:"lease,omitempty"`
 	// Rebuilding: RebuildLive is replaying the log into it; its reads
 	// are partial and writes' visibility waits leave it out meanwhile.
 	Rebuilding bool `json:"rebuilding,omitempty"`

@@ -33,6 +33,10 @@ type Vectors struct {
 
 	mu     sync.RWMutex
 	agents map[domain.IndexScope]domain.VectorSpace
+	// followed is the checkpoint the agents were last read at by Follow
+	// (ok: at all).
+	followed   uint64
+	followedOK bool
 }
 
 // NewVectors returns the vector projection writing to index. With
@@ -102,6 +106,35 @@ func (p *Vectors) applyTo(ctx context.Context, events []domain.Event, writeIndex
 		set()
 	}
 	return nil
+}
+
+// Follow brings the agents' spaces up to the state when another node
+// applies this projection (a shared state under a lease): when the
+// checkpoint moved, the agents are read again. The checkpoint is read
+// first, so the agents are at least as new as the position returned.
+func (p *Vectors) Follow(ctx context.Context) (uint64, error) {
+	pos, err := p.state.VectorsCheckpoint(ctx)
+	if err != nil {
+		return 0, err
+	}
+	p.mu.RLock()
+	current := p.followedOK && p.followed == pos
+	p.mu.RUnlock()
+	if current {
+		return pos, nil
+	}
+	agents, err := p.state.VectorAgents(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("vectors: follow agents: %w", err)
+	}
+	spaces := make(map[domain.IndexScope]domain.VectorSpace, len(agents))
+	for _, a := range agents {
+		spaces[a.Scope()] = a.Space
+	}
+	p.mu.Lock()
+	p.agents, p.followed, p.followedOK = spaces, pos, true
+	p.mu.Unlock()
+	return pos, nil
 }
 
 // indexFromState implements derivedIndex.

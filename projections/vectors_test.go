@@ -156,3 +156,32 @@ func TestVectorProjectionModelSwitchAndStaleVectors(t *testing.T) {
 		t.Fatalf("a memory of a deleted agent was indexed")
 	}
 }
+
+// On a node without the vector projection's lease, Follow brings the
+// agents' spaces (which searches check) up to the shared state another
+// node applies: created, switched and deleted agents show after it.
+func TestVectorsFollowTheSharedState(t *testing.T) {
+	r := newVectorRig(t)
+	follower := projections.NewVectors(sqlite.NewVectorStore(r.db), r.port, false, nil)
+	follow := func(want domain.VectorSpace, exists bool) {
+		t.Helper()
+		pos, err := follower.Follow(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		applied, _ := r.proj.Position(context.Background())
+		if pos != applied {
+			t.Fatalf("Follow returned checkpoint %d, want the applied %d", pos, applied)
+		}
+		if got, ok := follower.AgentSpace(r.ref.UserID, r.ref.AgentID); ok != exists || got != want {
+			t.Fatalf("followed agent space = %v, %v; want %v, %v", got, ok, want, exists)
+		}
+	}
+	follow(domain.VectorSpace{}, false)
+	r.append(&memory.AgentCreated{AgentRef: r.ref, EmbeddingModel: "m-a", Dimensions: 2})
+	follow(domain.VectorSpace{Model: "m-a", Dimensions: 2}, true)
+	r.append(&memory.AgentModelSwitched{AgentRef: r.ref, Model: "m-b", Dimensions: 3})
+	follow(domain.VectorSpace{Model: "m-b", Dimensions: 3}, true)
+	r.append(&memory.AgentDeleted{AgentRef: r.ref})
+	follow(domain.VectorSpace{}, false)
+}

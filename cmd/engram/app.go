@@ -51,7 +51,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 		return nil, fmt.Errorf("--durability: %w", err)
 	}
 	st, err := stack.Open(ctx, stack.Config{
-		DataDir: cfg.DataDir, SQLite: sqlite.Options{Durability: durability}, EventStore: cfg.EventStore, ReadModels: cfg.ReadModels, Indexes: cfg.Indexes, Logger: logger,
+		DataDir: cfg.DataDir, SQLite: sqlite.Options{Durability: durability}, EventStore: cfg.EventStore, ReadModels: cfg.ReadModels, Indexes: cfg.Indexes, NodeID: cfg.NodeID, Logger: logger,
 	})
 	if err != nil {
 		return nil, err

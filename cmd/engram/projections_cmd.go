@@ -84,10 +84,26 @@ func projectionsCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 		if err != nil {
 			return err
 		}
+		status := map[string]any{"head": head, "projections": positions}
+		// With stores the nodes share, who applies them: the lease holders.
+		holders, err := st.LeaseHolders(ctx)
+		if err != nil {
+			return err
+		}
+		if len(holders) > 0 {
+			status["leases"] = holders
+		}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{"head": head, "projections": positions})
+		return enc.Encode(status)
 	}
+	// A projection whose store the nodes share is rebuilt under its
+	// lease, and only when no serving node holds it.
+	release, err := st.HoldLeases(ctx, 5*time.Second, names...)
+	if err != nil {
+		return err
+	}
+	defer release()
 	start := time.Now()
 	head, err := st.Store.Head(ctx)
 	if err != nil {

@@ -140,6 +140,15 @@ func exportTable(ctx context.Context, tx pgx.Tx, w *bufio.Writer, table string) 
 // at a later event of the batch; the transaction fails whole either way.
 func applyBatch[Tx any](ctx context.Context, db *DB, name string, events []domain.Event,
 	newTx func(batchTx) Tx, apply func(context.Context, Tx, domain.Event) error) error {
+	return applyBatchThen(ctx, db, name, events, newTx, apply, nil)
+}
+
+// applyBatchThen is applyBatch with beforeCommit (when not nil) called
+// after the last event and before the commit: the index projections'
+// writes to their remote index, made while the checkpoint row is locked,
+// so two nodes never write the index for one batch at once.
+func applyBatchThen[Tx any](ctx context.Context, db *DB, name string, events []domain.Event,
+	newTx func(batchTx) Tx, apply func(context.Context, Tx, domain.Event) error, beforeCommit func(context.Context) error) error {
 	if len(events) == 0 {
 		return nil
 	}
@@ -168,6 +177,11 @@ func applyBatch[Tx any](ctx context.Context, db *DB, name string, events []domai
 		}
 		if last == uint64(done) {
 			return nil
+		}
+		if beforeCommit != nil {
+			if err := beforeCommit(ctx); err != nil {
+				return fmt.Errorf("%s: index writes up to %d: %w", name, last, err)
+			}
 		}
 		if _, err := tx.Exec(ctx, `UPDATE projection_checkpoints SET position = $2 WHERE name = $1`, name, int64(last)); err != nil {
 			return fmt.Errorf("postgres: save checkpoint %s: %w", name, err)
@@ -228,6 +242,14 @@ func (b batchTx) queryRow(ctx context.Context, query string, args ...any) pgx.Ro
 		return failedRow{err}
 	}
 	return b.tx.QueryRow(ctx, query, args...)
+}
+
+// query runs query for its rows, after the queued writes.
+func (b batchTx) query(ctx context.Context, query string, args ...any) (pgx.Rows, error) {
+	if err := b.flush(ctx); err != nil {
+		return nil, err
+	}
+	return b.tx.Query(ctx, query, args...)
 }
 
 // failedRow is a row whose query could not run.

@@ -2,14 +2,19 @@ package stack_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/infra/meilisearch/meilitest"
+	"github.com/engram-memory/engram/infra/qdrant/qdranttest"
 	"github.com/engram-memory/engram/internal/pgtest"
 	"github.com/engram-memory/engram/internal/stack"
+	"github.com/engram-memory/engram/projections"
 )
 
 // pg is the PostgreSQL of this package's tests (see internal/pgtest).
@@ -58,7 +63,7 @@ func TestEventStoreValidate(t *testing.T) {
 func TestPostgresStackSharesItsLog(t *testing.T) {
 	ctx := t.Context()
 	es := stack.EventStore{Backend: stack.PostgresLog, URL: pg.Database(t)}
-	one, two := runningNode(t, es), runningNode(t, es)
+	one, two := runningNode(t, stack.Config{EventStore: es}), runningNode(t, stack.Config{EventStore: es})
 	res, err := one.Store.Append(ctx, "s-1", domain.ExpectNoStream, []domain.NewEvent{{Type: "Unrelated", SchemaVersion: 1, Payload: []byte(`{}`)}})
 	if err != nil {
 		t.Fatal(err)
@@ -98,27 +103,113 @@ func TestPostgresStackRefusesAnEmbeddedLogsDataDir(t *testing.T) {
 	}
 }
 
-// TestSharedLogRefusesRemoteIndexes: without projection leases every node
-// would write a shared remote index at its own pace, so the combination is
-// refused before anything is opened.
-func TestSharedLogRefusesRemoteIndexes(t *testing.T) {
-	es := stack.EventStore{Backend: stack.PostgresLog, URL: "postgres://127.0.0.1:1/none"}
+// TestKurrentLogRefusesRemoteIndexes: shared remote indexes keep their
+// leases and state in PostgreSQL, which a KurrentDB log does not have, so
+// the combination is refused before anything is opened.
+func TestKurrentLogRefusesRemoteIndexes(t *testing.T) {
+	es := stack.EventStore{Backend: stack.KurrentLog, URL: "kurrentdb://127.0.0.1:1"}
 	for _, ix := range []stack.Indexes{
 		{Keyword: stack.Meilisearch, MeilisearchURL: "http://127.0.0.1:1"},
 		{Vector: stack.Qdrant, QdrantURL: "http://127.0.0.1:1"},
 	} {
 		_, err := stack.Open(t.Context(), stack.Config{DataDir: t.TempDir(), EventStore: es, Indexes: ix})
-		if err == nil || !strings.Contains(err.Error(), "not supported yet") {
-			t.Fatalf("Open(%+v) = %v, want the shared remote index refused", ix, err)
+		if err == nil || !strings.Contains(err.Error(), "needs --read-models postgres") {
+			t.Fatalf("Open(%+v) = %v, want the shared remote index over KurrentDB refused", ix, err)
 		}
 	}
 }
 
+// TestPostgresStackLeasesSharedRemoteIndexes: two nodes over one
+// PostgreSQL log with a shared Meilisearch and Qdrant run the keyword and
+// vector projections under leases: each is held by exactly one node,
+// which both nodes name; the node without it applies nothing and follows.
+func TestPostgresStackLeasesSharedRemoteIndexes(t *testing.T) {
+	ctx := t.Context()
+	meili := meilitest.New(t, meilitest.Options{APIKey: meiliKey})
+	qd := qdranttest.Start(t, qdrantKey)
+	es := stack.EventStore{Backend: stack.PostgresLog, URL: pg.Database(t)}
+	ix := stack.Indexes{Keyword: stack.Meilisearch, MeilisearchURL: meili.URL, MeilisearchAPIKey: meiliKey,
+		Vector: stack.Qdrant, QdrantURL: "http://" + qd.Addr, QdrantAPIKey: qdrantKey}
+	nodes := map[string]*stack.Stack{}
+	for _, id := range []string{"node-1", "node-2"} {
+		nodes[id] = runningNode(t, stack.Config{EventStore: es, Indexes: ix, NodeID: id})
+	}
+	leased := []string{projections.KeywordProjectionName, projections.VectorsProjectionName}
+	waitFor(t, func() bool {
+		holders, err := nodes["node-1"].LeaseHolders(ctx)
+		if err != nil || len(holders) != 2 {
+			return false
+		}
+		for _, name := range leased {
+			holder := holders[name]
+			if nodes[holder] == nil {
+				return false
+			}
+			for id, n := range nodes {
+				lease := n.Engine.Status()[name].Lease
+				if lease == nil || lease.Holder != holder || lease.HeldHere != (id == holder) {
+					return false
+				}
+			}
+		}
+		return true
+	})
+	res, err := nodes["node-1"].Store.Append(ctx, "s-1", domain.ExpectNoStream, []domain.NewEvent{{Type: "Unrelated", SchemaVersion: 1, Payload: []byte(`{}`)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, n := range nodes {
+		if err := n.Engine.WaitForProjections(ctx, res.LastPosition, leased...); err != nil {
+			t.Fatalf("%s: %v", id, err)
+		}
+		for _, name := range leased {
+			if st := n.Engine.Status()[name]; !st.Lease.HeldHere && st.Batches != 0 {
+				t.Fatalf("%s applied %d batches of %s without its lease", id, st.Batches, name)
+			}
+		}
+	}
+}
+
+// TestRebuildOfALeasedProjectionWaitsForItsLease: a command that writes a
+// shared projection outside the engine (engram projections rebuild) must
+// hold its lease; while a serving node holds it, it is refused, naming
+// that node, and the other projections are not held.
+func TestRebuildOfALeasedProjectionWaitsForItsLease(t *testing.T) {
+	meili := meilitest.New(t, meilitest.Options{APIKey: meiliKey})
+	es := stack.EventStore{Backend: stack.PostgresLog, URL: pg.Database(t)}
+	ix := stack.Indexes{Keyword: stack.Meilisearch, MeilisearchURL: meili.URL, MeilisearchAPIKey: meiliKey}
+	serving := runningNode(t, stack.Config{EventStore: es, Indexes: ix, NodeID: "serving-node"})
+	waitFor(t, func() bool {
+		holders, err := serving.LeaseHolders(t.Context())
+		return err == nil && holders[projections.KeywordProjectionName] == "serving-node"
+	})
+	rebuilder, err := stack.Open(t.Context(), stack.Config{DataDir: t.TempDir(), EventStore: es, Indexes: ix, NodeID: "rebuilder"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rebuilder.Close()
+	release, err := rebuilder.HoldLeases(t.Context(), 300*time.Millisecond, projections.KeywordProjectionName)
+	if err == nil || !strings.Contains(err.Error(), `"serving-node"`) {
+		t.Fatalf("HoldLeases while a node serves = %v, want refused naming serving-node", err)
+	}
+	// Nor is it rebuilt live on a node: that would reset the state the
+	// serving node applies.
+	if _, err := serving.LiveRebuild(t.Context(), projections.KeywordProjectionName); !errors.Is(err, stack.ErrNotLiveRebuildable) {
+		t.Fatalf("LiveRebuild of a leased projection = %v, want ErrNotLiveRebuildable", err)
+	}
+	// Projections without a lease need none.
+	if release, err = rebuilder.HoldLeases(t.Context(), 300*time.Millisecond, projections.AccountsProjectionName); err != nil {
+		t.Fatalf("HoldLeases of an unleased projection: %v", err)
+	}
+	release()
+}
+
 // runningNode opens a stack (a node) with a data dir of its own over the
-// log es names and runs its projection engine until the test ends.
-func runningNode(t *testing.T, es stack.EventStore) *stack.Stack {
+// log cfg names and runs its projection engine until the test ends.
+func runningNode(t *testing.T, cfg stack.Config) *stack.Stack {
 	t.Helper()
-	st, err := stack.Open(t.Context(), stack.Config{DataDir: t.TempDir(), EventStore: es})
+	cfg.DataDir = t.TempDir()
+	st, err := stack.Open(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ func TestKurrentStackSharesItsLog(t *testing.T) {
 	}
 	defer srv.Close()
 	es := stack.EventStore{Backend: stack.KurrentLog, URL: srv.URL(), KurrentUsername: "engram", KurrentPassword: "secret"}
-	one, two := runningNode(t, es), runningNode(t, es)
+	one, two := runningNode(t, stack.Config{EventStore: es}), runningNode(t, stack.Config{EventStore: es})
 	res, err := one.Store.Append(ctx, "s-1", domain.ExpectNoStream, []domain.NewEvent{{Type: "Unrelated", SchemaVersion: 1, Payload: []byte(`{}`)}})
 	if err != nil {
 		t.Fatal(err)

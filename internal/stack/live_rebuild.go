@@ -27,5 +27,10 @@ func (s *Stack) LiveRebuild(ctx context.Context, name string) (uint64, error) {
 	if slices.Contains(commandReadModels, name) {
 		return 0, fmt.Errorf("projection %s: %w (the commands decide writes on it): stop the server and run `engram projections rebuild %s`", name, ErrNotLiveRebuildable, name)
 	}
+	// A shared projection is applied by the node holding its lease; a live
+	// rebuild here would reset the state that node applies.
+	if slices.Contains(s.leased, name) {
+		return 0, fmt.Errorf("projection %s: %w (its store is shared by the nodes, under a lease): stop the nodes and run `engram projections rebuild %s`", name, ErrNotLiveRebuildable, name)
+	}
 	return s.Engine.RebuildLive(ctx, name)
 }

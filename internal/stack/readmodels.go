@@ -128,7 +128,9 @@ type readModels struct {
 	suggestions SuggestionsReadModel
 	provenance  ProvenanceReadModel
 	audit       AuditReadModel
-	close       func()
+	// postgres is the database of PostgreSQL read models (nil in SQLite).
+	postgres *postgres.DB
+	close    func()
 }
 
 // openReadModels opens the chosen read-model stores; each backend is one
@@ -148,7 +150,7 @@ func openReadModels(ctx context.Context, cfg Config, db *sqlite.DB, logDB *postg
 		return &readModels{
 			accounts: postgres.NewAccounts(pg), memories: postgres.NewMemories(pg), jobs: postgres.NewJobs(pg),
 			suggestions: postgres.NewSuggestions(pg), provenance: postgres.NewProvenance(pg), audit: postgres.NewAudit(pg),
-			close: closePG,
+			postgres: pg, close: closePG,
 		}, nil
 	default:
 		return &readModels{

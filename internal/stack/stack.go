@@ -6,10 +6,13 @@
 package stack
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"slices"
 	"time"
 
 	"github.com/engram-memory/engram/commands"
@@ -136,7 +139,10 @@ type Config struct {
 	// VisibilityTimeout bounds how long a write waits for the projections
 	// (0: commands.DefaultVisibilityTimeout).
 	VisibilityTimeout time.Duration
-	Logger            *slog.Logger
+	// NodeID names this node as the holder of projection leases (default
+	// HOST/pid).
+	NodeID string
+	Logger *slog.Logger
 }
 
 // Stack is one wired Engram storage and projection stack.
@@ -184,6 +190,10 @@ type Stack struct {
 	closeReadModels func()
 	// sharedLog: other nodes append to the log too.
 	sharedLog bool
+	// leases and leased: the projections whose store the nodes share, run
+	// under a lease (nil and none when nothing is shared).
+	leases domain.ProjectionLeases
+	leased []string
 }
 
 // eventLog is the opened event store and what closes it.
@@ -226,15 +236,14 @@ func openEventStore(ctx context.Context, cfg Config, db *sqlite.DB) (*eventLog, 
 	}
 }
 
-// refuseSharedRemoteIndexes: over a shared log every node runs every
-// projection, so a remote index would be written by every node, each at
-// its own pace (a lagging node could put back what a newer event changed).
-// Remote indexes need projection leases (one writer node, a checkpoint in
-// the shared store), which are not built yet; until then a shared log
-// takes the embedded indexes, a replica per node.
+// refuseSharedRemoteIndexes: a remote index over a shared log is written
+// by one node at a time, under a projection lease, from state and a
+// checkpoint kept in the shared PostgreSQL (the read models' database, or
+// the log's). A KurrentDB log with SQLite read models has none, so the
+// pair is refused.
 func refuseSharedRemoteIndexes(cfg Config) error {
-	if cfg.EventStore.Shared() && (cfg.Indexes.Keyword == Meilisearch || cfg.Indexes.Vector == Qdrant) {
-		return fmt.Errorf("--event-store %s with --keyword-index %s or --vector-index %s is not supported yet: every node would write the shared index at its own pace; use the embedded indexes (one replica per node)", cfg.EventStore.Backend, Meilisearch, Qdrant)
+	if cfg.EventStore.Backend == KurrentLog && cfg.ReadModels.Backend != PostgresReadModels && (cfg.Indexes.Keyword == Meilisearch || cfg.Indexes.Vector == Qdrant) {
+		return fmt.Errorf("--event-store %s with --keyword-index %s or --vector-index %s needs --read-models %s (with --postgres-url): the nodes share a remote index through leases and index state kept in PostgreSQL; or use the embedded indexes (one replica per node)", KurrentLog, Meilisearch, Qdrant, PostgresReadModels)
 	}
 	return nil
 }
@@ -324,8 +333,6 @@ func Open(ctx context.Context, cfg Config) (*Stack, error) {
 		Suggestions:     rm.suggestions,
 		Provenance:      rm.provenance,
 		Audit:           rm.audit,
-		Keyword:         projections.NewKeyword(sqlite.NewKeywordStore(db), ix.keyword, ix.keywordInProcess, logger),
-		Vectors:         projections.NewVectors(sqlite.NewVectorStore(db), ix.vectors, ix.vectorsInProcess, logger),
 		KeywordIndex:    ix.keyword,
 		VectorIndex:     ix.vectors,
 		EmbeddedVectors: ix.embeddedVectors,
@@ -336,11 +343,46 @@ func Open(ctx context.Context, cfg Config) (*Stack, error) {
 		closeReadModels: rm.close,
 		sharedLog:       cfg.EventStore.Shared(),
 	}
+	// A projection whose store the nodes share runs under a lease, one
+	// node at a time: the PostgreSQL read models, and a remote index, whose
+	// projection then keeps its state in the shared PostgreSQL (the read
+	// models' database, else the log's). Everything else is per node.
+	shared := cmp.Or(rm.postgres, log.postgres)
+	if rm.postgres != nil {
+		s.leased = append(s.leased, projections.AccountsProjectionName, projections.MemoriesProjectionName, projections.JobsProjectionName,
+			projections.ProvenanceProjectionName, projections.AuditProjectionName, projections.SuggestionsProjectionName)
+	}
+	var keywordState domain.KeywordState = sqlite.NewKeywordStore(db)
+	var vectorState domain.VectorState = sqlite.NewVectorStore(db)
+	if shared != nil {
+		if cfg.Indexes.Keyword == Meilisearch {
+			keywordState = postgres.NewKeywordState(shared, projections.KeywordProjectionName)
+			s.leased = append(s.leased, projections.KeywordProjectionName)
+		}
+		if cfg.Indexes.Vector == Qdrant {
+			vectorState = postgres.NewVectorState(shared, projections.VectorsProjectionName)
+			s.leased = append(s.leased, projections.VectorsProjectionName)
+		}
+	}
+	s.Keyword = projections.NewKeyword(keywordState, ix.keyword, ix.keywordInProcess, logger)
+	s.Vectors = projections.NewVectors(vectorState, ix.vectors, ix.vectorsInProcess, logger)
 	s.projections = []projections.Projection{
 		projections.NewAccounts(s.Accounts), projections.NewMemories(s.Memories), s.Keyword, s.Vectors,
 		projections.NewJobs(s.Jobs), projections.NewProvenance(s.Provenance), projections.NewAudit(s.Audit), projections.NewSuggestions(s.Suggestions),
 	}
 	s.Engine = projections.NewEngine(s.Store, logger, s.projections...)
+	if len(s.leased) > 0 {
+		node := cfg.NodeID
+		if node == "" {
+			host, _ := os.Hostname()
+			node = fmt.Sprintf("%s/%d", cmp.Or(host, "engram"), os.Getpid())
+		}
+		s.leases = postgres.NewLeases(shared, node, 0)
+		if err := s.Engine.UseLeases(projections.Leasing{Leases: s.leases, Node: node, Projections: s.leased}); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
 	s.Writer = commands.NewEventWriter(s.Store, s.Engine, cfg.VisibilityTimeout)
 	return s, nil
 }
@@ -402,6 +444,53 @@ func (s *Stack) Projections() []projections.Projection {
 
 // SharedLog reports whether other nodes append to this stack's log.
 func (s *Stack) SharedLog() bool { return s.sharedLog }
+
+// HoldLeases takes the leases of the leased projections among names (all
+// projections when none are named) for a command that writes them outside
+// the engine (a rebuild), so no node applies them meanwhile. A lease still
+// held by another node after wait is refused, naming the holder: that
+// node serves, and a rebuild under it would reset the state it applies.
+// release gives the leases back.
+func (s *Stack) HoldLeases(ctx context.Context, wait time.Duration, names ...string) (release func(), err error) {
+	var held []domain.Lease
+	release = func() {
+		for _, l := range held {
+			_ = l.Release(context.WithoutCancel(ctx))
+		}
+	}
+	for _, name := range s.leased {
+		if len(names) > 0 && !slices.Contains(names, name) {
+			continue
+		}
+		waitCtx, cancel := context.WithTimeout(ctx, wait)
+		lease, err := s.leases.Acquire(waitCtx, name)
+		cancel()
+		if err != nil {
+			release()
+			if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+				holder, _ := s.leases.Holder(ctx, name)
+				return nil, fmt.Errorf("projection %s is applied by node %q, which holds its lease: stop the nodes serving this log first", name, holder)
+			}
+			return nil, err
+		}
+		held = append(held, lease)
+	}
+	return release, nil
+}
+
+// LeaseHolders names the node holding each leased projection's lease (""
+// when none does); it is empty when no projection is leased.
+func (s *Stack) LeaseHolders(ctx context.Context) (map[string]string, error) {
+	out := make(map[string]string, len(s.leased))
+	for _, name := range s.leased {
+		holder, err := s.leases.Holder(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		out[name] = holder
+	}
+	return out, nil
+}
 
 // CredentialsCurrent returns once the accounts read model has applied the
 // log up to its head as of the call: with a shared log, a key revoked (or

@@ -34,6 +34,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -131,6 +132,20 @@ func (s *Server) Document(indexUID, id string) (map[string]json.RawMessage, bool
 		out[k] = v
 	}
 	return out, true
+}
+
+// Documents returns every stored document of the index by id (their
+// fields as JSON), for tests that compare whole indexes.
+func (s *Server) Documents(indexUID string) map[string]map[string]json.RawMessage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]map[string]json.RawMessage{}
+	if ix := s.indexes[indexUID]; ix != nil {
+		for id, d := range ix.docs {
+			out[id] = maps.Clone(d.fields)
+		}
+	}
+	return out
 }
 
 // Settings returns the index's filterable and searchable attributes.

@@ -28,6 +28,7 @@ package qdranttest
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"net"
 	"slices"
@@ -42,6 +43,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/prototext"
 )
 
 // lateApply is how long after the acknowledgement an update sent with
@@ -159,6 +161,27 @@ func (s *Server) Payload(collectionName, pointID string) map[string]*qdrant.Valu
 		}
 	}
 	return nil
+}
+
+// Contents describes every point of every collection, keyed
+// "collection/point id": its vector as stored (normalised) and its payload
+// in text form, keys sorted, for tests that compare whole indexes.
+func (s *Server) Contents() map[string]string {
+	s.late.Wait()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]string{}
+	for name, c := range s.collections {
+		for id, p := range c.points {
+			var b strings.Builder
+			fmt.Fprintf(&b, "%v", p.unit)
+			for _, k := range slices.Sorted(maps.Keys(p.payload)) {
+				fmt.Fprintf(&b, " %s=%s", k, prototext.Format(p.payload[k]))
+			}
+			out[name+"/"+id] = b.String()
+		}
+	}
+	return out
 }
 
 // update applies fn under the lock, now when wait is set, a little later

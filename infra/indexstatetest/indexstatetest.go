@@ -1,0 +1,334 @@
+// Package indexstatetest is the conformance suite of the index
+// projections' state ports (domain.KeywordState, domain.VectorState): the
+// unit of work with its checkpoint and beforeCommit hook, and each
+// transaction operation, read back through the same ports. An adapter
+// runs it with one line per port; every open must return a fresh, empty
+// state.
+package indexstatetest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/engram-memory/engram/domain"
+)
+
+var errInjected = errors.New("injected index failure")
+
+// events are n events at positions first, first+1, …
+func events(first uint64, n int) []domain.Event {
+	out := make([]domain.Event, n)
+	for i := range out {
+		out[i] = domain.Event{Position: first + uint64(i), Stream: "conformance", Version: uint64(i), Type: "ConformanceStep"}
+	}
+	return out
+}
+
+var (
+	ann    = domain.IndexScope{UserID: "u-ann", AgentID: "a1"}
+	bob    = domain.IndexScope{UserID: "u-bob", AgentID: "a1"}
+	stamp  = time.Date(2026, 11, 23, 12, 30, 45, 123456789, time.UTC)
+	spaceA = domain.VectorSpace{Model: "model-a", Dimensions: 3}
+	spaceB = domain.VectorSpace{Model: "model-b", Dimensions: 2}
+)
+
+func source(scope domain.IndexScope, id, text string) domain.KeywordSource {
+	return domain.KeywordSource{
+		MemoryID: id, UserID: scope.UserID, AgentID: scope.AgentID, Type: "note", Tags: []string{"work", "q4"}, CreatedAt: stamp,
+		Content: json.RawMessage(`{"content":"` + text + `"}`), Text: text, Meta: "work q4",
+	}
+}
+
+// RunKeyword checks a domain.KeywordState.
+func RunKeyword(t *testing.T, open func(t *testing.T) domain.KeywordState) {
+	ctx := context.Background()
+	// step applies ops as one batch at first, first+1, …
+	step := func(s domain.KeywordState, first uint64, before func(context.Context) error, ops ...func(domain.KeywordStateTx) error) error {
+		return s.ApplyKeyword(ctx, events(first, len(ops)), func(ctx context.Context, tx domain.KeywordStateTx, e domain.Event) error {
+			return ops[e.Position-first](tx)
+		}, before)
+	}
+	loaded := func(t *testing.T, s domain.KeywordState) []domain.KeywordSource {
+		var out []domain.KeywordSource
+		if err := s.LoadKeyword(ctx, func(src domain.KeywordSource) error { out = append(out, src); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+
+	t.Run("sources round-trip, scoped to their agent", func(t *testing.T) {
+		s := open(t)
+		want := source(ann, "m1", "budget review")
+		want.Forgotten = true
+		err := step(s, 1, nil, func(tx domain.KeywordStateTx) error {
+			if err := tx.PutAgent(ctx, ann); err != nil {
+				return err
+			}
+			if ok, err := tx.InsertSource(ctx, want); err != nil || !ok {
+				return errors.Join(err, errors.New("first insert not inserted"))
+			}
+			if ok, err := tx.InsertSource(ctx, source(ann, "m1", "other")); err != nil || ok {
+				return errors.Join(err, errors.New("second insert of one id inserted"))
+			}
+			got, found, err := tx.Source(ctx, ann, "m1")
+			if err != nil || !found || !reflect.DeepEqual(got, want) {
+				return errors.Join(err, errors.New("source read back differs"))
+			}
+			if _, found, err := tx.Source(ctx, bob, "m1"); err != nil || found {
+				return errors.Join(err, errors.New("another agent's scope finds the source"))
+			}
+			if exists, err := tx.AgentExists(ctx, bob); err != nil || exists {
+				return errors.Join(err, errors.New("an agent never put exists"))
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := loaded(t, s); len(got) != 1 || !reflect.DeepEqual(got[0], want) {
+			t.Fatalf("loaded %+v, want %+v", got, want)
+		}
+	})
+
+	t.Run("update and delete change only their memory", func(t *testing.T) {
+		s := open(t)
+		changed := source(ann, "m1", "budget moved")
+		changed.Tags = nil
+		err := step(s, 1, nil,
+			func(tx domain.KeywordStateTx) error {
+				_, err := tx.InsertSource(ctx, source(ann, "m1", "budget"))
+				return err
+			},
+			func(tx domain.KeywordStateTx) error {
+				_, err := tx.InsertSource(ctx, source(ann, "m2", "cat"))
+				return err
+			},
+			func(tx domain.KeywordStateTx) error {
+				_, err := tx.InsertSource(ctx, source(bob, "m3", "dog"))
+				return err
+			},
+			func(tx domain.KeywordStateTx) error { return tx.UpdateSource(ctx, changed) },
+			func(tx domain.KeywordStateTx) error {
+				if ok, err := tx.DeleteSource(ctx, bob, "m2"); err != nil || ok {
+					return errors.Join(err, errors.New("delete in another scope deleted"))
+				}
+				if ok, err := tx.DeleteSource(ctx, ann, "m2"); err != nil || !ok {
+					return errors.Join(err, errors.New("delete did not delete"))
+				}
+				return nil
+			})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := loaded(t, s)
+		if len(got) != 2 || got[0].MemoryID != "m1" || got[1].MemoryID != "m3" || got[0].Text != "budget moved" || len(got[0].Tags) != 0 {
+			t.Fatalf("loaded %+v, want m1 (updated) then m3", got)
+		}
+	})
+
+	t.Run("deleting an agent removes its sources only", func(t *testing.T) {
+		s := open(t)
+		err := step(s, 1, nil,
+			func(tx domain.KeywordStateTx) error { return errors.Join(tx.PutAgent(ctx, ann), tx.PutAgent(ctx, bob)) },
+			func(tx domain.KeywordStateTx) error {
+				_, err := tx.InsertSource(ctx, source(ann, "m1", "x"))
+				return err
+			},
+			func(tx domain.KeywordStateTx) error {
+				_, err := tx.InsertSource(ctx, source(bob, "m2", "y"))
+				return err
+			},
+			func(tx domain.KeywordStateTx) error { return tx.DeleteAgent(ctx, ann) },
+			func(tx domain.KeywordStateTx) error {
+				a, errA := tx.AgentExists(ctx, ann)
+				b, errB := tx.AgentExists(ctx, bob)
+				if a || !b {
+					return errors.Join(errA, errB, errors.New("agents after deleting ann are wrong"))
+				}
+				return errors.Join(errA, errB)
+			})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := loaded(t, s); len(got) != 1 || got[0].MemoryID != "m2" {
+			t.Fatalf("loaded %+v, want bob's m2 only", got)
+		}
+	})
+
+	t.Run("checkpoint skips what it covers; a failed index write keeps nothing", func(t *testing.T) {
+		s := open(t)
+		insert := func(id string) func(domain.KeywordStateTx) error {
+			return func(tx domain.KeywordStateTx) error { _, err := tx.InsertSource(ctx, source(ann, id, id)); return err }
+		}
+		var before int
+		count := func(context.Context) error { before++; return nil }
+		if err := step(s, 1, count, insert("m1"), insert("m2")); err != nil {
+			t.Fatal(err)
+		}
+		// Redelivered with one more event: only the new one applies.
+		if err := step(s, 1, count, insert("m1"), insert("m2"), insert("m3")); err != nil {
+			t.Fatal(err)
+		}
+		if err := step(s, 1, count, insert("m1"), insert("m2")); err != nil {
+			t.Fatal(err)
+		}
+		if pos, err := s.KeywordCheckpoint(ctx); err != nil || pos != 3 || before != 2 {
+			t.Fatalf("checkpoint %d (%v), index writes %d; want 3 and 2 (none for a batch applied already)", pos, err, before)
+		}
+		err := step(s, 4, func(context.Context) error { return errInjected }, insert("m4"))
+		if !errors.Is(err, errInjected) {
+			t.Fatalf("failed index write: %v, want it wrapped", err)
+		}
+		if pos, _ := s.KeywordCheckpoint(ctx); pos != 3 || len(loaded(t, s)) != 3 {
+			t.Fatalf("after a failed index write: checkpoint %d, %d sources; want 3 and 3", pos, len(loaded(t, s)))
+		}
+		if err := s.ResetKeyword(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if pos, _ := s.KeywordCheckpoint(ctx); pos != 0 || len(loaded(t, s)) != 0 {
+			t.Fatalf("after reset: checkpoint %d, %d sources; want none", pos, len(loaded(t, s)))
+		}
+	})
+}
+
+func memory(scope domain.IndexScope, id, hash string) domain.VectorMemory {
+	return domain.VectorMemory{MemoryID: id, UserID: scope.UserID, AgentID: scope.AgentID, Type: "note", Tags: []string{"work"}, CreatedAt: stamp, TextHash: hash}
+}
+
+// RunVectors checks a domain.VectorState.
+func RunVectors(t *testing.T, open func(t *testing.T) domain.VectorState) {
+	ctx := context.Background()
+	step := func(s domain.VectorState, first uint64, before func(context.Context) error, ops ...func(domain.VectorStateTx) error) error {
+		return s.ApplyVectors(ctx, events(first, len(ops)), func(ctx context.Context, tx domain.VectorStateTx, e domain.Event) error {
+			return ops[e.Position-first](tx)
+		}, before)
+	}
+	loaded := func(t *testing.T, s domain.VectorState) []domain.LoadedVector {
+		var out []domain.LoadedVector
+		if err := s.LoadVectors(ctx, func(v domain.LoadedVector) error {
+			v.Vector = append([]float32(nil), v.Vector...)
+			out = append(out, v)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	exact := []float32{0.1, -1e-30, 3.4028235e38}
+
+	t.Run("agents, memories and current vectors round-trip", func(t *testing.T) {
+		s := open(t)
+		m := memory(ann, "m1", "h1")
+		m.Forgotten = true
+		err := step(s, 1, nil,
+			func(tx domain.VectorStateTx) error {
+				return errors.Join(tx.PutAgent(ctx, domain.VectorAgent{UserID: ann.UserID, AgentID: ann.AgentID, Space: spaceB}),
+					tx.PutAgent(ctx, domain.VectorAgent{UserID: ann.UserID, AgentID: ann.AgentID, Space: spaceA}))
+			},
+			func(tx domain.VectorStateTx) error { return tx.PutMemory(ctx, m) },
+			func(tx domain.VectorStateTx) error { return tx.PutVector(ctx, "m1", spaceA, "h1", exact) },
+			func(tx domain.VectorStateTx) error { return tx.PutVector(ctx, "m1", spaceB, "h0", []float32{1, 2}) },
+			func(tx domain.VectorStateTx) error {
+				a, found, err := tx.Agent(ctx, ann.UserID, ann.AgentID)
+				if err != nil || !found || a.Space != spaceA {
+					return errors.Join(err, errors.New("agent's space is not the last put"))
+				}
+				got, found, err := tx.Memory(ctx, "m1")
+				if err != nil || !found || !reflect.DeepEqual(got, m) {
+					return errors.Join(err, errors.New("memory read back differs"))
+				}
+				current, err := tx.CurrentVectors(ctx, "m1")
+				if err != nil || len(current) != 1 || current[0].Space != spaceA || !reflect.DeepEqual(current[0].Vector, exact) {
+					return errors.Join(err, errors.New("current vectors are not the one of the current text, exactly"))
+				}
+				return nil
+			})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := loaded(t, s)
+		if len(got) != 1 || !reflect.DeepEqual(got[0], domain.LoadedVector{Memory: m, Space: spaceA, Vector: exact}) {
+			t.Fatalf("loaded %+v, want m1's current vector, flagged forgotten", got)
+		}
+		agents, err := s.VectorAgents(ctx)
+		if err != nil || len(agents) != 1 || agents[0].Space != spaceA {
+			t.Fatalf("agents %+v (%v), want ann in %v", agents, err, spaceA)
+		}
+	})
+
+	t.Run("deletes remove what they name only", func(t *testing.T) {
+		s := open(t)
+		err := step(s, 1, nil,
+			func(tx domain.VectorStateTx) error {
+				return errors.Join(tx.PutAgent(ctx, domain.VectorAgent{UserID: ann.UserID, AgentID: ann.AgentID, Space: spaceA}),
+					tx.PutAgent(ctx, domain.VectorAgent{UserID: bob.UserID, AgentID: bob.AgentID, Space: spaceA}))
+			},
+			func(tx domain.VectorStateTx) error {
+				return errors.Join(tx.PutMemory(ctx, memory(ann, "m1", "h")), tx.PutMemory(ctx, memory(ann, "m2", "h")), tx.PutMemory(ctx, memory(bob, "m3", "h")))
+			},
+			func(tx domain.VectorStateTx) error {
+				return errors.Join(tx.PutVector(ctx, "m1", spaceA, "h", []float32{1, 0, 0}), tx.PutVector(ctx, "m1", spaceB, "h", []float32{1, 0}),
+					tx.PutVector(ctx, "m2", spaceA, "h", []float32{0, 1, 0}), tx.PutVector(ctx, "m3", spaceA, "h", []float32{0, 0, 1}))
+			},
+			func(tx domain.VectorStateTx) error { return tx.DeleteSpace(ctx, ann.UserID, ann.AgentID, spaceB) },
+			func(tx domain.VectorStateTx) error { return tx.DeleteMemory(ctx, "m2") },
+		)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids := func() []string {
+			var out []string
+			for _, v := range loaded(t, s) {
+				out = append(out, v.Memory.MemoryID+"/"+v.Space.Model)
+			}
+			return out
+		}
+		if got := ids(); !reflect.DeepEqual(got, []string{"m1/model-a", "m3/model-a"}) {
+			t.Fatalf("vectors after deleting a space and a memory: %v", got)
+		}
+		if err := step(s, 6, nil, func(tx domain.VectorStateTx) error { return tx.DeleteAgent(ctx, ann.UserID, ann.AgentID) }); err != nil {
+			t.Fatal(err)
+		}
+		agents, _ := s.VectorAgents(ctx)
+		if got := ids(); !reflect.DeepEqual(got, []string{"m3/model-a"}) || len(agents) != 1 || agents[0].UserID != bob.UserID {
+			t.Fatalf("after deleting ann: vectors %v, agents %+v; want bob's only", got, agents)
+		}
+	})
+
+	t.Run("checkpoint skips what it covers; a failed index write keeps nothing", func(t *testing.T) {
+		s := open(t)
+		put := func(id string) func(domain.VectorStateTx) error {
+			return func(tx domain.VectorStateTx) error {
+				return errors.Join(tx.PutMemory(ctx, memory(ann, id, "h")), tx.PutVector(ctx, id, spaceA, "h", []float32{1, 2, 3}))
+			}
+		}
+		var before int
+		count := func(context.Context) error { before++; return nil }
+		if err := step(s, 1, count, put("m1"), put("m2")); err != nil {
+			t.Fatal(err)
+		}
+		if err := step(s, 1, count, put("m1"), put("m2")); err != nil {
+			t.Fatal(err)
+		}
+		if pos, err := s.VectorsCheckpoint(ctx); err != nil || pos != 2 || before != 1 {
+			t.Fatalf("checkpoint %d (%v), index writes %d; want 2 and 1", pos, err, before)
+		}
+		if err := step(s, 3, func(context.Context) error { return errInjected }, put("m3")); !errors.Is(err, errInjected) {
+			t.Fatalf("failed index write: %v, want it wrapped", err)
+		}
+		if pos, _ := s.VectorsCheckpoint(ctx); pos != 2 || len(loaded(t, s)) != 2 {
+			t.Fatalf("after a failed index write: checkpoint %d, %d vectors; want 2 and 2", pos, len(loaded(t, s)))
+		}
+		if err := s.ResetVectors(ctx); err != nil {
+			t.Fatal(err)
+		}
+		agents, _ := s.VectorAgents(ctx)
+		if pos, _ := s.VectorsCheckpoint(ctx); pos != 0 || len(loaded(t, s)) != 0 || len(agents) != 0 {
+			t.Fatalf("after reset: checkpoint %d, %d vectors, %d agents; want none", pos, len(loaded(t, s)), len(agents))
+		}
+	})
+}
