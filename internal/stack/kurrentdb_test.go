@@ -6,6 +6,7 @@ import (
 
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/infra/kurrentdb/kurrentdbtest"
+	"github.com/engram-memory/engram/infra/postgres"
 	"github.com/engram-memory/engram/internal/stack"
 )
 
@@ -44,5 +45,41 @@ func TestKurrentStackSharesItsLog(t *testing.T) {
 	bad.KurrentPassword = "wrong"
 	if _, err := stack.Open(ctx, stack.Config{DataDir: t.TempDir(), EventStore: bad}); err == nil || !strings.Contains(err.Error(), "--event-store kurrentdb") || strings.Contains(err.Error(), "wrong") {
 		t.Fatalf("Open with a wrong password = %v, want a clear error that does not echo the password", err)
+	}
+}
+
+// TestKurrentStackWithPostgresReadModelsSharesRateBuckets: with a KurrentDB
+// log and PostgreSQL read models, the nodes' rate-limit buckets live in the
+// read models' database, so one burst is shared by both nodes instead of
+// each node allowing its own.
+func TestKurrentStackWithPostgresReadModelsSharesRateBuckets(t *testing.T) {
+	ctx := t.Context()
+	srv, err := kurrentdbtest.Start(kurrentdbtest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	cfg := stack.Config{
+		EventStore: stack.EventStore{Backend: stack.KurrentLog, URL: srv.URL()},
+		ReadModels: stack.ReadModels{Backend: stack.PostgresReadModels, URL: pg.Database(t)},
+	}
+	nodes := []*stack.Stack{runningNode(t, cfg), runningNode(t, cfg)}
+	const burst = 3
+	allowed := 0
+	for i := range 2 * burst {
+		st := nodes[i%2]
+		if st.Postgres == nil {
+			t.Fatal("a node with PostgreSQL read models has no shared PostgreSQL for its rate buckets")
+		}
+		ok, _, err := postgres.NewRateBuckets(st.Postgres).Take(ctx, "user:u-1", 0.001, burst, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok {
+			allowed++
+		}
+	}
+	if allowed != burst {
+		t.Fatalf("%d of %d takes allowed over two nodes, want one burst of %d", allowed, 2*burst, burst)
 	}
 }

@@ -153,9 +153,10 @@ type Stack struct {
 	Store domain.EventStore
 	// SyncLog is the same log's lookups that sync needs.
 	SyncLog commands.SyncLog
-	// Postgres is the shared log's database when the event store is
-	// PostgresLog (nil otherwise), for the other cross-node state it keeps
-	// (rate-limit buckets).
+	// Postgres is the PostgreSQL the nodes share (the read models'
+	// database, else the log's; nil when there is none), for the other
+	// cross-node state it keeps: rate-limit buckets. With a KurrentDB log
+	// and PostgreSQL read models the buckets are shared too.
 	Postgres *postgres.DB
 	// Accounts, Memories and Jobs are the read models' stores (in SQLite
 	// or PostgreSQL, see ReadModels), which answer the commands' queries;
@@ -326,7 +327,7 @@ func Open(ctx context.Context, cfg Config) (*Stack, error) {
 		DB:              db,
 		Store:           log.store,
 		SyncLog:         log.store,
-		Postgres:        log.postgres,
+		Postgres:        cmp.Or(rm.postgres, log.postgres),
 		Accounts:        rm.accounts,
 		Memories:        rm.memories,
 		Jobs:            rm.jobs,
@@ -347,7 +348,7 @@ func Open(ctx context.Context, cfg Config) (*Stack, error) {
 	// node at a time: the PostgreSQL read models, and a remote index, whose
 	// projection then keeps its state in the shared PostgreSQL (the read
 	// models' database, else the log's). Everything else is per node.
-	shared := cmp.Or(rm.postgres, log.postgres)
+	shared := s.Postgres
 	if rm.postgres != nil {
 		s.leased = append(s.leased, projections.AccountsProjectionName, projections.MemoriesProjectionName, projections.JobsProjectionName,
 			projections.ProvenanceProjectionName, projections.AuditProjectionName, projections.SuggestionsProjectionName)
