@@ -11,8 +11,6 @@ import (
 	"os/exec"
 	"reflect"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -110,33 +108,7 @@ func TestThreeNodesShareReadModelsAndIndexes(t *testing.T) {
 	})
 
 	t.Run("the lease holder killed under load: another node takes over within seconds", func(t *testing.T) {
-		var written atomic.Int64
-		stop := make(chan struct{})
-		var wg sync.WaitGroup
-		for w, n := range c.nodes {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := 0; ; i++ {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					r, err := tryCall(n, "POST", "/memories", key, map[string]any{"agent_id": fmt.Sprintf("load-%d", w), "type": "note", "content": map[string]any{"content": fmt.Sprintf("load note %d of writer %d", i, w)}})
-					if err != nil {
-						if n == one {
-							return // killed
-						}
-						t.Error(err)
-						return
-					}
-					if r.status == http.StatusCreated {
-						written.Add(1)
-					}
-				}
-			}()
-		}
+		written, stopLoad := writeLoad(t, c.nodes, key, one)
 		waitUntil(t, "load written", func() bool { return written.Load() >= 30 })
 		one.Kill()
 		killed := time.Now()
@@ -157,8 +129,7 @@ func TestThreeNodesShareReadModelsAndIndexes(t *testing.T) {
 		}
 		before := written.Load()
 		waitUntil(t, "load continues after the takeover", func() bool { return written.Load() >= before+30 })
-		close(stop)
-		wg.Wait()
+		stopLoad()
 		last := must(t, call(t, two, "POST", "/memories", key, map[string]any{"agent_id": "a1", "type": "note", "content": map[string]any{"content": "written after the takeover"}}), http.StatusCreated)
 		id, _ := last.data()["id"].(string)
 		found := must(t, call(t, three, "POST", "/search", key, map[string]any{"agent_id": "a1", "query": "written after the takeover", "mode": "keyword", "limit": 5}, api.ConsistencyTokenHeader, last.header.Get(api.ConsistencyTokenHeader)), http.StatusOK)

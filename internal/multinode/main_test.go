@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"os"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -171,4 +172,38 @@ func must(t testing.TB, r reply, status int) reply {
 		t.Fatalf("status %d, want %d: %v", r.status, status, r.body)
 	}
 	return r
+}
+
+// writeLoad has every node take note writes, one writer per node (agent
+// load-W), until the returned stop is called; written counts the 201s. A
+// write to victim that fails ends its writer quietly (the test kills that
+// node); any other failure fails the test.
+func writeLoad(t *testing.T, nodes []*testserver.Server, key string, victim *testserver.Server) (written *atomic.Int64, stop func()) {
+	written = new(atomic.Int64)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for w, n := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				r, err := tryCall(n, "POST", "/memories", key, map[string]any{"agent_id": fmt.Sprintf("load-%d", w), "type": "note", "content": map[string]any{"content": fmt.Sprintf("load note %d of writer %d", i, w)}})
+				if err != nil {
+					if n != victim {
+						t.Error(err)
+					}
+					return
+				}
+				if r.status == http.StatusCreated {
+					written.Add(1)
+				}
+			}
+		}()
+	}
+	return written, func() { close(done); wg.Wait() }
 }

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -73,39 +71,12 @@ func TestThreeNodes(t *testing.T) {
 	})
 
 	t.Run("a node killed mid-load, restarted, catches up", func(t *testing.T) {
-		var written atomic.Int64
-		stop := make(chan struct{})
-		var wg sync.WaitGroup
-		for w, n := range []*testserver.Server{one, two, three} {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := 0; ; i++ {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					r, err := tryCall(n, "POST", "/memories", key, map[string]any{"agent_id": fmt.Sprintf("load-%d", w), "type": "note", "content": map[string]any{"content": fmt.Sprintf("load %d/%d", w, i)}})
-					if err != nil {
-						if n == three {
-							return // killed
-						}
-						t.Error(err)
-						return
-					}
-					if r.status == http.StatusCreated {
-						written.Add(1)
-					}
-				}
-			}()
-		}
+		written, stopLoad := writeLoad(t, []*testserver.Server{one, two, three}, key, three)
 		waitUntil(t, "load written", func() bool { return written.Load() >= 12 })
 		three.Kill()
 		before := written.Load()
 		waitUntil(t, "load continues on the survivors", func() bool { return written.Load() >= before+12 })
-		close(stop)
-		wg.Wait()
+		stopLoad()
 		three = c.start(three.DataDir)
 		c.nodes[2] = three
 		last := must(t, call(t, one, "POST", "/memories", key, map[string]any{"agent_id": "a1", "type": "note", "content": map[string]any{"content": "after the restart"}}), http.StatusCreated)
