@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"fmt"
 	"os"
 	"testing"
 
@@ -13,18 +11,4 @@ import (
 // ENGRAM_TEST_POSTGRES_URL or a throwaway cluster TestMain starts.
 var pg *pgtest.Server
 
-func TestMain(m *testing.M) { os.Exit(runTests(m)) }
-
-func runTests(m *testing.M) int {
-	var err error
-	if pg, err = pgtest.Open(context.Background()); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() {
-		if err := pg.Close(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-		}
-	}()
-	return m.Run()
-}
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m, &pg)) }

@@ -24,21 +24,7 @@ var schemaSeq atomic.Int64
 // throwaway cluster TestMain starts.
 var pg *pgtest.Server
 
-func TestMain(m *testing.M) { os.Exit(runTests(m)) }
-
-func runTests(m *testing.M) int {
-	var err error
-	if pg, err = pgtest.Open(context.Background()); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() {
-		if err := pg.Close(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-		}
-	}()
-	return m.Run()
-}
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m, &pg)) }
 
 // openDB opens a fresh, migrated database in a schema of its own, dropped
 // when the test ends.

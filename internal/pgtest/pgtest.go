@@ -115,6 +115,23 @@ func adminExec(url, sql string) error {
 	return err
 }
 
+// Main is a TestMain body for a package whose tests share one server:
+// it opens one into *srv, runs the tests and closes it, returning the
+// exit code (`func TestMain(m *testing.M) { os.Exit(pgtest.Main(m, &pg)) }`).
+func Main(m *testing.M, srv **Server) int {
+	var err error
+	if *srv, err = Open(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() {
+		if err := (*srv).Close(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
+	}()
+	return m.Run()
+}
+
 // Close stops and removes the cluster Open started, if any.
 func (s *Server) Close() error {
 	if s.cluster == nil {

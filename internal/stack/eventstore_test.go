@@ -3,7 +3,6 @@ package stack_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -20,17 +19,7 @@ import (
 // pg is the PostgreSQL of this package's tests (see internal/pgtest).
 var pg *pgtest.Server
 
-func TestMain(m *testing.M) { os.Exit(runTests(m)) }
-
-func runTests(m *testing.M) int {
-	var err error
-	if pg, err = pgtest.Open(context.Background()); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer pg.Close()
-	return m.Run()
-}
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m, &pg)) }
 
 func TestEventStoreValidate(t *testing.T) {
 	cases := []struct {
