@@ -105,7 +105,7 @@ func (q *EmbedQueue) Run(ctx context.Context) error {
 		if err != nil {
 			backoff = min(max(2*backoff, q.cfg.MinBackoff), q.cfg.MaxBackoff)
 			q.logger.WarnContext(ctx, "embedding queue paused", "retry_in", backoff.String(), "embedded", n, "error", err)
-			if !q.wait(ctx, backoff) {
+			if !sleep(ctx, backoff) {
 				return ctx.Err()
 			}
 			continue
@@ -123,18 +123,6 @@ func (q *EmbedQueue) Run(ctx context.Context) error {
 		case <-timer.C:
 		}
 		timer.Stop()
-	}
-}
-
-// wait sleeps d; false when ctx ended first.
-func (q *EmbedQueue) wait(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
 	}
 }
 

@@ -175,6 +175,7 @@ func (r *JobRunner) idleWait() time.Duration {
 	return wait
 }
 
+// sleep waits d or until ctx ends; it reports whether d passed.
 func sleep(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
