@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -22,7 +23,11 @@ func TestServeHelpListsEveryFlag(t *testing.T) {
 		}
 		var cfg serveConfig
 		serveFlags(&cfg).VisitAll(func(f *flag.Flag) {
-			want := []string{"--" + f.Name + " ", envName(f.Name)}
+			// A flag's line: "  --name VALUE" or, for a boolean, "  --name".
+			if !regexp.MustCompile(`(?m)^  --` + regexp.QuoteMeta(f.Name) + `( |$)`).MatchString(stdout.String()) {
+				t.Errorf("serve %s: no line for --%s in the help", arg, f.Name)
+			}
+			want := []string{envName(f.Name)}
 			if f.DefValue != "" {
 				want = append(want, "default "+f.DefValue)
 			}

@@ -207,8 +207,15 @@ func TestDashboardInBrowser(t *testing.T) {
 	b.waitJS("the raw tab", `!document.getElementById("panel-raw").hidden && document.querySelectorAll("#raw-table .expander").length === 50`)
 	b.click("#auto-refresh")
 	b.waitJS("auto-refresh on", `document.getElementById("auto-refresh").getAttribute("aria-pressed") === "true"`)
-	// The keyboard focus stays on its row across the refreshes.
-	b.do("focus a raw row", chromedp.Focus(chromedp.CSS(`#raw-table .expander[data-key="`+seed.markupRaw+`"]`)))
+	// The keyboard focus stays on its row across the refreshes. The row is
+	// found and focused in one script: with auto-refresh on, a refresh can
+	// replace the row between a CSS lookup and a separate Focus command.
+	b.waitJS("focus a raw row", `(() => {
+		const row = document.querySelector('#raw-table .expander[data-key="`+seed.markupRaw+`"]');
+		if (!row) return false;
+		row.focus();
+		return document.activeElement === row;
+	})()`)
 	const live = "A capture made while the dashboard watches"
 	cli.run("raw", live)
 	b.waitJS("the new capture", fmt.Sprintf(`[...document.querySelectorAll("#raw-table .preview")].some((p) => p.textContent === %q)`, live))
