@@ -30,3 +30,63 @@ type Lease interface {
 	// Release gives the lease up; another node may acquire it at once.
 	Release(ctx context.Context) error
 }
+
+// ProjectionRebuilds records the live rebuilds of leased projections in
+// the store the nodes share: any node records a request, the node holding
+// the projection's lease runs it, and every node reads whether the
+// projection is being rebuilt (its visibility waits leave it out
+// meanwhile). A projection has at most one open rebuild.
+type ProjectionRebuilds interface {
+	// Request opens a rebuild of the projection, requested by node, and
+	// returns it with opened true; when one is open already it opens
+	// nothing and returns that one with opened false.
+	Request(ctx context.Context, projection, node string) (rebuild ProjectionRebuild, opened bool, err error)
+	// Get returns the projection's latest rebuild (a zero value, ID "",
+	// when it was never rebuilt live).
+	Get(ctx context.Context, projection string) (ProjectionRebuild, error)
+	// Start marks the open rebuild id as running on node (again, when the
+	// node that ran it lost its lease part-way).
+	Start(ctx context.Context, projection, id, node string) error
+	// Finish closes the rebuild id that node runs with its outcome: the
+	// events replayed, or the failure ("" when it succeeded). It closes
+	// nothing when another node has started it since.
+	Finish(ctx context.Context, projection, id, node string, events uint64, failure string) error
+}
+
+// RebuildState is where a projection's live rebuild stands.
+type RebuildState string
+
+// A rebuild is requested, then running on the lease holder (restarted by
+// the next holder if that one loses its lease), then done or failed.
+const (
+	RebuildRequested RebuildState = "requested"
+	RebuildRunning   RebuildState = "running"
+	RebuildDone      RebuildState = "done"
+	RebuildFailed    RebuildState = "failed"
+)
+
+// Open reports whether the rebuild is yet to end.
+func (s RebuildState) Open() bool { return s == RebuildRequested || s == RebuildRunning }
+
+// ProjectionRebuild is one live rebuild of a leased projection.
+type ProjectionRebuild struct {
+	ID          string
+	State       RebuildState
+	RequestedBy string
+	// Node runs it (once started).
+	Node   string
+	Events uint64
+	// Error is why it failed.
+	Error string
+}
+
+// ProjectionChanges tells a node when another node changed a leased
+// projection's shared state (its checkpoint, its rebuild record), so the
+// node need not poll for it.
+type ProjectionChanges interface {
+	// Listen calls changed with the projection's name after each such
+	// change is committed, until ctx ends or listening fails. It calls
+	// changed with "" each time it starts listening, since changes made
+	// while it did not listen were missed.
+	Listen(ctx context.Context, changed func(projection string)) error
+}

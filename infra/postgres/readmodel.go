@@ -50,7 +50,7 @@ func (m tableModel) Reset(ctx context.Context) error {
 		if _, err := tx.Exec(ctx, `DELETE FROM projection_checkpoints WHERE name = $1`, m.name); err != nil {
 			return fmt.Errorf("postgres: reset checkpoint %s: %w", m.name, err)
 		}
-		return nil
+		return notifyChange(ctx, tx, m.name)
 	})
 }
 
@@ -183,7 +183,9 @@ func applyBatchThen[Tx any](ctx context.Context, db *DB, name string, events []d
 				return fmt.Errorf("%s: index writes up to %d: %w", name, last, err)
 			}
 		}
-		if _, err := tx.Exec(ctx, `UPDATE projection_checkpoints SET position = $2 WHERE name = $1`, name, int64(last)); err != nil {
+		// The followers are told in the same round trip, at the commit.
+		if _, err := tx.Exec(ctx, `WITH saved AS (UPDATE projection_checkpoints SET position = $2 WHERE name = $1 RETURNING name)
+			SELECT pg_notify($3, name) FROM saved`, name, int64(last), changesChannel); err != nil {
 			return fmt.Errorf("postgres: save checkpoint %s: %w", name, err)
 		}
 		return nil
