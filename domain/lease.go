@@ -85,8 +85,13 @@ type ProjectionRebuild struct {
 // node need not poll for it.
 type ProjectionChanges interface {
 	// Listen calls changed with the projection's name after each such
-	// change is committed, until ctx ends or listening fails. It calls
+	// change is committed, and with LeaseChange(projection) when a node
+	// acquired its lease, until ctx ends or listening fails. It calls
 	// changed with "" each time it starts listening, since changes made
 	// while it did not listen were missed.
-	Listen(ctx context.Context, changed func(projection string)) error
+	Listen(ctx context.Context, changed func(key string)) error
 }
+
+// LeaseChange is the key ProjectionChanges announces a new holder of the
+// projection's lease by.
+func LeaseChange(projection string) string { return "lease:" + projection }

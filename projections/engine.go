@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -65,7 +66,10 @@ type Engine struct {
 	// read the shared checkpoints at once and then often while any wait.
 	waiters atomic.Int64
 	nudge   chan struct{}
-	live    liveRebuilds
+	// announcements are closed when Leasing.Changes announces a change
+	// of their key (see announced).
+	announcements map[string]chan struct{}
+	live          liveRebuilds
 }
 
 // Delivery tuning: quick retries in the handler, then parking with a
@@ -88,6 +92,8 @@ func NewEngine(store domain.EventStore, logger *slog.Logger, projections ...Proj
 		stats:       make(map[string]*ProjectionStatus, len(projections)),
 		leaseStatus: make(map[string]*LeaseStatus),
 		nudge:       make(chan struct{}),
+
+		announcements: make(map[string]chan struct{}),
 	}
 }
 
@@ -125,6 +131,9 @@ func (e *Engine) Run(ctx context.Context) error {
 	for _, p := range leased {
 		go func() { errs <- e.runLeased(ctx, p) }()
 	}
+	listening := make(chan struct{})
+	go func() { defer close(listening); e.listen(ctx) }()
+	defer func() { <-listening }()
 	// The first to stop (the context ended, or the router failed) stops
 	// the others.
 	first := <-errs
@@ -277,6 +286,9 @@ func (e *Engine) lowest(names []string) (uint64, <-chan struct{}) {
 		if pos := e.positions[p.Name()]; first || pos < low {
 			low, first = pos, false
 		}
+	}
+	if first { // every one is being rebuilt: nothing to wait for
+		return math.MaxUint64, e.changed
 	}
 	return low, e.changed
 }

@@ -18,31 +18,41 @@ import (
 // When the holder dies, a waiting node acquires the lease and resumes at
 // the shared checkpoint; the store's Apply skips what is at or below it,
 // so no event is skipped or applied twice.
+//
+// Followers do not poll for the holder's progress: the shared store
+// announces each committed checkpoint, rebuild record and lease change
+// (Changes), and a slow poll is only the safety net for an announcement
+// missed while the listening connection was down.
 type Leasing struct {
 	Leases domain.ProjectionLeases
+	// Rebuilds records the live rebuilds of the leased projections
+	// (RebuildLive): any node requests one, the holder runs it.
+	Rebuilds domain.ProjectionRebuilds
+	// Changes wakes this node when another commits a change to a leased
+	// projection's shared state.
+	Changes domain.ProjectionChanges
 	// Node is this node's name, as Leases names holders.
 	Node string
 	// Projections are the leased projections' names.
 	Projections []string
 	// Follow is how often a node without a lease reads the shared
-	// checkpoint while nothing waits on it (0: DefaultFollowInterval): it
-	// bounds how stale Status and a read without a consistency token may
-	// be there. A WaitFor wakes the followers at once and has them read
-	// every waitedFollowInterval while it waits.
+	// checkpoint although nothing announced a change (0:
+	// DefaultFollowInterval). While a WaitFor waits, it reads every
+	// waitedFollowInterval.
 	Follow time.Duration
 }
 
-// DefaultFollowInterval is Leasing.Follow's default.
-const DefaultFollowInterval = 500 * time.Millisecond
+// DefaultFollowInterval is Leasing.Follow's default: the safety net's
+// period, which bounds how stale a follower may be when an announcement
+// was lost.
+const DefaultFollowInterval = 5 * time.Second
 
-// waitedFollowInterval is how often a node without a lease reads the
-// shared checkpoint while a WaitFor waits on it: a write answers a few
-// milliseconds after the holder applied it, and an idle node polls at the
-// slower Follow interval.
-const waitedFollowInterval = 5 * time.Millisecond
+// waitedFollowInterval is the safety net's period while a WaitFor waits:
+// a lost announcement delays a read-your-writes wait by at most this.
+const waitedFollowInterval = 100 * time.Millisecond
 
-// holderRefresh is how often a waiting node asks who holds the lease, for
-// Status.
+// holderRefresh is the least time between two questions of a follower
+// about who holds a lease when announcements of checkpoints wake it.
 const holderRefresh = time.Second
 
 // LeaseStatus is who holds a leased projection's lease, as this node last
@@ -63,7 +73,11 @@ type follower interface {
 	Follow(ctx context.Context) (uint64, error)
 }
 
-// followOnce brings this node's view of p up to the shared store once.
+// followOnce brings this node's view of p up to the shared store once:
+// its checkpoint, then whether it is being rebuilt. In that order: the
+// holder records a rebuild as running before it resets the checkpoint, so
+// a reset checkpoint read here is never taken for the projection's
+// progress.
 func (e *Engine) followOnce(ctx context.Context, p Projection) error {
 	var pos uint64
 	var err error
@@ -75,14 +89,21 @@ func (e *Engine) followOnce(ctx context.Context, p Projection) error {
 	if err != nil {
 		return err
 	}
+	rebuild, err := e.leasing.Rebuilds.Get(ctx, p.Name())
+	if err != nil {
+		return err
+	}
+	e.mu.Lock()
+	e.live.shared[p.Name()] = rebuild.State == domain.RebuildRunning
+	e.mu.Unlock()
 	e.advance(p.Name(), pos)
 	return nil
 }
 
 // UseLeases makes the projections l names leased; call it before Run.
 func (e *Engine) UseLeases(l Leasing) error {
-	if l.Leases == nil || l.Node == "" {
-		return errors.New("projections: leasing needs the leases and this node's name")
+	if l.Leases == nil || l.Rebuilds == nil || l.Changes == nil || l.Node == "" {
+		return errors.New("projections: leasing needs the leases, the rebuild records, the change announcements and this node's name")
 	}
 	for _, name := range l.Projections {
 		if !slices.Contains(e.Names(), name) {
@@ -95,6 +116,7 @@ func (e *Engine) UseLeases(l Leasing) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.leasing = &l
+	e.live.shared = make(map[string]bool, len(l.Projections))
 	for _, name := range l.Projections {
 		e.leaseStatus[name] = &LeaseStatus{}
 	}
@@ -131,8 +153,11 @@ func (e *Engine) runLeased(ctx context.Context, p Projection) error {
 			case <-held.Done():
 			}
 		}()
+		rebuilds := make(chan struct{})
+		go func() { defer close(rebuilds); e.runRequestedRebuilds(held, p.Name()) }()
 		err = e.run(held, []Projection{p})
 		stop()
+		<-rebuilds
 		releaseCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		if rerr := lease.Release(releaseCtx); rerr != nil {
 			e.logger.Warn("projection lease: release", "projection", name, "error", rerr)
@@ -178,10 +203,12 @@ func (e *Engine) awaitLease(ctx context.Context, p Projection) (domain.Lease, er
 }
 
 // follow moves this node's view of p to the checkpoint in the shared
-// store, and refreshes who holds its lease, until ctx ends.
+// store, and refreshes who holds its lease, at each announced change and
+// at the safety net's period, until ctx ends.
 func (e *Engine) follow(ctx context.Context, p Projection) {
 	var asked time.Time
 	for {
+		changed, leaseChanged := e.announced(p.Name()), e.announced(domain.LeaseChange(p.Name()))
 		if err := e.followOnce(ctx, p); err != nil && ctx.Err() == nil {
 			e.logger.Warn("leased projection: reading the shared checkpoint", "projection", p.Name(), "error", err)
 		}
@@ -203,9 +230,55 @@ func (e *Engine) follow(ctx context.Context, p Projection) {
 		case <-ctx.Done():
 			timer.Stop()
 			return
+		case <-changed:
+		case <-leaseChanged:
+			asked = time.Time{}
 		case <-nudge:
-			timer.Stop()
 		case <-timer.C:
+		}
+		timer.Stop()
+	}
+}
+
+// announced returns a channel closed at the next announced change of key
+// (a projection's name or domain.LeaseChange); take it before reading the shared
+// state, so a change committed after the read is not missed.
+func (e *Engine) announced(key string) <-chan struct{} {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ch := e.announcements[key]
+	if ch == nil {
+		ch = make(chan struct{})
+		e.announcements[key] = ch
+	}
+	return ch
+}
+
+// announce wakes whoever waits on key's announcements; "" wakes all
+// (Changes says so when it starts listening, since it may have missed
+// some).
+func (e *Engine) announce(key string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for k, ch := range e.announcements {
+		if key == "" || k == key {
+			close(ch)
+			delete(e.announcements, k)
+		}
+	}
+}
+
+// listen feeds the announcements of Changes until ctx ends, listening
+// again after a failure; meanwhile the followers' safety net polls.
+func (e *Engine) listen(ctx context.Context) {
+	for {
+		err := e.leasing.Changes.Listen(ctx, e.announce)
+		if ctx.Err() != nil {
+			return
+		}
+		e.logger.Warn("leased projections: listening for changes failed; polling until it listens again", "error", err)
+		if !sleep(ctx, e.retryDelay) {
+			return
 		}
 	}
 }

@@ -2,9 +2,11 @@ package projections_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,6 +25,9 @@ import (
 type sharedProjection struct {
 	db   *postgres.DB
 	node string
+	// delay slows each batch down (nanoseconds), so a test can act while
+	// a rebuild runs.
+	delay atomic.Int64
 }
 
 func (p *sharedProjection) Name() string { return "shared" }
@@ -39,6 +44,9 @@ func (p *sharedProjection) Apply(ctx context.Context, events []domain.Event) err
 		if err := tx.QueryRow(ctx, `SELECT position FROM shared_checkpoint FOR UPDATE`).Scan(&done); err != nil {
 			return err
 		}
+		if !sleepCtx(ctx, time.Duration(p.delay.Load())) {
+			return ctx.Err()
+		}
 		for _, e := range events {
 			if e.Position <= uint64(done) {
 				continue
@@ -48,32 +56,63 @@ func (p *sharedProjection) Apply(ctx context.Context, events []domain.Event) err
 			}
 			done = int64(e.Position)
 		}
-		_, err := tx.Exec(ctx, `UPDATE shared_checkpoint SET position = $1`, done)
-		return err
+		if _, err := tx.Exec(ctx, `UPDATE shared_checkpoint SET position = $1`, done); err != nil {
+			return err
+		}
+		return postgres.AnnounceChange(ctx, tx, p.Name())
 	})
 }
 
-func (p *sharedProjection) Reset(context.Context) error { return nil }
+// Reset waits for a batch being applied (the checkpoint row's lock), as
+// the PostgreSQL stores do, then empties the store.
+func (p *sharedProjection) Reset(ctx context.Context) error {
+	return pgx.BeginFunc(ctx, p.db.Pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT position FROM shared_checkpoint FOR UPDATE`); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM shared_applied`); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE shared_checkpoint SET position = 0`); err != nil {
+			return err
+		}
+		return postgres.AnnounceChange(ctx, tx, p.Name())
+	})
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
 
 // node is one engine of the leased-projection tests, running until stop.
 type node struct {
-	name   string
-	engine *projections.Engine
-	stop   context.CancelFunc
-	done   chan struct{}
+	name       string
+	projection *sharedProjection
+	engine     *projections.Engine
+	stop       context.CancelFunc
+	done       chan struct{}
 }
 
 func startNode(t testing.TB, db *postgres.DB, name string) *node {
 	t.Helper()
 	store := postgres.NewEventStore(db, 20*time.Millisecond)
-	engine := projections.NewEngine(store, slog.New(slog.DiscardHandler), &sharedProjection{db: db, node: name})
+	projection := &sharedProjection{db: db, node: name}
+	engine := projections.NewEngine(store, slog.New(slog.DiscardHandler), projection)
 	if err := engine.UseLeases(projections.Leasing{
-		Leases: postgres.NewLeases(db, name, 100*time.Millisecond), Node: name, Projections: []string{"shared"},
+		Leases: postgres.NewLeases(db, name, 100*time.Millisecond), Rebuilds: postgres.NewRebuilds(db), Changes: postgres.NewChanges(db),
+		Node: name, Projections: []string{"shared"},
 	}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	n := &node{name: name, engine: engine, stop: stop, done: make(chan struct{})}
+	n := &node{name: name, projection: projection, engine: engine, stop: stop, done: make(chan struct{})}
 	go func() { defer close(n.done); _ = engine.Run(ctx) }()
 	t.Cleanup(func() { stop(); <-n.done })
 	return n
@@ -243,5 +282,115 @@ func TestLeasedProjectionRunsOnOneNodeAndMovesWhenItsHolderDies(t *testing.T) {
 	}
 	if applied != events || distinct != events || byWaiter == 0 {
 		t.Fatalf("%d events applied (%d distinct, %d by the new holder) of %d in the log (head %d), want each once and the new holder applying", applied, distinct, byWaiter, events, head)
+	}
+}
+
+// TestLeasedProjectionIsRebuiltLiveByItsHolder: a live rebuild asked of
+// the node without the lease runs on the holder while both serve; both
+// report the projection rebuilding meanwhile and leave it out of their
+// visibility waits; the request returns the events replayed; a second
+// request meanwhile is refused. Then the holder's session dies in the
+// middle of a second rebuild: the other node takes the lease over, starts
+// the rebuild again and completes it, and the store holds every event
+// exactly once.
+func TestLeasedProjectionIsRebuiltLiveByItsHolder(t *testing.T) {
+	ctx := context.Background()
+	db, nodes, holder, waiter := leasedPair(t)
+	log := postgres.NewEventStore(db, 20*time.Millisecond)
+	write := func() uint64 {
+		var events []domain.NewEvent
+		for range 100 {
+			events = append(events, domain.NewEvent{Type: "Added", SchemaVersion: 1, Payload: []byte(`{}`)})
+		}
+		res, err := log.Append(ctx, "s", domain.ExpectAny, events)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.LastPosition
+	}
+	var head uint64
+	for range 20 {
+		head = write()
+	}
+	for _, n := range nodes {
+		n.projection.delay.Store(int64(150 * time.Millisecond)) // 4 chunks of 512: ~0.6 s
+	}
+	rebuild := func(n *node) chan error {
+		done := make(chan error, 1)
+		go func() {
+			events, err := n.engine.RebuildLive(ctx, "shared")
+			if err == nil && events < head {
+				err = fmt.Errorf("replayed up to %d, want at least the head %d", events, head)
+			}
+			done <- err
+		}()
+		return done
+	}
+	rebuilding := func(n *node) bool { return n.engine.Status()["shared"].Rebuilding }
+	done := rebuild(waiter)
+	eventually(t, 5*time.Second, "both nodes report the projection rebuilding", func() bool { return rebuilding(holder) && rebuilding(waiter) })
+	if _, err := holder.engine.RebuildLive(ctx, "shared"); !errors.Is(err, projections.ErrRebuilding) {
+		t.Fatalf("a second request while one runs: %v, want ErrRebuilding", err)
+	}
+	// A write meanwhile is visible at once on both nodes: their waits
+	// leave the projection being rebuilt out.
+	during := write()
+	for _, n := range nodes {
+		wait, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		if err := n.engine.WaitFor(wait, during); err != nil {
+			t.Fatalf("%s: a write during the rebuild waited for it: %v", n.name, err)
+		}
+		cancel()
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("live rebuild asked of the node without the lease: %v", err)
+	}
+	// The lease may move under a loaded machine (a lease check missing its
+	// 100 ms): the rows are the holder's that ran the rebuild.
+	var byOther int
+	var ranOn string
+	if err := db.Pool.QueryRow(ctx, `SELECT node, (SELECT count(*) FROM shared_applied AS a WHERE a.node <> r.node) FROM projection_rebuilds AS r`).Scan(&ranOn, &byOther); err != nil || byOther != 0 || ranOn != holder.name && ranOn != waiter.name {
+		t.Fatalf("rebuild ran on %q; %d events applied by another node (%v), want none", ranOn, byOther, err)
+	}
+	if ranOn != holder.name {
+		t.Logf("the lease moved to %s before the rebuild", ranOn)
+		holder, waiter = waiter, holder
+	}
+	eventually(t, 2*time.Second, "neither node reports it rebuilding", func() bool { return !rebuilding(holder) && !rebuilding(waiter) })
+
+	// The holder dies part-way through the next rebuild.
+	done = rebuild(waiter)
+	eventually(t, 5*time.Second, "the holder replays", func() bool {
+		var n int
+		_ = db.Pool.QueryRow(ctx, `SELECT count(*) FROM shared_applied`).Scan(&n)
+		return rebuilding(waiter) && n > 0 && n < int(head)
+	})
+	if _, err := db.Pool.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'engram projection lease' AND pid IN (
+		SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted)`); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "the other node takes the lease over", func() bool { return waiter.lease().HeldHere })
+	if err := <-done; err != nil {
+		t.Fatalf("live rebuild whose holder died: %v", err)
+	}
+	eventually(t, 2*time.Second, "neither node reports it rebuilding", func() bool { return !rebuilding(holder) && !rebuilding(waiter) })
+	last := write()
+	for _, n := range nodes {
+		wait, cancel := context.WithTimeout(ctx, 5*time.Second)
+		if err := n.engine.WaitFor(wait, last); err != nil {
+			t.Fatalf("%s: WaitFor after the rebuild: %v", n.name, err)
+		}
+		cancel()
+	}
+	var applied, distinct, events int
+	if err := db.Pool.QueryRow(ctx, `SELECT count(*), count(DISTINCT position), (SELECT count(*) FROM events) FROM shared_applied`).Scan(&applied, &distinct, &events); err != nil {
+		t.Fatal(err)
+	}
+	if applied != events || distinct != events {
+		t.Fatalf("%d events applied (%d distinct) of %d in the log, want each once", applied, distinct, events)
+	}
+	var state, by string
+	if err := db.Pool.QueryRow(ctx, `SELECT state, node FROM projection_rebuilds WHERE name = 'shared'`).Scan(&state, &by); err != nil || state != "done" || by != waiter.name {
+		t.Fatalf("rebuild record: %s on %s (%v), want done on the new holder %s", state, by, err, waiter.name)
 	}
 }

@@ -318,6 +318,9 @@ type liveRebuilds struct {
 	// rebuilt names the projections rebuilt since their live handler
 	// last ran (see pauseWhileRebuilt).
 	rebuilt map[string]bool
+	// shared names the leased projections the shared store says are
+	// being rebuilt (by the lease holder, which may be another node).
+	shared map[string]bool
 }
 
 func (l *liveRebuilds) gate(name string) *sync.Mutex {
@@ -385,15 +388,17 @@ func (l *liveRebuilds) takeRebuilt(name string) bool {
 	return was
 }
 
-// isRebuildingLocked reports whether name is being rebuilt live; e.mu is
-// held.
+// isRebuildingLocked reports whether name is being rebuilt live, here or
+// by the node holding its lease; e.mu is held.
 func (e *Engine) isRebuildingLocked(name string) bool {
-	return e.live.rebuilding[name]
+	return e.live.rebuilding[name] || e.live.shared[name]
 }
 
 // RebuildLive rebuilds the named projection while Run serves the others:
 // its live handler pauses, it is reset and the log replayed into it up to
-// the head, then its handler resumes with what was appended meanwhile.
+// the head, then its handler resumes with what was appended meanwhile. A
+// leased projection is rebuilt so by the node holding its lease, which
+// this node asks through the shared store (see rebuildLeased).
 // Until it returns, the projection's reads see its partial state (an
 // in-process index is empty until the replay refills it at the end),
 // writes' visibility waits leave it out (so they neither hang for the
@@ -401,6 +406,14 @@ func (e *Engine) isRebuildingLocked(name string) bool {
 // ends) and Status reports it as rebuilding. It returns the events
 // replayed. Only one live rebuild of a projection runs at a time.
 func (e *Engine) RebuildLive(ctx context.Context, name string) (uint64, error) {
+	if e.leased(name) {
+		return e.rebuildLeased(ctx, name)
+	}
+	return e.rebuildHere(ctx, name)
+}
+
+// rebuildHere is RebuildLive run on this node.
+func (e *Engine) rebuildHere(ctx context.Context, name string) (uint64, error) {
 	selected, err := e.select_([]string{name})
 	if err != nil {
 		return 0, err

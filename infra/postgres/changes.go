@@ -11,14 +11,16 @@ import (
 
 // changesChannel is the NOTIFY channel on which a committed change of a
 // shared projection's state (checkpoint, rebuild record) names the
-// projection. Channels are per database, not per schema: deployments in
+// projection, and a lease's new holder domain.LeaseChange of it. Channels are per database, not per schema: deployments in
 // two schemas of one database wake each other's followers for nothing,
 // which costs a read and is never wrong.
 const changesChannel = "engram_projections"
 
-// notifyChange names projection on changesChannel when tx commits (and
-// never if it rolls back).
-func notifyChange(ctx context.Context, tx pgx.Tx, projection string) error {
+// AnnounceChange tells the nodes listening (Changes) that the shared state
+// of projection changed, when tx commits (never if it rolls back). Every
+// store of a leased projection calls it in the transaction that moves its
+// checkpoint.
+func AnnounceChange(ctx context.Context, tx pgx.Tx, projection string) error {
 	if _, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, changesChannel, projection); err != nil {
 		return fmt.Errorf("postgres: notify %s: %w", projection, err)
 	}
@@ -39,7 +41,7 @@ var _ domain.ProjectionChanges = (*Changes)(nil)
 func NewChanges(db *DB) *Changes { return &Changes{db: db} }
 
 // Listen implements domain.ProjectionChanges.
-func (c *Changes) Listen(ctx context.Context, changed func(projection string)) error {
+func (c *Changes) Listen(ctx context.Context, changed func(key string)) error {
 	cfg := c.db.Pool.Config().ConnConfig.Copy()
 	cfg.RuntimeParams["application_name"] = "engram projection changes"
 	conn, err := pgx.ConnectConfig(ctx, cfg)

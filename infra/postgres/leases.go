@@ -85,7 +85,9 @@ func (l *Leases) Acquire(ctx context.Context, projection string) (domain.Lease, 
 		}
 		return nil, fmt.Errorf("postgres: lease %s: lock: %w", projection, err)
 	}
-	if _, err := conn.Exec(ctx, `UPDATE projection_leases SET holder = $2, acquired_at = now() WHERE id = $1`, id, l.node); err != nil {
+	// The followers are told who holds it now (see Changes).
+	if _, err := conn.Exec(ctx, `WITH named AS (UPDATE projection_leases SET holder = $2, acquired_at = now() WHERE id = $1 RETURNING name)
+		SELECT pg_notify($3, $4) FROM named`, id, l.node, changesChannel, domain.LeaseChange(projection)); err != nil {
 		closeQuietly(conn)
 		return nil, fmt.Errorf("postgres: lease %s: name holder: %w", projection, err)
 	}

@@ -42,6 +42,12 @@ func (m tableModel) Checkpoint(ctx context.Context) (uint64, error) {
 // checkpoint forgotten in one transaction.
 func (m tableModel) Reset(ctx context.Context) error {
 	return pgx.BeginFunc(ctx, m.db.Pool, func(tx pgx.Tx) error {
+		// A batch a node is applying (one that lost its lease a moment
+		// ago) holds the checkpoint row: wait for it, so its rows are
+		// emptied too, not left behind a forgotten checkpoint.
+		if _, err := tx.Exec(ctx, `SELECT 1 FROM projection_checkpoints WHERE name = $1 FOR UPDATE`, m.name); err != nil {
+			return fmt.Errorf("postgres: reset checkpoint %s: %w", m.name, err)
+		}
 		for _, t := range m.tables {
 			if _, err := tx.Exec(ctx, `DELETE FROM `+t); err != nil {
 				return fmt.Errorf("postgres: reset %s: %w", t, err)
@@ -50,7 +56,7 @@ func (m tableModel) Reset(ctx context.Context) error {
 		if _, err := tx.Exec(ctx, `DELETE FROM projection_checkpoints WHERE name = $1`, m.name); err != nil {
 			return fmt.Errorf("postgres: reset checkpoint %s: %w", m.name, err)
 		}
-		return notifyChange(ctx, tx, m.name)
+		return AnnounceChange(ctx, tx, m.name)
 	})
 }
 

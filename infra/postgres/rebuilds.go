@@ -49,7 +49,7 @@ func (r *Rebuilds) Request(ctx context.Context, projection, node string) (domain
 			projection, out.ID, out.State, node); err != nil {
 			return err
 		}
-		return notifyChange(ctx, tx, projection)
+		return AnnounceChange(ctx, tx, projection)
 	})
 	if err != nil {
 		return domain.ProjectionRebuild{}, false, fmt.Errorf("postgres: request rebuild of %s: %w", projection, err)
@@ -91,7 +91,7 @@ func (r *Rebuilds) update(ctx context.Context, projection, query string, args ..
 		if _, err := tx.Exec(ctx, query, args...); err != nil {
 			return err
 		}
-		return notifyChange(ctx, tx, projection)
+		return AnnounceChange(ctx, tx, projection)
 	})
 	if err != nil {
 		return fmt.Errorf("postgres: rebuild of %s: %w", projection, err)

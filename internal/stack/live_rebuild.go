@@ -19,18 +19,13 @@ var ErrNotLiveRebuildable = errors.New("not rebuildable while the server takes w
 var commandReadModels = []string{projections.AccountsProjectionName, projections.MemoriesProjectionName, projections.JobsProjectionName}
 
 // LiveRebuild rebuilds the named projection while the running engine
-// serves the others (projections.Engine.RebuildLive) and returns the
-// events replayed. The read models the commands decide on are refused
+// serves the others (projections.Engine.RebuildLive; a leased one on the
+// node holding its lease) and returns the events replayed. The read models the commands decide on are refused
 // with ErrNotLiveRebuildable: an offline `engram projections rebuild`
 // rebuilds them.
 func (s *Stack) LiveRebuild(ctx context.Context, name string) (uint64, error) {
 	if slices.Contains(commandReadModels, name) {
 		return 0, fmt.Errorf("projection %s: %w (the commands decide writes on it): stop the server and run `engram projections rebuild %s`", name, ErrNotLiveRebuildable, name)
-	}
-	// A shared projection is applied by the node holding its lease; a live
-	// rebuild here would reset the state that node applies.
-	if slices.Contains(s.leased, name) {
-		return 0, fmt.Errorf("projection %s: %w (its store is shared by the nodes, under a lease): stop the nodes and run `engram projections rebuild %s`", name, ErrNotLiveRebuildable, name)
 	}
 	return s.Engine.RebuildLive(ctx, name)
 }

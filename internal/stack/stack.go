@@ -379,7 +379,9 @@ func Open(ctx context.Context, cfg Config) (*Stack, error) {
 			node = fmt.Sprintf("%s/%d", cmp.Or(host, "engram"), os.Getpid())
 		}
 		s.leases = postgres.NewLeases(shared, node, 0)
-		if err := s.Engine.UseLeases(projections.Leasing{Leases: s.leases, Node: node, Projections: s.leased}); err != nil {
+		if err := s.Engine.UseLeases(projections.Leasing{
+			Leases: s.leases, Rebuilds: postgres.NewRebuilds(shared), Changes: postgres.NewChanges(shared), Node: node, Projections: s.leased,
+		}); err != nil {
 			s.Close()
 			return nil, err
 		}
