@@ -160,9 +160,10 @@ func TestPostgresStackLeasesSharedRemoteIndexes(t *testing.T) {
 }
 
 // TestRebuildOfALeasedProjectionWaitsForItsLease: a command that writes a
-// shared projection outside the engine (engram projections rebuild) must
-// hold its lease; while a serving node holds it, it is refused, naming
-// that node, and the other projections are not held.
+// shared projection outside the engine (an offline engram projections
+// rebuild) must hold its lease; while a serving node holds it, it is
+// refused, naming that node, and the other projections are not held; a
+// live rebuild is run by the holder.
 func TestRebuildOfALeasedProjectionWaitsForItsLease(t *testing.T) {
 	meili := meilitest.New(t, meilitest.Options{APIKey: meiliKey})
 	es := stack.EventStore{Backend: stack.PostgresLog, URL: pg.Database(t)}
@@ -181,10 +182,17 @@ func TestRebuildOfALeasedProjectionWaitsForItsLease(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `"serving-node"`) {
 		t.Fatalf("HoldLeases while a node serves = %v, want refused naming serving-node", err)
 	}
-	// Nor is it rebuilt live on a node: that would reset the state the
-	// serving node applies.
-	if _, err := serving.LiveRebuild(t.Context(), projections.KeywordProjectionName); !errors.Is(err, stack.ErrNotLiveRebuildable) {
-		t.Fatalf("LiveRebuild of a leased projection = %v, want ErrNotLiveRebuildable", err)
+	// It is rebuilt live instead: asked of another node, recorded in the
+	// shared store, run by the holder while it serves.
+	if _, err := rebuilder.LiveRebuild(t.Context(), projections.KeywordProjectionName); err != nil {
+		t.Fatalf("LiveRebuild of a leased projection asked of another node: %v", err)
+	}
+	if st := serving.Engine.Status()[projections.KeywordProjectionName]; st.Rebuilding {
+		t.Fatalf("the holder still reports keyword rebuilding after the rebuild returned: %+v", st)
+	}
+	// The read models the commands decide on stay refused.
+	if _, err := serving.LiveRebuild(t.Context(), projections.AccountsProjectionName); !errors.Is(err, stack.ErrNotLiveRebuildable) {
+		t.Fatalf("LiveRebuild of accounts = %v, want ErrNotLiveRebuildable", err)
 	}
 	// Projections without a lease need none.
 	if release, err = rebuilder.HoldLeases(t.Context(), 300*time.Millisecond, projections.AccountsProjectionName); err != nil {

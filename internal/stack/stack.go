@@ -472,7 +472,7 @@ func (s *Stack) HoldLeases(ctx context.Context, wait time.Duration, names ...str
 			release()
 			if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
 				holder, _ := s.leases.Holder(ctx, name)
-				return nil, fmt.Errorf("projection %s is applied by node %q, which holds its lease: stop the nodes serving this log first", name, holder)
+				return nil, fmt.Errorf("projection %s is applied by node %q, which holds its lease: run `engram projections rebuild %s` with a serving node's --data-dir to rebuild it live, or stop the nodes serving this log first", name, holder, name)
 			}
 			return nil, err
 		}
