@@ -175,11 +175,11 @@ func must(t testing.TB, r reply, status int) reply {
 }
 
 // writeLoad has every node take note writes, one writer per node (agent
-// load-W), until the returned stop is called; written counts the 201s. A
-// write to victim that fails ends its writer quietly (the test kills that
-// node); any other failure fails the test.
-func writeLoad(t *testing.T, nodes []*testserver.Server, key string, victim *testserver.Server) (written *atomic.Int64, stop func()) {
-	written = new(atomic.Int64)
+// load-W), until the returned stop is called; it counts the 201s and
+// keeps the slowest answer; stop may be called again. A write to victim that fails ends its writer
+// quietly (the test kills that node); any other failure fails the test.
+func writeLoad(t *testing.T, nodes []*testserver.Server, key string, victim *testserver.Server) (*load, func()) {
+	l := &load{}
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	for w, n := range nodes {
@@ -192,6 +192,7 @@ func writeLoad(t *testing.T, nodes []*testserver.Server, key string, victim *tes
 					return
 				default:
 				}
+				start := time.Now()
 				r, err := tryCall(n, "POST", "/memories", key, map[string]any{"agent_id": fmt.Sprintf("load-%d", w), "type": "note", "content": map[string]any{"content": fmt.Sprintf("load note %d of writer %d", i, w)}})
 				if err != nil {
 					if n != victim {
@@ -200,10 +201,21 @@ func writeLoad(t *testing.T, nodes []*testserver.Server, key string, victim *tes
 					return
 				}
 				if r.status == http.StatusCreated {
-					written.Add(1)
+					l.written.Add(1)
+				}
+				took := int64(time.Since(start))
+				for old := l.slowest.Load(); took > old && !l.slowest.CompareAndSwap(old, took); old = l.slowest.Load() {
 				}
 			}
 		}()
 	}
-	return written, func() { close(done); wg.Wait() }
+	var once sync.Once
+	return l, func() { once.Do(func() { close(done) }); wg.Wait() }
+}
+
+// load is what writeLoad measured.
+type load struct {
+	written atomic.Int64
+	// slowest is the longest a write took to answer, in nanoseconds.
+	slowest atomic.Int64
 }

@@ -71,11 +71,11 @@ func TestThreeNodes(t *testing.T) {
 	})
 
 	t.Run("a node killed mid-load, restarted, catches up", func(t *testing.T) {
-		written, stopLoad := writeLoad(t, []*testserver.Server{one, two, three}, key, three)
-		waitUntil(t, "load written", func() bool { return written.Load() >= 12 })
+		load, stopLoad := writeLoad(t, []*testserver.Server{one, two, three}, key, three)
+		waitUntil(t, "load written", func() bool { return load.written.Load() >= 12 })
 		three.Kill()
-		before := written.Load()
-		waitUntil(t, "load continues on the survivors", func() bool { return written.Load() >= before+12 })
+		before := load.written.Load()
+		waitUntil(t, "load continues on the survivors", func() bool { return load.written.Load() >= before+12 })
 		stopLoad()
 		three = c.start(three.DataDir)
 		c.nodes[2] = three
