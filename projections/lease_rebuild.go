@@ -20,8 +20,10 @@ import (
 // skipped. A request while one is open is refused (ErrRebuilding), naming
 // it.
 
-// rebuildRecheck is how often the requesting node and the holder read the
-// rebuild record although nothing was announced (the safety net).
+// rebuildRecheck is how often the requesting node reads the rebuild
+// record although nothing was announced (the safety net); the holder
+// looks for requests at the followers' safety-net period
+// (Leasing.Follow), since it costs every idle holder queries.
 const rebuildRecheck = time.Second
 
 // rebuildLeased records a rebuild of the leased projection name and waits
@@ -79,7 +81,7 @@ func (e *Engine) runRequestedRebuilds(ctx context.Context, name string) {
 				continue
 			}
 		}
-		if !e.waitAnnounced(ctx, changed, rebuildRecheck) {
+		if !e.waitAnnounced(ctx, changed, e.leasing.Follow) {
 			return
 		}
 	}
