@@ -93,11 +93,23 @@ func (e *Engine) followOnce(ctx context.Context, p Projection) error {
 	if err != nil {
 		return err
 	}
-	e.mu.Lock()
-	e.live.shared[p.Name()] = rebuild.State == domain.RebuildRunning
-	e.mu.Unlock()
+	e.setSharedRebuild(p.Name(), rebuild.State == domain.RebuildRunning)
 	e.advance(p.Name(), pos)
 	return nil
+}
+
+// setSharedRebuild records whether the shared store says name is being
+// rebuilt; the waits look again when that changes, since they leave it
+// out or take it in.
+func (e *Engine) setSharedRebuild(name string, rebuilding bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.live.shared[name] == rebuilding {
+		return
+	}
+	e.live.shared[name] = rebuilding
+	close(e.changed)
+	e.changed = make(chan struct{})
 }
 
 // UseLeases makes the projections l names leased; call it before Run.

@@ -119,11 +119,7 @@ func (e *Engine) runRequestedRebuild(ctx context.Context, name string, rebuild d
 		sleep(ctx, e.retryDelay)
 		return false
 	}
-	e.mu.Lock()
-	e.live.shared[name] = false
-	close(e.changed) // waits that left it out look again
-	e.changed = make(chan struct{})
-	e.mu.Unlock()
+	e.setSharedRebuild(name, false)
 	e.logger.Info("live rebuild of a leased projection done", "projection", name, "events", events, "seconds", time.Since(start).Seconds())
 	return true
 }
