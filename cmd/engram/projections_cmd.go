@@ -93,6 +93,18 @@ func projectionsCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 		if len(holders) > 0 {
 			status["leases"] = holders
 		}
+		// And the live rebuilds under way on them.
+		open, err := st.OpenRebuilds(ctx)
+		if err != nil {
+			return err
+		}
+		rebuilding := map[string]map[string]string{}
+		for name, r := range open {
+			rebuilding[name] = map[string]string{"state": string(r.State), "node": r.Node, "requested_by": r.RequestedBy}
+		}
+		if len(rebuilding) > 0 {
+			status["rebuilding"] = rebuilding
+		}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(status)

@@ -70,8 +70,8 @@ func TestThreeNodesShareReadModelsAndIndexes(t *testing.T) {
 		}
 	})
 
+	flags := append([]string{"--event-store", "postgres"}, indexFlags(meili.URL, qd.Addr)...) // the command line's
 	t.Run("the command line names the holders and refuses to rebuild offline under them", func(t *testing.T) {
-		flags := append([]string{"--event-store", "postgres"}, indexFlags(meili.URL, qd.Addr)...)
 		out, err := runEngram(env, append([]string{"projections", "status", "--data-dir", one.DataDir}, flags...)...)
 		var status struct{ Leases map[string]string }
 		if err != nil || json.Unmarshal([]byte(out), &status) != nil {
@@ -166,6 +166,16 @@ func TestThreeNodesShareReadModelsAndIndexes(t *testing.T) {
 			st, err := tryProjectionStatus(three)
 			return err == nil && st[projections.KeywordProjectionName].Rebuilding
 		})
+		out, err := runEngram(env, append([]string{"projections", "status", "--data-dir", three.DataDir}, flags...)...)
+		var status struct {
+			Rebuilding map[string]struct{ State, Node string }
+		}
+		if err != nil || json.Unmarshal([]byte(out), &status) != nil {
+			t.Fatalf("projections status: %v\n%s", err, out)
+		}
+		if r := status.Rebuilding[projections.KeywordProjectionName]; r.State != "running" || r.Node != holder {
+			t.Fatalf("projections status during the rebuild: %s\nwant keyword running on %s", out, holder)
+		}
 		one.Kill()
 		killed := time.Now()
 		var took time.Duration

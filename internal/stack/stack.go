@@ -195,6 +195,8 @@ type Stack struct {
 	// under a lease (nil and none when nothing is shared).
 	leases domain.ProjectionLeases
 	leased []string
+	// rebuilds records the leased projections' live rebuilds.
+	rebuilds domain.ProjectionRebuilds
 }
 
 // eventLog is the opened event store and what closes it.
@@ -378,9 +380,9 @@ func Open(ctx context.Context, cfg Config) (*Stack, error) {
 			host, _ := os.Hostname()
 			node = fmt.Sprintf("%s/%d", cmp.Or(host, "engram"), os.Getpid())
 		}
-		s.leases = postgres.NewLeases(shared, node, 0)
+		s.leases, s.rebuilds = postgres.NewLeases(shared, node, 0), postgres.NewRebuilds(shared)
 		if err := s.Engine.UseLeases(projections.Leasing{
-			Leases: s.leases, Rebuilds: postgres.NewRebuilds(shared), Changes: postgres.NewChanges(shared), Node: node, Projections: s.leased,
+			Leases: s.leases, Rebuilds: s.rebuilds, Changes: postgres.NewChanges(shared), Node: node, Projections: s.leased,
 		}); err != nil {
 			s.Close()
 			return nil, err
@@ -491,6 +493,22 @@ func (s *Stack) LeaseHolders(ctx context.Context) (map[string]string, error) {
 			return nil, err
 		}
 		out[name] = holder
+	}
+	return out, nil
+}
+
+// OpenRebuilds returns the leased projections' live rebuilds not yet
+// ended (requested, or running on the holder).
+func (s *Stack) OpenRebuilds(ctx context.Context) (map[string]domain.ProjectionRebuild, error) {
+	out := map[string]domain.ProjectionRebuild{}
+	for _, name := range s.leased {
+		r, err := s.rebuilds.Get(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		if r.State.Open() {
+			out[name] = r
+		}
 	}
 	return out, nil
 }
