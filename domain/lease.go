@@ -80,9 +80,9 @@ type ProjectionRebuild struct {
 	Error string
 }
 
-// ProjectionChanges tells a node when another node changed a leased
-// projection's shared state (its checkpoint, its rebuild record), so the
-// node need not poll for it.
+// ProjectionChanges tells a node when a node (itself included) changed a
+// leased projection's shared state (its checkpoint, its rebuild record,
+// its lease's holder), so the node need not poll for it.
 type ProjectionChanges interface {
 	// Listen calls changed with the projection's name after each such
 	// change is committed, and with LeaseChange(projection) when a node
