@@ -244,11 +244,15 @@ func (e *Engine) follow(ctx context.Context, p Projection) {
 			return
 		case <-changed:
 		case <-leaseChanged:
-			asked = time.Time{}
 		case <-nudge:
 		case <-timer.C:
 		}
 		timer.Stop()
+		select {
+		case <-leaseChanged: // (also when both were announced at once)
+			asked = time.Time{}
+		default:
+		}
 	}
 }
 

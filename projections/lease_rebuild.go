@@ -47,6 +47,11 @@ func (e *Engine) rebuildLeased(ctx context.Context, name string) (uint64, error)
 		if err == nil && current.ID != requested.ID {
 			return 0, fmt.Errorf("projections: %s: rebuild %s vanished from the shared store (now %s)", name, requested.ID, current.ID)
 		}
+		if !current.State.Open() && current.ID == requested.ID {
+			// This node answers now: its own view must agree at once,
+			// not when its follower reads the record again.
+			e.setSharedRebuild(name, false)
+		}
 		switch current.State {
 		case domain.RebuildDone:
 			return current.Events, nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -28,6 +29,8 @@ type sharedProjection struct {
 	// delay slows each batch down (nanoseconds), so a test can act while
 	// a rebuild runs.
 	delay atomic.Int64
+	// refuseReset makes Reset fail.
+	refuseReset atomic.Bool
 }
 
 func (p *sharedProjection) Name() string { return "shared" }
@@ -66,6 +69,9 @@ func (p *sharedProjection) Apply(ctx context.Context, events []domain.Event) err
 // Reset waits for a batch being applied (the checkpoint row's lock), as
 // the PostgreSQL stores do, then empties the store.
 func (p *sharedProjection) Reset(ctx context.Context) error {
+	if p.refuseReset.Load() {
+		return errors.New("reset refused")
+	}
 	return pgx.BeginFunc(ctx, p.db.Pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT position FROM shared_checkpoint FOR UPDATE`); err != nil {
 			return err
@@ -392,5 +398,33 @@ func TestLeasedProjectionIsRebuiltLiveByItsHolder(t *testing.T) {
 	var state, by string
 	if err := db.Pool.QueryRow(ctx, `SELECT state, node FROM projection_rebuilds WHERE name = 'shared'`).Scan(&state, &by); err != nil || state != "done" || by != waiter.name {
 		t.Fatalf("rebuild record: %s on %s (%v), want done on the new holder %s", state, by, err, waiter.name)
+	}
+}
+
+// TestFailedLeasedRebuildIsReportedToWhoAsked: a live rebuild that fails
+// on the holder is recorded failed with its error, the node that asked
+// answers that error, neither node reports the projection rebuilding, and
+// the next request runs.
+func TestFailedLeasedRebuildIsReportedToWhoAsked(t *testing.T) {
+	ctx := context.Background()
+	_, nodes, holder, waiter := leasedPair(t)
+	for _, n := range nodes {
+		n.projection.refuseReset.Store(true)
+	}
+	_, err := waiter.engine.RebuildLive(ctx, "shared")
+	if err == nil || !strings.Contains(err.Error(), "reset refused") || !strings.Contains(err.Error(), "failed") {
+		t.Fatalf("a rebuild whose reset fails on the holder: %v, want its failure", err)
+	}
+	if waiter.engine.Status()["shared"].Rebuilding {
+		t.Fatal("the node that answered the failure still reports the projection rebuilding")
+	}
+	eventually(t, 2*time.Second, "neither node reports it rebuilding", func() bool {
+		return !holder.engine.Status()["shared"].Rebuilding && !waiter.engine.Status()["shared"].Rebuilding
+	})
+	for _, n := range nodes {
+		n.projection.refuseReset.Store(false)
+	}
+	if _, err := holder.engine.RebuildLive(ctx, "shared"); err != nil {
+		t.Fatalf("the next request: %v", err)
 	}
 }
