@@ -66,6 +66,8 @@ type Engine struct {
 	waiters atomic.Int64
 	nudge   chan struct{}
 	live    liveRebuilds
+	// decodes shares the live handlers' payload decoding.
+	decodes *liveDecodes
 }
 
 // Delivery tuning: quick retries in the handler, then parking with a
@@ -88,6 +90,7 @@ func NewEngine(store domain.EventStore, logger *slog.Logger, projections ...Proj
 		stats:       make(map[string]*ProjectionStatus, len(projections)),
 		leaseStatus: make(map[string]*LeaseStatus),
 		nudge:       make(chan struct{}),
+		decodes:     newLiveDecodes(liveDecodeSlots),
 	}
 }
 
@@ -179,6 +182,7 @@ func (e *Engine) handler(p Projection) message.NoPublishHandlerFunc {
 		if err != nil {
 			return fmt.Errorf("projections: %s: %w", p.Name(), err)
 		}
+		e.decodes.attach(events)
 		if err := p.Apply(msg.Context(), events); err != nil {
 			return fmt.Errorf("projections: %s from %d: %w", p.Name(), events[0].Position, err)
 		}
