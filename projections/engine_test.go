@@ -312,3 +312,44 @@ func TestLiveHandlersDecodeEachPayloadOnce(t *testing.T) {
 		p.mu.Unlock()
 	}
 }
+
+// countingProjection counts the Apply calls it gets.
+type countingProjection struct {
+	sumProjection
+	calls int
+}
+
+func (p *countingProjection) Apply(ctx context.Context, events []domain.Event) error {
+	p.mu.Lock()
+	p.calls++
+	p.mu.Unlock()
+	return p.sumProjection.Apply(ctx, events)
+}
+
+// TestFullBatchWriteReachesEachProjectionInOneApply: a batch write of
+// memory.MaxBatch memories with their vectors (two events each) is
+// applied by every projection in one call, so in one transaction, not cut
+// into pages.
+func TestFullBatchWriteReachesEachProjectionInOneApply(t *testing.T) {
+	store := newStore(t)
+	p := &countingProjection{sumProjection: sumProjection{name: "p"}}
+	engine := projections.NewEngine(store, slog.New(slog.NewTextHandler(io.Discard, nil)), p)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ones := make([]int, 2*memory.MaxBatch+1) // + the agent's creation
+	for i := range ones {
+		ones[i] = 1
+	}
+	pos := appendN(t, store, ones...)
+	go engine.Run(ctx)
+	waitCtx, done := context.WithTimeout(ctx, 10*time.Second)
+	defer done()
+	if err := engine.WaitFor(waitCtx, pos); err != nil {
+		t.Fatal(err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.calls != 1 || p.sum != len(ones) {
+		t.Fatalf("%d events applied in %d calls (sum %d), want 1 call", len(ones), p.calls, p.sum)
+	}
+}
