@@ -278,7 +278,7 @@ func (s *stack) wire(c *embed.Catalog, rc commands.RunnerConfig) {
 	s.memCmds, err = commands.NewMemories(commands.MemoriesConfig{
 		Writer: s.writer, Reader: s.memories, Embedder: c,
 		DefaultModel: c.DefaultModel(), Queue: s.queue, Logger: s.logger, Quotas: s.opts.quotas, Now: s.clock.Now,
-		EmbedTimeout: harnessVisibilityTimeout,
+		EmbedTimeout: harnessVisibilityTimeout, DecidesOn: []string{projections.MemoriesProjectionName}, // as engram serve
 	})
 	if err != nil {
 		s.t.Fatal(err)

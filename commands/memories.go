@@ -73,6 +73,12 @@ type MemoriesConfig struct {
 	// Quotas bound what each user stores; the zero value is no limit.
 	Quotas memory.Quotas
 	Now    func() time.Time
+	// DecidesOn names the projections that Reader reads. A create holds
+	// its user's lock only until they have applied its events, so the
+	// user's next create decides and appends while the other projections
+	// (indexes, audit) still apply this one; it answers once all have.
+	// Empty: the lock is held until every projection has applied it.
+	DecidesOn []string
 }
 
 // Memories handles the agent and memory commands, and answers the memory
@@ -121,30 +127,42 @@ const maxAgentAttempts = 100
 // write came first it waits until the read model has applied the log and
 // decides again.
 func (m *Memories) appendToAgent(ctx context.Context, meta domain.Metadata, userID, agentID string, decide func() ([]domain.Payload, error)) error {
+	position, err := m.appendToAgentSeenBy(ctx, meta, userID, agentID, nil, decide)
+	if err != nil || position == 0 {
+		return err
+	}
+	return m.cfg.Writer.Await(ctx, position)
+}
+
+// appendToAgentSeenBy is appendToAgent returning once the named
+// projections (all when none are named) have applied the events; it
+// returns their last position (0 if decide recorded nothing), which the
+// caller must Await before answering.
+func (m *Memories) appendToAgentSeenBy(ctx context.Context, meta domain.Metadata, userID, agentID string, names []string, decide func() ([]domain.Payload, error)) (uint64, error) {
 	stream := memory.AgentStream(userID, agentID)
 	for attempt := 1; ; attempt++ {
 		version, err := m.cfg.Reader.StreamVersion(ctx, stream)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		payloads, err := decide()
 		if err != nil || len(payloads) == 0 {
-			return err
+			return 0, err
 		}
-		_, err = m.cfg.Writer.Append(ctx, stream, version, meta, payloads...)
+		res, err := m.cfg.Writer.AppendSeenBy(ctx, stream, version, meta, names, payloads...)
 		if !errors.Is(err, domain.ErrWrongExpectedVersion) {
-			return err
+			return res.LastPosition, err
 		}
 		if attempt == maxAgentAttempts {
-			return domain.Conflict("concurrent_writes", "agent %s changed %d times while this write was being decided; retry the request", agentID, attempt)
+			return 0, domain.Conflict("concurrent_writes", "agent %s changed %d times while this write was being decided; retry the request", agentID, attempt)
 		}
 		m.logger.DebugContext(ctx, "agent stream moved on; deciding again", "agent_id", agentID, "attempt", attempt)
 		head, err := m.cfg.Writer.Store().Head(ctx)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		if err := m.cfg.Writer.Await(ctx, head); err != nil {
-			return err
+			return 0, err
 		}
 	}
 }

@@ -130,14 +130,18 @@ func (m *Memories) create(ctx context.Context, meta domain.Metadata, agentID str
 	}
 	vectors := m.embedOnWrite(ctx, agentID, model, items)
 
-	defer m.lockUser(userID)()
+	unlock := m.lockUser(userID)
 	var out []CreatedMemory
-	err = m.appendToAgent(ctx, meta, userID, agentID, func() ([]domain.Payload, error) {
+	position, err := m.appendToAgentSeenBy(ctx, meta, userID, agentID, m.cfg.DecidesOn, func() ([]domain.Payload, error) {
 		created, payloads, err := m.decideCreate(ctx, userID, agentID, items, model, vectors, at)
 		out = created
 		return payloads, err
 	})
+	unlock()
 	if err != nil {
+		return nil, err
+	}
+	if err := m.cfg.Writer.Await(ctx, position); err != nil {
 		return nil, err
 	}
 	for _, c := range out {

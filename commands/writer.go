@@ -16,6 +16,9 @@ import (
 // Visibility reports when the projections have applied a log position.
 type Visibility interface {
 	WaitFor(ctx context.Context, position uint64) error
+	// WaitForProjections waits for the named projections only (all of
+	// them when none are named).
+	WaitForProjections(ctx context.Context, position uint64, names ...string) error
 }
 
 // EventWriter appends events and waits until they are visible.
@@ -46,6 +49,27 @@ func (w *EventWriter) Store() domain.EventStore { return w.store }
 // stream if it is at the expected version, and waits until the projections
 // have applied them.
 func (w *EventWriter) Append(ctx context.Context, stream string, expected int64, meta domain.Metadata, payloads ...domain.Payload) (domain.AppendResult, error) {
+	res, err := w.append(ctx, stream, expected, meta, payloads)
+	if err != nil {
+		return res, err
+	}
+	return res, w.Await(ctx, res.LastPosition)
+}
+
+// AppendSeenBy appends as Append does but waits only until the named
+// projections (all when none are named) have applied the events: a
+// command that holds a lock while it decides and appends lets the next
+// decision go as soon as the read models it decides on are up to date.
+// Before answering, its caller must Await the returned position.
+func (w *EventWriter) AppendSeenBy(ctx context.Context, stream string, expected int64, meta domain.Metadata, names []string, payloads ...domain.Payload) (domain.AppendResult, error) {
+	res, err := w.append(ctx, stream, expected, meta, payloads)
+	if err != nil {
+		return res, err
+	}
+	return res, w.wait(ctx, res.LastPosition, names)
+}
+
+func (w *EventWriter) append(ctx context.Context, stream string, expected int64, meta domain.Metadata, payloads []domain.Payload) (domain.AppendResult, error) {
 	events := make([]domain.NewEvent, len(payloads))
 	for i, p := range payloads {
 		e, err := domain.MarshalEvent(p, meta)
@@ -54,22 +78,24 @@ func (w *EventWriter) Append(ctx context.Context, stream string, expected int64,
 		}
 		events[i] = e
 	}
-	res, err := w.store.Append(ctx, stream, expected, events)
-	if err != nil {
-		return res, err
-	}
-	return res, w.Await(ctx, res.LastPosition)
+	return w.store.Append(ctx, stream, expected, events)
 }
 
 // Await waits until position is visible to every read model. Every write
 // passes here, so this is where ctx's PositionTracker learns its position.
 func (w *EventWriter) Await(ctx context.Context, position uint64) error {
 	observePosition(ctx, position)
+	return w.wait(ctx, position, nil)
+}
+
+// wait waits until position is visible to the named projections (all
+// when none are named).
+func (w *EventWriter) wait(ctx context.Context, position uint64, names []string) error {
 	// The write is already durable; keep waiting even if the client left,
 	// but never forever.
 	waitCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.timeout)
 	defer cancel()
-	if err := w.visible.WaitFor(waitCtx, position); err != nil {
+	if err := w.visible.WaitForProjections(waitCtx, position, names...); err != nil {
 		return fmt.Errorf("commands: write at %d not yet visible: %w", position, err)
 	}
 	return nil

@@ -70,6 +70,8 @@ type Engine struct {
 	// of their key (see announced).
 	announcements map[string]chan struct{}
 	live          liveRebuilds
+	// decodes shares the live handlers' payload decoding.
+	decodes *liveDecodes
 }
 
 // Delivery tuning: quick retries in the handler, then parking with a
@@ -92,6 +94,7 @@ func NewEngine(store domain.EventStore, logger *slog.Logger, projections ...Proj
 		stats:       make(map[string]*ProjectionStatus, len(projections)),
 		leaseStatus: make(map[string]*LeaseStatus),
 		nudge:       make(chan struct{}),
+		decodes:     newLiveDecodes(liveDecodeSlots),
 
 		announcements: make(map[string]chan struct{}),
 	}
@@ -188,6 +191,7 @@ func (e *Engine) handler(p Projection) message.NoPublishHandlerFunc {
 		if err != nil {
 			return fmt.Errorf("projections: %s: %w", p.Name(), err)
 		}
+		e.decodes.attach(events)
 		if err := p.Apply(msg.Context(), events); err != nil {
 			return fmt.Errorf("projections: %s from %d: %w", p.Name(), events[0].Position, err)
 		}

@@ -5,14 +5,17 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/domain/memory"
 	"github.com/engram-memory/engram/infra/sqlite"
 	"github.com/engram-memory/engram/projections"
 )
@@ -238,5 +241,115 @@ func TestEngineParksAndRecovers(t *testing.T) {
 		if sum, at := p.state(); sum != 7 || at != pos {
 			t.Fatalf("%s: sum %d at %d, want 7 at %d", p.name, sum, at, pos)
 		}
+	}
+}
+
+// tagsProjection records where the decoded tags of each MemoryCreated it
+// applies live in memory, to tell shared decodings from private ones.
+type tagsProjection struct {
+	sumProjection
+	tags map[uint64]*string
+}
+
+func (p *tagsProjection) Apply(_ context.Context, events []domain.Event) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, e := range events {
+		if e.Position <= p.pos {
+			continue
+		}
+		var c memory.MemoryCreated
+		if err := e.Decode(&c); err != nil {
+			return err
+		}
+		p.tags[e.Position] = unsafe.SliceData(c.Tags)
+		p.pos = e.Position
+	}
+	return nil
+}
+
+// TestLiveHandlersDecodeEachPayloadOnce: the projections' live handlers
+// share one decoding of each memory payload instead of parsing its JSON
+// once per projection (the decoded tags are the same slice for all).
+func TestLiveHandlersDecodeEachPayloadOnce(t *testing.T) {
+	store := newStore(t)
+	var projs []projections.Projection
+	var tags []*tagsProjection
+	for _, name := range []string{"a", "b", "c"} {
+		p := &tagsProjection{sumProjection: sumProjection{name: name}, tags: map[uint64]*string{}}
+		projs, tags = append(projs, p), append(tags, p)
+	}
+	engine := projections.NewEngine(store, slog.New(slog.NewTextHandler(io.Discard, nil)), projs...)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go engine.Run(ctx)
+
+	var events []domain.NewEvent
+	for i := range 50 {
+		e, err := domain.MarshalEvent(memory.MemoryCreated{MemoryID: fmt.Sprint("m", i), Type: memory.Note,
+			Content: json.RawMessage(`{"content":"x"}`), Tags: []string{"t"}}, domain.Metadata{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		events = append(events, e)
+	}
+	res, err := store.Append(ctx, "s", domain.ExpectAny, events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitCtx, done := context.WithTimeout(ctx, 10*time.Second)
+	defer done()
+	if err := engine.WaitFor(waitCtx, res.LastPosition); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range tags[1:] {
+		p.mu.Lock()
+		for pos, want := range tags[0].tags {
+			if got := p.tags[pos]; got != want {
+				t.Errorf("event %d: projection %s decoded its own payload (tags at %p, projection a's at %p)", pos, p.name, got, want)
+			}
+		}
+		p.mu.Unlock()
+	}
+}
+
+// countingProjection counts the Apply calls it gets.
+type countingProjection struct {
+	sumProjection
+	calls int
+}
+
+func (p *countingProjection) Apply(ctx context.Context, events []domain.Event) error {
+	p.mu.Lock()
+	p.calls++
+	p.mu.Unlock()
+	return p.sumProjection.Apply(ctx, events)
+}
+
+// TestFullBatchWriteReachesEachProjectionInOneApply: a batch write of
+// memory.MaxBatch memories with their vectors (two events each) is
+// applied by every projection in one call, so in one transaction, not cut
+// into pages.
+func TestFullBatchWriteReachesEachProjectionInOneApply(t *testing.T) {
+	store := newStore(t)
+	p := &countingProjection{sumProjection: sumProjection{name: "p"}}
+	engine := projections.NewEngine(store, slog.New(slog.NewTextHandler(io.Discard, nil)), p)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ones := make([]int, 2*memory.MaxBatch+1) // + the agent's creation
+	for i := range ones {
+		ones[i] = 1
+	}
+	pos := appendN(t, store, ones...)
+	go engine.Run(ctx)
+	waitCtx, done := context.WithTimeout(ctx, 10*time.Second)
+	defer done()
+	if err := engine.WaitFor(waitCtx, pos); err != nil {
+		t.Fatal(err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.calls != 1 || p.sum != len(ones) {
+		t.Fatalf("%d events applied in %d calls (sum %d), want 1 call", len(ones), p.calls, p.sum)
 	}
 }

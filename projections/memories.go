@@ -86,17 +86,6 @@ func isAgentEvent(eventType string) bool {
 	return false
 }
 
-// embeddedFields is MemoryEmbedded without its vector: this read model
-// records which texts have vectors, not the vectors, so it need not decode
-// them.
-type embeddedFields struct {
-	memory.AgentRef
-	MemoryID   string `json:"memory_id"`
-	Model      string `json:"model"`
-	Dimensions int    `json:"dimensions"`
-	TextHash   string `json:"text_hash"`
-}
-
 func applyMemoryEvent(ctx context.Context, tx memory.ReadModelTx, e domain.Event) error {
 	switch e.Type {
 	case memory.AgentCreated{}.EventType():
@@ -106,7 +95,11 @@ func applyMemoryEvent(ctx context.Context, tx memory.ReadModelTx, e domain.Event
 		var p memory.MemoryCreated
 		return decoded(e, &p, func() error { return memoryCreated(ctx, tx, p, e) })
 	case memory.MemoryEmbedded{}.EventType():
-		var p embeddedFields
+		// The whole event, vector included, though this read model records
+		// only which texts have vectors: the live handlers and the replay
+		// decode it once for all projections, and a copy of that costs
+		// less than parsing the JSON again for the other fields.
+		var p memory.MemoryEmbedded
 		return decoded(e, &p, func() error {
 			return tx.RecordEmbedding(ctx, p.AgentRef, p.MemoryID, p.Model, p.Dimensions, p.TextHash)
 		})

@@ -19,6 +19,7 @@ import (
 	"github.com/engram-memory/engram/infra/postgres"
 	"github.com/engram-memory/engram/infra/sqlite"
 	"github.com/engram-memory/engram/internal/stack"
+	"github.com/engram-memory/engram/projections"
 	"github.com/engram-memory/engram/projections/search"
 )
 
@@ -97,6 +98,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 	memories, err := commands.NewMemories(commands.MemoriesConfig{
 		Writer: writer, Reader: st.Memories, Embedder: catalog,
 		DefaultModel: catalog.DefaultModel(), Queue: queue, Logger: logger, Quotas: cfg.Quotas,
+		DecidesOn: []string{projections.MemoriesProjectionName},
 	})
 	if err != nil {
 		a.close(ctx)

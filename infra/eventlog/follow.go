@@ -9,8 +9,12 @@ import (
 	"github.com/engram-memory/engram/domain"
 )
 
-// FollowBatch bounds how many events one handler call receives.
-const FollowBatch = 1000
+// FollowBatch bounds how many events one handler call receives. A batch
+// write of memory.MaxBatch memories with their vectors is ~2,000 events;
+// a projection applies each call in one transaction (a statement
+// preparation, a checkpoint update and a commit each), so one call takes
+// two such writes whole instead of cutting each into three.
+const FollowBatch = 4096
 
 // Follow implements domain.EventStore.SubscribeAll over an adapter's
 // ReadAll: it hands handle every page after position after, and once caught

@@ -1,14 +1,17 @@
 package sqlite
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/infra/eventlog"
 )
 
 func pageOf(from, n, payload int) []domain.Event {
@@ -163,5 +166,67 @@ func TestPageCacheWaiterReadsAgainWhenTheSharedReadFails(t *testing.T) {
 	}
 	if events := <-own; len(events) != 2 {
 		t.Fatalf("the waiter got %d events, want its own read's 2", len(events))
+	}
+}
+
+// TestAppendSeedsThePagesCaughtUpSubscribersReadNext: the events an append
+// commits are in the page cache as the pages a subscriber caught up before
+// it reads next (eventlog.Follow's), equal to what SQLite returns for them,
+// so the subscribers do not read back what was just written.
+func TestAppendSeedsThePagesCaughtUpSubscribersReadNext(t *testing.T) {
+	ctx := context.Background()
+	db, err := Open(ctx, t.TempDir(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	store := NewEventStore(db, time.Second)
+	newEvents := func(n int) []domain.NewEvent {
+		events := make([]domain.NewEvent, n)
+		for i := range events {
+			events[i] = domain.NewEvent{Type: "Noted", SchemaVersion: 2, RequestID: "req",
+				Actor: domain.Actor{Kind: domain.ActorKind("user"), ID: "u", UserID: "u"}, Payload: []byte(fmt.Sprintf(`{"n":%d}`, i))}
+		}
+		return events
+	}
+	fromSQLite := func(after uint64, limit int) []domain.Event {
+		rows, err := db.queryHot(ctx, `SELECT `+eventColumns+` FROM events WHERE position > ? ORDER BY position LIMIT ?`, after, limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		events, err := scanEvents(rows)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return events
+	}
+	var head uint64
+	for _, c := range []struct {
+		name  string
+		count int
+	}{
+		{"one event", 1},
+		{"a short page", 7},
+		{"more than a page", eventlog.FollowBatch + 5},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			sent := newEvents(c.count)
+			res, err := store.Append(ctx, "s-"+c.name, domain.ExpectAny, sent)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sent[0].Payload[0] = 'X' // the cache keeps its own copy
+			gen := store.commits.Load()
+			for after := head; after < res.LastPosition; after += eventlog.FollowBatch {
+				cached, ok := store.pages.get(after, eventlog.FollowBatch, gen)
+				if !ok {
+					t.Fatalf("page after %d not seeded", after)
+				}
+				if want := fromSQLite(after, eventlog.FollowBatch); !reflect.DeepEqual(cached, want) {
+					t.Fatalf("page after %d: cached %+v\nSQLite %+v", after, cached[0], want[0])
+				}
+			}
+			head = res.LastPosition
+		})
 	}
 }

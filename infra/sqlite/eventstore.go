@@ -48,6 +48,9 @@ type appendRequest struct {
 
 	res domain.AppendResult
 	err error
+	// appended is what a read of the log returns for events once they
+	// are committed; it seeds the page cache (see seedPages).
+	appended []domain.Event
 	// wake is closed once: when the request is done (done set first) or
 	// when it has become the head of the queue and must lead a commit.
 	wake chan struct{}
@@ -121,7 +124,8 @@ func (s *EventStore) lead(ctx context.Context) {
 		}
 	}
 	if committed {
-		s.commits.Add(1) // before the broadcast: see pageCache
+		gen := s.commits.Add(1) // before the broadcast: see pageCache
+		s.seedPages(group, gen)
 		s.appended.broadcast()
 	}
 	s.mu.Lock()
@@ -134,6 +138,34 @@ func (s *EventStore) lead(ctx context.Context) {
 	}
 	if len(s.queue) > 0 {
 		close(s.queue[0].wake)
+	}
+}
+
+// seedPages puts the events a group committed at generation gen into the
+// page cache as the pages the subscribers that were caught up read next
+// (eventlog.Follow's pages after the position before the group), so they
+// find them there instead of reading back from SQLite what was just
+// written. Events of another process in between (positions not
+// consecutive) leave the cache as it was.
+func (s *EventStore) seedPages(group []*appendRequest, gen uint64) {
+	var events []domain.Event
+	for _, r := range group {
+		if r.err == nil {
+			events = append(events, r.appended...)
+		}
+	}
+	if len(events) == 0 {
+		return
+	}
+	for i := 1; i < len(events); i++ {
+		if events[i].Position != events[i-1].Position+1 {
+			return
+		}
+	}
+	after := events[0].Position - 1
+	for start := 0; start < len(events); start += eventlog.FollowBatch {
+		end := min(start+eventlog.FollowBatch, len(events))
+		s.pages.put(after+uint64(start), eventlog.FollowBatch, gen, events[start:end])
 	}
 }
 
@@ -187,6 +219,7 @@ func appendOne(ctx context.Context, tx *sql.Tx, insert *sql.Stmt, r *appendReque
 		return domain.AppendResult{}, fmt.Errorf("append to %s: expected version %d, stream is at %d: %w", r.stream, r.expected, current, domain.ErrWrongExpectedVersion)
 	}
 	var res domain.AppendResult
+	r.appended = make([]domain.Event, 0, len(r.events))
 	for _, e := range r.events {
 		current++
 		id := e.ID
@@ -207,6 +240,11 @@ func appendOne(ctx context.Context, tx *sql.Tx, insert *sql.Stmt, r *appendReque
 			return domain.AppendResult{}, fmt.Errorf("sqlite: append position: %w", err)
 		}
 		res.LastPosition = uint64(pos)
+		// As scanEvents reads it back; the payload is copied, since the
+		// caller's slice is not the cache's to keep.
+		r.appended = append(r.appended, domain.Event{ID: id, Stream: r.stream, Version: uint64(current), Position: uint64(pos),
+			Type: e.Type, SchemaVersion: e.SchemaVersion, Time: time.Unix(0, at.UnixNano()).UTC(), Actor: e.Actor,
+			RequestID: e.RequestID, Payload: slices.Clone(e.Payload)})
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO streams (stream, version) VALUES (?, ?) ON CONFLICT (stream) DO UPDATE SET version = excluded.version`, r.stream, current); err != nil {
 		return domain.AppendResult{}, fmt.Errorf("sqlite: bump stream version: %w", err)
