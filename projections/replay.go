@@ -73,32 +73,6 @@ func (e *Engine) RebuildOffline(ctx context.Context, names ...string) error {
 	return e.rebuild(ctx, false, names)
 }
 
-// StateReplaced tells the engine that the named projections' state was
-// replaced underneath it (an offline rebuild into fresh tables swapped
-// in; all when none are named): their positions are read again and their
-// derived in-process indexes dropped, to be filled from the new state by
-// their next Load.
-func (e *Engine) StateReplaced(ctx context.Context, names ...string) error {
-	selected, err := e.select_(names)
-	if err != nil {
-		return err
-	}
-	for _, p := range selected {
-		position := p.Position
-		if d, ok := p.(derivedIndex); ok && d.indexFromState() {
-			position = d.statePosition
-		}
-		pos, err := position(ctx)
-		if err != nil {
-			return fmt.Errorf("projections: %s checkpoint: %w", p.Name(), err)
-		}
-		e.mu.Lock()
-		e.positions[p.Name()] = pos
-		e.mu.Unlock()
-	}
-	return e.dropDerivedIndexes(ctx, selected, false)
-}
-
 // replayGroup is the projections that apply a chunk together: those of
 // one unit of work in one transaction, any other alone (unit nil).
 type replayGroup struct {

@@ -191,9 +191,6 @@ type Stack struct {
 	closeReadModels func()
 	// sharedLog: other nodes append to the log too.
 	sharedLog bool
-	// bulkRebuild: the read models and index state are all in DB, the
-	// indexes in-process, so RebuildOffline may bulk-load a fresh file.
-	bulkRebuild bool
 	// leases and leased: the projections whose store the nodes share, run
 	// under a lease (nil and none when nothing is shared).
 	leases domain.ProjectionLeases
@@ -375,7 +372,6 @@ func Open(ctx context.Context, cfg Config) (*Stack, error) {
 		projections.NewJobs(s.Jobs), projections.NewProvenance(s.Provenance), projections.NewAudit(s.Audit), projections.NewSuggestions(s.Suggestions),
 	}
 	s.Engine = projections.NewEngine(s.Store, logger, s.projections...)
-	s.bulkRebuild = rm.postgres == nil && ix.keywordInProcess && ix.vectorsInProcess && len(s.leased) == 0
 	if len(s.leased) > 0 {
 		node := cfg.NodeID
 		if node == "" {
