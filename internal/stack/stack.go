@@ -191,6 +191,9 @@ type Stack struct {
 	closeReadModels func()
 	// sharedLog: other nodes append to the log too.
 	sharedLog bool
+	// sqliteReadModels: the read models are in DB (RebuildOffline defers
+	// their query-only indexes).
+	sqliteReadModels bool
 	// leases and leased: the projections whose store the nodes share, run
 	// under a lease (nil and none when nothing is shared).
 	leases domain.ProjectionLeases
@@ -323,26 +326,27 @@ func Open(ctx context.Context, cfg Config) (*Stack, error) {
 		return nil, err
 	}
 	s := &Stack{
-		Owner:           owner,
-		DB:              db,
-		Store:           log.store,
-		SyncLog:         log.store,
-		Postgres:        cmp.Or(rm.postgres, log.postgres),
-		Accounts:        rm.accounts,
-		Memories:        rm.memories,
-		Jobs:            rm.jobs,
-		Suggestions:     rm.suggestions,
-		Provenance:      rm.provenance,
-		Audit:           rm.audit,
-		KeywordIndex:    ix.keyword,
-		VectorIndex:     ix.vectors,
-		EmbeddedVectors: ix.embeddedVectors,
-		Logger:          logger,
-		indexes:         cfg.Indexes,
-		closeIndexes:    ix.close,
-		closeLog:        log.close,
-		closeReadModels: rm.close,
-		sharedLog:       cfg.EventStore.Shared(),
+		Owner:            owner,
+		DB:               db,
+		Store:            log.store,
+		SyncLog:          log.store,
+		Postgres:         cmp.Or(rm.postgres, log.postgres),
+		Accounts:         rm.accounts,
+		Memories:         rm.memories,
+		Jobs:             rm.jobs,
+		Suggestions:      rm.suggestions,
+		Provenance:       rm.provenance,
+		Audit:            rm.audit,
+		KeywordIndex:     ix.keyword,
+		VectorIndex:      ix.vectors,
+		EmbeddedVectors:  ix.embeddedVectors,
+		Logger:           logger,
+		indexes:          cfg.Indexes,
+		closeIndexes:     ix.close,
+		closeLog:         log.close,
+		closeReadModels:  rm.close,
+		sharedLog:        cfg.EventStore.Shared(),
+		sqliteReadModels: rm.postgres == nil,
 	}
 	// A projection whose store the nodes share runs under a lease, one
 	// node at a time: the PostgreSQL read models, and a remote index, whose
