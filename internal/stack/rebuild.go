@@ -14,6 +14,9 @@ func (s *Stack) RebuildOffline(ctx context.Context, names ...string) error {
 	if !s.sqliteReadModels {
 		return s.Engine.RebuildOffline(ctx, names...)
 	}
+	if err := s.Engine.CheckNames(names...); err != nil {
+		return err
+	}
 	if len(names) == 0 {
 		names = s.Engine.Names()
 	}
