@@ -412,6 +412,13 @@ func (e *Engine) rebuild(ctx context.Context, refill bool, names []string) error
 	return e.replay(ctx, selected, head, refill, replayChunk)
 }
 
+// CheckNames fails with ErrUnknownProjection unless every name is one of
+// the engine's projections.
+func (e *Engine) CheckNames(names ...string) error {
+	_, err := e.select_(names)
+	return err
+}
+
 func (e *Engine) select_(names []string) ([]Projection, error) {
 	if len(names) == 0 {
 		return e.projections, nil

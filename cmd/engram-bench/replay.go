@@ -197,7 +197,7 @@ func rebuild(ctx context.Context, st *stack.Stack, events uint64, names ...strin
 		run.Projection = strings.Join(names, ",")
 	}
 	start, cpuStart := time.Now(), selfCPU()
-	if err := st.Engine.RebuildOffline(ctx, names...); err != nil {
+	if err := st.RebuildOffline(ctx, names...); err != nil {
 		return run, fmt.Errorf("rebuild %s: %w", run.Projection, err)
 	}
 	elapsed, cpu := time.Since(start), selfCPU()-cpuStart

@@ -121,7 +121,7 @@ func projectionsCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 	if err != nil {
 		return err
 	}
-	if err := engine.RebuildOffline(ctx, names...); err != nil {
+	if err := st.RebuildOffline(ctx, names...); err != nil {
 		return err
 	}
 	elapsed := time.Since(start)

@@ -24,10 +24,15 @@ var _ audit.ReadModel = (*Audit)(nil)
 
 // NewAudit returns the audit read model stored in db.
 func NewAudit(db *DB) *Audit {
-	return &Audit{tableModel{db: db, name: auditCheckpoint, tables: []exportTable{
+	return &Audit{tableModel{db: db, name: auditCheckpoint, tables: auditTables()}}
+}
+
+// auditTables are the read model's tables with their primary keys.
+func auditTables() []exportTable {
+	return []exportTable{
 		{name: "audit_entries", orderBy: "position"},
 		{name: "audit_memories", orderBy: "memory_id"},
-	}}}
+	}
 }
 
 // Apply implements audit.ReadModel.

@@ -107,6 +107,11 @@ func Open(ctx context.Context, dataDir string, opts Options) (*DB, error) {
 			db.write.Close()
 			return nil, err
 		}
+		// A rebuild cut part-way left its deferred indexes to be built.
+		if err := runTx(ctx, db.write, func(tx *sql.Tx) error { return restoreDeferredIndexes(ctx, tx) }); err != nil {
+			db.write.Close()
+			return nil, err
+		}
 	}
 	// The readers map the file (mmap_size, SQLite's cap of 2 GiB): a page
 	// read is then a memory access instead of a pread into each

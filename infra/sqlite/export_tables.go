@@ -33,11 +33,15 @@ func (m tableModel) Checkpoint(ctx context.Context) (uint64, error) {
 
 // Reset implements domain.ReadModelStore.
 func (m tableModel) Reset(ctx context.Context) error {
-	names := make([]string, len(m.tables))
-	for i, t := range m.tables {
+	return m.db.ResetProjection(ctx, m.name, tableNames(m.tables)...)
+}
+
+func tableNames(tables []exportTable) []string {
+	names := make([]string, len(tables))
+	for i, t := range tables {
 		names[i] = t.name
 	}
-	return m.db.ResetProjection(ctx, m.name, names...)
+	return names
 }
 
 // Export writes the read model as JSON lines (see exportTables); the replay

@@ -48,7 +48,7 @@ func (s *KeywordStore) ApplyKeyword(ctx context.Context, events []domain.Event, 
 
 // ResetKeyword implements domain.KeywordState.
 func (s *KeywordStore) ResetKeyword(ctx context.Context) error {
-	return s.db.ResetProjection(ctx, keywordCheckpoint, "keyword_docs", "keyword_agents")
+	return s.db.ResetProjection(ctx, keywordCheckpoint, tableNames(keywordTables())...)
 }
 
 // LoadKeyword implements domain.KeywordState.
@@ -200,8 +200,13 @@ func (s *KeywordStore) UnitOfWork() domain.UnitOfWork { return s.db }
 // Export writes the keyword state as JSON lines (see exportTables), for
 // the rebuild-equivalence tests.
 func (s *KeywordStore) Export(ctx context.Context, w io.Writer) error {
-	return exportTables(ctx, s.db.read, w, []exportTable{
+	return exportTables(ctx, s.db.read, w, keywordTables())
+}
+
+// keywordTables are the keyword state's tables with their primary keys.
+func keywordTables() []exportTable {
+	return []exportTable{
 		{name: "keyword_docs", orderBy: "seq"},
 		{name: "keyword_agents", orderBy: "user_id, agent_id"},
-	})
+	}
 }

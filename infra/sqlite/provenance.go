@@ -23,8 +23,12 @@ var _ memory.ProvenanceReadModel = (*Provenance)(nil)
 
 // NewProvenance returns the provenance read model stored in db.
 func NewProvenance(db *DB) *Provenance {
-	return &Provenance{tableModel{db: db, name: provenanceCheckpoint,
-		tables: []exportTable{{name: "provenance_edges", orderBy: "child_id, parent_id"}}}}
+	return &Provenance{tableModel{db: db, name: provenanceCheckpoint, tables: provenanceTables()}}
+}
+
+// provenanceTables are the read model's tables with their primary keys.
+func provenanceTables() []exportTable {
+	return []exportTable{{name: "provenance_edges", orderBy: "child_id, parent_id"}}
 }
 
 // Apply implements memory.ProvenanceReadModel.

@@ -26,7 +26,12 @@ var _ processing.SuggestionsReadModel = (*Suggestions)(nil)
 
 // NewSuggestions returns the read model over db.
 func NewSuggestions(db *DB) *Suggestions {
-	return &Suggestions{tableModel{db: db, name: suggestionsCheckpoint, tables: []exportTable{{name: "suggestions", orderBy: "id"}}}}
+	return &Suggestions{tableModel{db: db, name: suggestionsCheckpoint, tables: suggestionsTables()}}
+}
+
+// suggestionsTables are the read model's tables with their primary keys.
+func suggestionsTables() []exportTable {
+	return []exportTable{{name: "suggestions", orderBy: "id"}}
 }
 
 // Apply implements processing.SuggestionsReadModel.

@@ -46,7 +46,7 @@ func (s *VectorStore) ApplyVectors(ctx context.Context, events []domain.Event, a
 
 // ResetVectors implements domain.VectorState.
 func (s *VectorStore) ResetVectors(ctx context.Context) error {
-	return s.db.ResetProjection(ctx, vectorsCheckpoint, "vector_vectors", "vector_memories", "vector_agents")
+	return s.db.ResetProjection(ctx, vectorsCheckpoint, tableNames(vectorTables())...)
 }
 
 // VectorAgents implements domain.VectorState.
@@ -318,9 +318,14 @@ func (s *VectorStore) UnitOfWork() domain.UnitOfWork { return s.db }
 // Export writes the vector state as JSON lines (see exportTables), for
 // the rebuild-equivalence tests.
 func (s *VectorStore) Export(ctx context.Context, w io.Writer) error {
-	return exportTables(ctx, s.db.read, w, []exportTable{
+	return exportTables(ctx, s.db.read, w, vectorTables())
+}
+
+// vectorTables are the vector state's tables with their primary keys.
+func vectorTables() []exportTable {
+	return []exportTable{
 		{name: "vector_agents", orderBy: "user_id, agent_id"},
 		{name: "vector_memories", orderBy: "memory_id"},
 		{name: "vector_vectors", orderBy: "seq"},
-	})
+	}
 }

@@ -19,7 +19,14 @@ import (
 // pg is the PostgreSQL of this package's tests (see internal/pgtest).
 var pg *pgtest.Server
 
-func TestMain(m *testing.M) { os.Exit(pgtest.Main(m, &pg)) }
+func TestMain(m *testing.M) {
+	// A child process of TestOfflineRebuildKilledPartWay: it rebuilds and
+	// is killed, and needs no PostgreSQL.
+	if dir := os.Getenv(rebuildChildEnv); dir != "" {
+		os.Exit(rebuildChild(dir))
+	}
+	os.Exit(pgtest.Main(m, &pg))
+}
 
 func TestEventStoreValidate(t *testing.T) {
 	cases := []struct {

@@ -62,7 +62,7 @@ func BenchmarkRebuild(b *testing.B) {
 			events := fillAgent(b, st.Store, memories)
 			rebuilds := 0
 			for b.Loop() {
-				if err := st.Engine.RebuildOffline(ctx); err != nil {
+				if err := st.RebuildOffline(ctx); err != nil {
 					b.Fatal(err)
 				}
 				rebuilds++
@@ -74,7 +74,7 @@ func BenchmarkRebuild(b *testing.B) {
 
 // fillAgent appends an agent with n notes and their vectors, in batches of
 // 500 as the batch endpoint would, and returns the number of events.
-func fillAgent(b *testing.B, store domain.EventStore, n int) int {
+func fillAgent(b testing.TB, store domain.EventStore, n int) int {
 	b.Helper()
 	ref := memory.AgentRef{UserID: "u1", AgentID: "bench"}
 	rng := rand.New(rand.NewPCG(1, 2))

@@ -191,6 +191,9 @@ type Stack struct {
 	closeReadModels func()
 	// sharedLog: other nodes append to the log too.
 	sharedLog bool
+	// sqliteReadModels: the read models are in DB (RebuildOffline defers
+	// their query-only indexes).
+	sqliteReadModels bool
 	// leases and leased: the projections whose store the nodes share, run
 	// under a lease (nil and none when nothing is shared).
 	leases domain.ProjectionLeases
@@ -346,6 +349,7 @@ func Open(ctx context.Context, cfg Config) (*Stack, error) {
 		closeReadModels: rm.close,
 		sharedLog:       cfg.EventStore.Shared(),
 	}
+	s.sqliteReadModels = rm.postgres == nil
 	// A projection whose store the nodes share runs under a lease, one
 	// node at a time: the PostgreSQL read models, and a remote index, whose
 	// projection then keeps its state in the shared PostgreSQL (the read
