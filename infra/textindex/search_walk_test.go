@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -203,6 +204,7 @@ func BenchmarkSearch(b *testing.B) {
 		queries[i] = s.query()
 	}
 	b.Run("warm", func(b *testing.B) { benchWarm(b, ix, queries) })
+	b.Run("latency", func(b *testing.B) { benchLatency(b, ix, queries) })
 	// Under the load benchmark the vector search and HTTP work between
 	// two keyword searches evict the index from the caches; cold evicts
 	// them (walks 64 MiB) before each timed search.
@@ -228,6 +230,25 @@ func BenchmarkSearch(b *testing.B) {
 		b.ReportMetric(float64(spent.Nanoseconds())/float64(b.N), "search-ns/op")
 		_ = sink
 	})
+}
+
+// benchLatency runs one search at a time and reports the median and 99th
+// percentile of single searches: the tail is what pruning must cut (a
+// query of common words walks long posting lists).
+func benchLatency(b *testing.B, ix *Index, queries []string) {
+	var took []time.Duration
+	i := 0
+	for b.Loop() {
+		t0 := time.Now()
+		if _, err := ix.Search(context.Background(), "c", queries[i%len(queries)], 50, Filter{}); err != nil {
+			b.Fatal(err)
+		}
+		took = append(took, time.Since(t0))
+		i++
+	}
+	slices.Sort(took)
+	b.ReportMetric(float64(took[len(took)/2].Nanoseconds()), "p50-ns")
+	b.ReportMetric(float64(took[len(took)*99/100].Nanoseconds()), "p99-ns")
 }
 
 func benchWarm(b *testing.B, ix *Index, queries []string) {
