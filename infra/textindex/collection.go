@@ -63,6 +63,7 @@ type collection struct {
 
 	termID   map[string]uint32
 	postings [][]posting // by term id, in slot order
+	blocks   [][]block   // by term id: one per blockSize postings
 	df       []int32     // live documents holding the term
 
 	ids      []string
@@ -111,10 +112,12 @@ func (c *collection) add(d Doc) {
 			id = uint32(len(c.postings))
 			c.termID[term] = id
 			c.postings = append(c.postings, nil)
+			c.blocks = append(c.blocks, nil)
 			c.df = append(c.df, 0)
 		}
 		tf := counts[term]
 		c.postings[id] = append(c.postings[id], newPosting(slot, tf, n))
+		c.extendBlocks(id, len(c.postings[id])-1, slot, tf, n)
 		c.df[id]++
 		terms = append(terms, termCount{term: id, tf: tf})
 	}
@@ -170,15 +173,49 @@ func (c *collection) compactIfSparse() {
 	c.dead = make([]bool, next)
 	for id, list := range c.postings {
 		kept := list[:0]
+		c.blocks[id] = c.blocks[id][:0]
 		for _, p := range list {
 			if !wasDead[p.slot] {
 				p.slot = remap[p.slot]
 				kept = append(kept, p)
+				tf, length := uint32(p.tf), uint32(p.length)
+				if p.saturated() {
+					tf, length = c.exactCounts(p, uint32(id))
+				}
+				c.extendBlocks(uint32(id), len(kept)-1, p.slot, tf, length)
 			}
 		}
 		c.postings[id] = kept
 	}
 	c.nDead = 0
+}
+
+// blockSize is how many consecutive postings of a list share one block: a
+// pruned search skips or bounds a block as a whole.
+const blockSize = 128
+
+// block summarises blockSize consecutive postings of a list: its last slot
+// (to skip past it), and its largest term frequency and smallest document
+// length, exact (not the saturating 16-bit counts), which bound the BM25
+// weight of every posting in it whatever the collection's statistics are
+// at search time. Deletes leave blocks as they are: dead postings only
+// make a bound looser.
+type block struct {
+	last   uint32
+	maxTF  uint32
+	minLen uint32
+}
+
+// extendBlocks accounts for the posting at index i of term's list, just
+// appended.
+func (c *collection) extendBlocks(term uint32, i int, slot, tf, length uint32) {
+	blocks := c.blocks[term]
+	if i%blockSize == 0 {
+		c.blocks[term] = append(blocks, block{last: slot, maxTF: tf, minLen: length})
+		return
+	}
+	bl := &blocks[len(blocks)-1]
+	bl.last, bl.maxTF, bl.minLen = slot, max(bl.maxTF, tf), min(bl.minLen, length)
 }
 
 // unixNanos stores creation times as int64 nanos, clamping the years
