@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -49,13 +50,11 @@ func referenceSearch(ix *Index, collection, query string, k int, f Filter) []Hit
 			if c.dead[p.slot] {
 				continue
 			}
-			// The exact counts, from the document's records (a posting's
-			// own are 16-bit).
-			var tf float64
-			for _, tc := range c.docTerms[p.slot] {
-				if tc.term == id {
-					tf = float64(tc.tf) / fieldScale
-				}
+			// The exact count: a posting's own is 16-bit
+			// (TestCountsPast16Bits checks the larger ones).
+			tf := float64(p.tf) / fieldScale
+			if big, ok := c.bigTF[uint64(p.slot)<<32|uint64(id)]; ok {
+				tf = float64(big) / fieldScale
 			}
 			norm := k1 * (1 - b + b*float64(c.length[p.slot])/avgdl)
 			if scores[p.slot] == 0 {
@@ -192,6 +191,7 @@ func BenchmarkSearch(b *testing.B) {
 		}
 	}
 	s := newSynthCorpus(2)
+	before := heapAlloc()
 	ix := New(Options{})
 	docs := make([]Doc, 0, 1000)
 	for i := range n {
@@ -202,10 +202,33 @@ func BenchmarkSearch(b *testing.B) {
 		}
 	}
 	ix.Upsert("c", docs...)
+	docs = nil
+	held := heapAlloc() - before
 	queries := make([]string, 4096)
 	for i := range queries {
 		queries[i] = s.query()
 	}
+	// memory reports the heap the index holds per document, and the share
+	// of its parts (by their slices' capacities).
+	b.Run("memory", func(b *testing.B) {
+		for b.Loop() {
+		}
+		c := ix.lookup("c")
+		var postings, blocks, docTerms int
+		for id := range c.postings {
+			postings += cap(c.postings[id]) * int(unsafe.Sizeof(posting{}))
+			blocks += cap(c.blocks[id]) * int(unsafe.Sizeof(block{}))
+		}
+		for _, terms := range c.docTerms {
+			docTerms += int(unsafe.Sizeof(terms)) + cap(terms)*int(unsafe.Sizeof(terms[0]))
+		}
+		perDoc := func(bytes int) float64 { return float64(bytes) / float64(n) }
+		b.ReportMetric(perDoc(int(held)), "heap-B/doc")
+		b.ReportMetric(perDoc(postings), "postings-B/doc")
+		b.ReportMetric(perDoc(blocks), "blocks-B/doc")
+		b.ReportMetric(perDoc(docTerms), "docterms-B/doc")
+		b.ReportMetric(perDoc(int(held)-postings-blocks-docTerms), "rest-B/doc")
+	})
 	b.Run("warm", func(b *testing.B) { benchWarm(b, ix, queries) })
 	b.Run("latency", func(b *testing.B) { benchLatency(b, ix, queries) })
 	// Under the load benchmark the vector search and HTTP work between
@@ -261,6 +284,16 @@ func benchLatency(b *testing.B, ix *Index, queries []string) {
 		b.ReportMetric(float64(d.ds[len(d.ds)/2].Nanoseconds()), d.name+"p50-ns")
 		b.ReportMetric(float64(d.ds[len(d.ds)*99/100].Nanoseconds()), d.name+"p99-ns")
 	}
+}
+
+// heapAlloc is the live heap after two collections (the second empties
+// sync.Pools).
+func heapAlloc() uint64 {
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
 }
 
 func threadCPU(b *testing.B) time.Duration {
