@@ -3,7 +3,7 @@ package textindex
 import "slices"
 
 // pruneSlack is the relative margin by which a bound must fall short of
-// the threshold before a document is skipped: bounds are sums in another
+// the heap's worst score before a document is skipped: bounds are sums in another
 // order than a score's and a block's bound is computed from other counts
 // than its postings', and the margin covers their rounding, so pruning
 // never skips a document that would enter the top k.
@@ -16,24 +16,32 @@ type cursor struct {
 	qi     int     // the term's place in the query: scores add weights in this order
 	bound  float64 // no document's weight for the term exceeds it
 	pos    int
+	// boundOf is the block whose bound blockBound holds (-1: none yet).
+	boundOf    int
+	blockBound float64
 }
 
-// pruned scores like MaxScore (Turtle and Flood, 1995) with block bounds
-// (Ding and Suel, 2011), document at a time. The terms are ordered by
-// their largest weight in any document; once the heap is full, the
-// lightest terms whose bounds add up to less than its worst score cannot
-// lift a document into it on their own, so only the postings of the other
-// ("essential") terms yield candidates, and a candidate looks the light
-// terms up (skipping whole blocks) only while its bound can still reach
-// the heap. Every document that could enter the top k is scored in full,
-// its weights added in query term order like the other paths, so the
-// result is theirs exactly; the rest are skipped, most postings of a
-// common word among them.
+// pruned scores like MaxScore (Turtle and Flood, 1995), document at a
+// time, with block bounds (Ding and Suel, 2011) on the lookups. The terms
+// are ordered by their largest weight in any document; once the heap is
+// full, the lightest terms whose bounds add up to less than its worst
+// score cannot lift a document into it on their own, so only the postings
+// of the other ("essential") terms yield candidates, and a candidate looks
+// the light terms up (skipping whole blocks, and stopping at a block whose
+// bound cannot help) only while its bound can still reach the heap. Every
+// document that could enter the top k is scored in full, its weights
+// added in query term order like the other path, so the result is that
+// path's exactly; the rest are skipped, most postings of a common word
+// among them. Skipping the essential terms' blocks whole when all the
+// terms' block bounds add up short (block-max WAND's move) measured slower
+// here: a block's bound, its largest count over its shortest document,
+// is loose when lengths are mixed, so it rarely skipped, and its checks
+// cost more than they saved (README, Benchmarks).
 func (sc *scorer) pruned(s *scratch, top *topK, m *matcher) {
 	curs := s.cursors[:0]
 	for qi := range s.lists {
 		l := &s.lists[qi]
-		cur := cursor{list: l, blocks: sc.c.blocks[l.term], qi: qi}
+		cur := cursor{list: l, blocks: sc.c.blocks[l.term], qi: qi, boundOf: -1}
 		for _, bl := range cur.blocks {
 			cur.bound = max(cur.bound, sc.bm25(l.idf, bl.maxTF, bl.minLen))
 		}
@@ -61,13 +69,11 @@ func (sc *scorer) pruned(s *scratch, top *topK, m *matcher) {
 	weights := s.weights[:len(curs)]
 	clear(weights)
 
-	theta := 0.0 // the heap's worst score once it is full: a document must reach it
-	short := func(bound float64) bool { return bound*(1+pruneSlack) < theta }
+	// A document whose bound is below cut cannot reach the heap's worst
+	// score (0 until the heap is full), with the margin of pruneSlack.
+	cut := 0.0
 	light := 0 // curs[:light] are the terms that cannot lift a document alone
 	for {
-		for light < len(curs) && short(lighter[light+1]) {
-			light++
-		}
 		essential := curs[light:]
 		slot, ok := nextCandidate(essential)
 		if !ok {
@@ -88,14 +94,14 @@ func (sc *scorer) pruned(s *scratch, top *topK, m *matcher) {
 				cur.pos++
 			}
 		}
-		reach := !short(partial+lighter[light]) && m.match(sc.c, slot)
+		reach := partial+lighter[light] >= cut && m.match(sc.c, slot)
 		for j := light - 1; j >= 0 && reach; j-- {
 			cur := &curs[j]
-			bl, ok := cur.seekBlock(slot)
+			bi, ok := cur.seekBlock(slot)
 			if !ok {
 				continue
 			}
-			if short(partial + sc.bm25(cur.list.idf, bl.maxTF, bl.minLen) + lighter[j]) {
+			if partial+sc.blockBound(cur, bi)+lighter[j] < cut {
 				reach = false
 				break
 			}
@@ -103,7 +109,7 @@ func (sc *scorer) pruned(s *scratch, top *topK, m *matcher) {
 				w := sc.weight(cur.list, cur.list.postings[cur.pos])
 				weights[cur.qi], partial = w, partial+w
 			}
-			reach = !short(partial + lighter[j])
+			reach = partial+lighter[j] >= cut
 		}
 		if reach {
 			score := 0.0
@@ -111,8 +117,11 @@ func (sc *scorer) pruned(s *scratch, top *topK, m *matcher) {
 				score += w
 			}
 			top.offer(slot, score)
-			if len(top.slots) == top.k {
-				theta = top.score[0]
+			if len(top.slots) == top.k && top.score[0]/(1+pruneSlack) > cut {
+				cut = top.score[0] / (1 + pruneSlack)
+				for light < len(curs) && lighter[light+1] < cut {
+					light++
+				}
 			}
 		}
 		clear(weights)
@@ -134,6 +143,15 @@ func nextCandidate(curs []cursor) (uint32, bool) {
 	return next, found
 }
 
+// blockBound is the largest weight of the cursor's term in block bi.
+func (sc *scorer) blockBound(cur *cursor, bi int) float64 {
+	if cur.boundOf != bi {
+		bl := cur.blocks[bi]
+		cur.boundOf, cur.blockBound = bi, sc.bm25(cur.list.idf, bl.maxTF, bl.minLen)
+	}
+	return cur.blockBound
+}
+
 // skip moves past slot if the cursor is on it.
 func (cur *cursor) skip(slot uint32) {
 	if cur.pos < len(cur.list.postings) && cur.list.postings[cur.pos].slot == slot {
@@ -143,11 +161,11 @@ func (cur *cursor) skip(slot uint32) {
 
 // seekBlock moves the cursor to the start of the block holding its first
 // posting at or past slot, unless it is in that block already, and returns
-// the block; false when the list has no such posting.
-func (cur *cursor) seekBlock(slot uint32) (block, bool) {
+// the block's index; false when the list has no such posting.
+func (cur *cursor) seekBlock(slot uint32) (int, bool) {
 	bi := cur.pos / blockSize
 	if bi >= len(cur.blocks) {
-		return block{}, false
+		return 0, false
 	}
 	if cur.blocks[bi].last < slot {
 		lo, hi := bi+1, len(cur.blocks) // the block is in [lo, hi]
@@ -161,11 +179,11 @@ func (cur *cursor) seekBlock(slot uint32) (block, bool) {
 		}
 		if lo == len(cur.blocks) {
 			cur.pos = len(cur.list.postings)
-			return block{}, false
+			return 0, false
 		}
 		bi, cur.pos = lo, lo*blockSize
 	}
-	return cur.blocks[bi], true
+	return bi, true
 }
 
 // seek moves the cursor, inside its block (see seekBlock), to its first
