@@ -79,7 +79,10 @@ func (sc *scorer) pruned(s *scratch, top *topK, m *matcher) {
 		if !ok {
 			return
 		}
-		if sc.anyDead && sc.c.dead[slot] {
+		// The filter first: a selective one (a tag, a type) then costs a
+		// check per candidate, not its weights and lookups too; the heap
+		// fills slowly under it, so little is pruned.
+		if sc.anyDead && sc.c.dead[slot] || !m.match(sc.c, slot) {
 			for i := range essential {
 				essential[i].skip(slot)
 			}
@@ -94,7 +97,7 @@ func (sc *scorer) pruned(s *scratch, top *topK, m *matcher) {
 				cur.pos++
 			}
 		}
-		reach := partial+lighter[light] >= cut && m.match(sc.c, slot)
+		reach := partial+lighter[light] >= cut
 		for j := light - 1; j >= 0 && reach; j-- {
 			cur := &curs[j]
 			bi, ok := cur.seekBlock(slot)

@@ -195,7 +195,7 @@ func BenchmarkSearch(b *testing.B) {
 	ix := New(Options{})
 	docs := make([]Doc, 0, 1000)
 	for i := range n {
-		docs = append(docs, Doc{ID: fmt.Sprintf("m%07d", i), Text: s.text(), Type: "note", CreatedAt: time.Unix(int64(i), 0)})
+		docs = append(docs, Doc{ID: fmt.Sprintf("m%07d", i), Text: s.text(), Type: "note", Tags: []string{fmt.Sprint("t", i%100)}, CreatedAt: time.Unix(int64(i), 0)})
 		if len(docs) == cap(docs) {
 			ix.Upsert("c", docs...)
 			docs = docs[:0]
@@ -230,7 +230,10 @@ func BenchmarkSearch(b *testing.B) {
 		b.ReportMetric(perDoc(int(held)-postings-blocks-docTerms), "rest-B/doc")
 	})
 	b.Run("warm", func(b *testing.B) { benchWarm(b, ix, queries) })
-	b.Run("latency", func(b *testing.B) { benchLatency(b, ix, queries) })
+	b.Run("latency", func(b *testing.B) { benchLatency(b, ix, queries, Filter{}) })
+	// A tag carried by 1% of the documents: the heap fills slowly, so
+	// pruning has little to cut.
+	b.Run("latency-filtered", func(b *testing.B) { benchLatency(b, ix, queries, Filter{Tags: []string{"t7"}}) })
 	// Under the load benchmark the vector search and HTTP work between
 	// two keyword searches evict the index from the caches; cold evicts
 	// them (walks 64 MiB) before each timed search.
@@ -263,14 +266,14 @@ func BenchmarkSearch(b *testing.B) {
 // query of common words walks long posting lists). The cpu- figures are
 // the searching thread's CPU time, which the neighbours' load on a shared
 // machine does not inflate as it does wall time.
-func benchLatency(b *testing.B, ix *Index, queries []string) {
+func benchLatency(b *testing.B, ix *Index, queries []string, f Filter) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	var took, cpu []time.Duration
 	i := 0
 	for b.Loop() {
 		t0, c0 := time.Now(), threadCPU(b)
-		if _, err := ix.Search(context.Background(), "c", queries[i%len(queries)], 50, Filter{}); err != nil {
+		if _, err := ix.Search(context.Background(), "c", queries[i%len(queries)], 50, f); err != nil {
 			b.Fatal(err)
 		}
 		took, cpu = append(took, time.Since(t0)), append(cpu, threadCPU(b)-c0)
