@@ -22,22 +22,23 @@ type cursor struct {
 }
 
 // pruned scores like MaxScore (Turtle and Flood, 1995), document at a
-// time, with block bounds (Ding and Suel, 2011) on the lookups. The terms
-// are ordered by their largest weight in any document; once the heap is
-// full, the lightest terms whose bounds add up to less than its worst
-// score cannot lift a document into it on their own, so only the postings
-// of the other ("essential") terms yield candidates, and a candidate looks
-// the light terms up (skipping whole blocks, and stopping at a block whose
-// bound cannot help) only while its bound can still reach the heap. Every
+// time, with block bounds (Ding and Suel, 2011) on the lookups; it serves
+// unfiltered searches (see sparseMax). The terms are ordered by their
+// largest weight in any document; once the heap is full, the lightest
+// terms whose bounds add up to less than its worst score cannot lift a
+// document into it on their own, so only the postings of the other
+// ("essential") terms yield candidates, and a candidate looks the light
+// terms up (skipping whole blocks, and stopping at a block whose bound
+// cannot help) only while its bound can still reach the heap. Every
 // document that could enter the top k is scored in full, its weights
-// added in query term order like the other path, so the result is that
-// path's exactly; the rest are skipped, most postings of a common word
+// added in query term order like the other paths, so the result is
+// theirs exactly; the rest are skipped, most postings of a common word
 // among them. Skipping the essential terms' blocks whole when all the
-// terms' block bounds add up short (block-max WAND's move) measured slower
-// here: a block's bound, its largest count over its shortest document,
-// is loose when lengths are mixed, so it rarely skipped, and its checks
-// cost more than they saved (README, Benchmarks).
-func (sc *scorer) pruned(s *scratch, top *topK, m *matcher) {
+// terms' block bounds add up short (block-max WAND's move) measured
+// slower here: a block's bound, its largest count over its shortest
+// document, is loose when lengths are mixed, so it rarely skipped, and
+// its checks cost more than they saved (README, Benchmarks).
+func (sc *scorer) pruned(s *scratch, top *topK) {
 	curs := s.cursors[:0]
 	for qi := range s.lists {
 		l := &s.lists[qi]
@@ -79,10 +80,7 @@ func (sc *scorer) pruned(s *scratch, top *topK, m *matcher) {
 		if !ok {
 			return
 		}
-		// The filter first: a selective one (a tag, a type) then costs a
-		// check per candidate, not its weights and lookups too; the heap
-		// fills slowly under it, so little is pruned.
-		if sc.anyDead && sc.c.dead[slot] || !m.match(sc.c, slot) {
+		if sc.anyDead && sc.c.dead[slot] {
 			for i := range essential {
 				essential[i].skip(slot)
 			}
