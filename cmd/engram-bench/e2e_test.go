@@ -150,6 +150,11 @@ func testLoad(t *testing.T, bin string) {
 	if !strings.Contains(stdout.String(), "hybrid") || !strings.Contains(stdout.String(), "memories/s") {
 		t.Errorf("table:\n%s", stdout.String())
 	}
+	// 300 vectors are below the graph threshold: the index scans exactly,
+	// so the driver's exact top 10 must be the index's.
+	if rc := rep.Recall; rc == nil || rc.Queries != 100 || rc.Vectors != 300 || rc.Recall != 1 || !strings.Contains(stdout.String(), "recall@10 against exact search: 1.0000") {
+		t.Errorf("recall %+v; table:\n%s", rc, stdout.String())
+	}
 }
 
 // testReplay fills a data dir through the real server, then rebuilds it

@@ -87,7 +87,7 @@ func TestParseLoadFlags(t *testing.T) {
 		wantErr bool
 	}{
 		{"defaults", nil, func(c loadConfig) bool {
-			return c.n == 10000 && c.concurrency == 8 && c.duration == 20*time.Second && len(c.modes) == 3
+			return c.n == 10000 && c.concurrency == 8 && c.duration == 20*time.Second && len(c.modes) == 3 && c.recallQueries == 100
 		}, false},
 		{"custom", []string{"--n", "100000", "--duration", "5s", "--modes", "hybrid"}, func(c loadConfig) bool {
 			return c.n == 100000 && c.duration == 5*time.Second && reflect.DeepEqual(c.modes, []string{"hybrid"})
@@ -96,6 +96,9 @@ func TestParseLoadFlags(t *testing.T) {
 		{"huge concurrency", []string{"--concurrency", "1000"}, nil, true},
 		{"unbounded duration", []string{"--duration", "2h"}, nil, true},
 		{"bad mode", []string{"--modes", "x"}, nil, true},
+		{"recall off", []string{"--recall-queries", "0"}, func(c loadConfig) bool { return c.recallQueries == 0 }, false},
+		{"recall past the queries", []string{"--queries", "50", "--recall-queries", "51"}, nil, true},
+		{"negative recall", []string{"--recall-queries", "-1"}, nil, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -16,12 +16,12 @@ import (
 
 // loadConfig is the command line of `engram-bench load`.
 type loadConfig struct {
-	n, concurrency, batchSize, ingestConc, limit, queryPool int
-	duration, warmup, settle                                time.Duration
-	modes                                                   []string
-	seed                                                    uint64
-	agent, out, cpuProfile                                  string
-	server                                                  serverFlags
+	n, concurrency, batchSize, ingestConc, limit, queryPool, recallQueries int
+	duration, warmup, settle                                               time.Duration
+	modes                                                                  []string
+	seed                                                                   uint64
+	agent, out, cpuProfile                                                 string
+	server                                                                 serverFlags
 }
 
 func parseLoadFlags(args []string, stderr io.Writer) (loadConfig, error) {
@@ -38,6 +38,7 @@ func parseLoadFlags(args []string, stderr io.Writer) (loadConfig, error) {
 	fs.IntVar(&cfg.batchSize, "batch-size", client.MaxBatch, "memories per POST /memories/batch")
 	fs.IntVar(&cfg.ingestConc, "ingest-concurrency", 1, "batches in flight while filling")
 	fs.IntVar(&cfg.queryPool, "queries", 5000, "distinct synthetic queries, cycled through")
+	fs.IntVar(&cfg.recallQueries, "recall-queries", 100, "queries whose vector-index top 10 is checked against an exact scan of the stored vectors (a started server only); 0 skips")
 	fs.Uint64Var(&cfg.seed, "seed", 1, "seed of the synthetic data")
 	fs.StringVar(&cfg.agent, "agent", "bench-load", "agent to fill")
 	fs.StringVar(&cfg.out, "out", "bench-out/load.json", "JSON report file")
@@ -69,6 +70,8 @@ func parseLoadFlags(args []string, stderr io.Writer) (loadConfig, error) {
 		return cfg, usageErr("--settle must be in [0, 1h]")
 	case cfg.queryPool < 1:
 		return cfg, usageErr("--queries must be positive")
+	case cfg.recallQueries < 0 || cfg.recallQueries > cfg.queryPool:
+		return cfg, usageErr("--recall-queries must be in [0, --queries]")
 	}
 	return cfg, nil
 }
@@ -139,6 +142,13 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	rep.LoadAverageAfter = loadAverage()
 	if tg.proc != nil {
 		rep.Memory.AfterSearch = memStat(tg.proc)
+		// After the timed searches, so the driver's scan does not slow them.
+		if cfg.recallQueries > 0 {
+			if rep.Recall, err = measureRecall(ctx, tg.client, tg.proc.DataDir, cfg.agent, rep.Model, queries[:cfg.recallQueries]); err != nil {
+				return fmt.Errorf("recall: %w", err)
+			}
+			fmt.Fprintf(stderr, "vector recall@10 %.4f over %d queries\n", rep.Recall.Recall, rep.Recall.Queries)
+		}
 	}
 	fmt.Fprint(stdout, rep.table())
 	return writeJSON(cfg.out, rep, stdout)

@@ -30,6 +30,10 @@ type loadReport struct {
 	LoadAverageAfter string       `json:"load_average_after,omitempty"`
 	Memory           memoryReport `json:"memory"`
 	Modes            []modeResult `json:"modes"`
+	// Recall is the vector index's recall@10 against exact search; nil
+	// for --server (the driver reads the stored vectors from the data
+	// directory of a server it started).
+	Recall *recallReport `json:"recall,omitempty"`
 }
 
 // memoryReport is the server's resident memory around the fill. Only for
@@ -77,6 +81,10 @@ func (r loadReport) table() string {
 	}
 	if whole {
 		b.WriteString("(the server reports query_time_ms in whole milliseconds, rounded down)\n")
+	}
+	if rc := r.Recall; rc != nil {
+		fmt.Fprintf(&b, "vector recall@10 against exact search: %.4f over %d queries (worst query %.2f; exact scan of %d stored vectors, %.1fs)\n",
+			rc.Recall, rc.Queries, rc.Worst, rc.Vectors, rc.ExactSeconds)
 	}
 	return b.String()
 }

@@ -36,20 +36,15 @@ func (p posting) saturated() bool { return p.tf == maxPacked || p.length == maxP
 // exactCounts returns the term frequency and document length of a
 // saturated posting of term.
 func (c *collection) exactCounts(p posting, term uint32) (tf, length uint32) {
-	for _, t := range c.docTerms[p.slot] {
-		if t.term == term {
-			return t.tf, c.length[p.slot]
-		}
+	tf = uint32(p.tf)
+	if p.tf == maxPacked {
+		tf = c.bigTF[slotTerm(p.slot, term)]
 	}
-	return uint32(p.tf), c.length[p.slot] // unreachable: a live posting's term is in its document
+	return tf, c.length[p.slot]
 }
 
-// termCount is one of a document's distinct terms, kept so a delete can
-// give back its document frequencies and a compaction can rebuild postings.
-type termCount struct {
-	term uint32
-	tf   uint32
-}
+// slotTerm keys bigTF.
+func slotTerm(slot, term uint32) uint64 { return uint64(slot)<<32 | uint64(term) }
 
 // collection is one agent's index. Documents live in slots; a delete or a
 // replace marks the slot dead (postings keep pointing at it and are
@@ -63,15 +58,21 @@ type collection struct {
 
 	termID   map[string]uint32
 	postings [][]posting // by term id, in slot order
+	blocks   [][]block   // by term id: one per blockSize postings
 	df       []int32     // live documents holding the term
 
-	ids      []string
-	dead     []bool
-	length   []uint32 // terms in the document's text, in units
-	created  []int64  // unix nanos
-	types    []string
-	tags     [][]string
-	docTerms [][]termCount
+	ids     []string
+	dead    []bool
+	length  []uint32 // terms in the document's text, in units
+	created []int64  // unix nanos
+	types   []string
+	tags    [][]string
+	// docTerms are a document's distinct term ids, kept so a delete can
+	// give back its document frequencies. The term frequencies are in the
+	// postings; those past a posting's 16 bits are in bigTF (by
+	// slotTerm), which is almost always empty.
+	docTerms [][]uint32
+	bigTF    map[uint64]uint32
 	slotOf   map[string]uint32
 
 	live     int
@@ -80,7 +81,7 @@ type collection struct {
 }
 
 func newCollection(metaUnits uint32) *collection {
-	return &collection{metaUnits: metaUnits, termID: map[string]uint32{}, slotOf: map[string]uint32{}}
+	return &collection{metaUnits: metaUnits, termID: map[string]uint32{}, bigTF: map[uint64]uint32{}, slotOf: map[string]uint32{}}
 }
 
 func (c *collection) add(d Doc) {
@@ -104,19 +105,24 @@ func (c *collection) add(d Doc) {
 	field(d.Text, fieldScale, true)
 	field(d.Meta, c.metaUnits, false)
 	slot := uint32(len(c.ids))
-	terms := make([]termCount, 0, len(order))
+	terms := make([]uint32, 0, len(order))
 	for _, term := range order {
 		id, ok := c.termID[term]
 		if !ok {
 			id = uint32(len(c.postings))
 			c.termID[term] = id
 			c.postings = append(c.postings, nil)
+			c.blocks = append(c.blocks, nil)
 			c.df = append(c.df, 0)
 		}
 		tf := counts[term]
 		c.postings[id] = append(c.postings[id], newPosting(slot, tf, n))
+		c.extendBlocks(id, len(c.postings[id])-1, slot, tf, n)
+		if tf >= maxPacked {
+			c.bigTF[slotTerm(slot, id)] = tf
+		}
 		c.df[id]++
-		terms = append(terms, termCount{term: id, tf: tf})
+		terms = append(terms, id)
 	}
 	c.ids = append(c.ids, d.ID)
 	c.dead = append(c.dead, false)
@@ -136,8 +142,11 @@ func (c *collection) remove(id string) {
 		return
 	}
 	delete(c.slotOf, id)
-	for _, t := range c.docTerms[slot] {
-		c.df[t.term]--
+	for _, term := range c.docTerms[slot] {
+		c.df[term]--
+		if len(c.bigTF) > 0 {
+			delete(c.bigTF, slotTerm(slot, term))
+		}
 	}
 	c.totalLen -= int64(c.length[slot])
 	c.live--
@@ -168,17 +177,58 @@ func (c *collection) compactIfSparse() {
 	c.ids, c.length, c.created = c.ids[:next], c.length[:next], c.created[:next]
 	c.types, c.tags, c.docTerms = c.types[:next], c.tags[:next], c.docTerms[:next]
 	c.dead = make([]bool, next)
+	if len(c.bigTF) > 0 { // it holds live documents' counts only
+		moved := make(map[uint64]uint32, len(c.bigTF))
+		for key, tf := range c.bigTF {
+			moved[slotTerm(remap[key>>32], uint32(key))] = tf
+		}
+		c.bigTF = moved
+	}
 	for id, list := range c.postings {
 		kept := list[:0]
+		c.blocks[id] = c.blocks[id][:0]
 		for _, p := range list {
 			if !wasDead[p.slot] {
 				p.slot = remap[p.slot]
 				kept = append(kept, p)
+				tf, length := uint32(p.tf), uint32(p.length)
+				if p.saturated() {
+					tf, length = c.exactCounts(p, uint32(id))
+				}
+				c.extendBlocks(uint32(id), len(kept)-1, p.slot, tf, length)
 			}
 		}
 		c.postings[id] = kept
 	}
 	c.nDead = 0
+}
+
+// blockSize is how many consecutive postings of a list share one block: a
+// pruned search skips or bounds a block as a whole.
+const blockSize = 128
+
+// block summarises blockSize consecutive postings of a list: its last slot
+// (to skip past it), and its largest term frequency and smallest document
+// length, exact (not the saturating 16-bit counts), which bound the BM25
+// weight of every posting in it whatever the collection's statistics are
+// at search time. Deletes leave blocks as they are: dead postings only
+// make a bound looser.
+type block struct {
+	last   uint32
+	maxTF  uint32
+	minLen uint32
+}
+
+// extendBlocks accounts for the posting at index i of term's list, just
+// appended.
+func (c *collection) extendBlocks(term uint32, i int, slot, tf, length uint32) {
+	blocks := c.blocks[term]
+	if i%blockSize == 0 {
+		c.blocks[term] = append(blocks, block{last: slot, maxTF: tf, minLen: length})
+		return
+	}
+	bl := &blocks[len(blocks)-1]
+	bl.last, bl.maxTF, bl.minLen = slot, max(bl.maxTF, tf), min(bl.minLen, length)
 }
 
 // unixNanos stores creation times as int64 nanos, clamping the years

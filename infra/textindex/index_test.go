@@ -69,6 +69,52 @@ func TestBM25MatchesReference(t *testing.T) {
 	}
 }
 
+// Term frequencies and lengths past a posting's 16-bit counts score by
+// their exact values, also after a compaction has moved the documents.
+func TestCountsPast16Bits(t *testing.T) {
+	ix := New(Options{})
+	docs := map[string]string{
+		"repeat": strings.Repeat("apple ", 70000) + "banana",
+		"long":   "apple " + strings.Repeat("cherry ", 70000),
+		"short":  "apple banana",
+	}
+	for _, id := range []string{"repeat", "long", "short"} {
+		ix.Upsert("c", Doc{ID: id, Text: docs[id]})
+	}
+	check := func(label string) {
+		t.Helper()
+		n, avgdl := 3.0, (70001.0+70001+2)/3
+		idf := func(df float64) float64 { return math.Log(1 + (n-df+0.5)/(df+0.5)) }
+		part := func(tf, dl float64) float64 { return tf * (k1 + 1) / (tf + k1*(1-b+b*dl/avgdl)) }
+		want := map[string]float64{
+			"repeat": idf(3)*part(70000, 70001) + idf(2)*part(1, 70001),
+			"long":   idf(3) * part(1, 70001),
+			"short":  idf(3)*part(1, 2) + idf(2)*part(1, 2),
+		}
+		hits := search(t, ix, "c", "apple banana", 10, Filter{})
+		if len(hits) != 3 {
+			t.Fatalf("%s: hits %v", label, hits)
+		}
+		for _, h := range hits {
+			if math.Abs(h.Score-want[h.ID]) > 1e-12 {
+				t.Errorf("%s: doc %s: score %v, want %v", label, h.ID, h.Score, want[h.ID])
+			}
+		}
+	}
+	check("fresh")
+	for i := range 1000 { // dead slots before the big documents: compaction moves them
+		ix.Upsert("c", Doc{ID: fmt.Sprint("filler", i), Text: "filler"})
+	}
+	ix.Upsert("c", Doc{ID: "repeat", Text: docs["repeat"]}, Doc{ID: "long", Text: docs["long"]}, Doc{ID: "short", Text: docs["short"]})
+	for i := range 1000 {
+		ix.Delete("c", fmt.Sprint("filler", i))
+	}
+	if c := ix.lookup("c"); len(c.ids) >= 1006 {
+		t.Fatalf("not compacted: %d slots", len(c.ids))
+	}
+	check("compacted")
+}
+
 // The metadata field is BM25F's second field: an occurrence there counts
 // MetaWeight occurrences in the term frequency but nothing in the document
 // length (the field is not length-normalised), and IDF counts a document

@@ -6,11 +6,16 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // referenceSearch is the plain BM25 walk Search must agree with bit for
@@ -45,13 +50,11 @@ func referenceSearch(ix *Index, collection, query string, k int, f Filter) []Hit
 			if c.dead[p.slot] {
 				continue
 			}
-			// The exact counts, from the document's records (a posting's
-			// own are 16-bit).
-			var tf float64
-			for _, tc := range c.docTerms[p.slot] {
-				if tc.term == id {
-					tf = float64(tc.tf) / fieldScale
-				}
+			// The exact count: a posting's own is 16-bit
+			// (TestCountsPast16Bits checks the larger ones).
+			tf := float64(p.tf) / fieldScale
+			if big, ok := c.bigTF[uint64(p.slot)<<32|uint64(id)]; ok {
+				tf = float64(big) / fieldScale
 			}
 			norm := k1 * (1 - b + b*float64(c.length[p.slot])/avgdl)
 			if scores[p.slot] == 0 {
@@ -188,21 +191,49 @@ func BenchmarkSearch(b *testing.B) {
 		}
 	}
 	s := newSynthCorpus(2)
+	before := heapAlloc()
 	ix := New(Options{})
 	docs := make([]Doc, 0, 1000)
 	for i := range n {
-		docs = append(docs, Doc{ID: fmt.Sprintf("m%07d", i), Text: s.text(), Type: "note", CreatedAt: time.Unix(int64(i), 0)})
+		docs = append(docs, Doc{ID: fmt.Sprintf("m%07d", i), Text: s.text(), Type: "note", Tags: []string{fmt.Sprint("t", i%100)}, CreatedAt: time.Unix(int64(i), 0)})
 		if len(docs) == cap(docs) {
 			ix.Upsert("c", docs...)
 			docs = docs[:0]
 		}
 	}
 	ix.Upsert("c", docs...)
+	docs = nil
+	held := heapAlloc() - before
 	queries := make([]string, 4096)
 	for i := range queries {
 		queries[i] = s.query()
 	}
+	// memory reports the heap the index holds per document, and the share
+	// of its parts (by their slices' capacities).
+	b.Run("memory", func(b *testing.B) {
+		for b.Loop() {
+		}
+		c := ix.lookup("c")
+		var postings, blocks, docTerms int
+		for id := range c.postings {
+			postings += cap(c.postings[id]) * int(unsafe.Sizeof(posting{}))
+			blocks += cap(c.blocks[id]) * int(unsafe.Sizeof(block{}))
+		}
+		for _, terms := range c.docTerms {
+			docTerms += int(unsafe.Sizeof(terms)) + cap(terms)*int(unsafe.Sizeof(terms[0]))
+		}
+		perDoc := func(bytes int) float64 { return float64(bytes) / float64(n) }
+		b.ReportMetric(perDoc(int(held)), "heap-B/doc")
+		b.ReportMetric(perDoc(postings), "postings-B/doc")
+		b.ReportMetric(perDoc(blocks), "blocks-B/doc")
+		b.ReportMetric(perDoc(docTerms), "docterms-B/doc")
+		b.ReportMetric(perDoc(int(held)-postings-blocks-docTerms), "rest-B/doc")
+	})
 	b.Run("warm", func(b *testing.B) { benchWarm(b, ix, queries) })
+	b.Run("latency", func(b *testing.B) { benchLatency(b, ix, queries, Filter{}) })
+	// A tag carried by 1% of the documents: the heap fills slowly, so
+	// pruning has little to cut.
+	b.Run("latency-filtered", func(b *testing.B) { benchLatency(b, ix, queries, Filter{Tags: []string{"t7"}}) })
 	// Under the load benchmark the vector search and HTTP work between
 	// two keyword searches evict the index from the caches; cold evicts
 	// them (walks 64 MiB) before each timed search.
@@ -228,6 +259,52 @@ func BenchmarkSearch(b *testing.B) {
 		b.ReportMetric(float64(spent.Nanoseconds())/float64(b.N), "search-ns/op")
 		_ = sink
 	})
+}
+
+// benchLatency runs one search at a time and reports the median and 99th
+// percentile of single searches: the tail is what pruning must cut (a
+// query of common words walks long posting lists). The cpu- figures are
+// the searching thread's CPU time, which the neighbours' load on a shared
+// machine does not inflate as it does wall time.
+func benchLatency(b *testing.B, ix *Index, queries []string, f Filter) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var took, cpu []time.Duration
+	i := 0
+	for b.Loop() {
+		t0, c0 := time.Now(), threadCPU(b)
+		if _, err := ix.Search(context.Background(), "c", queries[i%len(queries)], 50, f); err != nil {
+			b.Fatal(err)
+		}
+		took, cpu = append(took, time.Since(t0)), append(cpu, threadCPU(b)-c0)
+		i++
+	}
+	for _, d := range []struct {
+		name string
+		ds   []time.Duration
+	}{{"", took}, {"cpu-", cpu}} {
+		slices.Sort(d.ds)
+		b.ReportMetric(float64(d.ds[len(d.ds)/2].Nanoseconds()), d.name+"p50-ns")
+		b.ReportMetric(float64(d.ds[len(d.ds)*99/100].Nanoseconds()), d.name+"p99-ns")
+	}
+}
+
+// heapAlloc is the live heap after two collections (the second empties
+// sync.Pools).
+func heapAlloc() uint64 {
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+func threadCPU(b *testing.B) time.Duration {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ts.Nano())
 }
 
 func benchWarm(b *testing.B, ix *Index, queries []string) {
