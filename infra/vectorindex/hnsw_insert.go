@@ -77,6 +77,7 @@ func (g *graph) plan(p *planner, vv *vectorView, node uint32, dead bool) {
 	}
 	p.decodeBuffers(vv.dim)
 	q := vv.load(p.query, node)
+	self := vv.sim(q, node)
 	ep := scored{vv.sim(q, g.entry), g.entry}
 	for l := g.maxLevel; l > p.level; l-- {
 		ep = g.greedy(vv, q, ep, l)
@@ -87,7 +88,7 @@ func (g *graph) plan(p *planner, vv *vectorView, node uint32, dead bool) {
 		p.cands = append(p.cands[:0], p.s.res...)
 		sortDesc(p.cands)
 		ep = p.cands[0]
-		p.sel = g.selectNeighbours(vv, p.other, p.cands, g.m, p.sel[:0])
+		p.sel = g.selectNeighbours(vv, p.other, p.cands, g.m, self, p.sel[:0])
 		for _, e := range p.sel {
 			p.links[l] = append(p.links[l], e.id)
 			g.planBackLink(p, vv, e, l)
@@ -110,7 +111,7 @@ func (g *graph) planBackLink(p *planner, vv *vectorView, e scored, level int) {
 			p.prune = append(p.prune, scored{vv.sim(ve, x), x})
 		}
 		sortDesc(p.prune)
-		p.kept = g.selectNeighbours(vv, p.other, p.prune, g.mmax(level), p.kept[:0])
+		p.kept = g.selectNeighbours(vv, p.other, p.prune, g.mmax(level), vv.sim(ve, e.id), p.kept[:0])
 		for _, k := range p.kept {
 			p.buf = append(p.buf, k.id)
 		}
@@ -123,10 +124,22 @@ func (g *graph) planBackLink(p *planner, vv *vectorView, e scored, level int) {
 // the base than to every neighbour already kept. This spreads links across
 // directions, which is what keeps clustered data navigable. buf receives
 // decoded candidates.
-func (g *graph) selectNeighbours(vv *vectorView, buf []float32, cands []scored, m int, out []scored) []scored {
+//
+// self is the base's similarity to itself: a candidate as similar as that
+// is a copy of the base (agents store the same text again and again). The
+// heuristic cannot prune copies (each is exactly as similar to the others
+// as to the base), so a group of more than m copies would fill its
+// members' lists with one another and close into a clique that traps any
+// search entering it; at most m/4 of a list's links go to copies.
+func (g *graph) selectNeighbours(vv *vectorView, buf []float32, cands []scored, m int, self float32, out []scored) []scored {
+	copies, maxCopies := 0, max(1, m/4)
 	for _, c := range cands {
 		if len(out) >= m {
 			break
+		}
+		isCopy := c.sim >= self
+		if isCopy && copies == maxCopies {
+			continue
 		}
 		vc := vv.load(buf, c.id)
 		good := true
@@ -138,6 +151,9 @@ func (g *graph) selectNeighbours(vv *vectorView, buf []float32, cands []scored, 
 		}
 		if good {
 			out = append(out, c)
+			if isCopy {
+				copies++
+			}
 		}
 	}
 	return out
