@@ -150,24 +150,29 @@ func (t *memoriesTx) Memory(ctx context.Context, ref memory.AgentRef, id string)
 	return m, true, nil
 }
 
-func (t *memoriesTx) InsertMemory(ctx context.Context, m memory.NewMemory) (bool, error) {
+// InsertMemory counts the memory in its agent in the statement that
+// inserts it, so nothing waits for the insert's answer: the statement is
+// queued with the batch's other writes (a rebuild used to wait a round
+// trip per memory).
+func (t *memoriesTx) InsertMemory(ctx context.Context, m memory.NewMemory) error {
 	tags, err := jsonList(m.Tags)
 	if err != nil {
-		return false, err
+		return err
 	}
 	refs, err := jsonList(m.DerivedFrom)
 	if err != nil {
-		return false, err
+		return err
 	}
 	searchable := m.Type.Searchable()
 	v := m.Vitality
-	n, err := t.exec(ctx, `INSERT INTO memories
-		(id, user_id, agent_id, type, searchable, content, tags, derived_from, created_at, updated_at, forgotten_at, text_hash, embed_pending,
-		 strength, strength_since, protected, goal_type, weak_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, NULL, $10, $5, $11, $12, $13, $14, $15) ON CONFLICT (id) DO NOTHING`,
+	return t.run(ctx, `WITH inserted AS (INSERT INTO memories
+			(id, user_id, agent_id, type, searchable, content, tags, derived_from, created_at, updated_at, forgotten_at, text_hash, embed_pending,
+			 strength, strength_since, protected, goal_type, weak_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, NULL, $10, $5, $11, $12, $13, $14, $15) ON CONFLICT (id) DO NOTHING RETURNING 1)
+		UPDATE agents SET stored_memories = stored_memories + 1, content_bytes = content_bytes + $16
+		WHERE user_id = $2 AND agent_id = $3 AND EXISTS (SELECT 1 FROM inserted)`,
 		m.MemoryID, m.UserID, m.AgentID, string(m.Type), searchable, string(m.Content), tags, refs, memTime(m.CreatedAt), m.TextHash,
-		v.Base, memTime(v.Since), v.Protected, v.GoalType, weakAt(v))
-	return n > 0, err
+		v.Base, memTime(v.Since), v.Protected, v.GoalType, weakAt(v), int64(len(m.Content)))
 }
 
 func (t *memoriesTx) SetContent(ctx context.Context, ref memory.AgentRef, id string, content json.RawMessage, tags *[]string, textHash string, at time.Time) error {
