@@ -59,6 +59,7 @@ func runTests(m *testing.M) int {
 // cluster is n nodes over one fresh PostgreSQL database.
 type cluster struct {
 	t     testing.TB
+	bin   string
 	dbURL string
 	args  []string
 	nodes []*testserver.Server
@@ -68,7 +69,13 @@ type cluster struct {
 // URL reaches them in ENGRAM_EVENT_STORE_URL, as a deployment passes it.
 func startCluster(t testing.TB, n int, args ...string) *cluster {
 	t.Helper()
-	c := &cluster{t: t, dbURL: pg.Database(t), args: args}
+	return startClusterOf(t, binPath, n, args...)
+}
+
+// startClusterOf is startCluster running the binary bin.
+func startClusterOf(t testing.TB, bin string, n int, args ...string) *cluster {
+	t.Helper()
+	c := &cluster{t: t, bin: bin, dbURL: pg.Database(t), args: args}
 	c.nodes = make([]*testserver.Server, n)
 	c.nodes[0] = c.start(t.TempDir()) // the first applies the migrations
 	var wg sync.WaitGroup
@@ -91,7 +98,7 @@ func (c *cluster) env() []string { return []string{"ENGRAM_EVENT_STORE_URL=" + c
 // start runs one node over dataDir (an existing one: a restart).
 func (c *cluster) start(dataDir string) *testserver.Server {
 	return testserver.Start(c.t, testserver.Options{
-		Binary: binPath, DataDir: dataDir, Env: c.env(),
+		Binary: c.bin, DataDir: dataDir, Env: c.env(),
 		Args: append([]string{"--event-store", "postgres"}, c.args...),
 	})
 }
@@ -126,6 +133,11 @@ func call(t testing.TB, node *testserver.Server, method, path, bearer string, bo
 }
 
 func tryCall(node *testserver.Server, method, path, bearer string, body any, headers ...string) (reply, error) {
+	return tryCallWith(http.DefaultClient, node, method, path, bearer, body, headers...)
+}
+
+// tryCallWith is tryCall through client.
+func tryCallWith(client *http.Client, node *testserver.Server, method, path, bearer string, body any, headers ...string) (reply, error) {
 	var reader io.Reader
 	if body != nil {
 		raw, err := json.Marshal(body)
@@ -149,7 +161,7 @@ func tryCall(node *testserver.Server, method, path, bearer string, body any, hea
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
-	res, err := http.DefaultClient.Do(req)
+	res, err := client.Do(req)
 	if err != nil {
 		return reply{}, err
 	}
