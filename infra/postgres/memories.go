@@ -1,10 +1,13 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -32,7 +35,7 @@ func NewMemories(db *DB) *Memories {
 // Apply implements memory.ReadModel.
 func (m *Memories) Apply(ctx context.Context, events []domain.Event, apply func(context.Context, memory.ReadModelTx, domain.Event) error) error {
 	return applyBatch(ctx, m.db, m.name, events, func(b batchTx) memory.ReadModelTx {
-		return &memoriesTx{batchTx: b, agents: map[memory.AgentRef]bool{}}
+		return &memoriesTx{batchTx: b, agents: map[memory.AgentRef]bool{}, counts: map[memory.AgentRef]agentCounts{}}
 	}, apply)
 }
 
@@ -50,6 +53,46 @@ type memoriesTx struct {
 	// agents caches whether an agent exists within the batch, which
 	// changes only by AddAgent and DeleteAgent.
 	agents map[memory.AgentRef]bool
+	// counts are the changes to the agents' quota counters, added up over
+	// the batch and written once per agent when it ends (endBatch): every
+	// UPDATE of a row leaves a new version of it behind until the
+	// transaction ends, and later statements reading the row walk them
+	// all, so one update per memory made a rebuild's batch quadratic.
+	// Nothing in a batch reads the counters.
+	counts map[memory.AgentRef]agentCounts
+}
+
+// agentCounts are changes to an agent's quota counters.
+type agentCounts struct {
+	memories     int
+	contentBytes int64
+}
+
+func (t *memoriesTx) count(ref memory.AgentRef, memories int, contentBytes int64) {
+	c := t.counts[ref]
+	c.memories += memories
+	c.contentBytes += contentBytes
+	t.counts[ref] = c
+}
+
+// endBatch implements batchEnder: the queue is sent first, so that every
+// insert's count is in.
+func (t *memoriesTx) endBatch(ctx context.Context) error {
+	if err := t.flush(ctx); err != nil {
+		return err
+	}
+	refs := slices.SortedFunc(maps.Keys(t.counts), func(a, b memory.AgentRef) int {
+		return cmp.Or(cmp.Compare(a.UserID, b.UserID), cmp.Compare(a.AgentID, b.AgentID))
+	})
+	for _, ref := range refs {
+		c := t.counts[ref]
+		if err := t.run(ctx, `UPDATE agents SET stored_memories = stored_memories + $1, content_bytes = content_bytes + $2
+			WHERE user_id = $3 AND agent_id = $4`, c.memories, c.contentBytes, ref.UserID, ref.AgentID); err != nil {
+			return err
+		}
+	}
+	clear(t.counts)
+	return nil
 }
 
 var _ memory.ReadModelTx = (*memoriesTx)(nil)
@@ -86,6 +129,12 @@ func (t *memoriesTx) AddAgent(ctx context.Context, a memory.AgentCreated) error 
 }
 
 func (t *memoriesTx) DeleteAgent(ctx context.Context, ref memory.AgentRef) error {
+	// The counts of the agent's queued inserts arrive when they are sent;
+	// they die with the agent's row.
+	if err := t.flush(ctx); err != nil {
+		return err
+	}
+	delete(t.counts, ref)
 	for _, q := range []string{
 		`DELETE FROM agent_settings WHERE user_id = $1 AND agent_id = $2`,
 		`DELETE FROM memory_embeddings WHERE memory_id IN (SELECT id FROM memories WHERE user_id = $1 AND agent_id = $2)`,
@@ -112,8 +161,8 @@ func (t *memoriesTx) DropEmbeddings(ctx context.Context, ref memory.AgentRef, mo
 }
 
 func (t *memoriesTx) AddToAgent(ctx context.Context, ref memory.AgentRef, memories int, contentBytes int64) error {
-	return t.run(ctx, `UPDATE agents SET stored_memories = stored_memories + $1, content_bytes = content_bytes + $2
-		WHERE user_id = $3 AND agent_id = $4`, memories, contentBytes, ref.UserID, ref.AgentID)
+	t.count(ref, memories, contentBytes)
+	return nil
 }
 
 func (t *memoriesTx) PutSettings(ctx context.Context, ref memory.AgentRef, settings json.RawMessage, lazyDecay bool, at time.Time) error {
@@ -150,10 +199,9 @@ func (t *memoriesTx) Memory(ctx context.Context, ref memory.AgentRef, id string)
 	return m, true, nil
 }
 
-// InsertMemory counts the memory in its agent in the statement that
-// inserts it, so nothing waits for the insert's answer: the statement is
-// queued with the batch's other writes (a rebuild used to wait a round
-// trip per memory).
+// InsertMemory is queued with the batch's other writes and counts the
+// memory in its agent when the queue is sent and the row was inserted: a
+// rebuild used to wait a round trip per memory for the insert's answer.
 func (t *memoriesTx) InsertMemory(ctx context.Context, m memory.NewMemory) error {
 	tags, err := jsonList(m.Tags)
 	if err != nil {
@@ -165,14 +213,17 @@ func (t *memoriesTx) InsertMemory(ctx context.Context, m memory.NewMemory) error
 	}
 	searchable := m.Type.Searchable()
 	v := m.Vitality
-	return t.run(ctx, `WITH inserted AS (INSERT INTO memories
-			(id, user_id, agent_id, type, searchable, content, tags, derived_from, created_at, updated_at, forgotten_at, text_hash, embed_pending,
-			 strength, strength_since, protected, goal_type, weak_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, NULL, $10, $5, $11, $12, $13, $14, $15) ON CONFLICT (id) DO NOTHING RETURNING 1)
-		UPDATE agents SET stored_memories = stored_memories + 1, content_bytes = content_bytes + $16
-		WHERE user_id = $2 AND agent_id = $3 AND EXISTS (SELECT 1 FROM inserted)`,
+	inserted := func(rows int64) {
+		if rows > 0 {
+			t.count(m.AgentRef, 1, int64(len(m.Content)))
+		}
+	}
+	return t.runCounted(ctx, inserted, `INSERT INTO memories
+		(id, user_id, agent_id, type, searchable, content, tags, derived_from, created_at, updated_at, forgotten_at, text_hash, embed_pending,
+		 strength, strength_since, protected, goal_type, weak_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, NULL, $10, $5, $11, $12, $13, $14, $15) ON CONFLICT (id) DO NOTHING`,
 		m.MemoryID, m.UserID, m.AgentID, string(m.Type), searchable, string(m.Content), tags, refs, memTime(m.CreatedAt), m.TextHash,
-		v.Base, memTime(v.Since), v.Protected, v.GoalType, weakAt(v), int64(len(m.Content)))
+		v.Base, memTime(v.Since), v.Protected, v.GoalType, weakAt(v))
 }
 
 func (t *memoriesTx) SetContent(ctx context.Context, ref memory.AgentRef, id string, content json.RawMessage, tags *[]string, textHash string, at time.Time) error {
@@ -237,17 +288,16 @@ func (t *memoriesTx) DeleteMemory(ctx context.Context, ref memory.AgentRef, id s
 }
 
 // RecordEmbedding records the vector when the agent's memory has that
-// text, and then clears embed_pending if the vector is in the agent's
-// model. Both statements carry the whole condition, so neither waits for
-// the other's answer: they are queued with the batch's other writes.
+// text, and clears embed_pending if the vector is in the agent's model,
+// in one statement queued with the batch's other writes: both parts carry
+// the whole condition, so neither depends on the other's effect.
 func (t *memoriesTx) RecordEmbedding(ctx context.Context, ref memory.AgentRef, id, model string, dimensions int, textHash string) error {
-	if err := t.run(ctx, `INSERT INTO memory_embeddings (memory_id, model, dimensions, text_hash)
-		SELECT $1, $2, $3, $4 WHERE EXISTS (SELECT 1 FROM memories WHERE id = $1 AND user_id IS NOT DISTINCT FROM $5 AND agent_id IS NOT DISTINCT FROM $6 AND text_hash = $4)
-		ON CONFLICT (memory_id, model, dimensions) DO UPDATE SET text_hash = excluded.text_hash`,
-		id, model, dimensions, textHash, ref.UserID, ref.AgentID); err != nil {
-		return err
-	}
-	return t.run(ctx, `UPDATE memories SET embed_pending = FALSE WHERE id = $1 AND user_id IS NOT DISTINCT FROM $2 AND agent_id IS NOT DISTINCT FROM $3 AND text_hash = $6 AND EXISTS (
+	return t.run(ctx, `WITH recorded AS (INSERT INTO memory_embeddings (memory_id, model, dimensions, text_hash)
+			SELECT $1, $4, $5, $6 WHERE EXISTS (
+				SELECT 1 FROM memories WHERE id = $1 AND user_id IS NOT DISTINCT FROM $2 AND agent_id IS NOT DISTINCT FROM $3 AND text_hash = $6)
+			ON CONFLICT (memory_id, model, dimensions) DO UPDATE SET text_hash = excluded.text_hash)
+		UPDATE memories SET embed_pending = FALSE
+		WHERE id = $1 AND user_id IS NOT DISTINCT FROM $2 AND agent_id IS NOT DISTINCT FROM $3 AND text_hash = $6 AND EXISTS (
 			SELECT 1 FROM agents WHERE user_id = $2 AND agent_id = $3 AND embedding_model = $4 AND dimensions = $5)`,
 		id, ref.UserID, ref.AgentID, model, dimensions, textHash)
 }
