@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -25,9 +26,12 @@ import (
 )
 
 var (
-	// binPath is the race-enabled engram binary; pg the PostgreSQL server.
-	binPath string
-	pg      *pgtest.Server
+	// binPath is the race-enabled engram binary; benchBinPath a build
+	// without the race detector, made only when benchmarks run; pg the
+	// PostgreSQL server.
+	binPath      string
+	benchBinPath string
+	pg           *pgtest.Server
 )
 
 func TestMain(m *testing.M) { os.Exit(runTests(m)) }
@@ -37,6 +41,21 @@ func runTests(m *testing.M) int {
 	if binPath, err = testserver.Binary(context.Background()); err != nil {
 		fmt.Fprintln(os.Stderr, "build engram:", err)
 		return 1
+	}
+	// Built here, before the environment is isolated: under the isolated
+	// HOME, go build would start from an empty module and build cache.
+	flag.Parse()
+	if bench := flag.Lookup("test.bench"); bench != nil && bench.Value.String() != "" {
+		dir, err := os.MkdirTemp("", "engram-bench-bin-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer os.RemoveAll(dir)
+		if benchBinPath, err = testserver.Build(context.Background(), dir, false); err != nil {
+			fmt.Fprintln(os.Stderr, "build engram:", err)
+			return 1
+		}
 	}
 	if pg, err = pgtest.Open(context.Background()); err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -1,7 +1,6 @@
 package multinode_test
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"os"
@@ -28,13 +27,9 @@ import (
 // load average the benchmark logs (run with -benchtime 4000x or so).
 func BenchmarkSearchOneVsThreeNodes(b *testing.B) {
 	const memories = 4000
-	bin, err := testserver.Build(context.Background(), b.TempDir(), false)
-	if err != nil {
-		b.Fatal(err)
-	}
 	for _, nodes := range []int{1, 3} {
 		b.Run(fmt.Sprintf("nodes=%d", nodes), func(b *testing.B) {
-			c := startClusterOf(b, bin, nodes, "--rate-limit", "0", "--read-models", "postgres")
+			c := startClusterOf(b, benchBinPath, nodes, "--rate-limit", "0", "--read-models", "postgres")
 			one := c.nodes[0]
 			key := testserver.Register(b, one.BaseURL, one.DataDir, "bench@example.com")
 			var token string
