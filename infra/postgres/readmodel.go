@@ -252,10 +252,9 @@ func (b batchTx) runCounted(ctx context.Context, counted func(rows int64), query
 // returns the number of rows it changed.
 func (b batchTx) exec(ctx context.Context, query string, args ...any) (int64, error) {
 	var rows int64
-	b.pending.Queue(query, args...).Exec(func(tag pgconn.CommandTag) error {
-		rows = tag.RowsAffected()
-		return nil
-	})
+	if err := b.runCounted(ctx, func(n int64) { rows = n }, query, args...); err != nil {
+		return 0, err
+	}
 	return rows, b.flush(ctx)
 }
 
