@@ -187,11 +187,7 @@ func memoryCreated(ctx context.Context, tx memory.ReadModelTx, p memory.MemoryCr
 	if ok, err := tx.AgentExists(ctx, p.AgentRef); err != nil || !ok {
 		return err
 	}
-	inserted, err := tx.InsertMemory(ctx, memory.NewMemory{MemoryCreated: p, Vitality: memory.InitialVitality(p.Type, p.Content, e.Time)})
-	if err != nil || !inserted {
-		return err
-	}
-	return tx.AddToAgent(ctx, p.AgentRef, 1, int64(len(p.Content)))
+	return tx.InsertMemory(ctx, memory.NewMemory{MemoryCreated: p, Vitality: memory.InitialVitality(p.Type, p.Content, e.Time)})
 }
 
 func memoryUpdated(ctx context.Context, tx memory.ReadModelTx, p memory.MemoryUpdated) error {

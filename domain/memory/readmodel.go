@@ -63,9 +63,11 @@ type ReadModelTx interface {
 	// Memory returns the agent's memory; found is false for a memory the
 	// read model does not hold (purged, or its agent deleted).
 	Memory(ctx context.Context, ref AgentRef, memoryID string) (m StoredMemory, found bool, err error)
-	// InsertMemory records a new memory, pending when searchable;
-	// inserted is false (and nothing changes) when the id is held already.
-	InsertMemory(ctx context.Context, m NewMemory) (inserted bool, err error)
+	// InsertMemory records a new memory, pending when searchable, and
+	// counts it and its content in its agent's totals (as AddToAgent);
+	// nothing changes when the id is held already. It answers nothing, so
+	// a store may send it together with the batch's other writes.
+	InsertMemory(ctx context.Context, m NewMemory) error
 	// SetContent replaces the memory's content, text hash and update time
 	// and, unless tags is nil, its tags, and counts a new version.
 	SetContent(ctx context.Context, ref AgentRef, memoryID string, content json.RawMessage, tags *[]string, textHash string, at time.Time) error

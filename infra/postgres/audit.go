@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -27,25 +28,86 @@ func NewAudit(db *DB) *Audit {
 
 // Apply implements audit.ReadModel.
 func (a *Audit) Apply(ctx context.Context, events []domain.Event, apply func(context.Context, audit.ReadModelTx, domain.Event) error) error {
-	return applyBatch(ctx, a.db, a.name, events, func(b batchTx) audit.ReadModelTx { return auditTx{b} }, apply)
+	return applyBatch(ctx, a.db, a.name, events, func(b batchTx) audit.ReadModelTx { return &auditTx{batchTx: b} }, apply)
 }
 
-// auditTx is audit.ReadModelTx over one batch's transaction.
-type auditTx struct{ batchTx }
+// auditTx is audit.ReadModelTx over one batch's transaction. The trail
+// only grows by inserts, one or two per event, so they are collected and
+// written as one multi-row statement per table (queueRows), before
+// anything that reads or deletes audit rows and when the batch ends: a
+// rebuild sends a statement per few thousand entries instead of per entry.
+type auditTx struct {
+	batchTx
+	entries auditEntryRows
+	types   auditTypeRows
+}
+
+// auditEntryRows are audit_entries rows by column.
+type auditEntryRows struct {
+	position                                                             []int64
+	id, userID, agentID, operation, memoryType, memoryID, actor, details []string
+	at                                                                   []time.Time
+}
+
+// auditTypeRows are audit_memories rows by column.
+type auditTypeRows struct{ memoryID, memoryType []string }
 
 // AddEntry keeps the first entry of a position: a redelivered event
 // changes nothing.
-func (t auditTx) AddEntry(ctx context.Context, position uint64, userID string, e audit.Entry) error {
-	return t.run(ctx, `INSERT INTO audit_entries (position, id, user_id, agent_id, at, operation, memory_type, memory_id, actor, details)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT DO NOTHING`,
-		int64(position), e.ID, userID, e.AgentID, e.At.UTC(), e.Operation, e.MemoryType, e.MemoryID, e.Actor, string(e.Details))
+func (t *auditTx) AddEntry(ctx context.Context, position uint64, userID string, e audit.Entry) error {
+	r := &t.entries
+	r.position = append(r.position, int64(position))
+	r.id, r.userID, r.agentID = append(r.id, e.ID), append(r.userID, userID), append(r.agentID, e.AgentID)
+	r.at, r.operation = append(r.at, e.At.UTC()), append(r.operation, e.Operation)
+	r.memoryType, r.memoryID = append(r.memoryType, e.MemoryType), append(r.memoryID, e.MemoryID)
+	r.actor, r.details = append(r.actor, e.Actor), append(r.details, string(e.Details))
+	if len(r.position) >= maxRows {
+		return t.queueRows(ctx)
+	}
+	return nil
 }
 
-func (t auditTx) RememberMemoryType(ctx context.Context, memoryID, memoryType string) error {
-	return t.run(ctx, `INSERT INTO audit_memories (memory_id, type) VALUES ($1, $2) ON CONFLICT DO NOTHING`, memoryID, memoryType)
+func (t *auditTx) RememberMemoryType(ctx context.Context, memoryID, memoryType string) error {
+	t.types.memoryID, t.types.memoryType = append(t.types.memoryID, memoryID), append(t.types.memoryType, memoryType)
+	if len(t.types.memoryID) >= maxRows {
+		return t.queueRows(ctx)
+	}
+	return nil
 }
 
-func (t auditTx) MemoryType(ctx context.Context, memoryID string) (string, bool, error) {
+// maxRows bounds the rows one multi-row statement carries.
+const maxRows = 4096
+
+// queueRows queues the collected rows as one statement per table; ON
+// CONFLICT DO NOTHING keeps the first row of a key, within the statement
+// as against the table.
+func (t *auditTx) queueRows(ctx context.Context) error {
+	if r := t.entries; len(r.position) > 0 {
+		if err := t.run(ctx, `INSERT INTO audit_entries (position, id, user_id, agent_id, at, operation, memory_type, memory_id, actor, details)
+			SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[])
+			ON CONFLICT DO NOTHING`,
+			r.position, r.id, r.userID, r.agentID, r.at, r.operation, r.memoryType, r.memoryID, r.actor, r.details); err != nil {
+			return err
+		}
+		t.entries = auditEntryRows{}
+	}
+	if r := t.types; len(r.memoryID) > 0 {
+		if err := t.run(ctx, `INSERT INTO audit_memories (memory_id, type) SELECT * FROM unnest($1::text[], $2::text[]) ON CONFLICT DO NOTHING`,
+			r.memoryID, r.memoryType); err != nil {
+			return err
+		}
+		t.types = auditTypeRows{}
+	}
+	return nil
+}
+
+// endBatch implements batchEnder.
+func (t *auditTx) endBatch(ctx context.Context) error { return t.queueRows(ctx) }
+
+func (t *auditTx) MemoryType(ctx context.Context, memoryID string) (string, bool, error) {
+	if err := t.queueRows(ctx); err != nil {
+		return "", false, err
+	}
 	var typ string
 	err := t.queryRow(ctx, `SELECT type FROM audit_memories WHERE memory_id = $1`, memoryID).Scan(&typ)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -54,7 +116,10 @@ func (t auditTx) MemoryType(ctx context.Context, memoryID string) (string, bool,
 	return typ, err == nil, err
 }
 
-func (t auditTx) DeleteAgent(ctx context.Context, userID, agentID string) error {
+func (t *auditTx) DeleteAgent(ctx context.Context, userID, agentID string) error {
+	if err := t.queueRows(ctx); err != nil {
+		return err
+	}
 	if err := t.run(ctx, `DELETE FROM audit_memories WHERE memory_id IN (
 		SELECT memory_id FROM audit_entries WHERE user_id = $1 AND agent_id = $2 AND memory_id <> '')`, userID, agentID); err != nil {
 		return err

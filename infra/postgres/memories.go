@@ -1,10 +1,13 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -32,16 +35,64 @@ func NewMemories(db *DB) *Memories {
 // Apply implements memory.ReadModel.
 func (m *Memories) Apply(ctx context.Context, events []domain.Event, apply func(context.Context, memory.ReadModelTx, domain.Event) error) error {
 	return applyBatch(ctx, m.db, m.name, events, func(b batchTx) memory.ReadModelTx {
-		return &memoriesTx{batchTx: b, agents: map[memory.AgentRef]bool{}}
+		return &memoriesTx{batchTx: b, agents: map[memory.AgentRef]bool{}, counts: map[memory.AgentRef]agentCounts{}}
 	}, apply)
 }
 
 // memoriesTx is memory.ReadModelTx over one batch's transaction.
+//
+// Its statements find one memory by its id with the owner compared by IS
+// NOT DISTINCT FROM, which on these NOT NULL columns means =, but no index
+// can serve: the primary key is then the only index the planner can pick.
+// With =, a table whose statistics predate its rows (a rebuild fills
+// emptied tables in a few transactions, before autovacuum looks) made it
+// pick memories_by_user_time with id as a filter under user_id, scanning
+// every memory of the user for each event: quadratic in a rebuild.
 type memoriesTx struct {
 	batchTx
 	// agents caches whether an agent exists within the batch, which
 	// changes only by AddAgent and DeleteAgent.
 	agents map[memory.AgentRef]bool
+	// counts are the changes to the agents' quota counters, added up over
+	// the batch and written once per agent when it ends (endBatch): every
+	// UPDATE of a row leaves a new version of it behind until the
+	// transaction ends, and later statements reading the row walk them
+	// all, so one update per memory made a rebuild's batch quadratic.
+	// Nothing in a batch reads the counters.
+	counts map[memory.AgentRef]agentCounts
+}
+
+// agentCounts are changes to an agent's quota counters.
+type agentCounts struct {
+	memories     int
+	contentBytes int64
+}
+
+func (t *memoriesTx) count(ref memory.AgentRef, memories int, contentBytes int64) {
+	c := t.counts[ref]
+	c.memories += memories
+	c.contentBytes += contentBytes
+	t.counts[ref] = c
+}
+
+// endBatch implements batchEnder: the queue is sent first, so that every
+// insert's count is in.
+func (t *memoriesTx) endBatch(ctx context.Context) error {
+	if err := t.flush(ctx); err != nil {
+		return err
+	}
+	refs := slices.SortedFunc(maps.Keys(t.counts), func(a, b memory.AgentRef) int {
+		return cmp.Or(cmp.Compare(a.UserID, b.UserID), cmp.Compare(a.AgentID, b.AgentID))
+	})
+	for _, ref := range refs {
+		c := t.counts[ref]
+		if err := t.run(ctx, `UPDATE agents SET stored_memories = stored_memories + $1, content_bytes = content_bytes + $2
+			WHERE user_id = $3 AND agent_id = $4`, c.memories, c.contentBytes, ref.UserID, ref.AgentID); err != nil {
+			return err
+		}
+	}
+	clear(t.counts)
+	return nil
 }
 
 var _ memory.ReadModelTx = (*memoriesTx)(nil)
@@ -78,6 +129,12 @@ func (t *memoriesTx) AddAgent(ctx context.Context, a memory.AgentCreated) error 
 }
 
 func (t *memoriesTx) DeleteAgent(ctx context.Context, ref memory.AgentRef) error {
+	// The counts of the agent's queued inserts arrive when they are sent;
+	// they die with the agent's row.
+	if err := t.flush(ctx); err != nil {
+		return err
+	}
+	delete(t.counts, ref)
 	for _, q := range []string{
 		`DELETE FROM agent_settings WHERE user_id = $1 AND agent_id = $2`,
 		`DELETE FROM memory_embeddings WHERE memory_id IN (SELECT id FROM memories WHERE user_id = $1 AND agent_id = $2)`,
@@ -104,8 +161,8 @@ func (t *memoriesTx) DropEmbeddings(ctx context.Context, ref memory.AgentRef, mo
 }
 
 func (t *memoriesTx) AddToAgent(ctx context.Context, ref memory.AgentRef, memories int, contentBytes int64) error {
-	return t.run(ctx, `UPDATE agents SET stored_memories = stored_memories + $1, content_bytes = content_bytes + $2
-		WHERE user_id = $3 AND agent_id = $4`, memories, contentBytes, ref.UserID, ref.AgentID)
+	t.count(ref, memories, contentBytes)
+	return nil
 }
 
 func (t *memoriesTx) PutSettings(ctx context.Context, ref memory.AgentRef, settings json.RawMessage, lazyDecay bool, at time.Time) error {
@@ -127,7 +184,7 @@ func (t *memoriesTx) Memory(ctx context.Context, ref memory.AgentRef, id string)
 	var typ, content, since string
 	v := &m.Vitality
 	err = t.queryRow(ctx, `SELECT type, content, goal_type, strength, strength_since, protected, forgotten_at IS NOT NULL
-		FROM memories WHERE id = $1 AND user_id = $2 AND agent_id = $3`, id, ref.UserID, ref.AgentID).
+		FROM memories WHERE id = $1 AND user_id IS NOT DISTINCT FROM $2 AND agent_id IS NOT DISTINCT FROM $3`, id, ref.UserID, ref.AgentID).
 		Scan(&typ, &content, &v.GoalType, &v.Base, &since, &v.Protected, &v.Forgotten)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return memory.StoredMemory{}, false, nil
@@ -142,24 +199,31 @@ func (t *memoriesTx) Memory(ctx context.Context, ref memory.AgentRef, id string)
 	return m, true, nil
 }
 
-func (t *memoriesTx) InsertMemory(ctx context.Context, m memory.NewMemory) (bool, error) {
+// InsertMemory is queued with the batch's other writes and counts the
+// memory in its agent when the queue is sent and the row was inserted: a
+// rebuild used to wait a round trip per memory for the insert's answer.
+func (t *memoriesTx) InsertMemory(ctx context.Context, m memory.NewMemory) error {
 	tags, err := jsonList(m.Tags)
 	if err != nil {
-		return false, err
+		return err
 	}
 	refs, err := jsonList(m.DerivedFrom)
 	if err != nil {
-		return false, err
+		return err
 	}
 	searchable := m.Type.Searchable()
 	v := m.Vitality
-	n, err := t.exec(ctx, `INSERT INTO memories
+	inserted := func(rows int64) {
+		if rows > 0 {
+			t.count(m.AgentRef, 1, int64(len(m.Content)))
+		}
+	}
+	return t.runCounted(ctx, inserted, `INSERT INTO memories
 		(id, user_id, agent_id, type, searchable, content, tags, derived_from, created_at, updated_at, forgotten_at, text_hash, embed_pending,
 		 strength, strength_since, protected, goal_type, weak_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, NULL, $10, $5, $11, $12, $13, $14, $15) ON CONFLICT (id) DO NOTHING`,
 		m.MemoryID, m.UserID, m.AgentID, string(m.Type), searchable, string(m.Content), tags, refs, memTime(m.CreatedAt), m.TextHash,
 		v.Base, memTime(v.Since), v.Protected, v.GoalType, weakAt(v))
-	return n > 0, err
 }
 
 func (t *memoriesTx) SetContent(ctx context.Context, ref memory.AgentRef, id string, content json.RawMessage, tags *[]string, textHash string, at time.Time) error {
@@ -168,62 +232,72 @@ func (t *memoriesTx) SetContent(ctx context.Context, ref memory.AgentRef, id str
 		if err != nil {
 			return err
 		}
-		if err := t.run(ctx, `UPDATE memories SET tags = $1 WHERE id = $2 AND user_id = $3 AND agent_id = $4`, list, id, ref.UserID, ref.AgentID); err != nil {
+		if err := t.run(ctx, `UPDATE memories SET tags = $1 WHERE id = $2 AND user_id IS NOT DISTINCT FROM $3 AND agent_id IS NOT DISTINCT FROM $4`, list, id, ref.UserID, ref.AgentID); err != nil {
 			return err
 		}
 	}
-	return t.run(ctx, `UPDATE memories SET content = $1, text_hash = $2, updated_at = $3, version = version + 1 WHERE id = $4 AND user_id = $5 AND agent_id = $6`,
+	return t.run(ctx, `UPDATE memories SET content = $1, text_hash = $2, updated_at = $3, version = version + 1 WHERE id = $4 AND user_id IS NOT DISTINCT FROM $5 AND agent_id IS NOT DISTINCT FROM $6`,
 		string(content), textHash, memTime(at), id, ref.UserID, ref.AgentID)
 }
 
 func (t *memoriesTx) SetVitality(ctx context.Context, ref memory.AgentRef, id string, v memory.Vitality) error {
-	return t.run(ctx, `UPDATE memories SET strength = $1, strength_since = $2, protected = $3, goal_type = $4, weak_at = $5 WHERE id = $6 AND user_id = $7 AND agent_id = $8`,
+	return t.run(ctx, `UPDATE memories SET strength = $1, strength_since = $2, protected = $3, goal_type = $4, weak_at = $5 WHERE id = $6 AND user_id IS NOT DISTINCT FROM $7 AND agent_id IS NOT DISTINCT FROM $8`,
 		v.Base, memTime(v.Since), v.Protected, v.GoalType, weakAt(v), id, ref.UserID, ref.AgentID)
 }
 
 func (t *memoriesTx) CountVersion(ctx context.Context, ref memory.AgentRef, id string) error {
-	return t.run(ctx, `UPDATE memories SET version = version + 1 WHERE id = $1 AND user_id = $2 AND agent_id = $3`, id, ref.UserID, ref.AgentID)
+	return t.run(ctx, `UPDATE memories SET version = version + 1 WHERE id = $1 AND user_id IS NOT DISTINCT FROM $2 AND agent_id IS NOT DISTINCT FROM $3`, id, ref.UserID, ref.AgentID)
 }
 
+// Forget, Recover and DeleteMemory keep the agent's count of forgotten
+// memories, which its memory_count subtracts from stored_memories
+// (memAgentColumns), in the statement that changes the memory: the count
+// moves only when a row did, and the statement still needs no answer, so
+// it is queued with the batch's other writes.
+
 func (t *memoriesTx) Forget(ctx context.Context, ref memory.AgentRef, id string, at time.Time) error {
-	return t.run(ctx, `UPDATE memories SET forgotten_at = $1, embed_pending = FALSE, version = version + 1
-		WHERE id = $2 AND user_id = $3 AND agent_id = $4 AND forgotten_at IS NULL`,
+	return t.run(ctx, `WITH forgotten AS (UPDATE memories SET forgotten_at = $1, embed_pending = FALSE, version = version + 1
+			WHERE id = $2 AND user_id IS NOT DISTINCT FROM $3 AND agent_id IS NOT DISTINCT FROM $4 AND forgotten_at IS NULL RETURNING 1)
+		UPDATE agents SET forgotten_memories = forgotten_memories + 1
+		WHERE user_id = $3 AND agent_id = $4 AND EXISTS (SELECT 1 FROM forgotten)`,
 		memTime(at), id, ref.UserID, ref.AgentID)
 }
 
 func (t *memoriesTx) MarkConsumed(ctx context.Context, ref memory.AgentRef, id string) error {
-	return t.run(ctx, `UPDATE memories SET consumed = TRUE WHERE id = $1 AND user_id = $2 AND agent_id = $3`, id, ref.UserID, ref.AgentID)
+	return t.run(ctx, `UPDATE memories SET consumed = TRUE WHERE id = $1 AND user_id IS NOT DISTINCT FROM $2 AND agent_id IS NOT DISTINCT FROM $3`, id, ref.UserID, ref.AgentID)
 }
 
 func (t *memoriesTx) Recover(ctx context.Context, ref memory.AgentRef, id string) error {
-	return t.run(ctx, `UPDATE memories SET forgotten_at = NULL WHERE id = $1 AND user_id = $2 AND agent_id = $3`, id, ref.UserID, ref.AgentID)
+	return t.run(ctx, `WITH recovered AS (UPDATE memories SET forgotten_at = NULL
+			WHERE id = $1 AND user_id IS NOT DISTINCT FROM $2 AND agent_id IS NOT DISTINCT FROM $3 AND forgotten_at IS NOT NULL RETURNING 1)
+		UPDATE agents SET forgotten_memories = forgotten_memories - 1
+		WHERE user_id = $2 AND agent_id = $3 AND EXISTS (SELECT 1 FROM recovered)`, id, ref.UserID, ref.AgentID)
 }
 
 func (t *memoriesTx) CountVerification(ctx context.Context, ref memory.AgentRef, id string, at time.Time) error {
-	return t.run(ctx, `UPDATE memories SET verification_count = verification_count + 1, last_verified_at = $1 WHERE id = $2 AND user_id = $3 AND agent_id = $4`,
+	return t.run(ctx, `UPDATE memories SET verification_count = verification_count + 1, last_verified_at = $1 WHERE id = $2 AND user_id IS NOT DISTINCT FROM $3 AND agent_id IS NOT DISTINCT FROM $4`,
 		memTime(at), id, ref.UserID, ref.AgentID)
 }
 
 func (t *memoriesTx) DeleteMemory(ctx context.Context, ref memory.AgentRef, id string) error {
-	n, err := t.exec(ctx, `DELETE FROM memories WHERE id = $1 AND user_id = $2 AND agent_id = $3`, id, ref.UserID, ref.AgentID)
-	if err != nil || n == 0 {
-		return err
-	}
-	return t.run(ctx, `DELETE FROM memory_embeddings WHERE memory_id = $1`, id)
+	return t.run(ctx, `WITH deleted AS (DELETE FROM memories
+			WHERE id = $1 AND user_id IS NOT DISTINCT FROM $2 AND agent_id IS NOT DISTINCT FROM $3 RETURNING id, forgotten_at IS NOT NULL AS forgotten),
+		embeddings AS (DELETE FROM memory_embeddings WHERE memory_id IN (SELECT id FROM deleted))
+		UPDATE agents SET forgotten_memories = forgotten_memories - 1
+		WHERE user_id = $2 AND agent_id = $3 AND EXISTS (SELECT 1 FROM deleted WHERE forgotten)`, id, ref.UserID, ref.AgentID)
 }
 
 // RecordEmbedding records the vector when the agent's memory has that
-// text, and then clears embed_pending if the vector is in the agent's
-// model. Both statements carry the whole condition, so neither waits for
-// the other's answer: they are queued with the batch's other writes.
+// text, and clears embed_pending if the vector is in the agent's model,
+// in one statement queued with the batch's other writes: both parts carry
+// the whole condition, so neither depends on the other's effect.
 func (t *memoriesTx) RecordEmbedding(ctx context.Context, ref memory.AgentRef, id, model string, dimensions int, textHash string) error {
-	if err := t.run(ctx, `INSERT INTO memory_embeddings (memory_id, model, dimensions, text_hash)
-		SELECT $1, $2, $3, $4 WHERE EXISTS (SELECT 1 FROM memories WHERE id = $1 AND user_id = $5 AND agent_id = $6 AND text_hash = $4)
-		ON CONFLICT (memory_id, model, dimensions) DO UPDATE SET text_hash = excluded.text_hash`,
-		id, model, dimensions, textHash, ref.UserID, ref.AgentID); err != nil {
-		return err
-	}
-	return t.run(ctx, `UPDATE memories SET embed_pending = FALSE WHERE id = $1 AND user_id = $2 AND agent_id = $3 AND text_hash = $6 AND EXISTS (
+	return t.run(ctx, `WITH recorded AS (INSERT INTO memory_embeddings (memory_id, model, dimensions, text_hash)
+			SELECT $1, $4, $5, $6 WHERE EXISTS (
+				SELECT 1 FROM memories WHERE id = $1 AND user_id IS NOT DISTINCT FROM $2 AND agent_id IS NOT DISTINCT FROM $3 AND text_hash = $6)
+			ON CONFLICT (memory_id, model, dimensions) DO UPDATE SET text_hash = excluded.text_hash)
+		UPDATE memories SET embed_pending = FALSE
+		WHERE id = $1 AND user_id IS NOT DISTINCT FROM $2 AND agent_id IS NOT DISTINCT FROM $3 AND text_hash = $6 AND EXISTS (
 			SELECT 1 FROM agents WHERE user_id = $2 AND agent_id = $3 AND embedding_model = $4 AND dimensions = $5)`,
 		id, ref.UserID, ref.AgentID, model, dimensions, textHash)
 }
@@ -235,14 +309,13 @@ const refreshPendingSQL = `UPDATE memories AS m SET embed_pending = (
 		m.searchable AND m.forgotten_at IS NULL AND NOT EXISTS (
 			SELECT 1 FROM agents a JOIN memory_embeddings e
 				ON e.memory_id = m.id AND e.model = a.embedding_model AND e.dimensions = a.dimensions AND e.text_hash = m.text_hash
-			WHERE a.user_id = m.user_id AND a.agent_id = m.agent_id))
-	WHERE m.user_id = $1 AND m.agent_id = $2`
+			WHERE a.user_id = m.user_id AND a.agent_id = m.agent_id)) `
 
 func (t *memoriesTx) RefreshPending(ctx context.Context, ref memory.AgentRef, id string) error {
 	if id == "" {
-		return t.run(ctx, refreshPendingSQL, ref.UserID, ref.AgentID)
+		return t.run(ctx, refreshPendingSQL+`WHERE m.user_id = $1 AND m.agent_id = $2`, ref.UserID, ref.AgentID)
 	}
-	return t.run(ctx, refreshPendingSQL+` AND m.id = $3`, ref.UserID, ref.AgentID, id)
+	return t.run(ctx, refreshPendingSQL+`WHERE m.id = $3 AND m.user_id IS NOT DISTINCT FROM $1 AND m.agent_id IS NOT DISTINCT FROM $2`, ref.UserID, ref.AgentID, id)
 }
 
 func (t *memoriesTx) RecordStreamVersion(ctx context.Context, stream string, version uint64) error {

@@ -25,7 +25,7 @@ import (
 // parameter, so no query is split into chunks.
 
 const memAgentColumns = `a.user_id, a.agent_id, a.embedding_model, a.dimensions, a.created_at,
-	(SELECT count(*) FROM memories m WHERE m.user_id = a.user_id AND m.agent_id = a.agent_id AND m.forgotten_at IS NULL),
+	a.stored_memories - a.forgotten_memories,
 	a.stored_memories, a.content_bytes`
 
 // Agent returns one agent of the user; (zero, false, nil) if there is none.

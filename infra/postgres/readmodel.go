@@ -39,7 +39,11 @@ func (m tableModel) Checkpoint(ctx context.Context) (uint64, error) {
 }
 
 // Reset implements domain.ReadModelStore: the tables are emptied and the
-// checkpoint forgotten in one transaction.
+// checkpoint forgotten in one transaction. TRUNCATE, not DELETE: a DELETE
+// leaves every row behind as a dead version until vacuum, which the
+// rebuild that follows then steps over in every index lookup. TRUNCATE
+// locks the tables until the commit: during a live rebuild readers wait
+// for this short transaction, not for the rebuild.
 func (m tableModel) Reset(ctx context.Context) error {
 	return pgx.BeginFunc(ctx, m.db.Pool, func(tx pgx.Tx) error {
 		// A batch a node is applying (one that lost its lease a moment
@@ -48,10 +52,8 @@ func (m tableModel) Reset(ctx context.Context) error {
 		if _, err := tx.Exec(ctx, `SELECT 1 FROM projection_checkpoints WHERE name = $1 FOR UPDATE`, m.name); err != nil {
 			return fmt.Errorf("postgres: reset checkpoint %s: %w", m.name, err)
 		}
-		for _, t := range m.tables {
-			if _, err := tx.Exec(ctx, `DELETE FROM `+t); err != nil {
-				return fmt.Errorf("postgres: reset %s: %w", t, err)
-			}
+		if _, err := tx.Exec(ctx, `TRUNCATE `+strings.Join(m.tables, ", ")); err != nil {
+			return fmt.Errorf("postgres: reset %s: %w", m.name, err)
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM projection_checkpoints WHERE name = $1`, m.name); err != nil {
 			return fmt.Errorf("postgres: reset checkpoint %s: %w", m.name, err)
@@ -178,6 +180,11 @@ func applyBatchThen[Tx any](ctx context.Context, db *DB, name string, events []d
 			}
 			last = e.Position
 		}
+		if ender, ok := any(port).(batchEnder); ok {
+			if err := ender.endBatch(ctx); err != nil {
+				return fmt.Errorf("%s: apply the batch up to %d: %w", name, last, err)
+			}
+		}
 		if err := b.flush(ctx); err != nil {
 			return fmt.Errorf("%s: apply the batch up to %d: %w", name, last, err)
 		}
@@ -196,6 +203,13 @@ func applyBatchThen[Tx any](ctx context.Context, db *DB, name string, events []d
 		}
 		return nil
 	})
+}
+
+// batchEnder is a write port that collects writes of its own (rows for a
+// multi-row statement) and queues them when the batch's events are
+// applied, before the batch's last flush.
+type batchEnder interface {
+	endBatch(ctx context.Context) error
 }
 
 // batchTx is the transaction of one batch, which every read model's
@@ -229,19 +243,27 @@ func (b batchTx) flush(ctx context.Context) error {
 	return err
 }
 
+// runCounted queues query like run; counted receives the number of rows
+// it changed when the queue is sent.
+func (b batchTx) runCounted(ctx context.Context, counted func(rows int64), query string, args ...any) error {
+	b.pending.Queue(query, args...).Exec(func(tag pgconn.CommandTag) error {
+		counted(tag.RowsAffected())
+		return nil
+	})
+	if b.pending.Len() >= maxPending {
+		return b.flush(ctx)
+	}
+	return nil
+}
+
 // exec runs query after the queued writes, in the same round trip, and
 // returns the number of rows it changed.
 func (b batchTx) exec(ctx context.Context, query string, args ...any) (int64, error) {
-	b.pending.Queue(query, args...)
-	results := b.tx.SendBatch(ctx, b.pending)
-	var tag pgconn.CommandTag
-	var err error
-	for i := 0; i < b.pending.Len() && err == nil; i++ {
-		tag, err = results.Exec()
+	var rows int64
+	if err := b.runCounted(ctx, func(n int64) { rows = n }, query, args...); err != nil {
+		return 0, err
 	}
-	err = errors.Join(err, results.Close())
-	b.pending.QueuedQueries = nil // after Close: the results read the queue
-	return tag.RowsAffected(), err
+	return rows, b.flush(ctx)
 }
 
 // queryRow runs query for one row.

@@ -123,14 +123,14 @@ func (t *memoriesTx) Memory(ctx context.Context, ref memory.AgentRef, id string)
 	return m, err == nil, err
 }
 
-func (t *memoriesTx) InsertMemory(ctx context.Context, m memory.NewMemory) (bool, error) {
+func (t *memoriesTx) InsertMemory(ctx context.Context, m memory.NewMemory) error {
 	tags, err := memJSONList(m.Tags)
 	if err != nil {
-		return false, err
+		return err
 	}
 	refs, err := memJSONList(m.DerivedFrom)
 	if err != nil {
-		return false, err
+		return err
 	}
 	searchable := m.Type.Searchable()
 	created := memTime(m.CreatedAt)
@@ -141,7 +141,10 @@ func (t *memoriesTx) InsertMemory(ctx context.Context, m memory.NewMemory) (bool
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
 		m.MemoryID, m.UserID, m.AgentID, string(m.Type), searchable, string(m.Content), tags, refs, created, created, m.TextHash, searchable,
 		v.Base, memTime(v.Since), v.Protected, v.GoalType, weakAtColumn(v))
-	return n > 0, err
+	if err != nil || n == 0 {
+		return err
+	}
+	return t.AddToAgent(ctx, m.AgentRef, 1, int64(len(m.Content)))
 }
 
 func (t *memoriesTx) SetContent(ctx context.Context, ref memory.AgentRef, id string, content json.RawMessage, tags *[]string, textHash string, at time.Time) error {

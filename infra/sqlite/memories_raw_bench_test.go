@@ -35,7 +35,7 @@ func BenchmarkRawProcessedFilter(b *testing.B) {
 		content, _ := json.Marshal(map[string]string{"content": fmt.Sprintf("raw thought number %d", i), "source": "import"})
 		at := memT0.Add(time.Duration(i) * time.Second)
 		id := fmt.Sprintf("raw_%08d", i)
-		if _, err := tx.InsertMemory(ctx, memory.NewMemory{
+		if err := tx.InsertMemory(ctx, memory.NewMemory{
 			MemoryCreated: memory.MemoryCreated{AgentRef: memAlice, MemoryID: id, Type: memory.RawEntry, Content: content,
 				Tags: []string{}, DerivedFrom: []string{}, CreatedAt: at, TextHash: memory.TextHash(string(content))},
 			Vitality: memory.InitialVitality(memory.RawEntry, content, at),

@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -25,9 +26,12 @@ import (
 )
 
 var (
-	// binPath is the race-enabled engram binary; pg the PostgreSQL server.
-	binPath string
-	pg      *pgtest.Server
+	// binPath is the race-enabled engram binary; benchBinPath a build
+	// without the race detector, made only when benchmarks run; pg the
+	// PostgreSQL server.
+	binPath      string
+	benchBinPath string
+	pg           *pgtest.Server
 )
 
 func TestMain(m *testing.M) { os.Exit(runTests(m)) }
@@ -37,6 +41,21 @@ func runTests(m *testing.M) int {
 	if binPath, err = testserver.Binary(context.Background()); err != nil {
 		fmt.Fprintln(os.Stderr, "build engram:", err)
 		return 1
+	}
+	// Built here, before the environment is isolated: under the isolated
+	// HOME, go build would start from an empty module and build cache.
+	flag.Parse()
+	if bench := flag.Lookup("test.bench"); bench != nil && bench.Value.String() != "" {
+		dir, err := os.MkdirTemp("", "engram-bench-bin-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer os.RemoveAll(dir)
+		if benchBinPath, err = testserver.Build(context.Background(), dir, false); err != nil {
+			fmt.Fprintln(os.Stderr, "build engram:", err)
+			return 1
+		}
 	}
 	if pg, err = pgtest.Open(context.Background()); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -59,6 +78,7 @@ func runTests(m *testing.M) int {
 // cluster is n nodes over one fresh PostgreSQL database.
 type cluster struct {
 	t     testing.TB
+	bin   string
 	dbURL string
 	args  []string
 	nodes []*testserver.Server
@@ -68,7 +88,13 @@ type cluster struct {
 // URL reaches them in ENGRAM_EVENT_STORE_URL, as a deployment passes it.
 func startCluster(t testing.TB, n int, args ...string) *cluster {
 	t.Helper()
-	c := &cluster{t: t, dbURL: pg.Database(t), args: args}
+	return startClusterOf(t, binPath, n, args...)
+}
+
+// startClusterOf is startCluster running the binary bin.
+func startClusterOf(t testing.TB, bin string, n int, args ...string) *cluster {
+	t.Helper()
+	c := &cluster{t: t, bin: bin, dbURL: pg.Database(t), args: args}
 	c.nodes = make([]*testserver.Server, n)
 	c.nodes[0] = c.start(t.TempDir()) // the first applies the migrations
 	var wg sync.WaitGroup
@@ -91,7 +117,7 @@ func (c *cluster) env() []string { return []string{"ENGRAM_EVENT_STORE_URL=" + c
 // start runs one node over dataDir (an existing one: a restart).
 func (c *cluster) start(dataDir string) *testserver.Server {
 	return testserver.Start(c.t, testserver.Options{
-		Binary: binPath, DataDir: dataDir, Env: c.env(),
+		Binary: c.bin, DataDir: dataDir, Env: c.env(),
 		Args: append([]string{"--event-store", "postgres"}, c.args...),
 	})
 }
@@ -126,6 +152,11 @@ func call(t testing.TB, node *testserver.Server, method, path, bearer string, bo
 }
 
 func tryCall(node *testserver.Server, method, path, bearer string, body any, headers ...string) (reply, error) {
+	return tryCallWith(http.DefaultClient, node, method, path, bearer, body, headers...)
+}
+
+// tryCallWith is tryCall through client.
+func tryCallWith(client *http.Client, node *testserver.Server, method, path, bearer string, body any, headers ...string) (reply, error) {
 	var reader io.Reader
 	if body != nil {
 		raw, err := json.Marshal(body)
@@ -149,7 +180,7 @@ func tryCall(node *testserver.Server, method, path, bearer string, body any, hea
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
-	res, err := http.DefaultClient.Do(req)
+	res, err := client.Do(req)
 	if err != nil {
 		return reply{}, err
 	}
