@@ -47,8 +47,10 @@ func (p *sharedProjection) Apply(ctx context.Context, events []domain.Event) err
 		if err := tx.QueryRow(ctx, `SELECT position FROM shared_checkpoint FOR UPDATE`).Scan(&done); err != nil {
 			return err
 		}
-		if !sleepCtx(ctx, time.Duration(p.delay.Load())) {
+		select {
+		case <-ctx.Done():
 			return ctx.Err()
+		case <-time.After(time.Duration(p.delay.Load())):
 		}
 		for _, e := range events {
 			if e.Position <= uint64(done) {
@@ -84,17 +86,6 @@ func (p *sharedProjection) Reset(ctx context.Context) error {
 		}
 		return postgres.AnnounceChange(ctx, tx, p.Name())
 	})
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
 
 // node is one engine of the leased-projection tests, running until stop.
