@@ -3,6 +3,7 @@ package domain
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"time"
 )
 
@@ -134,4 +135,18 @@ type VectorState interface {
 	// memory's current one (forgotten memories included, flagged), in
 	// insertion order.
 	LoadVectors(ctx context.Context, fn func(LoadedVector) error) error
+}
+
+// ClampedUnixNano is how the index state and the keyword indexes store a
+// creation time: int64 nanoseconds, with times outside the years
+// 1678-2262 (past int64 nanoseconds) clamped to the ends of the range.
+func ClampedUnixNano(t time.Time) int64 {
+	const edgeSec = math.MaxInt64/1_000_000_000 - 1
+	switch sec := t.Unix(); {
+	case sec < -edgeSec:
+		return math.MinInt64 + 1
+	case sec > edgeSec:
+		return math.MaxInt64
+	}
+	return t.UnixNano()
 }

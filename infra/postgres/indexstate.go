@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -126,7 +125,7 @@ func (t keywordTx) InsertSource(ctx context.Context, s domain.KeywordSource) (bo
 		return false, err
 	}
 	n, err := t.exec(ctx, `INSERT INTO keyword_docs (`+keywordColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (memory_id) DO NOTHING`,
-		s.MemoryID, s.UserID, s.AgentID, s.Type, tags, clampedNanos(s.CreatedAt), s.Text, s.Meta, string(s.Content), s.Forgotten)
+		s.MemoryID, s.UserID, s.AgentID, s.Type, tags, domain.ClampedUnixNano(s.CreatedAt), s.Text, s.Meta, string(s.Content), s.Forgotten)
 	if err != nil {
 		return false, fmt.Errorf("keyword: insert: %w", err)
 	}
@@ -290,7 +289,7 @@ func (t vectorTx) PutMemory(ctx context.Context, m domain.VectorMemory) error {
 	if err := t.run(ctx, `INSERT INTO vector_memories (memory_id, user_id, agent_id, type, tags, created_ns, text_hash, forgotten)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 		ON CONFLICT (memory_id) DO UPDATE SET tags = excluded.tags, text_hash = excluded.text_hash, forgotten = excluded.forgotten`,
-		m.MemoryID, m.UserID, m.AgentID, m.Type, tags, clampedNanos(m.CreatedAt), m.TextHash, m.Forgotten); err != nil {
+		m.MemoryID, m.UserID, m.AgentID, m.Type, tags, domain.ClampedUnixNano(m.CreatedAt), m.TextHash, m.Forgotten); err != nil {
 		return fmt.Errorf("vectors: put memory: %w", err)
 	}
 	return nil
@@ -347,18 +346,4 @@ func tagsJSON(tags []string) (string, error) {
 	}
 	raw, err := json.Marshal(tags)
 	return string(raw), err
-}
-
-// clampedNanos stores a time as int64 nanoseconds, clamping times outside
-// the years 1678-2262 (the convention of the SQLite state and the
-// in-process indexes).
-func clampedNanos(t time.Time) int64 {
-	const edgeSec = math.MaxInt64/1_000_000_000 - 1
-	switch sec := t.Unix(); {
-	case sec < -edgeSec:
-		return math.MinInt64 + 1
-	case sec > edgeSec:
-		return math.MaxInt64
-	}
-	return t.UnixNano()
 }

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"time"
 
 	"github.com/engram-memory/engram/domain"
@@ -147,7 +146,7 @@ func (t *keywordTx) InsertSource(ctx context.Context, s domain.KeywordSource) (b
 	}
 	n, err := t.b.exec(`INSERT INTO keyword_docs (memory_id, user_id, agent_id, type, tags, created_ns, body, meta, content, forgotten)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (memory_id) DO NOTHING`,
-		s.MemoryID, s.UserID, s.AgentID, s.Type, tags, keywordNanos(s.CreatedAt), s.Text, s.Meta, string(s.Content), s.Forgotten)
+		s.MemoryID, s.UserID, s.AgentID, s.Type, tags, domain.ClampedUnixNano(s.CreatedAt), s.Text, s.Meta, string(s.Content), s.Forgotten)
 	if err != nil {
 		return false, fmt.Errorf("keyword: insert: %w", err)
 	}
@@ -179,19 +178,6 @@ func nonNil(tags []string) []string {
 		return []string{}
 	}
 	return tags
-}
-
-// keywordNanos stores a time as int64 nanoseconds, clamping times outside
-// the years 1678-2262 (the same convention as the in-process indexes).
-func keywordNanos(t time.Time) int64 {
-	const edgeSec = math.MaxInt64/1_000_000_000 - 1
-	switch sec := t.Unix(); {
-	case sec < -edgeSec:
-		return math.MinInt64 + 1
-	case sec > edgeSec:
-		return math.MaxInt64
-	}
-	return t.UnixNano()
 }
 
 // UnitOfWork implements domain.UnitOfWorkStore.

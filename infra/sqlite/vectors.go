@@ -207,7 +207,7 @@ func (t *vectorTx) PutMemory(ctx context.Context, m domain.VectorMemory) error {
 	_, err = t.b.exec(`INSERT INTO vector_memories (memory_id, user_id, agent_id, type, tags, created_ns, text_hash, forgotten)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (memory_id) DO UPDATE SET tags = excluded.tags, text_hash = excluded.text_hash, forgotten = excluded.forgotten`,
-		m.MemoryID, m.UserID, m.AgentID, m.Type, tags, keywordNanos(m.CreatedAt), m.TextHash, m.Forgotten)
+		m.MemoryID, m.UserID, m.AgentID, m.Type, tags, domain.ClampedUnixNano(m.CreatedAt), m.TextHash, m.Forgotten)
 	if err != nil {
 		return fmt.Errorf("vectors: put memory: %w", err)
 	}
@@ -225,7 +225,7 @@ func (t *vectorTx) PutMemory(ctx context.Context, m domain.VectorMemory) error {
 // storedVectorMemory is m as Memory reads it back once stored.
 func storedVectorMemory(m domain.VectorMemory) domain.VectorMemory {
 	m.Tags = append([]string{}, m.Tags...)
-	m.CreatedAt = time.Unix(0, keywordNanos(m.CreatedAt)).UTC()
+	m.CreatedAt = time.Unix(0, domain.ClampedUnixNano(m.CreatedAt)).UTC()
 	return m
 }
 

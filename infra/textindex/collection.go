@@ -3,7 +3,8 @@ package textindex
 import (
 	"math"
 	"sync"
-	"time"
+
+	"github.com/engram-memory/engram/domain"
 )
 
 // fieldScale is how many units one occurrence of a term in the text field
@@ -127,7 +128,7 @@ func (c *collection) add(d Doc) {
 	c.ids = append(c.ids, d.ID)
 	c.dead = append(c.dead, false)
 	c.length = append(c.length, n)
-	c.created = append(c.created, unixNanos(d.CreatedAt))
+	c.created = append(c.created, domain.ClampedUnixNano(d.CreatedAt))
 	c.types = append(c.types, d.Type)
 	c.tags = append(c.tags, append([]string(nil), d.Tags...))
 	c.docTerms = append(c.docTerms, terms)
@@ -229,17 +230,4 @@ func (c *collection) extendBlocks(term uint32, i int, slot, tf, length uint32) {
 	}
 	bl := &blocks[len(blocks)-1]
 	bl.last, bl.maxTF, bl.minLen = slot, max(bl.maxTF, tf), min(bl.minLen, length)
-}
-
-// unixNanos stores creation times as int64 nanos, clamping the years
-// outside 1678-2262 (the vector index does the same).
-func unixNanos(t time.Time) int64 {
-	const edgeSec = math.MaxInt64/1_000_000_000 - 1
-	switch sec := t.Unix(); {
-	case sec < -edgeSec:
-		return math.MinInt64 + 1
-	case sec > edgeSec:
-		return math.MaxInt64
-	}
-	return t.UnixNano()
 }

@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/engram-memory/engram/domain"
 )
 
 // maxQueryTerms bounds the terms of one query: a 32,000-character query
@@ -244,10 +246,10 @@ type matcher struct {
 func (c *collection) compile(f Filter) matcher {
 	m := matcher{f: f, lo: math.MinInt64, hi: math.MaxInt64}
 	if !f.CreatedAfter.IsZero() {
-		m.lo = unixNanos(f.CreatedAfter)
+		m.lo = domain.ClampedUnixNano(f.CreatedAfter)
 	}
 	if !f.CreatedBefore.IsZero() {
-		m.hi = unixNanos(f.CreatedBefore) - 1
+		m.hi = domain.ClampedUnixNano(f.CreatedBefore) - 1
 	}
 	m.any = len(f.Types) == 0 && len(f.Tags) == 0 && f.CreatedAfter.IsZero() && f.CreatedBefore.IsZero()
 	return m
