@@ -29,8 +29,8 @@ type EventWriter struct {
 }
 
 // DefaultVisibilityTimeout bounds how long a write waits for the
-// projections to apply it before it is answered with an error (the write
-// itself is durable by then).
+// projections to apply it before it is answered 503 write_not_yet_visible
+// (the write itself is durable by then).
 const DefaultVisibilityTimeout = 30 * time.Second
 
 // NewEventWriter returns a writer over store; visible may not be nil.
@@ -66,6 +66,9 @@ func (w *EventWriter) AppendSeenBy(ctx context.Context, stream string, expected 
 	if err != nil {
 		return res, err
 	}
+	// The write is in the log from here on: the response names it even if
+	// the wait below gives up.
+	observePosition(ctx, res.LastPosition)
 	return res, w.wait(ctx, res.LastPosition, names)
 }
 
@@ -95,11 +98,23 @@ func (w *EventWriter) wait(ctx context.Context, position uint64, names []string)
 	// but never forever.
 	waitCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.timeout)
 	defer cancel()
-	if err := w.visible.WaitForProjections(waitCtx, position, names...); err != nil {
-		return fmt.Errorf("commands: write at %d not yet visible: %w", position, err)
+	err := w.visible.WaitForProjections(waitCtx, position, names...)
+	if err == nil {
+		return nil
 	}
-	return nil
+	if errors.Is(err, context.DeadlineExceeded) {
+		// Not a failure of the write: it is stored and will be applied.
+		// Saying so keeps a client from sending it again (a second copy).
+		e := domain.Errorf(domain.KindNotYetConsistent, "the write is stored and will not be lost, but the read models have not applied it within %s (the server is overloaded); do not send it again: it becomes visible once they catch up", w.timeout)
+		e.Code, e.Err = WriteNotYetVisibleCode, fmt.Errorf("write at %d: %w", position, err)
+		return e.WithDetail(domain.DetailRetryAfterSeconds, 1)
+	}
+	return fmt.Errorf("commands: write at %d not yet visible: %w", position, err)
 }
+
+// WriteNotYetVisibleCode is the error code of a write that was stored but
+// not applied by every read model within the visibility timeout.
+const WriteNotYetVisibleCode = "write_not_yet_visible"
 
 // maxConflictRetries bounds optimistic-concurrency retries of one command.
 const maxConflictRetries = 100
