@@ -347,6 +347,8 @@ func (t *memoriesTx) DeleteMemory(ctx context.Context, ref memory.AgentRef, id s
 	return t.run(`DELETE FROM memory_embeddings WHERE memory_id = ?`, id)
 }
 
+// RecordEmbedding folds a vector of a held memory's text into its row
+// (memory.WriteFold.Embed); any other goes to the table's rows.
 func (t *memoriesTx) RecordEmbedding(ctx context.Context, ref memory.AgentRef, id, model string, dimensions int, textHash string) error {
 	agent, err := t.agentModel(ref)
 	if err != nil {
@@ -362,7 +364,9 @@ func (t *memoriesTx) RecordEmbedding(ctx context.Context, ref memory.AgentRef, i
 	return t.recordEmbedding(ref, id, embedding, textHash)
 }
 
-// recordEmbedding is RecordEmbedding on the table's rows.
+// recordEmbedding records the vector when the agent's memory has that
+// text, and then clears embed_pending if the vector is in the agent's
+// model.
 func (t *memoriesTx) recordEmbedding(ref memory.AgentRef, id string, e memory.EmbeddingModel, textHash string) error {
 	model, dimensions := e.Model, e.Dimensions
 	n, err := t.exec(`INSERT INTO memory_embeddings (memory_id, model, dimensions, text_hash)
