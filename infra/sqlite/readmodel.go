@@ -11,7 +11,8 @@ import (
 // applyBatch is domain.ReadModelStore.Apply for a read model whose
 // checkpoint is name: the events after the checkpoint are applied through
 // one transaction, wrapped by newTx as the read model's write port, and
-// the checkpoint advances in the same transaction.
+// the checkpoint advances in the same transaction. A write port that
+// holds writes back (batchEnder) writes them after the last event.
 func applyBatch[Tx any](ctx context.Context, db *DB, name string, events []domain.Event,
 	newTx func(*batchTx) Tx, apply func(context.Context, Tx, domain.Event) error) error {
 	var b *batchTx
@@ -22,7 +23,19 @@ func applyBatch[Tx any](ctx context.Context, db *DB, name string, events []domai
 			tx = newTx(b)
 		}
 		return apply(ctx, tx, e)
-	}, nil)
+	}, func(context.Context) error {
+		if ender, ok := any(tx).(batchEnder); ok {
+			return ender.endBatch()
+		}
+		return nil
+	})
+}
+
+// batchEnder is a write port that holds writes of the batch back (to
+// write each row once) and writes them when the batch's events are
+// applied, before the checkpoint and the commit.
+type batchEnder interface {
+	endBatch() error
 }
 
 // batchTx is the transaction of one batch of events with its statements,
