@@ -28,7 +28,7 @@ func (db *DB) Checkpoint(ctx context.Context, name string) (uint64, error) {
 // none) runs after the last apply and before the commit: an index
 // projection writes its index there, so an index write that fails rolls
 // the batch back and the checkpoint stays behind the index, never ahead;
-// a read model writes what it held back there (applyBatch).
+// a read model writes what it held back there (applyBatch, batchEnder).
 func (db *DB) ApplyEvents(ctx context.Context, name string, events []domain.Event, apply func(*sql.Tx, domain.Event) error, beforeCommit func(context.Context) error) error {
 	return db.WriteTx(ctx, func(tx *sql.Tx) error {
 		var done uint64
