@@ -235,7 +235,7 @@ func (p *Keyword) created(ctx context.Context, tx domain.KeywordStateTx, ev memo
 	if ok, err := tx.AgentExists(ctx, scope); err != nil || !ok {
 		return err // memory events of an agent deleted earlier are ignored
 	}
-	src, err := keywordSource(ev.Type, ev.Content, ev.Tags)
+	src, err := createdSource(ev)
 	if err != nil {
 		return err
 	}
@@ -294,6 +294,16 @@ func keywordSource(t memory.Type, content json.RawMessage, tags []string) (domai
 		return domain.KeywordSource{}, err
 	}
 	return domain.KeywordSource{Type: string(t), Tags: tags, Content: content, Text: text, Meta: meta}, nil
+}
+
+// createdSource is keywordSource of a created memory, from the values
+// its decoding derived when it did (decodeShared).
+func createdSource(ev memory.MemoryCreated) (domain.KeywordSource, error) {
+	d := ev.Derived
+	if d == nil {
+		return keywordSource(ev.Type, ev.Content, ev.Tags)
+	}
+	return domain.KeywordSource{Type: string(ev.Type), Tags: ev.Tags, Content: ev.Content, Text: d.Text, Meta: d.Metadata}, nil
 }
 
 func scopeOf(ref memory.AgentRef) domain.IndexScope {

@@ -48,7 +48,7 @@ func (d *liveDecodes) attach(events []domain.Event) {
 		}
 		s := d.slot(e.Position)
 		s.once.Do(func() {
-			if e.Decode(v) == nil {
+			if decodeShared(e, v) {
 				s.v = v
 			}
 		})

@@ -187,7 +187,13 @@ func memoryCreated(ctx context.Context, tx memory.ReadModelTx, p memory.MemoryCr
 	if ok, err := tx.AgentExists(ctx, p.AgentRef); err != nil || !ok {
 		return err
 	}
-	return tx.InsertMemory(ctx, memory.NewMemory{MemoryCreated: p, Vitality: memory.InitialVitality(p.Type, p.Content, e.Time)})
+	var v memory.Vitality
+	if p.Derived != nil {
+		v = p.Derived.Vitality // derived at e.Time when decoded (decodeShared)
+	} else {
+		v = memory.InitialVitality(p.Type, p.Content, e.Time)
+	}
+	return tx.InsertMemory(ctx, memory.NewMemory{MemoryCreated: p, Vitality: v})
 }
 
 func memoryUpdated(ctx context.Context, tx memory.ReadModelTx, p memory.MemoryUpdated) error {

@@ -251,14 +251,26 @@ func (e *Engine) readChunks(ctx context.Context, from, head uint64, chunk int, d
 // does not parse is left to the projections, which report it.
 func decodeOnce(events []domain.Event) {
 	for i, e := range events {
-		v := sharedPayload(e.Type)
-		if v == nil {
-			continue
-		}
-		if err := e.Decode(v); err == nil {
+		if v := sharedPayload(e.Type); v != nil && decodeShared(e, v) {
 			events[i] = e.WithDecoded(v)
 		}
 	}
+}
+
+// decodeShared decodes e's payload into v (from sharedPayload) for every
+// projection that reads it, with a created memory's derived values
+// (memory.Derive), which the memories and keyword projections both take,
+// computed once as well; false when the payload does not parse.
+func decodeShared(e domain.Event, v any) bool {
+	if e.Decode(v) != nil {
+		return false
+	}
+	if p, ok := v.(*memory.MemoryCreated); ok {
+		if d, ok := memory.Derive(p.Type, p.Content, p.Tags, e.Time); ok {
+			p.Derived = &d
+		}
+	}
+	return true
 }
 
 // sharedPayload is a new payload of the event types more than one

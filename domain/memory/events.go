@@ -35,6 +35,11 @@ type MemoryCreated struct {
 	// one event records both, so no failure can leave a memory without
 	// its promotion or the reverse (absent in logs written before it).
 	Promotes *Promotion `json:"promotes,omitempty"`
+	// Derived is no part of the event: the values Derive computes from
+	// the content at the event's time, set when the event is decoded once
+	// for several read models (nil otherwise, or when the content does
+	// not decode as its type).
+	Derived *Derived `json:"-"`
 }
 
 // Promotion is the suggestion a memory was accepted from; Modified when

@@ -6,71 +6,124 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // IndexedText is the text of a memory that is embedded and keyword-indexed
 // (interface.md "Indexed for search"). Drives are not searchable: "".
 // content must be canonical (from NormalizeContent).
 func IndexedText(t Type, content json.RawMessage) (string, error) {
-	var parts []string
+	if t == Drive {
+		return "", nil
+	}
+	c, err := decodeTyped(t, content)
+	if err != nil {
+		return "", fmt.Errorf("memory: indexed text: %w", err)
+	}
+	return joinParts(c.textParts()), nil
+}
+
+// typedContent is a memory's content decoded as its type's struct, with
+// what each derived value takes from it.
+type typedContent interface {
+	// textParts are the parts IndexedText joins.
+	textParts() []string
+	// metadataParts are the type's own parts of IndexedMetadata: none
+	// (Metadata's method, promoted) but for the note and the relationship,
+	// whose own methods shadow it.
+	metadataParts() []string
+	// meta is the content's common metadata (strength, is_protected).
+	meta() Metadata
+}
+
+// decodeTyped decodes content as the struct of type t.
+func decodeTyped(t Type, content json.RawMessage) (typedContent, error) {
+	var c typedContent
 	switch t {
 	case Episode:
-		var c EpisodeContent
-		if err := json.Unmarshal(content, &c); err != nil {
-			return "", fmt.Errorf("memory: indexed text: %w", err)
-		}
-		parts = append([]string{c.Objective, c.Outcome}, c.Lessons...)
+		c = &EpisodeContent{}
 	case Belief:
-		var c BeliefContent
-		if err := json.Unmarshal(content, &c); err != nil {
-			return "", fmt.Errorf("memory: indexed text: %w", err)
-		}
-		parts = []string{c.Statement}
+		c = &BeliefContent{}
 	case Note:
-		var c NoteContent
-		if err := json.Unmarshal(content, &c); err != nil {
-			return "", fmt.Errorf("memory: indexed text: %w", err)
-		}
-		parts = []string{c.Content}
+		c = &NoteContent{}
 	case Value:
-		var c ValueContent
-		if err := json.Unmarshal(content, &c); err != nil {
-			return "", fmt.Errorf("memory: indexed text: %w", err)
-		}
-		parts = []string{c.Name, c.Statement}
+		c = &ValueContent{}
 	case Goal:
-		var c GoalContent
-		if err := json.Unmarshal(content, &c); err != nil {
-			return "", fmt.Errorf("memory: indexed text: %w", err)
-		}
-		parts = []string{c.Title, c.Description}
+		c = &GoalContent{}
 	case Playbook:
-		var c PlaybookContent
-		if err := json.Unmarshal(content, &c); err != nil {
-			return "", fmt.Errorf("memory: indexed text: %w", err)
-		}
-		parts = []string{c.Name, c.Description}
-		for _, s := range c.Steps {
-			parts = append(parts, s.Action, s.Details)
-		}
+		c = &PlaybookContent{}
 	case RawEntry:
-		var c RawEntryContent
-		if err := json.Unmarshal(content, &c); err != nil {
-			return "", fmt.Errorf("memory: indexed text: %w", err)
-		}
-		parts = []string{c.Content}
+		c = &RawEntryContent{}
 	case Relationship:
-		var c RelationshipContent
-		if err := json.Unmarshal(content, &c); err != nil {
-			return "", fmt.Errorf("memory: indexed text: %w", err)
-		}
-		parts = []string{c.EntityName, c.Notes}
+		c = &RelationshipContent{}
 	case Drive:
-		return "", nil
+		c = &DriveContent{}
 	default:
-		return "", fmt.Errorf("memory: indexed text: unknown type %q", t)
+		return nil, fmt.Errorf("unknown type %q", t)
 	}
-	return joinParts(parts), nil
+	if err := json.Unmarshal(content, c); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *EpisodeContent) textParts() []string {
+	return append([]string{c.Objective, c.Outcome}, c.Lessons...)
+}
+func (c *BeliefContent) textParts() []string { return []string{c.Statement} }
+func (c *NoteContent) textParts() []string   { return []string{c.Content} }
+func (c *ValueContent) textParts() []string  { return []string{c.Name, c.Statement} }
+func (c *GoalContent) textParts() []string   { return []string{c.Title, c.Description} }
+func (c *PlaybookContent) textParts() []string {
+	parts := []string{c.Name, c.Description}
+	for _, s := range c.Steps {
+		parts = append(parts, s.Action, s.Details)
+	}
+	return parts
+}
+func (c *RawEntryContent) textParts() []string     { return []string{c.Content} }
+func (c *RelationshipContent) textParts() []string { return []string{c.EntityName, c.Notes} }
+func (c *DriveContent) textParts() []string        { return nil }
+
+func (m Metadata) metadataParts() []string { return nil }
+func (c *NoteContent) metadataParts() []string {
+	return []string{c.Speaker}
+}
+func (c *RelationshipContent) metadataParts() []string {
+	return []string{c.EntityName, c.EntityType, c.RelationshipType}
+}
+
+func (m Metadata) meta() Metadata { return m }
+
+// Derived is what the read models derive from a created memory's content:
+// its indexed text and metadata (the keyword index) and its initial
+// vitality (the memories read model).
+type Derived struct {
+	Text, Metadata string
+	Vitality       Vitality
+}
+
+// Derive is the Derived of a memory created at `at` with canonical
+// content and tags, from one parse of the content where IndexedText,
+// IndexedMetadata and InitialVitality parse it once each (a replay
+// derives them once for all its projections). ok is false when the
+// content does not decode as its type: the three functions then tell
+// each value or error apart.
+func Derive(t Type, content json.RawMessage, tags []string, at time.Time) (d Derived, ok bool) {
+	c, err := decodeTyped(t, content)
+	if err != nil {
+		return Derived{}, false
+	}
+	goalType := ""
+	if g, isGoal := c.(*GoalContent); isGoal {
+		goalType = g.GoalType
+	}
+	d.Vitality = initialVitality(t, goalType, c.meta(), at)
+	if t != Drive {
+		d.Text = joinParts(c.textParts())
+		d.Metadata = joinParts(append(append([]string(nil), tags...), c.metadataParts()...))
+	}
+	return d, true
 }
 
 // joinParts joins the non-blank parts, trimmed, one per line.
@@ -104,18 +157,12 @@ func TextHash(text string) string {
 func IndexedMetadata(t Type, content json.RawMessage, tags []string) (string, error) {
 	parts := append([]string(nil), tags...)
 	switch t {
-	case Note:
-		var c NoteContent
-		if err := json.Unmarshal(content, &c); err != nil {
+	case Note, Relationship:
+		c, err := decodeTyped(t, content)
+		if err != nil {
 			return "", fmt.Errorf("memory: indexed metadata: %w", err)
 		}
-		parts = append(parts, c.Speaker)
-	case Relationship:
-		var c RelationshipContent
-		if err := json.Unmarshal(content, &c); err != nil {
-			return "", fmt.Errorf("memory: indexed metadata: %w", err)
-		}
-		parts = append(parts, c.EntityName, c.EntityType, c.RelationshipType)
+		parts = append(parts, c.metadataParts()...)
 	case Drive:
 		return "", nil
 	}

@@ -3,6 +3,7 @@ package memory
 import (
 	"encoding/json"
 	"testing"
+	"time"
 )
 
 func TestIndexedTextPerType(t *testing.T) {
@@ -124,4 +125,89 @@ func TestParseTypeFilter(t *testing.T) {
 	}
 	_, err = ParseTypeFilter("types", []string{"notes", "diaries"})
 	assertInvalidField(t, err, "types")
+}
+
+// Derive is IndexedText, IndexedMetadata and InitialVitality from one
+// parse: the same values for every type, and no values (ok false) for
+// content that does not decode as its type, where the three functions
+// each answer on their own (a text error, metadata or vitality anyway).
+func TestDeriveIsTheThreeFunctions(t *testing.T) {
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	tests := []struct {
+		typ     Type
+		content string
+		tags    []string
+		ok      bool
+	}{
+		{Episode, `{"objective":"ship v1","outcome":"late","lessons":["plan"],"outcome_type":"partial","strength":0.4}`, []string{"release"}, true},
+		{Belief, `{"statement":"tests catch regressions","belief_type":"causal","is_protected":true}`, nil, true},
+		{Note, `{"content":"remember the milk","speaker":"Ada","note_type":"fact"}`, []string{"shopping", " "}, true},
+		{Note, `{"content":"floored","strength":0.001}`, nil, true},
+		{Value, `{"name":"honesty","statement":"say what is true","priority":90,"is_protected":false}`, nil, true},
+		{Goal, `{"title":"learn Go","description":"finish the tour","goal_type":"aspiration"}`, []string{"x"}, true},
+		{Playbook, `{"name":"deploy","steps":[{"action":"build","details":"make"},{"action":"push"}]}`, nil, true},
+		{RawEntry, `{"content":"raw blob","source":"cli"}`, []string{"Caroline"}, true},
+		{Relationship, `{"entity_name":"Ada","relationship_type":"colleague","entity_type":"person","notes":"met at work"}`, []string{"work"}, true},
+		{Drive, `{"drive_type":"curiosity","focus_areas":["math"],"strength":0.9}`, []string{"x"}, true},
+		{Note, `{"content":5,"strength":0.3}`, []string{"t"}, false},
+		{Goal, `{"title":"t","goal_type":7,"strength":0.6}`, nil, false},
+		{Episode, `{"objective":"x","strength":"high"}`, nil, false},
+		{Drive, `{"drive_type":["x"]}`, nil, false},
+		{Type("unknown"), `{"content":"x"}`, []string{"t"}, false},
+		{Note, `not json`, nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.typ)+" "+tt.content, func(t *testing.T) {
+			content := json.RawMessage(tt.content)
+			d, ok := Derive(tt.typ, content, tt.tags, at)
+			if ok != tt.ok {
+				t.Fatalf("Derive ok = %v, want %v", ok, tt.ok)
+			}
+			if !ok {
+				if d != (Derived{}) {
+					t.Fatalf("Derive = %+v with ok false, want nothing", d)
+				}
+				return
+			}
+			text, err := IndexedText(tt.typ, content)
+			if err != nil {
+				t.Fatal(err)
+			}
+			meta, err := IndexedMetadata(tt.typ, content, tt.tags)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := Derived{Text: text, Metadata: meta, Vitality: InitialVitality(tt.typ, content, at)}
+			if d != want {
+				t.Fatalf("Derive = %+v, want %+v", d, want)
+			}
+		})
+	}
+}
+
+// BenchmarkDerive compares what a created memory costs the read models
+// that derive from its content: the three functions (a parse each) and
+// Derive (one parse for all).
+func BenchmarkDerive(b *testing.B) {
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	content := json.RawMessage(`{"content":"the deploy pipeline needs a manual approval step before friday releases","note_type":"fact","speaker":"Ada","is_protected":false,"strength":0.8}`)
+	tags := []string{"deploy", "release"}
+	b.Run("three-functions", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := IndexedText(Note, content); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := IndexedMetadata(Note, content, tags); err != nil {
+				b.Fatal(err)
+			}
+			_ = InitialVitality(Note, content, at)
+		}
+	})
+	b.Run("derive", func(b *testing.B) {
+		for b.Loop() {
+			if _, ok := Derive(Note, content, tags, at); !ok {
+				b.Fatal("not derived")
+			}
+		}
+	})
 }

@@ -159,15 +159,22 @@ func Verified(current float64) float64 {
 // content fields sets them again; the strength actions change the live
 // strength and protection, not the content.
 func InitialVitality(t Type, content json.RawMessage, at time.Time) Vitality {
-	v := Vitality{Type: t, GoalType: GoalType(t, content), Base: InitialStrength, Since: at, Protected: DefaultProtected(t)}
 	var m Metadata
-	if json.Unmarshal(content, &m) == nil {
-		if m.Strength != nil {
-			v.Base = math.Max(MinDecayedStrength, *m.Strength)
-		}
-		if m.IsProtected != nil {
-			v.Protected = *m.IsProtected
-		}
+	if json.Unmarshal(content, &m) != nil {
+		m = Metadata{} // a failed decode may have set some fields: none count
+	}
+	return initialVitality(t, GoalType(t, content), m, at)
+}
+
+// initialVitality is InitialVitality from the content's goal type and
+// metadata.
+func initialVitality(t Type, goalType string, m Metadata, at time.Time) Vitality {
+	v := Vitality{Type: t, GoalType: goalType, Base: InitialStrength, Since: at, Protected: DefaultProtected(t)}
+	if m.Strength != nil {
+		v.Base = math.Max(MinDecayedStrength, *m.Strength)
+	}
+	if m.IsProtected != nil {
+		v.Protected = *m.IsProtected
 	}
 	return v
 }

@@ -1,13 +1,10 @@
 package postgres
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -35,7 +32,7 @@ func NewMemories(db *DB) *Memories {
 // Apply implements memory.ReadModel.
 func (m *Memories) Apply(ctx context.Context, events []domain.Event, apply func(context.Context, memory.ReadModelTx, domain.Event) error) error {
 	return applyBatch(ctx, m.db, m.name, events, func(b batchTx) memory.ReadModelTx {
-		return &memoriesTx{batchTx: b, agents: map[memory.AgentRef]bool{}, counts: map[memory.AgentRef]agentCounts{}}
+		return &memoriesTx{batchTx: b, agents: map[memory.AgentRef]bool{}, models: map[memory.AgentRef]agentModel{}, fold: memory.NewWriteFold()}
 	}, apply)
 }
 
@@ -51,47 +48,112 @@ func (m *Memories) Apply(ctx context.Context, events []domain.Event, apply func(
 type memoriesTx struct {
 	batchTx
 	// agents caches whether an agent exists within the batch, which
-	// changes only by AddAgent and DeleteAgent.
+	// changes only by AddAgent and DeleteAgent; models caches its active
+	// model, which they and SetAgentModel change.
 	agents map[memory.AgentRef]bool
-	// counts are the changes to the agents' quota counters, added up over
-	// the batch and written once per agent when it ends (endBatch): every
-	// UPDATE of a row leaves a new version of it behind until the
-	// transaction ends, and later statements reading the row walk them
-	// all, so one update per memory made a rebuild's batch quadratic.
-	// Nothing in a batch reads the counters.
-	counts map[memory.AgentRef]agentCounts
+	models map[memory.AgentRef]agentModel
+	// fold holds the batch's new memories, their vector records and the
+	// quota counters' changes back, to write each row once (endBatch);
+	// every statement on a held memory or on its agent's memories writes
+	// them first (settle, writeHeld). Every UPDATE of a row leaves a new
+	// version of it behind until the transaction ends, and later
+	// statements reading the row walk them all: one counter update per
+	// memory made a rebuild's batch quadratic.
+	fold *memory.WriteFold
+	// missed are the held memories whose insert found the id held already
+	// (writeHeld).
+	missed []*memory.FoldedMemory
 }
 
-// agentCounts are changes to an agent's quota counters.
-type agentCounts struct {
-	memories     int
-	contentBytes int64
+// agentModel is an agent's active model; found is false for an agent the
+// read model does not hold.
+type agentModel struct {
+	model memory.EmbeddingModel
+	found bool
 }
 
-func (t *memoriesTx) count(ref memory.AgentRef, memories int, contentBytes int64) {
-	c := t.counts[ref]
-	c.memories += memories
-	c.contentBytes += contentBytes
-	t.counts[ref] = c
-}
-
-// endBatch implements batchEnder: the queue is sent first, so that every
-// insert's count is in.
+// endBatch implements batchEnder: the held memories first, whose inserts
+// count in their agents' counters when they are sent.
 func (t *memoriesTx) endBatch(ctx context.Context) error {
+	if err := t.writeHeld(ctx); err != nil {
+		return err
+	}
+	return t.fold.TakeCounts(func(ref memory.AgentRef, c memory.AgentCounts) error {
+		return t.run(ctx, `UPDATE agents SET stored_memories = stored_memories + $1, content_bytes = content_bytes + $2
+			WHERE user_id = $3 AND agent_id = $4`, c.Memories, c.ContentBytes, ref.UserID, ref.AgentID)
+	})
+}
+
+// settle writes the held memories when id is one of them, before a
+// statement that reads or changes that memory.
+func (t *memoriesTx) settle(ctx context.Context, id string) error {
+	if t.fold.Holds(id) {
+		return t.writeHeld(ctx)
+	}
+	return nil
+}
+
+// writeHeld writes the held memories, each one row with its final pending
+// state and its vector records, and sends them: an insert's answer (was
+// the row new?) is needed before the counters and the batch's reads. A
+// held id the table has already inserts nothing (as InsertMemory
+// promises); its vectors are then recorded against the row the table
+// has, as without a fold.
+func (t *memoriesTx) writeHeld(ctx context.Context) error {
+	held := t.fold.TakeMemories()
+	if len(held) == 0 {
+		return nil
+	}
+	for _, m := range held {
+		tags, err := jsonList(m.Tags)
+		if err != nil {
+			return err
+		}
+		refs, err := jsonList(m.DerivedFrom)
+		if err != nil {
+			return err
+		}
+		v := m.Vitality
+		inserted := func(rows int64) {
+			if rows > 0 {
+				t.fold.Count(m.AgentRef, 1, int64(len(m.Content)))
+			} else if len(m.Embeddings) > 0 {
+				t.missed = append(t.missed, m)
+			}
+		}
+		if err := t.runCounted(ctx, inserted, `INSERT INTO memories
+			(id, user_id, agent_id, type, searchable, content, tags, derived_from, created_at, updated_at, forgotten_at, text_hash, embed_pending,
+			 strength, strength_since, protected, goal_type, weak_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, NULL, $10, $11, $12, $13, $14, $15, $16) ON CONFLICT (id) DO NOTHING`,
+			m.MemoryID, m.UserID, m.AgentID, string(m.Type), m.Type.Searchable(), string(m.Content), tags, refs, memTime(m.CreatedAt), m.TextHash,
+			m.Pending, v.Base, memTime(v.Since), v.Protected, v.GoalType, weakAt(v)); err != nil {
+			return err
+		}
+		for _, e := range m.Embeddings {
+			// Recorded when the memory has the text, which is the row just
+			// inserted or, for an id held already, what RecordEmbedding
+			// would record.
+			if err := t.run(ctx, `INSERT INTO memory_embeddings (memory_id, model, dimensions, text_hash)
+				SELECT $1, $4, $5, $6 WHERE EXISTS (
+					SELECT 1 FROM memories WHERE id = $1 AND user_id IS NOT DISTINCT FROM $2 AND agent_id IS NOT DISTINCT FROM $3 AND text_hash = $6)
+				ON CONFLICT (memory_id, model, dimensions) DO UPDATE SET text_hash = excluded.text_hash`,
+				m.MemoryID, m.UserID, m.AgentID, e.Model, e.Dimensions, m.TextHash); err != nil {
+				return err
+			}
+		}
+	}
 	if err := t.flush(ctx); err != nil {
 		return err
 	}
-	refs := slices.SortedFunc(maps.Keys(t.counts), func(a, b memory.AgentRef) int {
-		return cmp.Or(cmp.Compare(a.UserID, b.UserID), cmp.Compare(a.AgentID, b.AgentID))
-	})
-	for _, ref := range refs {
-		c := t.counts[ref]
-		if err := t.run(ctx, `UPDATE agents SET stored_memories = stored_memories + $1, content_bytes = content_bytes + $2
-			WHERE user_id = $3 AND agent_id = $4`, c.memories, c.contentBytes, ref.UserID, ref.AgentID); err != nil {
-			return err
+	missed := t.missed
+	t.missed = nil
+	for _, m := range missed {
+		for _, e := range m.Embeddings {
+			if err := t.recordEmbedding(ctx, m.AgentRef, m.MemoryID, e, m.TextHash); err != nil {
+				return err
+			}
 		}
 	}
-	clear(t.counts)
 	return nil
 }
 
@@ -110,12 +172,26 @@ func (t *memoriesTx) AgentExists(ctx context.Context, ref memory.AgentRef) (bool
 }
 
 func (t *memoriesTx) AgentModel(ctx context.Context, ref memory.AgentRef) (model string, dimensions int, found bool, err error) {
-	err = t.queryRow(ctx, `SELECT embedding_model, dimensions FROM agents WHERE user_id = $1 AND agent_id = $2`, ref.UserID, ref.AgentID).
-		Scan(&model, &dimensions)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", 0, false, nil
+	a, err := t.agentModel(ctx, ref)
+	return a.model.Model, a.model.Dimensions, a.found, err
+}
+
+func (t *memoriesTx) agentModel(ctx context.Context, ref memory.AgentRef) (agentModel, error) {
+	if a, known := t.models[ref]; known {
+		return a, nil
 	}
-	return model, dimensions, err == nil, err
+	var a agentModel
+	err := t.queryRow(ctx, `SELECT embedding_model, dimensions FROM agents WHERE user_id = $1 AND agent_id = $2`, ref.UserID, ref.AgentID).
+		Scan(&a.model.Model, &a.model.Dimensions)
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = nil
+	} else {
+		a.found = err == nil
+	}
+	if err == nil {
+		t.models[ref] = a
+	}
+	return a, err
 }
 
 func (t *memoriesTx) AddAgent(ctx context.Context, a memory.AgentCreated) error {
@@ -124,17 +200,18 @@ func (t *memoriesTx) AddAgent(ctx context.Context, a memory.AgentCreated) error 
 		a.UserID, a.AgentID, a.EmbeddingModel, a.Dimensions, memTime(a.CreatedAt))
 	if err == nil {
 		t.agents[a.AgentRef] = true
+		delete(t.models, a.AgentRef)
 	}
 	return err
 }
 
 func (t *memoriesTx) DeleteAgent(ctx context.Context, ref memory.AgentRef) error {
-	// The counts of the agent's queued inserts arrive when they are sent;
+	// The counts of the agent's held inserts arrive when they are sent;
 	// they die with the agent's row.
-	if err := t.flush(ctx); err != nil {
+	if err := t.writeHeld(ctx); err != nil {
 		return err
 	}
-	delete(t.counts, ref)
+	t.fold.DropCounts(ref)
 	for _, q := range []string{
 		`DELETE FROM agent_settings WHERE user_id = $1 AND agent_id = $2`,
 		`DELETE FROM memory_embeddings WHERE memory_id IN (SELECT id FROM memories WHERE user_id = $1 AND agent_id = $2)`,
@@ -146,22 +223,32 @@ func (t *memoriesTx) DeleteAgent(ctx context.Context, ref memory.AgentRef) error
 		}
 	}
 	t.agents[ref] = false
+	delete(t.models, ref)
 	return nil
 }
 
 func (t *memoriesTx) SetAgentModel(ctx context.Context, ref memory.AgentRef, model string, dimensions int) error {
+	if err := t.writeHeld(ctx); err != nil {
+		return err
+	}
+	delete(t.models, ref)
 	return t.run(ctx, `UPDATE agents SET embedding_model = $1, dimensions = $2 WHERE user_id = $3 AND agent_id = $4`,
 		model, dimensions, ref.UserID, ref.AgentID)
 }
 
 func (t *memoriesTx) DropEmbeddings(ctx context.Context, ref memory.AgentRef, model string, dimensions int) error {
+	if err := t.writeHeld(ctx); err != nil {
+		return err
+	}
 	return t.run(ctx, `DELETE FROM memory_embeddings WHERE model = $1 AND dimensions = $2
 		AND memory_id IN (SELECT id FROM memories WHERE user_id = $3 AND agent_id = $4)`,
 		model, dimensions, ref.UserID, ref.AgentID)
 }
 
+// AddToAgent is held back to the batch's end: nothing in a batch reads the
+// counters.
 func (t *memoriesTx) AddToAgent(ctx context.Context, ref memory.AgentRef, memories int, contentBytes int64) error {
-	t.count(ref, memories, contentBytes)
+	t.fold.Count(ref, memories, contentBytes)
 	return nil
 }
 
@@ -181,6 +268,9 @@ func (t *memoriesTx) LazyDecay(ctx context.Context, ref memory.AgentRef) (bool, 
 }
 
 func (t *memoriesTx) Memory(ctx context.Context, ref memory.AgentRef, id string) (m memory.StoredMemory, found bool, err error) {
+	if err := t.settle(ctx, id); err != nil {
+		return m, false, err
+	}
 	var typ, content, since string
 	v := &m.Vitality
 	err = t.queryRow(ctx, `SELECT type, content, goal_type, strength, strength_since, protected, forgotten_at IS NOT NULL
@@ -199,34 +289,16 @@ func (t *memoriesTx) Memory(ctx context.Context, ref memory.AgentRef, id string)
 	return m, true, nil
 }
 
-// InsertMemory is queued with the batch's other writes and counts the
-// memory in its agent when the queue is sent and the row was inserted: a
-// rebuild used to wait a round trip per memory for the insert's answer.
+// InsertMemory is held back (writeHeld).
 func (t *memoriesTx) InsertMemory(ctx context.Context, m memory.NewMemory) error {
-	tags, err := jsonList(m.Tags)
-	if err != nil {
-		return err
-	}
-	refs, err := jsonList(m.DerivedFrom)
-	if err != nil {
-		return err
-	}
-	searchable := m.Type.Searchable()
-	v := m.Vitality
-	inserted := func(rows int64) {
-		if rows > 0 {
-			t.count(m.AgentRef, 1, int64(len(m.Content)))
-		}
-	}
-	return t.runCounted(ctx, inserted, `INSERT INTO memories
-		(id, user_id, agent_id, type, searchable, content, tags, derived_from, created_at, updated_at, forgotten_at, text_hash, embed_pending,
-		 strength, strength_since, protected, goal_type, weak_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, NULL, $10, $5, $11, $12, $13, $14, $15) ON CONFLICT (id) DO NOTHING`,
-		m.MemoryID, m.UserID, m.AgentID, string(m.Type), searchable, string(m.Content), tags, refs, memTime(m.CreatedAt), m.TextHash,
-		v.Base, memTime(v.Since), v.Protected, v.GoalType, weakAt(v))
+	t.fold.Insert(m)
+	return nil
 }
 
 func (t *memoriesTx) SetContent(ctx context.Context, ref memory.AgentRef, id string, content json.RawMessage, tags *[]string, textHash string, at time.Time) error {
+	if err := t.settle(ctx, id); err != nil {
+		return err
+	}
 	if tags != nil {
 		list, err := jsonList(*tags)
 		if err != nil {
@@ -241,11 +313,17 @@ func (t *memoriesTx) SetContent(ctx context.Context, ref memory.AgentRef, id str
 }
 
 func (t *memoriesTx) SetVitality(ctx context.Context, ref memory.AgentRef, id string, v memory.Vitality) error {
+	if err := t.settle(ctx, id); err != nil {
+		return err
+	}
 	return t.run(ctx, `UPDATE memories SET strength = $1, strength_since = $2, protected = $3, goal_type = $4, weak_at = $5 WHERE id = $6 AND user_id IS NOT DISTINCT FROM $7 AND agent_id IS NOT DISTINCT FROM $8`,
 		v.Base, memTime(v.Since), v.Protected, v.GoalType, weakAt(v), id, ref.UserID, ref.AgentID)
 }
 
 func (t *memoriesTx) CountVersion(ctx context.Context, ref memory.AgentRef, id string) error {
+	if err := t.settle(ctx, id); err != nil {
+		return err
+	}
 	return t.run(ctx, `UPDATE memories SET version = version + 1 WHERE id = $1 AND user_id IS NOT DISTINCT FROM $2 AND agent_id IS NOT DISTINCT FROM $3`, id, ref.UserID, ref.AgentID)
 }
 
@@ -256,6 +334,9 @@ func (t *memoriesTx) CountVersion(ctx context.Context, ref memory.AgentRef, id s
 // it is queued with the batch's other writes.
 
 func (t *memoriesTx) Forget(ctx context.Context, ref memory.AgentRef, id string, at time.Time) error {
+	if err := t.settle(ctx, id); err != nil {
+		return err
+	}
 	return t.run(ctx, `WITH forgotten AS (UPDATE memories SET forgotten_at = $1, embed_pending = FALSE, version = version + 1
 			WHERE id = $2 AND user_id IS NOT DISTINCT FROM $3 AND agent_id IS NOT DISTINCT FROM $4 AND forgotten_at IS NULL RETURNING 1)
 		UPDATE agents SET forgotten_memories = forgotten_memories + 1
@@ -264,10 +345,16 @@ func (t *memoriesTx) Forget(ctx context.Context, ref memory.AgentRef, id string,
 }
 
 func (t *memoriesTx) MarkConsumed(ctx context.Context, ref memory.AgentRef, id string) error {
+	if err := t.settle(ctx, id); err != nil {
+		return err
+	}
 	return t.run(ctx, `UPDATE memories SET consumed = TRUE WHERE id = $1 AND user_id IS NOT DISTINCT FROM $2 AND agent_id IS NOT DISTINCT FROM $3`, id, ref.UserID, ref.AgentID)
 }
 
 func (t *memoriesTx) Recover(ctx context.Context, ref memory.AgentRef, id string) error {
+	if err := t.settle(ctx, id); err != nil {
+		return err
+	}
 	return t.run(ctx, `WITH recovered AS (UPDATE memories SET forgotten_at = NULL
 			WHERE id = $1 AND user_id IS NOT DISTINCT FROM $2 AND agent_id IS NOT DISTINCT FROM $3 AND forgotten_at IS NOT NULL RETURNING 1)
 		UPDATE agents SET forgotten_memories = forgotten_memories - 1
@@ -275,11 +362,17 @@ func (t *memoriesTx) Recover(ctx context.Context, ref memory.AgentRef, id string
 }
 
 func (t *memoriesTx) CountVerification(ctx context.Context, ref memory.AgentRef, id string, at time.Time) error {
+	if err := t.settle(ctx, id); err != nil {
+		return err
+	}
 	return t.run(ctx, `UPDATE memories SET verification_count = verification_count + 1, last_verified_at = $1 WHERE id = $2 AND user_id IS NOT DISTINCT FROM $3 AND agent_id IS NOT DISTINCT FROM $4`,
 		memTime(at), id, ref.UserID, ref.AgentID)
 }
 
 func (t *memoriesTx) DeleteMemory(ctx context.Context, ref memory.AgentRef, id string) error {
+	if err := t.settle(ctx, id); err != nil {
+		return err
+	}
 	return t.run(ctx, `WITH deleted AS (DELETE FROM memories
 			WHERE id = $1 AND user_id IS NOT DISTINCT FROM $2 AND agent_id IS NOT DISTINCT FROM $3 RETURNING id, forgotten_at IS NOT NULL AS forgotten),
 		embeddings AS (DELETE FROM memory_embeddings WHERE memory_id IN (SELECT id FROM deleted))
@@ -287,11 +380,28 @@ func (t *memoriesTx) DeleteMemory(ctx context.Context, ref memory.AgentRef, id s
 		WHERE user_id = $2 AND agent_id = $3 AND EXISTS (SELECT 1 FROM deleted WHERE forgotten)`, id, ref.UserID, ref.AgentID)
 }
 
-// RecordEmbedding records the vector when the agent's memory has that
+// RecordEmbedding folds a vector of a held memory's text into its row
+// (memory.WriteFold.Embed); any other goes to the table's rows.
+func (t *memoriesTx) RecordEmbedding(ctx context.Context, ref memory.AgentRef, id, model string, dimensions int, textHash string) error {
+	agent, err := t.agentModel(ctx, ref)
+	if err != nil {
+		return err
+	}
+	embedding := memory.EmbeddingModel{Model: model, Dimensions: dimensions}
+	if agent.found && t.fold.Embed(ref, id, embedding, textHash, agent.model) {
+		return nil
+	}
+	if err := t.settle(ctx, id); err != nil {
+		return err
+	}
+	return t.recordEmbedding(ctx, ref, id, embedding, textHash)
+}
+
+// recordEmbedding records the vector when the agent's memory has that
 // text, and clears embed_pending if the vector is in the agent's model,
 // in one statement queued with the batch's other writes: both parts carry
 // the whole condition, so neither depends on the other's effect.
-func (t *memoriesTx) RecordEmbedding(ctx context.Context, ref memory.AgentRef, id, model string, dimensions int, textHash string) error {
+func (t *memoriesTx) recordEmbedding(ctx context.Context, ref memory.AgentRef, id string, e memory.EmbeddingModel, textHash string) error {
 	return t.run(ctx, `WITH recorded AS (INSERT INTO memory_embeddings (memory_id, model, dimensions, text_hash)
 			SELECT $1, $4, $5, $6 WHERE EXISTS (
 				SELECT 1 FROM memories WHERE id = $1 AND user_id IS NOT DISTINCT FROM $2 AND agent_id IS NOT DISTINCT FROM $3 AND text_hash = $6)
@@ -299,7 +409,7 @@ func (t *memoriesTx) RecordEmbedding(ctx context.Context, ref memory.AgentRef, i
 		UPDATE memories SET embed_pending = FALSE
 		WHERE id = $1 AND user_id IS NOT DISTINCT FROM $2 AND agent_id IS NOT DISTINCT FROM $3 AND text_hash = $6 AND EXISTS (
 			SELECT 1 FROM agents WHERE user_id = $2 AND agent_id = $3 AND embedding_model = $4 AND dimensions = $5)`,
-		id, ref.UserID, ref.AgentID, model, dimensions, textHash)
+		id, ref.UserID, ref.AgentID, e.Model, e.Dimensions, textHash)
 }
 
 // refreshPendingSQL recomputes embed_pending for the memories matching
@@ -313,7 +423,13 @@ const refreshPendingSQL = `UPDATE memories AS m SET embed_pending = (
 
 func (t *memoriesTx) RefreshPending(ctx context.Context, ref memory.AgentRef, id string) error {
 	if id == "" {
+		if err := t.writeHeld(ctx); err != nil {
+			return err
+		}
 		return t.run(ctx, refreshPendingSQL+`WHERE m.user_id = $1 AND m.agent_id = $2`, ref.UserID, ref.AgentID)
+	}
+	if err := t.settle(ctx, id); err != nil {
+		return err
 	}
 	return t.run(ctx, refreshPendingSQL+`WHERE m.id = $3 AND m.user_id IS NOT DISTINCT FROM $1 AND m.agent_id IS NOT DISTINCT FROM $2`, ref.UserID, ref.AgentID, id)
 }

@@ -76,6 +76,29 @@ func RunAudit(t *testing.T, open func(t *testing.T) Audit) {
 		}
 	})
 
+	// A store may collect a batch's rows and write them many per
+	// statement: every row of a large batch lands, in order, and a
+	// position seen twice keeps its first entry.
+	t.Run("LargeBatchKeepsEveryEntryAndTheFirstOfAPosition", func(t *testing.T) {
+		s := open(t)
+		const n = 777
+		ops := make([]auditOp, 0, n+1)
+		for i := 1; i <= n; i++ {
+			ops = append(ops, entry(uint64(i), "u1", "a1", id("m", i)))
+		}
+		ops = append(ops, entry(500, "u1", "a1", "m-redelivered"))
+		mustApply(t, s, 1, ops...)
+		got := entries(t, s, "u1", "a1")
+		if len(got) != n {
+			t.Fatalf("%d entries, want %d", len(got), n)
+		}
+		for i, e := range got {
+			if want := n - i; e.ID != fmt.Sprintf("ev-%d", want) || e.MemoryID != id("m", want) {
+				t.Fatalf("entry %d = %s (%s), want ev-%d (%s)", i, e.ID, e.MemoryID, want, id("m", want))
+			}
+		}
+	})
+
 	t.Run("MemoryTypesAndAgentDelete", func(t *testing.T) {
 		s := open(t)
 		var before, after [2]bool

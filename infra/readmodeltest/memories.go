@@ -1,6 +1,7 @@
 package readmodeltest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"testing"
@@ -413,6 +414,173 @@ func RunMemories(t *testing.T, open func(t *testing.T) Memories) {
 		}
 		if v := view(t, s, "u1", "m-1"); v.LazyDecay {
 			t.Fatal("the memory view ignores the agent's lazy_decay")
+		}
+	})
+
+	// A store may hold a batch's writes back to write each row once (a
+	// memory created and embedded in one batch is one insert): whatever it
+	// holds, the state is the one each write applied alone leaves, and
+	// the reads within the batch see it.
+	t.Run("ABatchLeavesTheStateOfItsWritesOneAtATime", func(t *testing.T) {
+		export := func(t *testing.T, s Memories) string {
+			t.Helper()
+			var buf bytes.Buffer
+			if err := s.(exporter).Export(ctx, &buf); err != nil {
+				t.Fatal(err)
+			}
+			return buf.String()
+		}
+		do := func(f func(context.Context, memory.ReadModelTx) error) memOp { return f }
+		setContent := func(ref memory.AgentRef, id, text string) memOp {
+			return func(ctx context.Context, tx memory.ReadModelTx) error {
+				if err := tx.SetContent(ctx, ref, id, note(text), nil, memory.TextHash(text), t0.Add(time.Hour)); err != nil {
+					return err
+				}
+				return tx.RefreshPending(ctx, ref, id)
+			}
+		}
+		count := func(ref memory.AgentRef, n int, bytes int64) memOp {
+			return func(ctx context.Context, tx memory.ReadModelTx) error { return tx.AddToAgent(ctx, ref, n, bytes) }
+		}
+		readBack := func(ref memory.AgentRef, id string, found bool) memOp {
+			return func(ctx context.Context, tx memory.ReadModelTx) error {
+				_, ok, err := tx.Memory(ctx, ref, id)
+				if err == nil && ok != found {
+					t.Errorf("tx.Memory(%s) within the batch: found %v, want %v", id, ok, found)
+				}
+				return err
+			}
+		}
+		drive := newNote(alice, "m-5", "v5")
+		drive.Type, drive.Vitality = memory.Drive, memory.InitialVitality(memory.Drive, drive.Content, t0)
+		cases := []struct {
+			name    string
+			batches [][]memOp
+			// want checks the state (beyond its equality with the
+			// unbatched one); nil checks nothing more.
+			want func(t *testing.T, s Memories)
+		}{
+			{"CreatedAndEmbeddedInOneBatch", [][]memOp{{addAgent(alice, "m1"),
+				insert(newNote(alice, "m-1", "v1")), embedded(alice, "m-1", "m1", "v1"),
+				insert(newNote(alice, "m-2", "v2")), embedded(alice, "m-2", "m2", "v2"), // another model
+				insert(newNote(alice, "m-3", "v3")), do(func(ctx context.Context, tx memory.ReadModelTx) error {
+					return tx.RecordEmbedding(ctx, alice, "m-3", "m1", 8, memory.TextHash("v3")) // another size
+				}),
+				insert(newNote(alice, "m-4", "v4")), embedded(alice, "m-4", "m1", "stale"), embedded(bob, "m-4", "m1", "v4"),
+				insert(drive), embedded(alice, "m-5", "m1", "v5"), // never pending
+				readBack(alice, "m-1", true), readBack(bob, "m-1", false)}},
+				func(t *testing.T, s Memories) {
+					if p := pending(t, s); len(p) != 3 || p[0] != "m-2" || p[2] != "m-4" {
+						t.Errorf("pending = %v, want m-2, m-3, m-4", p)
+					}
+					if a := agent(t, s, alice); a.StoredMemories != 5 {
+						t.Errorf("stored memories = %d, want 5", a.StoredMemories)
+					}
+				}},
+			{"EmbeddedInALaterBatch", [][]memOp{
+				{addAgent(alice, "m1"), insert(newNote(alice, "m-1", "v1")), insert(newNote(alice, "m-2", "v2"))},
+				{embedded(alice, "m-1", "m1", "v1"), insert(newNote(alice, "m-3", "v3")), embedded(alice, "m-3", "m1", "v3"), embedded(alice, "m-2", "m1", "v2")},
+			}, func(t *testing.T, s Memories) {
+				if p := pending(t, s); len(p) != 0 {
+					t.Errorf("pending = %v, want none", p)
+				}
+			}},
+			{"CreatedEmbeddedChangedForgottenAndDeletedInOneBatch", [][]memOp{{addAgent(alice, "m1"),
+				insert(newNote(alice, "m-1", "v1")), embedded(alice, "m-1", "m1", "v1"), setContent(alice, "m-1", "v2"),
+				count(alice, 0, int64(len(note("v2"))-len(note("v1")))), embedded(alice, "m-1", "m1", "v2"),
+				do(func(ctx context.Context, tx memory.ReadModelTx) error { return tx.Forget(ctx, alice, "m-1", t0) }),
+				insert(newNote(alice, "m-2", "v1")), embedded(alice, "m-2", "m1", "v1"), markConsumed(alice, "m-2"),
+				do(func(ctx context.Context, tx memory.ReadModelTx) error {
+					return tx.SetVitality(ctx, alice, "m-2", memory.Vitality{Type: memory.Note, Base: 0.5, Since: t0})
+				}),
+				do(func(ctx context.Context, tx memory.ReadModelTx) error { return tx.DeleteMemory(ctx, alice, "m-1") }),
+				count(alice, -1, -int64(len(note("v2")))), readBack(alice, "m-1", false),
+				insert(newNote(alice, "m-1", "v3")), // the id again, after its delete: a new memory
+			}}, func(t *testing.T, s Memories) {
+				if a := agent(t, s, alice); a.StoredMemories != 2 || a.MemoryCount != 2 || a.TextBytes != int64(len(note("v1"))+len(note("v3"))) {
+					t.Errorf("agent = %+v, want 2 memories of %d bytes", a, len(note("v1"))+len(note("v3")))
+				}
+				if v := view(t, s, "u1", "m-1"); v.Embedding.Status != memory.StatusPending || v.Forgotten {
+					t.Errorf("m-1 inserted again: %+v", v)
+				}
+			}},
+			{"AnIdHeldAlreadyInsertedAgainWithVectors", [][]memOp{
+				{addAgent(alice, "m1"), insert(newNote(alice, "m-1", "v1"))},
+				// The second insert changes nothing; its text's vector is
+				// not the held text's, the held text's one counts.
+				{insert(newNote(alice, "m-1", "v2")), embedded(alice, "m-1", "m1", "v2"), insert(newNote(alice, "m-2", "v1")),
+					insert(newNote(alice, "m-2", "v9")), embedded(alice, "m-2", "m1", "v9")},
+				// The held text's vector, after an insert of the same text.
+				{insert(newNote(alice, "m-1", "v1")), embedded(alice, "m-1", "m1", "v1")},
+			}, func(t *testing.T, s Memories) {
+				if p := pending(t, s); len(p) != 1 || p[0] != "m-2" {
+					t.Errorf("pending = %v, want m-2", p)
+				}
+				if a := agent(t, s, alice); a.StoredMemories != 2 {
+					t.Errorf("stored memories = %d, want 2", a.StoredMemories)
+				}
+			}},
+			{"AnAgentCreatedAndDeletedInOneBatch", [][]memOp{{addAgent(alice, "m1"), addAgent(bob, "m1"),
+				insert(newNote(alice, "m-1", "v1")), embedded(alice, "m-1", "m1", "v1"), insert(newNote(bob, "m-2", "v2")),
+				do(func(ctx context.Context, tx memory.ReadModelTx) error { return tx.DeleteAgent(ctx, alice) }),
+				readBack(alice, "m-1", false), addAgent(alice, "m2"),
+				insert(newNote(alice, "m-3", "v3")), embedded(alice, "m-3", "m1", "v3"), embedded(bob, "m-2", "m1", "v2"),
+			}}, func(t *testing.T, s Memories) {
+				if a := agent(t, s, alice); a.StoredMemories != 1 || a.EmbeddingModel != "m2" {
+					t.Errorf("agent created again = %+v, want 1 memory in m2", a)
+				}
+				if p := pending(t, s); len(p) != 1 || p[0] != "m-3" {
+					t.Errorf("pending = %v, want m-3 (its vector is not in m2)", p)
+				}
+			}},
+			{"ModelSwitchedAfterEmbeddings", [][]memOp{{addAgent(alice, "m1"),
+				insert(newNote(alice, "m-1", "v1")), embedded(alice, "m-1", "m1", "v1"),
+				insert(newNote(alice, "m-2", "v2")), embedded(alice, "m-2", "m2", "v2"),
+				do(func(ctx context.Context, tx memory.ReadModelTx) error { return tx.DropEmbeddings(ctx, alice, "m1", 4) }),
+				do(func(ctx context.Context, tx memory.ReadModelTx) error { return tx.SetAgentModel(ctx, alice, "m2", 4) }),
+				do(func(ctx context.Context, tx memory.ReadModelTx) error { return tx.RefreshPending(ctx, alice, "") }),
+				insert(newNote(alice, "m-3", "v3")), embedded(alice, "m-3", "m1", "v3"),
+				insert(newNote(alice, "m-4", "v4")), embedded(alice, "m-4", "m2", "v4"),
+			}}, func(t *testing.T, s Memories) {
+				if p := pending(t, s); len(p) != 2 || p[0] != "m-1" || p[1] != "m-3" {
+					t.Errorf("pending = %v, want m-1 and m-3", p)
+				}
+			}},
+			{"CountersAcrossBatches", [][]memOp{
+				{addAgent(alice, "m1"), addAgent(aliceTwo, "m1"), insert(newNote(alice, "m-1", "v1")), insert(newNote(aliceTwo, "m-2", "v2"))},
+				{insert(newNote(alice, "m-3", "v3")), count(aliceTwo, -1, -int64(len(note("v2")))), count(alice, 0, 7)},
+				{count(aliceTwo, 1, int64(len(note("v2")))), insert(newNote(aliceTwo, "m-4", "v4"))},
+			}, func(t *testing.T, s Memories) {
+				if a, b := agent(t, s, alice), agent(t, s, aliceTwo); a.StoredMemories != 2 || a.TextBytes != int64(2*len(note("v1"))+7) ||
+					b.StoredMemories != 2 || b.TextBytes != int64(2*len(note("v2"))) {
+					t.Errorf("agents = %+v and %+v", a, b)
+				}
+			}},
+		}
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				batched, alone := open(t), open(t)
+				first := uint64(1)
+				for _, ops := range c.batches {
+					mustApply(t, batched, first, ops...)
+					for i, op := range ops {
+						mustApply(t, alone, first+uint64(i), op)
+					}
+					first += uint64(len(ops))
+				}
+				want := export(t, alone)
+				if got := export(t, batched); got != want {
+					t.Fatalf("state after the batches:\n%s\nwant the state of the writes one at a time:\n%s", got, want)
+				}
+				last := c.batches[len(c.batches)-1]
+				mustApply(t, batched, first-uint64(len(last)), last...) // redelivered
+				if got := export(t, batched); got != want {
+					t.Fatalf("a redelivered batch changed the state:\n%s\nwant:\n%s", got, want)
+				}
+				if c.want != nil {
+					c.want(t, batched)
+				}
+			})
 		}
 	})
 

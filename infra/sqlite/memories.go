@@ -41,9 +41,7 @@ func NewMemories(db *DB) *Memories {
 
 // Apply implements memory.ReadModel.
 func (m *Memories) Apply(ctx context.Context, events []domain.Event, apply func(context.Context, memory.ReadModelTx, domain.Event) error) error {
-	return applyBatch(ctx, m.db, memoriesCheckpoint, events, func(b *batchTx) memory.ReadModelTx {
-		return &memoriesTx{batchTx: b, agents: map[memory.AgentRef]bool{}}
-	}, apply)
+	return applyBatch(ctx, m.db, memoriesCheckpoint, events, func(b *batchTx) memory.ReadModelTx { return newMemoriesTx(b) }, apply)
 }
 
 // memTimeLayout is fixed width, so text order is time order.

@@ -14,8 +14,9 @@ import (
 	"github.com/engram-memory/engram/projections"
 )
 
-// BenchmarkMemoriesApplyBatch measures how the memories read model and the
-// two index projections (their SQLite state and in-process index) apply
+// BenchmarkMemoriesApplyBatch measures how the memories read model, the
+// two index projections (their SQLite state and in-process index) and the
+// audit trail apply
 // one batch write of 1000 notes with their vectors (2000 events, as
 // POST /memories/batch appends them); cpu-ns/memory is steadier than wall
 // time on a shared machine.
@@ -33,6 +34,11 @@ func BenchmarkMemoriesApplyBatch(b *testing.B) {
 	b.Run("keyword", func(b *testing.B) {
 		benchmarkApplyBatch(b, func(db *sqlite.DB) projections.Projection {
 			return projections.NewKeyword(sqlite.NewKeywordStore(db), textindex.NewPort(textindex.Options{}, 0), true, nil)
+		})
+	})
+	b.Run("audit", func(b *testing.B) {
+		benchmarkApplyBatch(b, func(db *sqlite.DB) projections.Projection {
+			return projections.NewAudit(sqlite.NewAudit(db))
 		})
 	})
 }

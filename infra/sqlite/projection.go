@@ -27,7 +27,8 @@ func (db *DB) Checkpoint(ctx context.Context, name string) (uint64, error) {
 // applied exactly once however often it is delivered. beforeCommit (nil:
 // none) runs after the last apply and before the commit: an index
 // projection writes its index there, so an index write that fails rolls
-// the batch back and the checkpoint stays behind the index, never ahead.
+// the batch back and the checkpoint stays behind the index, never ahead;
+// a read model writes what it held back there (applyBatch, batchEnder).
 func (db *DB) ApplyEvents(ctx context.Context, name string, events []domain.Event, apply func(*sql.Tx, domain.Event) error, beforeCommit func(context.Context) error) error {
 	return db.WriteTx(ctx, func(tx *sql.Tx) error {
 		var done uint64
@@ -50,7 +51,7 @@ func (db *DB) ApplyEvents(ctx context.Context, name string, events []domain.Even
 		}
 		if beforeCommit != nil {
 			if err := beforeCommit(ctx); err != nil {
-				return fmt.Errorf("%s: index writes up to %d: %w", name, last, err)
+				return fmt.Errorf("%s: end the batch at %d: %w", name, last, err)
 			}
 		}
 		_, err = tx.ExecContext(ctx, `INSERT INTO projection_checkpoints (name, position) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET position = excluded.position`, name, last)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"math/bits"
+	"strings"
 
 	"github.com/engram-memory/engram/domain"
 )
@@ -11,7 +13,8 @@ import (
 // applyBatch is domain.ReadModelStore.Apply for a read model whose
 // checkpoint is name: the events after the checkpoint are applied through
 // one transaction, wrapped by newTx as the read model's write port, and
-// the checkpoint advances in the same transaction.
+// the checkpoint advances in the same transaction. A write port that
+// holds writes back (batchEnder) writes them after the last event.
 func applyBatch[Tx any](ctx context.Context, db *DB, name string, events []domain.Event,
 	newTx func(*batchTx) Tx, apply func(context.Context, Tx, domain.Event) error) error {
 	var b *batchTx
@@ -22,7 +25,20 @@ func applyBatch[Tx any](ctx context.Context, db *DB, name string, events []domai
 			tx = newTx(b)
 		}
 		return apply(ctx, tx, e)
-	}, nil)
+	}, func(context.Context) error {
+		if ender, ok := any(tx).(batchEnder); ok {
+			return ender.endBatch()
+		}
+		return nil
+	})
+}
+
+// batchEnder is a write port that holds writes of the batch back and
+// writes them when the batch's events are applied, before the checkpoint
+// advances in the same transaction: the memories store writes each new
+// row once, the audit store many rows per statement.
+type batchEnder interface {
+	endBatch() error
 }
 
 // batchTx is the transaction of one batch of events with its statements,
@@ -103,3 +119,41 @@ type rowScanner interface{ Scan(dest ...any) error }
 type failedRow struct{ err error }
 
 func (r failedRow) Scan(...any) error { return r.err }
+
+// maxInsertRows bounds the rows of one multi-row INSERT (rowInserts): a
+// statement's fixed costs are spread thin well before it, and its bound
+// parameters stay far below SQLite's limit (32,766).
+const maxInsertRows = 256
+
+// rowInserts are one table's multi-row INSERT statement texts, one per
+// power of two rows up to maxInsertRows. Rows go in by as many full
+// statements of the largest size as fit, then at most one of each smaller
+// size, so a table has few distinct statements, each prepared once per
+// transaction (batchTx), however many rows a batch has.
+type rowInserts struct {
+	columns int
+	texts   []string // texts[i] inserts 1<<i rows
+}
+
+// newRowInserts builds the texts prefix + rows of columns placeholders + suffix.
+func newRowInserts(prefix string, columns int, suffix string) rowInserts {
+	row := "(" + memPlaceholders(columns) + "),"
+	ins := rowInserts{columns: columns}
+	for rows := 1; rows <= maxInsertRows; rows *= 2 {
+		ins.texts = append(ins.texts, prefix+strings.TrimSuffix(strings.Repeat(row, rows), ",")+suffix)
+	}
+	return ins
+}
+
+// insert inserts the rows of values, columns values a row, in order.
+func (ins rowInserts) insert(b *batchTx, values []any) error {
+	for len(values) > 0 {
+		i := min(bits.Len(uint(len(values)/ins.columns))-1, len(ins.texts)-1)
+		n := ins.columns << i
+		if err := b.run(ins.texts[i], values[:n]...); err != nil {
+			return err
+		}
+		values = values[n:]
+	}
+	return nil
+}
