@@ -106,6 +106,11 @@ type VectorStateTx interface {
 	// DeleteAgent removes the agent, its memories and their vectors.
 	DeleteAgent(ctx context.Context, userID, agentID string) error
 	Memory(ctx context.Context, memoryID string) (VectorMemory, bool, error)
+	// InsertMemory stores m unless a memory with its id is stored already
+	// (a repeated creation keeps the first, as the read models do) and
+	// reports whether it stored m: one statement where a lookup and a put
+	// were two, for the one write every created memory makes.
+	InsertMemory(ctx context.Context, m VectorMemory) (inserted bool, err error)
 	PutMemory(ctx context.Context, m VectorMemory) error
 	// DeleteMemory removes the memory and its vectors.
 	DeleteMemory(ctx context.Context, memoryID string) error

@@ -57,13 +57,12 @@ func (p *Vectors) apply(ctx context.Context, tx domain.VectorStateTx, e domain.E
 		if _, exists, err := tx.Agent(ctx, ev.UserID, ev.AgentID); err != nil || !exists {
 			return err
 		}
-		if _, exists, err := tx.Memory(ctx, ev.MemoryID); err != nil || exists {
-			return err
-		}
-		return tx.PutMemory(ctx, domain.VectorMemory{
+		// A repeated creation keeps the first, as in the read model.
+		_, err := tx.InsertMemory(ctx, domain.VectorMemory{
 			MemoryID: ev.MemoryID, UserID: ev.UserID, AgentID: ev.AgentID, Type: string(ev.Type),
 			Tags: ev.Tags, CreatedAt: ev.CreatedAt, TextHash: ev.TextHash,
 		})
+		return err
 	case memory.MemoryEmbedded{}.EventType():
 		var ev memory.MemoryEmbedded
 		if err := e.Decode(&ev); err != nil {

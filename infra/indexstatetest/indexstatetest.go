@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -257,6 +258,47 @@ func RunVectors(t *testing.T, open func(t *testing.T) domain.VectorState) {
 		agents, err := s.VectorAgents(ctx)
 		if err != nil || len(agents) != 1 || agents[0].Space != spaceA {
 			t.Fatalf("agents %+v (%v), want ann in %v", agents, err, spaceA)
+		}
+	})
+
+	t.Run("a repeated insert keeps the first memory; one after a delete stores again", func(t *testing.T) {
+		s := open(t)
+		first, second := memory(ann, "m1", "h1"), memory(bob, "m1", "h2")
+		second.Type, second.Tags = "fact", nil
+		insert := func(m domain.VectorMemory, want bool) func(domain.VectorStateTx) error {
+			return func(tx domain.VectorStateTx) error {
+				inserted, err := tx.InsertMemory(ctx, m)
+				if err == nil && inserted != want {
+					err = fmt.Errorf("insert of %s (%s) reported inserted=%v, want %v", m.MemoryID, m.TextHash, inserted, want)
+				}
+				return err
+			}
+		}
+		read := func(want domain.VectorMemory, wantFound bool) func(domain.VectorStateTx) error {
+			return func(tx domain.VectorStateTx) error {
+				got, found, err := tx.Memory(ctx, want.MemoryID)
+				if err == nil && (found != wantFound || found && !reflect.DeepEqual(got, want)) {
+					err = fmt.Errorf("memory %s read back %+v (found %v), want %+v (found %v)", want.MemoryID, got, found, want, wantFound)
+				}
+				return err
+			}
+		}
+		empty := second
+		empty.Tags = []string{}
+		// In one batch (the adapter may cache what it inserted) and
+		// across batches (it reads what is stored).
+		if err := step(s, 1, nil, insert(first, true), insert(second, false), read(first, true)); err != nil {
+			t.Fatal(err)
+		}
+		if err := step(s, 4, nil, read(first, true), insert(second, false), read(first, true)); err != nil {
+			t.Fatal(err)
+		}
+		if err := step(s, 7, nil, insert(second, false), read(first, true), func(tx domain.VectorStateTx) error { return tx.DeleteMemory(ctx, "m1") },
+			read(first, false), insert(second, true), read(empty, true), insert(first, false)); err != nil {
+			t.Fatal(err)
+		}
+		if err := step(s, 14, nil, read(empty, true)); err != nil {
+			t.Fatal(err)
 		}
 	})
 

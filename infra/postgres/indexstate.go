@@ -281,6 +281,20 @@ func (t vectorTx) Memory(ctx context.Context, memoryID string) (domain.VectorMem
 	return m, true, nil
 }
 
+func (t vectorTx) InsertMemory(ctx context.Context, m domain.VectorMemory) (bool, error) {
+	tags, err := tagsJSON(m.Tags)
+	if err != nil {
+		return false, err
+	}
+	n, err := t.exec(ctx, `INSERT INTO vector_memories (memory_id, user_id, agent_id, type, tags, created_ns, text_hash, forgotten)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (memory_id) DO NOTHING`,
+		m.MemoryID, m.UserID, m.AgentID, m.Type, tags, domain.ClampedUnixNano(m.CreatedAt), m.TextHash, m.Forgotten)
+	if err != nil {
+		return false, fmt.Errorf("vectors: insert memory: %w", err)
+	}
+	return n > 0, nil
+}
+
 func (t vectorTx) PutMemory(ctx context.Context, m domain.VectorMemory) error {
 	tags, err := tagsJSON(m.Tags)
 	if err != nil {

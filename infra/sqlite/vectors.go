@@ -196,13 +196,32 @@ func (t *vectorTx) Memory(ctx context.Context, memoryID string) (domain.VectorMe
 	return m, true, nil
 }
 
+func (t *vectorTx) InsertMemory(ctx context.Context, m domain.VectorMemory) (bool, error) {
+	if c, known := t.memories[m.MemoryID]; known && c.found {
+		return false, nil
+	}
+	tags, err := json.Marshal(nonNil(m.Tags))
+	if err != nil {
+		return false, err
+	}
+	n, err := t.b.exec(`INSERT INTO vector_memories (memory_id, user_id, agent_id, type, tags, created_ns, text_hash, forgotten)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (memory_id) DO NOTHING`,
+		m.MemoryID, m.UserID, m.AgentID, m.Type, tags, domain.ClampedUnixNano(m.CreatedAt), m.TextHash, m.Forgotten)
+	if err != nil {
+		return false, fmt.Errorf("vectors: insert memory: %w", err)
+	}
+	if n == 0 {
+		delete(t.memories, m.MemoryID) // stored before: Memory reads it
+		return false, nil
+	}
+	t.memories[m.MemoryID] = cachedMemory{memory: storedVectorMemory(m), found: true}
+	return true, nil
+}
+
 func (t *vectorTx) PutMemory(ctx context.Context, m domain.VectorMemory) error {
-	tags, err := json.Marshal(m.Tags)
+	tags, err := json.Marshal(nonNil(m.Tags))
 	if err != nil {
 		return err
-	}
-	if m.Tags == nil {
-		tags = []byte("[]")
 	}
 	_, err = t.b.exec(`INSERT INTO vector_memories (memory_id, user_id, agent_id, type, tags, created_ns, text_hash, forgotten)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
