@@ -70,7 +70,7 @@ bench-load:
 # stop, replay the log into every projection and into each alone.
 REPLAY_N ?= 10000
 bench-replay:
-	$(GO) run ./cmd/engram-bench replay --n $(REPLAY_N) --out bench-out/replay.json
+	$(GO) run ./cmd/engram-bench replay --n $(REPLAY_N) --floor --out bench-out/replay.json
 
 clean:
 	rm -rf bin bench-out

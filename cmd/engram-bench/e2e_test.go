@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"database/sql"
 	"encoding/json"
 	"io"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/engram-memory/engram/infra/sqlite"
 	"github.com/engram-memory/engram/internal/testserver"
 )
 
@@ -197,9 +199,44 @@ func testReplay(t *testing.T, bin string) {
 			t.Errorf("rebuild %d: %+v, want %s", i, r, names[i])
 		}
 	}
-	again := replay("--skip-fill", "--each=false")
+	again := replay("--skip-fill", "--each=false", "--floor")
 	if again.Events != filled.Events || len(again.Rebuilds) != 1 || again.Rebuilds[0].Projection != "all" {
 		t.Fatalf("rebuild of the kept data dir: %+v", again)
+	}
+	testStorageFloor(t, again.Floor, filepath.Join(dir, sqlite.FileName))
+}
+
+// testStorageFloor checks --floor's report against the rebuilt database:
+// every read-model table copied whole, the memories' rows among them,
+// then the deferred indexes built.
+func testStorageFloor(t *testing.T, f *replayFloor, dbPath string) {
+	t.Helper()
+	if f == nil || f.CPUSeconds <= 0 || f.EventsPerSecond <= 0 || len(f.Steps) == 0 {
+		t.Fatalf("floor: %+v", f)
+	}
+	if last := f.Steps[len(f.Steps)-1]; last.Table != sqlite.DeferredIndexesStep {
+		t.Errorf("last step %+v, want the deferred indexes", last)
+	}
+	db, err := sql.Open("sqlite", "file:"+dbPath+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	copied := map[string]int64{}
+	for _, s := range f.Steps[:len(f.Steps)-1] {
+		var rows int64
+		if err := db.QueryRow(`SELECT count(*) FROM ` + s.Table).Scan(&rows); err != nil {
+			t.Fatal(err)
+		}
+		if s.Rows != rows {
+			t.Errorf("%s: copied %d rows of %d", s.Table, s.Rows, rows)
+		}
+		copied[s.Table] = s.Rows
+	}
+	for _, table := range []string{"memories", "memory_embeddings", "vector_memories", "vector_vectors", "keyword_docs", "audit_entries"} {
+		if copied[table] < 120 {
+			t.Errorf("%s: %d rows copied, want the 120 memories' at least", table, copied[table])
+		}
 	}
 }
 

@@ -25,7 +25,7 @@ type replayConfig struct {
 	n, batchSize, ingestConc int
 	seed                     uint64
 	agent, out, cpuProfile   string
-	alone, skipFill          bool
+	alone, skipFill, floor   bool
 	server                   serverFlags
 	// eventStore is the log the data dir's server appends to and the
 	// rebuilds read (the URL carries no password: PGPASSWORD or .pgpass).
@@ -47,6 +47,7 @@ func parseReplayFlags(args []string, stderr io.Writer) (replayConfig, error) {
 	fs.StringVar(&cfg.out, "out", "bench-out/replay.json", "JSON report file")
 	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write the CPU profile of the rebuild of all projections to this file")
 	fs.BoolVar(&cfg.alone, "each", true, "also rebuild each projection alone")
+	fs.BoolVar(&cfg.floor, "floor", false, "after the rebuild of all projections, measure the storage floor: the rebuilt read models copied into a scratch database inside SQLite (the least any replay of this log can cost)")
 	fs.StringVar(&cfg.server.engramBin, "engram-bin", "", "engram binary that fills the data dir (default: go build the module's into a temp dir)")
 	fs.StringVar(&cfg.server.dataDir, "data-dir", "", "empty data directory to fill and rebuild (default: a temp dir, removed afterwards)")
 	fs.BoolVar(&cfg.skipFill, "skip-fill", false, "rebuild --data-dir as it is (filled by an earlier run) instead of filling it: compares builds on the same log")
@@ -88,6 +89,8 @@ type replayReport struct {
 	Cores      int         `json:"cores"`
 	Ingest     ingestStats `json:"ingest"`
 	Rebuilds   []replayRun `json:"rebuilds"`
+	// Floor is set with --floor.
+	Floor *replayFloor `json:"storage_floor,omitempty"`
 	// LoadAverage is /proc/loadavg's 1, 5 and 15 minute figures before
 	// the first rebuild and after the last.
 	LoadAverage      string `json:"load_average"`
@@ -160,6 +163,11 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	rep.Rebuilds = append(rep.Rebuilds, run)
+	if cfg.floor {
+		if rep.Floor, err = measureFloor(ctx, st.DB.Path(), rep.Events); err != nil {
+			return err
+		}
+	}
 	if cfg.alone {
 		for _, name := range st.Engine.Names() {
 			run, err := rebuild(ctx, st, rep.Events, name)
@@ -232,6 +240,9 @@ func (r replayReport) table() string {
 			verdict = "missed"
 		}
 		fmt.Fprintf(&b, "target: all projections ≥ %d events/s: %s\n", replayEventsTarget, verdict)
+	}
+	if r.Floor != nil {
+		b.WriteString(r.Floor.line())
 	}
 	return b.String()
 }
