@@ -181,7 +181,7 @@ func storeBatch(ctx context.Context, c *client.Client, b client.BatchRequest) ([
 	case <-time.After(e.RetryAfter):
 	}
 	if werr := c.WaitVisible(waitCtx, e.ConsistencyToken); werr != nil {
-		return nil, nil, fmt.Errorf("%w; waited %s for it: %w", err, notYetVisibleWait, werr)
+		return nil, nil, fmt.Errorf("%w; then waiting (at most %s) for it to be visible: %w", err, notYetVisibleWait, werr)
 	}
 	return nil, &lateWrite{token: e.ConsistencyToken, waited: time.Since(began)}, nil
 }
