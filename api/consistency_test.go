@@ -2,13 +2,17 @@ package api_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/engram-memory/engram/api"
+	"github.com/engram-memory/engram/client"
 )
 
 // withToken sends a request carrying a consistency token.
@@ -94,4 +98,63 @@ func TestConsistencyTokenNotYetAppliedIs503(t *testing.T) {
 	}
 	s.create(t, aliceKey, "a1", "note", map[string]any{"content": "reaches the position"})
 	expect(t, s.withToken(t, "GET", "/v1/memories?agent_id=a1", aliceKey, ahead, ""), http.StatusOK)
+}
+
+// TestClientWaitsForWriteNotYetVisible goes through the Go client, the
+// real API and stack: with the projection engine stopped nothing applies a
+// batch, so it is stored and answered 503 write_not_yet_visible, and the
+// client.Error carries the write's consistency token and Retry-After.
+// WaitVisible does not return while nothing applies it, and returns once
+// the restarted engine has; the batch is then there exactly once.
+func TestClientWaitsForWriteNotYetVisible(t *testing.T) {
+	s := newStack(t, stackOptions{fixedAuth: true, visibilityTimeout: 200 * time.Millisecond, consistencyWait: 200 * time.Millisecond})
+	c := client.New(s.srv.URL+"/v1", aliceKey)
+	ctx := t.Context()
+	s.stopEngine()
+
+	items := make([]client.BatchMemory, 3)
+	var want []string
+	for i := range items {
+		want = append(want, fmt.Sprintf("stored before it is visible %d", i))
+		items[i] = client.BatchMemory{Type: "notes", Content: client.NoteContent{Content: want[i], NoteType: "observation"}}
+	}
+	_, err := c.CreateMemories(ctx, client.BatchRequest{AgentID: "a1", Memories: items})
+	var e *client.Error
+	if !errors.As(err, &e) || e.Status != http.StatusServiceUnavailable || e.Code != client.CodeWriteNotYetVisible || e.RetryAfter != time.Second {
+		t.Fatalf("batch with nothing applying it: %v, want 503 %s with Retry-After 1", err, client.CodeWriteNotYetVisible)
+	}
+	head, err := s.store.Head(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.ConsistencyToken != "v1."+strconv.FormatUint(head, 10) {
+		t.Fatalf("token %q, want the stored batch's position %d", e.ConsistencyToken, head)
+	}
+
+	bounded, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
+	defer cancel()
+	if err := c.WaitVisible(bounded, e.ConsistencyToken); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("WaitVisible while nothing applies the write: %v, want the deadline", err)
+	}
+
+	s.stopEngine = runInBackground(s.engine.Run)
+	if err := c.WaitVisible(ctx, e.ConsistencyToken); err != nil {
+		t.Fatal(err)
+	}
+	page, err := c.ListMemories(ctx, client.ListMemoriesOptions{AgentID: "a1", Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range page.Memories {
+		var note client.NoteContent
+		if err := m.DecodeContent(&note); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, note.Content)
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Fatalf("after the wait the agent holds %q, want the batch once: %q", got, want)
+	}
 }

@@ -105,6 +105,9 @@ type stackOptions struct {
 	// consistencyWait bounds the wait for a consistency token (zero:
 	// api.DefaultConsistencyWait).
 	consistencyWait time.Duration
+	// visibilityTimeout bounds a write's wait for the projections (zero:
+	// harnessVisibilityTimeout).
+	visibilityTimeout time.Duration
 	// fixedAuth authenticates the fixed bearer strings aliceKey and bobKey
 	// instead of account credentials.
 	fixedAuth bool
@@ -164,6 +167,9 @@ func newStack(t testing.TB, opts stackOptions) *stack {
 	if opts.runner.RetryBackoff == 0 {
 		opts.runner.RetryBackoff = time.Millisecond
 	}
+	if opts.visibilityTimeout == 0 {
+		opts.visibilityTimeout = harnessVisibilityTimeout
+	}
 	s := &stack{t: t, dataDir: opts.dataDir, clock: &testClock{}, logs: &syncBuffer{}, opts: opts}
 	if s.dataDir == "" {
 		s.dataDir = t.TempDir()
@@ -176,7 +182,7 @@ func newStack(t testing.TB, opts stackOptions) *stack {
 	ctx := context.Background()
 
 	// Storage, indexes and projections, as the server wires them.
-	cfg := engstack.Config{DataDir: s.dataDir, GroupCommit: 10 * time.Millisecond, VisibilityTimeout: harnessVisibilityTimeout, Logger: s.logger}
+	cfg := engstack.Config{DataDir: s.dataDir, GroupCommit: 10 * time.Millisecond, VisibilityTimeout: opts.visibilityTimeout, Logger: s.logger}
 	if opts.postgres {
 		cfg.EventStore = engstack.EventStore{Backend: engstack.PostgresLog, URL: postgresServer(t).Database(t)}
 		cfg.ReadModels = engstack.ReadModels{Backend: engstack.PostgresReadModels}

@@ -218,9 +218,10 @@ func (c *Client) send(ctx context.Context, method, path string, query url.Values
 func decodeError(resp *http.Response) error {
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	e := &Error{
-		Status:     resp.StatusCode,
-		RequestID:  resp.Header.Get("X-Request-Id"),
-		RetryAfter: parseRetryAfter(resp.Header.Get("Retry-After")),
+		Status:           resp.StatusCode,
+		RequestID:        resp.Header.Get("X-Request-Id"),
+		RetryAfter:       parseRetryAfter(resp.Header.Get("Retry-After")),
+		ConsistencyToken: resp.Header.Get(consistencyTokenHeader),
 	}
 	var env struct {
 		Success bool `json:"success"`

@@ -23,6 +23,11 @@ type Error struct {
 	Details   map[string]any // e.g. the invalid field; may be nil
 	// RetryAfter is the server's Retry-After on 429 and 503; zero if absent.
 	RetryAfter time.Duration
+	// ConsistencyToken is the response's Engram-Consistency-Token, set
+	// when the request wrote before it failed. On 503
+	// CodeWriteNotYetVisible the write is stored: wait for it with
+	// WaitVisible instead of sending it again, which stores a copy.
+	ConsistencyToken string
 }
 
 func (e *Error) Error() string {

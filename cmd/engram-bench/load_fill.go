@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -18,7 +19,11 @@ type ingestStats struct {
 	PerSecond  float64 `json:"memories_per_second"`
 	Model      string  `json:"model"`
 	Dimensions int     `json:"dimensions"`
-	Pending    int     `json:"pending_embeddings"` // memories not embedded when their write returned
+	Pending    int     `json:"pending_embeddings"` // memories not embedded when their write returned (2xx answers only)
+	// NotYetVisible counts the batches answered 503 write_not_yet_visible:
+	// stored, but not applied by every projection within the server's
+	// visibility timeout. Each was waited for, not sent again.
+	NotYetVisible int `json:"not_yet_visible_answers"`
 	// Curve is the rate per stretch of the fill (every 10 batches), to
 	// show whether ingest slows down as the agent grows.
 	Curve []ingestPoint `json:"curve"`
@@ -74,11 +79,7 @@ func fill(ctx context.Context, c *client.Client, meter cpuMeter, gen *synth, cfg
 	for range cfg.ingestConc {
 		wg.Go(func() {
 			for b := range next {
-				var out []client.CreatedMemory
-				err := retry429(ctx, func() (err error) {
-					out, err = c.CreateMemories(ctx, b)
-					return err
-				})
+				out, late, err := storeBatch(ctx, c, b)
 				mu.Lock()
 				if err != nil && firstErr == nil {
 					firstErr = err
@@ -90,6 +91,12 @@ func fill(ctx context.Context, c *client.Client, meter cpuMeter, gen *synth, cfg
 					if m.Embedding.Status != "embedded" {
 						st.Pending++
 					}
+				}
+				if late != nil {
+					st.Memories += len(b.Memories)
+					st.NotYetVisible++
+					fmt.Fprintf(log, "  a batch of %d memories was answered 503 %s: stored, so not sent again; its write %s was visible %.1fs later\n",
+						len(b.Memories), client.CodeWriteNotYetVisible, late.token, late.waited.Seconds())
 				}
 				done := st.Memories
 				if err == nil && (done%(10*size) < size || done == cfg.n) {
@@ -126,5 +133,77 @@ send:
 	if firstErr != nil {
 		return st, fmt.Errorf("fill: %w", firstErr)
 	}
+	// The agent's own count shows that no batch was stored twice (or lost).
+	held, err := agentMemories(ctx, c, cfg.agent)
+	if err != nil {
+		return st, fmt.Errorf("fill: count the agent's memories: %w", err)
+	}
+	if held != cfg.n || st.Memories != cfg.n {
+		return st, fmt.Errorf("fill: agent %s holds %d memories and the answers counted %d, want the %d sent", cfg.agent, held, st.Memories, cfg.n)
+	}
 	return st, nil
+}
+
+// notYetVisibleWait bounds the wait for a batch answered 503
+// write_not_yet_visible: the server gave up after its visibility timeout
+// (30 s), so the projections are far behind, but a longer wait than this
+// means they are stuck.
+const notYetVisibleWait = 5 * time.Minute
+
+// lateWrite is a batch answered 503 write_not_yet_visible and then waited
+// for until its consistency token was visible.
+type lateWrite struct {
+	token  string
+	waited time.Duration
+}
+
+// storeBatch sends one batch (again after a 429) and returns the memories
+// the server created. A 503 write_not_yet_visible means the batch is
+// stored and sending it again would store a second copy: storeBatch then
+// waits, honouring Retry-After and at most notYetVisibleWait, until the
+// write's consistency token is visible, and returns no memories and the
+// lateWrite. Any other failure is returned.
+func storeBatch(ctx context.Context, c *client.Client, b client.BatchRequest) ([]client.CreatedMemory, *lateWrite, error) {
+	var out []client.CreatedMemory
+	err := retry429(ctx, func() (err error) {
+		out, err = c.CreateMemories(ctx, b)
+		return err
+	})
+	var e *client.Error
+	if !errors.As(err, &e) || e.Code != client.CodeWriteNotYetVisible {
+		return out, nil, err
+	}
+	began := time.Now()
+	waitCtx, cancel := context.WithTimeout(ctx, notYetVisibleWait)
+	defer cancel()
+	select {
+	case <-waitCtx.Done():
+	case <-time.After(e.RetryAfter):
+	}
+	if werr := c.WaitVisible(waitCtx, e.ConsistencyToken); werr != nil {
+		return nil, nil, fmt.Errorf("%w; then waiting (at most %s) for it to be visible: %w", err, notYetVisibleWait, werr)
+	}
+	return nil, &lateWrite{token: e.ConsistencyToken, waited: time.Since(began)}, nil
+}
+
+// agentMemories is the number of memories (not forgotten) the agent holds,
+// from the agents listing, which keeps the count (GET /agents/{id}/stats
+// would scan all of them).
+func agentMemories(ctx context.Context, c *client.Client, agentID string) (int, error) {
+	opts := client.ListAgentsOptions{}
+	for {
+		page, err := c.ListAgents(ctx, opts)
+		if err != nil {
+			return 0, err
+		}
+		for _, a := range page.Agents {
+			if a.AgentID == agentID {
+				return a.MemoryCount, nil
+			}
+		}
+		if page.NextCursor == "" {
+			return 0, nil
+		}
+		opts.Cursor = page.NextCursor
+	}
 }
