@@ -19,21 +19,12 @@ import (
 // which the embedded keyword index is loaded at start.
 type KeywordStore struct {
 	db *DB
-	// sourceInserts are the multi-row INSERT texts of the sources a batch
-	// holds back (keywordTx).
-	sourceInserts rowInserts
 }
 
 var _ domain.KeywordState = (*KeywordStore)(nil)
 
 // NewKeywordStore returns the keyword projection's store over db.
-func NewKeywordStore(db *DB) *KeywordStore {
-	return &KeywordStore{db: db, sourceInserts: newRowInserts(
-		`INSERT INTO keyword_docs (memory_id, user_id, agent_id, type, tags, created_ns, body, meta, content, forgotten) VALUES `, keywordSourceColumns, ``)}
-}
-
-// keywordSourceColumns is the number of values of a keyword_docs row.
-const keywordSourceColumns = 10
+func NewKeywordStore(db *DB) *KeywordStore { return &KeywordStore{db: db} }
 
 // keywordCheckpoint keys the keyword projection's checkpoint.
 const keywordCheckpoint = "keyword"
@@ -45,9 +36,13 @@ func (s *KeywordStore) KeywordCheckpoint(ctx context.Context) (uint64, error) {
 
 // ApplyKeyword implements domain.KeywordState.
 func (s *KeywordStore) ApplyKeyword(ctx context.Context, events []domain.Event, apply func(context.Context, domain.KeywordStateTx, domain.Event) error, beforeCommit func(context.Context) error) error {
-	return applyBatch(ctx, s.db, keywordCheckpoint, events, func(b *batchTx) domain.KeywordStateTx {
-		return &keywordTx{b: b, store: s, agents: map[domain.IndexScope]bool{}, held: map[string]bool{}}
-	}, apply, beforeCommit)
+	var t *keywordTx
+	return s.db.ApplyEvents(ctx, keywordCheckpoint, events, func(tx *sql.Tx, e domain.Event) error {
+		if t == nil || t.b.tx != tx { // a retried transaction starts afresh
+			t = &keywordTx{b: s.db.batchFor(ctx, tx), agents: map[domain.IndexScope]bool{}}
+		}
+		return apply(ctx, t, e)
+	}, beforeCommit)
 }
 
 // ResetKeyword implements domain.KeywordState.
@@ -94,42 +89,10 @@ func scanKeywordSource(scan func(...any) error) (domain.KeywordSource, error) {
 
 // keywordTx implements domain.KeywordStateTx on a write transaction.
 type keywordTx struct {
-	b     *batchTx
-	store *KeywordStore
+	b *batchTx
 	// agents caches whether an agent exists within the batch (every
 	// memory event asks), which changes only by PutAgent and DeleteAgent.
 	agents map[domain.IndexScope]bool
-	// The inserted sources are held back and written many rows per
-	// statement (rowInserts) at the batch's end, in the order they came,
-	// so seq is what one insert at a time gives. held names them; a
-	// statement that reads or changes a held source writes them first
-	// (settle), one that deletes writes them all (writeHeld).
-	sourceRows []any
-	held       map[string]bool
-}
-
-var _ batchEnder = (*keywordTx)(nil)
-
-// endBatch implements batchEnder.
-func (t *keywordTx) endBatch() error { return t.writeHeld() }
-
-// settle writes the held sources when memoryID is one of them, before a
-// statement that reads or changes it.
-func (t *keywordTx) settle(memoryID string) error {
-	if t.held[memoryID] {
-		return t.writeHeld()
-	}
-	return nil
-}
-
-// writeHeld writes the held sources.
-func (t *keywordTx) writeHeld() error {
-	if err := t.store.sourceInserts.insert(t.b, t.sourceRows); err != nil {
-		return fmt.Errorf("keyword: insert: %w", err)
-	}
-	t.sourceRows = t.sourceRows[:0]
-	clear(t.held)
-	return nil
 }
 
 func (t *keywordTx) AgentExists(ctx context.Context, scope domain.IndexScope) (bool, error) {
@@ -154,9 +117,6 @@ func (t *keywordTx) PutAgent(ctx context.Context, scope domain.IndexScope) error
 }
 
 func (t *keywordTx) DeleteAgent(ctx context.Context, scope domain.IndexScope) error {
-	if err := t.writeHeld(); err != nil {
-		return err
-	}
 	for _, stmt := range []string{`DELETE FROM keyword_docs WHERE user_id = ? AND agent_id = ?`, `DELETE FROM keyword_agents WHERE user_id = ? AND agent_id = ?`} {
 		if _, err := t.b.exec(stmt, scope.UserID, scope.AgentID); err != nil {
 			return fmt.Errorf("keyword: delete agent: %w", err)
@@ -167,9 +127,6 @@ func (t *keywordTx) DeleteAgent(ctx context.Context, scope domain.IndexScope) er
 }
 
 func (t *keywordTx) Source(ctx context.Context, scope domain.IndexScope, memoryID string) (domain.KeywordSource, bool, error) {
-	if err := t.settle(memoryID); err != nil {
-		return domain.KeywordSource{}, false, err
-	}
 	row := t.b.queryRow(`SELECT memory_id, user_id, agent_id, type, tags, created_ns, body, meta, content, forgotten FROM keyword_docs
 		WHERE memory_id = ? AND user_id = ? AND agent_id = ?`, memoryID, scope.UserID, scope.AgentID)
 	src, err := scanKeywordSource(row.Scan)
@@ -182,33 +139,21 @@ func (t *keywordTx) Source(ctx context.Context, scope domain.IndexScope, memoryI
 	return src, true, nil
 }
 
-// InsertSource holds s back (writeHeld) when no source of its id is
-// held or stored: the lookup reads the memory_id index alone, where an
-// insert writes the row.
 func (t *keywordTx) InsertSource(ctx context.Context, s domain.KeywordSource) (bool, error) {
-	if t.held[s.MemoryID] {
-		return false, nil
-	}
-	stored, err := t.b.exists(`SELECT 1 FROM keyword_docs WHERE memory_id = ?`, s.MemoryID)
-	if err != nil {
-		return false, fmt.Errorf("keyword: insert: %w", err)
-	}
-	if stored {
-		return false, nil
-	}
 	tags, err := json.Marshal(nonNil(s.Tags))
 	if err != nil {
 		return false, err
 	}
-	t.sourceRows = append(t.sourceRows, s.MemoryID, s.UserID, s.AgentID, s.Type, tags, domain.ClampedUnixNano(s.CreatedAt), s.Text, s.Meta, string(s.Content), s.Forgotten)
-	t.held[s.MemoryID] = true
-	return true, nil
+	n, err := t.b.exec(`INSERT INTO keyword_docs (memory_id, user_id, agent_id, type, tags, created_ns, body, meta, content, forgotten)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (memory_id) DO NOTHING`,
+		s.MemoryID, s.UserID, s.AgentID, s.Type, tags, domain.ClampedUnixNano(s.CreatedAt), s.Text, s.Meta, string(s.Content), s.Forgotten)
+	if err != nil {
+		return false, fmt.Errorf("keyword: insert: %w", err)
+	}
+	return n > 0, nil
 }
 
 func (t *keywordTx) UpdateSource(ctx context.Context, s domain.KeywordSource) error {
-	if err := t.settle(s.MemoryID); err != nil {
-		return err
-	}
 	tags, err := json.Marshal(nonNil(s.Tags))
 	if err != nil {
 		return err
@@ -220,13 +165,7 @@ func (t *keywordTx) UpdateSource(ctx context.Context, s domain.KeywordSource) er
 	return nil
 }
 
-// DeleteSource writes every held source first, not only this one: a
-// delete of the source with the highest seq lets the next insert take
-// that seq again, so inserts and deletes must reach the table in order.
 func (t *keywordTx) DeleteSource(ctx context.Context, scope domain.IndexScope, memoryID string) (bool, error) {
-	if err := t.writeHeld(); err != nil {
-		return false, err
-	}
 	n, err := t.b.exec(`DELETE FROM keyword_docs WHERE memory_id = ? AND user_id = ? AND agent_id = ?`, memoryID, scope.UserID, scope.AgentID)
 	if err != nil {
 		return false, fmt.Errorf("keyword: delete: %w", err)
