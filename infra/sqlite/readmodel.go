@@ -43,8 +43,8 @@ func applyBatch[Tx any](ctx context.Context, db *DB, name string, events []domai
 // batchEnder is a write port that holds writes of the batch back and
 // writes them when the batch's events are applied, before the checkpoint
 // advances in the same transaction: the memories store writes each new
-// row once, the audit store and the keyword and vector state many rows
-// per statement.
+// row once, the audit store and the vector state's vectors many rows per
+// statement.
 type batchEnder interface {
 	endBatch() error
 }
