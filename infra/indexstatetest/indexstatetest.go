@@ -1,17 +1,21 @@
 // Package indexstatetest is the conformance suite of the index
 // projections' state ports (domain.KeywordState, domain.VectorState): the
 // unit of work with its checkpoint and beforeCommit hook, and each
-// transaction operation, read back through the same ports. An adapter
-// runs it with one line per port; every open must return a fresh, empty
-// state.
+// transaction operation, read back through the same ports, and batches
+// against their writes applied one at a time, compared by the state's
+// Export. An adapter runs it with one line per port; every open must
+// return a fresh, empty state.
 package indexstatetest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,6 +23,35 @@ import (
 )
 
 var errInjected = errors.New("injected index failure")
+
+// exporter is a state that writes itself as canonical bytes (every
+// adapter's does: the replay tests compare a rebuild with them).
+type exporter interface {
+	Export(ctx context.Context, w io.Writer) error
+}
+
+// compareStates fails unless the states export the same bytes and the
+// reads within their batches saw the same.
+func compareStates(t *testing.T, batched, alone any, seenBatched, seenAlone []string) {
+	t.Helper()
+	export := func(s any) string {
+		e, ok := s.(exporter)
+		if !ok {
+			t.Fatalf("%T does not export its state", s)
+		}
+		var buf bytes.Buffer
+		if err := e.Export(context.Background(), &buf); err != nil {
+			t.Fatal(err)
+		}
+		return buf.String()
+	}
+	if got, want := strings.Join(seenBatched, "\n"), strings.Join(seenAlone, "\n"); got != want {
+		t.Fatalf("within the batches:\n%s\nwant what the writes one at a time see:\n%s", got, want)
+	}
+	if got, want := export(batched), export(alone); got != want {
+		t.Fatalf("state after the batches:\n%s\nwant the state of the writes one at a time:\n%s", got, want)
+	}
+}
 
 // events are n events at positions first, first+1, …
 func events(first uint64, n int) []domain.Event {
@@ -157,6 +190,107 @@ func RunKeyword(t *testing.T, open func(t *testing.T) domain.KeywordState) {
 		}
 		if got := loaded(t, s); len(got) != 1 || got[0].MemoryID != "m2" {
 			t.Fatalf("loaded %+v, want bob's m2 only", got)
+		}
+	})
+
+	// A state may hold a batch's inserts back to write many rows per
+	// statement: whatever it holds, the batch leaves the state (seq
+	// included) that its writes applied one batch each leave, and the
+	// reads and inserts within it answer as they do then.
+	t.Run("ABatchLeavesTheStateOfItsWritesOneAtATime", func(t *testing.T) {
+		type op func(tx domain.KeywordStateTx, seen *[]string) error
+		insert := func(scope domain.IndexScope, id, text string) op {
+			return func(tx domain.KeywordStateTx, seen *[]string) error {
+				inserted, err := tx.InsertSource(ctx, source(scope, id, text))
+				*seen = append(*seen, fmt.Sprintf("insert %s/%s %q: %v", scope.UserID, id, text, inserted))
+				return err
+			}
+		}
+		read := func(scope domain.IndexScope, id string) op {
+			return func(tx domain.KeywordStateTx, seen *[]string) error {
+				src, found, err := tx.Source(ctx, scope, id)
+				*seen = append(*seen, fmt.Sprintf("source %s/%s: %v %s %q %v", scope.UserID, id, found, src.Content, src.Text, src.Forgotten))
+				return err
+			}
+		}
+		update := func(scope domain.IndexScope, id, text string) op {
+			return func(tx domain.KeywordStateTx, seen *[]string) error {
+				src := source(scope, id, text)
+				src.Forgotten = true
+				return tx.UpdateSource(ctx, src)
+			}
+		}
+		remove := func(scope domain.IndexScope, id string) op {
+			return func(tx domain.KeywordStateTx, seen *[]string) error {
+				deleted, err := tx.DeleteSource(ctx, scope, id)
+				*seen = append(*seen, fmt.Sprintf("delete %s/%s: %v", scope.UserID, id, deleted))
+				return err
+			}
+		}
+		agent := func(scope domain.IndexScope) op {
+			return func(tx domain.KeywordStateTx, seen *[]string) error { return tx.PutAgent(ctx, scope) }
+		}
+		deleteAgent := func(scope domain.IndexScope) op {
+			return func(tx domain.KeywordStateTx, seen *[]string) error {
+				if err := tx.DeleteAgent(ctx, scope); err != nil {
+					return err
+				}
+				exists, err := tx.AgentExists(ctx, scope)
+				*seen = append(*seen, fmt.Sprintf("agent %s after its delete: %v", scope.UserID, exists))
+				return err
+			}
+		}
+		many := []op{agent(ann)}
+		for i := range 300 {
+			many = append(many, insert(ann, fmt.Sprintf("m%03d", i), fmt.Sprint("text ", i)))
+		}
+		many = append(many, insert(ann, "m007", "again"), insert(bob, "m299", "again in another scope"), read(ann, "m299"))
+		cases := []struct {
+			name    string
+			batches [][]op
+		}{
+			{"MoreInsertsThanOneStatementTakes", [][]op{many, {insert(ann, "m000", "stored"), insert(ann, "m300", "new"), insert(ann, "m300", "held")}}},
+			{"AHeldSourceReadUpdatedAndDeleted", [][]op{{
+				insert(ann, "m1", "v1"), read(ann, "m1"), read(bob, "m1"), update(ann, "m1", "v2"), read(ann, "m1"),
+				insert(ann, "m2", "v1"), remove(bob, "m2"), remove(ann, "m2"), read(ann, "m2"), insert(ann, "m2", "v3"), insert(ann, "m3", "v1"),
+			}}},
+			// A delete while inserts are held: the source deleted has the
+			// highest seq, which the next insert takes again.
+			{"ADeleteOfAStoredSourceWhileInsertsAreHeld", [][]op{
+				{insert(ann, "m1", "v1"), insert(ann, "m2", "v1")},
+				{insert(ann, "m3", "v1"), remove(ann, "m2"), insert(ann, "m4", "v1"), update(ann, "m1", "v2"), insert(ann, "m5", "v1")},
+			}},
+			{"AnAgentDeletedAfterItsInserts", [][]op{{
+				agent(ann), agent(bob), insert(ann, "m1", "v1"), insert(bob, "m2", "v1"), insert(ann, "m3", "v1"),
+				deleteAgent(ann), read(ann, "m1"), read(bob, "m2"), agent(ann), insert(ann, "m1", "v2"), insert(bob, "m3", "v2"),
+			}}},
+		}
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				batched, alone := open(t), open(t)
+				var seenBatched, seenAlone []string
+				apply := func(s domain.KeywordState, first uint64, seen *[]string, ops ...op) {
+					t.Helper()
+					err := s.ApplyKeyword(ctx, events(first, len(ops)), func(ctx context.Context, tx domain.KeywordStateTx, e domain.Event) error {
+						return ops[e.Position-first](tx, seen)
+					}, nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+				}
+				first := uint64(1)
+				for _, ops := range c.batches {
+					apply(batched, first, &seenBatched, ops...)
+					for i, op := range ops {
+						apply(alone, first+uint64(i), &seenAlone, op)
+					}
+					first += uint64(len(ops))
+				}
+				compareStates(t, batched, alone, seenBatched, seenAlone)
+				last := c.batches[len(c.batches)-1]
+				apply(batched, first-uint64(len(last)), &seenBatched, last...) // redelivered: skipped
+				compareStates(t, batched, alone, seenBatched, seenAlone)
+			})
 		}
 	})
 
@@ -338,6 +472,125 @@ func RunVectors(t *testing.T, open func(t *testing.T) domain.VectorState) {
 		agents, _ := s.VectorAgents(ctx)
 		if got := ids(); !reflect.DeepEqual(got, []string{"m3/model-a"}) || len(agents) != 1 || agents[0].UserID != bob.UserID {
 			t.Fatalf("after deleting ann: vectors %v, agents %+v; want bob's only", got, agents)
+		}
+	})
+
+	// A state may hold a batch's inserts back to write many rows per
+	// statement: whatever it holds, the batch leaves the state (seq
+	// included) that its writes applied one batch each leave, and the
+	// reads and inserts within it answer as they do then.
+	t.Run("ABatchLeavesTheStateOfItsWritesOneAtATime", func(t *testing.T) {
+		type op func(tx domain.VectorStateTx, seen *[]string) error
+		agent := func(scope domain.IndexScope, space domain.VectorSpace) op {
+			return func(tx domain.VectorStateTx, seen *[]string) error {
+				return tx.PutAgent(ctx, domain.VectorAgent{UserID: scope.UserID, AgentID: scope.AgentID, Space: space})
+			}
+		}
+		insert := func(scope domain.IndexScope, id, hash string) op {
+			return func(tx domain.VectorStateTx, seen *[]string) error {
+				inserted, err := tx.InsertMemory(ctx, memory(scope, id, hash))
+				*seen = append(*seen, fmt.Sprintf("insert %s/%s %s: %v", scope.UserID, id, hash, inserted))
+				return err
+			}
+		}
+		vector := func(id string, space domain.VectorSpace, hash string, x float32) op {
+			return func(tx domain.VectorStateTx, seen *[]string) error {
+				v := make([]float32, space.Dimensions)
+				v[0] = x
+				return tx.PutVector(ctx, id, space, hash, v)
+			}
+		}
+		read := func(id string) op {
+			return func(tx domain.VectorStateTx, seen *[]string) error {
+				m, found, err := tx.Memory(ctx, id)
+				if err != nil {
+					return err
+				}
+				current, err := tx.CurrentVectors(ctx, id)
+				*seen = append(*seen, fmt.Sprintf("memory %s: %v %+v, current %v", id, found, m, current))
+				return err
+			}
+		}
+		update := func(scope domain.IndexScope, id, hash string) op {
+			return func(tx domain.VectorStateTx, seen *[]string) error {
+				m := memory(scope, id, hash)
+				m.Tags, m.Forgotten = []string{"moved"}, true
+				return tx.PutMemory(ctx, m)
+			}
+		}
+		remove := func(id string) op {
+			return func(tx domain.VectorStateTx, seen *[]string) error { return tx.DeleteMemory(ctx, id) }
+		}
+		deleteSpace := func(scope domain.IndexScope, space domain.VectorSpace) op {
+			return func(tx domain.VectorStateTx, seen *[]string) error {
+				return tx.DeleteSpace(ctx, scope.UserID, scope.AgentID, space)
+			}
+		}
+		deleteAgent := func(scope domain.IndexScope) op {
+			return func(tx domain.VectorStateTx, seen *[]string) error {
+				if err := tx.DeleteAgent(ctx, scope.UserID, scope.AgentID); err != nil {
+					return err
+				}
+				_, exists, err := tx.Agent(ctx, scope.UserID, scope.AgentID)
+				*seen = append(*seen, fmt.Sprintf("agent %s after its delete: %v", scope.UserID, exists))
+				return err
+			}
+		}
+		many := []op{agent(ann, spaceA)}
+		for i := range 300 {
+			id := fmt.Sprintf("m%03d", i)
+			many = append(many, insert(ann, id, "h"), vector(id, spaceA, "h", float32(i)))
+		}
+		many = append(many, insert(ann, "m007", "again"), insert(bob, "m299", "again"), vector("m299", spaceA, "h", -1), read("m299"))
+		cases := []struct {
+			name    string
+			batches [][]op
+		}{
+			{"MoreInsertsThanOneStatementTakes", [][]op{many, {insert(ann, "m000", "stored"), insert(ann, "m300", "h"), insert(ann, "m300", "held")}}},
+			{"AHeldMemoryReadUpdatedAndDeleted", [][]op{{
+				insert(ann, "m1", "h1"), vector("m1", spaceA, "h1", 1), read("m1"), vector("m1", spaceA, "h1", 2), vector("m1", spaceB, "h1", 3), read("m1"),
+				update(ann, "m1", "h2"), vector("m1", spaceA, "h2", 4), read("m1"),
+				insert(ann, "m2", "h1"), vector("m2", spaceA, "h1", 5), remove("m2"), read("m2"), insert(bob, "m2", "h3"), vector("m2", spaceA, "h3", 6),
+				insert(ann, "m3", "h1"), vector("m3", spaceA, "h1", 7), vector("m3", spaceB, "h1", 8), deleteSpace(ann, spaceB), vector("m3", spaceB, "h1", 9), read("m3"),
+			}}},
+			// Deletes while inserts are held: the vector deleted has the
+			// highest seq, which the next insert takes again.
+			{"ADeleteOfAStoredMemoryWhileInsertsAreHeld", [][]op{
+				{insert(ann, "m1", "h"), vector("m1", spaceA, "h", 1), insert(ann, "m2", "h"), vector("m2", spaceB, "h", 2)},
+				{insert(ann, "m3", "h"), vector("m3", spaceA, "h", 3), remove("m2"), insert(ann, "m4", "h"), vector("m4", spaceB, "h", 4),
+					deleteSpace(ann, spaceB), vector("m1", spaceA, "h", 5), update(ann, "m1", "h"), vector("m5", spaceA, "h", 6)},
+			}},
+			{"AnAgentDeletedAfterItsInserts", [][]op{{
+				agent(ann, spaceA), agent(bob, spaceA), insert(ann, "m1", "h"), vector("m1", spaceA, "h", 1), insert(bob, "m2", "h"), vector("m2", spaceA, "h", 2),
+				deleteAgent(ann), read("m1"), read("m2"), agent(ann, spaceB), insert(ann, "m1", "h2"), vector("m1", spaceB, "h2", 3), read("m1"),
+			}}},
+		}
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				batched, alone := open(t), open(t)
+				var seenBatched, seenAlone []string
+				apply := func(s domain.VectorState, first uint64, seen *[]string, ops ...op) {
+					t.Helper()
+					err := s.ApplyVectors(ctx, events(first, len(ops)), func(ctx context.Context, tx domain.VectorStateTx, e domain.Event) error {
+						return ops[e.Position-first](tx, seen)
+					}, nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+				}
+				first := uint64(1)
+				for _, ops := range c.batches {
+					apply(batched, first, &seenBatched, ops...)
+					for i, op := range ops {
+						apply(alone, first+uint64(i), &seenAlone, op)
+					}
+					first += uint64(len(ops))
+				}
+				compareStates(t, batched, alone, seenBatched, seenAlone)
+				last := c.batches[len(c.batches)-1]
+				apply(batched, first-uint64(len(last)), &seenBatched, last...) // redelivered: skipped
+				compareStates(t, batched, alone, seenBatched, seenAlone)
+			})
 		}
 	})
 

@@ -44,7 +44,7 @@ func NewAccounts(db *DB) *Accounts {
 // anyone wait on the batch.
 func (a *Accounts) Apply(ctx context.Context, events []domain.Event, apply func(context.Context, account.ReadModelTx, domain.Event) error) error {
 	defer a.creds.invalidate()
-	return applyBatch(ctx, a.db, accountsCheckpoint, events, func(b *batchTx) account.ReadModelTx { return accountsTx{b} }, apply)
+	return applyBatch(ctx, a.db, accountsCheckpoint, events, func(b *batchTx) account.ReadModelTx { return accountsTx{b} }, apply, nil)
 }
 
 // Reset implements account.ReadModel.

@@ -47,7 +47,7 @@ func auditTables() []exportTable {
 
 // Apply implements audit.ReadModel.
 func (a *Audit) Apply(ctx context.Context, events []domain.Event, apply func(context.Context, audit.ReadModelTx, domain.Event) error) error {
-	return applyBatch(ctx, a.db, auditCheckpoint, events, func(b *batchTx) audit.ReadModelTx { return &auditTx{batchTx: b, audit: a} }, apply)
+	return applyBatch(ctx, a.db, auditCheckpoint, events, func(b *batchTx) audit.ReadModelTx { return &auditTx{batchTx: b, audit: a} }, apply, nil)
 }
 
 // auditTx is audit.ReadModelTx over one batch's transaction. Nearly every

@@ -34,7 +34,7 @@ func NewJobs(db *DB) *Jobs {
 
 // Apply implements job.ReadModel.
 func (j *Jobs) Apply(ctx context.Context, events []domain.Event, apply func(context.Context, job.ReadModelTx, domain.Event) error) error {
-	return applyBatch(ctx, j.db, jobsCheckpoint, events, func(b *batchTx) job.ReadModelTx { return jobsTx{b} }, apply)
+	return applyBatch(ctx, j.db, jobsCheckpoint, events, func(b *batchTx) job.ReadModelTx { return jobsTx{b} }, apply, nil)
 }
 
 // jobsTx is job.ReadModelTx over one batch's transaction.

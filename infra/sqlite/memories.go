@@ -41,7 +41,7 @@ func NewMemories(db *DB) *Memories {
 
 // Apply implements memory.ReadModel.
 func (m *Memories) Apply(ctx context.Context, events []domain.Event, apply func(context.Context, memory.ReadModelTx, domain.Event) error) error {
-	return applyBatch(ctx, m.db, memoriesCheckpoint, events, func(b *batchTx) memory.ReadModelTx { return newMemoriesTx(b) }, apply)
+	return applyBatch(ctx, m.db, memoriesCheckpoint, events, func(b *batchTx) memory.ReadModelTx { return newMemoriesTx(b) }, apply, nil)
 }
 
 // memTimeLayout is fixed width, so text order is time order.

@@ -33,7 +33,7 @@ func provenanceTables() []exportTable {
 
 // Apply implements memory.ProvenanceReadModel.
 func (p *Provenance) Apply(ctx context.Context, events []domain.Event, apply func(context.Context, memory.ProvenanceTx, domain.Event) error) error {
-	return applyBatch(ctx, p.db, provenanceCheckpoint, events, func(b *batchTx) memory.ProvenanceTx { return provenanceTx{b} }, apply)
+	return applyBatch(ctx, p.db, provenanceCheckpoint, events, func(b *batchTx) memory.ProvenanceTx { return provenanceTx{b} }, apply, nil)
 }
 
 // provenanceTx is memory.ProvenanceTx over one batch's transaction.

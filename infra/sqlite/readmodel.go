@@ -10,13 +10,15 @@ import (
 	"github.com/engram-memory/engram/domain"
 )
 
-// applyBatch is domain.ReadModelStore.Apply for a read model whose
-// checkpoint is name: the events after the checkpoint are applied through
-// one transaction, wrapped by newTx as the read model's write port, and
-// the checkpoint advances in the same transaction. A write port that
-// holds writes back (batchEnder) writes them after the last event.
+// applyBatch is domain.ReadModelStore.Apply for a read model (and the
+// index projections' Apply of their state) whose checkpoint is name: the
+// events after the checkpoint are applied through one transaction,
+// wrapped by newTx as the write port, and the checkpoint advances in the
+// same transaction. A write port that holds writes back (batchEnder)
+// writes them after the last event, then beforeCommit (nil: none) runs,
+// as in DB.ApplyEvents.
 func applyBatch[Tx any](ctx context.Context, db *DB, name string, events []domain.Event,
-	newTx func(*batchTx) Tx, apply func(context.Context, Tx, domain.Event) error) error {
+	newTx func(*batchTx) Tx, apply func(context.Context, Tx, domain.Event) error, beforeCommit func(context.Context) error) error {
 	var b *batchTx
 	var tx Tx
 	return db.ApplyEvents(ctx, name, events, func(sqlTx *sql.Tx, e domain.Event) error {
@@ -25,9 +27,14 @@ func applyBatch[Tx any](ctx context.Context, db *DB, name string, events []domai
 			tx = newTx(b)
 		}
 		return apply(ctx, tx, e)
-	}, func(context.Context) error {
+	}, func(ctx context.Context) error {
 		if ender, ok := any(tx).(batchEnder); ok {
-			return ender.endBatch()
+			if err := ender.endBatch(); err != nil {
+				return err
+			}
+		}
+		if beforeCommit != nil {
+			return beforeCommit(ctx)
 		}
 		return nil
 	})
@@ -36,7 +43,8 @@ func applyBatch[Tx any](ctx context.Context, db *DB, name string, events []domai
 // batchEnder is a write port that holds writes of the batch back and
 // writes them when the batch's events are applied, before the checkpoint
 // advances in the same transaction: the memories store writes each new
-// row once, the audit store many rows per statement.
+// row once, the audit store and the vector state's vectors many rows per
+// statement.
 type batchEnder interface {
 	endBatch() error
 }

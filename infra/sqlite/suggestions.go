@@ -36,7 +36,7 @@ func suggestionsTables() []exportTable {
 
 // Apply implements processing.SuggestionsReadModel.
 func (s *Suggestions) Apply(ctx context.Context, events []domain.Event, apply func(context.Context, processing.SuggestionsTx, domain.Event) error) error {
-	return applyBatch(ctx, s.db, suggestionsCheckpoint, events, func(b *batchTx) processing.SuggestionsTx { return suggestionsTx{b} }, apply)
+	return applyBatch(ctx, s.db, suggestionsCheckpoint, events, func(b *batchTx) processing.SuggestionsTx { return suggestionsTx{b} }, apply, nil)
 }
 
 // suggestionsTx is processing.SuggestionsTx over one batch's transaction.

@@ -18,12 +18,26 @@ import (
 // (domain.VectorState) in migrations/0004_vectors.sql.
 type VectorStore struct {
 	db *DB
+	// vectorInserts are the multi-row INSERT texts of the vectors a
+	// batch holds back (vectorTx).
+	vectorInserts rowInserts
 }
 
 var _ domain.VectorState = (*VectorStore)(nil)
 
 // NewVectorStore returns the vector projection's store over db.
-func NewVectorStore(db *DB) *VectorStore { return &VectorStore{db: db} }
+func NewVectorStore(db *DB) *VectorStore {
+	return &VectorStore{
+		db: db,
+		// A vector of a key held or stored already replaces its vector,
+		// row by row within one statement as against the table.
+		vectorInserts: newRowInserts(`INSERT INTO vector_vectors (memory_id, model, dimensions, text_hash, vector) VALUES `,
+			vectorColumns, ` ON CONFLICT (memory_id, model, dimensions, text_hash) DO UPDATE SET vector = excluded.vector`),
+	}
+}
+
+// vectorColumns is the number of values of a vector_vectors row.
+const vectorColumns = 5
 
 // vectorsCheckpoint keys the vector projection's checkpoint.
 const vectorsCheckpoint = "vectors"
@@ -35,13 +49,9 @@ func (s *VectorStore) VectorsCheckpoint(ctx context.Context) (uint64, error) {
 
 // ApplyVectors implements domain.VectorState.
 func (s *VectorStore) ApplyVectors(ctx context.Context, events []domain.Event, apply func(context.Context, domain.VectorStateTx, domain.Event) error, beforeCommit func(context.Context) error) error {
-	var t *vectorTx
-	return s.db.ApplyEvents(ctx, vectorsCheckpoint, events, func(tx *sql.Tx, e domain.Event) error {
-		if t == nil || t.b.tx != tx { // a retried transaction starts afresh
-			t = &vectorTx{b: s.db.batchFor(ctx, tx), agents: map[domain.IndexScope]cachedAgent{}, memories: map[string]cachedMemory{}}
-		}
-		return apply(ctx, t, e)
-	}, beforeCommit)
+	return applyBatch(ctx, s.db, vectorsCheckpoint, events, func(b *batchTx) domain.VectorStateTx {
+		return &vectorTx{b: b, store: s, agents: map[domain.IndexScope]cachedAgent{}, memories: map[string]cachedMemory{}, held: map[string]bool{}}
+	}, apply, beforeCommit)
 }
 
 // ResetVectors implements domain.VectorState.
@@ -109,12 +119,46 @@ ORDER BY v.seq`)
 
 // vectorTx implements domain.VectorStateTx on a write transaction.
 type vectorTx struct {
-	b *batchTx
+	b     *batchTx
+	store *VectorStore
 	// agents and memories cache, within the batch, the rows every memory
 	// event looks up (a creation and its embedding both read the agent and
 	// the memory); the writes below keep them current.
 	agents   map[domain.IndexScope]cachedAgent
 	memories map[string]cachedMemory
+	// The put vectors are held back and written many rows per statement
+	// (rowInserts) at the batch's end, in the order they came, so seq is
+	// what one insert at a time gives. held names the memories with held
+	// vectors: a read of a held memory's vectors writes them first
+	// (settle), a delete writes all (writeHeld). The memories' rows are
+	// not held: InsertMemory must tell whether the id is stored, and a
+	// lookup costs what the insert-if-absent does.
+	vectorRows []any
+	held       map[string]bool
+}
+
+var _ batchEnder = (*vectorTx)(nil)
+
+// endBatch implements batchEnder.
+func (t *vectorTx) endBatch() error { return t.writeHeld() }
+
+// settle writes the held vectors when memoryID has any, before a
+// statement that reads them.
+func (t *vectorTx) settle(memoryID string) error {
+	if t.held[memoryID] {
+		return t.writeHeld()
+	}
+	return nil
+}
+
+// writeHeld writes the held vectors.
+func (t *vectorTx) writeHeld() error {
+	if err := t.store.vectorInserts.insert(t.b, t.vectorRows); err != nil {
+		return fmt.Errorf("vectors: put vectors: %w", err)
+	}
+	t.vectorRows = t.vectorRows[:0]
+	clear(t.held)
+	return nil
 }
 
 type cachedAgent struct {
@@ -156,6 +200,9 @@ func (t *vectorTx) PutAgent(ctx context.Context, a domain.VectorAgent) error {
 }
 
 func (t *vectorTx) DeleteAgent(ctx context.Context, userID, agentID string) error {
+	if err := t.writeHeld(); err != nil {
+		return err
+	}
 	for _, stmt := range []string{
 		`DELETE FROM vector_vectors WHERE memory_id IN (SELECT memory_id FROM vector_memories WHERE user_id = ? AND agent_id = ?)`,
 		`DELETE FROM vector_memories WHERE user_id = ? AND agent_id = ?`,
@@ -248,7 +295,13 @@ func storedVectorMemory(m domain.VectorMemory) domain.VectorMemory {
 	return m
 }
 
+// DeleteMemory writes every held vector first, not only the memory's: a
+// delete of the vector with the highest seq lets the next insert take
+// that seq again, so inserts and deletes must reach the table in order.
 func (t *vectorTx) DeleteMemory(ctx context.Context, memoryID string) error {
+	if err := t.writeHeld(); err != nil {
+		return err
+	}
 	for _, stmt := range []string{
 		`DELETE FROM vector_vectors WHERE memory_id = ?`,
 		`DELETE FROM vector_memories WHERE memory_id = ?`,
@@ -261,16 +314,17 @@ func (t *vectorTx) DeleteMemory(ctx context.Context, memoryID string) error {
 	return nil
 }
 
+// PutVector is held back (writeHeld).
 func (t *vectorTx) PutVector(ctx context.Context, memoryID string, space domain.VectorSpace, textHash string, v []float32) error {
-	_, err := t.b.exec(`INSERT INTO vector_vectors (memory_id, model, dimensions, text_hash, vector) VALUES (?, ?, ?, ?, ?)
-		ON CONFLICT (memory_id, model, dimensions, text_hash) DO UPDATE SET vector = excluded.vector`, memoryID, space.Model, space.Dimensions, textHash, encodeVector(v))
-	if err != nil {
-		return fmt.Errorf("vectors: put vector: %w", err)
-	}
+	t.vectorRows = append(t.vectorRows, memoryID, space.Model, space.Dimensions, textHash, encodeVector(v))
+	t.held[memoryID] = true
 	return nil
 }
 
 func (t *vectorTx) CurrentVectors(ctx context.Context, memoryID string) ([]domain.StoredVector, error) {
+	if err := t.settle(memoryID); err != nil {
+		return nil, err
+	}
 	st, err := t.b.stmt(`SELECT v.model, v.dimensions, v.vector FROM vector_vectors AS v
 		JOIN vector_memories AS m ON m.memory_id = v.memory_id AND m.text_hash = v.text_hash
 		WHERE v.memory_id = ? ORDER BY v.seq`)
@@ -298,6 +352,9 @@ func (t *vectorTx) CurrentVectors(ctx context.Context, memoryID string) ([]domai
 }
 
 func (t *vectorTx) DeleteSpace(ctx context.Context, userID, agentID string, space domain.VectorSpace) error {
+	if err := t.writeHeld(); err != nil {
+		return err
+	}
 	_, err := t.b.exec(`DELETE FROM vector_vectors WHERE model = ? AND dimensions = ?
 		AND memory_id IN (SELECT memory_id FROM vector_memories WHERE user_id = ? AND agent_id = ?)`, space.Model, space.Dimensions, userID, agentID)
 	if err != nil {
