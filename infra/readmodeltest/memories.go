@@ -454,11 +454,12 @@ func RunMemories(t *testing.T, open func(t *testing.T) Memories) {
 		}
 		drive := newNote(alice, "m-5", "v5")
 		drive.Type, drive.Vitality = memory.Drive, memory.InitialVitality(memory.Drive, drive.Content, t0)
-		// many is a batch of 600 memories created and embedded, more than
-		// one multi-row statement holds, whose ids before are in the table
-		// already: first (m-0100), in a later statement (m-0300) and last
-		// (m-0599). Every seventh is embedded in another model too, every
-		// fifth is aliceTwo's.
+		// many is a batch of 600 memories created and embedded (more rows
+		// than a store writing them many per statement puts in one, 256 at
+		// most in SQLite's multi-row inserts), three of whose ids an
+		// earlier batch put in the table: in the middle of the first 256
+		// (m-0100), of the next (m-0300) and last (m-0599). Every seventh
+		// is embedded in another model too, every fifth is aliceTwo's.
 		manyID := func(i int) string { return fmt.Sprintf("m-%04d", i) }
 		manyRef := func(i int) memory.AgentRef {
 			if i%5 == 0 {

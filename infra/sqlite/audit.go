@@ -75,7 +75,7 @@ func (t *auditTx) RememberMemoryType(ctx context.Context, memoryID, memoryType s
 
 // endBatch implements batchEnder.
 func (t *auditTx) endBatch() error {
-	if err := t.audit.entryInserts.insert(t.batchTx, t.entries, nil); err != nil {
+	if err := t.audit.entryInserts.insert(t.batchTx, t.entries); err != nil {
 		return err
 	}
 	t.entries = t.entries[:0]
@@ -84,7 +84,7 @@ func (t *auditTx) endBatch() error {
 
 // writeTypes inserts the memory types collected.
 func (t *auditTx) writeTypes() error {
-	if err := t.audit.typeInserts.insert(t.batchTx, t.types, nil); err != nil {
+	if err := t.audit.typeInserts.insert(t.batchTx, t.types); err != nil {
 		return err
 	}
 	t.types = t.types[:0]

@@ -30,34 +30,18 @@ func memoriesTables() []exportTable {
 // answers every memory query, always scoped by user.
 type Memories struct {
 	tableModel
-	// inserts are the multi-row INSERT texts the held memories are
-	// written with (memoriesTx.writeHeld), by rows.
-	memoryInserts, embeddingInserts rowInserts
 }
 
 var _ memory.ReadModel = (*Memories)(nil)
 
 // NewMemories returns the read model over db.
 func NewMemories(db *DB) *Memories {
-	return &Memories{
-		tableModel: tableModel{db: db, name: memoriesCheckpoint, tables: memoriesTables()},
-		// RETURNING names the rows that went in: a held id the table has
-		// already inserts nothing (memoriesTx.writeHeld).
-		memoryInserts: newRowInserts(`INSERT INTO memories
-			(id, user_id, agent_id, type, searchable, content, tags, derived_from, created_at, updated_at, forgotten_at, text_hash, embed_pending,
-			 strength, strength_since, protected, goal_type, weak_at) VALUES `, memoryColumns, ` ON CONFLICT (id) DO NOTHING RETURNING id`),
-		embeddingInserts: newRowInserts(`INSERT INTO memory_embeddings (memory_id, model, dimensions, text_hash) VALUES `, 4,
-			` ON CONFLICT (memory_id, model, dimensions) DO UPDATE SET text_hash = excluded.text_hash`),
-	}
+	return &Memories{tableModel{db: db, name: memoriesCheckpoint, tables: memoriesTables()}}
 }
-
-// memoryColumns is the number of values of a memories row as a created
-// memory inserts it.
-const memoryColumns = 18
 
 // Apply implements memory.ReadModel.
 func (m *Memories) Apply(ctx context.Context, events []domain.Event, apply func(context.Context, memory.ReadModelTx, domain.Event) error) error {
-	return applyBatch(ctx, m.db, memoriesCheckpoint, events, func(b *batchTx) memory.ReadModelTx { return newMemoriesTx(b, m) }, apply)
+	return applyBatch(ctx, m.db, memoriesCheckpoint, events, func(b *batchTx) memory.ReadModelTx { return newMemoriesTx(b) }, apply)
 }
 
 // memTimeLayout is fixed width, so text order is time order.

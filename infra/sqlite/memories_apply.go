@@ -13,7 +13,6 @@ import (
 // memoriesTx is memory.ReadModelTx over one batch's transaction.
 type memoriesTx struct {
 	*batchTx
-	memories *Memories
 	// agents caches whether an agent exists within the batch, which
 	// changes only by AddAgent and DeleteAgent; models caches its active
 	// model, which they and SetAgentModel change.
@@ -38,8 +37,8 @@ var (
 	_ batchEnder         = (*memoriesTx)(nil)
 )
 
-func newMemoriesTx(b *batchTx, m *Memories) *memoriesTx {
-	return &memoriesTx{batchTx: b, memories: m, agents: map[memory.AgentRef]bool{}, models: map[memory.AgentRef]agentModel{}, fold: memory.NewWriteFold()}
+func newMemoriesTx(b *batchTx) *memoriesTx {
+	return &memoriesTx{batchTx: b, agents: map[memory.AgentRef]bool{}, models: map[memory.AgentRef]agentModel{}, fold: memory.NewWriteFold()}
 }
 
 // endBatch implements batchEnder: the held memories first, whose inserts
@@ -63,19 +62,12 @@ func (t *memoriesTx) settle(id string) error {
 	return nil
 }
 
-// writeHeld writes the held memories, many rows per statement
-// (rowInserts), in the order inserted: each one row with its final
-// pending state, then their vector records. A held id the table has
-// already inserts nothing (as InsertMemory promises) and is not counted;
-// its vectors are then recorded against the row the table has, as without
-// a fold.
+// writeHeld writes the held memories, each one row with its final pending
+// state and its vector records. A held id the table has already inserts
+// nothing (as InsertMemory promises); its vectors are then recorded
+// against the row the table has, as without a fold.
 func (t *memoriesTx) writeHeld() error {
-	held := t.fold.TakeMemories()
-	if len(held) == 0 {
-		return nil
-	}
-	values := make([]any, 0, len(held)*memoryColumns)
-	for _, m := range held {
+	for _, m := range t.fold.TakeMemories() {
 		tags, err := memJSONList(m.Tags)
 		if err != nil {
 			return err
@@ -86,35 +78,32 @@ func (t *memoriesTx) writeHeld() error {
 		}
 		created := memTime(m.CreatedAt)
 		v := m.Vitality
-		values = append(values, m.MemoryID, m.UserID, m.AgentID, string(m.Type), m.Type.Searchable(), string(m.Content), tags, refs,
-			created, created, nil, m.TextHash, m.Pending, v.Base, memTime(v.Since), v.Protected, v.GoalType, weakAtColumn(v))
-	}
-	inserted := make(map[string]bool, len(held))
-	err := t.memories.memoryInserts.insert(t.batchTx, values, func(r rowScanner) error {
-		var id string
-		err := r.Scan(&id)
-		inserted[id] = true
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	var embeddings []any
-	for _, m := range held {
-		if !inserted[m.MemoryID] {
-			for _, e := range m.Embeddings {
-				if err := t.recordEmbedding(m.AgentRef, m.MemoryID, e, m.TextHash); err != nil {
-					return err
-				}
-			}
-			continue
+		n, err := t.exec(`INSERT INTO memories
+			(id, user_id, agent_id, type, searchable, content, tags, derived_from, created_at, updated_at, forgotten_at, text_hash, embed_pending,
+			 strength, strength_since, protected, goal_type, weak_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+			m.MemoryID, m.UserID, m.AgentID, string(m.Type), m.Type.Searchable(), string(m.Content), tags, refs, created, created, m.TextHash, m.Pending,
+			v.Base, memTime(v.Since), v.Protected, v.GoalType, weakAtColumn(v))
+		if err != nil {
+			return err
 		}
-		t.fold.Count(m.AgentRef, 1, int64(len(m.Content)))
+		if n > 0 {
+			t.fold.Count(m.AgentRef, 1, int64(len(m.Content)))
+		}
 		for _, e := range m.Embeddings {
-			embeddings = append(embeddings, m.MemoryID, e.Model, e.Dimensions, m.TextHash)
+			if n == 0 {
+				err = t.recordEmbedding(m.AgentRef, m.MemoryID, e, m.TextHash)
+			} else {
+				err = t.run(`INSERT INTO memory_embeddings (memory_id, model, dimensions, text_hash) VALUES (?, ?, ?, ?)
+					ON CONFLICT (memory_id, model, dimensions) DO UPDATE SET text_hash = excluded.text_hash`,
+					m.MemoryID, e.Model, e.Dimensions, m.TextHash)
+			}
+			if err != nil {
+				return err
+			}
 		}
 	}
-	return t.memories.embeddingInserts.insert(t.batchTx, embeddings, nil)
+	return nil
 }
 
 func (t *memoriesTx) AgentExists(ctx context.Context, ref memory.AgentRef) (bool, error) {

@@ -104,24 +104,6 @@ func (a *batchTx) exists(query string, args ...any) (bool, error) {
 	return err == nil, err
 }
 
-// scanRows runs query and hands each row it returns to scan.
-func (a *batchTx) scanRows(scan func(rowScanner) error, query string, args ...any) error {
-	st, err := a.stmt(query)
-	if err != nil {
-		return err
-	}
-	rows, err := st.QueryContext(a.ctx, args...)
-	if err != nil {
-		return err
-	}
-	for rows.Next() {
-		if err := scan(rows); err != nil {
-			return errors.Join(err, rows.Close())
-		}
-	}
-	return errors.Join(rows.Err(), rows.Close())
-}
-
 // queryRow runs a query that returns at most one row; a statement that
 // cannot be prepared fails at Scan.
 func (a *batchTx) queryRow(query string, args ...any) rowScanner {
@@ -164,19 +146,11 @@ func newRowInserts(prefix string, columns int, suffix string) rowInserts {
 }
 
 // insert inserts the rows of values, columns values a row, in order.
-// When the texts end in a RETURNING clause, scan reads each row a
-// statement returns; otherwise it is nil.
-func (ins rowInserts) insert(b *batchTx, values []any, scan func(rowScanner) error) error {
+func (ins rowInserts) insert(b *batchTx, values []any) error {
 	for len(values) > 0 {
 		i := min(bits.Len(uint(len(values)/ins.columns))-1, len(ins.texts)-1)
 		n := ins.columns << i
-		var err error
-		if scan == nil {
-			err = b.run(ins.texts[i], values[:n]...)
-		} else {
-			err = b.scanRows(scan, ins.texts[i], values[:n]...)
-		}
-		if err != nil {
+		if err := b.run(ins.texts[i], values[:n]...); err != nil {
 			return err
 		}
 		values = values[n:]
