@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -453,6 +454,31 @@ func RunMemories(t *testing.T, open func(t *testing.T) Memories) {
 		}
 		drive := newNote(alice, "m-5", "v5")
 		drive.Type, drive.Vitality = memory.Drive, memory.InitialVitality(memory.Drive, drive.Content, t0)
+		// many is a batch of 600 memories created and embedded (more rows
+		// than a store writing them many per statement puts in one, 256 at
+		// most in SQLite's multi-row inserts), three of whose ids an
+		// earlier batch put in the table: in the middle of the first 256
+		// (m-0100), of the next (m-0300) and last (m-0599). Every seventh
+		// is embedded in another model too, every fifth is aliceTwo's.
+		manyID := func(i int) string { return fmt.Sprintf("m-%04d", i) }
+		manyRef := func(i int) memory.AgentRef {
+			if i%5 == 0 {
+				return aliceTwo
+			}
+			return alice
+		}
+		before := []memOp{addAgent(alice, "m1"), addAgent(aliceTwo, "m1"),
+			insert(newNote(manyRef(100), manyID(100), "v100")), // the text inserted again: its vector is recorded
+			insert(newNote(manyRef(300), manyID(300), "old")),  // another text: its vector is not
+			insert(newNote(manyRef(599), manyID(599), "v599")), embedded(manyRef(599), manyID(599), "m1", "v599")}
+		var many []memOp
+		for i := range 600 {
+			ref, id, text := manyRef(i), manyID(i), fmt.Sprintf("v%d", i)
+			many = append(many, insert(newNote(ref, id, text)), embedded(ref, id, "m1", text))
+			if i%7 == 0 {
+				many = append(many, embedded(ref, id, "m2", text))
+			}
+		}
 		cases := []struct {
 			name    string
 			batches [][]memOp
@@ -518,6 +544,14 @@ func RunMemories(t *testing.T, open func(t *testing.T) Memories) {
 				}
 				if a := agent(t, s, alice); a.StoredMemories != 2 {
 					t.Errorf("stored memories = %d, want 2", a.StoredMemories)
+				}
+			}},
+			{"ManyHeldAmongIdsTheTableHas", [][]memOp{before, many}, func(t *testing.T, s Memories) {
+				if p := pending(t, s); len(p) != 1 || p[0] != manyID(300) {
+					t.Errorf("pending = %v, want %s", p, manyID(300))
+				}
+				if a, b := agent(t, s, alice), agent(t, s, aliceTwo); a.StoredMemories != 480 || b.StoredMemories != 120 {
+					t.Errorf("stored memories = %d and %d, want 480 and 120", a.StoredMemories, b.StoredMemories)
 				}
 			}},
 			{"AnAgentCreatedAndDeletedInOneBatch", [][]memOp{{addAgent(alice, "m1"), addAgent(bob, "m1"),
