@@ -53,6 +53,49 @@ func compareStates(t *testing.T, batched, alone any, seenBatched, seenAlone []st
 	}
 }
 
+// batchCase is batches of steps on a state's write transaction; a step
+// records what it reads in seen.
+type batchCase[Tx any] struct {
+	name    string
+	batches [][]func(tx Tx, seen *[]string) error
+}
+
+// runBatchCases applies each case's batches as given to one state and
+// each step as a batch of its own to another, one event a step, and
+// requires the same state and the same reads (compareStates), also after
+// the last batch is delivered again (its checkpoint skips it).
+func runBatchCases[S, Tx any](t *testing.T, open func(*testing.T) S,
+	apply func(s S, events []domain.Event, fn func(context.Context, Tx, domain.Event) error) error, cases []batchCase[Tx]) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			batched, alone := open(t), open(t)
+			var seenBatched, seenAlone []string
+			applySteps := func(s S, first uint64, seen *[]string, steps ...func(Tx, *[]string) error) {
+				t.Helper()
+				err := apply(s, events(first, len(steps)), func(ctx context.Context, tx Tx, e domain.Event) error {
+					return steps[e.Position-first](tx, seen)
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			first := uint64(1)
+			for _, steps := range c.batches {
+				applySteps(batched, first, &seenBatched, steps...)
+				for i, step := range steps {
+					applySteps(alone, first+uint64(i), &seenAlone, step)
+				}
+				first += uint64(len(steps))
+			}
+			compareStates(t, batched, alone, seenBatched, seenAlone)
+			last := c.batches[len(c.batches)-1]
+			applySteps(batched, first-uint64(len(last)), &seenBatched, last...) // redelivered: skipped
+			compareStates(t, batched, alone, seenBatched, seenAlone)
+		})
+	}
+}
+
 // events are n events at positions first, first+1, …
 func events(first uint64, n int) []domain.Event {
 	out := make([]domain.Event, n)
@@ -198,7 +241,7 @@ func RunKeyword(t *testing.T, open func(t *testing.T) domain.KeywordState) {
 	// included) that its writes applied one batch each leave, and the
 	// reads and inserts within it answer as they do then.
 	t.Run("ABatchLeavesTheStateOfItsWritesOneAtATime", func(t *testing.T) {
-		type op func(tx domain.KeywordStateTx, seen *[]string) error
+		type op = func(tx domain.KeywordStateTx, seen *[]string) error
 		insert := func(scope domain.IndexScope, id, text string) op {
 			return func(tx domain.KeywordStateTx, seen *[]string) error {
 				inserted, err := tx.InsertSource(ctx, source(scope, id, text))
@@ -245,10 +288,7 @@ func RunKeyword(t *testing.T, open func(t *testing.T) domain.KeywordState) {
 			many = append(many, insert(ann, fmt.Sprintf("m%03d", i), fmt.Sprint("text ", i)))
 		}
 		many = append(many, insert(ann, "m007", "again"), insert(bob, "m299", "again in another scope"), read(ann, "m299"))
-		cases := []struct {
-			name    string
-			batches [][]op
-		}{
+		cases := []batchCase[domain.KeywordStateTx]{
 			{"MoreInsertsThanOneStatementTakes", [][]op{many, {insert(ann, "m000", "stored"), insert(ann, "m300", "new"), insert(ann, "m300", "held")}}},
 			{"AHeldSourceReadUpdatedAndDeleted", [][]op{{
 				insert(ann, "m1", "v1"), read(ann, "m1"), read(bob, "m1"), update(ann, "m1", "v2"), read(ann, "m1"),
@@ -265,33 +305,9 @@ func RunKeyword(t *testing.T, open func(t *testing.T) domain.KeywordState) {
 				deleteAgent(ann), read(ann, "m1"), read(bob, "m2"), agent(ann), insert(ann, "m1", "v2"), insert(bob, "m3", "v2"),
 			}}},
 		}
-		for _, c := range cases {
-			t.Run(c.name, func(t *testing.T) {
-				batched, alone := open(t), open(t)
-				var seenBatched, seenAlone []string
-				apply := func(s domain.KeywordState, first uint64, seen *[]string, ops ...op) {
-					t.Helper()
-					err := s.ApplyKeyword(ctx, events(first, len(ops)), func(ctx context.Context, tx domain.KeywordStateTx, e domain.Event) error {
-						return ops[e.Position-first](tx, seen)
-					}, nil)
-					if err != nil {
-						t.Fatal(err)
-					}
-				}
-				first := uint64(1)
-				for _, ops := range c.batches {
-					apply(batched, first, &seenBatched, ops...)
-					for i, op := range ops {
-						apply(alone, first+uint64(i), &seenAlone, op)
-					}
-					first += uint64(len(ops))
-				}
-				compareStates(t, batched, alone, seenBatched, seenAlone)
-				last := c.batches[len(c.batches)-1]
-				apply(batched, first-uint64(len(last)), &seenBatched, last...) // redelivered: skipped
-				compareStates(t, batched, alone, seenBatched, seenAlone)
-			})
-		}
+		runBatchCases(t, open, func(s domain.KeywordState, events []domain.Event, fn func(context.Context, domain.KeywordStateTx, domain.Event) error) error {
+			return s.ApplyKeyword(ctx, events, fn, nil)
+		}, cases)
 	})
 
 	t.Run("checkpoint skips what it covers; a failed index write keeps nothing", func(t *testing.T) {
@@ -480,7 +496,7 @@ func RunVectors(t *testing.T, open func(t *testing.T) domain.VectorState) {
 	// included) that its writes applied one batch each leave, and the
 	// reads and inserts within it answer as they do then.
 	t.Run("ABatchLeavesTheStateOfItsWritesOneAtATime", func(t *testing.T) {
-		type op func(tx domain.VectorStateTx, seen *[]string) error
+		type op = func(tx domain.VectorStateTx, seen *[]string) error
 		agent := func(scope domain.IndexScope, space domain.VectorSpace) op {
 			return func(tx domain.VectorStateTx, seen *[]string) error {
 				return tx.PutAgent(ctx, domain.VectorAgent{UserID: scope.UserID, AgentID: scope.AgentID, Space: space})
@@ -542,10 +558,7 @@ func RunVectors(t *testing.T, open func(t *testing.T) domain.VectorState) {
 			many = append(many, insert(ann, id, "h"), vector(id, spaceA, "h", float32(i)))
 		}
 		many = append(many, insert(ann, "m007", "again"), insert(bob, "m299", "again"), vector("m299", spaceA, "h", -1), read("m299"))
-		cases := []struct {
-			name    string
-			batches [][]op
-		}{
+		cases := []batchCase[domain.VectorStateTx]{
 			{"MoreInsertsThanOneStatementTakes", [][]op{many, {insert(ann, "m000", "stored"), insert(ann, "m300", "h"), insert(ann, "m300", "held")}}},
 			{"AHeldMemoryReadUpdatedAndDeleted", [][]op{{
 				insert(ann, "m1", "h1"), vector("m1", spaceA, "h1", 1), read("m1"), vector("m1", spaceA, "h1", 2), vector("m1", spaceB, "h1", 3), read("m1"),
@@ -565,33 +578,9 @@ func RunVectors(t *testing.T, open func(t *testing.T) domain.VectorState) {
 				deleteAgent(ann), read("m1"), read("m2"), agent(ann, spaceB), insert(ann, "m1", "h2"), vector("m1", spaceB, "h2", 3), read("m1"),
 			}}},
 		}
-		for _, c := range cases {
-			t.Run(c.name, func(t *testing.T) {
-				batched, alone := open(t), open(t)
-				var seenBatched, seenAlone []string
-				apply := func(s domain.VectorState, first uint64, seen *[]string, ops ...op) {
-					t.Helper()
-					err := s.ApplyVectors(ctx, events(first, len(ops)), func(ctx context.Context, tx domain.VectorStateTx, e domain.Event) error {
-						return ops[e.Position-first](tx, seen)
-					}, nil)
-					if err != nil {
-						t.Fatal(err)
-					}
-				}
-				first := uint64(1)
-				for _, ops := range c.batches {
-					apply(batched, first, &seenBatched, ops...)
-					for i, op := range ops {
-						apply(alone, first+uint64(i), &seenAlone, op)
-					}
-					first += uint64(len(ops))
-				}
-				compareStates(t, batched, alone, seenBatched, seenAlone)
-				last := c.batches[len(c.batches)-1]
-				apply(batched, first-uint64(len(last)), &seenBatched, last...) // redelivered: skipped
-				compareStates(t, batched, alone, seenBatched, seenAlone)
-			})
-		}
+		runBatchCases(t, open, func(s domain.VectorState, events []domain.Event, fn func(context.Context, domain.VectorStateTx, domain.Event) error) error {
+			return s.ApplyVectors(ctx, events, fn, nil)
+		}, cases)
 	})
 
 	t.Run("checkpoint skips what it covers; a failed index write keeps nothing", func(t *testing.T) {
