@@ -75,21 +75,14 @@ func (t *auditTx) RememberMemoryType(ctx context.Context, memoryID, memoryType s
 
 // endBatch implements batchEnder.
 func (t *auditTx) endBatch() error {
-	if err := t.audit.entryInserts.insert(t.batchTx, t.entries); err != nil {
+	if err := t.audit.entryInserts.flush(t.batchTx, &t.entries); err != nil {
 		return err
 	}
-	t.entries = t.entries[:0]
 	return t.writeTypes()
 }
 
 // writeTypes inserts the memory types collected.
-func (t *auditTx) writeTypes() error {
-	if err := t.audit.typeInserts.insert(t.batchTx, t.types); err != nil {
-		return err
-	}
-	t.types = t.types[:0]
-	return nil
-}
+func (t *auditTx) writeTypes() error { return t.audit.typeInserts.flush(t.batchTx, &t.types) }
 
 func (t *auditTx) MemoryType(ctx context.Context, memoryID string) (string, bool, error) {
 	if err := t.writeTypes(); err != nil {

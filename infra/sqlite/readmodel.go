@@ -153,8 +153,10 @@ func newRowInserts(prefix string, columns int, suffix string) rowInserts {
 	return ins
 }
 
-// insert inserts the rows of values, columns values a row, in order.
-func (ins rowInserts) insert(b *batchTx, values []any) error {
+// flush inserts the held rows, columns values a row, in order, and
+// empties held for the rows held next.
+func (ins rowInserts) flush(b *batchTx, held *[]any) error {
+	values := *held
 	for len(values) > 0 {
 		i := min(bits.Len(uint(len(values)/ins.columns))-1, len(ins.texts)-1)
 		n := ins.columns << i
@@ -163,5 +165,6 @@ func (ins rowInserts) insert(b *batchTx, values []any) error {
 		}
 		values = values[n:]
 	}
+	*held = (*held)[:0]
 	return nil
 }

@@ -153,10 +153,9 @@ func (t *vectorTx) settle(memoryID string) error {
 
 // writeHeld writes the held vectors.
 func (t *vectorTx) writeHeld() error {
-	if err := t.store.vectorInserts.insert(t.b, t.vectorRows); err != nil {
+	if err := t.store.vectorInserts.flush(t.b, &t.vectorRows); err != nil {
 		return fmt.Errorf("vectors: put vectors: %w", err)
 	}
-	t.vectorRows = t.vectorRows[:0]
 	clear(t.held)
 	return nil
 }
