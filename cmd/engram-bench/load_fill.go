@@ -190,20 +190,14 @@ func storeBatch(ctx context.Context, c *client.Client, b client.BatchRequest) ([
 // from the agents listing, which keeps the count (GET /agents/{id}/stats
 // would scan all of them).
 func agentMemories(ctx context.Context, c *client.Client, agentID string) (int, error) {
-	opts := client.ListAgentsOptions{}
-	for {
-		page, err := c.ListAgents(ctx, opts)
-		if err != nil {
-			return 0, err
-		}
-		for _, a := range page.Agents {
-			if a.AgentID == agentID {
-				return a.MemoryCount, nil
-			}
-		}
-		if page.NextCursor == "" {
-			return 0, nil
-		}
-		opts.Cursor = page.NextCursor
+	agents, err := allAgents(ctx, c)
+	if err != nil {
+		return 0, err
 	}
+	for _, a := range agents {
+		if a.AgentID == agentID {
+			return a.MemoryCount, nil
+		}
+	}
+	return 0, nil
 }

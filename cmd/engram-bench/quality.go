@@ -217,19 +217,27 @@ func hybridVersusKeyword(runs []modeRun, queries []queryRecord, corpus []corpusR
 	return &d, nil
 }
 
-// agentModel names the embedding model of the benchmark agents, best
-// effort: the report should say which model produced the vector numbers.
-func agentModel(ctx context.Context, c *client.Client, agents []string) string {
+// allAgents reads every page of the user's agents.
+func allAgents(ctx context.Context, c *client.Client) ([]client.Agent, error) {
 	var list []client.Agent
 	for cursor := ""; ; {
 		page, err := c.ListAgents(ctx, client.ListAgentsOptions{Limit: 1000, Cursor: cursor})
 		if err != nil {
-			return "unknown (" + err.Error() + ")"
+			return nil, err
 		}
 		list = append(list, page.Agents...)
 		if cursor = page.NextCursor; cursor == "" {
-			break
+			return list, nil
 		}
+	}
+}
+
+// agentModel names the embedding model of the benchmark agents, best
+// effort: the report should say which model produced the vector numbers.
+func agentModel(ctx context.Context, c *client.Client, agents []string) string {
+	list, err := allAgents(ctx, c)
+	if err != nil {
+		return "unknown (" + err.Error() + ")"
 	}
 	var models []string
 	for _, a := range list {
