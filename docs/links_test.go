@@ -1,6 +1,7 @@
-// Package docs is Engram's documentation. Its test checks that every
-// relative link of the README and the pages here reaches a file that
-// exists and, when it names an #anchor, a heading of that file.
+// Package docs is Engram's documentation. Its tests check that every
+// relative link of the README and the pages here, and every docs/ page a
+// Go comment cites, reaches a file that exists and, when it names an
+// #anchor, a heading of that file.
 package docs
 
 import (
@@ -18,6 +19,7 @@ var (
 	headingLine  = regexp.MustCompile(`(?m)^#{1,6} +(.+?) *$`)
 	markdownLink = regexp.MustCompile(`\]\(([^)\s]+)\)`)
 	schemePrefix = regexp.MustCompile(`^[a-z][a-z0-9+.-]*:`)
+	docsCitation = regexp.MustCompile(`docs/([a-z0-9-]+\.md)(#[a-z0-9-]+)?`)
 )
 
 func TestRelativeLinksResolve(t *testing.T) {
@@ -64,6 +66,38 @@ func TestRelativeLinksResolve(t *testing.T) {
 				t.Errorf("%s: link %q: %s has no heading with anchor #%s", page, target, file, anchor)
 			}
 		}
+	}
+}
+
+func TestGoCommentsCiteExistingSections(t *testing.T) {
+	err := filepath.WalkDir("..", func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range docsCitation.FindAllStringSubmatch(string(src), -1) {
+			text, err := os.ReadFile(m[1])
+			if err != nil {
+				t.Errorf("%s cites %s: no page %s", path, m[0], m[1])
+				continue
+			}
+			if anchor := strings.TrimPrefix(m[2], "#"); anchor != "" && !headingAnchors(string(text))[anchor] {
+				t.Errorf("%s cites %s: %s has no heading with anchor #%s", path, m[0], m[1], anchor)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 
