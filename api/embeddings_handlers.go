@@ -24,8 +24,8 @@ type Embeddings interface {
 	Models(ctx context.Context) []domain.CatalogEntry
 }
 
-// defaultSimilarLimit is /embeddings/similar's default limit (decisions.md
-// §5); min_score defaults to 0 and types to every searchable type.
+// defaultSimilarLimit is /embeddings/similar's default limit; min_score
+// defaults to 0 and types to every searchable type (docs/decisions.md#embeddings).
 const defaultSimilarLimit = 10
 
 // embeddingRoutes mounts /embeddings (Engram's envelope) and the
@@ -173,7 +173,7 @@ func (s *Server) cancelJob(w http.ResponseWriter, r *http.Request) {
 	writeData(w, http.StatusOK, jobBody(v))
 }
 
-// jobBody is the job resource: interface.md's fields plus agent_id, model,
+// jobBody is the job resource (docs/decisions.md#jobs): its fields plus agent_id, model,
 // memories_total and errors, and the other times.
 func jobBody(v job.View) map[string]any {
 	errs := make([]map[string]any, len(v.Errors))

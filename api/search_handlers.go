@@ -19,7 +19,7 @@ type Searcher interface {
 	Search(ctx context.Context, req search.Request) (search.Response, error)
 }
 
-// defaultSearchLimit is interface.md's default for `limit`.
+// defaultSearchLimit is the default `limit` (docs/decisions.md#search).
 const defaultSearchLimit = 10
 
 func (s *Server) searchRoutes(r chi.Router) {
@@ -70,7 +70,7 @@ type searchResultJSON struct {
 // searchResponseJSON is data of POST /search. total is the number of
 // results returned (after limit and min_score), not a count of every
 // match; query_time_ms is the server's time for the request in whole
-// milliseconds (rounded down), as interface.md has it, and query_time_us
+// milliseconds (rounded down), as docs/decisions.md#search has it, and query_time_us
 // the same time in whole microseconds (an addition, for latency
 // percentiles finer than a millisecond). degraded is present only when a
 // hybrid search ran on the keyword index alone ("vector_unavailable").
@@ -112,8 +112,8 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 	writeData(w, http.StatusOK, out)
 }
 
-// request validates the body and fills interface.md's defaults. Checks that
-// need no parsing (query length, limit range, searchable types, the time
+// request validates the body and fills the defaults of docs/decisions.md#search.
+// Checks that need no parsing (query length, limit range, searchable types, the time
 // window) are the service's, so every caller gets them.
 func (b searchRequestJSON) request(userID string) (search.Request, error) {
 	if err := memory.ValidateAgentID(b.AgentID); err != nil {

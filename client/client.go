@@ -83,9 +83,9 @@ func (c *Client) BaseURL() string {
 }
 
 // SecureBaseURL reports whether secrets may be sent to the API at
-// baseURL: https, or http to a loopback host (decisions.md §7). Only the
-// literal name "localhost" and loopback IPs count as loopback:
-// localhost.evil.example does not.
+// baseURL: https, or http to a loopback host
+// (docs/decisions.md#secrets-in-transit). Only the literal name "localhost"
+// and loopback IPs count as loopback: localhost.evil.example does not.
 func SecureBaseURL(baseURL string) bool {
 	u, err := url.Parse(baseURL)
 	return err == nil && u.Host != "" && secureURL(u)

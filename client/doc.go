@@ -1,5 +1,5 @@
 // Package client is a small typed Go client of Engram's public HTTP API
-// (the /v1 endpoints of interface.md and decisions.md).
+// (the /v1 endpoints of docs/api.md).
 //
 //	c := client.New("http://127.0.0.1:8080/v1", apiKey)
 //	res, err := c.Search(ctx, client.SearchRequest{AgentID: "claire", Query: "deploy"})

@@ -56,7 +56,7 @@ type JobCreated struct {
 	EstimatedTimeSeconds int    `json:"estimated_time_seconds"`
 }
 
-// Job is the data of GET /embeddings/jobs/{id}: interface.md's fields
+// Job is the data of GET /embeddings/jobs/{id}: the fields of docs/decisions.md#jobs
 // plus the job's parameters, totals, errors and other times. Times that
 // have not happened yet are nil.
 type Job struct {

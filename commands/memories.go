@@ -95,7 +95,7 @@ type MemoriesConfig struct {
 // Quotas per user span several agent streams; writes that can grow them
 // (create, patch) also take a per-user lock, so on one server concurrent
 // writes never overshoot a quota. Several servers over one log can each
-// admit one write at the limit (README, "Quotas").
+// admit one write at the limit (docs/api.md#quotas).
 type Memories struct {
 	cfg       MemoriesConfig
 	logger    *slog.Logger

@@ -1,5 +1,5 @@
 // Package dashboard is the local, read-only inspection dashboard for one
-// memory stack (interface.md "Dashboard API"). This file holds the rules
+// memory stack (docs/decisions.md#dashboard). This file holds the rules
 // every dashboard response follows, whatever the route: it binds to
 // 127.0.0.1 only, it is read-only, errors are generic, and responses carry
 // X-Content-Type-Options: nosniff and a Content-Security-Policy that allows
@@ -82,7 +82,7 @@ func newRequestID() string {
 	return hex.EncodeToString(b)
 }
 
-// errorBody is the error object of the failure envelope (decisions.md §2).
+// errorBody is the error object of the failure envelope (docs/decisions.md#envelope).
 type errorBody struct {
 	Code      string         `json:"code"`
 	Message   string         `json:"message"`

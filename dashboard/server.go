@@ -20,7 +20,7 @@ import (
 	"github.com/engram-memory/engram/domain/processing"
 )
 
-// Limits of the list endpoints (README "Dashboard"). Raw entries default
+// Limits of the list endpoints (docs/dashboard.md#dashboard-api). Raw entries default
 // to more than the other lists: the Raw Entries tab shows them by the
 // page, its selector going from 50 to 500.
 const (

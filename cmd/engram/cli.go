@@ -16,7 +16,7 @@ import (
 	"github.com/engram-memory/engram/domain/memory"
 )
 
-// Exit codes of the command line (README "Command line").
+// Exit codes of the command line (docs/cli.md#exit-codes).
 const (
 	exitError            = 1
 	exitUsage            = 2

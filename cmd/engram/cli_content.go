@@ -24,8 +24,8 @@ const (
 	kindSteps                  // playbook steps: "ACTION" or "ACTION :: DETAILS"; repeats
 )
 
-// contentField is one field of a type's content (decisions.md §4) and the
-// flag that sets it: the field name with '-' for '_'.
+// contentField is one field of a type's content and the flag that sets it:
+// the field name with '-' for '_' (docs/decisions.md#memory-content).
 type contentField struct {
 	name     string
 	kind     fieldKind

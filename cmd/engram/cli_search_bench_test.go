@@ -16,7 +16,7 @@ import (
 )
 
 // BenchmarkCLILocalSearch measures the search step of `engram search
-// --local` on a stack of 10,000 notes (interface.md: local search "about
+// --local` on a stack of 10,000 notes (docs/decisions.md#local-search-speed: "about
 // 10 ms"; target p50 < 10 ms): the stack's search service in hybrid mode,
 // as the command runs it after opening the stack. It reports p50 and p99.
 func BenchmarkCLILocalSearch(b *testing.B) {

@@ -10,7 +10,7 @@ import (
 )
 
 // localConfig is the part of ~/.engram/config.json the server reads
-// (interface.md "Local embedding configuration"; decisions.md §7).
+// (docs/decisions.md#local-configuration).
 type localConfig struct {
 	Embeddings struct {
 		Provider string `json:"provider"`

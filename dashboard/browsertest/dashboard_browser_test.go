@@ -35,7 +35,7 @@ const (
 	// temporary directory of the test.
 	artifactsEnv = "ENGRAM_TEST_ARTIFACTS"
 	// updateScreenshotsEnv=1 writes the Overview screenshot to
-	// docs/dashboard-overview.png, the image README shows.
+	// docs/dashboard-overview.png, the image the README and docs/dashboard.md show.
 	updateScreenshotsEnv = "ENGRAM_UPDATE_SCREENSHOTS"
 )
 

@@ -7,16 +7,16 @@
 "use strict";
 
 (() => {
-  const REFRESH_MS = 5000; // interface.md: auto-refresh every 5 seconds
-  const PREVIEW_CHARS = 120; // interface.md: raw blob preview
+  const REFRESH_MS = 5000; // docs/decisions.md#dashboard: auto-refresh every 5 seconds
+  const PREVIEW_CHARS = 120; // docs/decisions.md#dashboard: raw blob preview
   const LIST_LIMIT = 100; // memories and audit records per page (the API's default)
   const FOCUS_SCAN_PAGES = 50; // pages searched for a linked memory before giving up
   const RAW_LIMITS = [50, 100, 200, 300, 400, 500];
   const RAW_DEFAULT_LIMIT = 200;
   const MAX_LIMIT = 500; // the API's cap on every list
 
-  // The memory sub-tabs and their columns (interface.md "Fields named by
-  // the dashboard per memory type"). `main` is the text the row expands from.
+  // The memory sub-tabs and their columns (the fields docs/decisions.md#dashboard
+  // says the dashboard names per memory type). `main` is the text the row expands from.
   const MEMORY_TYPES = [
     {
       type: "episode", path: "episodes", label: "Episodes",

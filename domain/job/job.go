@@ -9,7 +9,7 @@ import (
 	"github.com/engram-memory/engram/domain/memory"
 )
 
-// Status is a job's place in its life (decisions.md §5).
+// Status is a job's place in its life (docs/decisions.md#jobs).
 type Status string
 
 const (

@@ -9,7 +9,7 @@ import (
 
 var agentIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 
-// ValidateAgentID checks decisions.md §4: 1-64 characters of [A-Za-z0-9._-],
+// ValidateAgentID checks docs/decisions.md#agent-ids: 1-64 characters of [A-Za-z0-9._-],
 // and not only dots: agent ids also name local stacks on disk
 // (~/.engram/stacks/<id>), where "." and ".." are not names but the
 // directory itself and its parent.

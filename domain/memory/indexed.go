@@ -10,7 +10,7 @@ import (
 )
 
 // IndexedText is the text of a memory that is embedded and keyword-indexed
-// (interface.md "Indexed for search"). Drives are not searchable: "".
+// (docs/decisions.md#indexed-text). Drives are not searchable: "".
 // content must be canonical (from NormalizeContent).
 func IndexedText(t Type, content json.RawMessage) (string, error) {
 	if t == Drive {

@@ -1,6 +1,7 @@
 // Package embed routes embedding requests to the provider that serves the
-// requested model, enforces the request limits of decisions.md §5, and lists
-// the model catalogue of interface.md with what this server can serve.
+// requested model, enforces the request limits (docs/decisions.md#embeddings),
+// and lists the model catalogue (docs/decisions.md#embedding-models) with what
+// this server can serve.
 package embed
 
 import (
@@ -16,7 +17,7 @@ import (
 // model; an empty model name does the same.
 const DefaultAlias = "default"
 
-// Request limits (decisions.md §5; configurable through Limits).
+// Request limits (docs/decisions.md#embeddings; configurable through Limits).
 const (
 	DefaultMaxTextChars  = 32_000
 	DefaultMaxBatchTexts = 2_048
@@ -117,8 +118,8 @@ func (c *Catalog) pickDefault(name string) (domain.EmbeddingModel, error) {
 	return c.served[0], nil
 }
 
-// buildCatalogue lists interface.md's models first, then every other served
-// model in provider order.
+// buildCatalogue lists the models of docs/decisions.md#embedding-models
+// first, then every other served model in provider order.
 func (c *Catalog) buildCatalogue() []CatalogEntry {
 	var out []CatalogEntry
 	listed := map[string]bool{}
@@ -139,7 +140,7 @@ func (c *Catalog) buildCatalogue() []CatalogEntry {
 }
 
 // withCatalogueRatings fills ratings a provider left empty (say an extra
-// model named like an OpenAI one) from interface.md's table.
+// model named like an OpenAI one) from docs/decisions.md#embedding-models.
 func withCatalogueRatings(m, ref domain.EmbeddingModel) domain.EmbeddingModel {
 	if m.Quality == "" {
 		m.Quality = ref.Quality
@@ -161,8 +162,9 @@ func (c *Catalog) Models() []domain.EmbeddingModel {
 	return append([]domain.EmbeddingModel(nil), c.served...)
 }
 
-// Catalogue lists interface.md's models (available or not) and the other
-// served models, each marked with whether it can be used here.
+// Catalogue lists the models of docs/decisions.md#embedding-models
+// (available or not) and the other served models, each marked with whether
+// it can be used here.
 func (c *Catalog) Catalogue() []CatalogEntry {
 	return append([]CatalogEntry(nil), c.catalogue...)
 }

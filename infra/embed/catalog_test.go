@@ -208,7 +208,7 @@ func TestCatalogue(t *testing.T) {
 		t.Fatal(err)
 	}
 	want = []row{
-		{"text-embedding-3-small", "Good", "Fast", "Low", true, true}, // ratings filled from interface.md
+		{"text-embedding-3-small", "Good", "Fast", "Low", true, true}, // ratings from the catalogue of docs/decisions.md
 		{"text-embedding-3-large", "Best", "Medium", "Medium", false, false},
 		{"text-embedding-ada-002", "Good", "Fast", "Low", false, false},
 		{"glove-sif-100", "Fair", "Very fast", "Free", true, false},

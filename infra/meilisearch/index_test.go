@@ -66,7 +66,7 @@ func TestConformanceAgainstTestServer(t *testing.T) {
 // Meilisearch when ENGRAM_TEST_MEILISEARCH_URL is set (with
 // ENGRAM_TEST_MEILISEARCH_API_KEY for a server with a master key), one
 // fresh index per subtest, deleted afterwards. No server can be installed
-// on the machines this was written on (README "Meilisearch").
+// on the machines this was written on (docs/storage-engines.md#meilisearch).
 func TestConformanceAgainstRealServer(t *testing.T) {
 	url := os.Getenv("ENGRAM_TEST_MEILISEARCH_URL")
 	if url == "" {

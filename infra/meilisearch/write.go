@@ -15,7 +15,7 @@ import (
 // document is a KeywordDocument as Meilisearch stores it. created_at is
 // Unix nanoseconds: Meilisearch returns the stored integer exactly, and
 // compares it in filters as a float64, so a time filter is exact to a few
-// hundred nanoseconds (see README "Meilisearch").
+// hundred nanoseconds (see docs/storage-engines.md#meilisearch).
 type document struct {
 	ID        string   `json:"id"`
 	User      string   `json:"user"`

@@ -37,7 +37,7 @@ type cursor struct {
 // terms' block bounds add up short (block-max WAND's move) measured
 // slower here: a block's bound, its largest count over its shortest
 // document, is loose when lengths are mixed, so it rarely skipped, and
-// its checks cost more than they saved (README, Benchmarks).
+// its checks cost more than they saved (docs/design.md#keyword-index-at-scale).
 func (sc *scorer) pruned(s *scratch, top *topK) {
 	curs := s.cursors[:0]
 	for qi := range s.lists {

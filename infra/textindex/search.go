@@ -62,7 +62,7 @@ type termList struct {
 // best k then fills only with documents that pass, slowly under a
 // selective filter, so pruning cuts little while checking the filter per
 // candidate reads each one's records (at 1M documents and a tag on 1% of
-// them the pruned walk measured 2-4x slower; README, Benchmarks). The
+// them the pruned walk measured 2-4x slower; docs/design.md#keyword-index-at-scale). The
 // dense walk checks the filter only for documents that would enter the
 // heap. All paths add a document's term weights in query term order, so
 // scores are the same to the bit.

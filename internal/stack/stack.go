@@ -91,7 +91,7 @@ type EventStore struct {
 	Backend string
 	// URL locates a remote log (postgres:// URL or key=value DSN; a
 	// kurrentdb:// connection string). Its password, if any, comes from the
-	// environment (see README, "Several nodes"); the URL is never logged.
+	// environment (see docs/configuration.md#environment-only); the URL is never logged.
 	URL string
 	// KurrentUsername and KurrentPassword authenticate to KurrentDB; they
 	// come from the environment only (ENGRAM_KURRENTDB_USERNAME and

@@ -63,7 +63,7 @@ func TestEmbeddedStackReportsItsBackends(t *testing.T) {
 	}
 }
 
-// Hybrid fusion per backend pair, as the search section of the README
+// Hybrid fusion per backend pair, as docs/search.md#fusion-per-backend-pair
 // documents: a Qdrant vector side keeps the fusion tuned on the embedded
 // indexes (same cosine scores); a Meilisearch keyword side turns the
 // absolute convex combination into per-query min-max with the same

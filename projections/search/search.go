@@ -3,7 +3,7 @@
 // log), fusing their candidates, and hydrating the final page from the
 // memories read model.
 //
-// Score scale (decisions.md §6: [0, 1], higher is better, in every mode):
+// Score scale (docs/decisions.md#search: [0, 1], higher is better, in every mode):
 //
 //   - vector: max(0, cosine similarity) of the query and memory embeddings.
 //   - keyword: the keyword index's score, in [0, 1] (domain.IndexHit): for

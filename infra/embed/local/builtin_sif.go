@@ -8,7 +8,7 @@ import (
 
 // DefaultModelName is the local model a server binds new agents to unless
 // configured otherwise: the built-in GloVe SIF model, chosen by measurement
-// on the LoCoMo dev split (README, Search quality).
+// on the LoCoMo dev split (docs/search.md#quality).
 const DefaultModelName = "glove-sif-100"
 
 // builtinSIFFiles is the committed glove-sif-100 model directory (written

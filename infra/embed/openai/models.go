@@ -5,7 +5,7 @@ import "github.com/engram-memory/engram/domain"
 // ProviderName is what Name returns and what models list as their provider.
 const ProviderName = "openai"
 
-// The models of interface.md's catalogue.
+// The models of the catalogue (docs/decisions.md#embedding-models).
 const (
 	ModelTextEmbedding3Small = "text-embedding-3-small"
 	ModelTextEmbedding3Large = "text-embedding-3-large"
@@ -15,10 +15,10 @@ const (
 // openAIMaxInputTokens is OpenAI's per-input limit for its embedding models.
 const openAIMaxInputTokens = 8191
 
-// KnownModels returns OpenAI's embedding models as interface.md lists them
-// (dimensions, quality, speed, cost), with the facts the API needs: the 3-*
-// models accept a smaller `dimensions`, ada-002 does not. It returns a fresh
-// slice each call.
+// KnownModels returns OpenAI's embedding models as the catalogue of
+// docs/decisions.md#embedding-models lists them (dimensions, quality, speed,
+// cost), with the facts the API needs: the 3-* models accept a smaller
+// `dimensions`, ada-002 does not. It returns a fresh slice each call.
 func KnownModels() []domain.EmbeddingModel {
 	return []domain.EmbeddingModel{
 		{

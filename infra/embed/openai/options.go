@@ -83,7 +83,7 @@ func (o Options) withDefaults() Options {
 }
 
 // validate checks the base URL and refuses to send a key in clear text over
-// a network (decisions.md §7: secrets only over https or to loopback).
+// a network (docs/decisions.md#secrets-in-transit: only over https or to loopback).
 func (o Options) validate() error {
 	u, err := url.Parse(o.BaseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
