@@ -75,9 +75,13 @@ func (s *stack) postWrite(bearer, requestID, agentID, text string) (writeAnswer,
 // again, having appended nothing. The log is the judge: every write
 // answered stored is in it, at the position its own consistency token
 // names, and every write answered 503 write_not_stored is absent from it,
-// carries no token and may be sent again (Retry-After).
+// carries no token and may be sent again (Retry-After). Both the
+// embedded log and PostgreSQL's are checked.
 func TestOnlyStoredWritesAreAnsweredStored(t *testing.T) {
-	s := newStack(t, stackOptions{fixedAuth: true, visibilityTimeout: 150 * time.Millisecond})
+	onEachReadModelBackend(t, stackOptions{fixedAuth: true, visibilityTimeout: 150 * time.Millisecond}, testOnlyStoredWritesAreAnsweredStored)
+}
+
+func testOnlyStoredWritesAreAnsweredStored(t *testing.T, s *stack) {
 	s.call("POST", "/v1/memories", aliceKey, map[string]any{"agent_id": "a1", "type": "note", "content": map[string]any{"content": "before the stall"}})
 	s.stopEngine()
 
