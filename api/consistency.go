@@ -65,9 +65,9 @@ const DefaultMaxConsistencyWaits = 8
 // awaitConsistencyToken waits for the position the request's consistency
 // token names, if it sends one. It runs once the request's client is
 // known (after authentication, or after the per-IP rate limit on the
-// routes that take no credential), so a client that is not let in holds
-// nothing, and client names whose waits are bounded: a user ("user:…"),
-// or an IP ("ip:…"). A malformed token is 400 invalid_consistency_token;
+// routes that take no credential), so a request that is not let in holds
+// nothing. client names whose waits are bounded together: a user
+// ("user:…"), or an IP ("ip:…"). A malformed token is 400 invalid_consistency_token;
 // a position beyond the log's head, which no response issued, is refused
 // at once (400 consistency_token_ahead_of_log) instead of waited for; a
 // client that already has MaxConsistencyWaits requests waiting is refused
