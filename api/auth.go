@@ -19,7 +19,8 @@ type Authenticator interface {
 }
 
 // requireAuth lets a request through only with a valid bearer credential,
-// then applies the per-credential rate limit.
+// then applies the per-credential rate limit and waits for the request's
+// consistency token.
 func (s *Server) requireAuth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		actor, err := s.authenticate(w, r)
@@ -48,7 +49,8 @@ var errBadCredential = errors.New("bad bearer credential")
 // register, verify and login, so guessing keys is no cheaper than guessing
 // them through login; an IP with no token left is refused before its
 // credential is looked at, so a refusal says nothing about the credential.
-// A valid credential costs no IP token; it is then limited per credential.
+// A valid credential costs no IP token; it is then limited per credential,
+// and only then may the request wait for its consistency token.
 func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (domain.Actor, error) {
 	scheme, credential, ok := strings.Cut(r.Header.Get("Authorization"), " ")
 	credential = strings.TrimSpace(credential)
@@ -75,15 +77,32 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (domain.Ac
 	if ok, err := s.userLimits.allow(r.Context(), w, string(actor.Kind)+":"+actor.ID); err != nil || !ok {
 		return domain.Actor{}, cmp.Or(err, rateLimited())
 	}
+	if err := s.awaitConsistencyToken(r, waitingClient(actor)); err != nil {
+		return domain.Actor{}, err
+	}
 	return actor, nil
 }
 
+// waitingClient is the client whose consistency-token waits are bounded
+// together: the user, whichever of their credentials a request carries.
+func waitingClient(a domain.Actor) string {
+	if a.UserID != "" {
+		return "user:" + a.UserID
+	}
+	return string(a.Kind) + ":" + a.ID
+}
+
 // limitByIP applies the per-client-IP rate limit of the unauthenticated
-// account endpoints.
+// account endpoints, then waits for the request's consistency token.
 func (s *Server) limitByIP(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if ok, err := s.ipLimits.allow(r.Context(), w, clientIP(r)); err != nil || !ok {
+		ip := clientIP(r)
+		if ok, err := s.ipLimits.allow(r.Context(), w, ip); err != nil || !ok {
 			s.fail(w, r, cmp.Or(err, rateLimited()))
+			return
+		}
+		if err := s.awaitConsistencyToken(r, "ip:"+ip); err != nil {
+			s.fail(w, r, err)
 			return
 		}
 		next.ServeHTTP(w, r)

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/engram-memory/engram/commands"
@@ -46,26 +47,93 @@ func parseConsistencyToken(token string) (uint64, error) {
 	return position, nil
 }
 
-// withConsistency waits, before anything else (authentication included, so
-// a key created on another node works here with the token), for the
-// position a request's consistency token names, and names the position of
-// the request's own writes in its response.
+// withConsistency names the log position of the request's own writes in
+// its response. The wait for a token the request sends comes later, in
+// awaitConsistencyToken, once the client is known.
 func (s *Server) withConsistency(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if token := r.Header.Get(ConsistencyTokenHeader); token != "" {
-			position, err := parseConsistencyToken(token)
-			if err != nil {
-				s.fail(w, r, err)
-				return
-			}
-			if err := s.awaitPosition(r.Context(), position); err != nil {
-				s.fail(w, r, err)
-				return
-			}
-		}
 		ctx, tracker := commands.TrackPositions(r.Context())
 		next.ServeHTTP(&tokenWriter{ResponseWriter: w, tracker: tracker}, r.WithContext(ctx))
 	})
+}
+
+// DefaultMaxConsistencyWaits is how many requests of one client may wait
+// for their consistency tokens at once when Config.MaxConsistencyWaits is
+// zero.
+const DefaultMaxConsistencyWaits = 8
+
+// awaitConsistencyToken waits for the position the request's consistency
+// token names, if it sends one. It runs once the request's client is
+// known (after authentication, or after the per-IP rate limit on the
+// routes that take no credential), so a request that is not let in holds
+// nothing. client names whose waits are bounded together: a user
+// ("user:…"), or an IP ("ip:…"). A malformed token is 400 invalid_consistency_token;
+// a position beyond the log's head, which no response issued, is refused
+// at once (400 consistency_token_ahead_of_log) instead of waited for; a
+// client that already has MaxConsistencyWaits requests waiting is refused
+// 429 too_many_consistency_waits, so its waits cannot take every
+// in-flight slot.
+func (s *Server) awaitConsistencyToken(r *http.Request, client string) error {
+	ctx := r.Context()
+	token := r.Header.Get(ConsistencyTokenHeader)
+	if token == "" {
+		return nil
+	}
+	position, err := parseConsistencyToken(token)
+	if err != nil {
+		return err
+	}
+	if s.cfg.LogHead != nil {
+		head, err := s.cfg.LogHead(ctx)
+		if err != nil {
+			return err
+		}
+		if position > head {
+			e := domain.Invalid("", "the %s header names log position %d, but the event log ends at %d: no response of this service issued it", ConsistencyTokenHeader, position, head)
+			e.Code = "consistency_token_ahead_of_log"
+			return e.WithDetail("header", ConsistencyTokenHeader)
+		}
+	}
+	release, ok := s.tokenWaits.acquire(client)
+	if !ok {
+		e := domain.Errorf(domain.KindRateLimited, "%d requests of this client already wait for their %s; retry after the time in Retry-After", s.tokenWaits.limit, ConsistencyTokenHeader)
+		e.Code = "too_many_consistency_waits"
+		return e.WithDetail("limit", s.tokenWaits.limit).WithDetail(domain.DetailRetryAfterSeconds, 1)
+	}
+	defer release()
+	return s.awaitPosition(ctx, position)
+}
+
+// clientWaits counts, per client, the requests waiting for a consistency
+// token, up to limit each.
+type clientWaits struct {
+	limit   int
+	mu      sync.Mutex
+	waiting map[string]int
+}
+
+func newClientWaits(limit int) *clientWaits {
+	if limit <= 0 {
+		limit = DefaultMaxConsistencyWaits
+	}
+	return &clientWaits{limit: limit, waiting: map[string]int{}}
+}
+
+// acquire counts one more wait of client, unless it has limit already.
+func (c *clientWaits) acquire(client string) (release func(), ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.waiting[client] >= c.limit {
+		return nil, false
+	}
+	c.waiting[client]++
+	return func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.waiting[client]--; c.waiting[client] == 0 {
+			delete(c.waiting, client)
+		}
+	}, true
 }
 
 func (s *Server) awaitPosition(ctx context.Context, position uint64) error {

@@ -105,6 +105,9 @@ type stackOptions struct {
 	// consistencyWait bounds the wait for a consistency token (zero:
 	// api.DefaultConsistencyWait).
 	consistencyWait time.Duration
+	// maxConsistencyWaits bounds one client's token waits (zero:
+	// api.DefaultMaxConsistencyWaits).
+	maxConsistencyWaits int
 	// visibilityTimeout bounds a write's wait for the projections (zero:
 	// harnessVisibilityTimeout).
 	visibilityTimeout time.Duration
@@ -329,15 +332,17 @@ func (s *stack) wire(c *embed.Catalog, rc commands.RunnerConfig) {
 		Embeddings:    s.emb,
 		Search:        searcher,
 
-		BodyReadTimeout: s.opts.bodyReadTimeout,
-		WriteTimeout:    s.opts.writeTimeout,
-		MaxInFlight:     s.opts.maxInFlight,
-		Backends:        s.wired.Backends,
-		Projections:     func() any { return s.engine.Status() },
-		Pipeline:        s.pipeline,
-		Cognition:       api.CognitionService{Memories: s.memCmds, Cognition: cognition},
-		Visibility:      s.engine,
-		ConsistencyWait: s.opts.consistencyWait,
+		BodyReadTimeout:     s.opts.bodyReadTimeout,
+		WriteTimeout:        s.opts.writeTimeout,
+		MaxInFlight:         s.opts.maxInFlight,
+		Backends:            s.wired.Backends,
+		Projections:         func() any { return s.engine.Status() },
+		Pipeline:            s.pipeline,
+		Cognition:           api.CognitionService{Memories: s.memCmds, Cognition: cognition},
+		Visibility:          s.engine,
+		ConsistencyWait:     s.opts.consistencyWait,
+		LogHead:             s.store.Head,
+		MaxConsistencyWaits: s.opts.maxConsistencyWaits,
 	}).Handler()
 	s.handler.Store(&h)
 }

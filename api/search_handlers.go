@@ -73,7 +73,8 @@ type searchResultJSON struct {
 // milliseconds (rounded down), as docs/decisions.md#search has it, and query_time_us
 // the same time in whole microseconds (an addition, for latency
 // percentiles finer than a millisecond). degraded is present only when a
-// hybrid search ran on the keyword index alone ("vector_unavailable").
+// hybrid search ran on one side alone, and says why: "vector_unavailable",
+// "keyword_unavailable", "vector_rebuilding" or "keyword_rebuilding".
 type searchResponseJSON struct {
 	Results     []searchResultJSON `json:"results"`
 	Total       int                `json:"total"`

@@ -42,6 +42,14 @@ type Config struct {
 	// visible before they are answered, so tokens need no wait.
 	Visibility      Visibility
 	ConsistencyWait time.Duration
+	// LogHead returns the last position of the event log this node reads;
+	// a consistency token beyond it is refused at once instead of waited
+	// for. Nil: tokens are not checked against the log.
+	LogHead func(ctx context.Context) (uint64, error)
+	// MaxConsistencyWaits bounds the requests of one client (a user, or an
+	// IP on the routes without credential) waiting for their consistency
+	// tokens at once (0: DefaultMaxConsistencyWaits).
+	MaxConsistencyWaits int
 	// CredentialsCurrent, when set, returns once this node's credential
 	// read model includes every change in the shared log up to its head at
 	// the call (several nodes over one log); authentication waits for it,
@@ -68,6 +76,7 @@ type Server struct {
 	logger     *slog.Logger
 	userLimits *limiterSet
 	ipLimits   *limiterSet
+	tokenWaits *clientWaits
 }
 
 // New returns a server; cfg.Logger and cfg.Auth are required.
@@ -80,6 +89,7 @@ func New(cfg Config) *Server {
 		logger:     cfg.Logger,
 		userLimits: newLimiterSet(cfg.UserRateLimit, "credential:", cfg.RateBuckets),
 		ipLimits:   newLimiterSet(cfg.IPRateLimit, "ip:", cfg.RateBuckets),
+		tokenWaits: newClientWaits(cfg.MaxConsistencyWaits),
 	}
 }
 

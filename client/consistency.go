@@ -19,6 +19,12 @@ const consistencyTokenHeader = "Engram-Consistency-Token"
 // timeout: it will become visible, and sending it again stores a copy.
 const CodeWriteNotYetVisible = "write_not_yet_visible"
 
+// CodeWriteNotStored is the code of a 503 to a write the server gave up
+// on before storing anything of it (other writes to the agent came first
+// and its read models did not catch up in time): sending it again after
+// Retry-After is safe.
+const CodeWriteNotStored = "write_not_stored"
+
 // codeNotYetConsistent is the server's answer to a token it has not
 // reached within its --consistency-wait.
 const codeNotYetConsistent = "not_yet_consistent"

@@ -26,7 +26,9 @@ type Error struct {
 	// ConsistencyToken is the response's Engram-Consistency-Token, set
 	// when the request wrote before it failed. On 503
 	// CodeWriteNotYetVisible the write is stored: wait for it with
-	// WaitVisible instead of sending it again, which stores a copy.
+	// WaitVisible instead of sending it again, which stores a copy. On
+	// 503 CodeWriteNotStored nothing was stored and there is no token:
+	// send the request again.
 	ConsistencyToken string
 }
 

@@ -157,11 +157,10 @@ func (m *Memories) appendToAgentSeenBy(ctx context.Context, meta domain.Metadata
 			return 0, domain.Conflict("concurrent_writes", "agent %s changed %d times while this write was being decided; retry the request", agentID, attempt)
 		}
 		m.logger.DebugContext(ctx, "agent stream moved on; deciding again", "agent_id", agentID, "attempt", attempt)
-		head, err := m.cfg.Writer.Store().Head(ctx)
-		if err != nil {
-			return 0, err
-		}
-		if err := m.cfg.Writer.Await(ctx, head); err != nil {
+		// Nothing of this request is stored yet: the wait neither names the
+		// head as this request's position nor, when it gives up, claims a
+		// write (CatchUp fails with domain.KindNotStored).
+		if err := m.cfg.Writer.CatchUp(ctx, names...); err != nil {
 			return 0, err
 		}
 	}

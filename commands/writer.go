@@ -116,6 +116,28 @@ func (w *EventWriter) wait(ctx context.Context, position uint64, names []string)
 // not applied by every read model within the visibility timeout.
 const WriteNotYetVisibleCode = "write_not_yet_visible"
 
+// CatchUp waits, at most the visibility timeout, until the named
+// projections (all when none are named) have applied the log as far as
+// its head now, so that a command that lost the race for its stream
+// decides again on the state that beat it. Unlike Await it records no
+// position: the command has stored nothing, and a wait that gives up says
+// so (domain.KindNotStored, safe to retry), never that a write is stored.
+func (w *EventWriter) CatchUp(ctx context.Context, names ...string) error {
+	head, err := w.store.Head(ctx)
+	if err != nil {
+		return err
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, w.timeout)
+	defer cancel()
+	err = w.visible.WaitForProjections(waitCtx, head, names...)
+	if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	e := domain.Errorf(domain.KindNotStored, "nothing was stored: other writes reached the agent first and the read models did not apply them within %s (the server is overloaded); it is safe to send the request again", w.timeout)
+	e.Err = fmt.Errorf("catch up with the log head %d: %w", head, err)
+	return e.WithDetail(domain.DetailRetryAfterSeconds, 1)
+}
+
 // maxConflictRetries bounds optimistic-concurrency retries of one command.
 const maxConflictRetries = 100
 

@@ -31,7 +31,11 @@ const (
 	// KindNotYetConsistent: this node has not yet applied the write a
 	// request's consistency token names (another node took it).
 	KindNotYetConsistent Kind = "not_yet_consistent"
-	KindInternal         Kind = "internal"
+	// KindNotStored: a write gave up before anything of it was stored
+	// (the log moved on while it decided, and the read models did not
+	// catch up in time); sending it again is safe.
+	KindNotStored Kind = "write_not_stored"
+	KindInternal  Kind = "internal"
 )
 
 // DetailRetryAfterSeconds is the detail of a KindRateLimited error that

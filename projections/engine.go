@@ -330,6 +330,15 @@ func (e *Engine) WaitForProjections(ctx context.Context, position uint64, names 
 	}
 }
 
+// Rebuilding reports whether the named projection is being rebuilt live
+// (RebuildLive), here or by the node holding its lease: its reads see a
+// partial state until the rebuild ends.
+func (e *Engine) Rebuilding(name string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.isRebuildingLocked(name)
+}
+
 // Status reports each projection's position and delivery metrics.
 func (e *Engine) Status() map[string]ProjectionStatus {
 	e.mu.Lock()

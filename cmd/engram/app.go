@@ -190,6 +190,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 
 		Visibility:         st.Engine,
 		ConsistencyWait:    cfg.ConsistencyWait,
+		LogHead:            st.Store.Head,
 		CredentialsCurrent: st.CredentialsCurrent,
 		RateBuckets:        rateBuckets,
 	})

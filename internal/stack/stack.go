@@ -535,11 +535,14 @@ func (s *Stack) CredentialsCurrent(ctx context.Context) error {
 	return s.Engine.WaitForProjections(ctx, head, projections.AccountsProjectionName)
 }
 
-// Search returns a search service over the stack's indexes. Hybrid
+// Search returns a search service over the stack's indexes, which treats
+// an index being rebuilt live as down (search.Options.Rebuilding). Hybrid
 // fusion follows the backend pair (search.Fusion, "Per backend pair"):
 // Meilisearch's scores are relative, Qdrant's are the embedded cosines.
 func (s *Stack) Search(embedder search.Embedder, opts search.Options) (*search.Service, error) {
 	opts.RelativeKeywordScores = s.indexes.Keyword == Meilisearch
+	indexProjection := map[string]string{search.SideKeyword: projections.KeywordProjectionName, search.SideVector: projections.VectorsProjectionName}
+	opts.Rebuilding = func(side string) bool { return s.Engine.Rebuilding(indexProjection[side]) }
 	return search.New(s.KeywordIndex, s.VectorIndex, s.Vectors, embedder, s.Memories, s.Logger, opts)
 }
 

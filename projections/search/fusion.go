@@ -129,6 +129,11 @@ type Options struct {
 	// Now is the clock strengths are computed at, to leave weak memories
 	// out (default time.Now).
 	Now func() time.Time
+	// Rebuilding reports whether a side's index (SideKeyword, SideVector)
+	// is being rebuilt live: it holds only part of the memories until the
+	// rebuild ends, so a search treats it as down rather than answer from
+	// it. Nil: never.
+	Rebuilding func(side string) bool
 }
 
 // ModelFusion is the fusion tuned for one embedding model.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/engram-memory/engram/domain"
@@ -80,6 +81,56 @@ func TestSearchWithAnIndexDown(t *testing.T) {
 				t.Errorf("degraded = %q, want %q", resp.Degraded, c.wantDegraded)
 			}
 			if got := ids(resp); c.wantNoteInFound && (len(got) == 0 || got[0] != note) {
+				t.Errorf("results %v, want %s first", got, note)
+			}
+		})
+	}
+}
+
+// An index being rebuilt live (Options.Rebuilding) is treated as down, and
+// the answer says it is being rebuilt: its own mode fails with
+// <side>_index_rebuilding, hybrid answers from the other side with
+// Degraded <side>_rebuilding, and with both rebuilding hybrid fails too.
+func TestSearchWhileAnIndexIsRebuilt(t *testing.T) {
+	s := searchtest.New(t, searchtest.Options{})
+	note := s.Note(t, "u1", "a", "the harbour crane broke down on Tuesday", nil, t0)
+	cases := []struct {
+		name         string
+		rebuilding   []string
+		mode         search.Mode
+		wantCode     string // "" for success
+		wantDegraded string
+	}{
+		{"keyword rebuilt, keyword mode", []string{search.SideKeyword}, search.ModeKeyword, "keyword_index_rebuilding", ""},
+		{"keyword rebuilt, vector mode", []string{search.SideKeyword}, search.ModeVector, "", ""},
+		{"keyword rebuilt, hybrid", []string{search.SideKeyword}, search.ModeHybrid, "", search.DegradedKeywordRebuilding},
+		{"vectors rebuilt, vector mode", []string{search.SideVector}, search.ModeVector, "vector_index_rebuilding", ""},
+		{"vectors rebuilt, keyword mode", []string{search.SideVector}, search.ModeKeyword, "", ""},
+		{"vectors rebuilt, hybrid", []string{search.SideVector}, search.ModeHybrid, "", search.DegradedVectorRebuilding},
+		{"both rebuilt, hybrid", []string{search.SideKeyword, search.SideVector}, search.ModeHybrid, "keyword_index_rebuilding", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rebuilding := func(side string) bool { return slices.Contains(c.rebuilding, side) }
+			svc, err := search.New(s.KeywordIndex, s.VectorIndex, s.Vectors, search.ProviderEmbedder{Provider: s.Provider}, s.ReadModel, nil, search.Options{Rebuilding: rebuilding})
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := svc.Search(context.Background(), search.Request{UserID: "u1", AgentID: "a", Query: "harbour crane", Mode: c.mode, Limit: 10})
+			if c.wantCode != "" {
+				de, ok := domain.AsError(err)
+				if !ok || de.Kind != domain.KindIndexUnavailable || de.PublicCode() != c.wantCode || !errors.Is(err, domain.ErrIndexUnavailable) {
+					t.Fatalf("err = %v, want %s (KindIndexUnavailable)", err, c.wantCode)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.Degraded != c.wantDegraded {
+				t.Errorf("degraded = %q, want %q", resp.Degraded, c.wantDegraded)
+			}
+			if got := ids(resp); len(got) == 0 || got[0] != note {
 				t.Errorf("results %v, want %s first", got, note)
 			}
 		})

@@ -49,6 +49,18 @@ const (
 	// DegradedKeywordUnavailable: the keyword index is down; the vector
 	// index answered alone.
 	DegradedKeywordUnavailable = "keyword_unavailable"
+	// DegradedVectorRebuilding and DegradedKeywordRebuilding: that side's
+	// index is being rebuilt live (partial until the rebuild ends); the
+	// other side answered alone.
+	DegradedVectorRebuilding  = "vector_rebuilding"
+	DegradedKeywordRebuilding = "keyword_rebuilding"
+)
+
+// The sides of a search, as Options.Rebuilding and the error codes
+// (<side>_index_unavailable, <side>_index_rebuilding) name them.
+const (
+	SideKeyword = "keyword"
+	SideVector  = "vector"
 )
 
 // Filter restricts a search; every index applies it inside its own query.
@@ -104,8 +116,9 @@ type Explain struct {
 // Response is the outcome of a search.
 type Response struct {
 	Results []Result
-	// Degraded is empty, DegradedVectorUnavailable or
-	// DegradedKeywordUnavailable.
+	// Degraded is empty or names the side that could not answer a hybrid
+	// search and why (DegradedVectorUnavailable, DegradedKeywordUnavailable,
+	// DegradedVectorRebuilding, DegradedKeywordRebuilding).
 	Degraded string
 }
 

@@ -43,7 +43,8 @@ func (s *Service) Options() Options { return s.opts }
 // Search runs req. Unknown agents (and other users' agents) are NotFound.
 // In vector mode an embedding provider that cannot be reached is
 // KindProviderUnavailable, and a mode whose index is down is
-// KindIndexUnavailable; hybrid mode falls back to the side that answers
+// KindIndexUnavailable, as is a mode whose index is being rebuilt live
+// (Options.Rebuilding); hybrid mode falls back to the side that answers
 // and says so in Response.Degraded.
 //
 // Strength decays at read time, so no index knows which memories are weak
@@ -140,11 +141,14 @@ func validate(req *Request) error {
 }
 
 func (s *Service) searchKeyword(ctx context.Context, req Request, k int) ([]Hit, error) {
+	if err := s.rebuilding(SideKeyword); err != nil {
+		return nil, err
+	}
 	hits, err := s.keyword.SearchKeyword(ctx, domain.KeywordQuery{
 		Scope: scope(req), Text: req.Query, Filter: req.Filter.indexFilter(req.IncludeForgotten), Limit: k,
 	})
 	if err != nil {
-		return nil, indexError(ctx, "keyword", err)
+		return nil, indexError(ctx, SideKeyword, err)
 	}
 	return hitsOf(hits), nil
 }
@@ -155,9 +159,12 @@ func (s *Service) searchKeyword(ctx context.Context, req Request, k int) ([]Hit,
 // out, are searched too). *query caches the query's embedding between
 // rounds.
 func (s *Service) searchVectors(ctx context.Context, req Request, space domain.VectorSpace, k int, query *[]float32) ([]Hit, error) {
+	if err := s.rebuilding(SideVector); err != nil {
+		return nil, err
+	}
 	n, err := s.vectors.CountVectors(ctx, scope(req), space)
 	if err != nil {
-		return nil, indexError(ctx, "vector", err)
+		return nil, indexError(ctx, SideVector, err)
 	}
 	if n == 0 && !req.IncludeForgotten {
 		return nil, nil
@@ -173,7 +180,7 @@ func (s *Service) searchVectors(ctx context.Context, req Request, space domain.V
 		Scope: scope(req), Space: space, Vector: *query, Filter: req.Filter.indexFilter(req.IncludeForgotten), Limit: k,
 	})
 	if err != nil {
-		return nil, indexError(ctx, "vector", err)
+		return nil, indexError(ctx, SideVector, err)
 	}
 	return hitsOf(hits), nil
 }
@@ -186,7 +193,7 @@ func scope(req Request) domain.IndexScope {
 // survives on the other side.
 var errIndexDown = errors.New("search index unavailable")
 
-// indexError is err of the named index ("keyword" or "vector"): an index
+// indexError is err of the named index (SideKeyword or SideVector): an index
 // that is down becomes KindIndexUnavailable with the code
 // <side>_index_unavailable.
 func indexError(ctx context.Context, side string, err error) error {
@@ -196,6 +203,25 @@ func indexError(ctx context.Context, side string, err error) error {
 	return fmt.Errorf("%w: %w", errIndexDown, &domain.Error{
 		Kind: domain.KindIndexUnavailable, Code: side + "_index_unavailable",
 		Message: fmt.Sprintf("the %s search index is unavailable; try again later", side), Err: err,
+	})
+}
+
+// errIndexRebuilding marks, besides errIndexDown, an index that is being
+// rebuilt live.
+var errIndexRebuilding = errors.New("search index being rebuilt")
+
+// rebuilding is the error of a side whose index is being rebuilt live
+// (KindIndexUnavailable, code <side>_index_rebuilding), nil otherwise: a
+// partial index would answer with some of the memories or none, and say
+// nothing of it.
+func (s *Service) rebuilding(side string) error {
+	if s.opts.Rebuilding == nil || !s.opts.Rebuilding(side) {
+		return nil
+	}
+	return fmt.Errorf("%w: %w: %w", errIndexDown, errIndexRebuilding, &domain.Error{
+		Kind: domain.KindIndexUnavailable, Code: side + "_index_rebuilding",
+		Message: fmt.Sprintf("the %s search index is being rebuilt and answers again once the rebuild ends; try again later", side),
+		Err:     domain.ErrIndexUnavailable,
 	})
 }
 
@@ -247,9 +273,15 @@ func (s *Service) searchBoth(ctx context.Context, req Request, space domain.Vect
 		return nil, nil, "", kr.err
 	case kwDown:
 		s.logger.WarnContext(ctx, "hybrid search degraded to vectors only", "agent_id", req.AgentID, "error", kr.err)
+		if errors.Is(kr.err, errIndexRebuilding) {
+			return vec, nil, DegradedKeywordRebuilding, nil
+		}
 		return vec, nil, DegradedKeywordUnavailable, nil
 	case vecDown:
 		s.logger.WarnContext(ctx, "hybrid search degraded to keyword only", "agent_id", req.AgentID, "error", verr)
+		if errors.Is(verr, errIndexRebuilding) {
+			return nil, kr.hits, DegradedVectorRebuilding, nil
+		}
 		return nil, kr.hits, DegradedVectorUnavailable, nil
 	case verr != nil:
 		return nil, nil, "", verr
