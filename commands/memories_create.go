@@ -194,10 +194,19 @@ func parseCreatedAt(s string, now time.Time) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, domain.Invalid("created_at", "created_at must be an RFC 3339 timestamp such as 2025-01-31T12:00:00Z, got %q", s)
 	}
-	if t.After(now.Add(MaxFutureSkew)) {
-		return time.Time{}, domain.Invalid("created_at", "created_at %s is in the future (more than %s ahead of the server clock)", s, MaxFutureSkew)
+	if err := checkNotInFuture("created_at", t, now); err != nil {
+		return time.Time{}, err
 	}
 	return t.UTC(), nil
+}
+
+// checkNotInFuture refuses a client's time more than MaxFutureSkew ahead
+// of the server clock.
+func checkNotInFuture(field string, t, now time.Time) error {
+	if t.After(now.Add(MaxFutureSkew)) {
+		return domain.Invalid(field, "%s %s is in the future (more than %s ahead of the server clock)", field, t.Format(time.RFC3339Nano), MaxFutureSkew)
+	}
+	return nil
 }
 
 // decideCreate checks items against the agent and the user's quotas as

@@ -1,0 +1,212 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/engram-memory/engram/commands"
+	"github.com/engram-memory/engram/domain/memory"
+)
+
+// syncEvent is a pushed event of type typ with a fresh canonical id.
+func syncEvent(typ string, payload any) commands.SyncEvent {
+	raw, err := json.Marshal(payload)
+	if err != nil {
+		panic(err)
+	}
+	return commands.SyncEvent{ID: uuid.NewString(), Type: typ, Time: time.Now().UTC(), Payload: raw}
+}
+
+// pushedNote is a MemoryCreated of a note with a fresh id.
+func pushedNote(text string) commands.SyncEvent {
+	return syncEvent("MemoryCreated", map[string]any{"memory_id": uuid.NewString(), "type": "note", "content": map[string]any{"content": text}})
+}
+
+// push sends events to the agent with POST /v1/sync/events.
+func (s *stack) push(t testing.TB, bearer, agentID string, events ...commands.SyncEvent) response {
+	t.Helper()
+	return s.request(t, "POST", "/v1/sync/events", bearer, map[string]any{"agent_id": agentID, "events": events})
+}
+
+// streamLength is how many events the user's agent stream holds.
+func (s *stack) streamLength(t testing.TB, userID, agentID string) int {
+	t.Helper()
+	events, err := s.store.ReadStream(context.Background(), memory.AgentStream(userID, agentID), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(events)
+}
+
+// TestSyncPushObeysTheWriteRules pushes, for each rule of the API's
+// writes, a push that breaks it after valid events: the push is refused
+// with the error the API gives, and nothing of it is appended.
+func TestSyncPushObeysTheWriteRules(t *testing.T) {
+	quotas := memory.Quotas{MemoriesPerAgent: 5, AgentsPerUser: 3, TextBytesPerUser: 3000}
+	s := newStack(t, stackOptions{quotas: quotas, syncMaxPushBytes: 256 << 10})
+	ctx := context.Background()
+	users := 0
+	// newUser is a fresh user, so that quotas do not carry over between
+	// cases.
+	newUser := func(t *testing.T) (userID, key string) {
+		users++
+		return s.user(t, fmt.Sprintf("sync-rules-%d@example.com", users))
+	}
+	createNote := func(t *testing.T, userID, agentID string) string {
+		c, err := s.memCmds.Create(ctx, metaFor(userID), agentID, commands.MemoryInput{Type: "note", Content: json.RawMessage(`{"content":"kept"}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.ID
+	}
+	setState := func(t *testing.T, userID, agentID, state string) {
+		if _, err := s.memCmds.PatchSettings(ctx, metaFor(userID), agentID, json.RawMessage(`{"stack_state":"`+state+`"}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		// events builds the push to the user's agent "a" (setup may
+		// prepare the user's state first).
+		events func(t *testing.T, userID string) []commands.SyncEvent
+		status int
+		code   string
+		field  string // details.field of a 400
+	}{
+		{"more memories than the agent quota", func(t *testing.T, _ string) []commands.SyncEvent {
+			var evs []commands.SyncEvent
+			for i := range 20 {
+				evs = append(evs, pushedNote(fmt.Sprintf("note %d", i)))
+			}
+			return evs
+		}, http.StatusForbidden, memory.CodeQuotaMemoriesPerAgent, ""},
+		{"more agents than the agent quota", func(t *testing.T, userID string) []commands.SyncEvent {
+			for _, agent := range []string{"b", "c", "d"} {
+				createNote(t, userID, agent)
+			}
+			return []commands.SyncEvent{pushedNote("a fourth agent")}
+		}, http.StatusForbidden, memory.CodeQuotaAgents, ""},
+		{"content past the text quota", func(t *testing.T, _ string) []commands.SyncEvent {
+			return []commands.SyncEvent{pushedNote("small"), pushedNote(strings.Repeat("x", 30_000))}
+		}, http.StatusForbidden, memory.CodeQuotaTextBytes, ""},
+		{"a memory created in an agent in maintenance", func(t *testing.T, userID string) []commands.SyncEvent {
+			createNote(t, userID, "a")
+			setState(t, userID, "a", "maintenance")
+			return []commands.SyncEvent{pushedNote("while in maintenance")}
+		}, http.StatusConflict, "stack_in_maintenance", ""},
+		{"a change of a memory of an agent in maintenance", func(t *testing.T, userID string) []commands.SyncEvent {
+			id := createNote(t, userID, "a")
+			setState(t, userID, "a", "maintenance")
+			return []commands.SyncEvent{syncEvent("MemoryForgotten", map[string]any{"memory_id": id, "forgotten_at": time.Now().UTC()})}
+		}, http.StatusConflict, "stack_in_maintenance", ""},
+		{"a belief without derived_from in an active agent", func(t *testing.T, userID string) []commands.SyncEvent {
+			createNote(t, userID, "a")
+			setState(t, userID, "a", "active")
+			return []commands.SyncEvent{syncEvent("MemoryCreated", map[string]any{
+				"memory_id": uuid.NewString(), "type": "belief", "content": map[string]any{"statement": "unfounded", "confidence": 0.5}})}
+		}, http.StatusBadRequest, memory.CodeProvenanceViolation, "events[0].payload.derived_from"},
+		{"derived_from naming a memory that does not exist", func(t *testing.T, _ string) []commands.SyncEvent {
+			return []commands.SyncEvent{pushedNote("fine"), syncEvent("MemoryCreated", map[string]any{
+				"memory_id": uuid.NewString(), "type": "note", "content": map[string]any{"content": "derived"}, "derived_from": []string{"note:" + uuid.NewString()}})}
+		}, http.StatusBadRequest, "invalid_request", "events[1].payload.derived_from"},
+		{"derived_from naming another user's memory", func(t *testing.T, _ string) []commands.SyncEvent {
+			other, _ := newUser(t)
+			theirs := createNote(t, other, "a")
+			return []commands.SyncEvent{pushedNote("fine"), syncEvent("MemoryCreated", map[string]any{
+				"memory_id": uuid.NewString(), "type": "note", "content": map[string]any{"content": "derived"}, "derived_from": []string{"note:" + theirs}})}
+		}, http.StatusBadRequest, "invalid_request", "events[1].payload.derived_from"},
+		{"a created_at of 9999-12-31", func(t *testing.T, _ string) []commands.SyncEvent {
+			return []commands.SyncEvent{pushedNote("fine"), syncEvent("MemoryCreated", map[string]any{
+				"memory_id": uuid.NewString(), "type": "note", "content": map[string]any{"content": "from the future"}, "created_at": "9999-12-31T00:00:00Z"})}
+		}, http.StatusBadRequest, "invalid_request", "events[1].payload.created_at"},
+		{"an event time of 9999-12-31", func(t *testing.T, _ string) []commands.SyncEvent {
+			ev := pushedNote("from the future")
+			ev.Time = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
+			return []commands.SyncEvent{pushedNote("fine"), ev}
+		}, http.StatusBadRequest, "invalid_request", "events[1].time"},
+		{"a MemoryWeakened reason of 200,000 characters", func(t *testing.T, _ string) []commands.SyncEvent {
+			created := pushedNote("to weaken")
+			var m struct {
+				MemoryID string `json:"memory_id"`
+			}
+			_ = json.Unmarshal(created.Payload, &m)
+			return []commands.SyncEvent{created, syncEvent("MemoryWeakened", map[string]any{
+				"memory_id": m.MemoryID, "by": 0.1, "strength": 0.9, "reason": strings.Repeat("r", 200_000), "at": time.Now().UTC()})}
+		}, http.StatusBadRequest, "invalid_request", "events[1].payload.reason"},
+		{"a MemoryWeakened by outside (0, 1]", func(t *testing.T, userID string) []commands.SyncEvent {
+			id := createNote(t, userID, "a")
+			return []commands.SyncEvent{pushedNote("fine"), syncEvent("MemoryWeakened", map[string]any{
+				"memory_id": id, "by": 7, "strength": 0.9, "at": time.Now().UTC()})}
+		}, http.StatusBadRequest, "invalid_request", "events[1].payload.by"},
+		{"a promotion of a suggestion under another memory id", func(t *testing.T, _ string) []commands.SyncEvent {
+			return []commands.SyncEvent{pushedNote("fine"), syncEvent("MemoryCreated", map[string]any{
+				"memory_id": uuid.NewString(), "type": "note", "content": map[string]any{"content": "promoted"}, "promotes": map[string]any{"suggestion_id": uuid.NewString()}})}
+		}, http.StatusBadRequest, "invalid_request", "events[1].payload.promotes"},
+		{"a push past the byte limit", func(t *testing.T, _ string) []commands.SyncEvent {
+			var evs []commands.SyncEvent
+			for range 30 {
+				evs = append(evs, pushedNote(strings.Repeat("y", 10_000)))
+			}
+			return evs
+		}, http.StatusRequestEntityTooLarge, "push_too_large", ""},
+		{"an event type sync does not carry", func(t *testing.T, _ string) []commands.SyncEvent {
+			return []commands.SyncEvent{pushedNote("fine"), syncEvent("StackSettingsChanged", map[string]any{"settings": map[string]any{"stack_state": "maintenance"}})}
+		}, http.StatusBadRequest, "invalid_request", "events[1].type"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			userID, key := newUser(t)
+			events := tc.events(t, userID)
+			before := s.streamLength(t, userID, "a")
+			r := s.push(t, key, "a", events...)
+			wantError(t, r, tc.status, tc.code)
+			if tc.field != "" {
+				if got, _ := r.details()["field"].(string); got != tc.field {
+					t.Errorf("details.field = %q, want %q: %s", got, tc.field, r.raw)
+				}
+			}
+			if after := s.streamLength(t, userID, "a"); after != before {
+				t.Errorf("the refused push appended %d events", after-before)
+			}
+		})
+	}
+}
+
+// TestSyncPushOfAValidHistoryIsAppended: what the rules refuse is only
+// what breaks them: in an agent that enforces provenance, a push of a raw
+// entry, a note derived from it and a belief derived from the note (each
+// naming a memory created earlier in the same push), a patch and a
+// weaken is appended whole.
+func TestSyncPushOfAValidHistoryIsAppended(t *testing.T) {
+	s := newStack(t, stackOptions{fixedAuth: true})
+	ctx := context.Background()
+	if _, err := s.memCmds.Create(ctx, metaFor(alice), "a", commands.MemoryInput{Type: "raw_entry", Content: json.RawMessage(`{"content":"first"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.memCmds.PatchSettings(ctx, metaFor(alice), "a", json.RawMessage(`{"stack_state":"active"}`)); err != nil {
+		t.Fatal(err)
+	}
+	raw, note, belief := uuid.NewString(), uuid.NewString(), uuid.NewString()
+	events := []commands.SyncEvent{
+		syncEvent("MemoryCreated", map[string]any{"memory_id": raw, "type": "raw_entry", "content": map[string]any{"content": "shipped the release"}}),
+		syncEvent("MemoryCreated", map[string]any{"memory_id": note, "type": "note", "content": map[string]any{"content": "releases ship on fridays"}, "derived_from": []string{"raw:" + raw}}),
+		syncEvent("MemoryCreated", map[string]any{"memory_id": belief, "type": "belief", "content": map[string]any{"statement": "fridays are for releases", "confidence": 0.6}, "derived_from": []string{"note:" + note}}),
+		syncEvent("MemoryPatched", map[string]any{"memory_id": note, "content": map[string]any{"content": "releases ship on thursdays"}, "updated_at": time.Now().UTC()}),
+		syncEvent("MemoryWeakened", map[string]any{"memory_id": belief, "by": 0.2, "strength": 0.8, "reason": "one counterexample", "at": time.Now().UTC()}),
+	}
+	before := s.streamLength(t, alice, "a")
+	var res commands.SyncPushResult
+	s.push(t, aliceKey, "a", events...).must(t, http.StatusOK, &res)
+	if res.Appended != len(events) || s.streamLength(t, alice, "a") != before+len(events) {
+		t.Fatalf("appended %d of %d events: %+v", s.streamLength(t, alice, "a")-before, len(events), res)
+	}
+	if v := s.get(t, aliceKey, belief); len(v.DerivedFrom) != 1 || v.DerivedFrom[0] != "note:"+note {
+		t.Errorf("belief derived from %v, want note:%s", v.DerivedFrom, note)
+	}
+}
