@@ -2,8 +2,11 @@ package api_test
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"strings"
 	"testing"
@@ -43,6 +46,15 @@ func (s *stack) streamLength(t testing.TB, userID, agentID string) int {
 		t.Fatal(err)
 	}
 	return len(events)
+}
+
+// vectorOf encodes floats as memory.Vector marshals them.
+func vectorOf(xs ...float32) string {
+	buf := make([]byte, 4*len(xs))
+	for i, x := range xs {
+		binary.LittleEndian.PutUint32(buf[4*i:], math.Float32bits(x))
+	}
+	return base64.StdEncoding.EncodeToString(buf)
 }
 
 // TestSyncPushObeysTheWriteRules pushes, for each rule of the API's
@@ -208,5 +220,35 @@ func TestSyncPushOfAValidHistoryIsAppended(t *testing.T) {
 	}
 	if v := s.get(t, aliceKey, belief); len(v.DerivedFrom) != 1 || v.DerivedFrom[0] != "note:"+note {
 		t.Errorf("belief derived from %v, want note:%s", v.DerivedFrom, note)
+	}
+}
+
+// TestSyncPushRefusesVectorsSearchCannotUse: a pushed MemoryEmbedded with
+// NaN, an infinity or all zeros is refused as the API refuses such a
+// vector, and nothing of the push is stored.
+func TestSyncPushRefusesVectorsSearchCannotUse(t *testing.T) {
+	s := newStack(t, stackOptions{fixedAuth: true})
+	for _, tc := range []struct {
+		name   string
+		vector []float32
+	}{
+		{"NaN", []float32{1, float32(math.NaN()), 0}},
+		{"infinity", []float32{1, float32(math.Inf(1)), 0}},
+		{"zeros", []float32{0, 0, 0}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			agent := "vec-" + tc.name
+			created := pushedNote("a note to embed")
+			var m struct {
+				MemoryID string `json:"memory_id"`
+			}
+			_ = json.Unmarshal(created.Payload, &m)
+			embedded := syncEvent("MemoryEmbedded", map[string]any{"memory_id": m.MemoryID, "model": "some-model", "dimensions": 3,
+				"text_hash": "x", "vector": vectorOf(tc.vector...)})
+			s.push(t, aliceKey, agent, created, embedded).invalid(t, "events[1].payload.vector")
+			if n := s.streamLength(t, alice, agent); n != 0 {
+				t.Errorf("the refused push appended %d events", n)
+			}
+		})
 	}
 }

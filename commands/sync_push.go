@@ -29,8 +29,8 @@ import (
 //     and reason), strengths in [0, 1] and times not in the future; a
 //     change of a memory the agent does not have changes nothing and is
 //     skipped;
-//   - MemoryEmbedded: a memory of the agent and a vector of the
-//     dimensions it names.
+//   - MemoryEmbedded: a memory of the agent and a finite, non-zero vector
+//     of the dimensions it names.
 //
 // Every other type is refused, except agent deletes and model switches,
 // which stay on the machine that made them (skipped).
@@ -112,6 +112,9 @@ func (p *pushPlan) add(ctx context.Context, ev SyncEvent) (kept bool, err error)
 		}
 		if m.Model == "" || len(m.Model) > maxSyncModelLength || m.Dimensions < 1 || m.Dimensions > maxSyncVectorDims || len(m.Vector) != m.Dimensions {
 			return false, domain.Invalid("payload.vector", "a vector needs a model name and exactly its dimensions (1-%d) of numbers", maxSyncVectorDims)
+		}
+		if err := checkVector("payload.vector", m.Vector); err != nil {
+			return false, err
 		}
 		m.JobID = ""
 		payload = m
