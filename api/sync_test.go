@@ -252,3 +252,33 @@ func TestSyncPushRefusesVectorsSearchCannotUse(t *testing.T) {
 		})
 	}
 }
+
+// TestSyncPushAcceptsOnlyCanonicalEventIDs: one UUID has one spelling,
+// so the same event cannot be appended once per spelling.
+func TestSyncPushAcceptsOnlyCanonicalEventIDs(t *testing.T) {
+	s := newStack(t, stackOptions{fixedAuth: true})
+	id := uuid.New()
+	canonical := id.String()
+	for _, tc := range []struct{ name, id string }{
+		{"upper case", strings.ToUpper(canonical)},
+		{"urn prefix", "urn:uuid:" + canonical},
+		{"braces", "{" + canonical + "}"},
+		{"32 hex digits", strings.ReplaceAll(canonical, "-", "")},
+		{"nil UUID", uuid.Nil.String()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ev := pushedNote("spelled " + tc.name)
+			ev.ID = tc.id
+			s.push(t, aliceKey, "ids", ev).invalid(t, "events[0].id")
+		})
+	}
+	if n := s.streamLength(t, alice, "ids"); n != 0 {
+		t.Fatalf("refused ids appended %d events", n)
+	}
+	ev := pushedNote("spelled canonically")
+	ev.ID = canonical
+	s.push(t, aliceKey, "ids", ev).must(t, http.StatusOK, nil)
+	// A memory id is held to the same form.
+	bad := syncEvent("MemoryCreated", map[string]any{"memory_id": strings.ToUpper(uuid.NewString()), "type": "note", "content": map[string]any{"content": "x"}})
+	s.push(t, aliceKey, "ids", bad).invalid(t, "events[0].payload.memory_id")
+}

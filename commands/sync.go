@@ -270,10 +270,13 @@ func (s *Sync) pushAt(ctx context.Context, meta domain.Metadata, stream string, 
 	return res, s.d.Writer.Await(ctx, appended.LastPosition)
 }
 
-// checkCanonicalUUID accepts a UUID.
+// checkCanonicalUUID accepts only the canonical form of a UUID (lower
+// case, hyphenated, no prefix or braces) and not the nil UUID, so one id
+// has one spelling and a repeated event is recognised as such.
 func checkCanonicalUUID(field, id string) error {
-	if _, err := uuid.Parse(id); err != nil {
-		return domain.Invalid(field, "%s must be a UUID, got %q", field, id)
+	u, err := uuid.Parse(id)
+	if err != nil || u == uuid.Nil || u.String() != id {
+		return domain.Invalid(field, "%s must be a UUID in canonical form (lower-case hex, hyphenated, not the nil UUID), got %q", field, id)
 	}
 	return nil
 }
