@@ -282,3 +282,34 @@ func TestSyncPushAcceptsOnlyCanonicalEventIDs(t *testing.T) {
 	bad := syncEvent("MemoryCreated", map[string]any{"memory_id": strings.ToUpper(uuid.NewString()), "type": "note", "content": map[string]any{"content": "x"}})
 	s.push(t, aliceKey, "ids", bad).invalid(t, "events[0].payload.memory_id")
 }
+
+// TestSyncPushOfAnotherTenantsEventIDSaysNothingOfIt: an event id taken
+// in another user's log gets the answer any taken id gets, without
+// saying where it is taken.
+func TestSyncPushOfAnotherTenantsEventIDSaysNothingOfIt(t *testing.T) {
+	s := newStack(t, stackOptions{fixedAuth: true})
+	ev := pushedNote("bob's")
+	s.push(t, bobKey, "b", ev).must(t, http.StatusOK, nil)
+
+	theirs := pushedNote("alice's")
+	theirs.ID = ev.ID
+	acrossTenants := s.push(t, aliceKey, "a", theirs)
+	wantError(t, acrossTenants, http.StatusConflict, "event_conflict")
+
+	// The same id twice in one push, as two different events.
+	first, second := pushedNote("one"), pushedNote("two")
+	second.ID = first.ID
+	withinPush := s.push(t, aliceKey, "a", first, second)
+	wantError(t, withinPush, http.StatusConflict, "event_conflict")
+
+	for _, r := range []response{acrossTenants, withinPush} {
+		msg := strings.ReplaceAll(r.errorMessage(), first.ID, ev.ID)
+		msg = strings.Replace(msg, "events[1]", "events[0]", 1)
+		if msg != acrossTenants.errorMessage() {
+			t.Errorf("the answers differ:\n%s\n%s", acrossTenants.errorMessage(), r.errorMessage())
+		}
+		if strings.Contains(r.errorMessage(), "another log") || strings.Contains(r.errorMessage(), "account") {
+			t.Errorf("the answer tells where the id is taken: %s", r.errorMessage())
+		}
+	}
+}

@@ -238,17 +238,19 @@ func (s *Sync) pushAt(ctx context.Context, meta domain.Metadata, stream string, 
 	if err != nil {
 		return res, err
 	}
-	seen := map[string]bool{}
+	seen := map[string]SyncEvent{}
 	for i, ev := range events {
 		if in, ok := recorded[ev.ID]; ok && in != stream {
-			return res, BatchItemErrorIn("events", i, domain.Conflict("event_conflict",
-				"event %s is recorded in another log: a stack syncs with one agent of one account", ev.ID))
+			return res, BatchItemErrorIn("events", i, errEventIDTaken(ev.ID))
 		}
-		if recorded[ev.ID] == stream || seen[ev.ID] {
+		if first, twice := seen[ev.ID]; twice && !sameSyncEvent(first, ev) {
+			return res, BatchItemErrorIn("events", i, errEventIDTaken(ev.ID))
+		}
+		if _, twice := seen[ev.ID]; twice || recorded[ev.ID] == stream {
 			res.Duplicates++
 			continue
 		}
-		seen[ev.ID] = true
+		seen[ev.ID] = ev
 		kept, err := p.add(ctx, ev)
 		if err != nil {
 			return res, BatchItemErrorIn("events", i, err)
@@ -268,6 +270,17 @@ func (s *Sync) pushAt(ctx context.Context, meta domain.Metadata, stream string, 
 	}
 	res.Head = uint64(appended.NextExpectedVersion + 1)
 	return res, s.d.Writer.Await(ctx, appended.LastPosition)
+}
+
+// errEventIDTaken answers a pushed event whose id the log holds for
+// another event, wherever that is: it says no more than that.
+func errEventIDTaken(id string) error {
+	return domain.Conflict("event_conflict", "event id %s is taken by another event: a new event needs a new id", id)
+}
+
+// sameSyncEvent reports whether a and b are one event sent twice.
+func sameSyncEvent(a, b SyncEvent) bool {
+	return a.Type == b.Type && a.Time.Equal(b.Time) && bytes.Equal(a.Payload, b.Payload)
 }
 
 // checkCanonicalUUID accepts only the canonical form of a UUID (lower
