@@ -313,3 +313,21 @@ func TestSyncPushOfAnotherTenantsEventIDSaysNothingOfIt(t *testing.T) {
 		}
 	}
 }
+
+// TestSyncPullCursorBounds: a cursor past what a stream can hold is a
+// 400, and a cursor past the end reports the stream's real head.
+func TestSyncPullCursorBounds(t *testing.T) {
+	s := newStack(t, stackOptions{fixedAuth: true})
+	s.push(t, aliceKey, "a", pushedNote("one"), pushedNote("two")).must(t, http.StatusOK, nil)
+	head := s.streamLength(t, alice, "a")
+	for _, after := range []string{"9223372036854775808", "18446744073709551615"} {
+		s.request(t, "GET", "/v1/sync/events?agent_id=a&after="+after, aliceKey, nil).invalid(t, "after")
+	}
+	for _, after := range []int{0, head, head + 5, 1 << 40} {
+		var page commands.SyncPage
+		s.request(t, "GET", fmt.Sprintf("/v1/sync/events?agent_id=a&after=%d", after), aliceKey, nil).must(t, http.StatusOK, &page)
+		if page.Head != uint64(head) {
+			t.Errorf("after=%d: head %d, want %d", after, page.Head, head)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/google/uuid"
@@ -125,6 +126,9 @@ func (s *Sync) Pull(ctx context.Context, userID, agentID string, after uint64, l
 	if err := memory.ValidateAgentID(agentID); err != nil {
 		return SyncPage{}, err
 	}
+	if after > math.MaxInt64 {
+		return SyncPage{}, domain.Invalid("after", "after must be at most %d, got %d", int64(math.MaxInt64), after)
+	}
 	switch {
 	case limit == 0:
 		limit = DefaultSyncPage
@@ -143,6 +147,14 @@ func (s *Sync) Pull(ctx context.Context, userID, agentID string, after uint64, l
 		return SyncPage{}, err
 	}
 	page := SyncPage{Events: []SyncEvent{}, Head: after + uint64(len(events))}
+	if len(events) == 0 {
+		// A cursor past the end reads nothing: the head is the stream's.
+		version, err := s.d.Log.StreamVersion(ctx, stream)
+		if err != nil {
+			return SyncPage{}, err
+		}
+		page.Head = uint64(version + 1)
+	}
 	for _, e := range events[:min(limit, len(events))] {
 		se, err := ToSyncEvent(e)
 		if err != nil {
