@@ -9,6 +9,8 @@ import (
 	"math"
 	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -329,5 +331,49 @@ func TestSyncPullCursorBounds(t *testing.T) {
 		if page.Head != uint64(head) {
 			t.Errorf("after=%d: head %d, want %d", after, page.Head, head)
 		}
+	}
+}
+
+// TestSyncConcurrentPushesOfOneMemoryID: two users pushing the same
+// memory id at once over HTTP: exactly one push wins, the other gets 409
+// memory_exists, and the memory exists once.
+func TestSyncConcurrentPushesOfOneMemoryID(t *testing.T) {
+	s := newStack(t, stackOptions{fixedAuth: true})
+	const rounds = 40
+	var bothWon atomic.Int32
+	for round := range rounds {
+		memoryID := uuid.NewString()
+		statuses := make([]int, 2)
+		codes := make([]string, 2)
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i, key := range []string{aliceKey, bobKey} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ev := syncEvent("MemoryCreated", map[string]any{"memory_id": memoryID, "type": "note", "content": map[string]any{"content": "race " + key}})
+				<-start
+				r := s.push(t, key, fmt.Sprintf("race-%d", round), ev)
+				statuses[i], codes[i] = r.status, r.errorCode()
+			}()
+		}
+		close(start)
+		wg.Wait()
+		won := 0
+		for i := range statuses {
+			switch {
+			case statuses[i] == http.StatusOK:
+				won++
+			case statuses[i] != http.StatusConflict || codes[i] != "memory_exists":
+				t.Fatalf("round %d: push answered %d %s, want 200 or 409 memory_exists", round, statuses[i], codes[i])
+			}
+		}
+		if won != 1 {
+			bothWon.Add(1)
+			t.Errorf("round %d: %d pushes won, want exactly 1 (%v)", round, won, statuses)
+		}
+	}
+	if n := bothWon.Load(); n > 0 {
+		t.Errorf("%d of %d rounds did not have exactly one winner", n, rounds)
 	}
 }

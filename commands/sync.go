@@ -102,7 +102,8 @@ type SyncDeps struct {
 // Push appends another machine's events with their ids. Both act on the
 // caller's own agent only.
 type Sync struct {
-	d SyncDeps
+	d      SyncDeps
+	claims *memoryClaims
 }
 
 // NewSync returns the sync commands.
@@ -116,7 +117,7 @@ func NewSync(d SyncDeps) (*Sync, error) {
 	if d.MaxPushBytes == 0 {
 		d.MaxPushBytes = DefaultMaxSyncPushBytes
 	}
-	return &Sync{d: d}, nil
+	return &Sync{d: d, claims: newMemoryClaims()}, nil
 }
 
 func (s *Sync) reader() MemoryReadModel { return s.d.Memories.cfg.Reader }
@@ -276,12 +277,26 @@ func (s *Sync) pushAt(ctx context.Context, meta domain.Metadata, stream string, 
 	if len(p.out) == 0 {
 		return res, nil
 	}
-	appended, err := s.d.Writer.Store().Append(ctx, stream, version, p.out)
+	// Memory ids are global, but each push appends to its own agent's
+	// stream: the claim keeps an id free from the check until the read
+	// model shows the memory.
+	release, err := s.claims.claim(ctx, s.d.Owners, p.createdIDs())
 	if err != nil {
 		return res, err
 	}
+	appended, err := s.d.Writer.Store().Append(ctx, stream, version, p.out)
+	if err != nil {
+		release()
+		return res, err
+	}
 	res.Head = uint64(appended.NextExpectedVersion + 1)
-	return res, s.d.Writer.Await(ctx, appended.LastPosition)
+	if err := s.d.Writer.Await(ctx, appended.LastPosition); err != nil {
+		// The memories are in the log but maybe not yet in the read
+		// model: the claims stay, so no other push takes their ids.
+		return res, err
+	}
+	release()
+	return res, nil
 }
 
 // errEventIDTaken answers a pushed event whose id the log holds for

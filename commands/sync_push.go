@@ -73,6 +73,9 @@ func (s *Sync) newPushPlan(ctx context.Context, ref memory.AgentRef, meta domain
 	return p, err
 }
 
+// createdIDs are the memory ids the push creates.
+func (p *pushPlan) createdIDs() []string { return p.created }
+
 // add checks one event and plans it; kept is false for an event sync does
 // not carry.
 func (p *pushPlan) add(ctx context.Context, ev SyncEvent) (kept bool, err error) {
