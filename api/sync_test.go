@@ -64,7 +64,10 @@ func vectorOf(xs ...float32) string {
 // with the error the API gives, and nothing of it is appended.
 func TestSyncPushObeysTheWriteRules(t *testing.T) {
 	quotas := memory.Quotas{MemoriesPerAgent: 5, AgentsPerUser: 3, TextBytesPerUser: 3000}
-	s := newStack(t, stackOptions{quotas: quotas, syncMaxPushBytes: 256 << 10})
+	onEachReadModelBackend(t, stackOptions{quotas: quotas, syncMaxPushBytes: 256 << 10}, testSyncPushObeysTheWriteRules)
+}
+
+func testSyncPushObeysTheWriteRules(t *testing.T, s *stack) {
 	ctx := context.Background()
 	users := 0
 	// newUser is a fresh user, so that quotas do not carry over between
@@ -338,7 +341,10 @@ func TestSyncPullCursorBounds(t *testing.T) {
 // memory id at once over HTTP: exactly one push wins, the other gets 409
 // memory_exists, and the memory exists once.
 func TestSyncConcurrentPushesOfOneMemoryID(t *testing.T) {
-	s := newStack(t, stackOptions{fixedAuth: true})
+	onEachReadModelBackend(t, stackOptions{fixedAuth: true}, testSyncConcurrentPushesOfOneMemoryID)
+}
+
+func testSyncConcurrentPushesOfOneMemoryID(t *testing.T, s *stack) {
 	const rounds = 40
 	var bothWon atomic.Int32
 	for round := range rounds {
