@@ -11,6 +11,7 @@ import (
 
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/memory"
+	"github.com/engram-memory/engram/domain/stack"
 )
 
 // MemoryInput is one memory to create, as the client sent it.
@@ -246,14 +247,9 @@ func (m *Memories) decideCreate(ctx context.Context, userID, agentID string, ite
 	if err != nil {
 		return nil, nil, err
 	}
-	if settings.EnforcesProvenance() {
-		for i, it := range items {
-			if it.fromProcessing && len(it.refs) > 0 {
-				continue
-			}
-			if err := memory.CheckProvenance("derived_from", it.typ, it.refs); err != nil {
-				return nil, nil, at(i, err)
-			}
+	for i, it := range items {
+		if err := checkItemProvenance(settings, "derived_from", it); err != nil {
+			return nil, nil, at(i, err)
 		}
 	}
 	if err := m.checkRefs(ctx, userID, agentID, items, exists, at); err != nil {
@@ -282,6 +278,17 @@ func (m *Memories) decideCreate(ctx context.Context, userID, agentID string, ite
 		}
 	}
 	return out, payloads, nil
+}
+
+// checkItemProvenance applies the agent's provenance rule to a memory
+// about to be created (a create's and a sync push's): when the agent
+// enforces provenance, its derived_from must name sources of the types the
+// rules allow; a memory from processing needs only some source.
+func checkItemProvenance(settings stack.Settings, field string, it pendingMemory) error {
+	if !settings.EnforcesProvenance() || (it.fromProcessing && len(it.refs) > 0) {
+		return nil
+	}
+	return memory.CheckProvenance(field, it.typ, it.refs)
 }
 
 // newMemoryID is a new memory's id: a fresh UUIDv7, or for an accepted

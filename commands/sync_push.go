@@ -303,10 +303,8 @@ func (p *pushPlan) checkCreated(ctx context.Context, m *memory.MemoryCreated) er
 	if p.notWritable != nil {
 		return p.notWritable
 	}
-	if p.settings.EnforcesProvenance() && !(it.fromProcessing && len(it.refs) > 0) {
-		if err := memory.CheckProvenance("payload.derived_from", it.typ, it.refs); err != nil {
-			return err
-		}
+	if err := checkItemProvenance(p.settings, "payload.derived_from", it); err != nil {
+		return err
 	}
 	if err := p.checkRefs(ctx, it.refs); err != nil {
 		return err
