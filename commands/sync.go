@@ -172,7 +172,7 @@ func (s *Sync) Pull(ctx context.Context, userID, agentID string, after uint64, l
 // interrupted push can simply be repeated.
 //
 // Every event obeys the rules of the command that would have made it
-// (pushRules): quotas, the agent's state, provenance, derived_from, time
+// (pushPlan): quotas, the agent's state, provenance, derived_from, time
 // bounds and field limits. A push is all or nothing: every event is
 // checked before any is appended, in one append. Agent deletes and model
 // switches stay on the machine that made them, and an agent the cloud
