@@ -210,7 +210,9 @@ func (s *Sync) Push(ctx context.Context, meta domain.Metadata, agentID string, e
 			return res, err
 		}
 		// Another write reached the agent first: decide again once the
-		// read model shows it.
+		// read model shows it. The wait is not this push's write, so it
+		// does not become the request's consistency position (wait, not
+		// Await).
 		if attempt == maxAgentAttempts {
 			return SyncPushResult{}, errPushRaced(agentID, attempt)
 		}
@@ -218,7 +220,7 @@ func (s *Sync) Push(ctx context.Context, meta domain.Metadata, agentID string, e
 		if err != nil {
 			return SyncPushResult{}, err
 		}
-		if err := s.d.Writer.Await(ctx, head); err != nil {
+		if err := s.d.Writer.wait(ctx, head, nil); err != nil {
 			return SyncPushResult{}, errPushRaced(agentID, attempt)
 		}
 	}
