@@ -383,3 +383,32 @@ func testSyncConcurrentPushesOfOneMemoryID(t *testing.T, s *stack) {
 		t.Errorf("%d of %d rounds did not have exactly one winner", n, rounds)
 	}
 }
+
+// TestSyncConcurrentPushesToOneAgentAllLand: pushes to one agent at once
+// decide again when another came first, and every one of them lands.
+func TestSyncConcurrentPushesToOneAgentAllLand(t *testing.T) {
+	s := newStack(t, stackOptions{fixedAuth: true})
+	const pushes, perPush = 8, 10
+	statuses := make([]int, pushes)
+	var wg sync.WaitGroup
+	for i := range pushes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var evs []commands.SyncEvent
+			for j := range perPush {
+				evs = append(evs, pushedNote(fmt.Sprintf("push %d note %d", i, j)))
+			}
+			statuses[i] = s.push(t, aliceKey, "shared", evs...).status
+		}()
+	}
+	wg.Wait()
+	for i, st := range statuses {
+		if st != http.StatusOK {
+			t.Errorf("push %d answered %d", i, st)
+		}
+	}
+	if got := len(s.listAll(t, aliceKey, "agent_id=shared", 100)); got != pushes*perPush {
+		t.Fatalf("the agent holds %d memories, want %d", got, pushes*perPush)
+	}
+}
