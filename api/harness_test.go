@@ -126,6 +126,8 @@ type stackOptions struct {
 	// the data directory; the search indexes' state stays there.
 	postgres bool
 	quotas   memory.Quotas // zero: no limits
+	// syncMaxPushBytes bounds one sync push (zero: the default).
+	syncMaxPushBytes int64
 
 	// Background components.
 	runQueue bool                  // run the embedding queue
@@ -292,6 +294,10 @@ func (s *stack) wire(c *embed.Catalog, rc commands.RunnerConfig) {
 	if err != nil {
 		s.t.Fatal(err)
 	}
+	syncer, err := commands.NewSync(commands.SyncDeps{Writer: s.writer, Log: s.wired.SyncLog, Owners: s.memories, Memories: s.memCmds, MaxPushBytes: s.opts.syncMaxPushBytes})
+	if err != nil {
+		s.t.Fatal(err)
+	}
 	cognition, err := commands.NewCognition(commands.CognitionConfig{Memories: s.memCmds, Provenance: s.prov, Audit: s.audit, Stats: s.memories, Suggestions: s.suggest})
 	if err != nil {
 		s.t.Fatal(err)
@@ -339,6 +345,7 @@ func (s *stack) wire(c *embed.Catalog, rc commands.RunnerConfig) {
 		Projections:         func() any { return s.engine.Status() },
 		Pipeline:            s.pipeline,
 		Cognition:           api.CognitionService{Memories: s.memCmds, Cognition: cognition},
+		Sync:                syncer,
 		Visibility:          s.engine,
 		ConsistencyWait:     s.opts.consistencyWait,
 		LogHead:             s.store.Head,

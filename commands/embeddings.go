@@ -178,17 +178,26 @@ func (s *Embeddings) Similar(ctx context.Context, userID string, req SimilarRequ
 			len(req.Embedding), a.AgentID, a.EmbeddingModel, a.Dimensions).
 			WithDetail("dimensions", len(req.Embedding)).WithDetail("expected_dimensions", a.Dimensions).WithDetail("model", a.EmbeddingModel)
 	}
-	var norm float64
-	for _, x := range req.Embedding {
-		norm += float64(x) * float64(x)
-	}
-	if norm == 0 || math.IsInf(norm, 0) || math.IsNaN(norm) {
-		return nil, domain.Invalid("embedding", "embedding must be a finite, non-zero vector")
+	if err := checkVector("embedding", req.Embedding); err != nil {
+		return nil, err
 	}
 	if s.d.Similar == nil {
 		return nil, fmt.Errorf("commands: no vector search is configured")
 	}
 	return s.d.Similar.Similar(ctx, userID, a.AgentID, req.Embedding, req.Limit, req.MinScore, types)
+}
+
+// checkVector refuses a vector that no similarity can be computed with:
+// one holding NaN or an infinity, or all zeros.
+func checkVector(field string, v []float32) error {
+	var norm float64
+	for _, x := range v {
+		norm += float64(x) * float64(x)
+	}
+	if norm == 0 || math.IsInf(norm, 0) || math.IsNaN(norm) {
+		return domain.Invalid(field, "%s must be a finite, non-zero vector", field)
+	}
+	return nil
 }
 
 // searchableTypes parses a type filter (plural or singular names) that may

@@ -11,6 +11,7 @@ import (
 
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/memory"
+	"github.com/engram-memory/engram/domain/stack"
 )
 
 // MemoryInput is one memory to create, as the client sent it.
@@ -194,10 +195,19 @@ func parseCreatedAt(s string, now time.Time) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, domain.Invalid("created_at", "created_at must be an RFC 3339 timestamp such as 2025-01-31T12:00:00Z, got %q", s)
 	}
-	if t.After(now.Add(MaxFutureSkew)) {
-		return time.Time{}, domain.Invalid("created_at", "created_at %s is in the future (more than %s ahead of the server clock)", s, MaxFutureSkew)
+	if err := checkNotInFuture("created_at", t, now); err != nil {
+		return time.Time{}, err
 	}
 	return t.UTC(), nil
+}
+
+// checkNotInFuture refuses a client's time more than MaxFutureSkew ahead
+// of the server clock.
+func checkNotInFuture(field string, t, now time.Time) error {
+	if t.After(now.Add(MaxFutureSkew)) {
+		return domain.Invalid(field, "%s %s is in the future (more than %s ahead of the server clock)", field, t.Format(time.RFC3339Nano), MaxFutureSkew)
+	}
+	return nil
 }
 
 // decideCreate checks items against the agent and the user's quotas as
@@ -237,14 +247,9 @@ func (m *Memories) decideCreate(ctx context.Context, userID, agentID string, ite
 	if err != nil {
 		return nil, nil, err
 	}
-	if settings.EnforcesProvenance() {
-		for i, it := range items {
-			if it.fromProcessing && len(it.refs) > 0 {
-				continue
-			}
-			if err := memory.CheckProvenance("derived_from", it.typ, it.refs); err != nil {
-				return nil, nil, at(i, err)
-			}
+	for i, it := range items {
+		if err := checkItemProvenance(settings, "derived_from", it); err != nil {
+			return nil, nil, at(i, err)
 		}
 	}
 	if err := m.checkRefs(ctx, userID, agentID, items, exists, at); err != nil {
@@ -273,6 +278,17 @@ func (m *Memories) decideCreate(ctx context.Context, userID, agentID string, ite
 		}
 	}
 	return out, payloads, nil
+}
+
+// checkItemProvenance applies the agent's provenance rule to a memory
+// about to be created (a create's and a sync push's): when the agent
+// enforces provenance, its derived_from must name sources of the types the
+// rules allow; a memory from processing needs only some source.
+func checkItemProvenance(settings stack.Settings, field string, it pendingMemory) error {
+	if !settings.EnforcesProvenance() || (it.fromProcessing && len(it.refs) > 0) {
+		return nil
+	}
+	return memory.CheckProvenance(field, it.typ, it.refs)
 }
 
 // newMemoryID is a new memory's id: a fresh UUIDv7, or for an accepted

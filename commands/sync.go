@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/google/uuid"
@@ -19,6 +21,10 @@ const (
 	DefaultSyncPage    = 500
 	maxSyncVectorDims  = 8192
 	maxSyncModelLength = 200
+	// DefaultMaxSyncPushBytes bounds the payloads of one push, summed: a
+	// push is like many writes in one request, and this keeps one request
+	// from growing the log by more than a few megabytes.
+	DefaultMaxSyncPushBytes = 4 << 20
 )
 
 // SyncEvent is one event of an agent's log as sync carries it between an
@@ -45,7 +51,7 @@ type SyncPage struct {
 type SyncPushResult struct {
 	Appended   int    `json:"appended"`   // new events, now in the log
 	Duplicates int    `json:"duplicates"` // ids the log already held: a repeated push
-	Skipped    int    `json:"skipped"`    // events sync does not carry (agent deletes, model switches, agent creation of an existing agent)
+	Skipped    int    `json:"skipped"`    // events sync does not carry (agent deletes, model switches, agent creation of an existing agent, changes of memories the agent does not have)
 	Head       uint64 `json:"head"`
 }
 
@@ -81,27 +87,48 @@ type MemoryOwners interface {
 type SyncDeps struct {
 	Writer *EventWriter
 	Log    SyncLog
-	Reader MemoryReadModel
 	Owners MemoryOwners
-	// DefaultModel binds an agent that a push creates, as a first memory
-	// write would.
-	DefaultModel domain.EmbeddingModel
+	// Memories are the memory commands: a pushed event obeys their rules
+	// (quotas, the agent's state, provenance, field limits) and is decided
+	// on their read model. An agent that a push creates is bound to their
+	// default model, as a first memory write would bind it.
+	Memories *Memories
+	// MaxPushBytes bounds the summed payload bytes of one push; 0 means
+	// DefaultMaxSyncPushBytes.
+	MaxPushBytes int64
 }
 
 // Sync moves an agent's events between machines: Pull reads the log,
 // Push appends another machine's events with their ids. Both act on the
 // caller's own agent only.
 type Sync struct {
-	d SyncDeps
+	d      SyncDeps
+	claims *memoryClaims
 }
 
 // NewSync returns the sync commands.
-func NewSync(d SyncDeps) *Sync { return &Sync{d: d} }
+func NewSync(d SyncDeps) (*Sync, error) {
+	if d.Writer == nil || d.Log == nil || d.Owners == nil || d.Memories == nil {
+		return nil, errors.New("commands: sync needs a writer, the log, memory owners and the memory commands")
+	}
+	if d.MaxPushBytes < 0 {
+		return nil, fmt.Errorf("commands: sync: the push byte limit must be 0 (default) or more, got %d", d.MaxPushBytes)
+	}
+	if d.MaxPushBytes == 0 {
+		d.MaxPushBytes = DefaultMaxSyncPushBytes
+	}
+	return &Sync{d: d, claims: newMemoryClaims()}, nil
+}
+
+func (s *Sync) reader() MemoryReadModel { return s.d.Memories.cfg.Reader }
 
 // Pull returns up to limit events of the user's agent after the cursor.
 func (s *Sync) Pull(ctx context.Context, userID, agentID string, after uint64, limit int) (SyncPage, error) {
 	if err := memory.ValidateAgentID(agentID); err != nil {
 		return SyncPage{}, err
+	}
+	if after > math.MaxInt64 {
+		return SyncPage{}, domain.Invalid("after", "after must be at most %d, got %d", int64(math.MaxInt64), after)
 	}
 	switch {
 	case limit == 0:
@@ -109,17 +136,26 @@ func (s *Sync) Pull(ctx context.Context, userID, agentID string, after uint64, l
 	case limit < 1 || limit > MaxSyncBatch:
 		return SyncPage{}, domain.Invalid("limit", "limit must be between 1 and %d, got %d", MaxSyncBatch, limit).WithDetail("limit", MaxSyncBatch)
 	}
-	if _, found, err := s.d.Reader.Agent(ctx, userID, agentID); err != nil || !found {
+	if _, found, err := s.reader().Agent(ctx, userID, agentID); err != nil || !found {
 		if err == nil {
 			err = domain.NotFound("agent")
 		}
 		return SyncPage{}, err
 	}
-	events, err := s.d.Writer.Store().ReadStream(ctx, memory.AgentStream(userID, agentID), after)
+	stream := memory.AgentStream(userID, agentID)
+	events, err := s.d.Writer.Store().ReadStream(ctx, stream, after)
 	if err != nil {
 		return SyncPage{}, err
 	}
 	page := SyncPage{Events: []SyncEvent{}, Head: after + uint64(len(events))}
+	if len(events) == 0 {
+		// A cursor past the end reads nothing: the head is the stream's.
+		version, err := s.d.Log.StreamVersion(ctx, stream)
+		if err != nil {
+			return SyncPage{}, err
+		}
+		page.Head = uint64(version + 1)
+	}
 	for _, e := range events[:min(limit, len(events))] {
 		se, err := ToSyncEvent(e)
 		if err != nil {
@@ -133,12 +169,16 @@ func (s *Sync) Pull(ctx context.Context, userID, agentID string, after uint64, l
 
 // Push appends events of another machine to the user's agent, in order,
 // keeping their ids. Ids the agent's log already holds are skipped, so an
-// interrupted push can simply be repeated. Every event is checked as the
-// command that made it would check it; agent deletes and model switches
-// stay on the machine that made them, and an agent the cloud already has
-// keeps its model (vectors of another model wait for its embedding queue).
-// The cloud's log is the order of record: the last change of a memory in
-// it wins.
+// interrupted push can simply be repeated.
+//
+// Every event obeys the rules of the command that would have made it
+// (pushPlan): quotas, the agent's state, provenance, derived_from, time
+// bounds and field limits. A push is all or nothing: every event is
+// checked before any is appended, in one append. Agent deletes and model
+// switches stay on the machine that made them, and an agent the cloud
+// already has keeps its model (vectors of another model wait for its
+// embedding queue). The cloud's log is the order of record: the last
+// change of a memory in it wins.
 func (s *Sync) Push(ctx context.Context, meta domain.Metadata, agentID string, events []SyncEvent) (SyncPushResult, error) {
 	userID, err := userOf(meta)
 	if err != nil {
@@ -150,371 +190,135 @@ func (s *Sync) Push(ctx context.Context, meta domain.Metadata, agentID string, e
 	if len(events) == 0 || len(events) > MaxSyncBatch {
 		return SyncPushResult{}, domain.Invalid("events", "events must hold 1 to %d events, got %d", MaxSyncBatch, len(events)).WithDetail("limit", MaxSyncBatch)
 	}
+	var size int64
+	for i, ev := range events {
+		if err := checkCanonicalUUID("id", ev.ID); err != nil {
+			return SyncPushResult{}, BatchItemErrorIn("events", i, err)
+		}
+		size += int64(len(ev.Payload))
+	}
+	if size > s.d.MaxPushBytes {
+		return SyncPushResult{}, domain.Errorf(domain.KindTooLarge,
+			"the payloads of this push hold %d bytes; the limit is %d per push: send fewer events per push", size, s.d.MaxPushBytes).
+			WithCode("push_too_large").WithDetail("limit", s.d.MaxPushBytes)
+	}
 	stream := memory.AgentStream(userID, agentID)
 	ref := memory.AgentRef{UserID: userID, AgentID: agentID}
+	for attempt := 1; ; attempt++ {
+		res, err := s.pushAt(ctx, meta, stream, ref, events)
+		if !errors.Is(err, domain.ErrWrongExpectedVersion) {
+			return res, err
+		}
+		// Another write reached the agent first: decide again once the
+		// read model shows it. The wait is not this push's write, so it
+		// does not become the request's consistency position (wait, not
+		// Await).
+		if attempt == maxAgentAttempts {
+			return SyncPushResult{}, errPushRaced(agentID, attempt)
+		}
+		head, err := s.d.Writer.Store().Head(ctx)
+		if err != nil {
+			return SyncPushResult{}, err
+		}
+		if err := s.d.Writer.wait(ctx, head, nil); err != nil {
+			return SyncPushResult{}, errPushRaced(agentID, attempt)
+		}
+	}
+}
+
+// errPushRaced answers a push that other writes kept overtaking: it
+// stored nothing.
+func errPushRaced(agentID string, attempts int) error {
+	return domain.Conflict("concurrent_writes", "agent %s changed %d times while this push was being decided; nothing was stored: retry the push", agentID, attempts)
+}
+
+// pushAt decides the push on the read model at the agent stream's version
+// it shows, and appends every event it keeps in one append expecting that
+// version (domain.ErrWrongExpectedVersion if another write came first).
+func (s *Sync) pushAt(ctx context.Context, meta domain.Metadata, stream string, ref memory.AgentRef, events []SyncEvent) (SyncPushResult, error) {
 	var res SyncPushResult
-	err = RetryOnConflict(ctx, func() error {
-		res = SyncPushResult{}
-		version, err := s.d.Log.StreamVersion(ctx, stream)
-		if err != nil {
-			return err
-		}
-		ids := make([]string, len(events))
-		for i, ev := range events {
-			ids[i] = ev.ID
-		}
-		recorded, err := s.d.Log.EventStreams(ctx, ids)
-		if err != nil {
-			return err
-		}
-		_, agentExists, err := s.d.Reader.Agent(ctx, userID, agentID)
-		if err != nil {
-			return err
-		}
-		p := pushPlan{s: s, ref: ref, meta: meta, agentExists: agentExists, types: map[string]memory.Type{}, contents: map[string]json.RawMessage{}}
-		seen := map[string]bool{}
-		for i, ev := range events {
-			if in, ok := recorded[ev.ID]; ok && in != stream {
-				return BatchItemErrorIn("events", i, domain.Conflict("event_conflict",
-					"event %s is recorded in another log: a stack syncs with one agent of one account", ev.ID))
-			}
-			if recorded[ev.ID] == stream || seen[ev.ID] {
-				res.Duplicates++
-				continue
-			}
-			seen[ev.ID] = true
-			kept, err := p.add(ctx, ev)
-			if err != nil {
-				return BatchItemErrorIn("events", i, err)
-			}
-			if !kept {
-				res.Skipped++
-			}
-		}
-		res.Appended = len(p.out) - p.synthesized
-		res.Head = uint64(version + 1)
-		if len(p.out) == 0 {
-			return nil
-		}
-		// An exact version (or ExpectNoStream, which is -1) makes a
-		// concurrent push of the same events retry on fresh state.
-		appended, err := s.d.Writer.Store().Append(ctx, stream, version, p.out)
-		if err != nil {
-			return err
-		}
-		res.Head = uint64(appended.NextExpectedVersion + 1)
-		return s.d.Writer.Await(ctx, appended.LastPosition)
-	})
-	return res, err
-}
-
-// pushPlan turns pushed events into the events the agent's log records.
-type pushPlan struct {
-	s           *Sync
-	ref         memory.AgentRef
-	meta        domain.Metadata
-	agentExists bool
-	types       map[string]memory.Type // memories created earlier in this push
-	// contents are the contents of memories this push created or changed,
-	// to which a later MemoryPatched of the same push applies.
-	contents    map[string]json.RawMessage
-	out         []domain.NewEvent
-	synthesized int // AgentCreated events the push needed but did not carry
-}
-
-// add checks one event and plans it; kept is false for an event sync does
-// not carry.
-func (p *pushPlan) add(ctx context.Context, ev SyncEvent) (kept bool, err error) {
-	if _, err := uuid.Parse(ev.ID); err != nil {
-		return false, domain.Invalid("id", "id must be a UUID, got %q", ev.ID)
-	}
-	var payload domain.Payload
-	switch ev.Type {
-	case memory.AgentCreated{}.EventType():
-		if p.agentExists {
-			return false, nil
-		}
-		var a memory.AgentCreated
-		if err := decodeSyncPayload(ev.Payload, &a); err != nil {
-			return false, err
-		}
-		payload = p.agentCreated(a.CreatedAt)
-	case memory.MemoryCreated{}.EventType():
-		var m memory.MemoryCreated
-		if err := decodeSyncPayload(ev.Payload, &m); err != nil {
-			return false, err
-		}
-		if err := p.checkCreated(ctx, &m); err != nil {
-			return false, err
-		}
-		payload = m
-	case memory.MemoryEmbedded{}.EventType():
-		var m memory.MemoryEmbedded
-		if err := decodeSyncPayload(ev.Payload, &m); err != nil {
-			return false, err
-		}
-		if err := checkMemoryID(m.MemoryID); err != nil {
-			return false, err
-		}
-		if m.Model == "" || len(m.Model) > maxSyncModelLength || m.Dimensions < 1 || m.Dimensions > maxSyncVectorDims || len(m.Vector) != m.Dimensions {
-			return false, domain.Invalid("payload.vector", "a vector needs a model name and exactly its dimensions (1-%d) of numbers", maxSyncVectorDims)
-		}
-		m.JobID = ""
-		payload = m
-	case memory.MemoryUpdated{}.EventType():
-		var m memory.MemoryUpdated
-		if err := decodeSyncPayload(ev.Payload, &m); err != nil {
-			return false, err
-		}
-		t, known, err := p.typeOf(ctx, m.MemoryID)
-		if err != nil || !known {
-			return false, err // a change of a memory this agent does not have changes nothing
-		}
-		if m.Content, m.Tags, m.TextHash, err = p.replaceContent(t, m.MemoryID, m.Content, m.Tags); err != nil {
-			return false, err
-		}
-		payload = m
-	case memory.MemoryPatched{}.EventType():
-		var m memory.MemoryPatched
-		if err := decodeSyncPayload(ev.Payload, &m); err != nil {
-			return false, err
-		}
-		t, known, err := p.typeOf(ctx, m.MemoryID)
-		if err != nil || !known {
-			return false, err // a change of a memory this agent does not have changes nothing
-		}
-		stored, err := p.contentOf(ctx, m.MemoryID)
-		if err != nil {
-			return false, err
-		}
-		content, err := memory.ApplyContentChanges(t, stored, m.Content)
-		if err != nil {
-			return false, domain.Invalid("payload.content", "%v", err)
-		}
-		if content, err = memory.NormalizeContent(t, content); err != nil {
-			return false, err
-		}
-		if m.Tags != nil {
-			tags, err := memory.NormalizeTags("payload.tags", *m.Tags)
-			if err != nil {
-				return false, err
-			}
-			m.Tags = &tags
-		}
-		text, err := memory.IndexedText(t, content)
-		if err != nil {
-			return false, err
-		}
-		m.TextHash = memory.TextHash(text)
-		p.contents[m.MemoryID] = content
-		payload = m
-	case memory.MemoryRecovered{}.EventType():
-		var m memory.MemoryRecovered
-		if err := decodeSyncPayload(ev.Payload, &m); err != nil {
-			return false, err
-		}
-		t, known, err := p.typeOf(ctx, m.MemoryID)
-		if err != nil || !known {
-			return false, err
-		}
-		if !(m.Strength >= 0 && m.Strength <= 1) {
-			return false, domain.Invalid("payload.strength", "strength must be between 0 and 1")
-		}
-		m.Type = t
-		if m.Content, m.Tags, m.TextHash, err = p.replaceContent(t, m.MemoryID, m.Content, m.Tags); err != nil {
-			return false, err
-		}
-		payload = m
-	case memory.MemoryProtected{}.EventType(), memory.MemoryUnprotected{}.EventType(),
-		memory.MemoryWeakened{}.EventType(), memory.MemoryVerified{}.EventType():
-		// Strength changes carry their result, computed by the command on
-		// the machine that took them; they need a known memory and a
-		// strength in [0, 1].
-		var m struct {
-			memory.AgentRef
-			MemoryID string  `json:"memory_id"`
-			Strength float64 `json:"strength"`
-		}
-		if err := json.Unmarshal(ev.Payload, &m); err != nil {
-			return false, domain.Invalid("payload", "payload is not a %s: %v", ev.Type, err)
-		}
-		if _, known, err := p.typeOf(ctx, m.MemoryID); err != nil || !known {
-			return false, err
-		}
-		if !(m.Strength >= 0 && m.Strength <= 1) {
-			return false, domain.Invalid("payload.strength", "strength must be between 0 and 1")
-		}
-		if payload, err = strengthPayload(ev.Type, ev.Payload); err != nil {
-			return false, err
-		}
-	case memory.MemoryForgotten{}.EventType():
-		var m memory.MemoryForgotten
-		if err := decodeSyncPayload(ev.Payload, &m); err != nil {
-			return false, err
-		}
-		if err := checkMemoryID(m.MemoryID); err != nil {
-			return false, err
-		}
-		payload = m
-	case memory.MemoryPurged{}.EventType():
-		var m memory.MemoryPurged
-		if err := decodeSyncPayload(ev.Payload, &m); err != nil {
-			return false, err
-		}
-		if err := checkMemoryID(m.MemoryID); err != nil {
-			return false, err
-		}
-		payload = m
-	case memory.AgentDeleted{}.EventType(), memory.AgentModelSwitched{}.EventType():
-		return false, nil
-	default:
-		return false, domain.Invalid("type", "sync does not carry events of type %q", ev.Type)
-	}
-	if !p.agentExists {
-		// The agent was never created here (or was deleted): create it
-		// first, or the memories would have nowhere to go.
-		if _, isCreate := payload.(memory.AgentCreated); !isCreate {
-			if err := p.append(uuid.NewString(), time.Now(), p.agentCreated(time.Now())); err != nil {
-				return false, err
-			}
-			p.synthesized++
-		}
-		p.agentExists = true
-	}
-	return true, p.append(ev.ID, ev.Time, withRef(payload, p.ref))
-}
-
-func (p *pushPlan) agentCreated(at time.Time) memory.AgentCreated {
-	return memory.AgentCreated{AgentRef: p.ref, EmbeddingModel: p.s.d.DefaultModel.Name, Dimensions: p.s.d.DefaultModel.Dimensions, CreatedAt: at.UTC()}
-}
-
-func (p *pushPlan) append(id string, at time.Time, payload domain.Payload) error {
-	e, err := domain.MarshalEvent(payload, p.meta)
+	version, err := s.reader().StreamVersion(ctx, stream)
 	if err != nil {
-		return err
+		return res, err
 	}
-	e.ID, e.Time = id, at.UTC()
-	p.out = append(p.out, e)
-	return nil
+	ids := make([]string, len(events))
+	for i, ev := range events {
+		ids[i] = ev.ID
+	}
+	recorded, err := s.d.Log.EventStreams(ctx, ids)
+	if err != nil {
+		return res, err
+	}
+	p, err := s.newPushPlan(ctx, ref, meta)
+	if err != nil {
+		return res, err
+	}
+	seen := map[string]SyncEvent{}
+	for i, ev := range events {
+		if in, ok := recorded[ev.ID]; ok && in != stream {
+			return res, BatchItemErrorIn("events", i, errEventIDTaken(ev.ID))
+		}
+		if first, twice := seen[ev.ID]; twice && !sameSyncEvent(first, ev) {
+			return res, BatchItemErrorIn("events", i, errEventIDTaken(ev.ID))
+		}
+		if _, twice := seen[ev.ID]; twice || recorded[ev.ID] == stream {
+			res.Duplicates++
+			continue
+		}
+		seen[ev.ID] = ev
+		kept, err := p.add(ctx, ev)
+		if err != nil {
+			return res, BatchItemErrorIn("events", i, err)
+		}
+		if !kept {
+			res.Skipped++
+		}
+	}
+	res.Appended = len(p.out) - p.synthesized
+	res.Head = uint64(version + 1)
+	if len(p.out) == 0 {
+		return res, nil
+	}
+	// Memory ids are global, but each push appends to its own agent's
+	// stream: the claim keeps an id free from the check until the read
+	// model shows the memory.
+	release, err := s.claims.claim(ctx, s.d.Owners, p.createdIDs())
+	if err != nil {
+		return res, err
+	}
+	appended, err := s.d.Writer.Store().Append(ctx, stream, version, p.out)
+	if err != nil {
+		release()
+		return res, err
+	}
+	res.Head = uint64(appended.NextExpectedVersion + 1)
+	if err := s.d.Writer.Await(ctx, appended.LastPosition); err != nil {
+		// The memories are in the log but maybe not yet in the read
+		// model: the claims stay, so no other push takes their ids.
+		return res, err
+	}
+	release()
+	return res, nil
 }
 
-// checkCreated validates a pushed memory as a create would, and stores
-// its canonical form.
-func (p *pushPlan) checkCreated(ctx context.Context, m *memory.MemoryCreated) error {
-	if err := checkMemoryID(m.MemoryID); err != nil {
-		return err
-	}
-	t, ok := memory.ParseType(string(m.Type))
-	if !ok {
-		return domain.Invalid("payload.type", "unknown memory type %q", m.Type)
-	}
-	m.Type = t
-	_, _, taken, err := p.s.d.Owners.MemoryOwner(ctx, m.MemoryID)
-	if err != nil {
-		return err
-	}
-	if _, twice := p.types[m.MemoryID]; taken || twice {
-		// Memory ids are global; whose it is stays unsaid.
-		return domain.Conflict("memory_exists", "memory %s already exists (created by another event)", m.MemoryID)
-	}
-	if m.Content, err = memory.NormalizeContent(m.Type, m.Content); err != nil {
-		return err
-	}
-	if m.Tags, err = memory.NormalizeTags("payload.tags", m.Tags); err != nil {
-		return err
-	}
-	refs, err := memory.ParseRefs("payload.derived_from", m.DerivedFrom)
-	if err != nil {
-		return err
-	}
-	m.DerivedFrom = memory.RefStrings(refs)
-	text, err := memory.IndexedText(m.Type, m.Content)
-	if err != nil {
-		return err
-	}
-	m.TextHash = memory.TextHash(text)
-	m.CreatedAt = m.CreatedAt.UTC()
-	p.types[m.MemoryID] = m.Type
-	p.contents[m.MemoryID] = m.Content
-	return nil
+// errEventIDTaken answers a pushed event whose id the log holds for
+// another event, wherever that is: it says no more than that.
+func errEventIDTaken(id string) error {
+	return domain.Conflict("event_conflict", "event id %s is taken by another event: a new event needs a new id", id)
 }
 
-// replaceContent checks a whole new content and tags of a memory of type t
-// as a write would, and records the content for later patches of this push.
-func (p *pushPlan) replaceContent(t memory.Type, id string, content json.RawMessage, tags []string) (json.RawMessage, []string, string, error) {
-	content, err := memory.NormalizeContent(t, content)
-	if err != nil {
-		return nil, nil, "", err
-	}
-	if tags, err = memory.NormalizeTags("payload.tags", tags); err != nil {
-		return nil, nil, "", err
-	}
-	text, err := memory.IndexedText(t, content)
-	if err != nil {
-		return nil, nil, "", err
-	}
-	p.contents[id] = content
-	return content, tags, memory.TextHash(text), nil
+// sameSyncEvent reports whether a and b are one event sent twice.
+func sameSyncEvent(a, b SyncEvent) bool {
+	return a.Type == b.Type && a.Time.Equal(b.Time) && bytes.Equal(a.Payload, b.Payload)
 }
 
-// contentOf is the content of a memory of the agent as this push leaves it
-// so far: changed earlier in this push, or as the read model holds it.
-func (p *pushPlan) contentOf(ctx context.Context, id string) (json.RawMessage, error) {
-	if c, ok := p.contents[id]; ok {
-		return c, nil
-	}
-	v, found, err := p.s.d.Reader.Memory(ctx, p.ref.UserID, id)
-	if err != nil {
-		return nil, err
-	}
-	if !found || v.AgentID != p.ref.AgentID {
-		return nil, domain.Invalid("payload.memory_id", "memory %s is not part of this agent", id)
-	}
-	return v.Content, nil
-}
-
-// strengthPayload decodes one of the strength events strictly.
-func strengthPayload(typ string, raw json.RawMessage) (domain.Payload, error) {
-	var err error
-	switch typ {
-	case memory.MemoryProtected{}.EventType():
-		var m memory.MemoryProtected
-		err = decodeSyncPayload(raw, &m)
-		return m, err
-	case memory.MemoryUnprotected{}.EventType():
-		var m memory.MemoryUnprotected
-		err = decodeSyncPayload(raw, &m)
-		return m, err
-	case memory.MemoryWeakened{}.EventType():
-		var m memory.MemoryWeakened
-		err = decodeSyncPayload(raw, &m)
-		return m, err
-	default:
-		var m memory.MemoryVerified
-		err = decodeSyncPayload(raw, &m)
-		return m, err
-	}
-}
-
-// typeOf is the type of a memory of the agent, created before or earlier
-// in this push.
-func (p *pushPlan) typeOf(ctx context.Context, id string) (memory.Type, bool, error) {
-	if err := checkMemoryID(id); err != nil {
-		return "", false, err
-	}
-	if t, ok := p.types[id]; ok {
-		return t, true, nil
-	}
-	v, found, err := p.s.d.Reader.Memory(ctx, p.ref.UserID, id)
-	if err != nil || !found || v.AgentID != p.ref.AgentID {
-		return "", false, err
-	}
-	return v.Type, true, nil
-}
-
-func checkMemoryID(id string) error {
-	if _, err := uuid.Parse(id); err != nil {
-		return domain.Invalid("payload.memory_id", "memory_id must be a UUID, got %q", id)
+// checkCanonicalUUID accepts only the canonical form of a UUID (lower
+// case, hyphenated, no prefix or braces) and not the nil UUID, so one id
+// has one spelling and a repeated event is recognised as such.
+func checkCanonicalUUID(field, id string) error {
+	u, err := uuid.Parse(id)
+	if err != nil || u == uuid.Nil || u.String() != id {
+		return domain.Invalid(field, "%s must be a UUID in canonical form (lower-case hex, hyphenated, not the nil UUID), got %q", field, id)
 	}
 	return nil
 }
@@ -527,49 +331,6 @@ func decodeSyncPayload(raw json.RawMessage, v any) error {
 		return domain.Invalid("payload", "payload does not match its type: %v", err)
 	}
 	return nil
-}
-
-// withRef sets the owner and agent of an agent-stream payload.
-func withRef(p domain.Payload, ref memory.AgentRef) domain.Payload {
-	switch v := p.(type) {
-	case memory.AgentCreated:
-		v.AgentRef = ref
-		return v
-	case memory.MemoryCreated:
-		v.AgentRef = ref
-		return v
-	case memory.MemoryEmbedded:
-		v.AgentRef = ref
-		return v
-	case memory.MemoryUpdated:
-		v.AgentRef = ref
-		return v
-	case memory.MemoryPatched:
-		v.AgentRef = ref
-		return v
-	case memory.MemoryRecovered:
-		v.AgentRef = ref
-		return v
-	case memory.MemoryProtected:
-		v.AgentRef = ref
-		return v
-	case memory.MemoryUnprotected:
-		v.AgentRef = ref
-		return v
-	case memory.MemoryWeakened:
-		v.AgentRef = ref
-		return v
-	case memory.MemoryVerified:
-		v.AgentRef = ref
-		return v
-	case memory.MemoryForgotten:
-		v.AgentRef = ref
-		return v
-	case memory.MemoryPurged:
-		v.AgentRef = ref
-		return v
-	}
-	return p
 }
 
 // BatchItemErrorIn places item i's error inside a list field, as

@@ -146,7 +146,11 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 		return nil, err
 	}
 
-	a.sync = commands.NewSync(commands.SyncDeps{Writer: writer, Log: st.SyncLog, Reader: st.Memories, Owners: st.Memories, DefaultModel: catalog.DefaultModel()})
+	a.sync, err = commands.NewSync(commands.SyncDeps{Writer: writer, Log: st.SyncLog, Owners: st.Memories, Memories: memories, MaxPushBytes: cfg.SyncMaxPushBytes})
+	if err != nil {
+		a.close(ctx)
+		return nil, err
+	}
 	a.memories, a.embeddings, a.searcher, a.catalog = memories, embeddings, searcher, catalog
 	processor, err := newProcessor(cfg)
 	if err != nil {

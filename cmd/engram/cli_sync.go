@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -22,7 +23,7 @@ import (
 // Sync limits of the command line.
 const (
 	syncPushEvents   = 500     // events per push request
-	syncPushBytes    = 4 << 20 // and at most this much JSON, under the server's body limit
+	syncPushBytes    = 3 << 20 // and at most this much JSON: under the server's body limit, and its payloads under the push limit (commands.DefaultMaxSyncPushBytes) even with one more event
 	maxResolvedShown = 100     // resolutions kept in sync.json
 )
 
@@ -249,6 +250,11 @@ func (s *syncSession) push(ctx context.Context) (syncPushJSON, error) {
 			if err != nil {
 				return out, err
 			}
+			if !s.raw {
+				if se.Payload, err = withoutWithheldRefs(se, rawMemories); err != nil {
+					return out, err
+				}
+			}
 			batch = append(batch, client.SyncEvent(se))
 			size += len(se.Payload) + 200
 		}
@@ -276,6 +282,38 @@ func (s *syncSession) push(ctx context.Context) (syncPushJSON, error) {
 	out.Pushed = s.state.Pushed
 	out.EventsPerS = rate(out.Sent, time.Since(start))
 	return out, s.st.writeSyncState(s.state)
+}
+
+// withoutWithheldRefs is the payload of a pushed event without the
+// derived_from references to raw entries that sync.raw keeps on this
+// machine: the cloud refuses references to memories it does not hold.
+func withoutWithheldRefs(e commands.SyncEvent, rawMemories map[string]bool) (json.RawMessage, error) {
+	if e.Type != (memory.MemoryCreated{}).EventType() {
+		return e.Payload, nil
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(e.Payload, &fields); err != nil {
+		return nil, fmt.Errorf("sync: event %s: %w", e.ID, err)
+	}
+	var refs []string
+	if raw, ok := fields["derived_from"]; !ok || json.Unmarshal(raw, &refs) != nil {
+		return e.Payload, nil
+	}
+	kept := make([]string, 0, len(refs))
+	for _, r := range refs {
+		if _, id, _ := strings.Cut(r, ":"); !rawMemories[id] {
+			kept = append(kept, r)
+		}
+	}
+	if len(kept) == len(refs) {
+		return e.Payload, nil
+	}
+	raw, err := json.Marshal(kept)
+	if err != nil {
+		return nil, err
+	}
+	fields["derived_from"] = raw
+	return json.Marshal(fields)
 }
 
 // cloudUnreachable reports whether err is the cloud failing to answer: a
@@ -367,8 +405,8 @@ func (s *syncSession) pull(ctx context.Context) (syncPullJSON, error) {
 	}
 	bar := s.c.progress("pulled", len(keep))
 	defer bar.finish()
-	for i := 0; i < len(keep); i += commands.MaxSyncBatch {
-		batch := keep[i:min(i+commands.MaxSyncBatch, len(keep))]
+	for i := 0; i < len(keep); {
+		batch := keep[i:min(i+localPushBatch(keep[i:]), len(keep))]
 		events := make([]commands.SyncEvent, len(batch))
 		for j, e := range batch {
 			events[j] = commands.SyncEvent(e)
@@ -380,7 +418,8 @@ func (s *syncSession) pull(ctx context.Context) (syncPullJSON, error) {
 		out.Appended += res.Appended
 		out.Skipped += res.Skipped
 		out.Duplicates += res.Duplicates
-		bar.update(i + len(batch))
+		i += len(batch)
+		bar.update(i)
 	}
 	// What came from the cloud is in the cloud: nothing here is unpushed.
 	head, err := s.localEvents(ctx, s.state.Pushed)
@@ -393,6 +432,21 @@ func (s *syncSession) pull(ctx context.Context) (syncPullJSON, error) {
 	out.Pulled, out.Resolved = s.state.Pulled, resolved
 	out.EventsPerS = rate(out.Received, time.Since(start))
 	return out, s.st.writeSyncState(s.state)
+}
+
+// localPushBatch is how many of events (at least one) the next push to
+// the local stack takes: at most commands.MaxSyncBatch events whose
+// payloads stay within commands.DefaultMaxSyncPushBytes.
+func localPushBatch(events []client.SyncEvent) int {
+	n, size := 0, 0
+	for n < len(events) && n < commands.MaxSyncBatch {
+		size += len(events[n].Payload)
+		if n > 0 && size > commands.DefaultMaxSyncPushBytes {
+			break
+		}
+		n++
+	}
+	return n
 }
 
 func countKnown(events []client.SyncEvent, known map[string]bool) int {

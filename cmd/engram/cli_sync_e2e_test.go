@@ -268,3 +268,24 @@ func TestSyncEndpointsCheckInputAndIsolateUsers(t *testing.T) {
 		t.Fatalf("rejected pushes changed alice's log: head %d → %d", page.Head, after.Head)
 	}
 }
+
+// TestCLISyncPushLeavesOutReferencesToWithheldRawEntries: the cloud
+// refuses derived_from references to memories it does not hold, so with
+// sync.raw off a note derived from a raw entry travels without that
+// reference, and the push succeeds.
+func TestCLISyncPushLeavesOutReferencesToWithheldRawEntries(t *testing.T) {
+	srv := startCloud(t)
+	laptop := newCLIHome(t)
+	raw := laptop.object("raw", "private scratch text")["id"].(string)
+	note := laptop.object("note", "--content", "what the scratch text taught", "--derived-from", "raw:"+raw)["id"].(string)
+	key := loginCLI(t, laptop, srv, "withheld@example.com")
+
+	laptop.object("sync", "push")
+	inCloud := cloudMemories(t, client.New(srv.APIURL(), key), "default")
+	if _, ok := inCloud[raw]; ok || len(inCloud) != 1 {
+		t.Fatalf("cloud after push has %v; want the note only", inCloud)
+	}
+	if m, ok := inCloud[note]; !ok || len(m.DerivedFrom) != 0 {
+		t.Fatalf("the note in the cloud = %+v; want it without the withheld reference", m)
+	}
+}

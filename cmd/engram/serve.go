@@ -61,6 +61,7 @@ type serveConfig struct {
 	LogFormat         string
 	PprofAddr         string
 	Quotas            memory.Quotas
+	SyncMaxPushBytes  int64
 	Indexes           stack.Indexes
 	EventStore        stack.EventStore
 	ReadModels        stack.ReadModels
@@ -110,6 +111,7 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.IntVar(&cfg.Quotas.MemoriesPerAgent, "quota-memories-per-agent", memory.DefaultMemoriesPerAgent, "memories one agent may keep, forgotten ones included (0: no limit)")
 	fs.IntVar(&cfg.Quotas.AgentsPerUser, "quota-agents-per-user", memory.DefaultAgentsPerUser, "agents one user may have (0: no limit)")
 	fs.Int64Var(&cfg.Quotas.TextBytesPerUser, "quota-text-bytes-per-user", memory.DefaultTextBytesPerUser, "bytes of memory content one user may store (0: no limit)")
+	fs.Int64Var(&cfg.SyncMaxPushBytes, "sync-max-push-bytes", commands.DefaultMaxSyncPushBytes, "bytes of event payloads one POST /v1/sync/events may carry, summed (docs/sync.md)")
 	indexFlags(fs, &cfg.Indexes)
 	eventStoreFlags(fs, &cfg.EventStore)
 	readModelFlags(fs, &cfg.ReadModels)
