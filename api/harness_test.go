@@ -35,6 +35,7 @@ import (
 	"github.com/engram-memory/engram/infra/sqlite"
 	engstack "github.com/engram-memory/engram/internal/stack"
 	"github.com/engram-memory/engram/projections"
+	"github.com/engram-memory/engram/projections/query"
 	"github.com/engram-memory/engram/projections/search"
 )
 
@@ -73,6 +74,7 @@ type stack struct {
 	runner   *commands.JobRunner
 	emb      *commands.Embeddings
 	pipeline *commands.Pipeline
+	queries  *query.Service
 	usage    *commands.UsageRecorder
 	accounts *commands.Accounts
 	smtp     *mailtest.Server // nil unless stackOptions.smtp
@@ -289,10 +291,6 @@ func (s *stack) wire(c *embed.Catalog, rc commands.RunnerConfig) {
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	cognition, err := commands.NewCognition(commands.CognitionConfig{Memories: s.memCmds, Provenance: s.prov, Audit: s.audit, Stats: s.memories, Suggestions: s.suggest})
-	if err != nil {
-		s.t.Fatal(err)
-	}
 	searcher := s.searcher(c)
 	if rc.Queue == nil {
 		rc.Queue = s.queue
@@ -302,14 +300,21 @@ func (s *stack) wire(c *embed.Catalog, rc commands.RunnerConfig) {
 	}
 	s.runner = commands.NewJobRunner(s.writer, s.jobs, s.memories, c, rc)
 	s.emb = commands.NewEmbeddings(commands.EmbeddingsDeps{
-		Catalog: c, Memories: s.memories, Jobs: s.jobs, Similar: searcher, Writer: s.writer, Runner: s.runner,
+		Catalog: c, Memories: s.memories, Jobs: s.jobs, Writer: s.writer, Runner: s.runner,
 	})
 	var processor commands.Processor = processing.NewRuleExtractor()
 	if s.opts.processor != nil {
 		processor = s.opts.processor
 	}
 	s.pipeline, err = commands.NewPipeline(commands.PipelineConfig{
-		Writer: s.writer, Memories: s.memories, Suggestions: s.suggest, Creator: s.memCmds, Settings: s.memCmds, Processor: processor, Now: s.clock.Now, Logger: s.logger,
+		Writer: s.writer, Memories: s.memories, Suggestions: s.suggest, Creator: s.memCmds, Processor: processor, Now: s.clock.Now, Logger: s.logger,
+	})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.queries, err = query.New(query.Config{
+		Memories: s.memories, Suggestions: s.suggest, Provenance: s.prov, Audit: s.audit, Jobs: s.jobs, Log: s.store,
+		Processor: processor.Info(), Catalog: c, Similar: searcher, Now: s.clock.Now,
 	})
 	if err != nil {
 		s.t.Fatal(err)
@@ -335,7 +340,8 @@ func (s *stack) wire(c *embed.Catalog, rc commands.RunnerConfig) {
 		Backends:        s.wired.Backends,
 		Projections:     func() any { return s.engine.Status() },
 		Pipeline:        s.pipeline,
-		Cognition:       api.CognitionService{Memories: s.memCmds, Cognition: cognition},
+		Cognition:       s.memCmds,
+		Queries:         s.queries,
 		Visibility:      s.engine,
 		ConsistencyWait: s.opts.consistencyWait,
 	}).Handler()

@@ -45,15 +45,3 @@ type JobReader interface {
 	ActiveJobs(ctx context.Context, limit int) ([]job.View, error)
 	ActiveJobForAgent(ctx context.Context, userID, agentID string) (job.View, bool, error)
 }
-
-// SimilarFinder searches an agent's vectors in its active model by a raw
-// vector (the vector projection with the memories read model serve it; the
-// caller has checked the vector's size against the agent's model).
-// Forgotten memories never match; scores are in [0, 1], best first; types
-// nil means every searchable type.
-type SimilarFinder interface {
-	Similar(ctx context.Context, userID, agentID string, vector []float32, limit int, minScore float64, types []memory.Type) ([]SimilarHit, error)
-}
-
-// SimilarHit is one memory found by vector.
-type SimilarHit = memory.Scored

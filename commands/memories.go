@@ -81,8 +81,8 @@ type MemoriesConfig struct {
 	DecidesOn []string
 }
 
-// Memories handles the agent and memory commands, and answers the memory
-// queries of the API from the read model.
+// Memories handles the agent and memory commands; their queries are
+// projections/query's.
 //
 // Every event of an agent goes to one stream (memory.AgentStream), so a
 // batch is one atomic append. A command decides on the read model and
@@ -208,8 +208,9 @@ func userOf(meta domain.Metadata) (string, error) {
 	return meta.Actor.UserID, nil
 }
 
-// Get returns one memory of the user, forgotten or not.
-func (m *Memories) Get(ctx context.Context, userID, id string) (memory.View, error) {
+// get returns one memory of the user, forgotten or not, with its strength
+// now: the state a command decides on.
+func (m *Memories) get(ctx context.Context, userID, id string) (memory.View, error) {
 	v, found, err := m.cfg.Reader.Memory(ctx, userID, id)
 	if err != nil {
 		return memory.View{}, err
@@ -219,42 +220,6 @@ func (m *Memories) Get(ctx context.Context, userID, id string) (memory.View, err
 	}
 	v.ApplyStrength(m.now())
 	return v, nil
-}
-
-// List returns one page of the user's memories, newest first, with their
-// strength now. Forgotten memories are left out unless q.IncludeForgotten,
-// weak and dormant ones unless q.IncludeWeak.
-func (m *Memories) List(ctx context.Context, q memory.ListQuery) (memory.Page, error) {
-	if q.AgentID != "" {
-		if err := memory.ValidateAgentID(q.AgentID); err != nil {
-			return memory.Page{}, err
-		}
-	}
-	switch {
-	case q.Limit == 0:
-		q.Limit = memory.DefaultListLimit
-	case q.Limit < 1 || q.Limit > memory.MaxListLimit:
-		return memory.Page{}, domain.Invalid("limit", "limit must be between 1 and %d, got %d", memory.MaxListLimit, q.Limit).
-			WithDetail("limit", memory.MaxListLimit)
-	}
-	q.Now = m.now()
-	page, err := m.cfg.Reader.ListMemories(ctx, q)
-	for i := range page.Memories {
-		page.Memories[i].ApplyStrength(q.Now)
-	}
-	return page, err
-}
-
-// Agents returns one page of the user's agents, in agent_id order.
-func (m *Memories) Agents(ctx context.Context, q memory.AgentListQuery) (memory.AgentPage, error) {
-	switch {
-	case q.Limit == 0:
-		q.Limit = memory.DefaultListLimit
-	case q.Limit < 1 || q.Limit > memory.MaxListLimit:
-		return memory.AgentPage{}, domain.Invalid("limit", "limit must be between 1 and %d, got %d", memory.MaxListLimit, q.Limit).
-			WithDetail("limit", memory.MaxListLimit)
-	}
-	return m.cfg.Reader.ListAgents(ctx, q)
 }
 
 // DeleteAgent removes the agent and everything in it from every

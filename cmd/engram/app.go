@@ -20,6 +20,7 @@ import (
 	"github.com/engram-memory/engram/infra/sqlite"
 	"github.com/engram-memory/engram/internal/stack"
 	"github.com/engram-memory/engram/projections"
+	"github.com/engram-memory/engram/projections/query"
 	"github.com/engram-memory/engram/projections/search"
 )
 
@@ -36,7 +37,7 @@ type app struct {
 	searcher   *search.Service
 	sync       *commands.Sync
 	pipeline   *commands.Pipeline
-	cognition  *commands.Cognition
+	queries    *query.Service
 	catalog    *embed.Catalog
 	caughtUp   *startupGate
 
@@ -104,11 +105,6 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 		a.close(ctx)
 		return nil, err
 	}
-	cognition, err := commands.NewCognition(commands.CognitionConfig{Memories: memories, Provenance: st.Provenance, Audit: st.Audit, Stats: st.Memories, Suggestions: st.Suggestions})
-	if err != nil {
-		a.close(ctx)
-		return nil, err
-	}
 	searcher, err := st.Search(search.ProviderEmbedder{Provider: catalog}, search.Options{})
 	if err != nil {
 		a.close(ctx)
@@ -119,7 +115,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 	})
 	a.runInBackground(runner.Run)
 	embeddings := commands.NewEmbeddings(commands.EmbeddingsDeps{
-		Catalog: catalog, Memories: st.Memories, Jobs: st.Jobs, Similar: searcher, Writer: writer, Runner: runner,
+		Catalog: catalog, Memories: st.Memories, Jobs: st.Jobs, Writer: writer, Runner: runner,
 	})
 
 	sender, err := mail.NewFromConfig(cfg.SMTPURL, cfg.MailOutbox, logger)
@@ -154,8 +150,14 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 		return nil, err
 	}
 	pipeline, err := commands.NewPipeline(commands.PipelineConfig{
-		Writer: writer, Memories: st.Memories, Suggestions: st.Suggestions, Creator: memories, Settings: memories, Processor: processor, Logger: logger,
+		Writer: writer, Memories: st.Memories, Suggestions: st.Suggestions, Creator: memories, Processor: processor, Logger: logger,
 	})
+	if err != nil {
+		a.close(ctx)
+		return nil, err
+	}
+
+	queries, err := st.Queries(query.Config{Processor: processor.Info(), Catalog: catalog, Similar: searcher})
 	if err != nil {
 		a.close(ctx)
 		return nil, err
@@ -186,14 +188,15 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 		Projections:     func() any { return st.Engine.Status() },
 		Sync:            a.sync,
 		Pipeline:        pipeline,
-		Cognition:       api.CognitionService{Memories: memories, Cognition: cognition},
+		Cognition:       memories,
+		Queries:         queries,
 
 		Visibility:         st.Engine,
 		ConsistencyWait:    cfg.ConsistencyWait,
 		CredentialsCurrent: st.CredentialsCurrent,
 		RateBuckets:        rateBuckets,
 	})
-	a.pipeline, a.cognition = pipeline, cognition
+	a.pipeline, a.queries = pipeline, queries
 	a.handler = caughtUp.gate(srv.Handler())
 	return a, nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/engram-memory/engram/domain/processing"
 	"github.com/engram-memory/engram/infra/postgres"
 	"github.com/engram-memory/engram/infra/sqlite"
+	"github.com/engram-memory/engram/projections/query"
 	"github.com/engram-memory/engram/projections/search"
 )
 
@@ -80,7 +81,7 @@ type MemoriesReadModel interface {
 	commands.MemoryReader
 	commands.PendingReader
 	commands.AgentLister
-	commands.StatsReadModel
+	query.MemoryReadModel
 	commands.PipelineMemories
 	commands.AgentDirectory
 	commands.MemoryOwners
@@ -93,6 +94,7 @@ type MemoriesReadModel interface {
 type JobsReadModel interface {
 	job.ReadModel
 	commands.JobReader
+	query.JobReadModel
 	exporter
 }
 
@@ -101,7 +103,7 @@ type JobsReadModel interface {
 type SuggestionsReadModel interface {
 	processing.SuggestionsReadModel
 	commands.SuggestionReadModel
-	commands.SuggestionCounter
+	query.SuggestionReadModel
 	exporter
 }
 
@@ -109,14 +111,14 @@ type SuggestionsReadModel interface {
 // consumers read it.
 type ProvenanceReadModel interface {
 	memory.ProvenanceReadModel
-	commands.ProvenanceReadModel
+	query.ProvenanceReadModel
 	exporter
 }
 
 // AuditReadModel is the audit read model as the stack's consumers read it.
 type AuditReadModel interface {
 	audit.ReadModel
-	commands.AuditReadModel
+	query.AuditReadModel
 	exporter
 }
 
