@@ -34,6 +34,7 @@ import (
 	"github.com/engram-memory/engram/infra/mail/mailtest"
 	"github.com/engram-memory/engram/infra/sqlite"
 	engstack "github.com/engram-memory/engram/internal/stack"
+	"github.com/engram-memory/engram/internal/workers"
 	"github.com/engram-memory/engram/projections"
 	"github.com/engram-memory/engram/projections/query"
 	"github.com/engram-memory/engram/projections/search"
@@ -69,13 +70,13 @@ type stack struct {
 
 	provider *testProvider
 	catalog  *embed.Catalog
-	queue    *commands.EmbedQueue
+	queue    *workers.EmbedQueue
 	memCmds  *commands.Memories
-	runner   *commands.JobRunner
+	runner   *workers.JobRunner
 	emb      *commands.Embeddings
 	pipeline *commands.Pipeline
 	queries  *query.Service
-	usage    *commands.UsageRecorder
+	usage    *workers.UsageRecorder
 	accounts *commands.Accounts
 	smtp     *mailtest.Server // nil unless stackOptions.smtp
 
@@ -127,9 +128,9 @@ type stackOptions struct {
 	quotas   memory.Quotas // zero: no limits
 
 	// Background components.
-	runQueue bool                  // run the embedding queue
-	runner   commands.RunnerConfig // defaults: ID test-runner, fast polls and retries
-	noRun    bool                  // do not start the runner: the test steps it
+	runQueue bool                 // run the embedding queue
+	runner   workers.RunnerConfig // defaults: ID test-runner, fast polls and retries
+	noRun    bool                 // do not start the runner: the test steps it
 
 	// processor runs processing passes; nil: the rule-based extractor.
 	processor commands.Processor
@@ -235,7 +236,7 @@ func newStack(t testing.TB, opts stackOptions) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.usage = commands.NewUsageRecorder(s.writer, time.Hour, s.logger)
+	s.usage = workers.NewUsageRecorder(s.writer, time.Hour, s.logger)
 	s.accounts, err = commands.NewAccounts(commands.AccountsConfig{
 		Writer: s.writer,
 		Reader: s.model,
@@ -272,11 +273,11 @@ func newStack(t testing.TB, opts stackOptions) *stack {
 // and the API over them, as newApp wires them, and serves the API on the
 // stack's loopback port. Tests call it again to swap the catalog of a stack
 // whose queue and runner are not running.
-func (s *stack) wire(c *embed.Catalog, rc commands.RunnerConfig) {
+func (s *stack) wire(c *embed.Catalog, rc workers.RunnerConfig) {
 	s.t.Helper()
 	s.catalog = c
 	var err error
-	s.queue, err = commands.NewEmbedQueue(commands.EmbedQueueConfig{
+	s.queue, err = workers.NewEmbedQueue(workers.EmbedQueueConfig{
 		Writer: s.writer, Reader: s.memories, Embedder: c, Logger: s.logger,
 		MinBackoff: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond,
 	})
@@ -298,7 +299,7 @@ func (s *stack) wire(c *embed.Catalog, rc commands.RunnerConfig) {
 	if rc.Logger == nil {
 		rc.Logger = s.logger
 	}
-	s.runner = commands.NewJobRunner(s.writer, s.jobs, s.memories, c, rc)
+	s.runner = workers.NewJobRunner(s.writer, s.jobs, s.memories, c, rc)
 	s.emb = commands.NewEmbeddings(commands.EmbeddingsDeps{
 		Catalog: c, Memories: s.memories, Jobs: s.jobs, Writer: s.writer, Runner: s.runner,
 	})

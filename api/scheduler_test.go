@@ -9,14 +9,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/engram-memory/engram/commands"
 	"github.com/engram-memory/engram/infra/llm"
+	"github.com/engram-memory/engram/internal/workers"
 	"github.com/engram-memory/engram/projections/query"
 )
 
-func (s *stack) scheduler(t testing.TB, concurrency int, ticks <-chan time.Time) *commands.Scheduler {
+func (s *stack) scheduler(t testing.TB, concurrency int, ticks <-chan time.Time) *workers.Scheduler {
 	t.Helper()
-	sched, err := commands.NewScheduler(commands.SchedulerConfig{Pipeline: s.pipeline, Agents: s.memories, Interval: time.Hour, Concurrency: concurrency, Ticks: ticks, Logger: s.logger})
+	sched, err := workers.NewScheduler(workers.SchedulerConfig{Pipeline: s.pipeline, Agents: s.memories, Interval: time.Hour, Concurrency: concurrency, Ticks: ticks, Logger: s.logger})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,7 +32,7 @@ type AccountsConfig struct {
 	Reader AccountReader // required
 	Mailer Mailer        // required
 	// Usage records key use for last_used_at; nil leaves it untracked.
-	Usage *UsageRecorder
+	Usage KeyUsage
 	// Agents lists a user's agents for Status; nil means no agents.
 	Agents AgentLister
 	Logger *slog.Logger // nil discards

@@ -2,6 +2,7 @@ package commands
 
 import (
 	"context"
+	"time"
 
 	"github.com/engram-memory/engram/domain/account"
 )
@@ -21,6 +22,13 @@ type AccountReader interface {
 // memories read model implements it.
 type AgentLister interface {
 	AgentIDs(ctx context.Context, userID string) ([]string, error)
+}
+
+// KeyUsage keeps when each API key was last used, for last_used_at
+// (workers.UsageRecorder implements it, recording the uses in batches).
+type KeyUsage interface {
+	Record(userID, keyID string, at time.Time)
+	LastUse(keyID string) (time.Time, bool)
 }
 
 // Mail is one plain-text message. Its fields match infra/mail.Message, so

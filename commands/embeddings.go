@@ -16,7 +16,7 @@ type EmbeddingsDeps struct {
 	Memories MemoryReader
 	Jobs     JobReader
 	Writer   *EventWriter
-	Runner   *JobRunner
+	Runner   JobRunner
 	Now      func() time.Time
 }
 
@@ -97,7 +97,7 @@ func renameTextsField(err error, field string) error {
 
 // checkResult guards against a provider that breaks its contract: one
 // vector per text, each of the stated size. The model may differ from the
-// one asked for ("default" names another), so embedTexts does not fit here.
+// one asked for ("default" names another), so domain.EmbedExactly does not fit here.
 func checkResult(res domain.EmbedResult, texts int) error {
 	if len(res.Vectors) != texts {
 		return fmt.Errorf("commands: provider returned %d vectors for %d texts", len(res.Vectors), texts)

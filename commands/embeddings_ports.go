@@ -45,3 +45,11 @@ type JobReader interface {
 	ActiveJobs(ctx context.Context, limit int) ([]job.View, error)
 	ActiveJobForAgent(ctx context.Context, userID, agentID string) (job.View, bool, error)
 }
+
+// JobRunner runs the bulk re-embedding jobs (workers.JobRunner implements
+// it): Kick wakes it for a job just queued, Rate is the embedding rate it
+// has measured for a model, in memories per second.
+type JobRunner interface {
+	Kick()
+	Rate(model string) (float64, bool)
+}

@@ -111,7 +111,7 @@ func (s *Embeddings) CancelJob(ctx context.Context, meta domain.Metadata, jobID 
 		return job.View{}, err
 	}
 	err := RetryOnConflict(ctx, func() error {
-		j, err := loadJob(ctx, s.d.Writer.Store(), jobID)
+		j, err := job.Read(ctx, s.d.Writer.Store(), jobID)
 		if err != nil {
 			return err
 		}
@@ -126,18 +126,4 @@ func (s *Embeddings) CancelJob(ctx context.Context, meta domain.Metadata, jobID 
 		return job.View{}, err
 	}
 	return s.job(ctx, userID, jobID)
-}
-
-// loadJob folds a job stream.
-func loadJob(ctx context.Context, store domain.EventStore, jobID string) (*job.Job, error) {
-	events, err := store.ReadStream(ctx, job.Stream(jobID), 0)
-	if err != nil {
-		return nil, fmt.Errorf("commands: load job %s: %w", jobID, err)
-	}
-	return job.Load(events)
-}
-
-// agentRef names a job's agent in its events.
-func agentRef(j *job.Job) memory.AgentRef {
-	return memory.AgentRef{UserID: j.UserID, AgentID: j.AgentID}
 }

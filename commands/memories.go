@@ -35,14 +35,8 @@ type MemoryReadModel interface {
 	Settings(ctx context.Context, userID, agentID string) (stack.View, bool, error)
 }
 
-// Embedder turns texts into vectors; domain.EmbeddingProvider (and so
-// embed.Catalog) satisfies it.
-type Embedder interface {
-	Embed(ctx context.Context, req domain.EmbedRequest) (domain.EmbedResult, error)
-}
-
 // Kicker is told when a write left memories waiting for their vectors;
-// EmbedQueue implements it.
+// workers.EmbedQueue implements it.
 type Kicker interface {
 	Kick()
 }
@@ -61,7 +55,7 @@ const (
 type MemoriesConfig struct {
 	Writer   *EventWriter    // required
 	Reader   MemoryReadModel // required
-	Embedder Embedder        // required
+	Embedder domain.Embedder // required
 	// DefaultModel is the model (Name and Dimensions) an agent is bound
 	// to when its first memory creates it. Required.
 	DefaultModel domain.EmbeddingModel

@@ -176,7 +176,7 @@ func (m *Memories) embedOne(ctx context.Context, ref memory.AgentRef, id, text, 
 	if err != nil || !found {
 		return nil, err
 	}
-	vecs, err := embedTexts(ctx, m.cfg.Embedder, m.cfg.EmbedTimeout, agent.EmbeddingModel, agent.Dimensions, []string{text})
+	vecs, err := domain.EmbedExactly(ctx, m.cfg.Embedder, m.cfg.EmbedTimeout, agent.EmbeddingModel, agent.Dimensions, []string{text})
 	if err != nil {
 		m.logger.WarnContext(ctx, "embedding a patched memory failed; queued for embedding", "memory_id", id, "model", agent.EmbeddingModel, "error", err)
 		return nil, nil

@@ -14,6 +14,7 @@ import (
 	"github.com/engram-memory/engram/domain/memory"
 	"github.com/engram-memory/engram/infra/embed/local"
 	"github.com/engram-memory/engram/infra/sqlite"
+	"github.com/engram-memory/engram/internal/workers"
 	"github.com/engram-memory/engram/projections"
 	"github.com/engram-memory/engram/projections/query"
 )
@@ -27,7 +28,7 @@ type memEnv struct {
 	writer   *commands.EventWriter
 	provider *memSwitchProvider
 	model    domain.EmbeddingModel
-	queue    *commands.EmbedQueue
+	queue    *workers.EmbedQueue
 	memories *commands.Memories
 	// queries reads what the commands wrote.
 	queries *query.Service
@@ -53,7 +54,7 @@ func newMemEnv(t *testing.T) *memEnv {
 	e.provider = &memSwitchProvider{inner: lp}
 	e.model = lp.Models()[0]
 	e.writer = commands.NewEventWriter(e.store, engine, 0)
-	e.queue, err = commands.NewEmbedQueue(commands.EmbedQueueConfig{Writer: e.writer, Reader: e.readMod, Embedder: e.provider,
+	e.queue, err = workers.NewEmbedQueue(workers.EmbedQueueConfig{Writer: e.writer, Reader: e.readMod, Embedder: e.provider,
 		MinBackoff: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 	"github.com/engram-memory/engram/infra/postgres"
 	"github.com/engram-memory/engram/infra/sqlite"
 	"github.com/engram-memory/engram/internal/stack"
+	"github.com/engram-memory/engram/internal/workers"
 	"github.com/engram-memory/engram/projections"
 	"github.com/engram-memory/engram/projections/query"
 	"github.com/engram-memory/engram/projections/search"
@@ -90,7 +91,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 		a.close(ctx)
 		return nil, err
 	}
-	queue, err := commands.NewEmbedQueue(commands.EmbedQueueConfig{Writer: writer, Reader: st.Memories, Embedder: catalog, Logger: logger})
+	queue, err := workers.NewEmbedQueue(workers.EmbedQueueConfig{Writer: writer, Reader: st.Memories, Embedder: catalog, Logger: logger})
 	if err != nil {
 		a.close(ctx)
 		return nil, err
@@ -110,7 +111,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 		a.close(ctx)
 		return nil, err
 	}
-	runner := commands.NewJobRunner(writer, st.Jobs, st.Memories, catalog, commands.RunnerConfig{
+	runner := workers.NewJobRunner(writer, st.Jobs, st.Memories, catalog, workers.RunnerConfig{
 		ID: cfg.NodeID, LeaseTimeout: cfg.JobLeaseTimeout, BatchSize: cfg.JobBatchSize, BatchDelay: cfg.JobBatchDelay, Queue: queue, Logger: logger,
 	})
 	a.runInBackground(runner.Run)
@@ -123,7 +124,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 		a.close(ctx)
 		return nil, err
 	}
-	usage := commands.NewUsageRecorder(writer, cfg.UsageFlush, logger)
+	usage := workers.NewUsageRecorder(writer, cfg.UsageFlush, logger)
 	a.runInBackground(usage.Run)
 	accounts, err := commands.NewAccounts(commands.AccountsConfig{
 		Writer:     writer,

@@ -13,12 +13,6 @@ import (
 // from its stream when next needed).
 const maxSnapshots = 1024
 
-// StreamReader reads one stream of the log; domain.EventStore implements
-// it.
-type StreamReader interface {
-	ReadStream(ctx context.Context, stream string, from uint64) ([]domain.Event, error)
-}
-
 // Snapshots keeps each agent's processing state folded up to a stream
 // version, so that a load reads only the events appended since (usually
 // none) instead of the whole cognition stream. The stream stays the truth:
@@ -29,13 +23,13 @@ type StreamReader interface {
 // and a load that finds new events advances a copy (Stack.Clone) and
 // publishes that.
 type Snapshots struct {
-	log   StreamReader
+	log   domain.StreamReader
 	mu    sync.Mutex
 	byKey map[StackRef]*Stack
 }
 
 // NewSnapshots folds the cognition streams of log.
-func NewSnapshots(log StreamReader) *Snapshots {
+func NewSnapshots(log domain.StreamReader) *Snapshots {
 	return &Snapshots{log: log, byKey: map[StackRef]*Stack{}}
 }
 

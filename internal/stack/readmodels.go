@@ -13,6 +13,7 @@ import (
 	"github.com/engram-memory/engram/domain/processing"
 	"github.com/engram-memory/engram/infra/postgres"
 	"github.com/engram-memory/engram/infra/sqlite"
+	"github.com/engram-memory/engram/internal/workers"
 	"github.com/engram-memory/engram/projections/query"
 	"github.com/engram-memory/engram/projections/search"
 )
@@ -79,11 +80,12 @@ type MemoriesReadModel interface {
 	memory.ReadModel
 	commands.MemoryReadModel
 	commands.MemoryReader
-	commands.PendingReader
+	workers.PendingReader
 	commands.AgentLister
 	query.MemoryReadModel
 	commands.PipelineMemories
-	commands.AgentDirectory
+	workers.AgentDirectory
+	workers.JobMemories
 	commands.MemoryOwners
 	search.MemoryReader
 	MemoriesByID(ctx context.Context, userID, agentID string, ids []string) (map[string]memory.View, error)
@@ -94,6 +96,7 @@ type MemoriesReadModel interface {
 type JobsReadModel interface {
 	job.ReadModel
 	commands.JobReader
+	workers.ActiveJobs
 	query.JobReadModel
 	exporter
 }

@@ -83,7 +83,7 @@ type Config struct {
 	Jobs        JobReadModel        // required
 	// Log holds the agents' cognition streams, which the processing
 	// queries fold. Required.
-	Log processing.StreamReader
+	Log domain.StreamReader
 	// Processor is what the processing view reports as the processor the
 	// passes run.
 	Processor processing.ProcessorInfo

@@ -1,4 +1,4 @@
-package commands_test
+package workers_test
 
 import (
 	"context"
