@@ -13,8 +13,8 @@ import (
 // (jobs then wait for the next poll of a runner elsewhere).
 type EmbeddingsDeps struct {
 	Catalog  ModelCatalog
-	Memories MemoryReader
-	Jobs     JobReader
+	Memories MemoryReadModel
+	Jobs     JobReadModel
 	Writer   *EventWriter
 	Runner   JobRunner
 	Now      func() time.Time

@@ -14,12 +14,11 @@ import (
 	"github.com/engram-memory/engram/domain/stack"
 )
 
-// MemoryReadModel is the memories read model as the memory commands use it
+// MemoryReadModel is the memories read model as the commands decide on it
 // (infra/sqlite.Memories implements it). Every query is scoped by user;
 // missing rows are (zero, false, nil).
 type MemoryReadModel interface {
 	Agent(ctx context.Context, userID, agentID string) (memory.AgentView, bool, error)
-	ListAgents(ctx context.Context, q memory.AgentListQuery) (memory.AgentPage, error)
 	Memory(ctx context.Context, userID, id string) (memory.View, bool, error)
 	ListMemories(ctx context.Context, q memory.ListQuery) (memory.Page, error)
 	// ExistingRefs returns the type of each of ids that is a memory of
@@ -33,6 +32,9 @@ type MemoryReadModel interface {
 	// Settings is the agent's stack settings (defaults until changed);
 	// found is false when the user has no such agent.
 	Settings(ctx context.Context, userID, agentID string) (stack.View, bool, error)
+	// CountMemories counts the agent's searchable, unforgotten memories of
+	// types (nil: every searchable type).
+	CountMemories(ctx context.Context, userID, agentID string, types []memory.Type) (int, error)
 }
 
 // Kicker is told when a write left memories waiting for their vectors;

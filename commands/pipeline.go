@@ -18,42 +18,10 @@ import (
 	"github.com/engram-memory/engram/domain/stack"
 )
 
-// Processor turns a batch of sources into proposed memories: the rule
-// extractor (processing.RuleExtractor) or a chat model (infra/llm).
-// itemErrs are items that broke the contract; err means no answer came.
-type Processor interface {
-	Info() processing.ProcessorInfo
-	Propose(ctx context.Context, t processing.Transition, batch, known []processing.Source) (items []processing.Item, itemErrs []error, err error)
-}
-
-// PipelineMemories is what cognition reads of the memories read model.
-type PipelineMemories interface {
-	Agent(ctx context.Context, userID, agentID string) (memory.AgentView, bool, error)
-	ListMemories(ctx context.Context, q memory.ListQuery) (memory.Page, error)
-	Memory(ctx context.Context, userID, id string) (memory.View, bool, error)
-	// Settings is the agent's stack settings: its promotion gates and
-	// whether it is in maintenance.
-	Settings(ctx context.Context, userID, agentID string) (stack.View, bool, error)
-}
-
-// SuggestionReadModel is the suggestions read model as the pipeline
-// decides on it.
-type SuggestionReadModel interface {
-	Suggestion(ctx context.Context, userID, id string) (processing.Suggestion, bool, error)
-	ListSuggestions(ctx context.Context, q processing.SuggestionQuery) ([]processing.Suggestion, error)
-	CountPending(ctx context.Context, userID, agentID string, now time.Time) (int, error)
-}
-
-// MemoryCreator creates memories; commands.Memories implements it, so
-// promoted suggestions go through the same checks as any write.
-type MemoryCreator interface {
-	Create(ctx context.Context, meta domain.Metadata, agentID string, in MemoryInput) (CreatedMemory, error)
-}
-
 // PipelineConfig wires Pipeline.
 type PipelineConfig struct {
 	Writer      *EventWriter        // required
-	Memories    PipelineMemories    // required
+	Memories    MemoryReadModel     // required
 	Suggestions SuggestionReadModel // required
 	Creator     MemoryCreator       // required
 	Processor   Processor           // required: a chat model, or the rule extractor

@@ -68,7 +68,7 @@ type exporter interface {
 // read it; both backends implement it.
 type AccountsReadModel interface {
 	account.ReadModel
-	commands.AccountReader
+	commands.AccountReadModel
 	UserByEmail(ctx context.Context, email string) (account.UserView, bool, error)
 	exporter
 }
@@ -79,11 +79,9 @@ type AccountsReadModel interface {
 type MemoriesReadModel interface {
 	memory.ReadModel
 	commands.MemoryReadModel
-	commands.MemoryReader
-	workers.PendingReader
 	commands.AgentLister
+	workers.PendingReader
 	query.MemoryReadModel
-	commands.PipelineMemories
 	workers.AgentDirectory
 	workers.JobMemories
 	commands.MemoryOwners
@@ -95,7 +93,7 @@ type MemoriesReadModel interface {
 // JobsReadModel is the jobs read model as the stack's consumers read it.
 type JobsReadModel interface {
 	job.ReadModel
-	commands.JobReader
+	commands.JobReadModel
 	workers.ActiveJobs
 	query.JobReadModel
 	exporter
