@@ -15,27 +15,15 @@ import (
 	"github.com/engram-memory/engram/domain/stack"
 )
 
-// Cognition is the stack-cognition surface: settings, strength actions,
-// provenance, audit and stats. commands.Memories and commands.Cognition
-// implement it together (cognitionService).
+// Cognition is the stack-cognition write surface: settings and strength
+// actions; commands.Memories implements it. Its reads are Queries'.
 type Cognition interface {
-	Settings(ctx context.Context, userID, agentID string) (stack.View, error)
 	PatchSettings(ctx context.Context, meta domain.Metadata, agentID string, patch json.RawMessage) (stack.View, error)
 	Recover(ctx context.Context, meta domain.Metadata, id string, ifMatch commands.IfMatch) (memory.View, error)
 	Protect(ctx context.Context, meta domain.Metadata, id string, ifMatch commands.IfMatch) (memory.View, error)
 	Unprotect(ctx context.Context, meta domain.Metadata, id string, ifMatch commands.IfMatch) (memory.View, error)
 	Weaken(ctx context.Context, meta domain.Metadata, id string, c commands.StrengthChange, ifMatch commands.IfMatch) (memory.View, error)
 	Verify(ctx context.Context, meta domain.Metadata, id string, c commands.StrengthChange, ifMatch commands.IfMatch) (memory.View, error)
-	Provenance(ctx context.Context, userID, id, direction string, depth int) (commands.ProvenanceTree, error)
-	Audit(ctx context.Context, q audit.Query) (audit.Page, error)
-	Stats(ctx context.Context, userID, agentID string) (memory.Stats, error)
-}
-
-// CognitionService joins the memory commands (settings and strength
-// actions) and the cognition queries into the API's Cognition.
-type CognitionService struct {
-	*commands.Memories
-	*commands.Cognition
 }
 
 // cognitionRoutes mounts the settings, strength-action, provenance, audit
@@ -62,7 +50,7 @@ func (s *Server) cognitionRoutes(r chi.Router) {
 }
 
 func (s *Server) getSettings(w http.ResponseWriter, r *http.Request) {
-	v, err := s.cfg.Cognition.Settings(r.Context(), actor(r.Context()).UserID, chi.URLParam(r, "agent_id"))
+	v, err := s.cfg.Queries.Settings(r.Context(), actor(r.Context()).UserID, chi.URLParam(r, "agent_id"))
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -152,7 +140,7 @@ func (s *Server) provenance(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	t, err := s.cfg.Cognition.Provenance(r.Context(), actor(r.Context()).UserID, chi.URLParam(r, "id"), params.Get("direction"), depth)
+	t, err := s.cfg.Queries.Provenance(r.Context(), actor(r.Context()).UserID, chi.URLParam(r, "id"), params.Get("direction"), depth)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -193,7 +181,7 @@ func (s *Server) audit(w http.ResponseWriter, r *http.Request, agentID string) {
 		s.fail(w, r, err)
 		return
 	}
-	page, err := s.cfg.Cognition.Audit(r.Context(), audit.Query{UserID: actor(r.Context()).UserID, AgentID: agentID, Before: params.Get("before"), Limit: limit})
+	page, err := s.cfg.Queries.Audit(r.Context(), audit.Query{UserID: actor(r.Context()).UserID, AgentID: agentID, Before: params.Get("before"), Limit: limit})
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -202,7 +190,7 @@ func (s *Server) audit(w http.ResponseWriter, r *http.Request, agentID string) {
 }
 
 func (s *Server) agentStats(w http.ResponseWriter, r *http.Request) {
-	st, err := s.cfg.Cognition.Stats(r.Context(), actor(r.Context()).UserID, chi.URLParam(r, "agent_id"))
+	st, err := s.cfg.Queries.Stats(r.Context(), actor(r.Context()).UserID, chi.URLParam(r, "agent_id"))
 	if err != nil {
 		s.fail(w, r, err)
 		return

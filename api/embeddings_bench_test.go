@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/engram-memory/engram/commands"
+	"github.com/engram-memory/engram/internal/workers"
 )
 
 // BenchmarkBulkReembed measures a whole re-embedding job (claim, batches of
@@ -23,7 +23,7 @@ func benchmarkBulkReembed(b *testing.B, model string) {
 	const n = 5000
 	for range b.N {
 		b.StopTimer()
-		s := newStack(b, stackOptions{fixedAuth: true, discardLogs: true, noRun: true, runner: commands.RunnerConfig{BatchSize: 128}})
+		s := newStack(b, stackOptions{fixedAuth: true, discardLogs: true, noRun: true, runner: workers.RunnerConfig{BatchSize: 128}})
 		s.seed(alice, "claire", n)
 		jobID := s.must(http.StatusAccepted, "POST", "/v1/embeddings/bulk-reembed", aliceKey, map[string]any{"agent_id": "claire", "model": model}).data()["job_id"].(string)
 		b.StartTimer()

@@ -10,6 +10,7 @@ import (
 	"github.com/engram-memory/engram/commands"
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/job"
+	"github.com/engram-memory/engram/projections/query"
 )
 
 // Embeddings is the embedding and re-embedding use-case surface the API
@@ -18,10 +19,7 @@ type Embeddings interface {
 	Generate(ctx context.Context, req commands.GenerateRequest) (domain.EmbedResult, error)
 	Reembed(ctx context.Context, meta domain.Metadata, req commands.ReembedRequest) (commands.ReembedResult, error)
 	BulkReembed(ctx context.Context, meta domain.Metadata, req commands.BulkReembedRequest) (commands.JobCreated, error)
-	Job(ctx context.Context, userID, jobID string) (job.View, error)
 	CancelJob(ctx context.Context, meta domain.Metadata, jobID string) (job.View, error)
-	Similar(ctx context.Context, userID string, req commands.SimilarRequest) ([]commands.SimilarHit, error)
-	Models(ctx context.Context) []domain.CatalogEntry
 }
 
 // defaultSimilarLimit is /embeddings/similar's default limit; min_score
@@ -156,7 +154,7 @@ func (s *Server) bulkReembed(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {
-	v, err := s.cfg.Embeddings.Job(r.Context(), actor(r.Context()).UserID, chi.URLParam(r, "job_id"))
+	v, err := s.cfg.Queries.Job(r.Context(), actor(r.Context()).UserID, chi.URLParam(r, "job_id"))
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -231,14 +229,14 @@ func (s *Server) similarByVector(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	q := commands.SimilarRequest{AgentID: req.AgentID, Embedding: req.Embedding, Limit: defaultSimilarLimit, Types: req.Types}
+	q := query.SimilarRequest{AgentID: req.AgentID, Embedding: req.Embedding, Limit: defaultSimilarLimit, Types: req.Types}
 	if req.Limit != nil {
 		q.Limit = *req.Limit
 	}
 	if req.MinScore != nil {
 		q.MinScore = *req.MinScore
 	}
-	hits, err := s.cfg.Embeddings.Similar(r.Context(), actor(r.Context()).UserID, q)
+	hits, err := s.cfg.Queries.Similar(r.Context(), actor(r.Context()).UserID, q)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -251,7 +249,7 @@ func (s *Server) similarByVector(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listModels(w http.ResponseWriter, r *http.Request) {
-	entries := s.cfg.Embeddings.Models(r.Context())
+	entries := s.cfg.Queries.Models(r.Context())
 	models := make([]map[string]any, len(entries))
 	var def any
 	for i, m := range entries {

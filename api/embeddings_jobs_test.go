@@ -12,6 +12,7 @@ import (
 	"github.com/engram-memory/engram/commands"
 	"github.com/engram-memory/engram/domain/memory"
 	"github.com/engram-memory/engram/infra/embed/local"
+	"github.com/engram-memory/engram/internal/workers"
 )
 
 // stepUntilIdle steps the runner until it has nothing to do.
@@ -83,7 +84,7 @@ func (s *stack) countEvents(eventType string) int {
 }
 
 func TestBulkReembedLifecycle(t *testing.T) {
-	s := newStack(t, stackOptions{fixedAuth: true, noRun: true, runner: commands.RunnerConfig{BatchSize: 64}})
+	s := newStack(t, stackOptions{fixedAuth: true, noRun: true, runner: workers.RunnerConfig{BatchSize: 64}})
 	ids := s.seed(alice, "claire", 149)
 	text := "the user likes coffee in the morning"
 	target, err := s.memCmds.Create(t.Context(), metaFor(alice), "claire", commandsBelief(text))
@@ -204,7 +205,7 @@ func (k *countingKicker) Kick() { k.n.Add(1) }
 
 func TestBulkReembedRunsInBackground(t *testing.T) {
 	queue := &countingKicker{}
-	s := newStack(t, stackOptions{fixedAuth: true, runner: commands.RunnerConfig{BatchSize: 32, Queue: queue}})
+	s := newStack(t, stackOptions{fixedAuth: true, runner: workers.RunnerConfig{BatchSize: 32, Queue: queue}})
 	s.seed(alice, "claire", 100)
 	// Refreshing vectors with the agent's own model needs no switch.
 	jobID := s.must(http.StatusAccepted, "POST", "/v1/embeddings/bulk-reembed", aliceKey, map[string]any{"agent_id": "claire", "types": []string{"notes", "beliefs"}}).data()["job_id"].(string)
@@ -236,7 +237,7 @@ func TestBulkReembedRunsInBackground(t *testing.T) {
 
 func TestCancelJob(t *testing.T) {
 	// Cancel a queued job: the runner never starts it.
-	s := newStack(t, stackOptions{fixedAuth: true, noRun: true, runner: commands.RunnerConfig{BatchSize: 10}})
+	s := newStack(t, stackOptions{fixedAuth: true, noRun: true, runner: workers.RunnerConfig{BatchSize: 10}})
 	s.seed(alice, "claire", 40)
 	jobID := s.must(http.StatusAccepted, "POST", "/v1/embeddings/bulk-reembed", aliceKey, map[string]any{"agent_id": "claire", "model": staticModel}).data()["job_id"].(string)
 	d := s.must(http.StatusOK, "POST", "/v1/embeddings/jobs/"+jobID+"/cancel", aliceKey, nil).data()
@@ -280,7 +281,7 @@ func TestCancelWhileRunnerRuns(t *testing.T) {
 	var jobID atomic.Value
 	cancelled := make(chan struct{})
 	batches := atomic.Int32{}
-	s = newStack(t, stackOptions{fixedAuth: true, runner: commands.RunnerConfig{BatchSize: 10, AfterBatch: func(id string, n int) {
+	s = newStack(t, stackOptions{fixedAuth: true, runner: workers.RunnerConfig{BatchSize: 10, AfterBatch: func(id string, n int) {
 		if batches.Add(1) == 1 {
 			d := s.must(http.StatusOK, "POST", "/v1/embeddings/jobs/"+id+"/cancel", aliceKey, nil).data()
 			if d["status"] != "cancelled" {
@@ -306,7 +307,7 @@ func TestJobResumesAfterRestart(t *testing.T) {
 	dir := t.TempDir()
 	var stop func()
 	batches := 0
-	cfg := commands.RunnerConfig{ID: "node-1", BatchSize: 25, AfterBatch: func(string, int) {
+	cfg := workers.RunnerConfig{ID: "node-1", BatchSize: 25, AfterBatch: func(string, int) {
 		if batches++; batches == 3 {
 			stop() // the process dies after its third batch
 		}
@@ -343,19 +344,19 @@ func TestJobResumesAfterRestart(t *testing.T) {
 
 func TestStaleJobIsTakenOver(t *testing.T) {
 	dir := t.TempDir()
-	s := newStack(t, stackOptions{fixedAuth: true, dataDir: dir, noRun: true, runner: commands.RunnerConfig{ID: "node-1", BatchSize: 20}})
+	s := newStack(t, stackOptions{fixedAuth: true, dataDir: dir, noRun: true, runner: workers.RunnerConfig{ID: "node-1", BatchSize: 20}})
 	s.seed(alice, "claire", 50)
 	jobID := s.must(http.StatusAccepted, "POST", "/v1/embeddings/bulk-reembed", aliceKey, map[string]any{"agent_id": "claire", "model": staticModel}).data()["job_id"].(string)
 	s.step() // node-1 claims
 	s.step() // and records one batch, then goes silent
 	// Another node leaves a job alone while its holder is recent...
-	other := commands.NewJobRunner(s.writer, s.jobs, s.memories, s.catalog, commands.RunnerConfig{ID: "node-2", BatchSize: 20})
+	other := workers.NewJobRunner(s.writer, s.jobs, s.memories, s.catalog, workers.RunnerConfig{ID: "node-2", BatchSize: 20})
 	if did, err := other.Step(context.Background()); did || err != nil {
 		t.Fatalf("node-2 worked on a live job: %v %v", did, err)
 	}
 	s.closeAll()
 	// ...and takes it over once the holder has been idle past the lease.
-	s = newStack(t, stackOptions{fixedAuth: true, dataDir: dir, runner: commands.RunnerConfig{ID: "node-2", BatchSize: 20, LeaseTimeout: time.Millisecond}})
+	s = newStack(t, stackOptions{fixedAuth: true, dataDir: dir, runner: workers.RunnerConfig{ID: "node-2", BatchSize: 20, LeaseTimeout: time.Millisecond}})
 	d := s.waitJob(aliceKey, jobID, statusIs("completed"))
 	if num(d["memories_processed"]) != 50 {
 		t.Fatalf("after takeover: %v", d)
@@ -372,7 +373,7 @@ func TestJobFailsAfterRepeatedProviderErrors(t *testing.T) {
 	// The runner's clock is the test's: it steps past each retry backoff
 	// instead of sleeping through it.
 	clock := &testClock{}
-	s := newStack(t, stackOptions{fixedAuth: true, noRun: true, runner: commands.RunnerConfig{BatchSize: 10, MaxAttempts: 3, Now: clock.Now}})
+	s := newStack(t, stackOptions{fixedAuth: true, noRun: true, runner: workers.RunnerConfig{BatchSize: 10, MaxAttempts: 3, Now: clock.Now}})
 	s.seed(alice, "claire", 30)
 	jobID := s.must(http.StatusAccepted, "POST", "/v1/embeddings/bulk-reembed", aliceKey, map[string]any{"agent_id": "claire", "model": staticModel}).data()["job_id"].(string)
 	s.step() // claim
@@ -407,7 +408,7 @@ func TestJobFailsAfterRepeatedProviderErrors(t *testing.T) {
 }
 
 func TestDeletedAgentTakesItsJobs(t *testing.T) {
-	s := newStack(t, stackOptions{fixedAuth: true, noRun: true, runner: commands.RunnerConfig{BatchSize: 10}})
+	s := newStack(t, stackOptions{fixedAuth: true, noRun: true, runner: workers.RunnerConfig{BatchSize: 10}})
 	s.seed(alice, "claire", 30)
 	jobID := s.must(http.StatusAccepted, "POST", "/v1/embeddings/bulk-reembed", aliceKey, map[string]any{"agent_id": "claire", "model": staticModel}).data()["job_id"].(string)
 	s.step()
@@ -426,7 +427,7 @@ func TestDeletedAgentTakesItsJobs(t *testing.T) {
 // the job embedded it keeps an old-model vector of its new text; after the
 // switch the embedding queue gives it one in the new model.
 func TestWritesDuringAJobGetNewVectorsAfterTheSwitch(t *testing.T) {
-	s := newStack(t, stackOptions{fixedAuth: true, noRun: true, runner: commands.RunnerConfig{BatchSize: 10}})
+	s := newStack(t, stackOptions{fixedAuth: true, noRun: true, runner: workers.RunnerConfig{BatchSize: 10}})
 	ids := s.seed(alice, "claire", 30)
 	jobID := s.must(http.StatusAccepted, "POST", "/v1/embeddings/bulk-reembed", aliceKey, map[string]any{"agent_id": "claire", "model": staticModel}).data()["job_id"].(string)
 	s.step() // claim
@@ -454,7 +455,7 @@ func TestWritesDuringAJobGetNewVectorsAfterTheSwitch(t *testing.T) {
 	if v, _, _ := s.memories.Memory(t.Context(), alice, ids[0]); v.Embedding.Status != memory.StatusPending {
 		t.Fatalf("patched memory after the switch: %+v", v.Embedding)
 	}
-	queue, err := commands.NewEmbedQueue(commands.EmbedQueueConfig{Writer: s.writer, Reader: s.memories, Embedder: s.catalog})
+	queue, err := workers.NewEmbedQueue(workers.EmbedQueueConfig{Writer: s.writer, Reader: s.memories, Embedder: s.catalog})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -473,7 +474,7 @@ func TestWritesDuringAJobGetNewVectorsAfterTheSwitch(t *testing.T) {
 // refuses (longer than the text limit) is skipped and listed in the job's
 // errors; the rest of its batch is embedded and the job completes.
 func TestRefusedMemoryIsSkipped(t *testing.T) {
-	s := newStack(t, stackOptions{fixedAuth: true, noRun: true, runner: commands.RunnerConfig{BatchSize: 10}})
+	s := newStack(t, stackOptions{fixedAuth: true, noRun: true, runner: workers.RunnerConfig{BatchSize: 10}})
 	s.seed(alice, "claire", 12)
 	long := strings.Repeat("word ", 4000) // 20,000 characters per field
 	content, _ := json.Marshal(map[string]any{"objective": long, "outcome": long})

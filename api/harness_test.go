@@ -34,7 +34,9 @@ import (
 	"github.com/engram-memory/engram/infra/mail/mailtest"
 	"github.com/engram-memory/engram/infra/sqlite"
 	engstack "github.com/engram-memory/engram/internal/stack"
+	"github.com/engram-memory/engram/internal/workers"
 	"github.com/engram-memory/engram/projections"
+	"github.com/engram-memory/engram/projections/query"
 	"github.com/engram-memory/engram/projections/search"
 )
 
@@ -68,12 +70,13 @@ type stack struct {
 
 	provider *testProvider
 	catalog  *embed.Catalog
-	queue    *commands.EmbedQueue
+	queue    *workers.EmbedQueue
 	memCmds  *commands.Memories
-	runner   *commands.JobRunner
+	runner   *workers.JobRunner
 	emb      *commands.Embeddings
 	pipeline *commands.Pipeline
-	usage    *commands.UsageRecorder
+	queries  *query.Service
+	usage    *workers.UsageRecorder
 	accounts *commands.Accounts
 	smtp     *mailtest.Server // nil unless stackOptions.smtp
 
@@ -130,9 +133,9 @@ type stackOptions struct {
 	syncMaxPushBytes int64
 
 	// Background components.
-	runQueue bool                  // run the embedding queue
-	runner   commands.RunnerConfig // defaults: ID test-runner, fast polls and retries
-	noRun    bool                  // do not start the runner: the test steps it
+	runQueue bool                 // run the embedding queue
+	runner   workers.RunnerConfig // defaults: ID test-runner, fast polls and retries
+	noRun    bool                 // do not start the runner: the test steps it
 
 	// processor runs processing passes; nil: the rule-based extractor.
 	processor commands.Processor
@@ -238,7 +241,7 @@ func newStack(t testing.TB, opts stackOptions) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.usage = commands.NewUsageRecorder(s.writer, time.Hour, s.logger)
+	s.usage = workers.NewUsageRecorder(s.writer, time.Hour, s.logger)
 	s.accounts, err = commands.NewAccounts(commands.AccountsConfig{
 		Writer: s.writer,
 		Reader: s.model,
@@ -275,11 +278,11 @@ func newStack(t testing.TB, opts stackOptions) *stack {
 // and the API over them, as newApp wires them, and serves the API on the
 // stack's loopback port. Tests call it again to swap the catalog of a stack
 // whose queue and runner are not running.
-func (s *stack) wire(c *embed.Catalog, rc commands.RunnerConfig) {
+func (s *stack) wire(c *embed.Catalog, rc workers.RunnerConfig) {
 	s.t.Helper()
 	s.catalog = c
 	var err error
-	s.queue, err = commands.NewEmbedQueue(commands.EmbedQueueConfig{
+	s.queue, err = workers.NewEmbedQueue(workers.EmbedQueueConfig{
 		Writer: s.writer, Reader: s.memories, Embedder: c, Logger: s.logger,
 		MinBackoff: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond,
 	})
@@ -298,10 +301,6 @@ func (s *stack) wire(c *embed.Catalog, rc commands.RunnerConfig) {
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	cognition, err := commands.NewCognition(commands.CognitionConfig{Memories: s.memCmds, Provenance: s.prov, Audit: s.audit, Stats: s.memories, Suggestions: s.suggest})
-	if err != nil {
-		s.t.Fatal(err)
-	}
 	searcher := s.searcher(c)
 	if rc.Queue == nil {
 		rc.Queue = s.queue
@@ -309,16 +308,23 @@ func (s *stack) wire(c *embed.Catalog, rc commands.RunnerConfig) {
 	if rc.Logger == nil {
 		rc.Logger = s.logger
 	}
-	s.runner = commands.NewJobRunner(s.writer, s.jobs, s.memories, c, rc)
+	s.runner = workers.NewJobRunner(s.writer, s.jobs, s.memories, c, rc)
 	s.emb = commands.NewEmbeddings(commands.EmbeddingsDeps{
-		Catalog: c, Memories: s.memories, Jobs: s.jobs, Similar: searcher, Writer: s.writer, Runner: s.runner,
+		Catalog: c, Memories: s.memories, Jobs: s.jobs, Writer: s.writer, Runner: s.runner,
 	})
 	var processor commands.Processor = processing.NewRuleExtractor()
 	if s.opts.processor != nil {
 		processor = s.opts.processor
 	}
 	s.pipeline, err = commands.NewPipeline(commands.PipelineConfig{
-		Writer: s.writer, Memories: s.memories, Suggestions: s.suggest, Creator: s.memCmds, Settings: s.memCmds, Processor: processor, Now: s.clock.Now, Logger: s.logger,
+		Writer: s.writer, Memories: s.memories, Suggestions: s.suggest, Creator: s.memCmds, Processor: processor, Now: s.clock.Now, Logger: s.logger,
+	})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.queries, err = query.New(query.Config{
+		Memories: s.memories, Suggestions: s.suggest, Provenance: s.prov, Audit: s.audit, Jobs: s.jobs, Log: s.store,
+		Processor: processor.Info(), Catalog: c, Similar: searcher, Now: s.clock.Now,
 	})
 	if err != nil {
 		s.t.Fatal(err)
@@ -344,12 +350,13 @@ func (s *stack) wire(c *embed.Catalog, rc commands.RunnerConfig) {
 		Backends:            s.wired.Backends,
 		Projections:         func() any { return s.engine.Status() },
 		Pipeline:            s.pipeline,
-		Cognition:           api.CognitionService{Memories: s.memCmds, Cognition: cognition},
+		Cognition:           s.memCmds,
+		Queries:             s.queries,
 		Sync:                syncer,
-		Visibility:          s.engine,
-		ConsistencyWait:     s.opts.consistencyWait,
 		LogHead:             s.store.Head,
 		MaxConsistencyWaits: s.opts.maxConsistencyWaits,
+		Visibility:          s.engine,
+		ConsistencyWait:     s.opts.consistencyWait,
 	}).Handler()
 	s.handler.Store(&h)
 }

@@ -18,18 +18,15 @@ import (
 	"github.com/engram-memory/engram/domain/memory"
 )
 
-// Memories is the agent and memory use-case surface the API needs;
-// commands.Memories implements it. Writes act for meta's user, reads are
-// scoped by userID.
+// Memories is the agent and memory write surface the API needs;
+// commands.Memories implements it. Writes act for meta's user; the reads
+// are Queries'.
 type Memories interface {
 	Create(ctx context.Context, meta domain.Metadata, agentID string, in commands.MemoryInput) (commands.CreatedMemory, error)
 	CreateBatch(ctx context.Context, meta domain.Metadata, agentID string, in []commands.MemoryInput) ([]commands.CreatedMemory, error)
-	Get(ctx context.Context, userID, id string) (memory.View, error)
-	List(ctx context.Context, q memory.ListQuery) (memory.Page, error)
 	Patch(ctx context.Context, meta domain.Metadata, id string, p commands.MemoryPatch) (memory.View, error)
 	Forget(ctx context.Context, meta domain.Metadata, id string, ifMatch commands.IfMatch) (memory.View, error)
 	Purge(ctx context.Context, meta domain.Metadata, id string, ifMatch commands.IfMatch) error
-	Agents(ctx context.Context, q memory.AgentListQuery) (memory.AgentPage, error)
 	DeleteAgent(ctx context.Context, meta domain.Metadata, agentID string) error
 }
 
@@ -153,7 +150,7 @@ func decodeStrictJSON(raw json.RawMessage, v any) error {
 // getMemory answers with the memory and its version as the ETag, which
 // PATCH and DELETE take in If-Match.
 func (s *Server) getMemory(w http.ResponseWriter, r *http.Request) {
-	v, err := s.cfg.Memories.Get(r.Context(), actor(r.Context()).UserID, chi.URLParam(r, "id"))
+	v, err := s.cfg.Queries.Get(r.Context(), actor(r.Context()).UserID, chi.URLParam(r, "id"))
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -220,7 +217,7 @@ func (s *Server) listMemories(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	page, err := s.cfg.Memories.List(r.Context(), q)
+	page, err := s.cfg.Queries.List(r.Context(), q)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -333,7 +330,7 @@ func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	page, err := s.cfg.Memories.Agents(r.Context(), q)
+	page, err := s.cfg.Queries.Agents(r.Context(), q)
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/engram-memory/engram/api/httpstatus"
 	"github.com/engram-memory/engram/commands"
 	"github.com/engram-memory/engram/domain"
 )
@@ -151,7 +152,7 @@ func (s *Server) failOpenAI(w http.ResponseWriter, r *http.Request, err error) {
 	status, body := http.StatusInternalServerError, openAIError{Message: "internal error", Type: "server_error"}
 	var de *domain.Error
 	if errors.As(err, &de) && de.Kind != domain.KindInternal {
-		status, body = statusByKind[de.Kind], openAIError{Message: de.Message, Type: "invalid_request_error"}
+		status, body = httpstatus.Of(de.Kind), openAIError{Message: de.Message, Type: "invalid_request_error"}
 		code := de.PublicCode()
 		if field, ok := de.Details["field"].(string); ok {
 			body.Param = &field

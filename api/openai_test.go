@@ -10,10 +10,10 @@ import (
 
 	goopenai "github.com/sashabaranov/go-openai"
 
-	"github.com/engram-memory/engram/commands"
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/infra/embed/local"
 	"github.com/engram-memory/engram/infra/embed/openai"
+	"github.com/engram-memory/engram/internal/workers"
 )
 
 // openAIClient is an OpenAI SDK pointed at the stack.
@@ -134,7 +134,7 @@ func TestEngramAsOpenAIProvider(t *testing.T) {
 		t.Fatal(err)
 	}
 	second := newStack(t, stackOptions{fixedAuth: true, noRun: true})
-	second.wire(newCatalog(t, provider, local.BuiltinModelName), commands.RunnerConfig{ID: "second"})
+	second.wire(newCatalog(t, provider, local.BuiltinModelName), workers.RunnerConfig{ID: "second"})
 
 	texts := []string{"the team deployed release 7", "alice prefers tea"}
 	for _, text := range texts {

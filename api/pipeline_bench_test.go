@@ -67,7 +67,7 @@ func BenchmarkProcessingView10k(b *testing.B) {
 	})
 	b.Run("view", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := s.pipeline.Processing(ctx, alice, "claire"); err != nil {
+			if _, err := s.queries.Processing(ctx, alice, "claire"); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/engram-memory/engram/commands"
 	"github.com/engram-memory/engram/domain/processing"
 	"github.com/engram-memory/engram/infra/llm"
+	"github.com/engram-memory/engram/projections/query"
 )
 
 func (s *stack) exhaust(t testing.TB, bearer, agent string, body any) commands.ExhaustResult {
@@ -57,7 +58,7 @@ func TestExhaustGoldenWithRules(t *testing.T) {
 		t.Errorf("auto-promoted episodes: %d", len(got))
 	}
 	// Every pass is recorded as an event, like a process request's.
-	var view commands.ProcessingView
+	var view query.ProcessingView
 	s.request(t, "GET", "/v1/agents/claire/processing", aliceKey, nil).must(t, http.StatusOK, &view)
 	if len(view.Runs) != 2+2+2+6 || s.head(t) <= head {
 		t.Errorf("recorded runs: %d", len(view.Runs))

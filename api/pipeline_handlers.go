@@ -10,23 +10,19 @@ import (
 
 	"github.com/engram-memory/engram/commands"
 	"github.com/engram-memory/engram/domain"
-	"github.com/engram-memory/engram/domain/anxiety"
 	"github.com/engram-memory/engram/domain/processing"
+	"github.com/engram-memory/engram/projections/query"
 )
 
-// Pipeline is the processing, suggestion and anxiety surface the API
-// needs; commands.Pipeline implements it.
+// Pipeline is the processing and suggestion write surface the API needs;
+// commands.Pipeline implements it. The reads (processing view,
+// suggestions, anxiety, raw entries) are Queries'.
 type Pipeline interface {
-	Processing(ctx context.Context, userID, agentID string) (commands.ProcessingView, error)
-	Configure(ctx context.Context, meta domain.Metadata, agentID string, patch processing.ConfigPatch) (commands.ProcessingView, error)
+	Configure(ctx context.Context, meta domain.Metadata, agentID string, patch processing.ConfigPatch) error
 	Process(ctx context.Context, meta domain.Metadata, agentID string, req commands.ProcessRequest) ([]processing.PassRecorded, error)
 	Exhaust(ctx context.Context, meta domain.Metadata, agentID string, req commands.ExhaustRequest) (commands.ExhaustResult, error)
-	Suggestions(ctx context.Context, userID, agentID string, status processing.Status, limit int) ([]processing.Suggestion, error)
-	Suggestion(ctx context.Context, userID, id string) (processing.Suggestion, error)
 	Accept(ctx context.Context, meta domain.Metadata, id string, o commands.AcceptOverrides) (commands.Accepted, error)
 	Resolve(ctx context.Context, meta domain.Metadata, id string, to processing.Status, reason string) (processing.Suggestion, error)
-	Anxiety(ctx context.Context, userID, agentID string) (anxiety.Report, error)
-	RawEntries(ctx context.Context, userID, agentID string, q commands.RawQuery) (commands.RawPage, error)
 }
 
 // pipelineRoutes mounts the processing pipeline, suggestions and anxiety
@@ -106,7 +102,7 @@ func (s *Server) exhaust(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getProcessing(w http.ResponseWriter, r *http.Request) {
-	v, err := s.cfg.Pipeline.Processing(r.Context(), actor(r.Context()).UserID, chi.URLParam(r, "agent_id"))
+	v, err := s.cfg.Queries.Processing(r.Context(), actor(r.Context()).UserID, chi.URLParam(r, "agent_id"))
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -120,7 +116,11 @@ func (s *Server) patchProcessing(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	v, err := s.cfg.Pipeline.Configure(r.Context(), meta(r), chi.URLParam(r, "agent_id"), patch)
+	if err := s.cfg.Pipeline.Configure(r.Context(), meta(r), chi.URLParam(r, "agent_id"), patch); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	v, err := s.cfg.Queries.Processing(r.Context(), actor(r.Context()).UserID, chi.URLParam(r, "agent_id"))
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -148,7 +148,7 @@ func (s *Server) listSuggestions(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = n
 	}
-	list, err := s.cfg.Pipeline.Suggestions(r.Context(), actor(r.Context()).UserID, chi.URLParam(r, "agent_id"), status, limit)
+	list, err := s.cfg.Queries.Suggestions(r.Context(), actor(r.Context()).UserID, chi.URLParam(r, "agent_id"), status, limit)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -160,7 +160,7 @@ func (s *Server) listSuggestions(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getSuggestion(w http.ResponseWriter, r *http.Request) {
-	sg, err := s.cfg.Pipeline.Suggestion(r.Context(), actor(r.Context()).UserID, chi.URLParam(r, "id"))
+	sg, err := s.cfg.Queries.Suggestion(r.Context(), actor(r.Context()).UserID, chi.URLParam(r, "id"))
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -207,7 +207,7 @@ func (s *Server) resolveSuggestion(to processing.Status) http.HandlerFunc {
 }
 
 func (s *Server) getAnxiety(w http.ResponseWriter, r *http.Request) {
-	rep, err := s.cfg.Pipeline.Anxiety(r.Context(), actor(r.Context()).UserID, chi.URLParam(r, "agent_id"))
+	rep, err := s.cfg.Queries.Anxiety(r.Context(), actor(r.Context()).UserID, chi.URLParam(r, "agent_id"))
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -217,7 +217,7 @@ func (s *Server) getAnxiety(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) listRawEntries(w http.ResponseWriter, r *http.Request) {
 	params := r.URL.Query()
-	q := commands.RawQuery{Limit: commands.DefaultRawLimit, IncludeWeak: true}
+	q := query.RawQuery{Limit: query.DefaultRawLimit, IncludeWeak: true}
 	if v := params.Get("processed"); v != "" {
 		b, err := boolParam(v, "processed")
 		if err != nil {
@@ -228,13 +228,13 @@ func (s *Server) listRawEntries(w http.ResponseWriter, r *http.Request) {
 	}
 	if v := params.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > commands.MaxRawLimit {
-			s.fail(w, r, domain.Invalid("limit", "limit must be an integer from 1 to %d, got %q", commands.MaxRawLimit, v).WithDetail("limit", commands.MaxRawLimit))
+		if err != nil || n < 1 || n > query.MaxRawLimit {
+			s.fail(w, r, domain.Invalid("limit", "limit must be an integer from 1 to %d, got %q", query.MaxRawLimit, v).WithDetail("limit", query.MaxRawLimit))
 			return
 		}
 		q.Limit = n
 	}
-	page, err := s.cfg.Pipeline.RawEntries(r.Context(), actor(r.Context()).UserID, chi.URLParam(r, "agent_id"), q)
+	page, err := s.cfg.Queries.RawEntries(r.Context(), actor(r.Context()).UserID, chi.URLParam(r, "agent_id"), q)
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/engram-memory/engram/commands"
 	"github.com/engram-memory/engram/domain/processing"
 	"github.com/engram-memory/engram/infra/llm"
+	"github.com/engram-memory/engram/projections/query"
 )
 
 // scriptedChat is an OpenAI-compatible chat endpoint on loopback whose
@@ -77,7 +77,7 @@ func quoted(ids []string) string {
 
 func (s *stack) unprocessed(t testing.TB, agent string, tr processing.Transition) int {
 	t.Helper()
-	var view commands.ProcessingView
+	var view query.ProcessingView
 	s.request(t, "GET", "/v1/agents/"+agent+"/processing", aliceKey, nil).must(t, http.StatusOK, &view)
 	for _, trig := range view.Triggers {
 		if trig.Transition == tr {

@@ -16,6 +16,7 @@ import (
 	"github.com/engram-memory/engram/domain/memory"
 	"github.com/engram-memory/engram/domain/processing"
 	"github.com/engram-memory/engram/projections"
+	"github.com/engram-memory/engram/projections/query"
 )
 
 // The raw entries of the golden pipeline run, and what the rule-based
@@ -126,7 +127,7 @@ func TestProcessGoldenRunWithRules(t *testing.T) {
 	}
 
 	// Every raw was consumed by both raw transitions; the run is recorded.
-	var view commands.ProcessingView
+	var view query.ProcessingView
 	s.request(t, "GET", "/v1/agents/claire/processing", aliceKey, nil).must(t, http.StatusOK, &view)
 	if view.Raw.Processed != 4 || view.Raw.Unprocessed != 0 || len(view.Runs) != 14 || view.Processor.Model != processing.RulesModel || view.Processor.Inference {
 		t.Fatalf("processing view: raw %+v runs %d processor %+v", view.Raw, len(view.Runs), view.Processor)
@@ -193,7 +194,7 @@ func TestSuggestionLifecycle(t *testing.T) {
 	if strings.Join(m.DerivedFrom, ",") != "raw_entry:"+ids[goldenRaw[0]] || !strings.Contains(string(m.Content), `"statement":"caching always helps latency"`) || !strings.Contains(string(m.Content), `"source_type":"processing"`) {
 		t.Errorf("memory: derived %v content %s", m.DerivedFrom, m.Content)
 	}
-	var view commands.ProcessingView
+	var view query.ProcessingView
 	s.request(t, "GET", "/v1/agents/claire/processing", aliceKey, nil).must(t, http.StatusOK, &view)
 	for _, e := range view.Raw.Entries {
 		if e.ID == ids[goldenRaw[0]] && strings.Join(e.ProcessedInto, ",") != "belief:"+acc.Memory.ID {
@@ -287,7 +288,7 @@ func (s *stack) head(t testing.TB) uint64 {
 func TestProcessingConfigPatch(t *testing.T) {
 	s := newStack(t, stackOptions{fixedAuth: true})
 	s.raws(t, aliceKey, "claire", goldenRaw...)
-	var view commands.ProcessingView
+	var view query.ProcessingView
 	s.request(t, "PATCH", "/v1/agents/claire/processing", aliceKey, map[string]any{
 		"layers": map[string]any{"raw_to_note": map[string]any{"quantity_threshold": 4, "batch_size": 2}, "raw_to_episode": map[string]any{"enabled": false}},
 	}).must(t, http.StatusOK, &view)
@@ -348,7 +349,7 @@ func TestPipelineBadInput(t *testing.T) {
 		})
 	}
 	// The failed writes left the configuration as it was.
-	var view commands.ProcessingView
+	var view query.ProcessingView
 	s.request(t, "GET", "/v1/agents/claire/processing", aliceKey, nil).must(t, http.StatusOK, &view)
 	if view.Config.Layers[processing.RawToNote].BatchSize != 10 || len(view.Runs) != 0 {
 		t.Errorf("state changed by bad input: %+v, %d runs", view.Config.Layers[processing.RawToNote], len(view.Runs))
@@ -446,7 +447,7 @@ func TestSuggestionsReplayEquivalence(t *testing.T) {
 		}
 		// A new agent of the deleted one's name starts with a clean state.
 		s.raws(t, aliceKey, "gone", "x")
-		var view commands.ProcessingView
+		var view query.ProcessingView
 		s.request(t, "GET", "/v1/agents/gone/processing", aliceKey, nil).must(t, http.StatusOK, &view)
 		if len(view.Runs) != 0 || view.Raw.Processed != 0 || len(s.suggestions(t, aliceKey, "gone", "")) != 0 {
 			t.Errorf("recreated agent inherits: %d runs, %+v", len(view.Runs), view.Raw)
@@ -531,7 +532,7 @@ func (s *stack) node(t *testing.T) *commands.Pipeline {
 		t.Fatal(err)
 	}
 	p, err := commands.NewPipeline(commands.PipelineConfig{
-		Writer: s.writer, Memories: s.memories, Suggestions: s.suggest, Creator: mem, Settings: mem,
+		Writer: s.writer, Memories: s.memories, Suggestions: s.suggest, Creator: mem,
 		Processor: processing.NewRuleExtractor(), Now: s.clock.Now, Logger: s.logger,
 	})
 	if err != nil {
@@ -654,7 +655,7 @@ func TestStatsAndRawListingAgreeOnProcessed(t *testing.T) {
 	}
 	var st memory.Stats
 	s.request(t, "GET", "/v1/agents/claire/stats", aliceKey, nil).must(t, http.StatusOK, &st)
-	var view commands.ProcessingView
+	var view query.ProcessingView
 	s.request(t, "GET", "/v1/agents/claire/processing", aliceKey, nil).must(t, http.StatusOK, &view)
 	done, open := list("?processed=true"), list("?processed=false")
 	if st.Raw.Processed != 3 || len(done) != 3 || view.Raw.Processed != 3 || st.Raw.Unprocessed != 2 || len(open) != 2 || view.Raw.Unprocessed != 2 {

@@ -9,13 +9,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/engram-memory/engram/commands"
 	"github.com/engram-memory/engram/infra/llm"
+	"github.com/engram-memory/engram/internal/workers"
+	"github.com/engram-memory/engram/projections/query"
 )
 
-func (s *stack) scheduler(t testing.TB, concurrency int, ticks <-chan time.Time) *commands.Scheduler {
+func (s *stack) scheduler(t testing.TB, concurrency int, ticks <-chan time.Time) *workers.Scheduler {
 	t.Helper()
-	sched, err := commands.NewScheduler(commands.SchedulerConfig{Pipeline: s.pipeline, Agents: s.memories, Interval: time.Hour, Concurrency: concurrency, Ticks: ticks, Logger: s.logger})
+	sched, err := workers.NewScheduler(workers.SchedulerConfig{Pipeline: s.pipeline, Agents: s.memories, Interval: time.Hour, Concurrency: concurrency, Ticks: ticks, Logger: s.logger})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,12 +63,12 @@ func TestSchedulerRunsDueTransitions(t *testing.T) {
 	if got := len(s.suggestions(t, bobKey, "bobs", "")); got != 0 {
 		t.Errorf("a stack in maintenance was processed: %d suggestions", got)
 	}
-	var capped commands.ProcessingView
+	var capped query.ProcessingView
 	s.request(t, "GET", "/v1/agents/capped/processing", aliceKey, nil).must(t, http.StatusOK, &capped)
 	if len(capped.Runs) != 0 || capped.Raw.Unprocessed != 4 {
 		t.Errorf("a capped layer ran or recorded a skip: runs %d, raw %+v", len(capped.Runs), capped.Raw)
 	}
-	var view commands.ProcessingView
+	var view query.ProcessingView
 	s.request(t, "GET", "/v1/agents/claire/processing", aliceKey, nil).must(t, http.StatusOK, &view)
 	if len(view.Runs) != 2 || view.Runs[0].Forced {
 		t.Errorf("claire's recorded runs: %+v", view.Runs)
@@ -163,7 +164,7 @@ func TestSchedulerConcurrencyAndShutdown(t *testing.T) {
 	chat.mu.Unlock()
 	// One agent was under way (concurrency 1): its transitions finished
 	// and were recorded; no other agent started.
-	var view commands.ProcessingView
+	var view query.ProcessingView
 	s.request(t, "GET", "/v1/agents/a1/processing", aliceKey, nil).must(t, http.StatusOK, &view)
 	if view.Raw.Unprocessed != 0 || len(view.Runs) != 4 {
 		t.Errorf("the agent under way at cancel: raw %+v, runs %d", view.Raw, len(view.Runs))

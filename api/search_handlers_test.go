@@ -15,7 +15,7 @@ import (
 
 	"github.com/engram-memory/engram/api"
 	"github.com/engram-memory/engram/domain"
-	"github.com/engram-memory/engram/projections/search/searchtest"
+	"github.com/engram-memory/engram/internal/stack/searchtest"
 )
 
 // searchAuth accepts "Bearer user:<id>" as user <id>.

@@ -68,6 +68,8 @@ type Config struct {
 	Sync       Syncer
 	Pipeline   Pipeline
 	Cognition  Cognition
+	// Queries answers every read of the routes above.
+	Queries Queries
 }
 
 // Server serves the HTTP API.

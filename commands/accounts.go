@@ -28,11 +28,11 @@ const (
 
 // AccountsConfig holds the dependencies and settings of Accounts.
 type AccountsConfig struct {
-	Writer *EventWriter  // required
-	Reader AccountReader // required
-	Mailer Mailer        // required
+	Writer *EventWriter     // required
+	Reader AccountReadModel // required
+	Mailer Mailer           // required
 	// Usage records key use for last_used_at; nil leaves it untracked.
-	Usage *UsageRecorder
+	Usage KeyUsage
 	// Agents lists a user's agents for Status; nil means no agents.
 	Agents AgentLister
 	Logger *slog.Logger // nil discards

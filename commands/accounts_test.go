@@ -15,6 +15,7 @@ import (
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/account"
 	"github.com/engram-memory/engram/infra/sqlite"
+	"github.com/engram-memory/engram/internal/workers"
 	"github.com/engram-memory/engram/projections"
 )
 
@@ -24,7 +25,7 @@ type accountsFixture struct {
 	store    *sqlite.EventStore
 	model    *sqlite.Accounts
 	writer   *commands.EventWriter
-	usage    *commands.UsageRecorder
+	usage    *workers.UsageRecorder
 	accounts *commands.Accounts
 	mail     *capturedMail
 	now      time.Time
@@ -81,7 +82,7 @@ func newAccountsFixture(t *testing.T, usageInterval time.Duration) *accountsFixt
 	go func() { engine.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done; db.Close() })
 	f.writer = commands.NewEventWriter(f.store, engine, 0)
-	f.usage = commands.NewUsageRecorder(f.writer, usageInterval, logger)
+	f.usage = workers.NewUsageRecorder(f.writer, usageInterval, logger)
 	f.accounts, err = commands.NewAccounts(commands.AccountsConfig{
 		Writer: f.writer, Reader: f.model, Mailer: f.mail, Usage: f.usage, Logger: logger,
 		Now: func() time.Time { return f.now },

@@ -3,43 +3,31 @@ package commands
 import (
 	"context"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/memory"
 )
 
-// DefaultMaxSimilarLimit is the largest /embeddings/similar limit.
-const DefaultMaxSimilarLimit = 100
-
-// EmbeddingsDeps are what the embedding commands need. Similar may be nil
-// until a vector search is wired (similar then fails as internal); Runner
-// may be nil (jobs then wait for the next poll of a runner elsewhere).
+// EmbeddingsDeps are what the embedding commands need. Runner may be nil
+// (jobs then wait for the next poll of a runner elsewhere).
 type EmbeddingsDeps struct {
 	Catalog  ModelCatalog
-	Memories MemoryReader
-	Jobs     JobReader
-	Similar  SimilarFinder
+	Memories MemoryReadModel
+	Jobs     JobReadModel
 	Writer   *EventWriter
-	Runner   *JobRunner
-	// MaxSimilarLimit bounds the similar limit (default 100).
-	MaxSimilarLimit int
-	Now             func() time.Time
+	Runner   JobRunner
+	Now      func() time.Time
 }
 
 // Embeddings is the embedding and re-embedding use-case surface: generate
-// vectors, re-embed memories, run bulk re-embedding jobs, and search by
-// vector. Every method that touches an agent is scoped by the caller's user.
+// vectors, re-embed memories and run bulk re-embedding jobs. Every method that touches an agent is scoped by the caller's user.
 type Embeddings struct {
 	d EmbeddingsDeps
 }
 
 // NewEmbeddings returns the embedding commands over deps.
 func NewEmbeddings(deps EmbeddingsDeps) *Embeddings {
-	if deps.MaxSimilarLimit <= 0 {
-		deps.MaxSimilarLimit = DefaultMaxSimilarLimit
-	}
 	if deps.Now == nil {
 		deps.Now = time.Now
 	}
@@ -109,7 +97,7 @@ func renameTextsField(err error, field string) error {
 
 // checkResult guards against a provider that breaks its contract: one
 // vector per text, each of the stated size. The model may differ from the
-// one asked for ("default" names another), so embedTexts does not fit here.
+// one asked for ("default" names another), so domain.EmbedExactly does not fit here.
 func checkResult(res domain.EmbedResult, texts int) error {
 	if len(res.Vectors) != texts {
 		return fmt.Errorf("commands: provider returned %d vectors for %d texts", len(res.Vectors), texts)
@@ -120,12 +108,6 @@ func checkResult(res domain.EmbedResult, texts int) error {
 		}
 	}
 	return nil
-}
-
-// Models lists the catalogue: every model, whether it is available here and
-// which one "default" selects.
-func (s *Embeddings) Models(ctx context.Context) []domain.CatalogEntry {
-	return s.d.Catalog.Catalogue()
 }
 
 // agent returns the caller's agent, 404 for a missing or foreign one.
@@ -141,79 +123,4 @@ func (s *Embeddings) agent(ctx context.Context, userID, agentID string) (memory.
 		return memory.AgentView{}, domain.NotFound("agent")
 	}
 	return a, nil
-}
-
-// SimilarRequest finds an agent's memories nearest to a raw vector. The API
-// fills in the defaults (limit 10, min_score 0, every searchable type).
-type SimilarRequest struct {
-	AgentID   string
-	Embedding []float32
-	Limit     int
-	MinScore  float64
-	Types     []string
-}
-
-// Similar searches the agent's vectors in its active model. The vector must
-// have that model's dimensions.
-func (s *Embeddings) Similar(ctx context.Context, userID string, req SimilarRequest) ([]SimilarHit, error) {
-	if req.Limit < 1 || req.Limit > s.d.MaxSimilarLimit {
-		return nil, domain.Invalid("limit", "limit must be between 1 and %d", s.d.MaxSimilarLimit).WithDetail("limit", s.d.MaxSimilarLimit)
-	}
-	if math.IsNaN(req.MinScore) || req.MinScore < 0 || req.MinScore > 1 {
-		return nil, domain.Invalid("min_score", "min_score must be between 0 and 1")
-	}
-	types, err := searchableTypes("types", req.Types)
-	if err != nil {
-		return nil, err
-	}
-	if len(req.Embedding) == 0 {
-		return nil, domain.Invalid("embedding", "embedding is required: an array of numbers")
-	}
-	a, err := s.agent(ctx, userID, req.AgentID)
-	if err != nil {
-		return nil, err
-	}
-	if len(req.Embedding) != a.Dimensions {
-		return nil, domain.Invalid("embedding", "embedding has %d dimensions, but agent %s is searched with %s, which has %d",
-			len(req.Embedding), a.AgentID, a.EmbeddingModel, a.Dimensions).
-			WithDetail("dimensions", len(req.Embedding)).WithDetail("expected_dimensions", a.Dimensions).WithDetail("model", a.EmbeddingModel)
-	}
-	if err := checkVector("embedding", req.Embedding); err != nil {
-		return nil, err
-	}
-	if s.d.Similar == nil {
-		return nil, fmt.Errorf("commands: no vector search is configured")
-	}
-	return s.d.Similar.Similar(ctx, userID, a.AgentID, req.Embedding, req.Limit, req.MinScore, types)
-}
-
-// checkVector refuses a vector that no similarity can be computed with:
-// one holding NaN or an infinity, or all zeros.
-func checkVector(field string, v []float32) error {
-	var norm float64
-	for _, x := range v {
-		norm += float64(x) * float64(x)
-	}
-	if norm == 0 || math.IsInf(norm, 0) || math.IsNaN(norm) {
-		return domain.Invalid(field, "%s must be a finite, non-zero vector", field)
-	}
-	return nil
-}
-
-// searchableTypes parses a type filter (plural or singular names) that may
-// only name searchable types; empty means every searchable type.
-func searchableTypes(field string, names []string) ([]memory.Type, error) {
-	types, err := memory.ParseTypeFilter(field, names)
-	if err != nil {
-		return nil, err
-	}
-	if types == nil {
-		return memory.SearchableTypes(), nil
-	}
-	for _, t := range types {
-		if !t.Searchable() {
-			return nil, domain.Invalid(field, "%s: %s memories are not searchable and have no embeddings", field, t.Plural())
-		}
-	}
-	return types, nil
 }

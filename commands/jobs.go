@@ -31,7 +31,7 @@ type JobCreated struct {
 // one while the first is queued or running is 409 job_in_progress.
 func (s *Embeddings) BulkReembed(ctx context.Context, meta domain.Metadata, req BulkReembedRequest) (JobCreated, error) {
 	userID := meta.Actor.UserID
-	types, err := searchableTypes("types", req.Types)
+	types, err := memory.ParseSearchableTypes("types", req.Types)
 	if err != nil {
 		return JobCreated{}, err
 	}
@@ -67,7 +67,7 @@ func (s *Embeddings) BulkReembed(ctx context.Context, meta domain.Metadata, req 
 	if _, err := s.d.Writer.Append(ctx, job.Stream(id.String()), domain.ExpectNoStream, meta, ev); err != nil {
 		return JobCreated{}, err
 	}
-	v, err := s.Job(ctx, userID, id.String())
+	v, err := s.job(ctx, userID, id.String())
 	if err != nil {
 		return JobCreated{}, err
 	}
@@ -91,8 +91,8 @@ func (s *Embeddings) estimateSeconds(model string, n int) int {
 	return max(1, int(math.Ceil(float64(n)/rate)))
 }
 
-// Job returns the caller's job; another user's job is 404.
-func (s *Embeddings) Job(ctx context.Context, userID, jobID string) (job.View, error) {
+// job returns the caller's job; another user's job is 404.
+func (s *Embeddings) job(ctx context.Context, userID, jobID string) (job.View, error) {
 	v, ok, err := s.d.Jobs.Job(ctx, userID, jobID)
 	if err != nil {
 		return job.View{}, err
@@ -107,11 +107,11 @@ func (s *Embeddings) Job(ctx context.Context, userID, jobID string) (job.View, e
 // job that has ended, or is already switching the agent, is 409.
 func (s *Embeddings) CancelJob(ctx context.Context, meta domain.Metadata, jobID string) (job.View, error) {
 	userID := meta.Actor.UserID
-	if _, err := s.Job(ctx, userID, jobID); err != nil {
+	if _, err := s.job(ctx, userID, jobID); err != nil {
 		return job.View{}, err
 	}
 	err := RetryOnConflict(ctx, func() error {
-		j, err := loadJob(ctx, s.d.Writer.Store(), jobID)
+		j, err := job.Read(ctx, s.d.Writer.Store(), jobID)
 		if err != nil {
 			return err
 		}
@@ -125,19 +125,5 @@ func (s *Embeddings) CancelJob(ctx context.Context, meta domain.Metadata, jobID 
 	if err != nil {
 		return job.View{}, err
 	}
-	return s.Job(ctx, userID, jobID)
-}
-
-// loadJob folds a job stream.
-func loadJob(ctx context.Context, store domain.EventStore, jobID string) (*job.Job, error) {
-	events, err := store.ReadStream(ctx, job.Stream(jobID), 0)
-	if err != nil {
-		return nil, fmt.Errorf("commands: load job %s: %w", jobID, err)
-	}
-	return job.Load(events)
-}
-
-// agentRef names a job's agent in its events.
-func agentRef(j *job.Job) memory.AgentRef {
-	return memory.AgentRef{UserID: j.UserID, AgentID: j.AgentID}
+	return s.job(ctx, userID, jobID)
 }

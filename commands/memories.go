@@ -14,12 +14,11 @@ import (
 	"github.com/engram-memory/engram/domain/stack"
 )
 
-// MemoryReadModel is the memories read model as the memory commands use it
+// MemoryReadModel is the memories read model as the commands decide on it
 // (infra/sqlite.Memories implements it). Every query is scoped by user;
 // missing rows are (zero, false, nil).
 type MemoryReadModel interface {
 	Agent(ctx context.Context, userID, agentID string) (memory.AgentView, bool, error)
-	ListAgents(ctx context.Context, q memory.AgentListQuery) (memory.AgentPage, error)
 	Memory(ctx context.Context, userID, id string) (memory.View, bool, error)
 	ListMemories(ctx context.Context, q memory.ListQuery) (memory.Page, error)
 	// ExistingRefs returns the type of each of ids that is a memory of
@@ -33,16 +32,13 @@ type MemoryReadModel interface {
 	// Settings is the agent's stack settings (defaults until changed);
 	// found is false when the user has no such agent.
 	Settings(ctx context.Context, userID, agentID string) (stack.View, bool, error)
-}
-
-// Embedder turns texts into vectors; domain.EmbeddingProvider (and so
-// embed.Catalog) satisfies it.
-type Embedder interface {
-	Embed(ctx context.Context, req domain.EmbedRequest) (domain.EmbedResult, error)
+	// CountMemories counts the agent's searchable, unforgotten memories of
+	// types (nil: every searchable type).
+	CountMemories(ctx context.Context, userID, agentID string, types []memory.Type) (int, error)
 }
 
 // Kicker is told when a write left memories waiting for their vectors;
-// EmbedQueue implements it.
+// workers.EmbedQueue implements it.
 type Kicker interface {
 	Kick()
 }
@@ -61,7 +57,7 @@ const (
 type MemoriesConfig struct {
 	Writer   *EventWriter    // required
 	Reader   MemoryReadModel // required
-	Embedder Embedder        // required
+	Embedder domain.Embedder // required
 	// DefaultModel is the model (Name and Dimensions) an agent is bound
 	// to when its first memory creates it. Required.
 	DefaultModel domain.EmbeddingModel
@@ -81,8 +77,8 @@ type MemoriesConfig struct {
 	DecidesOn []string
 }
 
-// Memories handles the agent and memory commands, and answers the memory
-// queries of the API from the read model.
+// Memories handles the agent and memory commands; their queries are
+// projections/query's.
 //
 // Every event of an agent goes to one stream (memory.AgentStream), so a
 // batch is one atomic append. A command decides on the read model and
@@ -207,8 +203,9 @@ func userOf(meta domain.Metadata) (string, error) {
 	return meta.Actor.UserID, nil
 }
 
-// Get returns one memory of the user, forgotten or not.
-func (m *Memories) Get(ctx context.Context, userID, id string) (memory.View, error) {
+// get returns one memory of the user, forgotten or not, with its strength
+// now: the state a command decides on.
+func (m *Memories) get(ctx context.Context, userID, id string) (memory.View, error) {
 	v, found, err := m.cfg.Reader.Memory(ctx, userID, id)
 	if err != nil {
 		return memory.View{}, err
@@ -218,42 +215,6 @@ func (m *Memories) Get(ctx context.Context, userID, id string) (memory.View, err
 	}
 	v.ApplyStrength(m.now())
 	return v, nil
-}
-
-// List returns one page of the user's memories, newest first, with their
-// strength now. Forgotten memories are left out unless q.IncludeForgotten,
-// weak and dormant ones unless q.IncludeWeak.
-func (m *Memories) List(ctx context.Context, q memory.ListQuery) (memory.Page, error) {
-	if q.AgentID != "" {
-		if err := memory.ValidateAgentID(q.AgentID); err != nil {
-			return memory.Page{}, err
-		}
-	}
-	switch {
-	case q.Limit == 0:
-		q.Limit = memory.DefaultListLimit
-	case q.Limit < 1 || q.Limit > memory.MaxListLimit:
-		return memory.Page{}, domain.Invalid("limit", "limit must be between 1 and %d, got %d", memory.MaxListLimit, q.Limit).
-			WithDetail("limit", memory.MaxListLimit)
-	}
-	q.Now = m.now()
-	page, err := m.cfg.Reader.ListMemories(ctx, q)
-	for i := range page.Memories {
-		page.Memories[i].ApplyStrength(q.Now)
-	}
-	return page, err
-}
-
-// Agents returns one page of the user's agents, in agent_id order.
-func (m *Memories) Agents(ctx context.Context, q memory.AgentListQuery) (memory.AgentPage, error) {
-	switch {
-	case q.Limit == 0:
-		q.Limit = memory.DefaultListLimit
-	case q.Limit < 1 || q.Limit > memory.MaxListLimit:
-		return memory.AgentPage{}, domain.Invalid("limit", "limit must be between 1 and %d, got %d", memory.MaxListLimit, q.Limit).
-			WithDetail("limit", memory.MaxListLimit)
-	}
-	return m.cfg.Reader.ListAgents(ctx, q)
 }
 
 // DeleteAgent removes the agent and everything in it from every

@@ -93,7 +93,7 @@ func (m *Memories) Patch(ctx context.Context, meta domain.Metadata, id string, p
 		}
 		tags = &normalized
 	}
-	v, err := m.Get(ctx, userID, id)
+	v, err := m.get(ctx, userID, id)
 	if err != nil {
 		return memory.View{}, err
 	}
@@ -126,7 +126,7 @@ func (m *Memories) Patch(ctx context.Context, meta domain.Metadata, id string, p
 
 	defer m.lockUser(userID)()
 	err = m.appendToAgent(ctx, meta, userID, v.AgentID, func() ([]domain.Payload, error) {
-		cur, err := m.Get(ctx, userID, id)
+		cur, err := m.get(ctx, userID, id)
 		if err != nil {
 			return nil, err
 		}
@@ -162,7 +162,7 @@ func (m *Memories) Patch(ctx context.Context, meta domain.Metadata, id string, p
 	if err != nil {
 		return memory.View{}, err
 	}
-	v, err = m.Get(ctx, userID, id)
+	v, err = m.get(ctx, userID, id)
 	if err == nil && v.Embedding.Status == memory.StatusPending {
 		m.kick()
 	}
@@ -176,7 +176,7 @@ func (m *Memories) embedOne(ctx context.Context, ref memory.AgentRef, id, text, 
 	if err != nil || !found {
 		return nil, err
 	}
-	vecs, err := embedTexts(ctx, m.cfg.Embedder, m.cfg.EmbedTimeout, agent.EmbeddingModel, agent.Dimensions, []string{text})
+	vecs, err := domain.EmbedExactly(ctx, m.cfg.Embedder, m.cfg.EmbedTimeout, agent.EmbeddingModel, agent.Dimensions, []string{text})
 	if err != nil {
 		m.logger.WarnContext(ctx, "embedding a patched memory failed; queued for embedding", "memory_id", id, "model", agent.EmbeddingModel, "error", err)
 		return nil, nil
@@ -193,13 +193,13 @@ func (m *Memories) Forget(ctx context.Context, meta domain.Metadata, id string, 
 	if err != nil {
 		return memory.View{}, err
 	}
-	v, err := m.Get(ctx, userID, id)
+	v, err := m.get(ctx, userID, id)
 	if err != nil {
 		return memory.View{}, err
 	}
 	ref := memory.AgentRef{UserID: userID, AgentID: v.AgentID}
 	err = m.appendToAgent(ctx, meta, userID, v.AgentID, func() ([]domain.Payload, error) {
-		cur, err := m.Get(ctx, userID, id)
+		cur, err := m.get(ctx, userID, id)
 		if err != nil {
 			return nil, err
 		}
@@ -217,7 +217,7 @@ func (m *Memories) Forget(ctx context.Context, meta domain.Metadata, id string, 
 	if err != nil {
 		return memory.View{}, err
 	}
-	return m.Get(ctx, userID, id)
+	return m.get(ctx, userID, id)
 }
 
 // Purge removes the memory from every projection; the log keeps the fact
@@ -227,13 +227,13 @@ func (m *Memories) Purge(ctx context.Context, meta domain.Metadata, id string, i
 	if err != nil {
 		return err
 	}
-	v, err := m.Get(ctx, userID, id)
+	v, err := m.get(ctx, userID, id)
 	if err != nil {
 		return err
 	}
 	ref := memory.AgentRef{UserID: userID, AgentID: v.AgentID}
 	return m.appendToAgent(ctx, meta, userID, v.AgentID, func() ([]domain.Payload, error) {
-		cur, err := m.Get(ctx, userID, id)
+		cur, err := m.get(ctx, userID, id)
 		if err != nil {
 			return nil, err
 		}

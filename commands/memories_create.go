@@ -360,7 +360,7 @@ func (m *Memories) embedOnWrite(ctx context.Context, agentID string, model domai
 	if len(texts) == 0 {
 		return vectors
 	}
-	got, err := embedTexts(ctx, m.cfg.Embedder, m.cfg.EmbedTimeout, model.Name, model.Dimensions, texts)
+	got, err := domain.EmbedExactly(ctx, m.cfg.Embedder, m.cfg.EmbedTimeout, model.Name, model.Dimensions, texts)
 	if err != nil {
 		m.logger.WarnContext(ctx, "embedding on write failed; memories queued for embedding",
 			"agent_id", agentID, "model", model.Name, "memories", len(texts), "error", err)

@@ -41,13 +41,13 @@ func (m *Memories) strengthAction(ctx context.Context, meta domain.Metadata, id 
 	if err != nil {
 		return memory.View{}, err
 	}
-	v, err := m.Get(ctx, userID, id)
+	v, err := m.get(ctx, userID, id)
 	if err != nil {
 		return memory.View{}, err
 	}
 	ref := memory.AgentRef{UserID: userID, AgentID: v.AgentID}
 	err = m.appendToAgent(ctx, meta, userID, v.AgentID, func() ([]domain.Payload, error) {
-		cur, err := m.Get(ctx, userID, id)
+		cur, err := m.get(ctx, userID, id)
 		if err != nil {
 			return nil, err
 		}
@@ -66,7 +66,7 @@ func (m *Memories) strengthAction(ctx context.Context, meta domain.Metadata, id 
 	if err != nil {
 		return memory.View{}, err
 	}
-	return m.Get(ctx, userID, id)
+	return m.get(ctx, userID, id)
 }
 
 // Recover brings a forgotten memory back at memory.RecoveredStrength (weak),
@@ -168,8 +168,8 @@ func (m *Memories) Verify(ctx context.Context, meta domain.Metadata, id string, 
 	})
 }
 
-// Settings returns the agent's stack settings.
-func (m *Memories) Settings(ctx context.Context, userID, agentID string) (stack.View, error) {
+// settings returns the agent's stack settings.
+func (m *Memories) settings(ctx context.Context, userID, agentID string) (stack.View, error) {
 	if memory.ValidateAgentID(agentID) != nil {
 		return stack.View{}, domain.NotFound("agent")
 	}
@@ -192,12 +192,12 @@ func (m *Memories) PatchSettings(ctx context.Context, meta domain.Metadata, agen
 	if err != nil {
 		return stack.View{}, err
 	}
-	if _, err := m.Settings(ctx, userID, agentID); err != nil {
+	if _, err := m.settings(ctx, userID, agentID); err != nil {
 		return stack.View{}, err
 	}
 	ref := memory.AgentRef{UserID: userID, AgentID: agentID}
 	err = m.appendToAgent(ctx, meta, userID, agentID, func() ([]domain.Payload, error) {
-		cur, err := m.Settings(ctx, userID, agentID)
+		cur, err := m.settings(ctx, userID, agentID)
 		if err != nil {
 			return nil, err
 		}
@@ -214,5 +214,5 @@ func (m *Memories) PatchSettings(ctx context.Context, meta domain.Metadata, agen
 	if err != nil {
 		return stack.View{}, err
 	}
-	return m.Settings(ctx, userID, agentID)
+	return m.settings(ctx, userID, agentID)
 }

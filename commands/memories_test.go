@@ -14,7 +14,9 @@ import (
 	"github.com/engram-memory/engram/domain/memory"
 	"github.com/engram-memory/engram/infra/embed/local"
 	"github.com/engram-memory/engram/infra/sqlite"
+	"github.com/engram-memory/engram/internal/workers"
 	"github.com/engram-memory/engram/projections"
+	"github.com/engram-memory/engram/projections/query"
 )
 
 // memEnv is the memory write side on the real stack: SQLite log and read
@@ -26,8 +28,10 @@ type memEnv struct {
 	writer   *commands.EventWriter
 	provider *memSwitchProvider
 	model    domain.EmbeddingModel
-	queue    *commands.EmbedQueue
+	queue    *workers.EmbedQueue
 	memories *commands.Memories
+	// queries reads what the commands wrote.
+	queries *query.Service
 }
 
 func newMemEnv(t *testing.T) *memEnv {
@@ -50,12 +54,17 @@ func newMemEnv(t *testing.T) *memEnv {
 	e.provider = &memSwitchProvider{inner: lp}
 	e.model = lp.Models()[0]
 	e.writer = commands.NewEventWriter(e.store, engine, 0)
-	e.queue, err = commands.NewEmbedQueue(commands.EmbedQueueConfig{Writer: e.writer, Reader: e.readMod, Embedder: e.provider,
+	e.queue, err = workers.NewEmbedQueue(workers.EmbedQueueConfig{Writer: e.writer, Reader: e.readMod, Embedder: e.provider,
 		MinBackoff: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.memories = e.newMemories(t, e.readMod)
+	e.queries, err = query.New(query.Config{Memories: e.readMod, Suggestions: sqlite.NewSuggestions(db), Provenance: sqlite.NewProvenance(db),
+		Audit: sqlite.NewAudit(db), Jobs: sqlite.NewJobs(db), Log: e.store})
+	if err != nil {
+		t.Fatal(err)
+	}
 	return e
 }
 
@@ -145,14 +154,14 @@ func TestMemoriesCreateAfterConcurrentAgentDelete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := e.memories.Get(ctx, "u1", c.ID)
+	v, err := e.queries.Get(ctx, "u1", c.ID)
 	if err != nil || v.AgentID != "a" || v.Embedding.Status != memory.StatusEmbedded {
 		t.Fatalf("memory written after the delete: %+v, %v", v, err)
 	}
-	if _, err := e.memories.Get(ctx, "u1", old.ID); domain.ErrorKind(err) != domain.KindNotFound {
+	if _, err := e.queries.Get(ctx, "u1", old.ID); domain.ErrorKind(err) != domain.KindNotFound {
 		t.Errorf("the deleted agent's memory is back: %v", err)
 	}
-	page, err := e.memories.List(ctx, memory.ListQuery{UserID: "u1", AgentID: "a"})
+	page, err := e.queries.List(ctx, memory.ListQuery{UserID: "u1", AgentID: "a"})
 	if err != nil || len(page.Memories) != 1 || page.Memories[0].ID != c.ID {
 		t.Errorf("agent holds %d memories, want exactly the new one", len(page.Memories))
 	}
@@ -206,7 +215,7 @@ func TestMemoriesCommandErrors(t *testing.T) {
 	if err := e.memories.DeleteAgent(ctx, memMeta("u1"), "missing"); domain.ErrorKind(err) != domain.KindNotFound {
 		t.Errorf("delete of a missing agent: %v", err)
 	}
-	if _, err := e.memories.List(ctx, memory.ListQuery{UserID: "u1", Limit: 1001}); domain.ErrorKind(err) != domain.KindInvalid {
+	if _, err := e.queries.List(ctx, memory.ListQuery{UserID: "u1", Limit: 1001}); domain.ErrorKind(err) != domain.KindInvalid {
 		t.Errorf("limit 1001: %v", err)
 	}
 	c, _ := e.memories.Create(ctx, memMeta("u1"), "a", memNote("x"))
@@ -247,11 +256,11 @@ func TestMemoriesConcurrentWritesToANewAgent(t *testing.T) {
 	}
 	close(ids)
 	for id := range ids {
-		if _, err := e.memories.Get(ctx, "u1", id); err != nil {
+		if _, err := e.queries.Get(ctx, "u1", id); err != nil {
 			t.Errorf("%s: %v", id, err)
 		}
 	}
-	page, _ := e.memories.Agents(ctx, memory.AgentListQuery{UserID: "u1"})
+	page, _ := e.queries.Agents(ctx, memory.AgentListQuery{UserID: "u1"})
 	if len(page.Agents) != 1 || page.Agents[0].MemoryCount != writers*5 {
 		t.Errorf("agents = %+v", page.Agents)
 	}

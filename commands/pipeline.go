@@ -2,14 +2,11 @@ package commands
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
 	"log/slog"
-	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -21,53 +18,19 @@ import (
 	"github.com/engram-memory/engram/domain/stack"
 )
 
-// Processor turns a batch of sources into proposed memories: the rule
-// extractor (processing.RuleExtractor) or a chat model (infra/llm).
-// itemErrs are items that broke the contract; err means no answer came.
-type Processor interface {
-	Info() processing.ProcessorInfo
-	Propose(ctx context.Context, t processing.Transition, batch, known []processing.Source) (items []processing.Item, itemErrs []error, err error)
-}
-
-// PipelineMemories is what cognition reads of the memories read model.
-type PipelineMemories interface {
-	Agent(ctx context.Context, userID, agentID string) (memory.AgentView, bool, error)
-	ListMemories(ctx context.Context, q memory.ListQuery) (memory.Page, error)
-	Memory(ctx context.Context, userID, id string) (memory.View, bool, error)
-}
-
-// SuggestionReadModel answers the suggestion queries.
-type SuggestionReadModel interface {
-	Suggestion(ctx context.Context, userID, id string) (processing.Suggestion, bool, error)
-	ListSuggestions(ctx context.Context, q processing.SuggestionQuery) ([]processing.Suggestion, error)
-	CountPending(ctx context.Context, userID, agentID string, now time.Time) (int, error)
-}
-
-// StackSettings reads an agent's stack settings (commands.Memories).
-type StackSettings interface {
-	Settings(ctx context.Context, userID, agentID string) (stack.View, error)
-}
-
-// MemoryCreator creates memories; commands.Memories implements it, so
-// promoted suggestions go through the same checks as any write.
-type MemoryCreator interface {
-	Create(ctx context.Context, meta domain.Metadata, agentID string, in MemoryInput) (CreatedMemory, error)
-}
-
 // PipelineConfig wires Pipeline.
 type PipelineConfig struct {
 	Writer      *EventWriter        // required
-	Memories    PipelineMemories    // required
+	Memories    MemoryReadModel     // required
 	Suggestions SuggestionReadModel // required
 	Creator     MemoryCreator       // required
-	Settings    StackSettings       // required: the promotion gates
 	Processor   Processor           // required: a chat model, or the rule extractor
 	Now         func() time.Time    // default time.Now
 	Logger      *slog.Logger        // nil discards
 }
 
 // Pipeline runs the processing pipeline and the suggestion lifecycle of
-// each agent, and reports its anxiety. The decisions fold the agent's
+// each agent, and records its anxiety level. The decisions fold the agent's
 // cognition stream (processing.Stack) and append at its version; within
 // one server, the commands of one agent are serialized so that a pass and
 // an accept never decide on the same state.
@@ -75,13 +38,13 @@ type Pipeline struct {
 	cfg       PipelineConfig
 	logger    *slog.Logger
 	locks     [userLockStripes]sync.Mutex
-	snapshots *stackSnapshots
+	snapshots *processing.Snapshots
 }
 
 // NewPipeline checks cfg.
 func NewPipeline(cfg PipelineConfig) (*Pipeline, error) {
-	if cfg.Writer == nil || cfg.Memories == nil || cfg.Suggestions == nil || cfg.Creator == nil || cfg.Processor == nil || cfg.Settings == nil {
-		return nil, errors.New("commands: the pipeline needs a writer, the memories and suggestions read models, a memory creator, stack settings and a processor")
+	if cfg.Writer == nil || cfg.Memories == nil || cfg.Suggestions == nil || cfg.Creator == nil || cfg.Processor == nil {
+		return nil, errors.New("commands: the pipeline needs a writer, the memories and suggestions read models, a memory creator and a processor")
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -90,7 +53,7 @@ func NewPipeline(cfg PipelineConfig) (*Pipeline, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Pipeline{cfg: cfg, logger: logger, snapshots: newStackSnapshots()}, nil
+	return &Pipeline{cfg: cfg, logger: logger, snapshots: processing.NewSnapshots(cfg.Writer.Store())}, nil
 }
 
 func (c *Pipeline) now() time.Time { return c.cfg.Now().UTC() }
@@ -116,9 +79,8 @@ type agentStack struct {
 }
 
 // load returns the agent's state; an agent that does not exist, or is
-// another user's, is not found. The state is the agent's snapshot (see
-// stackSnapshots) or, when events were appended since, a copy of it
-// advanced by them; the caller must not change it.
+// another user's, is not found. The state is shared with other calls
+// (processing.Snapshots): the caller must not change it.
 func (c *Pipeline) load(ctx context.Context, userID, agentID string) (agentStack, error) {
 	agent, ok, err := c.cfg.Memories.Agent(ctx, userID, agentID)
 	if err != nil {
@@ -127,28 +89,24 @@ func (c *Pipeline) load(ctx context.Context, userID, agentID string) (agentStack
 	if !ok {
 		return agentStack{}, domain.NotFound("agent")
 	}
-	key := stackKey{userID: userID, agentID: agentID, createdAt: agent.CreatedAt}
-	st := c.snapshots.get(key)
-	var from uint64
-	if st != nil {
-		from = uint64(st.Version + 1)
-	}
-	events, err := c.cfg.Writer.Store().ReadStream(ctx, processing.Stream(userID, agentID), from)
+	ref := processing.StackRef{UserID: userID, AgentID: agentID, AgentCreatedAt: agent.CreatedAt}
+	st, err := c.snapshots.Load(ctx, ref)
 	if err != nil {
-		return agentStack{}, fmt.Errorf("commands: read cognition stream: %w", err)
+		return agentStack{}, err
 	}
-	if st == nil || len(events) > 0 {
-		if st == nil {
-			st = processing.NewStackOf(agent.CreatedAt)
-		} else {
-			st = st.Clone()
-		}
-		if err := st.ApplyAll(events); err != nil {
-			return agentStack{}, err
-		}
-		c.snapshots.put(key, st)
+	return agentStack{agent: agent, stack: st, ref: ref}, nil
+}
+
+// settings returns the agent's stack settings.
+func (c *Pipeline) settings(ctx context.Context, userID, agentID string) (stack.View, error) {
+	v, found, err := c.cfg.Memories.Settings(ctx, userID, agentID)
+	if err != nil {
+		return stack.View{}, err
 	}
-	return agentStack{agent: agent, stack: st, ref: processing.StackRef{UserID: userID, AgentID: agentID, AgentCreatedAt: agent.CreatedAt}}, nil
+	if !found {
+		return stack.View{}, domain.NotFound("agent")
+	}
+	return v, nil
 }
 
 func (c *Pipeline) appendTo(ctx context.Context, meta domain.Metadata, as agentStack, payloads []domain.Payload) error {
@@ -179,140 +137,23 @@ func (c *Pipeline) stillPending(ctx context.Context, userID string, ids []string
 	return out, nil
 }
 
-// promotedInto is what a source was made into (Stack.Processed), with each
-// accepted suggestion replaced by its memory: accepting is recorded on the
-// agent's memory stream, so the suggestions read model knows it and the
-// cognition stream's fold does not (suggestions promoted by logs written
-// before that are already replaced by the fold). Never nil.
-func (c *Pipeline) promotedInto(ctx context.Context, userID string, into []string) ([]string, error) {
-	out := make([]string, 0, len(into))
-	for _, ref := range into {
-		if id, ok := strings.CutPrefix(ref, "suggestion:"); ok {
-			sg, found, err := c.cfg.Suggestions.Suggestion(ctx, userID, id)
-			if err != nil {
-				return nil, err
-			}
-			if found && sg.PromotedTo != "" {
-				ref = sg.PromotedTo
-			}
-		}
-		if !slices.Contains(out, ref) {
-			out = append(out, ref)
-		}
-	}
-	return out, nil
-}
-
-// ProcessingView is an agent's pipeline: configuration, the processor
-// the server runs, what each trigger sees now, and the latest passes.
-type ProcessingView struct {
-	Config    processing.Config         `json:"config"`
-	Processor processorJSON             `json:"processor"`
-	Triggers  []processing.TriggerState `json:"triggers"`
-	Runs      []processing.PassRecorded `json:"runs"`
-	Raw       RawProcessingState        `json:"raw"`
-}
-
-type processorJSON struct {
-	Model     string `json:"model"`
-	Inference bool   `json:"inference"`
-}
-
-// RawProcessingState counts an agent's raw entries by processed state
-// (among the latest SourceWindow) and shows the latest RawShown with what
-// became of them.
-type RawProcessingState struct {
-	Processed   int        `json:"processed"`
-	Unprocessed int        `json:"unprocessed"`
-	Entries     []RawEntry `json:"entries"`
-}
-
-// RawEntry is a raw entry's processing state. ProcessedInto holds
-// "suggestion:<id>" while a suggestion made from it is pending, and the
-// memory's "type:id" once it was accepted.
-type RawEntry struct {
-	ID            string    `json:"id"`
-	CreatedAt     time.Time `json:"created_at"`
-	Processed     bool      `json:"processed"`
-	ProcessedInto []string  `json:"processed_into"`
-}
-
-// RawShown is how many raw entries the processing view lists.
-const RawShown = 100
-
-// SourceWindow is how many of the latest memories of a source type a pass
-// and the processing view look at.
-const SourceWindow = memory.MaxListLimit
-
-// RunsShown is how many passes the processing view lists.
-const RunsShown = 20
-
-// Processing returns the agent's pipeline view.
-func (c *Pipeline) Processing(ctx context.Context, userID, agentID string) (ProcessingView, error) {
-	as, err := c.load(ctx, userID, agentID)
-	if err != nil {
-		return ProcessingView{}, err
-	}
-	return c.view(ctx, as)
-}
-
-func (c *Pipeline) view(ctx context.Context, as agentStack) (ProcessingView, error) {
-	now := c.now()
-	info := c.cfg.Processor.Info()
-	v := ProcessingView{Config: as.stack.Config, Processor: processorJSON{info.Model, info.Inference}, Runs: as.stack.Runs(RunsShown), Triggers: []processing.TriggerState{}}
-	bySource := map[memory.Type][]processing.Source{}
-	for _, t := range processing.Transitions() {
-		if _, ok := bySource[t.Source()]; !ok {
-			srcs, err := c.sources(ctx, as.ref, t.Source())
-			if err != nil {
-				return ProcessingView{}, err
-			}
-			bySource[t.Source()] = srcs
-		}
-		v.Triggers = append(v.Triggers, processing.Trigger(t, as.stack.Config.Layers[t], unconsumed(as.stack, t, bySource[t.Source()]), now))
-	}
-	v.Raw.Entries = []RawEntry{}
-	for _, s := range bySource[memory.RawEntry] {
-		consumed, into := as.stack.Processed(s.ID)
-		done := consumed || s.ProcessedByClient
-		if done {
-			v.Raw.Processed++
-		} else {
-			v.Raw.Unprocessed++
-		}
-		if len(v.Raw.Entries) < RawShown {
-			into, err := c.promotedInto(ctx, as.ref.UserID, into)
-			if err != nil {
-				return ProcessingView{}, err
-			}
-			v.Raw.Entries = append(v.Raw.Entries, RawEntry{ID: s.ID, CreatedAt: s.CreatedAt, Processed: done, ProcessedInto: into})
-		}
-	}
-	return v, nil
-}
-
-// Configure changes the agent's processing configuration.
-func (c *Pipeline) Configure(ctx context.Context, meta domain.Metadata, agentID string, patch processing.ConfigPatch) (ProcessingView, error) {
+// Configure changes the agent's processing configuration; the read side
+// shows the result (query.Service.Processing).
+func (c *Pipeline) Configure(ctx context.Context, meta domain.Metadata, agentID string, patch processing.ConfigPatch) error {
 	userID, err := userOf(meta)
 	if err != nil {
-		return ProcessingView{}, err
+		return err
 	}
 	defer c.lock(userID, agentID)()
 	as, err := c.load(ctx, userID, agentID)
 	if err != nil {
-		return ProcessingView{}, err
+		return err
 	}
 	cfg, err := as.stack.Config.Apply(patch)
 	if err != nil {
-		return ProcessingView{}, err
+		return err
 	}
-	if err := c.appendTo(ctx, meta, as, []domain.Payload{processing.ConfigChanged{StackRef: as.ref, Config: cfg, ChangedAt: c.now()}}); err != nil {
-		return ProcessingView{}, err
-	}
-	if as, err = c.load(ctx, userID, agentID); err != nil {
-		return ProcessingView{}, err
-	}
-	return c.view(ctx, as)
+	return c.appendTo(ctx, meta, as, []domain.Payload{processing.ConfigChanged{StackRef: as.ref, Config: cfg, ChangedAt: c.now()}})
 }
 
 // ProcessRequest asks for a pass: of one transition or, when empty, of
@@ -417,7 +258,7 @@ func (c *Pipeline) pass(ctx context.Context, meta domain.Metadata, as agentStack
 	if err != nil {
 		return pass, nil, err
 	}
-	open := unconsumed(as.stack, t, all)
+	open := as.stack.Unconsumed(t, all)
 	if !layer.Enabled {
 		return skip(processing.SkipDisabled, "the layer is disabled")
 	}
@@ -441,7 +282,7 @@ func (c *Pipeline) pass(ctx context.Context, meta domain.Metadata, as agentStack
 	if err != nil {
 		return pass, nil, err
 	}
-	settings, err := c.cfg.Settings.Settings(ctx, as.ref.UserID, as.ref.AgentID)
+	settings, err := c.settings(ctx, as.ref.UserID, as.ref.AgentID)
 	if err != nil {
 		return pass, nil, err
 	}
@@ -522,158 +363,12 @@ func sourceRefs(t memory.Type, ids []string) []string {
 	return out
 }
 
-// unconsumed are the sources t has still to process: neither consumed by
-// one of its passes nor processed by the client.
-func unconsumed(st *processing.Stack, t processing.Transition, all []processing.Source) []processing.Source {
-	var out []processing.Source
-	for _, s := range all {
-		if !s.ProcessedByClient && !st.Consumed(t, s.ID) {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-// sources lists the latest SourceWindow live memories of type typ.
+// sources lists the latest processing.SourceWindow live memories of type
+// typ.
 func (c *Pipeline) sources(ctx context.Context, ref processing.StackRef, typ memory.Type) ([]processing.Source, error) {
-	page, err := c.cfg.Memories.ListMemories(ctx, memory.ListQuery{UserID: ref.UserID, AgentID: ref.AgentID, Types: []memory.Type{typ}, Limit: SourceWindow})
+	page, err := c.cfg.Memories.ListMemories(ctx, memory.ListQuery{UserID: ref.UserID, AgentID: ref.AgentID, Types: []memory.Type{typ}, Limit: processing.SourceWindow})
 	if err != nil {
 		return nil, err
 	}
-	out := make([]processing.Source, 0, len(page.Memories))
-	for _, v := range page.Memories {
-		out = append(out, SourceOf(v))
-	}
-	return out, nil
-}
-
-// SourceOf is what a processor reads of a memory.
-func SourceOf(v memory.View) processing.Source {
-	var f struct {
-		Content          string   `json:"content"`
-		Objective        string   `json:"objective"`
-		Outcome          string   `json:"outcome"`
-		Statement        string   `json:"statement"`
-		Name             string   `json:"name"`
-		Title            string   `json:"title"`
-		EntityName       string   `json:"entity_name"`
-		RelationshipType string   `json:"relationship_type"`
-		DriveType        string   `json:"drive_type"`
-		Confidence       *float64 `json:"confidence"`
-		Arousal          float64  `json:"emotional_arousal"`
-		Processed        bool     `json:"processed"`
-	}
-	_ = json.Unmarshal(v.Content, &f) // read-model content is canonical JSON
-	s := processing.Source{ID: v.ID, Type: v.Type, CreatedAt: v.CreatedAt, Protected: v.Protected}
-	switch v.Type {
-	case memory.RawEntry:
-		s.Text, s.ProcessedByClient = f.Content, f.Processed
-	case memory.Note:
-		s.Text = f.Content
-	case memory.Episode:
-		s.Text, s.Arousal = f.Objective+": "+f.Outcome, f.Arousal
-	case memory.Belief:
-		conf := 0.0
-		if f.Confidence != nil {
-			conf = *f.Confidence
-		}
-		s.Text, s.Confidence = fmt.Sprintf("%s (confidence: %.2f)", f.Statement, conf), conf
-	case memory.Value:
-		s.Text = f.Name + ": " + f.Statement
-	case memory.Goal:
-		s.Text = f.Title
-	case memory.Relationship:
-		s.Text = f.EntityName + " (" + f.RelationshipType + ")"
-	case memory.Drive:
-		s.Text = f.DriveType
-	default:
-		s.Text = strings.TrimSpace(f.Name + " " + f.Content)
-	}
-	return s
-}
-
-// RawQuery selects a page of an agent's raw entries, newest first:
-// Processed nil lists all, otherwise only the processed (true) or
-// unprocessed (false). Cursor is the NextCursor of the previous page.
-// Forgotten entries, and weak ones, are left out unless asked for.
-type RawQuery struct {
-	Processed        *bool
-	Limit            int
-	Cursor           string
-	IncludeForgotten bool
-	IncludeWeak      bool
-}
-
-// Limits of the raw entry listing.
-const (
-	DefaultRawLimit = 50
-	MaxRawLimit     = 500
-)
-
-// RawEntryView is a raw entry with its processing state.
-type RawEntryView struct {
-	memory.View
-	Processed     bool     `json:"processed"`
-	ProcessedInto []string `json:"processed_into"`
-}
-
-// RawPage is one page of raw entries; NextCursor is empty on the last.
-type RawPage struct {
-	Entries    []RawEntryView
-	NextCursor string
-}
-
-// RawEntries lists the agent's raw entries with their processing state and
-// their strength now. The processed state and its filter come from the
-// memories read model (View.Processed, the same one the stats count); what
-// each entry became comes from the processing snapshot.
-func (c *Pipeline) RawEntries(ctx context.Context, userID, agentID string, q RawQuery) (RawPage, error) {
-	as, err := c.load(ctx, userID, agentID)
-	if err != nil {
-		return RawPage{}, err
-	}
-	now := c.now()
-	page, err := c.cfg.Memories.ListMemories(ctx, memory.ListQuery{UserID: userID, AgentID: agentID, Types: []memory.Type{memory.RawEntry},
-		IncludeForgotten: q.IncludeForgotten, IncludeWeak: q.IncludeWeak, Processed: q.Processed, Now: now, Limit: q.Limit, Cursor: q.Cursor})
-	if err != nil {
-		return RawPage{}, err
-	}
-	out := RawPage{Entries: make([]RawEntryView, 0, len(page.Memories)), NextCursor: page.NextCursor}
-	for _, v := range page.Memories {
-		entry, err := c.rawEntryView(ctx, as, v, now)
-		if err != nil {
-			return RawPage{}, err
-		}
-		out.Entries = append(out.Entries, entry)
-	}
-	return out, nil
-}
-
-// rawEntryView is v with its strength at now and what it was made into.
-func (c *Pipeline) rawEntryView(ctx context.Context, as agentStack, v memory.View, now time.Time) (RawEntryView, error) {
-	v.ApplyStrength(now)
-	_, into := as.stack.Processed(v.ID)
-	into, err := c.promotedInto(ctx, as.ref.UserID, into)
-	if err != nil {
-		return RawEntryView{}, err
-	}
-	return RawEntryView{View: v, Processed: v.Processed, ProcessedInto: into}, nil
-}
-
-// RawEntry returns one raw entry of the agent with its processing state
-// and its strength now; another agent's memory, or one of another type,
-// is not found.
-func (c *Pipeline) RawEntry(ctx context.Context, userID, agentID, id string) (RawEntryView, error) {
-	as, err := c.load(ctx, userID, agentID)
-	if err != nil {
-		return RawEntryView{}, err
-	}
-	v, found, err := c.cfg.Memories.Memory(ctx, userID, id)
-	if err != nil {
-		return RawEntryView{}, err
-	}
-	if !found || v.AgentID != agentID || v.Type != memory.RawEntry {
-		return RawEntryView{}, domain.NotFound("raw entry")
-	}
-	return c.rawEntryView(ctx, as, v, c.now())
+	return processing.SourcesOf(page.Memories), nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/domain/memory"
 	"github.com/engram-memory/engram/domain/processing"
 )
 
@@ -19,10 +20,16 @@ func (c *Pipeline) recordAnxiety(ctx context.Context, meta domain.Metadata, user
 	if err != nil {
 		return err
 	}
-	rep, err := c.anxietyReport(ctx, as)
+	now := c.now()
+	page, err := c.cfg.Memories.ListMemories(ctx, memory.ListQuery{UserID: userID, AgentID: agentID, Limit: processing.AnxietyWindow})
 	if err != nil {
 		return err
 	}
+	pending, err := c.cfg.Suggestions.CountPending(ctx, userID, agentID, now)
+	if err != nil {
+		return err
+	}
+	rep := processing.AnxietyReport(as.stack, page.Memories, pending, now)
 	if rep.HysteresisLevel == as.stack.AnxietyLevel {
 		return nil
 	}

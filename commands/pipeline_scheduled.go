@@ -18,7 +18,7 @@ import (
 // visited. It returns the passes run (none when nothing was due) and
 // whether the stack was skipped for maintenance.
 func (c *Pipeline) ScheduledPass(ctx context.Context, agent memory.AgentRef) (passes []processing.PassRecorded, maintenance bool, err error) {
-	settings, err := c.cfg.Settings.Settings(ctx, agent.UserID, agent.AgentID)
+	settings, err := c.settings(ctx, agent.UserID, agent.AgentID)
 	if err != nil {
 		return nil, false, err
 	}
@@ -64,7 +64,7 @@ func (c *Pipeline) due(ctx context.Context, agent memory.AgentRef) ([]processing
 			}
 			bySource[t.Source()] = srcs
 		}
-		open := unconsumed(as.stack, t, srcs)
+		open := as.stack.Unconsumed(t, srcs)
 		if len(open) == 0 || !processing.Trigger(t, layer, open, now).Fires {
 			continue
 		}

@@ -7,32 +7,13 @@ import (
 	"unicode/utf8"
 
 	"github.com/engram-memory/engram/domain"
-	"github.com/engram-memory/engram/domain/anxiety"
 	"github.com/engram-memory/engram/domain/memory"
 	"github.com/engram-memory/engram/domain/processing"
 )
 
-// Suggestions lists an agent's suggestions, newest first.
-func (c *Pipeline) Suggestions(ctx context.Context, userID, agentID string, status processing.Status, limit int) ([]processing.Suggestion, error) {
-	if _, ok, err := c.cfg.Memories.Agent(ctx, userID, agentID); err != nil || !ok {
-		if err == nil {
-			err = domain.NotFound("agent")
-		}
-		return nil, err
-	}
-	now := c.now()
-	list, err := c.cfg.Suggestions.ListSuggestions(ctx, processing.SuggestionQuery{UserID: userID, AgentID: agentID, Status: status, Now: now, Limit: limit})
-	if err != nil {
-		return nil, err
-	}
-	for i := range list {
-		list[i].Status = list[i].StatusAt(now)
-	}
-	return list, nil
-}
-
-// Suggestion returns one suggestion of the user.
-func (c *Pipeline) Suggestion(ctx context.Context, userID, id string) (processing.Suggestion, error) {
+// suggestion returns one suggestion of the user, with its status now, as
+// the suggestions read model shows it.
+func (c *Pipeline) suggestion(ctx context.Context, userID, id string) (processing.Suggestion, error) {
 	sg, ok, err := c.cfg.Suggestions.Suggestion(ctx, userID, id)
 	if err != nil {
 		return processing.Suggestion{}, err
@@ -95,7 +76,7 @@ func (c *Pipeline) Accept(ctx context.Context, meta domain.Metadata, id string, 
 	if err != nil {
 		return Accepted{}, err
 	}
-	sg, err = c.Suggestion(ctx, userID, id)
+	sg, err = c.suggestion(ctx, userID, id)
 	return Accepted{Suggestion: sg, Memory: made}, err
 }
 
@@ -104,7 +85,7 @@ func (c *Pipeline) Accept(ctx context.Context, meta domain.Metadata, id string, 
 // on the agent's memory stream, as well as the cognition stream's
 // resolutions); otherwise a conflict naming its status.
 func (c *Pipeline) pendingSuggestion(ctx context.Context, userID, id string, to processing.Status) (processing.Suggestion, error) {
-	sg, err := c.Suggestion(ctx, userID, id)
+	sg, err := c.suggestion(ctx, userID, id)
 	if err != nil {
 		return processing.Suggestion{}, err
 	}
@@ -166,91 +147,5 @@ func (c *Pipeline) Resolve(ctx context.Context, meta domain.Metadata, id string,
 	if err := c.appendTo(ctx, meta, as, []domain.Payload{processing.SuggestionResolved{StackRef: as.ref, SuggestionID: id, Status: to, Reason: reason, ResolvedAt: now}}); err != nil {
 		return processing.Suggestion{}, err
 	}
-	return c.Suggestion(ctx, userID, id)
-}
-
-// AnxietyWindow is how many of the agent's latest memories the anxiety
-// report reads.
-const AnxietyWindow = memory.MaxListLimit
-
-// Anxiety computes the agent's anxiety report from the read models and
-// the cognition stream; it writes nothing.
-func (c *Pipeline) Anxiety(ctx context.Context, userID, agentID string) (anxiety.Report, error) {
-	as, err := c.load(ctx, userID, agentID)
-	if err != nil {
-		return anxiety.Report{}, err
-	}
-	return c.anxietyReport(ctx, as)
-}
-
-// anxietyReport computes the report of a loaded agent; its hysteresis
-// starts from the level the agent's stream last recorded.
-func (c *Pipeline) anxietyReport(ctx context.Context, as agentStack) (anxiety.Report, error) {
-	userID, agentID := as.ref.UserID, as.ref.AgentID
-	now := c.now()
-	page, err := c.cfg.Memories.ListMemories(ctx, memory.ListQuery{UserID: userID, AgentID: agentID, Limit: AnxietyWindow})
-	if err != nil {
-		return anxiety.Report{}, err
-	}
-	in := anxiety.Inputs{Now: now}
-	if as.stack.AnxietyLevel != "" {
-		in.Previous = &anxiety.Observation{Level: as.stack.AnxietyLevel, At: as.stack.AnxietyLevelAt}
-	}
-	if in.PendingSuggestions, err = c.cfg.Suggestions.CountPending(ctx, userID, agentID, now); err != nil {
-		return anxiety.Report{}, err
-	}
-	for _, v := range page.Memories {
-		var f struct {
-			Lessons    []string `json:"lessons"`
-			Confidence *float64 `json:"confidence"`
-			Priority   *int     `json:"priority"`
-			Status     string   `json:"status"`
-			Content    string   `json:"content"`
-		}
-		_ = json.Unmarshal(v.Content, &f) // read-model content is canonical JSON
-		switch v.Type {
-		case memory.Episode:
-			in.Episodes = append(in.Episodes, anxiety.Episode{HasLessons: len(f.Lessons) > 0, Checkpoint: hasTag(v.Tags, "checkpoint")})
-		case memory.Belief:
-			conf := 0.0
-			if f.Confidence != nil {
-				conf = *f.Confidence
-			}
-			in.BeliefConfs = append(in.BeliefConfs, conf)
-		case memory.RawEntry:
-			if !v.Processed {
-				in.UnprocessedRaw = append(in.UnprocessedRaw, anxiety.Raw{Length: utf8.RuneCountInString(f.Content), CapturedAt: v.CreatedAt})
-			}
-		case memory.Value:
-			p := 50
-			if f.Priority != nil {
-				p = *f.Priority
-			}
-			in.ValuePriorities = append(in.ValuePriorities, p)
-		case memory.Goal:
-			if f.Status == "" || f.Status == "active" {
-				in.ActiveGoals++
-			}
-		case memory.Drive:
-			in.Drives++
-		case memory.Relationship:
-			in.Relationships++
-		}
-		if v.Type.Searchable() {
-			in.Searchable++
-			if v.Embedding.Status == memory.StatusPending {
-				in.EmbedPending++
-			}
-		}
-	}
-	return anxiety.Compute(in), nil
-}
-
-func hasTag(tags []string, tag string) bool {
-	for _, t := range tags {
-		if t == tag {
-			return true
-		}
-	}
-	return false
+	return c.suggestion(ctx, userID, id)
 }

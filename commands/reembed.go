@@ -62,7 +62,7 @@ func (s *Embeddings) Reembed(ctx context.Context, meta domain.Metadata, req Reem
 	if err != nil {
 		return ReembedResult{}, err
 	}
-	vectors, err := embedTexts(ctx, s.d.Catalog, DefaultEmbedTimeout, a.EmbeddingModel, a.Dimensions, []string{text})
+	vectors, err := domain.EmbedExactly(ctx, s.d.Catalog, DefaultEmbedTimeout, a.EmbeddingModel, a.Dimensions, []string{text})
 	if err != nil {
 		return ReembedResult{}, err
 	}

@@ -116,7 +116,7 @@ func (p *pushPlan) add(ctx context.Context, ev SyncEvent) (kept bool, err error)
 		if m.Model == "" || len(m.Model) > maxSyncModelLength || m.Dimensions < 1 || m.Dimensions > maxSyncVectorDims || len(m.Vector) != m.Dimensions {
 			return false, domain.Invalid("payload.vector", "a vector needs a model name and exactly its dimensions (1-%d) of numbers", maxSyncVectorDims)
 		}
-		if err := checkVector("payload.vector", m.Vector); err != nil {
+		if err := domain.CheckVector("payload.vector", m.Vector); err != nil {
 			return false, err
 		}
 		m.JobID = ""

@@ -12,12 +12,14 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 
-	"github.com/engram-memory/engram/api"
-	"github.com/engram-memory/engram/commands"
+	"github.com/engram-memory/engram/api/httpstatus"
 	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/domain/anxiety"
 	"github.com/engram-memory/engram/domain/audit"
 	"github.com/engram-memory/engram/domain/memory"
 	"github.com/engram-memory/engram/domain/processing"
+	"github.com/engram-memory/engram/domain/stack"
+	"github.com/engram-memory/engram/projections/query"
 )
 
 // Limits of the list endpoints (docs/dashboard.md#dashboard-api). Raw entries default
@@ -29,12 +31,28 @@ const (
 	MaxLimit         = 500
 )
 
+// Queries is the read side the dashboard shows; query.Service implements
+// it. The dashboard only reads: it holds nothing of the write side.
+type Queries interface {
+	Get(ctx context.Context, userID, id string) (memory.View, error)
+	List(ctx context.Context, q memory.ListQuery) (memory.Page, error)
+	Settings(ctx context.Context, userID, agentID string) (stack.View, error)
+	Stats(ctx context.Context, userID, agentID string) (memory.Stats, error)
+	Audit(ctx context.Context, q audit.Query) (audit.Page, error)
+	Provenance(ctx context.Context, userID, id, direction string, depth int) (query.ProvenanceTree, error)
+	Processing(ctx context.Context, userID, agentID string) (query.ProcessingView, error)
+	Suggestions(ctx context.Context, userID, agentID string, status processing.Status, limit int) ([]processing.Suggestion, error)
+	Anxiety(ctx context.Context, userID, agentID string) (anxiety.Report, error)
+	RawEntries(ctx context.Context, userID, agentID string, q query.RawQuery) (query.RawPage, error)
+	RawEntry(ctx context.Context, userID, agentID, id string) (query.RawEntryView, error)
+}
+
 // Config is what a dashboard server shows: the stack (the agent AgentID of
-// user UserID) and the query services over it.
+// user UserID) and the queries over it.
 type Config struct {
 	UserID  string
 	AgentID string
-	Stack   *Stack
+	Queries Queries
 	Logger  *slog.Logger // nil discards
 }
 
@@ -70,8 +88,8 @@ func (s *Server) Handler() http.Handler {
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) { writeError(w, http.StatusNotFound) })
 	r.Use(middleware.GetHead)
 	r.Route("/api", func(r chi.Router) {
-		r.Get("/stats", view(s, s.cfg.Stack.Cognition.Stats))
-		r.Get("/anxiety", view(s, s.cfg.Stack.Pipeline.Anxiety))
+		r.Get("/stats", view(s, s.cfg.Queries.Stats))
+		r.Get("/anxiety", view(s, s.cfg.Queries.Anxiety))
 		r.Get("/raw", s.rawList)
 		r.Get("/raw/{id}", s.rawEntry)
 		for path, typ := range memoryLists {
@@ -79,9 +97,9 @@ func (s *Server) Handler() http.Handler {
 		}
 		r.Get("/suggestions", s.suggestions)
 		r.Get("/audit", s.audit)
-		r.Get("/processing", view(s, s.cfg.Stack.Pipeline.Processing))
+		r.Get("/processing", view(s, s.cfg.Queries.Processing))
 		r.Get("/provenance/{type}/{id}", s.provenance)
-		r.Get("/settings", view(s, s.cfg.Stack.Memories.Settings))
+		r.Get("/settings", view(s, s.cfg.Queries.Settings))
 	})
 	r.Handle("/*", genericNotFound(uiHandler()))
 	return Guard(r, s.logger)
@@ -124,7 +142,7 @@ func (w *notFoundWriter) Write(b []byte) (int, error) {
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	var de *domain.Error
 	if errors.As(err, &de) && de.Kind != domain.KindInternal {
-		writeFailure(w, api.StatusOf(de.Kind), errorBody{Code: de.PublicCode(), Message: de.Message, Details: de.Details})
+		writeFailure(w, httpstatus.Of(de.Kind), errorBody{Code: de.PublicCode(), Message: de.Message, Details: de.Details})
 		return
 	}
 	s.logger.ErrorContext(r.Context(), "dashboard request failed", "path", r.URL.Path, "error", err)
@@ -139,9 +157,9 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, data any, err er
 	writeData(w, data)
 }
 
-// query reads the request's query parameters, refusing any it does not
+// queryParams reads the request's query parameters, refusing any it does not
 // know so that a typo surfaces instead of being ignored.
-func query(r *http.Request, known ...string) (url.Values, error) {
+func queryParams(r *http.Request, known ...string) (url.Values, error) {
 	q := r.URL.Query()
 	for name := range q {
 		if !contains(known, name) {
@@ -163,7 +181,7 @@ func contains(list []string, s string) bool {
 // listQuery reads a list endpoint's query: ?limit= (1 to MaxLimit;
 // absent: def) and the other parameters it knows.
 func listQuery(r *http.Request, def int, known ...string) (url.Values, int, error) {
-	q, err := query(r, append([]string{"limit"}, known...)...)
+	q, err := queryParams(r, append([]string{"limit"}, known...)...)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -203,7 +221,7 @@ func next(cursor string) *string {
 // the stack's agent.
 func view[T any](s *Server, get func(ctx context.Context, userID, agentID string) (T, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if _, err := query(r); err != nil {
+		if _, err := queryParams(r); err != nil {
 			s.fail(w, r, err)
 			return
 		}
@@ -224,7 +242,7 @@ func (s *Server) rawList(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	page, err := s.cfg.Stack.Pipeline.RawEntries(r.Context(), s.cfg.UserID, s.cfg.AgentID, commands.RawQuery{
+	page, err := s.cfg.Queries.RawEntries(r.Context(), s.cfg.UserID, s.cfg.AgentID, query.RawQuery{
 		Processed: processed, Limit: limit, Cursor: q.Get("cursor"), IncludeForgotten: true, IncludeWeak: true,
 	})
 	if err != nil {
@@ -237,16 +255,16 @@ func (s *Server) rawList(w http.ResponseWriter, r *http.Request) {
 // rawEntry serves /api/raw/{id}: the entry, its processing state and the
 // memories derived from it.
 func (s *Server) rawEntry(w http.ResponseWriter, r *http.Request) {
-	if _, err := query(r); err != nil {
+	if _, err := queryParams(r); err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	e, err := s.cfg.Stack.Pipeline.RawEntry(r.Context(), s.cfg.UserID, s.cfg.AgentID, chi.URLParam(r, "id"))
+	e, err := s.cfg.Queries.RawEntry(r.Context(), s.cfg.UserID, s.cfg.AgentID, chi.URLParam(r, "id"))
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	tree, err := s.cfg.Stack.Cognition.Provenance(r.Context(), s.cfg.UserID, e.ID, commands.DirectionDown, 1)
+	tree, err := s.cfg.Queries.Provenance(r.Context(), s.cfg.UserID, e.ID, query.DirectionDown, 1)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -256,7 +274,7 @@ func (s *Server) rawEntry(w http.ResponseWriter, r *http.Request) {
 		derived = []*memory.ProvenanceNode{}
 	}
 	writeData(w, struct {
-		commands.RawEntryView
+		query.RawEntryView
 		Derived []*memory.ProvenanceNode `json:"derived"`
 	}{e, derived})
 }
@@ -270,7 +288,7 @@ func (s *Server) memoryList(typ memory.Type) http.HandlerFunc {
 			s.fail(w, r, err)
 			return
 		}
-		page, err := s.cfg.Stack.Memories.List(r.Context(), memory.ListQuery{
+		page, err := s.cfg.Queries.List(r.Context(), memory.ListQuery{
 			UserID: s.cfg.UserID, AgentID: s.cfg.AgentID, Types: []memory.Type{typ},
 			IncludeForgotten: true, IncludeWeak: true, Limit: limit, Cursor: q.Get("cursor"),
 		})
@@ -300,7 +318,7 @@ func (s *Server) suggestions(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	list, err := s.cfg.Stack.Pipeline.Suggestions(r.Context(), s.cfg.UserID, s.cfg.AgentID, status, limit)
+	list, err := s.cfg.Queries.Suggestions(r.Context(), s.cfg.UserID, s.cfg.AgentID, status, limit)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -318,7 +336,7 @@ func (s *Server) audit(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	page, err := s.cfg.Stack.Cognition.Audit(r.Context(), audit.Query{UserID: s.cfg.UserID, AgentID: s.cfg.AgentID, Before: q.Get("before"), Limit: limit})
+	page, err := s.cfg.Queries.Audit(r.Context(), audit.Query{UserID: s.cfg.UserID, AgentID: s.cfg.AgentID, Before: q.Get("before"), Limit: limit})
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -334,7 +352,7 @@ func (s *Server) audit(w http.ResponseWriter, r *http.Request) {
 // ways, what it was derived from (up) and what was derived from it (down).
 // type is the memory type, singular or plural; a memory of another type is not found.
 func (s *Server) provenance(w http.ResponseWriter, r *http.Request) {
-	q, err := query(r, "depth")
+	q, err := queryParams(r, "depth")
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -356,7 +374,7 @@ func (s *Server) provenance(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	t, err := s.cfg.Stack.Cognition.Provenance(r.Context(), s.cfg.UserID, id, commands.DirectionBoth, depth)
+	t, err := s.cfg.Queries.Provenance(r.Context(), s.cfg.UserID, id, query.DirectionBoth, depth)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -367,7 +385,7 @@ func (s *Server) provenance(w http.ResponseWriter, r *http.Request) {
 // ownMemory checks that id is a memory of type typ in this stack: a
 // memory of another stack or type is not found, like a missing one.
 func (s *Server) ownMemory(ctx context.Context, typ memory.Type, id string) error {
-	v, err := s.cfg.Stack.Memories.Get(ctx, s.cfg.UserID, id)
+	v, err := s.cfg.Queries.Get(ctx, s.cfg.UserID, id)
 	if err != nil {
 		return err
 	}

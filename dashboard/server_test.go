@@ -59,8 +59,8 @@ func seedStack(t testing.TB, n int) string {
 	return dir
 }
 
-func openStack(t testing.TB, dir, agentID string) (*dashboard.Stack, error) {
-	return dashboard.Open(context.Background(), dashboard.OpenConfig{Dir: dir, UserID: "local", AgentID: agentID, Processor: processing.NewRuleExtractor()})
+func openStack(t testing.TB, dir, agentID string) (*stack.ReadOnly, error) {
+	return stack.OpenReadOnly(context.Background(), stack.ReadOnlyConfig{Dir: dir, UserID: "local", AgentID: agentID, Processor: processing.NewRuleExtractor().Info()})
 }
 
 func TestOpenRefusesWhatIsNoStack(t *testing.T) {
@@ -84,7 +84,7 @@ func TestInternalErrorsAreGeneric(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logs strings.Builder
-	srv := httptest.NewServer(dashboard.New(dashboard.Config{UserID: "local", AgentID: "demo", Stack: st,
+	srv := httptest.NewServer(dashboard.New(dashboard.Config{UserID: "local", AgentID: "demo", Queries: st.Queries,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))}).Handler())
 	defer srv.Close()
 	if err := st.Close(); err != nil {
@@ -125,7 +125,7 @@ func BenchmarkOpenAndFirstAnswer(b *testing.B) {
 				}
 				rec := httptest.NewRecorder()
 				req := httptest.NewRequest("GET", "http://127.0.0.1/api/stats", nil)
-				dashboard.New(dashboard.Config{UserID: "local", AgentID: "demo", Stack: st}).Handler().ServeHTTP(rec, req)
+				dashboard.New(dashboard.Config{UserID: "local", AgentID: "demo", Queries: st.Queries}).Handler().ServeHTTP(rec, req)
 				if rec.Code != http.StatusOK {
 					b.Fatalf("%d %s", rec.Code, rec.Body)
 				}

@@ -1,6 +1,11 @@
 package domain
 
-import "context"
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+)
 
 // EmbeddingModel describes one model a provider can serve.
 type EmbeddingModel struct {
@@ -47,5 +52,48 @@ type EmbedResult struct {
 type EmbeddingProvider interface {
 	Name() string
 	Models() []EmbeddingModel
+	Embedder
+}
+
+// Embedder turns texts into vectors: what the writes, the embedding queue
+// and the search need of a provider. EmbeddingProvider (and so the model
+// catalog, infra/embed.Catalog) satisfies it.
+type Embedder interface {
 	Embed(ctx context.Context, req EmbedRequest) (EmbedResult, error)
+}
+
+// EmbedExactly asks e, within timeout, for one vector per text in exactly
+// model and dims, and checks the answer before anything is recorded: a
+// vector of another model or size would be stored against the wrong index.
+func EmbedExactly(ctx context.Context, e Embedder, timeout time.Duration, model string, dims int, texts []string) ([][]float32, error) {
+	callCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	res, err := e.Embed(callCtx, EmbedRequest{Model: model, Texts: texts, Dimensions: dims})
+	if err != nil {
+		return nil, err
+	}
+	if res.Model != model || res.Dimensions != dims || len(res.Vectors) != len(texts) {
+		return nil, fmt.Errorf("embed: provider answered %d vectors of %s/%d for %d texts of %s/%d",
+			len(res.Vectors), res.Model, res.Dimensions, len(texts), model, dims)
+	}
+	for i, v := range res.Vectors {
+		if len(v) != dims {
+			return nil, fmt.Errorf("embed: provider vector %d has %d dimensions, not %d", i, len(v), dims)
+		}
+	}
+	return res.Vectors, nil
+}
+
+// CheckVector refuses a vector that no similarity can be computed with: one
+// holding NaN or an infinity, or all zeros. The API's similar search and a
+// sync push both refuse such a vector with the same error.
+func CheckVector(field string, v []float32) error {
+	var norm float64
+	for _, x := range v {
+		norm += float64(x) * float64(x)
+	}
+	if norm == 0 || math.IsInf(norm, 0) || math.IsNaN(norm) {
+		return Invalid(field, "%s must be a finite, non-zero vector", field)
+	}
+	return nil
 }

@@ -106,6 +106,14 @@ type AppendResult struct {
 	LastPosition uint64
 }
 
+// StreamReader reads one stream of the log: what folding an aggregate
+// needs.
+type StreamReader interface {
+	// ReadStream returns the stream's events from version from on, in order.
+	// A missing stream yields no events and no error.
+	ReadStream(ctx context.Context, stream string, from uint64) ([]Event, error)
+}
+
 // EventStore is the append-only log that is the single source of truth.
 // KurrentDB (streams, expected revision, $all subscriptions), PostgreSQL and
 // SQLite implement it.
@@ -113,9 +121,7 @@ type EventStore interface {
 	// Append writes events atomically to one stream if its current version
 	// matches expected (ExpectAny, ExpectNoStream or an exact version).
 	Append(ctx context.Context, stream string, expected int64, events []NewEvent) (AppendResult, error)
-	// ReadStream returns the stream's events from version from on, in order.
-	// A missing stream yields no events and no error.
-	ReadStream(ctx context.Context, stream string, from uint64) ([]Event, error)
+	StreamReader
 	// ReadAll returns up to limit events with Position > after, in order.
 	ReadAll(ctx context.Context, after uint64, limit int) ([]Event, error)
 	// SubscribeAll calls handle with batches of events after position after,

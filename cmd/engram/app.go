@@ -19,7 +19,9 @@ import (
 	"github.com/engram-memory/engram/infra/postgres"
 	"github.com/engram-memory/engram/infra/sqlite"
 	"github.com/engram-memory/engram/internal/stack"
+	"github.com/engram-memory/engram/internal/workers"
 	"github.com/engram-memory/engram/projections"
+	"github.com/engram-memory/engram/projections/query"
 	"github.com/engram-memory/engram/projections/search"
 )
 
@@ -36,7 +38,7 @@ type app struct {
 	searcher   *search.Service
 	sync       *commands.Sync
 	pipeline   *commands.Pipeline
-	cognition  *commands.Cognition
+	queries    *query.Service
 	catalog    *embed.Catalog
 	caughtUp   *startupGate
 
@@ -89,7 +91,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 		a.close(ctx)
 		return nil, err
 	}
-	queue, err := commands.NewEmbedQueue(commands.EmbedQueueConfig{Writer: writer, Reader: st.Memories, Embedder: catalog, Logger: logger})
+	queue, err := workers.NewEmbedQueue(workers.EmbedQueueConfig{Writer: writer, Reader: st.Memories, Embedder: catalog, Logger: logger})
 	if err != nil {
 		a.close(ctx)
 		return nil, err
@@ -104,22 +106,17 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 		a.close(ctx)
 		return nil, err
 	}
-	cognition, err := commands.NewCognition(commands.CognitionConfig{Memories: memories, Provenance: st.Provenance, Audit: st.Audit, Stats: st.Memories, Suggestions: st.Suggestions})
-	if err != nil {
-		a.close(ctx)
-		return nil, err
-	}
 	searcher, err := st.Search(search.ProviderEmbedder{Provider: catalog}, search.Options{})
 	if err != nil {
 		a.close(ctx)
 		return nil, err
 	}
-	runner := commands.NewJobRunner(writer, st.Jobs, st.Memories, catalog, commands.RunnerConfig{
+	runner := workers.NewJobRunner(writer, st.Jobs, st.Memories, catalog, workers.RunnerConfig{
 		ID: cfg.NodeID, LeaseTimeout: cfg.JobLeaseTimeout, BatchSize: cfg.JobBatchSize, BatchDelay: cfg.JobBatchDelay, Queue: queue, Logger: logger,
 	})
 	a.runInBackground(runner.Run)
 	embeddings := commands.NewEmbeddings(commands.EmbeddingsDeps{
-		Catalog: catalog, Memories: st.Memories, Jobs: st.Jobs, Similar: searcher, Writer: writer, Runner: runner,
+		Catalog: catalog, Memories: st.Memories, Jobs: st.Jobs, Writer: writer, Runner: runner,
 	})
 
 	sender, err := mail.NewFromConfig(cfg.SMTPURL, cfg.MailOutbox, logger)
@@ -127,7 +124,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 		a.close(ctx)
 		return nil, err
 	}
-	usage := commands.NewUsageRecorder(writer, cfg.UsageFlush, logger)
+	usage := workers.NewUsageRecorder(writer, cfg.UsageFlush, logger)
 	a.runInBackground(usage.Run)
 	accounts, err := commands.NewAccounts(commands.AccountsConfig{
 		Writer:     writer,
@@ -158,8 +155,14 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 		return nil, err
 	}
 	pipeline, err := commands.NewPipeline(commands.PipelineConfig{
-		Writer: writer, Memories: st.Memories, Suggestions: st.Suggestions, Creator: memories, Settings: memories, Processor: processor, Logger: logger,
+		Writer: writer, Memories: st.Memories, Suggestions: st.Suggestions, Creator: memories, Processor: processor, Logger: logger,
 	})
+	if err != nil {
+		a.close(ctx)
+		return nil, err
+	}
+
+	queries, err := st.Queries(query.Config{Processor: processor.Info(), Catalog: catalog, Similar: searcher})
 	if err != nil {
 		a.close(ctx)
 		return nil, err
@@ -190,7 +193,8 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 		Projections:     func() any { return st.Engine.Status() },
 		Sync:            a.sync,
 		Pipeline:        pipeline,
-		Cognition:       api.CognitionService{Memories: memories, Cognition: cognition},
+		Cognition:       memories,
+		Queries:         queries,
 
 		Visibility:         st.Engine,
 		ConsistencyWait:    cfg.ConsistencyWait,
@@ -198,7 +202,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 		CredentialsCurrent: st.CredentialsCurrent,
 		RateBuckets:        rateBuckets,
 	})
-	a.pipeline, a.cognition = pipeline, cognition
+	a.pipeline, a.queries = pipeline, queries
 	a.handler = caughtUp.gate(srv.Handler())
 	return a, nil
 }

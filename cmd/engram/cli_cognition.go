@@ -18,11 +18,12 @@ import (
 	"github.com/engram-memory/engram/domain/audit"
 	"github.com/engram-memory/engram/domain/memory"
 	"github.com/engram-memory/engram/domain/processing"
+	"github.com/engram-memory/engram/projections/query"
 )
 
 // The stack-cognition commands run on a local stack through the command
-// handlers the API calls (commands.Pipeline, commands.Cognition,
-// commands.Memories); --json prints the data object of the matching route.
+// handlers and queries the API calls (commands.Pipeline, commands.Memories,
+// query.Service); --json prints the data object of the matching route.
 
 // withStack opens the command's existing stack, runs fn and closes it.
 func (c *cli) withStack(ctx context.Context, fn func(st *localStack) error) error {
@@ -125,12 +126,12 @@ func rawList(ctx context.Context, c *cli, args []string) error {
 	fs := c.flags("raw list", "[--processed true|false] [--limit N]",
 		"List the stack's raw entries, newest first, with whether processing consumed them and what they became (--json: the object GET /agents/{id}/raw returns).")
 	processed := fs.String("processed", "", "only the processed (true) or unprocessed (false) entries; default all")
-	limit := fs.Int("limit", commands.DefaultRawLimit, fmt.Sprintf("at most this many (1-%d)", commands.MaxRawLimit))
+	limit := fs.Int("limit", query.DefaultRawLimit, fmt.Sprintf("at most this many (1-%d)", query.MaxRawLimit))
 	if _, err := c.parse(fs, args, 0, 0); err != nil {
 		return err
 	}
 	// Weak raw entries are listed too, as GET /v1/agents/{id}/raw does.
-	q := commands.RawQuery{Limit: *limit, IncludeWeak: true}
+	q := query.RawQuery{Limit: *limit, IncludeWeak: true}
 	if *processed != "" {
 		b, err := strconv.ParseBool(*processed)
 		if err != nil {
@@ -138,11 +139,11 @@ func rawList(ctx context.Context, c *cli, args []string) error {
 		}
 		q.Processed = &b
 	}
-	if *limit < 1 || *limit > commands.MaxRawLimit {
-		return domain.Invalid("limit", "--limit must be between 1 and %d, got %d", commands.MaxRawLimit, *limit)
+	if *limit < 1 || *limit > query.MaxRawLimit {
+		return domain.Invalid("limit", "--limit must be between 1 and %d, got %d", query.MaxRawLimit, *limit)
 	}
 	return c.withStack(ctx, func(st *localStack) error {
-		page, err := st.app.pipeline.RawEntries(ctx, localUserID, st.name, q)
+		page, err := st.app.queries.RawEntries(ctx, localUserID, st.name, q)
 		if err != nil {
 			return err
 		}
@@ -208,7 +209,7 @@ func suggestionsList(ctx context.Context, c *cli, args []string) error {
 		return domain.Invalid("limit", "--limit must be between 1 and %d, got %d", processing.MaxSuggestionLimit, *limit)
 	}
 	return c.withStack(ctx, func(st *localStack) error {
-		list, err := st.app.pipeline.Suggestions(ctx, localUserID, st.name, status, *limit)
+		list, err := st.app.queries.Suggestions(ctx, localUserID, st.name, status, *limit)
 		if err != nil {
 			return err
 		}
@@ -235,7 +236,7 @@ func suggestionShow(ctx context.Context, c *cli, args []string) error {
 		return err
 	}
 	return c.withStack(ctx, func(st *localStack) error {
-		sg, err := st.app.pipeline.Suggestion(ctx, localUserID, pos[0])
+		sg, err := st.app.queries.Suggestion(ctx, localUserID, pos[0])
 		if err != nil {
 			return err
 		}
@@ -331,7 +332,7 @@ func anxietyCommand(ctx context.Context, c *cli, args []string) error {
 		return err
 	}
 	return c.withStack(ctx, func(st *localStack) error {
-		rep, err := st.app.pipeline.Anxiety(ctx, localUserID, st.name)
+		rep, err := st.app.queries.Anxiety(ctx, localUserID, st.name)
 		if err != nil {
 			return err
 		}
@@ -383,7 +384,7 @@ func auditCommand(ctx context.Context, c *cli, args []string) error {
 		if *account {
 			q.AgentID = ""
 		}
-		page, err := st.app.cognition.Audit(ctx, q)
+		page, err := st.app.queries.Audit(ctx, q)
 		if err != nil {
 			return err
 		}
@@ -423,7 +424,7 @@ func statsCommand(ctx context.Context, c *cli, args []string) error {
 		return err
 	}
 	return c.withStack(ctx, func(st *localStack) error {
-		s, err := st.app.cognition.Stats(ctx, localUserID, st.name)
+		s, err := st.app.queries.Stats(ctx, localUserID, st.name)
 		if err != nil {
 			return err
 		}
@@ -463,7 +464,7 @@ func settingsGet(ctx context.Context, c *cli, args []string) error {
 		return err
 	}
 	return c.withStack(ctx, func(st *localStack) error {
-		v, err := st.app.memories.Settings(ctx, localUserID, st.name)
+		v, err := st.app.queries.Settings(ctx, localUserID, st.name)
 		if err != nil {
 			return err
 		}
@@ -523,14 +524,14 @@ func processingGet(ctx context.Context, c *cli, args []string) error {
 		return err
 	}
 	return c.withStack(ctx, func(st *localStack) error {
-		v, err := st.app.pipeline.Processing(ctx, localUserID, st.name)
+		v, err := st.app.queries.Processing(ctx, localUserID, st.name)
 		return c.printProcessing(v, err)
 	})
 }
 
 // printProcessing shows the processing view: for people, the settings,
 // one line per layer with its trigger state, and the latest runs.
-func (c *cli) printProcessing(v commands.ProcessingView, err error) error {
+func (c *cli) printProcessing(v query.ProcessingView, err error) error {
 	if err != nil {
 		return err
 	}
@@ -585,7 +586,10 @@ func processingSet(ctx context.Context, c *cli, args []string) error {
 		return domain.Invalid("", "processing set: %v (keys: auto_promote, suggestion_expiry_hours, layers.TRANSITION.FIELD)", err)
 	}
 	return c.withStack(ctx, func(st *localStack) error {
-		return c.printProcessing(st.app.pipeline.Configure(ctx, st.meta(), st.name, patch))
+		if err := st.app.pipeline.Configure(ctx, st.meta(), st.name, patch); err != nil {
+			return err
+		}
+		return c.printProcessing(st.app.queries.Processing(ctx, localUserID, st.name))
 	})
 }
 
@@ -639,7 +643,7 @@ func provenanceCommand(ctx context.Context, c *cli, args []string) error {
 		return domain.Invalid("depth", "--depth must be a positive integer, got %d", *depth)
 	}
 	return c.withStack(ctx, func(st *localStack) error {
-		t, err := st.app.cognition.Provenance(ctx, localUserID, pos[0], *direction, *depth)
+		t, err := st.app.queries.Provenance(ctx, localUserID, pos[0], *direction, *depth)
 		if err != nil {
 			return err
 		}

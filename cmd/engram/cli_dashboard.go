@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/engram-memory/engram/dashboard"
+	"github.com/engram-memory/engram/internal/stack"
 )
 
 // dashboardCommand serves the read-only dashboard of one stack on
@@ -48,7 +49,7 @@ func dashboardCommand(ctx context.Context, c *cli, args []string) error {
 	if err != nil {
 		return fmt.Errorf("dashboard: cannot listen on 127.0.0.1:%d (is another dashboard or program using it? choose another with --port): %w", *port, err)
 	}
-	handler := dashboard.New(dashboard.Config{UserID: localUserID, AgentID: c.stack, Stack: st, Logger: logger}).Handler()
+	handler := dashboard.New(dashboard.Config{UserID: localUserID, AgentID: c.stack, Queries: st.Queries, Logger: logger}).Handler()
 	if *verbose {
 		handler = logRequests(handler, logger)
 	}
@@ -75,7 +76,7 @@ func dashboardCommand(ctx context.Context, c *cli, args []string) error {
 
 // openStackReadOnly opens an existing stack for the dashboard: a missing
 // stack is not_found, and nothing is created or written.
-func (c *cli) openStackReadOnly(ctx context.Context, name string, logger *slog.Logger) (*dashboard.Stack, error) {
+func (c *cli) openStackReadOnly(ctx context.Context, name string, logger *slog.Logger) (*stack.ReadOnly, error) {
 	dir, err := c.stackDir(name)
 	if err != nil {
 		return nil, err
@@ -95,7 +96,7 @@ func (c *cli) openStackReadOnly(ctx context.Context, name string, logger *slog.L
 	if err != nil {
 		return nil, err
 	}
-	st, err := dashboard.Open(ctx, dashboard.OpenConfig{Dir: dir, UserID: localUserID, AgentID: name, Processor: processor, Logger: logger})
+	st, err := stack.OpenReadOnly(ctx, stack.ReadOnlyConfig{Dir: dir, UserID: localUserID, AgentID: name, Processor: processor.Info(), Logger: logger})
 	if err != nil {
 		return nil, fmt.Errorf("open stack %s read-only: %w", name, err)
 	}

@@ -97,7 +97,7 @@ func showCommand(ctx context.Context, c *cli, args []string) error {
 		return err
 	}
 	defer st.close()
-	v, err := st.app.memories.Get(ctx, localUserID, pos[0])
+	v, err := st.app.queries.Get(ctx, localUserID, pos[0])
 	if err != nil {
 		return err
 	}
@@ -156,7 +156,7 @@ func listCommand(ctx context.Context, c *cli, args []string) error {
 		return err
 	}
 	defer st.close()
-	page, err := st.app.memories.List(ctx, q)
+	page, err := st.app.queries.List(ctx, q)
 	if err != nil {
 		return err
 	}
@@ -250,7 +250,7 @@ func editCommand(ctx context.Context, c *cli, args []string) error {
 		return err
 	}
 	defer st.close()
-	current, err := st.app.memories.Get(ctx, localUserID, pos[0])
+	current, err := st.app.queries.Get(ctx, localUserID, pos[0])
 	if err != nil {
 		return err
 	}

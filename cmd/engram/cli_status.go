@@ -169,7 +169,7 @@ func countMemories(ctx context.Context, st *localStack, types []memory.Type, inc
 	}
 	n, cursor := 0, ""
 	for {
-		page, err := st.app.memories.List(ctx, memory.ListQuery{UserID: localUserID, AgentID: st.name, Types: types, IncludeForgotten: includeForgotten, Limit: memory.MaxListLimit, Cursor: cursor})
+		page, err := st.app.queries.List(ctx, memory.ListQuery{UserID: localUserID, AgentID: st.name, Types: types, IncludeForgotten: includeForgotten, Limit: memory.MaxListLimit, Cursor: cursor})
 		if err != nil {
 			return 0, err
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/engram-memory/engram/infra/llm"
 	"github.com/engram-memory/engram/internal/loopback"
 	"github.com/engram-memory/engram/internal/stack"
+	"github.com/engram-memory/engram/internal/workers"
 )
 
 // serveConfig is everything `engram serve` can be told.
@@ -104,7 +105,7 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.StringVar(&cfg.ChatModel, "chat-model", "", "chat model of the OpenAI-compatible endpoint (same base URL and key as embeddings) that raw processing uses; empty: the built-in rule-based extractor, which serves only raw_to_episode and raw_to_note")
 	fs.DurationVar(&cfg.ChatTimeout, "chat-timeout", llm.DefaultTimeout, "time one processing request to the chat model may take")
 	fs.DurationVar(&cfg.ProcessInterval, "process-interval", 5*time.Minute, "how often the background scheduler visits every agent and runs the processing transitions whose triggers fire (0 disables it; then only POST /process runs passes)")
-	fs.IntVar(&cfg.ProcessWorkers, "process-concurrency", commands.DefaultSchedulerConcurrency, "agents the background scheduler processes at once")
+	fs.IntVar(&cfg.ProcessWorkers, "process-concurrency", workers.DefaultSchedulerConcurrency, "agents the background scheduler processes at once")
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&cfg.LogFormat, "log-format", "text", "text or json")
 	fs.StringVar(&cfg.PprofAddr, "pprof-addr", "", "serve net/http/pprof (/debug/pprof/) on this separate loopback address, e.g. 127.0.0.1:6060, for profiling; unauthenticated, so only loopback is accepted (default off)")
@@ -288,7 +289,7 @@ func (a *app) startScheduler(cfg serveConfig) error {
 	case cfg.ProcessWorkers < 1:
 		return fmt.Errorf("--process-concurrency must be at least 1, got %d", cfg.ProcessWorkers)
 	}
-	sched, err := commands.NewScheduler(commands.SchedulerConfig{
+	sched, err := workers.NewScheduler(workers.SchedulerConfig{
 		Pipeline: a.pipeline, Agents: a.stack.Memories, Interval: cfg.ProcessInterval, Concurrency: cfg.ProcessWorkers, Logger: a.logger,
 	})
 	if err != nil {

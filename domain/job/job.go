@@ -1,6 +1,7 @@
 package job
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -79,6 +80,20 @@ func Load(events []domain.Event) (*Job, error) {
 		j.Version = int64(e.Version)
 	}
 	return j, nil
+}
+
+// Read folds the job's stream from log.
+func Read(ctx context.Context, log domain.StreamReader, jobID string) (*Job, error) {
+	events, err := log.ReadStream(ctx, Stream(jobID), 0)
+	if err != nil {
+		return nil, fmt.Errorf("job: load job %s: %w", jobID, err)
+	}
+	return Load(events)
+}
+
+// AgentRef names the job's agent in its events.
+func (j *Job) AgentRef() memory.AgentRef {
+	return memory.AgentRef{UserID: j.UserID, AgentID: j.AgentID}
 }
 
 // Exists reports whether the job was queued.

@@ -127,27 +127,8 @@ func NormalizeContent(t Type, raw json.RawMessage) (json.RawMessage, error) {
 	if len(bytes.TrimSpace(raw)) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
 		return nil, domain.Invalid("content", "%v", errContentMissing)
 	}
-	var c interface{ normalize(*checker) }
-	switch t {
-	case Episode:
-		c = &EpisodeContent{}
-	case Belief:
-		c = &BeliefContent{}
-	case Note:
-		c = &NoteContent{}
-	case Value:
-		c = &ValueContent{}
-	case Goal:
-		c = &GoalContent{}
-	case Playbook:
-		c = &PlaybookContent{}
-	case RawEntry:
-		c = &RawEntryContent{}
-	case Relationship:
-		c = &RelationshipContent{}
-	case Drive:
-		c = &DriveContent{}
-	default:
+	c := newContent(t)
+	if c == nil {
 		return nil, domain.Invalid("type", "unknown memory type %q", t)
 	}
 	if err := decodeStrict(raw, c); err != nil {
@@ -163,6 +144,32 @@ func NormalizeContent(t Type, raw json.RawMessage) (json.RawMessage, error) {
 		return nil, fmt.Errorf("memory: encode content: %w", err)
 	}
 	return out, nil
+}
+
+// newContent returns an empty content struct of type t, nil for a type
+// that is not one.
+func newContent(t Type) typedContent {
+	switch t {
+	case Episode:
+		return &EpisodeContent{}
+	case Belief:
+		return &BeliefContent{}
+	case Note:
+		return &NoteContent{}
+	case Value:
+		return &ValueContent{}
+	case Goal:
+		return &GoalContent{}
+	case Playbook:
+		return &PlaybookContent{}
+	case RawEntry:
+		return &RawEntryContent{}
+	case Relationship:
+		return &RelationshipContent{}
+	case Drive:
+		return &DriveContent{}
+	}
+	return nil
 }
 
 func decodeStrict(raw json.RawMessage, v any) error {

@@ -34,31 +34,15 @@ type typedContent interface {
 	metadataParts() []string
 	// meta is the content's common metadata (strength, is_protected).
 	meta() Metadata
+	// normalize checks the content and fills its defaults
+	// (NormalizeContent).
+	normalize(*checker)
 }
 
 // decodeTyped decodes content as the struct of type t.
 func decodeTyped(t Type, content json.RawMessage) (typedContent, error) {
-	var c typedContent
-	switch t {
-	case Episode:
-		c = &EpisodeContent{}
-	case Belief:
-		c = &BeliefContent{}
-	case Note:
-		c = &NoteContent{}
-	case Value:
-		c = &ValueContent{}
-	case Goal:
-		c = &GoalContent{}
-	case Playbook:
-		c = &PlaybookContent{}
-	case RawEntry:
-		c = &RawEntryContent{}
-	case Relationship:
-		c = &RelationshipContent{}
-	case Drive:
-		c = &DriveContent{}
-	default:
+	c := newContent(t)
+	if c == nil {
 		return nil, fmt.Errorf("unknown type %q", t)
 	}
 	if err := json.Unmarshal(content, c); err != nil {

@@ -121,6 +121,24 @@ func ParseTypeFilter(field string, names []string) ([]Type, error) {
 	return out, nil
 }
 
+// ParseSearchableTypes parses a type filter (plural or singular names)
+// that may only name searchable types; empty means every searchable type.
+func ParseSearchableTypes(field string, names []string) ([]Type, error) {
+	types, err := ParseTypeFilter(field, names)
+	if err != nil {
+		return nil, err
+	}
+	if types == nil {
+		return SearchableTypes(), nil
+	}
+	for _, t := range types {
+		if !t.Searchable() {
+			return nil, domain.Invalid(field, "%s: %s memories are not searchable and have no embeddings", field, t.Plural())
+		}
+	}
+	return types, nil
+}
+
 func pluralNames() []string {
 	out := make([]string, len(typeInfo))
 	for i, ti := range typeInfo {

@@ -20,58 +20,42 @@ import (
 	"time"
 
 	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/infra/indextest"
 )
 
 // Target describes the adapter under test.
-type Target struct {
-	// Open returns a fresh, empty index for each subtest.
-	Open func(t *testing.T) domain.KeywordIndex
-	// Unreachable, if set, returns an index whose backend is down; every
-	// operation must then fail with domain.ErrIndexUnavailable. Embedded
-	// indexes cannot be down and leave it nil.
-	Unreachable func(t *testing.T) domain.KeywordIndex
-}
+type Target = indextest.Target[domain.KeywordIndex]
 
 // Run runs the suite.
 func Run(t *testing.T, target Target) {
-	cases := []struct {
-		name string
-		run  func(*testing.T, domain.KeywordIndex)
-	}{
-		{"ReadYourWrites", readYourWrites},
-		{"IsolationBetweenUsersAndAgents", isolation},
-		{"FilterTypes", filterTypes},
-		{"FilterTagsAllOf", filterTags},
-		{"FilterCreatedAfterInclusive", filterCreatedAfter},
-		{"FilterCreatedBeforeExclusive", filterCreatedBefore},
-		{"FiltersCombined", filtersCombined},
-		{"ForgetAndUnforget", forgetAndUnforget},
-		{"UpsertForgottenDocument", upsertForgotten},
-		{"IncludeForgotten", includeForgotten},
-		{"DeleteMemory", deleteMemory},
-		{"DeleteAgent", deleteAgent},
-		{"DropAll", dropAll},
-		{"ScoresAndOrdering", scoresAndOrdering},
-		{"EqualScoresNewerFirst", equalScoresNewerFirst},
-		{"MinScoreAndLimit", minScoreAndLimit},
-		{"ReplaceChangesText", replaceChangesText},
-		{"IdempotentRedelivery", idempotentRedelivery},
-		{"QuerySyntaxIsPlainText", querySyntaxIsPlainText},
-		{"CanceledContextFails", canceledContextFails},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) { c.run(t, target.Open(t)) })
-	}
-	if target.Unreachable != nil {
-		t.Run("UnreachableBackend", func(t *testing.T) { unreachable(t, target.Unreachable(t)) })
-	}
+	indextest.Suite[domain.KeywordIndex]{
+		Cases: []indextest.Case[domain.KeywordIndex]{
+			{Name: "ReadYourWrites", Run: readYourWrites},
+			{Name: "IsolationBetweenUsersAndAgents", Run: isolation},
+			{Name: "ForgetAndUnforget", Run: forgetAndUnforget},
+			{Name: "UpsertForgottenDocument", Run: upsertForgotten},
+			{Name: "IncludeForgotten", Run: includeForgotten},
+			{Name: "DeleteMemory", Run: deleteMemory},
+			{Name: "DeleteAgent", Run: deleteAgent},
+			{Name: "DropAll", Run: dropAll},
+			{Name: "ScoresAndOrdering", Run: scoresAndOrdering},
+			{Name: "EqualScoresNewerFirst", Run: equalScoresNewerFirst},
+			{Name: "MinScoreAndLimit", Run: minScoreAndLimit},
+			{Name: "ReplaceChangesText", Run: replaceChangesText},
+			{Name: "IdempotentRedelivery", Run: idempotentRedelivery},
+			{Name: "QuerySyntaxIsPlainText", Run: querySyntaxIsPlainText},
+			{Name: "CanceledContextFails", Run: canceledContextFails},
+		},
+		CheckFilters: checkFilters,
+		Unreachable:  unreachable,
+	}.Run(t, target)
 }
 
 var (
-	alice  = domain.IndexScope{UserID: "u-alice", AgentID: "claire"}
-	alice2 = domain.IndexScope{UserID: "u-alice", AgentID: "bob"}
-	bruno  = domain.IndexScope{UserID: "u-bruno", AgentID: "claire"}
-	t0     = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	alice  = indextest.Alice
+	alice2 = indextest.Alice2
+	bruno  = indextest.Bruno
+	t0     = indextest.T0
 )
 
 func doc(scope domain.IndexScope, id, typ, text string, created time.Time, tags ...string) domain.KeywordDocument {
@@ -100,34 +84,14 @@ func search(t *testing.T, ix domain.KeywordIndex, q domain.KeywordQuery) []domai
 	return hits
 }
 
-func ids(hits []domain.IndexHit) []string {
-	out := make([]string, len(hits))
-	for i, h := range hits {
-		out[i] = h.MemoryID
-	}
-	return out
-}
-
-// sameSet compares hit ids ignoring order.
-func sameSet(t *testing.T, what string, hits []domain.IndexHit, want ...string) {
-	t.Helper()
-	got := ids(hits)
-	slices.Sort(got)
-	want = slices.Clone(want)
-	slices.Sort(want)
-	if !slices.Equal(got, want) {
-		t.Fatalf("%s: got %v, want %v", what, got, want)
-	}
-}
-
 func readYourWrites(t *testing.T, ix domain.KeywordIndex) {
 	if err := ix.Ready(context.Background()); err != nil {
 		t.Fatalf("Ready: %v", err)
 	}
-	sameSet(t, "empty index", search(t, ix, domain.KeywordQuery{Scope: alice, Text: "lighthouse"}))
+	indextest.SameSet(t, "empty index", search(t, ix, domain.KeywordQuery{Scope: alice, Text: "lighthouse"}))
 	upsert(t, ix, doc(alice, "m1", "note", "the lighthouse keeper", t0))
 	hits := search(t, ix, domain.KeywordQuery{Scope: alice, Text: "lighthouse"})
-	sameSet(t, "after upsert", hits, "m1")
+	indextest.SameSet(t, "after upsert", hits, "m1")
 	if !hits[0].CreatedAt.Equal(t0) {
 		t.Fatalf("hit CreatedAt = %v, want %v", hits[0].CreatedAt, t0)
 	}
@@ -143,62 +107,22 @@ func isolation(t *testing.T, ix domain.KeywordIndex) {
 		scope domain.IndexScope
 		want  string
 	}{{alice, "a1"}, {alice2, "a2"}, {bruno, "b1"}} {
-		sameSet(t, fmt.Sprintf("scope %+v", c.scope), search(t, ix, domain.KeywordQuery{Scope: c.scope, Text: "granite"}), c.want)
+		indextest.SameSet(t, fmt.Sprintf("scope %+v", c.scope), search(t, ix, domain.KeywordQuery{Scope: c.scope, Text: "granite"}), c.want)
 	}
-	sameSet(t, "unknown agent", search(t, ix, domain.KeywordQuery{Scope: domain.IndexScope{UserID: "u-alice", AgentID: "nobody"}, Text: "granite"}))
+	indextest.SameSet(t, "unknown agent", search(t, ix, domain.KeywordQuery{Scope: domain.IndexScope{UserID: "u-alice", AgentID: "nobody"}, Text: "granite"}))
 }
 
-// filterFixture is four notes on one topic that differ in type, tags and
-// creation time.
-func filterFixture(t *testing.T, ix domain.KeywordIndex) {
-	upsert(t, ix,
-		doc(alice, "f1", "note", "harbour crane report", t0, "work", "urgent"),
-		doc(alice, "f2", "episode", "harbour crane report", t0.Add(time.Hour), "work"),
-		doc(alice, "f3", "belief", "harbour crane report", t0.Add(2*time.Hour), "urgent"),
-		doc(alice, "f4", "note", "harbour crane report", t0.Add(3*time.Hour)),
-	)
-}
-
-func filtered(t *testing.T, ix domain.KeywordIndex, f domain.IndexFilter) []domain.IndexHit {
-	t.Helper()
-	return search(t, ix, domain.KeywordQuery{Scope: alice, Text: "harbour crane", Filter: f})
-}
-
-func filterTypes(t *testing.T, ix domain.KeywordIndex) {
-	filterFixture(t, ix)
-	sameSet(t, "types note", filtered(t, ix, domain.IndexFilter{Types: []string{"note"}}), "f1", "f4")
-	sameSet(t, "types episode+belief", filtered(t, ix, domain.IndexFilter{Types: []string{"episode", "belief"}}), "f2", "f3")
-	sameSet(t, "unknown type", filtered(t, ix, domain.IndexFilter{Types: []string{"goal"}}))
-}
-
-func filterTags(t *testing.T, ix domain.KeywordIndex) {
-	filterFixture(t, ix)
-	sameSet(t, "tag work", filtered(t, ix, domain.IndexFilter{Tags: []string{"work"}}), "f1", "f2")
-	sameSet(t, "tags work+urgent (all of)", filtered(t, ix, domain.IndexFilter{Tags: []string{"work", "urgent"}}), "f1")
-	sameSet(t, "unknown tag", filtered(t, ix, domain.IndexFilter{Tags: []string{"work", "never"}}))
-}
-
-func filterCreatedAfter(t *testing.T, ix domain.KeywordIndex) {
-	filterFixture(t, ix)
-	sameSet(t, "created_after = f2's time", filtered(t, ix, domain.IndexFilter{CreatedAfter: t0.Add(time.Hour)}), "f2", "f3", "f4")
-	sameSet(t, "created_after past the last", filtered(t, ix, domain.IndexFilter{CreatedAfter: t0.Add(4 * time.Hour)}))
-}
-
-func filterCreatedBefore(t *testing.T, ix domain.KeywordIndex) {
-	filterFixture(t, ix)
-	sameSet(t, "created_before = f3's time", filtered(t, ix, domain.IndexFilter{CreatedBefore: t0.Add(2 * time.Hour)}), "f1", "f2")
-	sameSet(t, "created_before = the first", filtered(t, ix, domain.IndexFilter{CreatedBefore: t0}))
-}
-
-func filtersCombined(t *testing.T, ix domain.KeywordIndex) {
-	filterFixture(t, ix)
-	sameSet(t, "note + urgent", filtered(t, ix, domain.IndexFilter{Types: []string{"note"}, Tags: []string{"urgent"}}), "f1")
-	sameSet(t, "window [t0+1h, t0+3h) + urgent", filtered(t, ix, domain.IndexFilter{
-		Tags: []string{"urgent"}, CreatedAfter: t0.Add(time.Hour), CreatedBefore: t0.Add(3 * time.Hour),
-	}), "f3")
-	sameSet(t, "everything at once", filtered(t, ix, domain.IndexFilter{
-		Types: []string{"note", "episode"}, Tags: []string{"work"}, CreatedAfter: t0, CreatedBefore: t0.Add(time.Hour),
-	}), "f1")
+// checkFilters stores the filter fixture as documents of one text and
+// runs cases with a query that matches it all.
+func checkFilters(t *testing.T, ix domain.KeywordIndex, cases []indextest.FilterCase) {
+	var docs []domain.KeywordDocument
+	for _, m := range indextest.FilterFixture {
+		docs = append(docs, doc(alice, m.ID, m.Type, "harbour crane report", m.CreatedAt, m.Tags...))
+	}
+	upsert(t, ix, docs...)
+	indextest.CheckFilters(t, cases, func(f domain.IndexFilter) []domain.IndexHit {
+		return search(t, ix, domain.KeywordQuery{Scope: alice, Text: "harbour crane", Filter: f})
+	})
 }
 
 func forgetAndUnforget(t *testing.T, ix domain.KeywordIndex) {
@@ -207,18 +131,18 @@ func forgetAndUnforget(t *testing.T, ix domain.KeywordIndex) {
 	if err := ix.SetForgotten(ctx, alice, "k1", true); err != nil {
 		t.Fatal(err)
 	}
-	sameSet(t, "after forget", search(t, ix, domain.KeywordQuery{Scope: alice, Text: "violin"}), "k2")
+	indextest.SameSet(t, "after forget", search(t, ix, domain.KeywordQuery{Scope: alice, Text: "violin"}), "k2")
 	if err := ix.SetForgotten(ctx, alice, "k1", true); err != nil {
 		t.Fatalf("forgetting twice: %v", err)
 	}
 	if err := ix.SetForgotten(ctx, bruno, "k2", true); err != nil {
 		t.Fatalf("forgetting another user's memory id: %v", err)
 	}
-	sameSet(t, "another scope's forget changes nothing", search(t, ix, domain.KeywordQuery{Scope: alice, Text: "violin"}), "k2")
+	indextest.SameSet(t, "another scope's forget changes nothing", search(t, ix, domain.KeywordQuery{Scope: alice, Text: "violin"}), "k2")
 	if err := ix.SetForgotten(ctx, alice, "k1", false); err != nil {
 		t.Fatal(err)
 	}
-	sameSet(t, "after unforget", search(t, ix, domain.KeywordQuery{Scope: alice, Text: "violin"}), "k1", "k2")
+	indextest.SameSet(t, "after unforget", search(t, ix, domain.KeywordQuery{Scope: alice, Text: "violin"}), "k1", "k2")
 	if err := ix.SetForgotten(ctx, alice, "absent", true); err != nil {
 		t.Fatalf("forgetting an absent memory: %v", err)
 	}
@@ -228,10 +152,10 @@ func upsertForgotten(t *testing.T, ix domain.KeywordIndex) {
 	d := doc(alice, "g1", "note", "walrus sighting", t0)
 	d.Forgotten = true
 	upsert(t, ix, d)
-	sameSet(t, "forgotten document", search(t, ix, domain.KeywordQuery{Scope: alice, Text: "walrus"}))
+	indextest.SameSet(t, "forgotten document", search(t, ix, domain.KeywordQuery{Scope: alice, Text: "walrus"}))
 	d.Forgotten = false
 	upsert(t, ix, d)
-	sameSet(t, "re-upserted not forgotten", search(t, ix, domain.KeywordQuery{Scope: alice, Text: "walrus"}), "g1")
+	indextest.SameSet(t, "re-upserted not forgotten", search(t, ix, domain.KeywordQuery{Scope: alice, Text: "walrus"}), "g1")
 }
 
 // includeForgotten: a query that includes forgotten memories finds them
@@ -250,17 +174,17 @@ func includeForgotten(t *testing.T, ix domain.KeywordIndex) {
 		}
 	}
 	with := domain.IndexFilter{IncludeForgotten: true}
-	sameSet(t, "without the flag", search(t, ix, domain.KeywordQuery{Scope: alice, Text: "heron"}))
-	sameSet(t, "with the flag", search(t, ix, domain.KeywordQuery{Scope: alice, Text: "heron", Filter: with}), "i1", "i2")
-	sameSet(t, "with the flag and a type filter", search(t, ix, domain.KeywordQuery{Scope: alice, Text: "heron",
+	indextest.SameSet(t, "without the flag", search(t, ix, domain.KeywordQuery{Scope: alice, Text: "heron"}))
+	indextest.SameSet(t, "with the flag", search(t, ix, domain.KeywordQuery{Scope: alice, Text: "heron", Filter: with}), "i1", "i2")
+	indextest.SameSet(t, "with the flag and a type filter", search(t, ix, domain.KeywordQuery{Scope: alice, Text: "heron",
 		Filter: domain.IndexFilter{IncludeForgotten: true, Types: []string{"episode"}}}), "i2")
-	sameSet(t, "with the flag, other user", search(t, ix, domain.KeywordQuery{Scope: bruno, Text: "heron", Filter: with}), "i4")
-	sameSet(t, "still hidden without the flag", search(t, ix, domain.KeywordQuery{Scope: alice, Text: "heron"}))
+	indextest.SameSet(t, "with the flag, other user", search(t, ix, domain.KeywordQuery{Scope: bruno, Text: "heron", Filter: with}), "i4")
+	indextest.SameSet(t, "still hidden without the flag", search(t, ix, domain.KeywordQuery{Scope: alice, Text: "heron"}))
 	if err := ix.SetForgotten(ctx, alice, "i1", false); err != nil {
 		t.Fatal(err)
 	}
-	sameSet(t, "after unforget, with the flag", search(t, ix, domain.KeywordQuery{Scope: alice, Text: "heron", Filter: with}), "i1", "i2")
-	sameSet(t, "after unforget, without", search(t, ix, domain.KeywordQuery{Scope: alice, Text: "heron"}), "i1")
+	indextest.SameSet(t, "after unforget, with the flag", search(t, ix, domain.KeywordQuery{Scope: alice, Text: "heron", Filter: with}), "i1", "i2")
+	indextest.SameSet(t, "after unforget, without", search(t, ix, domain.KeywordQuery{Scope: alice, Text: "heron"}), "i1")
 }
 
 func deleteMemory(t *testing.T, ix domain.KeywordIndex) {
@@ -269,7 +193,7 @@ func deleteMemory(t *testing.T, ix domain.KeywordIndex) {
 	if err := ix.DeleteMemory(ctx, alice, "d1"); err != nil {
 		t.Fatal(err)
 	}
-	sameSet(t, "after delete", search(t, ix, domain.KeywordQuery{Scope: alice, Text: "saffron"}), "d2")
+	indextest.SameSet(t, "after delete", search(t, ix, domain.KeywordQuery{Scope: alice, Text: "saffron"}), "d2")
 	for _, id := range []string{"d1", "absent"} {
 		if err := ix.DeleteMemory(ctx, alice, id); err != nil {
 			t.Fatalf("deleting %s again/absent: %v", id, err)
@@ -283,14 +207,14 @@ func deleteAgent(t *testing.T, ix domain.KeywordIndex) {
 	if err := ix.DeleteAgent(ctx, alice); err != nil {
 		t.Fatal(err)
 	}
-	sameSet(t, "deleted agent", search(t, ix, domain.KeywordQuery{Scope: alice, Text: "orchard"}))
-	sameSet(t, "same user's other agent", search(t, ix, domain.KeywordQuery{Scope: alice2, Text: "orchard"}), "x2")
-	sameSet(t, "other user's agent of that name", search(t, ix, domain.KeywordQuery{Scope: bruno, Text: "orchard"}), "x3")
+	indextest.SameSet(t, "deleted agent", search(t, ix, domain.KeywordQuery{Scope: alice, Text: "orchard"}))
+	indextest.SameSet(t, "same user's other agent", search(t, ix, domain.KeywordQuery{Scope: alice2, Text: "orchard"}), "x2")
+	indextest.SameSet(t, "other user's agent of that name", search(t, ix, domain.KeywordQuery{Scope: bruno, Text: "orchard"}), "x3")
 	if err := ix.DeleteAgent(ctx, alice); err != nil {
 		t.Fatalf("deleting an agent twice: %v", err)
 	}
 	upsert(t, ix, doc(alice, "x4", "note", "orchard again", t0))
-	sameSet(t, "agent recreated", search(t, ix, domain.KeywordQuery{Scope: alice, Text: "orchard"}), "x4")
+	indextest.SameSet(t, "agent recreated", search(t, ix, domain.KeywordQuery{Scope: alice, Text: "orchard"}), "x4")
 }
 
 func dropAll(t *testing.T, ix domain.KeywordIndex) {
@@ -302,9 +226,9 @@ func dropAll(t *testing.T, ix domain.KeywordIndex) {
 	if err := ix.DropAll(ctx); err != nil {
 		t.Fatal(err)
 	}
-	sameSet(t, "after drop", search(t, ix, domain.KeywordQuery{Scope: bruno, Text: "glacier"}))
+	indextest.SameSet(t, "after drop", search(t, ix, domain.KeywordQuery{Scope: bruno, Text: "glacier"}))
 	upsert(t, ix, doc(alice, "y1", "note", "glacier hike", t0))
-	sameSet(t, "rebuilt after drop (forgotten state gone too)", search(t, ix, domain.KeywordQuery{Scope: alice, Text: "glacier"}), "y1")
+	indextest.SameSet(t, "rebuilt after drop (forgotten state gone too)", search(t, ix, domain.KeywordQuery{Scope: alice, Text: "glacier"}), "y1")
 }
 
 func scoresAndOrdering(t *testing.T, ix domain.KeywordIndex) {
@@ -315,7 +239,7 @@ func scoresAndOrdering(t *testing.T, ix domain.KeywordIndex) {
 		doc(alice, "s4", "note", "nothing relevant here", t0),
 	)
 	hits := search(t, ix, domain.KeywordQuery{Scope: alice, Text: "museum tram"})
-	sameSet(t, "matches", hits, "s1", "s2", "s3")
+	indextest.SameSet(t, "matches", hits, "s1", "s2", "s3")
 	for i, h := range hits {
 		if h.Score <= 0 || h.Score > 1 {
 			t.Fatalf("hit %d score %v outside (0, 1]", i, h.Score)
@@ -325,7 +249,7 @@ func scoresAndOrdering(t *testing.T, ix domain.KeywordIndex) {
 		}
 	}
 	if hits[len(hits)-1].MemoryID != "s3" {
-		t.Fatalf("the memory matching one of two words ranks last, got %v", ids(hits))
+		t.Fatalf("the memory matching one of two words ranks last, got %v", indextest.IDs(hits))
 	}
 }
 
@@ -336,7 +260,7 @@ func equalScoresNewerFirst(t *testing.T, ix domain.KeywordIndex) {
 		doc(alice, "e3", "note", "pelican", t0.Add(time.Hour)),
 	)
 	hits := search(t, ix, domain.KeywordQuery{Scope: alice, Text: "pelican"})
-	if got := ids(hits); !slices.Equal(got, []string{"e2", "e3", "e1"}) {
+	if got := indextest.IDs(hits); !slices.Equal(got, []string{"e2", "e3", "e1"}) {
 		t.Fatalf("equal documents: got %v, want newer first [e2 e3 e1]", got)
 	}
 	if hits[0].Score != hits[2].Score {
@@ -354,8 +278,8 @@ func minScoreAndLimit(t *testing.T, ix domain.KeywordIndex) {
 		t.Fatalf("got %d hits, want 13", len(all))
 	}
 	limited := search(t, ix, domain.KeywordQuery{Scope: alice, Text: "compass bearing", Limit: 5})
-	if !slices.Equal(ids(limited), ids(all[:5])) {
-		t.Fatalf("limit 5: got %v, want the first five of %v", ids(limited), ids(all))
+	if !slices.Equal(indextest.IDs(limited), indextest.IDs(all[:5])) {
+		t.Fatalf("limit 5: got %v, want the first five of %v", indextest.IDs(limited), indextest.IDs(all))
 	}
 	top := all[0].Score
 	cut := search(t, ix, domain.KeywordQuery{Scope: alice, Text: "compass bearing", Limit: 100, MinScore: top})
@@ -368,17 +292,17 @@ func minScoreAndLimit(t *testing.T, ix domain.KeywordIndex) {
 		t.Fatalf("min_score %v kept %d of %d hits", top, len(cut), len(all))
 	}
 	if hits := search(t, ix, domain.KeywordQuery{Scope: alice, Text: "compass", Limit: 100, MinScore: 1.01}); len(hits) != 0 {
-		t.Fatalf("min_score above 1 kept %v", ids(hits))
+		t.Fatalf("min_score above 1 kept %v", indextest.IDs(hits))
 	}
 }
 
 func replaceChangesText(t *testing.T, ix domain.KeywordIndex) {
 	upsert(t, ix, doc(alice, "r1", "note", "copper kettle", t0, "kitchen"))
 	upsert(t, ix, doc(alice, "r1", "note", "silver teapot", t0, "dining"))
-	sameSet(t, "old text", search(t, ix, domain.KeywordQuery{Scope: alice, Text: "copper"}))
-	sameSet(t, "new text", search(t, ix, domain.KeywordQuery{Scope: alice, Text: "teapot"}), "r1")
-	sameSet(t, "old tag", search(t, ix, domain.KeywordQuery{Scope: alice, Text: "teapot", Filter: domain.IndexFilter{Tags: []string{"kitchen"}}}))
-	sameSet(t, "new tag", search(t, ix, domain.KeywordQuery{Scope: alice, Text: "teapot", Filter: domain.IndexFilter{Tags: []string{"dining"}}}), "r1")
+	indextest.SameSet(t, "old text", search(t, ix, domain.KeywordQuery{Scope: alice, Text: "copper"}))
+	indextest.SameSet(t, "new text", search(t, ix, domain.KeywordQuery{Scope: alice, Text: "teapot"}), "r1")
+	indextest.SameSet(t, "old tag", search(t, ix, domain.KeywordQuery{Scope: alice, Text: "teapot", Filter: domain.IndexFilter{Tags: []string{"kitchen"}}}))
+	indextest.SameSet(t, "new tag", search(t, ix, domain.KeywordQuery{Scope: alice, Text: "teapot", Filter: domain.IndexFilter{Tags: []string{"dining"}}}), "r1")
 }
 
 func idempotentRedelivery(t *testing.T, ix domain.KeywordIndex) {
@@ -410,7 +334,7 @@ func querySyntaxIsPlainText(t *testing.T, ix domain.KeywordIndex) {
 			t.Fatalf("query %q: %v", q, err)
 		}
 	}
-	sameSet(t, "filter-like text matches no other user", search(t, ix, domain.KeywordQuery{Scope: bruno, Text: `status OR user_id = "u-alice"`}))
+	indextest.SameSet(t, "filter-like text matches no other user", search(t, ix, domain.KeywordQuery{Scope: bruno, Text: `status OR user_id = "u-alice"`}))
 }
 
 func canceledContextFails(t *testing.T, ix domain.KeywordIndex) {

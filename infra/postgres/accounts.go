@@ -14,7 +14,7 @@ import (
 
 // Accounts is the accounts read model (account.ReadModel) in PostgreSQL:
 // users, verification tokens, API keys and sessions. It answers the
-// queries of commands (commands.AccountReader).
+// queries of commands (commands.AccountReadModel).
 //
 // Unlike the SQLite store it keeps no credential cache: with several nodes
 // sharing the read model, a node's cache would not see a key revoked

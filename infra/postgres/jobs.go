@@ -16,7 +16,7 @@ const MaxJobErrors = 100
 
 // Jobs is the jobs read model (job.ReadModel) in PostgreSQL: re-embedding
 // jobs with their progress. It answers the job runner's and the API's
-// queries (commands.JobReader).
+// queries (commands.JobReadModel).
 type Jobs struct {
 	tableModel
 }

@@ -16,7 +16,7 @@ import (
 // Memories is the memories read model (memory.ReadModel) in PostgreSQL:
 // agents, their memories, and which memory texts have vectors in which
 // model. Its queries (memories_queries.go) answer as the SQLite store's
-// do; infra/readmodeltest holds both to one specification.
+// do; internal/readmodeltest holds both to one specification.
 type Memories struct {
 	tableModel
 }

@@ -19,7 +19,7 @@ import (
 
 // The queries of the memories read model, answering as the SQLite store's
 // (infra/sqlite/memories_queries.go) do: the same pages, orders, cursors
-// and counts, which infra/readmodeltest.RunMemoryQueries holds both to.
+// and counts, which internal/readmodeltest.RunMemoryQueries holds both to.
 // Every one is scoped by user: another user's agent or memory is
 // indistinguishable from a missing one. Id lists are bound as one array
 // parameter, so no query is split into chunks.

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/engram-memory/engram/infra/postgres"
-	"github.com/engram-memory/engram/infra/readmodeltest"
+	"github.com/engram-memory/engram/internal/readmodeltest"
 )
 
 // The read-model stores run the same conformance suites as the SQLite

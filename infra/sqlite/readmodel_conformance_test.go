@@ -3,8 +3,8 @@ package sqlite_test
 import (
 	"testing"
 
-	"github.com/engram-memory/engram/infra/readmodeltest"
 	"github.com/engram-memory/engram/infra/sqlite"
+	"github.com/engram-memory/engram/internal/readmodeltest"
 )
 
 func TestAccountsConformance(t *testing.T) {

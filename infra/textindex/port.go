@@ -2,11 +2,10 @@ package textindex
 
 import (
 	"context"
-	"maps"
 	"math"
-	"sync"
 
 	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/infra/forgotten"
 )
 
 // DefaultSaturation is K in the port's score x/(x+K), x the BM25 relevance;
@@ -22,8 +21,7 @@ type Port struct {
 	ix         *Index
 	saturation float64
 
-	mu        sync.RWMutex
-	forgotten map[domain.IndexScope]map[string]struct{}
+	forgotten forgotten.Sets
 }
 
 var _ domain.KeywordIndex = (*Port)(nil)
@@ -34,7 +32,7 @@ func NewPort(opts Options, saturation float64) *Port {
 	if saturation <= 0 || math.IsNaN(saturation) {
 		saturation = DefaultSaturation
 	}
-	return &Port{ix: New(opts), saturation: saturation, forgotten: map[domain.IndexScope]map[string]struct{}{}}
+	return &Port{ix: New(opts), saturation: saturation}
 }
 
 // collectionOf names an agent's collection; user and agent ids hold no
@@ -49,31 +47,9 @@ func (p *Port) UpsertDocuments(ctx context.Context, docs ...domain.KeywordDocume
 	for _, d := range docs {
 		scope := domain.IndexScope{UserID: d.UserID, AgentID: d.AgentID}
 		p.ix.Upsert(collectionOf(scope), Doc{ID: d.MemoryID, Text: d.Text, Meta: d.Meta, Type: d.Type, Tags: d.Tags, CreatedAt: d.CreatedAt})
-		p.mark(scope, d.MemoryID, d.Forgotten)
+		p.forgotten.Mark(scope, d.MemoryID, d.Forgotten)
 	}
 	return nil
-}
-
-// mark records whether the memory is forgotten.
-func (p *Port) mark(scope domain.IndexScope, memoryID string, forgotten bool) {
-	if !forgotten && !p.hasForgotten(scope) {
-		return // the usual case: no write lock for writes that forget nothing
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	set := p.forgotten[scope]
-	if !forgotten {
-		delete(set, memoryID)
-		if len(set) == 0 {
-			delete(p.forgotten, scope)
-		}
-		return
-	}
-	if set == nil {
-		set = map[string]struct{}{}
-		p.forgotten[scope] = set
-	}
-	set[memoryID] = struct{}{}
 }
 
 // SetForgotten implements domain.KeywordIndex.
@@ -84,7 +60,7 @@ func (p *Port) SetForgotten(ctx context.Context, scope domain.IndexScope, memory
 	if forgotten && !p.ix.contains(collectionOf(scope), memoryID) {
 		return nil
 	}
-	p.mark(scope, memoryID, forgotten)
+	p.forgotten.Mark(scope, memoryID, forgotten)
 	return nil
 }
 
@@ -94,7 +70,7 @@ func (p *Port) DeleteMemory(ctx context.Context, scope domain.IndexScope, memory
 		return err
 	}
 	p.ix.Delete(collectionOf(scope), memoryID)
-	p.mark(scope, memoryID, false)
+	p.forgotten.Mark(scope, memoryID, false)
 	return nil
 }
 
@@ -103,9 +79,7 @@ func (p *Port) DeleteAgent(ctx context.Context, scope domain.IndexScope) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	delete(p.forgotten, scope)
+	p.forgotten.DropAgent(scope)
 	p.ix.DropCollection(collectionOf(scope))
 	return nil
 }
@@ -115,9 +89,7 @@ func (p *Port) DropAll(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	clear(p.forgotten)
+	p.forgotten.Clear()
 	for _, c := range p.ix.Collections("") {
 		p.ix.DropCollection(c)
 	}
@@ -133,7 +105,7 @@ func (p *Port) SearchKeyword(ctx context.Context, q domain.KeywordQuery) ([]doma
 	}
 	var hidden map[string]struct{}
 	if !q.Filter.IncludeForgotten {
-		hidden = p.hidden(q.Scope)
+		hidden = p.forgotten.Hidden(q.Scope)
 	}
 	hits, err := p.ix.Search(ctx, collectionOf(q.Scope), q.Text, q.Limit+len(hidden), f)
 	out := make([]domain.IndexHit, 0, min(len(hits), q.Limit))
@@ -156,23 +128,6 @@ func (p *Port) SearchKeyword(ctx context.Context, q domain.KeywordQuery) ([]doma
 	return out, nil
 }
 
-func (p *Port) hasForgotten(scope domain.IndexScope) bool {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	return len(p.forgotten[scope]) > 0
-}
-
-// hidden returns a copy of the agent's forgotten set (nil when empty, the
-// usual case), so a search holds no lock while it runs.
-func (p *Port) hidden(scope domain.IndexScope) map[string]struct{} {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	if set := p.forgotten[scope]; len(set) > 0 {
-		return maps.Clone(set)
-	}
-	return nil
-}
-
 func (p *Port) score(bm25 float64) float64 {
 	switch {
 	case bm25 <= 0 || math.IsNaN(bm25):
@@ -189,7 +144,5 @@ func (p *Port) Ready(ctx context.Context) error { return ctx.Err() }
 
 // Len is the number of searchable (not forgotten) documents of the agent.
 func (p *Port) Len(scope domain.IndexScope) int {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	return p.ix.Len(collectionOf(scope)) - len(p.forgotten[scope])
+	return p.ix.Len(collectionOf(scope)) - p.forgotten.Count(scope)
 }

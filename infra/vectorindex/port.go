@@ -4,12 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"math"
 	"strconv"
-	"sync"
 
 	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/infra/forgotten"
 )
 
 // Port is the embedded domain.VectorIndex: a collection per agent and
@@ -20,15 +19,14 @@ import (
 type Port struct {
 	ix *Index
 
-	mu        sync.RWMutex
-	forgotten map[domain.IndexScope]map[string]struct{}
+	forgotten forgotten.Sets
 }
 
 var _ domain.VectorIndex = (*Port)(nil)
 
 // NewPort returns the port over ix, which it owns from then on.
 func NewPort(ix *Index) *Port {
-	return &Port{ix: ix, forgotten: map[domain.IndexScope]map[string]struct{}{}}
+	return &Port{ix: ix}
 }
 
 // Index is the underlying index (start-up waits on its graph builds).
@@ -77,31 +75,9 @@ func (p *Port) UpsertVectors(ctx context.Context, points ...domain.VectorPoint) 
 		}
 	}
 	for _, pt := range points {
-		p.mark(domain.IndexScope{UserID: pt.UserID, AgentID: pt.AgentID}, pt.MemoryID, pt.Forgotten)
+		p.forgotten.Mark(domain.IndexScope{UserID: pt.UserID, AgentID: pt.AgentID}, pt.MemoryID, pt.Forgotten)
 	}
 	return errors.Join(rejected...)
-}
-
-// mark records whether the memory is forgotten.
-func (p *Port) mark(scope domain.IndexScope, memoryID string, forgotten bool) {
-	if !forgotten && !p.hasForgotten(scope) {
-		return // the usual case: no write lock for writes that forget nothing
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	set := p.forgotten[scope]
-	if !forgotten {
-		delete(set, memoryID)
-		if len(set) == 0 {
-			delete(p.forgotten, scope)
-		}
-		return
-	}
-	if set == nil {
-		set = map[string]struct{}{}
-		p.forgotten[scope] = set
-	}
-	set[memoryID] = struct{}{}
 }
 
 // SetForgotten implements domain.VectorIndex.
@@ -109,7 +85,7 @@ func (p *Port) SetForgotten(ctx context.Context, scope domain.IndexScope, memory
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	p.mark(scope, memoryID, forgotten)
+	p.forgotten.Mark(scope, memoryID, forgotten)
 	return nil
 }
 
@@ -121,7 +97,7 @@ func (p *Port) DeleteMemory(ctx context.Context, scope domain.IndexScope, memory
 	for _, c := range p.ix.Collections(agentPrefix(scope)) {
 		p.ix.Delete(c, memoryID)
 	}
-	p.mark(scope, memoryID, false)
+	p.forgotten.Mark(scope, memoryID, false)
 	return nil
 }
 
@@ -133,9 +109,7 @@ func (p *Port) DeleteAgent(ctx context.Context, scope domain.IndexScope) error {
 	for _, c := range p.ix.Collections(agentPrefix(scope)) {
 		p.ix.DropCollection(c)
 	}
-	p.mu.Lock()
-	delete(p.forgotten, scope)
-	p.mu.Unlock()
+	p.forgotten.DropAgent(scope)
 	return nil
 }
 
@@ -156,9 +130,7 @@ func (p *Port) DropAll(ctx context.Context) error {
 	for _, c := range p.ix.Collections("") {
 		p.ix.DropCollection(c)
 	}
-	p.mu.Lock()
-	clear(p.forgotten)
-	p.mu.Unlock()
+	p.forgotten.Clear()
 	return nil
 }
 
@@ -171,7 +143,7 @@ func (p *Port) SearchVectors(ctx context.Context, q domain.VectorQuery) ([]domai
 	}
 	var hidden map[string]struct{}
 	if !q.Filter.IncludeForgotten {
-		hidden = p.hidden(q.Scope)
+		hidden = p.forgotten.Hidden(q.Scope)
 	}
 	f := Filter{Types: q.Filter.Types, Tags: q.Filter.Tags, CreatedAfter: q.Filter.CreatedAfter, CreatedBefore: q.Filter.CreatedBefore}
 	hits, err := p.ix.Search(ctx, collectionOf(q.Scope, q.Space), q.Vector, q.Limit+len(hidden), f)
@@ -207,23 +179,6 @@ func cosineScore(cos float64) float64 {
 	return min(1, max(0, cos))
 }
 
-func (p *Port) hasForgotten(scope domain.IndexScope) bool {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	return len(p.forgotten[scope]) > 0
-}
-
-// hidden returns a copy of the agent's forgotten set (nil when empty, the
-// usual case), so a search holds no lock while it runs.
-func (p *Port) hidden(scope domain.IndexScope) map[string]struct{} {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	if set := p.forgotten[scope]; len(set) > 0 {
-		return maps.Clone(set)
-	}
-	return nil
-}
-
 // CountVectors implements domain.VectorIndex.
 func (p *Port) CountVectors(ctx context.Context, scope domain.IndexScope, space domain.VectorSpace) (int, error) {
 	if err := ctx.Err(); err != nil {
@@ -231,7 +186,7 @@ func (p *Port) CountVectors(ctx context.Context, scope domain.IndexScope, space 
 	}
 	c := collectionOf(scope, space)
 	n := p.ix.Len(c)
-	for id := range p.hidden(scope) {
+	for id := range p.forgotten.Hidden(scope) {
 		if p.ix.contains(c, id) {
 			n--
 		}

@@ -11,8 +11,8 @@ import (
 	"github.com/engram-memory/engram/infra/meilisearch"
 	"github.com/engram-memory/engram/infra/meilisearch/meilitest"
 	"github.com/engram-memory/engram/internal/stack"
+	"github.com/engram-memory/engram/internal/stack/searchtest"
 	"github.com/engram-memory/engram/projections/search"
-	"github.com/engram-memory/engram/projections/search/searchtest"
 )
 
 const meiliKey = "stack-test-meili-key"

@@ -11,8 +11,8 @@ import (
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/infra/qdrant/qdranttest"
 	"github.com/engram-memory/engram/internal/stack"
+	"github.com/engram-memory/engram/internal/stack/searchtest"
 	"github.com/engram-memory/engram/projections/search"
-	"github.com/engram-memory/engram/projections/search/searchtest"
 )
 
 const qdrantKey = "stack-test-key"

@@ -13,6 +13,8 @@ import (
 	"github.com/engram-memory/engram/domain/processing"
 	"github.com/engram-memory/engram/infra/postgres"
 	"github.com/engram-memory/engram/infra/sqlite"
+	"github.com/engram-memory/engram/internal/workers"
+	"github.com/engram-memory/engram/projections/query"
 	"github.com/engram-memory/engram/projections/search"
 )
 
@@ -66,7 +68,7 @@ type exporter interface {
 // read it; both backends implement it.
 type AccountsReadModel interface {
 	account.ReadModel
-	commands.AccountReader
+	commands.AccountReadModel
 	UserByEmail(ctx context.Context, email string) (account.UserView, bool, error)
 	exporter
 }
@@ -77,12 +79,11 @@ type AccountsReadModel interface {
 type MemoriesReadModel interface {
 	memory.ReadModel
 	commands.MemoryReadModel
-	commands.MemoryReader
-	commands.PendingReader
 	commands.AgentLister
-	commands.StatsReadModel
-	commands.PipelineMemories
-	commands.AgentDirectory
+	workers.PendingReader
+	query.MemoryReadModel
+	workers.AgentDirectory
+	workers.JobMemories
 	commands.MemoryOwners
 	search.MemoryReader
 	MemoriesByID(ctx context.Context, userID, agentID string, ids []string) (map[string]memory.View, error)
@@ -92,7 +93,9 @@ type MemoriesReadModel interface {
 // JobsReadModel is the jobs read model as the stack's consumers read it.
 type JobsReadModel interface {
 	job.ReadModel
-	commands.JobReader
+	commands.JobReadModel
+	workers.ActiveJobs
+	query.JobReadModel
 	exporter
 }
 
@@ -101,7 +104,7 @@ type JobsReadModel interface {
 type SuggestionsReadModel interface {
 	processing.SuggestionsReadModel
 	commands.SuggestionReadModel
-	commands.SuggestionCounter
+	query.SuggestionReadModel
 	exporter
 }
 
@@ -109,14 +112,14 @@ type SuggestionsReadModel interface {
 // consumers read it.
 type ProvenanceReadModel interface {
 	memory.ProvenanceReadModel
-	commands.ProvenanceReadModel
+	query.ProvenanceReadModel
 	exporter
 }
 
 // AuditReadModel is the audit read model as the stack's consumers read it.
 type AuditReadModel interface {
 	audit.ReadModel
-	commands.AuditReadModel
+	query.AuditReadModel
 	exporter
 }
 

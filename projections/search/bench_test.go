@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/engram-memory/engram/internal/stack/searchtest"
 	"github.com/engram-memory/engram/projections/search"
-	"github.com/engram-memory/engram/projections/search/searchtest"
 )
 
 // BenchmarkSearch measures the search service (no HTTP) on one agent of

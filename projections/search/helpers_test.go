@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/internal/stack/searchtest"
 	"github.com/engram-memory/engram/projections/search"
-	"github.com/engram-memory/engram/projections/search/searchtest"
 )
 
 var allModes = []search.Mode{search.ModeHybrid, search.ModeVector, search.ModeKeyword}

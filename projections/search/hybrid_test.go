@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/engram-memory/engram/internal/stack/searchtest"
 	"github.com/engram-memory/engram/projections/search"
-	"github.com/engram-memory/engram/projections/search/searchtest"
 )
 
 // A memory that only the vector side finds (here a misspelling that only

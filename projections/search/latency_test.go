@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/engram-memory/engram/internal/stack/searchtest"
 	"github.com/engram-memory/engram/projections/search"
-	"github.com/engram-memory/engram/projections/search/searchtest"
 )
 
 // TestLatencyProfile reports p50/p95/p99 of the search service per mode on

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/internal/stack/searchtest"
 	"github.com/engram-memory/engram/projections/search"
-	"github.com/engram-memory/engram/projections/search/searchtest"
 )
 
 var errBackendDown = fmt.Errorf("test outage: %w", domain.ErrIndexUnavailable)

@@ -17,8 +17,8 @@ import (
 	"github.com/engram-memory/engram/domain/memory"
 	"github.com/engram-memory/engram/infra/embed/local"
 	"github.com/engram-memory/engram/internal/stack"
+	"github.com/engram-memory/engram/internal/stack/searchtest"
 	"github.com/engram-memory/engram/projections/search"
-	"github.com/engram-memory/engram/projections/search/searchtest"
 )
 
 // TestLoCoMoQuality is a tuning aid: it loads the LoCoMo dev split's turns

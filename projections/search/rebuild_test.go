@@ -9,9 +9,9 @@ import (
 
 	"github.com/engram-memory/engram/commands"
 	"github.com/engram-memory/engram/domain/memory"
+	"github.com/engram-memory/engram/internal/stack/searchtest"
 	"github.com/engram-memory/engram/projections"
 	"github.com/engram-memory/engram/projections/search"
-	"github.com/engram-memory/engram/projections/search/searchtest"
 )
 
 // history writes a varied log: several users and agents, updates, forgets,

@@ -11,8 +11,8 @@ import (
 	"github.com/engram-memory/engram/commands"
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/memory"
+	"github.com/engram-memory/engram/internal/stack/searchtest"
 	"github.com/engram-memory/engram/projections/search"
-	"github.com/engram-memory/engram/projections/search/searchtest"
 )
 
 // filterFixture holds memories that differ in type, tags and time, all

@@ -1,4 +1,4 @@
-package commands
+package workers
 
 import (
 	"context"
@@ -47,7 +47,7 @@ func (r *JobRunner) embedBatch(ctx context.Context, j *job.Job, items []memory.V
 // embed asks the provider for exactly the job's model and size (embedTexts
 // checks the answer before anything is recorded).
 func (r *JobRunner) embed(ctx context.Context, j *job.Job, texts []string) ([][]float32, error) {
-	return embedTexts(ctx, r.catalog, r.cfg.EmbedTimeout, j.Model, j.Dimensions, texts)
+	return domain.EmbedExactly(ctx, r.catalog, r.cfg.EmbedTimeout, j.Model, j.Dimensions, texts)
 }
 
 // refused tells a provider's refusal of some input (worth retrying text by
@@ -86,7 +86,7 @@ func (r *JobRunner) embedEach(ctx context.Context, j *job.Job, items []memory.Vi
 		}
 	}
 	for _, s := range skips {
-		cur, err := loadJob(ctx, r.writer.Store(), j.ID)
+		cur, err := job.Read(ctx, r.writer.Store(), j.ID)
 		if err != nil || !r.holds(cur) {
 			return err
 		}
@@ -100,7 +100,7 @@ func (r *JobRunner) embedEach(ctx context.Context, j *job.Job, items []memory.Vi
 // record appends the batch's vectors, unless the job was cancelled or
 // taken over while the batch was being embedded.
 func (r *JobRunner) record(ctx context.Context, j *job.Job, items []memory.View, texts []string, vectors [][]float32) error {
-	cur, err := loadJob(ctx, r.writer.Store(), j.ID)
+	cur, err := job.Read(ctx, r.writer.Store(), j.ID)
 	if err != nil {
 		return err
 	}
@@ -110,7 +110,7 @@ func (r *JobRunner) record(ctx context.Context, j *job.Job, items []memory.View,
 	events := make([]domain.Payload, len(items))
 	for i, m := range items {
 		events[i] = memory.MemoryEmbedded{
-			AgentRef: agentRef(j), MemoryID: m.ID, Model: j.Model, Dimensions: j.Dimensions,
+			AgentRef: j.AgentRef(), MemoryID: m.ID, Model: j.Model, Dimensions: j.Dimensions,
 			TextHash: memory.TextHash(texts[i]), Vector: vectors[i], JobID: j.ID,
 		}
 	}

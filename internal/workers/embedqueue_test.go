@@ -1,4 +1,4 @@
-package commands_test
+package workers_test
 
 import (
 	"context"
@@ -45,7 +45,7 @@ func TestEmbedQueueDrainsAfterOutage(t *testing.T) {
 	for _, id := range ids {
 		var user, mid string
 		fmt.Sscanf(id, "%2s/%s", &user, &mid)
-		v, err := e.memories.Get(ctx, user, mid)
+		v, err := e.queries.Get(ctx, user, mid)
 		if err != nil || v.Embedding.Status != memory.StatusEmbedded {
 			t.Errorf("%s: %+v, %v", id, v.Embedding, err)
 		}
@@ -77,7 +77,7 @@ func TestEmbedQueueRunRetriesWithBackoff(t *testing.T) {
 	memWaitFor(t, "two retries", func() bool { return e.provider.calls.Load() >= before+2 })
 	e.provider.down.Store(false)
 	memWaitFor(t, "the memory is embedded", func() bool {
-		v, err := e.memories.Get(ctx, "u1", c.ID)
+		v, err := e.queries.Get(ctx, "u1", c.ID)
 		return err == nil && v.Embedding.Status == memory.StatusEmbedded
 	})
 	cancel()
@@ -101,7 +101,7 @@ func TestEmbedQueueModelNotServed(t *testing.T) {
 		memory.AgentModelSwitched{AgentRef: ref, Model: "text-embedding-3-small", Dimensions: 1536}); err != nil {
 		t.Fatal(err)
 	}
-	if v, _ := e.memories.Get(ctx, "u1", c.ID); v.Embedding.Status != memory.StatusPending || v.Embedding.Model != "text-embedding-3-small" {
+	if v, _ := e.queries.Get(ctx, "u1", c.ID); v.Embedding.Status != memory.StatusPending || v.Embedding.Model != "text-embedding-3-small" {
 		t.Errorf("after the switch: %+v", v.Embedding)
 	}
 	if n, err := e.queue.Drain(ctx); n != 0 || err == nil {

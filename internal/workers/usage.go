@@ -1,4 +1,4 @@
-package commands
+package workers
 
 import (
 	"context"
@@ -24,7 +24,7 @@ const DefaultUsageFlushInterval = 30 * time.Second
 // at most one interval of last_used_at precision, never a write a client
 // saw acknowledged.
 type UsageRecorder struct {
-	writer   *EventWriter
+	writer   Writer
 	interval time.Duration
 	logger   *slog.Logger
 
@@ -40,7 +40,7 @@ type keyUse struct {
 
 // NewUsageRecorder returns a recorder; interval <= 0 means the default,
 // a nil logger discards.
-func NewUsageRecorder(writer *EventWriter, interval time.Duration, logger *slog.Logger) *UsageRecorder {
+func NewUsageRecorder(writer Writer, interval time.Duration, logger *slog.Logger) *UsageRecorder {
 	if interval <= 0 {
 		interval = DefaultUsageFlushInterval
 	}
@@ -85,7 +85,7 @@ func (r *UsageRecorder) Run(ctx context.Context) error {
 			final, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 			defer cancel()
 			if err := r.Flush(final); err != nil {
-				return fmt.Errorf("commands: final key usage flush: %w", err)
+				return fmt.Errorf("workers: final key usage flush: %w", err)
 			}
 			return nil
 		}
@@ -134,7 +134,7 @@ func (r *UsageRecorder) flushUser(ctx context.Context, userID string, uses []acc
 	// replays thousands of them; ExpectAny: recording a use depends on no
 	// state, so it never needs to re-decide.
 	if _, err := r.writer.Append(ctx, account.UsageStream(userID), domain.ExpectAny, meta, &account.APIKeysUsed{UserID: userID, Uses: uses}); err != nil {
-		return fmt.Errorf("commands: flush key usage of %s: %w", userID, err)
+		return fmt.Errorf("workers: flush key usage of %s: %w", userID, err)
 	}
 	return nil
 }

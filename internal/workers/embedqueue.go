@@ -1,4 +1,4 @@
-package commands
+package workers
 
 import (
 	"context"
@@ -11,13 +11,6 @@ import (
 	"github.com/engram-memory/engram/domain/memory"
 )
 
-// PendingReader finds memories waiting for a vector: searchable, not
-// forgotten, and whose current text has none in the agent's active model
-// (infra/sqlite.Memories implements it).
-type PendingReader interface {
-	PendingEmbeddings(ctx context.Context, limit int) ([]memory.PendingEmbedding, error)
-}
-
 // Defaults of EmbedQueueConfig.
 const (
 	DefaultEmbedBatch       = 256
@@ -29,10 +22,10 @@ const (
 
 // EmbedQueueConfig holds the dependencies and settings of EmbedQueue.
 type EmbedQueueConfig struct {
-	Writer   *EventWriter  // required
-	Reader   PendingReader // required
-	Embedder Embedder      // required
-	Logger   *slog.Logger  // nil discards
+	Writer   Writer          // required
+	Reader   PendingReader   // required
+	Embedder domain.Embedder // required
+	Logger   *slog.Logger    // nil discards
 	// Batch is how many memories one pass reads and one provider call
 	// embeds at most.
 	Batch int
@@ -60,7 +53,7 @@ type EmbedQueue struct {
 // NewEmbedQueue checks cfg and fills its defaults.
 func NewEmbedQueue(cfg EmbedQueueConfig) (*EmbedQueue, error) {
 	if cfg.Writer == nil || cfg.Reader == nil || cfg.Embedder == nil {
-		return nil, errors.New("commands: the embedding queue needs a writer, a reader and an embedder")
+		return nil, errors.New("workers: the embedding queue needs a writer, a reader and an embedder")
 	}
 	if cfg.Batch <= 0 {
 		cfg.Batch = DefaultEmbedBatch
@@ -141,7 +134,7 @@ func (q *EmbedQueue) Drain(ctx context.Context) (int, error) {
 		for _, g := range groupPending(pending) {
 			for _, p := range g {
 				if key := p.MemoryID + "/" + p.Model + "/" + p.TextHash; seen[key] {
-					return done, fmt.Errorf("commands: memory %s is still pending after its vector was recorded", p.MemoryID)
+					return done, fmt.Errorf("workers: memory %s is still pending after its vector was recorded", p.MemoryID)
 				} else {
 					seen[key] = true
 				}
@@ -186,7 +179,7 @@ func (q *EmbedQueue) embedGroup(ctx context.Context, g []memory.PendingEmbedding
 		}
 		texts[i] = text
 	}
-	vecs, err := embedTexts(ctx, q.cfg.Embedder, q.cfg.CallTimeout, first.Model, first.Dimensions, texts)
+	vecs, err := domain.EmbedExactly(ctx, q.cfg.Embedder, q.cfg.CallTimeout, first.Model, first.Dimensions, texts)
 	if err != nil {
 		return fmt.Errorf("embed %d memories of agent %s with %s: %w", len(g), first.AgentID, first.Model, err)
 	}

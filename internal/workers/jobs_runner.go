@@ -1,4 +1,4 @@
-package commands
+package workers
 
 import (
 	"context"
@@ -94,10 +94,10 @@ func (c RunnerConfig) withDefaults() RunnerConfig {
 // the same store can resume a job where another stopped.
 type JobRunner struct {
 	cfg      RunnerConfig
-	writer   *EventWriter
-	jobs     JobReader
-	memories MemoryReader
-	catalog  ModelCatalog
+	writer   Writer
+	jobs     ActiveJobs
+	memories JobMemories
+	catalog  domain.Embedder
 	kick     chan struct{}
 
 	mu      sync.Mutex
@@ -111,7 +111,7 @@ type retryState struct {
 }
 
 // NewJobRunner returns a runner; call Run to start it.
-func NewJobRunner(writer *EventWriter, jobs JobReader, memories MemoryReader, catalog ModelCatalog, cfg RunnerConfig) *JobRunner {
+func NewJobRunner(writer Writer, jobs ActiveJobs, memories JobMemories, catalog domain.Embedder, cfg RunnerConfig) *JobRunner {
 	return &JobRunner{
 		cfg: cfg.withDefaults(), writer: writer, jobs: jobs, memories: memories, catalog: catalog,
 		kick:    make(chan struct{}, 1),
@@ -215,7 +215,7 @@ func (r *JobRunner) Step(ctx context.Context) (bool, error) {
 // advance moves one job a step, deciding on its stream (the read model may
 // lag behind other runners' writes).
 func (r *JobRunner) advance(ctx context.Context, v job.View) error {
-	j, err := loadJob(ctx, r.writer.Store(), v.JobID)
+	j, err := job.Read(ctx, r.writer.Store(), v.JobID)
 	if err != nil {
 		return err
 	}
@@ -283,7 +283,7 @@ func (r *JobRunner) meta(j *job.Job) domain.Metadata {
 // the job. Search moves to the new vectors in one event.
 func (r *JobRunner) finish(ctx context.Context, j *job.Job, agent memory.AgentView) error {
 	if agent.EmbeddingModel != j.Model || agent.Dimensions != j.Dimensions {
-		sw := memory.AgentModelSwitched{AgentRef: agentRef(j), Model: j.Model, Dimensions: j.Dimensions, JobID: j.ID}
+		sw := memory.AgentModelSwitched{AgentRef: j.AgentRef(), Model: j.Model, Dimensions: j.Dimensions, JobID: j.ID}
 		if _, err := r.writer.Append(ctx, memory.AgentStream(j.UserID, j.AgentID), domain.ExpectAny, r.meta(j), sw); err != nil {
 			return err
 		}

@@ -14,7 +14,7 @@ import (
 )
 
 // Jobs is a jobs read model store with the queries the job runner and the
-// API read it by (commands.JobReader).
+// API read it by (commands.JobReadModel).
 type Jobs interface {
 	job.ReadModel
 	Job(ctx context.Context, userID, jobID string) (job.View, bool, error)

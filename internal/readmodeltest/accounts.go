@@ -13,7 +13,7 @@ import (
 )
 
 // Accounts is an accounts read model store with the queries the account
-// commands read it by (commands.AccountReader).
+// commands read it by (commands.AccountReadModel).
 type Accounts interface {
 	account.ReadModel
 	UserByID(ctx context.Context, userID string) (account.UserView, bool, error)

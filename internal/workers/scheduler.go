@@ -1,4 +1,4 @@
-package commands
+package workers
 
 import (
 	"context"
@@ -11,17 +11,11 @@ import (
 	"github.com/engram-memory/engram/domain/memory"
 )
 
-// AgentDirectory pages through the agents of every user
-// (infra/sqlite.Memories implements it).
-type AgentDirectory interface {
-	AgentsAfter(ctx context.Context, after memory.AgentRef, limit int) ([]memory.AgentRef, error)
-}
-
 // SchedulerConfig wires a Scheduler.
 type SchedulerConfig struct {
-	Pipeline *Pipeline      // required
-	Agents   AgentDirectory // required
-	Interval time.Duration  // between sweeps; must be > 0
+	Pipeline ScheduledProcessor // required
+	Agents   AgentDirectory     // required
+	Interval time.Duration      // between sweeps; must be > 0
 	// Concurrency bounds the agents processed at once (default
 	// DefaultSchedulerConcurrency).
 	Concurrency int
@@ -50,10 +44,10 @@ type Scheduler struct {
 // NewScheduler checks cfg.
 func NewScheduler(cfg SchedulerConfig) (*Scheduler, error) {
 	if cfg.Pipeline == nil || cfg.Agents == nil {
-		return nil, errors.New("commands: the scheduler needs the pipeline and the agent directory")
+		return nil, errors.New("workers: the scheduler needs the pipeline and the agent directory")
 	}
 	if cfg.Interval <= 0 && cfg.Ticks == nil {
-		return nil, errors.New("commands: the scheduler needs a positive interval")
+		return nil, errors.New("workers: the scheduler needs a positive interval")
 	}
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = DefaultSchedulerConcurrency

@@ -1,0 +1,89 @@
+package query
+
+import (
+	"context"
+
+	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/domain/memory"
+	"github.com/engram-memory/engram/domain/stack"
+)
+
+// Get returns one memory of the user, forgotten or not, with its strength
+// now.
+func (s *Service) Get(ctx context.Context, userID, id string) (memory.View, error) {
+	v, found, err := s.cfg.Memories.Memory(ctx, userID, id)
+	if err != nil {
+		return memory.View{}, err
+	}
+	if !found {
+		return memory.View{}, domain.NotFound("memory")
+	}
+	v.ApplyStrength(s.now())
+	return v, nil
+}
+
+// List returns one page of the user's memories, newest first, with their
+// strength now. Forgotten memories are left out unless q.IncludeForgotten,
+// weak and dormant ones unless q.IncludeWeak.
+func (s *Service) List(ctx context.Context, q memory.ListQuery) (memory.Page, error) {
+	if q.AgentID != "" {
+		if err := memory.ValidateAgentID(q.AgentID); err != nil {
+			return memory.Page{}, err
+		}
+	}
+	switch {
+	case q.Limit == 0:
+		q.Limit = memory.DefaultListLimit
+	case q.Limit < 1 || q.Limit > memory.MaxListLimit:
+		return memory.Page{}, domain.Invalid("limit", "limit must be between 1 and %d, got %d", memory.MaxListLimit, q.Limit).
+			WithDetail("limit", memory.MaxListLimit)
+	}
+	q.Now = s.now()
+	page, err := s.cfg.Memories.ListMemories(ctx, q)
+	for i := range page.Memories {
+		page.Memories[i].ApplyStrength(q.Now)
+	}
+	return page, err
+}
+
+// Agents returns one page of the user's agents, in agent_id order.
+func (s *Service) Agents(ctx context.Context, q memory.AgentListQuery) (memory.AgentPage, error) {
+	switch {
+	case q.Limit == 0:
+		q.Limit = memory.DefaultListLimit
+	case q.Limit < 1 || q.Limit > memory.MaxListLimit:
+		return memory.AgentPage{}, domain.Invalid("limit", "limit must be between 1 and %d, got %d", memory.MaxListLimit, q.Limit).
+			WithDetail("limit", memory.MaxListLimit)
+	}
+	return s.cfg.Memories.ListAgents(ctx, q)
+}
+
+// Settings returns the agent's stack settings.
+func (s *Service) Settings(ctx context.Context, userID, agentID string) (stack.View, error) {
+	if memory.ValidateAgentID(agentID) != nil {
+		return stack.View{}, domain.NotFound("agent")
+	}
+	v, found, err := s.cfg.Memories.Settings(ctx, userID, agentID)
+	if err != nil {
+		return stack.View{}, err
+	}
+	if !found {
+		return stack.View{}, domain.NotFound("agent")
+	}
+	return v, nil
+}
+
+// agent returns the user's agent; a missing or foreign one is not found.
+func (s *Service) agent(ctx context.Context, userID, agentID string) (memory.AgentView, error) {
+	if err := memory.ValidateAgentID(agentID); err != nil {
+		return memory.AgentView{}, err
+	}
+	a, ok, err := s.cfg.Memories.Agent(ctx, userID, agentID)
+	if err != nil {
+		return memory.AgentView{}, err
+	}
+	if !ok {
+		return memory.AgentView{}, domain.NotFound("agent")
+	}
+	return a, nil
+}
