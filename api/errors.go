@@ -30,6 +30,7 @@ var statusByKind = map[domain.Kind]int{
 	domain.KindProviderUnavailable: http.StatusServiceUnavailable,
 	domain.KindIndexUnavailable:    http.StatusServiceUnavailable,
 	domain.KindNotYetConsistent:    http.StatusServiceUnavailable,
+	domain.KindStorageFull:         http.StatusInsufficientStorage,
 	domain.KindInternal:            http.StatusInternalServerError,
 }
 

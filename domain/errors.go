@@ -31,7 +31,10 @@ const (
 	// KindNotYetConsistent: this node has not yet applied the write a
 	// request's consistency token names (another node took it).
 	KindNotYetConsistent Kind = "not_yet_consistent"
-	KindInternal         Kind = "internal"
+	// KindStorageFull: the server's storage has no space left, so the
+	// write was refused and nothing of it was stored.
+	KindStorageFull Kind = "storage_full"
+	KindInternal    Kind = "internal"
 )
 
 // DetailRetryAfterSeconds is the detail of a KindRateLimited error that
@@ -120,3 +123,7 @@ func AsError(err error) (*Error, bool) {
 	ok := errors.As(err, &e)
 	return e, ok
 }
+
+// ErrStorageFull marks a failure caused by storage with no space left (a
+// full disk): no write can succeed until space is freed.
+var ErrStorageFull = errors.New("storage is full")
