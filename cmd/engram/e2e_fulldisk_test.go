@@ -4,10 +4,12 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -16,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/internal/stack"
 	"github.com/engram-memory/engram/internal/testserver"
 )
 
@@ -152,6 +156,29 @@ func contents(t *testing.T, apiURL, key, agent string) []string {
 	return out
 }
 
+// appendUnapplied appends to the log of the stopped server's dataDir an
+// event that no projection has applied yet (one that concerns none of
+// them, which still advances their checkpoints), and empties the
+// write-ahead log, whose file would otherwise hold room for the
+// projections' next commits.
+func appendUnapplied(t *testing.T, dataDir string) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := stack.Open(ctx, stack.Config{DataDir: dataDir, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := st.Store.Append(ctx, "unapplied", domain.ExpectNoStream, []domain.NewEvent{{Type: "Unrelated", SchemaVersion: 1, Payload: []byte(`{}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	// Without the write-ahead log's slack, the projections' next commit
+	// needs new space.
+	if err := st.DB.Reclaim(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func note(content string) map[string]any {
 	return map[string]any{"agent_id": "disk", "type": "notes", "content": map[string]string{"content": content}}
 }
@@ -225,11 +252,13 @@ func TestFullDiskRefusesWritesClearlyAndRecoversWithoutRestart(t *testing.T) {
 		}
 	}
 
-	// Restarted on a full disk.
-	fillDisk(t, filler)
+	// Restarted on a full disk, with an event in the log that the
+	// projections have not applied: they cannot before space is freed.
 	if err := s.Stop(); err != nil {
 		t.Fatalf("stop: %v", err)
 	}
+	appendUnapplied(t, dataDir)
+	fillDisk(t, filler)
 	s = testserver.Start(t, testserver.Options{Binary: binPath, DataDir: dataDir, Unready: true})
 	awaitReadyz(t, s.BaseURL, "storage_full")
 	if got := contents(t, s.APIURL(), key, "disk"); !slices.Equal(got, acknowledged) {
