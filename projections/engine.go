@@ -259,7 +259,11 @@ func (e *Engine) parkOnFailure(name string) message.HandlerMiddleware {
 					st.ParkedSince = &now
 				}
 				e.mu.Unlock()
-				e.logger.Error("projection batch parked; it is redelivered with a growing delay until it applies", "projection", name, "error", err)
+				if errors.Is(err, domain.ErrStorageFull) {
+					e.logger.Error("projection batch held until storage has room again; it is not retried before", "projection", name, "error", err)
+				} else {
+					e.logger.Error("projection batch parked; it is redelivered with a growing delay until it applies", "projection", name, "error", err)
+				}
 			}
 			return out, err
 		}

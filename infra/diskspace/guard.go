@@ -197,19 +197,19 @@ type guardedStore struct {
 
 func (s guardedStore) Append(ctx context.Context, stream string, expected int64, events []domain.NewEvent) (domain.AppendResult, error) {
 	if full := s.guard.Full(ctx); full != nil {
-		return domain.AppendResult{}, Refusal(full)
+		return domain.AppendResult{}, refusal(full)
 	}
 	res, err := s.EventStore.Append(ctx, stream, expected, events)
 	if err = s.guard.Check(err); errors.Is(err, domain.ErrStorageFull) {
-		return res, Refusal(err)
+		return res, refusal(err)
 	}
 	return res, err
 }
 
-// Refusal is the client's answer to a write refused because storage is
+// refusal is the client's answer to a write refused because storage is
 // full (reason wraps domain.ErrStorageFull): nothing was stored, and the
 // same request may be sent again once space is freed.
-func Refusal(reason error) *domain.Error {
+func refusal(reason error) *domain.Error {
 	e := domain.Errorf(domain.KindStorageFull, "the server's storage is full, so nothing of this request was stored; send it again once space is freed (GET /readyz says when)")
 	e.Err = reason
 	return e.WithDetail(domain.DetailRetryAfterSeconds, 10)
