@@ -12,6 +12,7 @@ import (
 
 	"github.com/engram-memory/engram/api"
 	"github.com/engram-memory/engram/commands"
+	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/processing"
 	"github.com/engram-memory/engram/infra/embed"
 	"github.com/engram-memory/engram/infra/llm"
@@ -76,13 +77,26 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 		}
 	}()
 	go func() {
-		head, err := st.Store.Head(engineCtx)
-		if err == nil {
-			err = st.Engine.WaitFor(engineCtx, head)
-		}
-		caughtUp.open(err)
-		if err == nil {
-			logger.Info("projections caught up", "position", head)
+		for {
+			head, err := st.Store.Head(engineCtx)
+			if err == nil {
+				err = st.Engine.WaitFor(engineCtx, head)
+			}
+			if errors.Is(err, domain.ErrStorageFull) && st.Storage != nil {
+				// The projections cannot catch up before space is freed:
+				// serve meanwhile (writes are refused, reads may miss what
+				// the projections have not applied) rather than hang.
+				logger.Warn("storage is full at start: serving reads and refusing writes until space is freed", "error", err)
+				caughtUp.serve()
+				if err = st.Storage.WaitForSpace(engineCtx); err == nil {
+					continue
+				}
+			}
+			caughtUp.open(err)
+			if err == nil {
+				logger.Info("projections caught up", "position", head)
+			}
+			return
 		}
 	}()
 
@@ -180,6 +194,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 		UserRateLimit: api.RateLimit{PerSecond: cfg.RateLimit, Burst: cfg.RateBurst},
 		IPRateLimit:   api.RateLimit{PerSecond: cfg.IPRateLimit, Burst: cfg.IPRateBurst},
 		Ready:         caughtUp.ready,
+		StorageFull:   st.StorageFull,
 		Auth:          accounts,
 		Accounts:      accounts,
 		Memories:      memories,
@@ -268,17 +283,42 @@ func (a *app) close(ctx context.Context) error {
 
 // startupGate holds API requests until the projections have applied the log
 // as it stood at start, so no read misses a write acknowledged before a
-// restart.
+// restart; or until storage turns out to be full, since then they cannot.
 type startupGate struct {
 	done chan struct{}
 	err  error
+	// serving is closed once requests may pass: with done, or earlier
+	// when storage is full (serve).
+	serving   chan struct{}
+	serveOnce sync.Once
 }
 
-func newStartupGate() *startupGate { return &startupGate{done: make(chan struct{})} }
+func newStartupGate() *startupGate {
+	return &startupGate{done: make(chan struct{}), serving: make(chan struct{})}
+}
 
 func (g *startupGate) open(err error) {
 	g.err = err
 	close(g.done)
+	g.serve()
+}
+
+// serve lets requests pass before the projections have caught up.
+func (g *startupGate) serve() { g.serveOnce.Do(func() { close(g.serving) }) }
+
+// waitServing blocks until requests may pass (see serve), or ctx ends.
+func (g *startupGate) waitServing(ctx context.Context) error {
+	select {
+	case <-g.serving:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case <-g.done:
+		return g.err
+	default:
+		return nil
+	}
 }
 
 func (g *startupGate) ready(context.Context) error {
@@ -307,7 +347,7 @@ func (g *startupGate) gate(next http.Handler) http.Handler {
 			return
 		}
 		select {
-		case <-g.done:
+		case <-g.serving:
 		case <-r.Context().Done():
 			return
 		}

@@ -98,7 +98,7 @@ func (c *cli) openNamedStack(ctx context.Context, name string, create bool) (*lo
 	if err != nil {
 		return nil, fmt.Errorf("open stack %s: %w", name, err)
 	}
-	if err := a.caughtUp.wait(ctx); err != nil {
+	if err := a.caughtUp.waitServing(ctx); err != nil {
 		a.close(context.Background())
 		return nil, fmt.Errorf("open stack %s: %w", name, err)
 	}

@@ -28,6 +28,9 @@ type LaunchOptions struct {
 	// StartTimeout bounds the wait for the "engram serving" line and for
 	// /readyz; default 30s.
 	StartTimeout time.Duration
+	// Unready: return once the server listens, without waiting for
+	// /readyz to answer 200 (a server meant to start not ready).
+	Unready bool
 }
 
 // Process is one running `engram serve` on a random loopback port.
@@ -46,7 +49,8 @@ type Process struct {
 // of the text and the JSON log formats.
 var servingText = regexp.MustCompile(`msg="engram serving" addr=(\S+)`)
 
-// Launch starts the binary and returns once /readyz answers 200. The
+// Launch starts the binary and returns once /readyz answers 200 (or once
+// it listens, with Unready). The
 // process is not tied to ctx (a benchmark outlives its start-up context);
 // end it with Stop or Kill.
 func Launch(ctx context.Context, opts LaunchOptions) (*Process, error) {
@@ -86,6 +90,9 @@ func Launch(ctx context.Context, opts LaunchOptions) (*Process, error) {
 	case <-ctx.Done():
 		p.Kill()
 		return nil, fmt.Errorf("testserver: engram serve did not start: %w\n%s", ctx.Err(), p.Log())
+	}
+	if opts.Unready {
+		return p, nil
 	}
 	if err := p.waitReady(ctx); err != nil {
 		p.Kill()

@@ -12,6 +12,7 @@ type Options struct {
 	DataDir string   // default t.TempDir()
 	Env     []string // extra KEY=VALUE pairs
 	Args    []string // extra `engram serve` flags
+	Unready bool     // see LaunchOptions.Unready
 }
 
 // Server is a running engram for one test. It is killed on t.Cleanup if
@@ -38,7 +39,7 @@ func Start(t testing.TB, opts Options) *Server {
 		opts.DataDir = t.TempDir()
 	}
 	p, err := Launch(context.Background(), LaunchOptions{
-		Binary: opts.Binary, DataDir: opts.DataDir, Env: opts.Env, Args: opts.Args,
+		Binary: opts.Binary, DataDir: opts.DataDir, Env: opts.Env, Args: opts.Args, Unready: opts.Unready,
 	})
 	if err != nil {
 		t.Fatal(err)
