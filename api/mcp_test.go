@@ -461,21 +461,25 @@ func TestMCPAgentBinding(t *testing.T) {
 				t.Fatalf("mallory has %d memories", len(page.Memories))
 			}
 			if rev.session {
-				// The session, carried to /mcp without the binding, is refused.
-				body := `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"memory_status","arguments":{"agent_id":"mallory"}}}`
-				req, _ := http.NewRequest("POST", s.srv.URL+"/mcp", strings.NewReader(body))
-				req.Header.Set("Authorization", "Bearer "+aliceKey)
-				req.Header.Set("Content-Type", "application/json")
-				req.Header.Set("Accept", "application/json, text/event-stream")
-				req.Header.Set("Mcp-Session-Id", cs.ID())
-				req.Header.Set("Mcp-Protocol-Version", rev.want)
-				res, err := http.DefaultClient.Do(req)
-				if err != nil {
-					t.Fatal(err)
-				}
-				res.Body.Close()
-				if res.StatusCode < 400 {
-					t.Fatalf("a bound session answered unbound: %d", res.StatusCode)
+				// The session, carried to /mcp without the binding or to
+				// another user's key, is refused.
+				for _, c := range []struct{ key, query string }{{aliceKey, ""}, {bobKey, "?agent_id=claire"}, {aliceKey, "?agent_id=claire"}} {
+					body := `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"memory_status","arguments":{"agent_id":"claire"}}}`
+					req, _ := http.NewRequest("POST", s.srv.URL+"/mcp"+c.query, strings.NewReader(body))
+					req.Header.Set("Authorization", "Bearer "+c.key)
+					req.Header.Set("Content-Type", "application/json")
+					req.Header.Set("Accept", "application/json, text/event-stream")
+					req.Header.Set("Mcp-Session-Id", cs.ID())
+					req.Header.Set("Mcp-Protocol-Version", rev.want)
+					res, err := http.DefaultClient.Do(req)
+					if err != nil {
+						t.Fatal(err)
+					}
+					res.Body.Close()
+					// Only the session's own user and binding are answered.
+					if own := c.key == aliceKey && c.query != ""; (res.StatusCode == http.StatusOK) != own {
+						t.Fatalf("session of alice bound to claire, as %s%s: %d", c.key, c.query, res.StatusCode)
+					}
 				}
 			}
 		})

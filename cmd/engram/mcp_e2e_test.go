@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os/exec"
 	"strings"
 	"sync"
 	"testing"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/engram-memory/engram/internal/testserver"
 )
 
 // engramMCP starts `engram -s stack mcp` in h and connects the SDK's client
@@ -126,4 +129,53 @@ func TestMCPCommandFlags(t *testing.T) {
 	if r := h.fails(exitError, "", "-s", "not/a/stack", "mcp"); !strings.Contains(r.stderr, "stack name") {
 		t.Fatalf("stderr: %s", r.stderr)
 	}
+}
+
+// `engram serve` serves /mcp beside /v1 with the API's keys, and the
+// protected-resource metadata names the URL the client reached.
+func TestServeMCP(t *testing.T) {
+	p := startServer(t, t.TempDir(), nil)
+	key := testserver.Register(t, p.BaseURL, p.DataDir, "mcp@example.com")
+
+	res, err := http.Post(p.BaseURL+"/mcp", "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if challenge := res.Header.Get("WWW-Authenticate"); res.StatusCode != http.StatusUnauthorized || !strings.Contains(challenge, `resource_metadata="`+p.BaseURL+`/.well-known/oauth-protected-resource/mcp"`) {
+		t.Fatalf("no credential: %d %q", res.StatusCode, challenge)
+	}
+	res, err = http.Get(p.BaseURL + "/.well-known/oauth-protected-resource/mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Resource string `json:"resource"`
+	}
+	_ = json.NewDecoder(res.Body).Decode(&doc)
+	res.Body.Close()
+	if doc.Resource != p.BaseURL+"/mcp" {
+		t.Fatalf("resource %q, want %s/mcp", doc.Resource, p.BaseURL)
+	}
+
+	transport := &sdk.StreamableClientTransport{Endpoint: p.BaseURL + "/mcp?agent_id=claire", HTTPClient: &http.Client{Transport: bearer{key}}}
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "e2e", Version: "1"}, nil).Connect(context.Background(), transport, nil)
+	if err != nil {
+		t.Fatalf("connect: %v\n%s", err, p.Log())
+	}
+	defer cs.Close()
+	added := mcpTool(t, cs, "add_memory", map[string]any{"agent_id": "claire", "type": "note", "content": map[string]any{"content": "served over streamable HTTP"}})
+	found := mcpTool(t, cs, "search_memories", map[string]any{"agent_id": "claire", "query": "streamable HTTP"})
+	if results, _ := found["results"].([]any); len(results) != 1 || results[0].(map[string]any)["id"] != added["id"] {
+		t.Fatalf("search: %v", found)
+	}
+}
+
+// bearer adds an API key to every request.
+type bearer struct{ key string }
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.key)
+	return http.DefaultTransport.RoundTrip(r)
 }
