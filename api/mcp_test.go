@@ -703,6 +703,9 @@ func TestMCPInMemoryTransport(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cs.Close()
+	if guide := cs.InitializeResult().Instructions; !strings.Contains(guide, `agent "claire"`) {
+		t.Fatalf("instructions do not name the agent: %s", guide)
+	}
 	schemas := toolSchemas(t, cs)
 	added := callTool(t, cs, schemas, "add_memory", map[string]any{"agent_id": "claire", "type": "goal", "content": map[string]any{"title": "ship the MCP server", "status": "active"}}).ok(t)
 	found := callTool(t, cs, schemas, "search_memories", map[string]any{"agent_id": "claire", "query": "ship MCP server"}).ok(t)
@@ -718,5 +721,26 @@ func TestMCPInMemoryTransport(t *testing.T) {
 	}
 	if text := prompt.Messages[0].Content.(*sdk.TextContent).Text; !strings.Contains(text, "## Active goals") || !strings.Contains(text, "ship the MCP server") {
 		t.Fatalf("session_start:\n%s", text)
+	}
+}
+
+// A server on loopback behind a reverse proxy sees the public host name:
+// /mcp answers it like the API does (the bearer credential, not the Host,
+// is what a DNS-rebound page lacks).
+func TestMCPBehindProxy(t *testing.T) {
+	s := newStack(t, stackOptions{fixedAuth: true})
+	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+	req, _ := http.NewRequest("POST", s.srv.URL+"/mcp", strings.NewReader(body))
+	req.Host = "engram.example.com"
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+aliceKey)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK || res.Header.Get("Mcp-Session-Id") == "" {
+		t.Fatalf("initialize through a proxy: %d", res.StatusCode)
 	}
 }
