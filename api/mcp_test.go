@@ -16,6 +16,7 @@ import (
 	"github.com/engram-memory/engram/api"
 	apimcp "github.com/engram-memory/engram/api/mcp"
 	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/domain/memory"
 )
 
 // The protocol revisions /mcp serves, as a client of each negotiates them:
@@ -743,4 +744,37 @@ func TestMCPBehindProxy(t *testing.T) {
 	if res.StatusCode != http.StatusOK || res.Header.Get("Mcp-Session-Id") == "" {
 		t.Fatalf("initialize through a proxy: %d", res.StatusCode)
 	}
+}
+
+// /mcp is bounded like the API: its body limit, quotas (an isError result
+// with the API's code) and no standing GET stream holding an in-flight
+// slot.
+func TestMCPLimits(t *testing.T) {
+	s := newStack(t, stackOptions{fixedAuth: true, maxBody: 2048, quotas: memory.Quotas{MemoriesPerAgent: 1}})
+	post := func(body string) response {
+		req, _ := http.NewRequest("POST", s.srv.URL+"/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+aliceKey)
+		return s.send(req)
+	}
+	big := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"` + strings.Repeat("x", 4096) + `","version":"1"}}}`
+	wantError(t, post(big), http.StatusRequestEntityTooLarge, "payload_too_large")
+
+	req, _ := http.NewRequest("GET", s.srv.URL+"/mcp", nil)
+	req.Header.Set("Authorization", "Bearer "+aliceKey)
+	req.Header.Set("Accept", "text/event-stream")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusMethodNotAllowed || !strings.Contains(res.Header.Get("Allow"), "POST") {
+		t.Fatalf("GET /mcp: %d, Allow %q", res.StatusCode, res.Header.Get("Allow"))
+	}
+
+	cs := s.mcpClient(t, aliceKey, "", "2026-07-28")
+	schemas := toolSchemas(t, cs)
+	callTool(t, cs, schemas, "add_memory", map[string]any{"agent_id": "claire", "type": "note", "content": map[string]any{"content": "one"}}).ok(t)
+	callTool(t, cs, schemas, "capture", map[string]any{"agent_id": "claire", "text": "two"}).fails(t, "quota_memories_per_agent", "")
 }
