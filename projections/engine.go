@@ -199,12 +199,22 @@ func (e *Engine) run(ctx context.Context, projections []Projection) error {
 		// each failed attempt, counted, whether an error or a recovered panic.
 		h.AddMiddleware(e.pauseWhileRebuilt(p), e.parkOnFailure(p.Name()), retry.Middleware, e.countFailures(p.Name()), middleware.Recoverer)
 	}
-	// The router stops only when closed, not when its context ends.
+	// The router stops only when closed, not when its context ends. It is
+	// closed once it runs: a close before would wait the whole
+	// CloseTimeout for handlers that never start (AddConsumerHandler
+	// counts them), and keep its handlers from starting meanwhile.
+	runReturned := make(chan struct{})
 	go func() {
 		<-ctx.Done()
-		router.Close()
+		select {
+		case <-router.Running():
+			router.Close()
+		case <-runReturned: // Run failed before running: nothing to close
+		}
 	}()
-	if err := router.Run(ctx); err != nil {
+	err = router.Run(ctx)
+	close(runReturned)
+	if err != nil {
 		return err
 	}
 	return ctx.Err()

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/engram-memory/engram/api"
+	apimcp "github.com/engram-memory/engram/api/mcp"
 	"github.com/engram-memory/engram/commands"
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/processing"
@@ -42,6 +43,9 @@ type app struct {
 	queries    *query.Service
 	catalog    *embed.Catalog
 	caughtUp   *startupGate
+	// mcp are the use cases the MCP tools call: those the REST handlers
+	// are given, the one place MCP is wired to them.
+	mcp apimcp.Services
 
 	stopEngine context.CancelFunc
 	engineDone chan struct{}
@@ -188,6 +192,8 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 		rateBuckets = shared
 		a.runInBackground(func(ctx context.Context) error { return pruneRateBuckets(ctx, shared, cfg, logger) })
 	}
+	a.mcp = apimcp.Services{Memories: memories, Search: searcher, Cognition: memories, Pipeline: pipeline, Queries: queries}
+	mcpServer := apimcp.NewServer(apimcp.NewServiceBackend(a.mcp, apimcp.Caller{}), apimcp.Options{Version: serverVersion(), Logger: logger})
 	srv := api.New(api.Config{
 		Logger:        logger,
 		MaxBodyBytes:  cfg.MaxBodyBytes,
@@ -197,9 +203,11 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 		StorageFull:   st.StorageFull,
 		Auth:          accounts,
 		Accounts:      accounts,
-		Memories:      memories,
+		Memories:      a.mcp.Memories,
 		Embeddings:    embeddings,
-		Search:        searcher,
+		Search:        a.mcp.Search,
+		MCP:           apimcp.HTTPHandler(mcpServer, logger),
+		PublicURL:     mcpPublicURL(cfg),
 
 		BodyReadTimeout: cfg.BodyReadTimeout,
 		WriteTimeout:    cfg.WriteTimeout,
@@ -207,9 +215,9 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 		Backends:        st.Backends,
 		Projections:     func() any { return st.Engine.Status() },
 		Sync:            a.sync,
-		Pipeline:        pipeline,
-		Cognition:       memories,
-		Queries:         queries,
+		Pipeline:        a.mcp.Pipeline,
+		Cognition:       a.mcp.Cognition,
+		Queries:         a.mcp.Queries,
 
 		Visibility:         st.Engine,
 		ConsistencyWait:    cfg.ConsistencyWait,
