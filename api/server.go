@@ -52,6 +52,13 @@ type Config struct {
 	// node shares; nil keeps them in process.
 	RateBuckets RateBuckets
 
+	// MCP, when set, is served at /mcp behind the API's authentication
+	// (see mcpRoutes); PublicURL is the server's base URL as clients reach
+	// it, which the MCP protected-resource metadata names (empty: the
+	// request's scheme and host).
+	MCP       http.Handler
+	PublicURL string
+
 	Auth       Authenticator
 	Accounts   Accounts
 	Memories   Memories
@@ -108,6 +115,7 @@ func (s *Server) Handler() http.Handler {
 		s.pipelineRoutes(r)
 		s.cognitionRoutes(r)
 	})
+	s.mcpRoutes(r)
 	return r
 }
 

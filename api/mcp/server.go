@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"context"
 	"log/slog"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -10,7 +11,7 @@ import (
 type Options struct {
 	// Agent, when set, binds the server to one agent: tools, resources and
 	// the prompt refuse any other agent_id. Over HTTP a request's binding
-	// (/mcp?agent_id=) comes with its caller instead (see WithCaller).
+	// (/mcp?agent_id=) comes with its caller instead (see HTTPHandler).
 	Agent string
 	// Version is Engram's version, announced as the server's.
 	Version string
@@ -18,7 +19,9 @@ type Options struct {
 }
 
 // NewServer returns the MCP server of Engram's tools, resources and
-// session_start prompt over backend.
+// session_start prompt over backend. Over HTTP each request's caller (its
+// credential's user and the connection's agent binding) reaches backend in
+// the context (CallerFrom); over stdio there is none, and opts.Agent binds.
 func NewServer(backend Backend, opts Options) *sdk.Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -27,7 +30,19 @@ func NewServer(backend Backend, opts Options) *sdk.Server {
 		Logger:       opts.Logger,
 		Instructions: instructions,
 	})
+	h := &handlers{
+		logger: opts.Logger,
+		backend: func(ctx context.Context, extra *sdk.RequestExtra) (context.Context, Backend, string) {
+			if c, ok := callerOf(extra); ok {
+				return WithCaller(ctx, c), backend, c.Agent
+			}
+			return ctx, backend, opts.Agent
+		},
+	}
+	h.tools(s)
+	h.resources(s)
+	h.prompts(s)
 	return s
 }
 
-const instructions = `Engram is your long-term memory. Call memory_status (or the session_start prompt) at the start of a session, search_memories before answering from memory, and add_memory or capture to keep what you learn.`
+const instructions = `Engram is your long-term memory. At the start of a session call memory_status (or use the session_start prompt); search_memories before answering from memory; add_memory or capture to keep what you learn; get_memory before update_memory, whose version it needs.`

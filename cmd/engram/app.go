@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/engram-memory/engram/api"
+	apimcp "github.com/engram-memory/engram/api/mcp"
 	"github.com/engram-memory/engram/commands"
 	"github.com/engram-memory/engram/domain/processing"
 	"github.com/engram-memory/engram/infra/embed"
@@ -39,6 +40,9 @@ type app struct {
 	cognition  *commands.Cognition
 	catalog    *embed.Catalog
 	caughtUp   *startupGate
+	// mcp are the use cases the MCP tools call: those the REST handlers
+	// are given, the one place MCP is wired to them.
+	mcp apimcp.Services
 
 	stopEngine context.CancelFunc
 	engineDone chan struct{}
@@ -167,6 +171,8 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 		rateBuckets = shared
 		a.runInBackground(func(ctx context.Context) error { return pruneRateBuckets(ctx, shared, cfg, logger) })
 	}
+	a.mcp = apimcp.Services{Memories: memories, Search: searcher, Cognition: api.CognitionService{Memories: memories, Cognition: cognition}, Pipeline: pipeline}
+	mcpServer := apimcp.NewServer(apimcp.NewServiceBackend(a.mcp, apimcp.Caller{}), apimcp.Options{Version: serverVersion(), Logger: logger})
 	srv := api.New(api.Config{
 		Logger:        logger,
 		MaxBodyBytes:  cfg.MaxBodyBytes,
@@ -175,9 +181,11 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 		Ready:         caughtUp.ready,
 		Auth:          accounts,
 		Accounts:      accounts,
-		Memories:      memories,
+		Memories:      a.mcp.Memories,
 		Embeddings:    embeddings,
-		Search:        searcher,
+		Search:        a.mcp.Search,
+		MCP:           apimcp.HTTPHandler(mcpServer, logger),
+		PublicURL:     cfg.PublicURL,
 
 		BodyReadTimeout: cfg.BodyReadTimeout,
 		WriteTimeout:    cfg.WriteTimeout,
@@ -185,8 +193,8 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 		Backends:        st.Backends,
 		Projections:     func() any { return st.Engine.Status() },
 		Sync:            a.sync,
-		Pipeline:        pipeline,
-		Cognition:       api.CognitionService{Memories: memories, Cognition: cognition},
+		Pipeline:        a.mcp.Pipeline,
+		Cognition:       a.mcp.Cognition,
 
 		Visibility:         st.Engine,
 		ConsistencyWait:    cfg.ConsistencyWait,

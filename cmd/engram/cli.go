@@ -84,6 +84,7 @@ func cliCommands() []cliCommand {
 		{"stacks", "list | delete NAME [--yes]", "list or delete local stacks", stacksCommand},
 		{"dashboard", "--stack STACK [--port N] [--no-open] [--verbose]", "serve a stack's read-only dashboard on 127.0.0.1", dashboardCommand},
 		{"show", "ID", "show one memory", showCommand},
+		{"mcp", "[--local|--cloud]", "serve the stack to an MCP client (Claude Code, Cursor, …) over stdio", mcpCommand},
 		{"list", "[--type T]… [--limit N] [--include-forgotten]", "list memories, newest first", listCommand},
 		{"forget", "ID", "hide a memory from search (it stays in the log)", forgetCommand},
 		{"search", "QUERY… [flags]", "search the stack (the cloud when configured, else local)", searchCommand},

@@ -1,0 +1,66 @@
+package mcp
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/engram-memory/engram/api"
+)
+
+// StatelessRevision is the first protocol revision served statelessly
+// (SEP-2575: no initialize handshake and no session, every request
+// carrying its version); the SDK serves it only in its stateless mode.
+const StatelessRevision = "2026-07-28"
+
+// sessionIdleTimeout closes a session that has seen no request for so
+// long; its client starts a new one.
+const sessionIdleTimeout = 30 * time.Minute
+
+// HTTPHandler serves server over streamable HTTP, for mounting behind the
+// API's authentication (api.Config.MCP): every request carries its
+// authenticated caller to the tools, and ?agent_id= binds the connection to
+// that agent. Requests of revision 2026-07-28 or later (by their
+// Mcp-Protocol-Version header) are served statelessly; earlier ones (an
+// initialize handshake, then Mcp-Session-Id) in session mode, so a client of
+// either revision negotiates as the spec has it. A session is tied to the
+// user and binding that opened it.
+func HTTPHandler(server *sdk.Server, logger *slog.Logger) http.Handler {
+	getServer := func(*http.Request) *sdk.Server { return server }
+	// The API already bounds request bodies (Config.MaxBodyBytes).
+	sessions := sdk.NewStreamableHTTPHandler(getServer, &sdk.StreamableHTTPOptions{
+		JSONResponse: true, Logger: logger, SessionTimeout: sessionIdleTimeout, MaxRequestBodyBytes: -1,
+	})
+	stateless := sdk.NewStreamableHTTPHandler(getServer, &sdk.StreamableHTTPOptions{
+		Stateless: true, JSONResponse: true, Logger: logger, MaxRequestBodyBytes: -1,
+	})
+	dispatch := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.Method == http.MethodGet:
+			// No server-initiated messages are ever sent, and a standing
+			// stream would hold one of the API's in-flight slots for the
+			// session's life: the spec lets a server refuse it with 405.
+			w.Header().Set("Allow", "POST, DELETE")
+			http.Error(w, "this server sends no server-initiated messages: POST requests only", http.StatusMethodNotAllowed)
+		case r.Header.Get("Mcp-Protocol-Version") >= StatelessRevision:
+			stateless.ServeHTTP(w, r)
+		default:
+			sessions.ServeHTTP(w, r)
+		}
+	})
+	return auth.RequireBearerToken(verifyCaller, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(dispatch)
+}
+
+// verifyCaller hands the SDK the caller the API authenticated (the
+// credential was checked, rate-limited and charged before this runs).
+func verifyCaller(_ context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
+	actor, requestID, ok := api.Caller(r.Context())
+	if !ok {
+		return nil, auth.ErrInvalidToken
+	}
+	return tokenInfo(Caller{Actor: actor, RequestID: requestID, Agent: r.URL.Query().Get("agent_id")}), nil
+}
