@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/engram-memory/engram/api"
+	apimcp "github.com/engram-memory/engram/api/mcp"
 	"github.com/engram-memory/engram/commands"
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/memory"
@@ -65,6 +66,9 @@ type stack struct {
 	audit    engstack.AuditReadModel
 	engine   *projections.Engine
 	writer   *commands.EventWriter
+
+	// mcp are the use cases the MCP server calls (wire).
+	mcp apimcp.Services
 
 	provider *testProvider
 	catalog  *embed.Catalog
@@ -318,6 +322,9 @@ func (s *stack) wire(c *embed.Catalog, rc commands.RunnerConfig) {
 	if s.opts.fixedAuth {
 		auth = fixedAuth{aliceKey: alice, bobKey: bob}
 	}
+	// MCP over the same use cases, as newApp wires it.
+	s.mcp = apimcp.Services{Memories: s.memCmds, Search: searcher, Cognition: api.CognitionService{Memories: s.memCmds, Cognition: cognition}, Pipeline: s.pipeline}
+	mcpHandler := apimcp.HTTPHandler(apimcp.NewServer(apimcp.NewServiceBackend(s.mcp, apimcp.Caller{}), apimcp.Options{Version: "test", Logger: s.logger}), s.logger)
 	h := api.New(api.Config{
 		Logger:        s.logger,
 		MaxBodyBytes:  s.opts.maxBody,
@@ -338,6 +345,7 @@ func (s *stack) wire(c *embed.Catalog, rc commands.RunnerConfig) {
 		Cognition:       api.CognitionService{Memories: s.memCmds, Cognition: cognition},
 		Visibility:      s.engine,
 		ConsistencyWait: s.opts.consistencyWait,
+		MCP:             mcpHandler,
 	}).Handler()
 	s.handler.Store(&h)
 }

@@ -31,12 +31,16 @@ const sessionIdleTimeout = 30 * time.Minute
 // user and binding that opened it.
 func HTTPHandler(server *sdk.Server, logger *slog.Logger) http.Handler {
 	getServer := func(*http.Request) *sdk.Server { return server }
-	// The API already bounds request bodies (Config.MaxBodyBytes).
+	// The API already bounds request bodies (Config.MaxBodyBytes). The
+	// SDK's DNS-rebinding guard (a loopback listener refusing other Host
+	// names) is off: every request here carries a bearer credential a
+	// rebound page cannot have, and the guard would refuse a server behind
+	// a reverse proxy on the same host.
 	sessions := sdk.NewStreamableHTTPHandler(getServer, &sdk.StreamableHTTPOptions{
-		JSONResponse: true, Logger: logger, SessionTimeout: sessionIdleTimeout, MaxRequestBodyBytes: -1,
+		JSONResponse: true, Logger: logger, SessionTimeout: sessionIdleTimeout, MaxRequestBodyBytes: -1, DisableLocalhostProtection: true,
 	})
 	stateless := sdk.NewStreamableHTTPHandler(getServer, &sdk.StreamableHTTPOptions{
-		Stateless: true, JSONResponse: true, Logger: logger, MaxRequestBodyBytes: -1,
+		Stateless: true, JSONResponse: true, Logger: logger, MaxRequestBodyBytes: -1, DisableLocalhostProtection: true,
 	})
 	dispatch := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {

@@ -177,9 +177,9 @@ type Accepted struct {
 
 // Stats counts an agent's memories.
 type Stats struct {
-	Total       int            `json:"total" jsonschema:"live memories"`
-	ByType      map[string]int `json:"by_type" jsonschema:"live memories by type"`
-	Forgotten   int            `json:"forgotten" jsonschema:"forgotten memories"`
+	Total       int            `json:"total" jsonschema:"every memory the agent holds, forgotten ones included"`
+	ByType      map[string]int `json:"by_type" jsonschema:"memories by type, forgotten ones included"`
+	Forgotten   int            `json:"forgotten" jsonschema:"forgotten memories (recoverable)"`
 	Weak        int            `json:"weak" jsonschema:"weak or dormant memories"`
 	Unprocessed int            `json:"unprocessed_raw_entries" jsonschema:"raw entries no processing pass consumed yet"`
 	Suggestions map[string]int `json:"suggestions" jsonschema:"suggestions by status"`

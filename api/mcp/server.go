@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -26,9 +27,13 @@ func NewServer(backend Backend, opts Options) *sdk.Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	guide := instructions
+	if opts.Agent != "" {
+		guide += fmt.Sprintf(" This server serves agent %q only: pass it as agent_id.", opts.Agent)
+	}
 	s := sdk.NewServer(&sdk.Implementation{Name: "engram", Title: "Engram memory", Version: opts.Version}, &sdk.ServerOptions{
 		Logger:       opts.Logger,
-		Instructions: instructions,
+		Instructions: guide,
 	})
 	h := &handlers{
 		logger: opts.Logger,

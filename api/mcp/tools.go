@@ -402,7 +402,7 @@ func addTool[In agentArg, Out any](h *handlers, s *sdk.Server, t *sdk.Tool, run 
 		if err := api.DecodeArguments(req.Params.Arguments, &in); err != nil {
 			return h.failure(ctx, t.Name, err), nil
 		}
-		if err := checkBinding(bound, in.agent()); err != nil {
+		if err := checkAgent(bound, in.agent()); err != nil {
 			return h.failure(ctx, t.Name, err), nil
 		}
 		out, text, err := run(ctx, b, in)
@@ -411,6 +411,15 @@ func addTool[In agentArg, Out any](h *handlers, s *sdk.Server, t *sdk.Tool, run 
 		}
 		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: text}}, StructuredContent: out}, nil
 	})
+}
+
+// checkAgent checks agent_id as POST /v1/search does (required, agent id
+// syntax), then the connection's binding.
+func checkAgent(bound, agentID string) error {
+	if err := memory.ValidateAgentID(agentID); err != nil {
+		return err
+	}
+	return checkBinding(bound, agentID)
 }
 
 // checkBinding refuses an agent other than the one the connection is

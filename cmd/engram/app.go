@@ -185,7 +185,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 		Embeddings:    embeddings,
 		Search:        a.mcp.Search,
 		MCP:           apimcp.HTTPHandler(mcpServer, logger),
-		PublicURL:     cfg.PublicURL,
+		PublicURL:     mcpPublicURL(cfg),
 
 		BodyReadTimeout: cfg.BodyReadTimeout,
 		WriteTimeout:    cfg.WriteTimeout,

@@ -165,6 +165,18 @@ func isStackHeld(err error) bool {
 	return errors.As(err, &held)
 }
 
+// mcpPublicURL is the base URL the MCP protected-resource metadata names:
+// --public-url when given; else none, and each request's own host names it
+// (the default public URL is the listen address, which a client of a
+// wildcard address such as 0.0.0.0 never uses, and MCP clients check that
+// the resource is the URL they connected to).
+func mcpPublicURL(cfg serveConfig) string {
+	if cfg.PublicURL == "http://"+cfg.Addr {
+		return ""
+	}
+	return cfg.PublicURL
+}
+
 // serverVersion is the version `engram version` prints, which MCP clients
 // are told.
 func serverVersion() string {
