@@ -76,7 +76,7 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.StringVar(&cfg.Addr, "addr", "127.0.0.1:8080", "listen address HOST:PORT")
 	fs.StringVar(&cfg.DataDir, "data-dir", filepath.Join(engramHome(), "server"), "data directory (SQLite file, outbox)")
 	fs.StringVar(&cfg.Durability, "durability", "durable", "durable: the event log is synced to disk before a write is acknowledged; relaxed: the OS writes it back later (an OS crash or power loss can lose the last acknowledged writes)")
-	fs.StringVar(&cfg.PublicURL, "public-url", "", "base URL clients reach the server at, used in links in e-mails and the MCP protected-resource metadata (default http://<address bound>)")
+	fs.StringVar(&cfg.PublicURL, "public-url", "", "base URL used in links in e-mails (default http://<addr>)")
 	fs.StringVar(&cfg.SMTPURL, "smtp-url", "", "SMTP server for mail, e.g. smtp://user:pass@host:587 (default: write .eml files to the outbox)")
 	fs.StringVar(&cfg.SMTPURLFile, "smtp-url-file", "", "read --smtp-url from this file, so the password is not on the command line")
 	fs.StringVar(&cfg.MailOutbox, "mail-outbox", "", "directory for .eml files when no SMTP server is set (default <data-dir>/outbox)")
@@ -186,6 +186,9 @@ func (cfg *serveConfig) fillFromStandardEnv() {
 	if cfg.MailOutbox == "" {
 		cfg.MailOutbox = filepath.Join(cfg.DataDir, "outbox")
 	}
+	if cfg.PublicURL == "" {
+		cfg.PublicURL = "http://" + cfg.Addr
+	}
 }
 
 func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
@@ -217,12 +220,6 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 	if cfg.NodeID == "" {
 		host, _ := os.Hostname()
 		cfg.NodeID = cmp.Or(host, "engram") + "/" + ln.Addr().String()
-	}
-	// The default public URL names the address actually bound too, so that
-	// mail links and the MCP protected-resource metadata carry a port
-	// clients can reach.
-	if cfg.PublicURL == "" {
-		cfg.PublicURL = "http://" + ln.Addr().String()
 	}
 	a, err := newApp(ctx, cfg, logger)
 	if err != nil {
