@@ -187,6 +187,17 @@ func exerciseTools(t *testing.T, s *mcpSession, agent string) {
 		t.Fatalf("memory_status = %v: no anxiety level", status)
 	}
 
+	for _, leaf := range []string{"stats", "settings"} {
+		res, err := s.cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: "engram://agents/" + agent + "/" + leaf})
+		if err != nil || len(res.Contents) != 1 || !json.Valid([]byte(res.Contents[0].Text)) {
+			t.Fatalf("resource %s: %v %v", leaf, res, err)
+		}
+	}
+	prompt, err := s.cs.GetPrompt(ctx, &sdk.GetPromptParams{Name: "session_start", Arguments: map[string]string{"agent_id": agent}})
+	if err != nil || len(prompt.Messages) == 0 || !strings.Contains(prompt.Messages[0].Content.(*sdk.TextContent).Text, agent) {
+		t.Fatalf("session_start = %v, %v; want the agent's briefing", prompt, err)
+	}
+
 	s.fails("get_memory", map[string]any{"agent_id": agent, "type": "note", "id": "mem_does_not_exist"}, "not_found")
 	errObj := s.fails("add_memory", map[string]any{"agent_id": agent, "type": "note", "content": map[string]any{"content": ""}}, "invalid_request")
 	if field, _ := errObj["details"].(map[string]any)["field"].(string); !strings.HasPrefix(field, "content") {
