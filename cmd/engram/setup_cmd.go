@@ -400,6 +400,11 @@ type setupWriteResult struct {
 // setting stays, an existing file is first copied to a timestamped backup,
 // and a file that would not change is left alone.
 func (cl mcpClientConfig) writeTo(path string, s mcpServerSpec, now time.Time) (setupWriteResult, error) {
+	// A configuration file kept elsewhere and linked in (dotfiles) is
+	// written where it is, so the link stays.
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
+	}
 	res := setupWriteResult{File: path}
 	old, err := os.ReadFile(path)
 	exists := err == nil

@@ -293,6 +293,31 @@ func TestSetupWriteCreatesAMissingFilePrivately(t *testing.T) {
 	}
 }
 
+func TestSetupWriteKeepsALinkedFileLinked(t *testing.T) {
+	home := setupHome(t)
+	dotfiles := filepath.Join(t.TempDir(), "mcp.json")
+	if err := os.WriteFile(dotfiles, []byte(`{"mcpServers": {}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(home, ".cursor", "mcp.json")
+	if err := os.MkdirAll(filepath.Dir(link), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(dotfiles, link); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, err := runSetup(t, "cursor", "--command", "engram", "--write"); err != nil {
+		t.Fatalf("setup --write: %v\n%s", err, stderr)
+	}
+	if target, err := os.Readlink(link); err != nil || target != dotfiles {
+		t.Fatalf("the link now points to %q (%v), want %s", target, err, dotfiles)
+	}
+	raw, _ := os.ReadFile(dotfiles)
+	if servers, _ := readServers(t, setupCase{client: "cursor"}, raw); servers["engram"]["command"] != "engram" {
+		t.Fatalf("the linked file holds %s", raw)
+	}
+}
+
 func TestSetupWriteProjectAndExplicitFile(t *testing.T) {
 	cases := []struct {
 		client, projectFile string
