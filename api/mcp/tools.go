@@ -394,8 +394,12 @@ func ptr[T any](v T) *T { return &v }
 // reads, its error an isError result carrying the API's error code and
 // message.
 func addTool[In agentArg, Out any](h *handlers, s *sdk.Server, t *sdk.Tool, run func(context.Context, Backend, In) (Out, string, error)) {
-	t.InputSchema = schemaFor[In]()
-	t.OutputSchema = outputSchemaFor[Out]()
+	// The schemas are kept as JSON: on every call of the 2026-07-28
+	// revision the SDK reads the input schema's properties (for its
+	// Mcp-Param headers) by marshalling it, which a schema tree costs far
+	// more than JSON does.
+	t.InputSchema = schemaJSON(schemaFor[In]())
+	t.OutputSchema = schemaJSON(outputSchemaFor[Out]())
 	s.AddTool(t, func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 		ctx, b, bound := h.backend(ctx, req.Extra)
 		var in In
@@ -453,6 +457,15 @@ func schemaFor[T any]() *jsonschema.Schema {
 		panic(fmt.Sprintf("mcp: schema of %T: %v", *new(T), err)) // a programming error, caught by every test
 	}
 	return s
+}
+
+// schemaJSON is s as JSON.
+func schemaJSON(s *jsonschema.Schema) json.RawMessage {
+	raw, err := json.Marshal(s)
+	if err != nil {
+		panic(fmt.Sprintf("mcp: marshal schema: %v", err)) // a programming error, caught by every test
+	}
+	return raw
 }
 
 // outputSchemaFor is a tool's output schema: Out's, or the error
