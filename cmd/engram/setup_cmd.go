@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/engram-memory/engram/client"
 	"github.com/engram-memory/engram/domain"
 )
 
@@ -211,7 +212,7 @@ func setupCommand(ctx context.Context, c *cli, args []string) error {
 	if err != nil {
 		return err
 	}
-	client, err := lookupMCPClient(pos[0])
+	target, err := lookupMCPClient(pos[0])
 	if err != nil {
 		return err
 	}
@@ -226,8 +227,8 @@ func setupCommand(ctx context.Context, c *cli, args []string) error {
 		return usageErrorf("setup: --show-key and --url go with --http")
 	case *project && *file != "":
 		return usageErrorf("setup: --project and --file exclude each other")
-	case *project && client.projectFile == "":
-		return usageErrorf("setup: %s has no project configuration file", client.title)
+	case *project && target.projectFile == "":
+		return usageErrorf("setup: %s has no project configuration file", target.title)
 	}
 
 	spec := mcpServerSpec{name: *name}
@@ -246,7 +247,7 @@ func setupCommand(ctx context.Context, c *cli, args []string) error {
 		if *forceLocal {
 			spec.args = append(spec.args, "--local")
 		}
-		if h := os.Getenv("ENGRAM_HOME"); h != "" {
+		if os.Getenv("ENGRAM_HOME") != "" {
 			// The client's environment may not have it: without it engram
 			// mcp would serve ~/.engram's stacks.
 			spec.env = map[string]string{"ENGRAM_HOME": c.home}
@@ -257,26 +258,26 @@ func setupCommand(ctx context.Context, c *cli, args []string) error {
 	switch {
 	case path != "":
 	case *project:
-		path = client.projectFile
+		path = target.projectFile
 	default:
-		if path, err = client.userFile(); err != nil {
-			return fmt.Errorf("setup: where %s keeps its configuration: %w", client.title, err)
+		if path, err = target.userFile(); err != nil {
+			return fmt.Errorf("setup: where %s keeps its configuration: %w", target.title, err)
 		}
 	}
 
 	if !*write {
-		snippet, err := client.snippet(spec)
+		snippet, err := target.snippet(spec)
 		if err != nil {
 			return err
 		}
 		if _, err := c.stdout.Write(snippet); err != nil {
 			return err
 		}
-		c.notice("# %s reads this from %s; engram setup %s --write merges it there.", client.title, path, client.name)
-		c.setupKeyNotice(spec, client)
+		c.notice("# %s reads this from %s; engram setup %s --write merges it there.", target.title, path, target.name)
+		c.setupKeyNotice(spec, target)
 		return nil
 	}
-	res, err := client.writeTo(path, spec, time.Now())
+	res, err := target.writeTo(path, spec, time.Now())
 	if err != nil {
 		return err
 	}
@@ -285,14 +286,14 @@ func setupCommand(ctx context.Context, c *cli, args []string) error {
 	}
 	switch {
 	case !res.Changed:
-		fmt.Fprintf(c.stdout, "%s: server %q already up to date in %s\n", client.title, spec.name, res.File)
+		fmt.Fprintf(c.stdout, "%s: server %q already up to date in %s\n", target.title, spec.name, res.File)
 	case res.Backup != "":
-		fmt.Fprintf(c.stdout, "%s: server %q written to %s (previous file kept as %s)\n", client.title, spec.name, res.File, res.Backup)
+		fmt.Fprintf(c.stdout, "%s: server %q written to %s (previous file kept as %s)\n", target.title, spec.name, res.File, res.Backup)
 	default:
-		fmt.Fprintf(c.stdout, "%s: server %q written to %s (new file)\n", client.title, spec.name, res.File)
+		fmt.Fprintf(c.stdout, "%s: server %q written to %s (new file)\n", target.title, spec.name, res.File)
 	}
-	c.setupKeyNotice(spec, client)
-	c.notice("Restart %s (or reload its MCP servers) to pick it up.", client.title)
+	c.setupKeyNotice(spec, target)
+	c.notice("Restart %s (or reload its MCP servers) to pick it up.", target.title)
 	return nil
 }
 
@@ -357,7 +358,7 @@ func mcpURL(base, agent string) (string, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return "", domain.Invalid("url", "%q is not an http(s)://host[:port] URL", base)
 	}
-	if u.Scheme == "http" && !isLoopbackHost(u.Hostname()) {
+	if !client.SecureBaseURL(u.String()) {
 		return "", insecureURLError(base)
 	}
 	u.Path = strings.TrimSuffix(u.Path, "/v1") + "/mcp"
@@ -366,10 +367,6 @@ func mcpURL(base, agent string) (string, error) {
 		u.RawQuery = url.Values{"agent_id": {agent}}.Encode()
 	}
 	return u.String(), nil
-}
-
-func isLoopbackHost(host string) bool {
-	return host == "localhost" || host == "127.0.0.1" || host == "::1"
 }
 
 // snippet is what the configuration file should hold for the server, as
