@@ -427,6 +427,9 @@ func (cl mcpClientConfig) writeTo(path string, s mcpServerSpec, now time.Time) (
 			return res, err
 		}
 		mode = info.Mode().Perm()
+		if s.key != "" {
+			mode &^= 0o077 // the API key goes in: for its owner's eyes only
+		}
 		res.Backup = fmt.Sprintf("%s.%s.bak", path, now.UTC().Format("20060102T150405.000Z"))
 		if err := os.WriteFile(res.Backup, old, mode); err != nil {
 			return res, fmt.Errorf("backup of %s: %w", path, err)

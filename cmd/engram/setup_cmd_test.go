@@ -451,3 +451,36 @@ func TestCodexTableRoundTripsAnyString(t *testing.T) {
 		}
 	}
 }
+
+func TestSetupWriteHTTPKeepsTheKeyOutOfTheFileUnlessAsked(t *testing.T) {
+	for _, tc := range setupCases() {
+		if tc.client == "claude-desktop" {
+			continue // stdio only
+		}
+		t.Run(tc.client, func(t *testing.T) {
+			home := setupHome(t)
+			path := filepath.Join(home, tc.file)
+			if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if _, stderr, err := runSetup(t, tc.client, "--http", "-s", "claire", "--write"); err != nil {
+				t.Fatalf("setup --http --write: %v\n%s", err, stderr)
+			}
+			if raw, _ := os.ReadFile(path); bytes.Contains(raw, []byte(setupSecret)) || !bytes.Contains(raw, []byte("/mcp?agent_id=claire")) {
+				t.Fatalf("without --show-key the file holds:\n%s", raw)
+			}
+			if _, stderr, err := runSetup(t, tc.client, "--http", "-s", "claire", "--show-key", "--write"); err != nil {
+				t.Fatalf("setup --http --show-key --write: %v\n%s", err, stderr)
+			}
+			if raw, _ := os.ReadFile(path); !bytes.Contains(raw, []byte(setupSecret)) {
+				t.Fatalf("with --show-key the file lacks the key:\n%s", raw)
+			}
+			if info, _ := os.Stat(path); info.Mode().Perm() != 0o600 {
+				t.Fatalf("a file holding the key has mode %v, want 0600", info.Mode().Perm())
+			}
+		})
+	}
+}
