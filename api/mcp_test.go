@@ -16,6 +16,7 @@ import (
 	"github.com/engram-memory/engram/api"
 	apimcp "github.com/engram-memory/engram/api/mcp"
 	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/domain/memory"
 )
 
 // The protocol revisions /mcp serves, as a client of each negotiates them:
@@ -742,5 +743,70 @@ func TestMCPBehindProxy(t *testing.T) {
 	res.Body.Close()
 	if res.StatusCode != http.StatusOK || res.Header.Get("Mcp-Session-Id") == "" {
 		t.Fatalf("initialize through a proxy: %d", res.StatusCode)
+	}
+}
+
+// /mcp is bounded like the API: its body limit, quotas (an isError result
+// with the API's code) and no standing GET stream holding an in-flight
+// slot.
+func TestMCPLimits(t *testing.T) {
+	s := newStack(t, stackOptions{fixedAuth: true, maxBody: 2048, quotas: memory.Quotas{MemoriesPerAgent: 1}})
+	post := func(body string) response {
+		req, _ := http.NewRequest("POST", s.srv.URL+"/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+aliceKey)
+		return s.send(req)
+	}
+	big := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"` + strings.Repeat("x", 4096) + `","version":"1"}}}`
+	wantError(t, post(big), http.StatusRequestEntityTooLarge, "payload_too_large")
+
+	req, _ := http.NewRequest("GET", s.srv.URL+"/mcp", nil)
+	req.Header.Set("Authorization", "Bearer "+aliceKey)
+	req.Header.Set("Accept", "text/event-stream")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusMethodNotAllowed || !strings.Contains(res.Header.Get("Allow"), "POST") {
+		t.Fatalf("GET /mcp: %d, Allow %q", res.StatusCode, res.Header.Get("Allow"))
+	}
+
+	cs := s.mcpClient(t, aliceKey, "", "2026-07-28")
+	schemas := toolSchemas(t, cs)
+	callTool(t, cs, schemas, "add_memory", map[string]any{"agent_id": "claire", "type": "note", "content": map[string]any{"content": "one"}}).ok(t)
+	callTool(t, cs, schemas, "capture", map[string]any{"agent_id": "claire", "text": "two"}).fails(t, "quota_memories_per_agent", "")
+}
+
+// A malformed message is answered with a JSON-RPC error, over both
+// revisions: a parse error for a body that is not JSON, invalid request
+// for a request without its params, method not found for an unknown one.
+func TestMCPMalformedMessages(t *testing.T) {
+	s := newStack(t, stackOptions{fixedAuth: true})
+	for _, c := range []struct {
+		name, revision, body string
+		status               int
+		code                 float64
+	}{
+		{"not JSON", "", `{not json`, http.StatusBadRequest, -32700},
+		{"not JSON, stateless", "2026-07-28", `{not json`, http.StatusBadRequest, -32700},
+		{"call without params", "", `{"jsonrpc":"2.0","id":1,"method":"tools/call"}`, http.StatusBadRequest, -32600},
+		{"unknown method, stateless", "2026-07-28", `{"jsonrpc":"2.0","id":1,"method":"nope/nope","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`, http.StatusNotFound, -32601},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			req, _ := http.NewRequest("POST", s.srv.URL+"/mcp", strings.NewReader(c.body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Set("Authorization", "Bearer "+aliceKey)
+			if c.revision != "" {
+				req.Header.Set("Mcp-Protocol-Version", c.revision)
+			}
+			r := s.send(req)
+			rpcErr, _ := r.body["error"].(map[string]any)
+			if r.status != c.status || r.body["jsonrpc"] != "2.0" || rpcErr["code"] != c.code || rpcErr["message"] == "" {
+				t.Fatalf("%d %s, want %d with JSON-RPC error %v", r.status, r.raw, c.status, c.code)
+			}
+		})
 	}
 }

@@ -1,9 +1,12 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -43,6 +46,9 @@ func HTTPHandler(server *sdk.Server, logger *slog.Logger) http.Handler {
 		Stateless: true, JSONResponse: true, Logger: logger, MaxRequestBodyBytes: -1, DisableLocalhostProtection: true,
 	})
 	dispatch := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rw := &rpcErrorWriter{ResponseWriter: w}
+		defer rw.finish()
+		w = rw
 		switch {
 		case r.Method == http.MethodGet:
 			// No server-initiated messages are ever sent, and a standing
@@ -67,4 +73,55 @@ func verifyCaller(_ context.Context, _ string, r *http.Request) (*auth.TokenInfo
 		return nil, auth.ErrInvalidToken
 	}
 	return tokenInfo(Caller{Actor: actor, RequestID: requestID, Agent: r.URL.Query().Get("agent_id")}), nil
+}
+
+// JSON-RPC error codes of messages the SDK refuses before reading them as
+// requests.
+const (
+	rpcParseError     = -32700
+	rpcInvalidRequest = -32600
+)
+
+// rpcErrorWriter turns the SDK's plain-text 400 answers to malformed
+// messages (a body that is not JSON, a request missing its params, …)
+// into JSON-RPC error responses with a null id, as a client reading the
+// body as JSON-RPC expects; every other answer passes through.
+type rpcErrorWriter struct {
+	http.ResponseWriter
+	rewrite bool
+	body    bytes.Buffer
+}
+
+func (w *rpcErrorWriter) WriteHeader(code int) {
+	if code == http.StatusBadRequest && strings.HasPrefix(w.Header().Get("Content-Type"), "text/plain") {
+		w.rewrite = true
+		return
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *rpcErrorWriter) Write(p []byte) (int, error) {
+	if w.rewrite {
+		return w.body.Write(p)
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *rpcErrorWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// finish writes the JSON-RPC error of a rewritten answer.
+func (w *rpcErrorWriter) finish() {
+	if !w.rewrite {
+		return
+	}
+	msg := strings.TrimSpace(w.body.String())
+	code := rpcInvalidRequest
+	if strings.HasPrefix(msg, "malformed payload") {
+		code = rpcParseError
+	}
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": code, "message": msg}})
+	w.Header().Set("Content-Type", "application/json")
+	w.ResponseWriter.WriteHeader(http.StatusBadRequest)
+	_, _ = w.ResponseWriter.Write(body)
 }

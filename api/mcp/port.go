@@ -18,7 +18,9 @@ import (
 // WithCaller), on stdio the local stack's user or the CLI's credentials.
 // Errors are *domain.Error values (or errors wrapping one) whose code and
 // message reach the model as the API's envelope; any other error is
-// reported as "internal error" without its detail.
+// reported as "internal error" without its detail. A Backend over the REST
+// API turns a failure envelope back into one: Kind by the HTTP status
+// (api.StatusOf's table read backwards), Code, Message and Details as sent.
 type Backend interface {
 	// AddMemory creates one memory (POST /v1/memories).
 	AddMemory(ctx context.Context, in NewMemory) (Created, error)

@@ -55,8 +55,9 @@ func TestMCPStdioLocalStack(t *testing.T) {
 	h.ok("-s", "claire", "raw", "the CLI captured this about kubernetes upgrades")
 
 	cs, stderr := engramMCP(t, h, "claire")
-	if v := cs.InitializeResult().ProtocolVersion; v == "" {
-		t.Fatal("no protocol version negotiated")
+	// Over stdio the SDK's client and server speak the newest revision.
+	if v := cs.InitializeResult().ProtocolVersion; v != "2026-07-28" {
+		t.Fatalf("negotiated %q over stdio, want 2026-07-28", v)
 	}
 	found := mcpTool(t, cs, "search_memories", map[string]any{"agent_id": "claire", "query": "kubernetes upgrades"})
 	if results, _ := found["results"].([]any); len(results) != 1 {
