@@ -51,6 +51,12 @@ func (b *cloudBackend) Search(ctx context.Context, q mcp.SearchQuery) (mcp.Searc
 	req := client.SearchRequest{AgentID: q.AgentID, Query: q.Query, Types: q.Types, Mode: q.Mode, Tags: q.Tags}
 	if q.Limit != nil {
 		req.Limit = *q.Limit
+		if req.Limit == 0 {
+			// The client leaves a zero limit out, which would get the API's
+			// default; any other out-of-range limit gets the API's own
+			// refusal of limit 0 (its message names no value).
+			req.Limit = -1
+		}
 	}
 	if q.MinScore != nil {
 		req.MinScore = *q.MinScore

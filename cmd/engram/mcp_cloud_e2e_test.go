@@ -199,6 +199,11 @@ func exerciseTools(t *testing.T, s *mcpSession, agent string) {
 	}
 
 	s.fails("get_memory", map[string]any{"agent_id": agent, "type": "note", "id": "mem_does_not_exist"}, "not_found")
+	for _, limit := range []int{0, -1, 101} {
+		if errObj := s.fails("search_memories", map[string]any{"agent_id": agent, "query": "x", "limit": limit}, "invalid_request"); errObj["details"].(map[string]any)["field"] != "limit" {
+			t.Fatalf("limit %d: error %v, want the field limit named", limit, errObj)
+		}
+	}
 	errObj := s.fails("add_memory", map[string]any{"agent_id": agent, "type": "note", "content": map[string]any{"content": ""}}, "invalid_request")
 	if field, _ := errObj["details"].(map[string]any)["field"].(string); !strings.HasPrefix(field, "content") {
 		t.Fatalf("the invalid content's error names %v, want the field", errObj)
