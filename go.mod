@@ -14,6 +14,7 @@ require (
 	github.com/kurrent-io/KurrentDB-Client-Go v1.0.0
 	github.com/meilisearch/meilisearch-go v0.36.3
 	github.com/modelcontextprotocol/go-sdk v1.8.0
+	github.com/pelletier/go-toml/v2 v2.4.3
 	github.com/qdrant/go-client v1.17.1
 	github.com/sashabaranov/go-openai v1.43.0
 	github.com/viterin/vek v0.4.3

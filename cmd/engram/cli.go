@@ -109,6 +109,7 @@ func cliCommands() []cliCommand {
 		{"unprotect", "ID", "let a protected memory decay again", strengthCommand("unprotect", "Unprotect a memory: it decays again from its current strength", func(st *localStack) strengthAction { return st.app.memories.Unprotect })},
 		{"weaken", "ID [--by X] [--reason R]", "lower a memory's strength", weakenCommand},
 		{"verify", "ID [--reason R]", "record that a memory still holds (strength up)", verifyCommand},
+		{"setup", "claude-code|claude-desktop|cursor|vscode|codex [--http] [--write]", "add Engram as an MCP server to an AI client's configuration", setupCommand},
 	}
 	for _, t := range captureTypes() {
 		c := cliCommand{t.command, t.args(), "capture " + t.article + " " + string(t.typ), captureCommand(t)}

@@ -65,13 +65,6 @@ func (c *cli) mcpBackend(name string, localOnly, cloudOnly bool) (apimcp.Backend
 	return &stackBackend{c: c, name: name}, nil
 }
 
-// cloudMCPBackend is the Backend of the cloud agent over the client
-// package, with the CLI's credentials. It is built on the mcpx branch;
-// until that merges, the cloud side reports that it is missing.
-func (c *cli) cloudMCPBackend(*cloud) (apimcp.Backend, error) {
-	return nil, errors.New("engram mcp: serving the cloud agent is not built yet; use --local")
-}
-
 // localCaller is who the local stack's MCP writes act for: the stack's
 // user, like the command line's, with "mcp" where the CLI's say "cli".
 func localCaller() apimcp.Caller {
