@@ -5,7 +5,7 @@ BIN       ?= bin/engram
 BENCH     ?= .
 BENCHTIME ?= 1s
 
-.PHONY: build run test lint fuzz vulncheck bench bench-quality bench-load bench-replay clean
+.PHONY: build run test test-typescript lint fuzz vulncheck bench bench-quality bench-load bench-replay clean
 
 # `engram version` reports these; `go build` alone leaves them to Go's
 # build information.
@@ -26,6 +26,13 @@ TEST_BIN ?= $(CURDIR)/bin/engram-race
 test: lint
 	$(GO) build -race -o $(TEST_BIN) ./cmd/engram
 	ENGRAM_TEST_BINARY=$(TEST_BIN) $(GO) test -race -count=1 -timeout 20m ./...
+	ENGRAM_TEST_BINARY=$(TEST_BIN) $(MAKE) test-typescript
+
+# The TypeScript SDK (sdk/typescript): its pinned dependencies, the tsc
+# build and its suite (node --test) against the real binary, which is
+# ENGRAM_TEST_BINARY when set and otherwise built by the suite.
+test-typescript:
+	cd sdk/typescript && npm ci --no-audit --no-fund && npm run build && npm test
 
 lint:
 	@unformatted="$$(gofmt -l .)"; if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
