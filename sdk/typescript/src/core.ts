@@ -281,6 +281,14 @@ export class PagePromise<Page, Item> implements PromiseLike<Page>, AsyncIterable
     return this.firstPage().then(onfulfilled, onrejected);
   }
 
+  catch<B = never>(onrejected?: ((reason: unknown) => B | PromiseLike<B>) | null): Promise<Page | B> {
+    return this.firstPage().catch(onrejected);
+  }
+
+  finally(onfinally?: (() => void) | null): Promise<Page> {
+    return this.firstPage().finally(onfinally);
+  }
+
   /** Every page, the first one included. */
   async *pages(): AsyncGenerator<Page, void, undefined> {
     let page = await this.firstPage();

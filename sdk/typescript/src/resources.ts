@@ -70,7 +70,7 @@ export class Memories extends Resource {
     return new PagePromise(
       (c) => this.t.call({ method: "GET", path: "/memories", query: { ...query, cursor: c }, idempotent: true, options }),
       (p) => p.memories,
-      (p) => p.next_cursor,
+      (p) => p.next_cursor ?? undefined,
       cursor,
     );
   }
@@ -83,7 +83,7 @@ export class Memories extends Resource {
     return this.t.call({ method: "DELETE", path: `/memories/${pathID(id)}`, ifMatch: params.if_match, options });
   }
   /** Deletes the memory's content for good (DELETE ?purge=true). */
-  purge(id: string, params: T.ForgetParams = {}, options?: RequestOptions): Promise<T.Forgotten> {
+  purge(id: string, params: T.ForgetParams = {}, options?: RequestOptions): Promise<T.Purged> {
     return this.t.call({
       method: "DELETE",
       path: `/memories/${pathID(id)}`,
@@ -132,12 +132,12 @@ export class Agents extends Resource {
     return new PagePromise(
       (c) => this.t.call({ method: "GET", path: "/agents", query: { ...query, cursor: c }, idempotent: true, options }),
       (p) => p.agents,
-      (p) => p.next_cursor,
+      (p) => p.next_cursor ?? undefined,
       cursor,
     );
   }
   /** Deletes the agent and every memory of it. */
-  delete(agentID: string, options?: RequestOptions): Promise<{ deleted: boolean }> {
+  delete(agentID: string, options?: RequestOptions): Promise<T.AgentDeleted> {
     return this.t.call({ method: "DELETE", path: `/agents/${pathID(agentID)}`, options });
   }
   settings(agentID: string, options?: RequestOptions): Promise<T.StackSettings> {
@@ -163,7 +163,7 @@ function auditPages(t: Transport, path: string, params: T.AuditParams, options?:
   return new PagePromise(
     (b) => t.call({ method: "GET", path, query: { ...query, before: b }, idempotent: true, options }),
     (p) => p.entries,
-    (p) => p.next_before,
+    (p) => p.next_before ?? undefined,
     before,
   );
 }

@@ -95,7 +95,8 @@ export interface Memory {
   version: number;
 }
 
-export interface MemoryPage { memories: Memory[]; next_cursor: string }
+/** next_cursor is null on the last page. */
+export interface MemoryPage { memories: Memory[]; next_cursor: string | null }
 export interface MemoryListParams {
   agent_id?: string;
   /** plural or singular; comma-separated for several */
@@ -110,7 +111,9 @@ export interface MemoryUpdateParams {
   /** The If-Match header: a memory's ETag (`etag(memory)`) the update requires. */
   if_match?: string;
 }
-export interface Forgotten { id: string; forgotten: boolean; forgotten_at: string | null; purged: boolean }
+export interface Forgotten { id: string; forgotten: boolean; forgotten_at: string | null }
+export interface Purged { id: string; purged: true }
+export interface AgentDeleted { agent_id: string; deleted: true }
 export interface ForgetParams { if_match?: string }
 
 export interface Agent {
@@ -122,7 +125,7 @@ export interface Agent {
   stored_memories: number;
   text_bytes: number;
 }
-export interface AgentPage { agents: Agent[]; next_cursor: string }
+export interface AgentPage { agents: Agent[]; next_cursor: string | null }
 export interface AgentListParams { limit?: number; cursor?: string }
 
 // ---- search
@@ -320,7 +323,7 @@ export interface AuditEntry {
   actor: string;
   details: unknown;
 }
-export interface AuditPage { entries: AuditEntry[]; next_before: string }
+export interface AuditPage { entries: AuditEntry[]; next_before: string | null }
 export interface AuditParams { limit?: number; before?: string }
 export interface Stats {
   agent_id: string;
