@@ -317,7 +317,8 @@ export interface AuditEntry {
   id: string;
   at: string;
   operation: string;
-  agent_id: string;
+  /** absent on the account's own entries (register, keys, …) */
+  agent_id?: string;
   memory_type: string;
   memory_id: string;
   actor: string;
