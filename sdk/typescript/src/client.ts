@@ -2,7 +2,7 @@
 // consistency token and health.
 import { Transport, isNotYetConsistent, sleep, type RequestOptions } from "./core.js";
 import { EngramError } from "./errors.js";
-import { Agents, Audit, Auth, Embeddings, Keys, Memories, Processing, Sessions, Suggestions, Sync } from "./resources.js";
+import { Agents, Audit, Auth, Embeddings, Keys, Memories, Models, Processing, Sessions, Suggestions, Sync } from "./resources.js";
 import type { Health, Readiness, SearchParams, SearchResponse } from "./types.js";
 import { VERSION } from "./version.js";
 
@@ -46,6 +46,7 @@ export class Engram {
   readonly agents: Agents;
   readonly audit: Audit;
   readonly embeddings: Embeddings;
+  readonly models: Models;
   readonly sync: Sync;
   readonly processing: Processing;
   readonly suggestions: Suggestions;
@@ -76,6 +77,7 @@ export class Engram {
     this.agents = new Agents(this.transport);
     this.audit = new Audit(this.transport);
     this.embeddings = new Embeddings(this.transport);
+    this.models = new Models(this.transport);
     this.sync = new Sync(this.transport);
     this.processing = new Processing(this.transport);
     this.suggestions = new Suggestions(this.transport);
@@ -133,6 +135,11 @@ export class Engram {
         await sleep((err.retryAfter ?? 1) * 1000, signal);
       }
     }
+  }
+
+  /** GET /v1/openapi.json: the OpenAPI 3.1 document of the API (no credential needed). */
+  openapi(options?: RequestOptions): Promise<Record<string, unknown>> {
+    return this.transport.call({ method: "GET", path: "/openapi.json", auth: "none", idempotent: true, raw: true, options });
   }
 
   /** GET /healthz: the process is up. */

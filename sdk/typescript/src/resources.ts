@@ -307,3 +307,10 @@ export class Sync extends Resource {
     return this.t.call({ method: "POST", path: "/sync/events", body: params, options });
   }
 }
+
+/** The embedding models in OpenAI's shape (GET /v1/models), for tools that list models first. */
+export class Models extends Resource {
+  list(options?: RequestOptions): Promise<T.OpenAIModelList> {
+    return this.t.call({ method: "GET", path: "/models", idempotent: true, raw: true, options });
+  }
+}

@@ -249,6 +249,10 @@ export interface OpenAIEmbeddingResponse {
   usage: { prompt_tokens: number; total_tokens: number };
 }
 
+/** GET /v1/models in OpenAI's shape. */
+export interface OpenAIModel { id: string; object: "model"; created: number; owned_by: string }
+export interface OpenAIModelList { object: "list"; data: OpenAIModel[] }
+
 // ---- sync
 
 export interface SyncEvent { id: string; type: string; time: string; payload: unknown }
