@@ -1,6 +1,6 @@
 // The client object: configuration, resource namespaces, search, the
 // consistency token and health.
-import { Transport, isNotYetConsistent, sleep, type RequestOptions } from "./core.js";
+import { Transport, anySignal, isNotYetConsistent, sleep, type RequestOptions } from "./core.js";
 import { EngramError } from "./errors.js";
 import { Agents, Audit, Auth, Embeddings, Keys, Memories, Models, Processing, Sessions, Suggestions, Sync } from "./resources.js";
 import type { Health, Readiness, SearchParams, SearchResponse } from "./types.js";
@@ -125,7 +125,7 @@ export class Engram {
     if (!token) throw new EngramError("no consistency token to wait for");
     const signals = [options.signal, options.timeout === undefined ? undefined : AbortSignal.timeout(options.timeout)];
     const present = signals.filter((s): s is AbortSignal => s !== undefined);
-    const signal = present.length === 0 ? undefined : AbortSignal.any(present);
+    const signal = present.length === 0 ? undefined : anySignal(present);
     for (;;) {
       try {
         await this.agents.list({ limit: 1 }, { consistencyToken: token, maxRetries: 0, ...(signal ? { signal } : {}) });

@@ -149,7 +149,7 @@ export class Transport {
     Object.assign(headers, opts.headers);
 
     const timeout = AbortSignal.timeout(opts.timeout ?? this.config.timeout);
-    const signal = opts.signal ? AbortSignal.any([opts.signal, timeout]) : timeout;
+    const signal = opts.signal ? anySignal([opts.signal, timeout]) : timeout;
     const what = `${spec.method} ${url.pathname}`;
     let resp: Response;
     let text: string;
@@ -248,6 +248,26 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
     }, ms);
     signal?.addEventListener("abort", onAbort, { once: true });
   });
+}
+
+/**
+ * anySignal aborts when the first of signals does, with its reason:
+ * AbortSignal.any, which Node.js 18 (Debian 12's) lacks.
+ */
+export function anySignal(signals: AbortSignal[]): AbortSignal {
+  const ctl = new AbortController();
+  for (const s of signals) {
+    if (s.aborted) {
+      ctl.abort(s.reason);
+      return ctl.signal;
+    }
+  }
+  const onAbort = (event: Event) => {
+    ctl.abort((event.target as AbortSignal).reason);
+    for (const s of signals) s.removeEventListener("abort", onAbort);
+  };
+  for (const s of signals) s.addEventListener("abort", onAbort, { once: true });
+  return ctl.signal;
 }
 
 /** Whether err is the 503 not_yet_consistent of a consistency token not reached yet. */

@@ -12,7 +12,10 @@ const here = dirname(fileURLToPath(import.meta.url));
 const files = readdirSync(here).filter((f) => f.endsWith(".test.mjs")).map((f) => join(here, f));
 const given = process.env.ENGRAM_TEST_BINARY;
 const env = { ...process.env, ENGRAM_TEST_BINARY: binary() };
-const run = spawnSync(process.execPath, ["--test", "--test-concurrency=1", ...process.argv.slice(2), ...files], {
+// --test-concurrency came with Node.js 20.10; Debian 12's Node.js 18 lacks it.
+const [major, minor] = process.versions.node.split(".").map(Number);
+const oneAtATime = major > 20 || (major === 20 && minor >= 10) ? ["--test-concurrency=1"] : [];
+const run = spawnSync(process.execPath, ["--test", ...oneAtATime, ...process.argv.slice(2), ...files], {
   stdio: "inherit",
   env,
 });
