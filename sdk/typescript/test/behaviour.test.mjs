@@ -269,6 +269,35 @@ describe("against a scripted loopback server", () => {
     }
   });
 
+  test("waitVisible asks again after each 503 not_yet_consistent, carrying the token", async () => {
+    const s = await scripted([
+      fail(503, "not_yet_consistent", { "Retry-After": "0" }),
+      fail(503, "not_yet_consistent", { "Retry-After": "0" }),
+      ok({ agents: [], next_cursor: null }),
+    ]);
+    try {
+      await s.client().waitVisible("v1.9");
+      assert.equal(s.got.length, 3);
+      for (const g of s.got) {
+        assert.equal(g.url, "/v1/agents?limit=1");
+        assert.equal(g.headers["engram-consistency-token"], "v1.9");
+      }
+    } finally {
+      await s.close();
+    }
+  });
+
+  test("waitVisible gives up when its timeout passes", async () => {
+    const answers = Array.from({ length: 50 }, () => fail(503, "not_yet_consistent", { "Retry-After": "1" }));
+    const s = await scripted(answers);
+    try {
+      await assert.rejects(s.client().waitVisible("v1.9", { timeout: 300 }), (e) => e.name === "TimeoutError");
+      assert.equal(s.got.length, 1);
+    } finally {
+      await s.close();
+    }
+  });
+
   test("a refused connection is APIConnectionError", async () => {
     const s = await scripted([]);
     const c = s.client({ maxRetries: 0 });
