@@ -5,7 +5,7 @@ BIN       ?= bin/engram
 BENCH     ?= .
 BENCHTIME ?= 1s
 
-.PHONY: build run test lint fuzz vulncheck bench bench-quality bench-load bench-replay clean
+.PHONY: build run test test-typescript lint fuzz vulncheck bench bench-quality bench-load bench-replay clean
 
 # `engram version` reports these; `go build` alone leaves them to Go's
 # build information.
@@ -23,9 +23,21 @@ run:
 # (internal/testserver). Plain `go test` builds it into a cache instead.
 TEST_BIN ?= $(CURDIR)/bin/engram-race
 
-test: lint
+test: lint mcp-ts-deps
 	$(GO) build -race -o $(TEST_BIN) ./cmd/engram
 	ENGRAM_TEST_BINARY=$(TEST_BIN) $(GO) test -race -count=1 -timeout 20m ./...
+	ENGRAM_TEST_BINARY=$(TEST_BIN) $(MAKE) test-typescript
+
+# The TypeScript SDK (sdk/typescript): its pinned dependencies, the tsc
+# build and its suite (node --test) against the real binary, which is
+# ENGRAM_TEST_BINARY when set and otherwise built by the suite.
+# The official MCP TypeScript SDK that cmd/engram's TestMCPTypeScriptSDKDrivesTheBinary runs
+# (test/mcp-ts, pinned in its package-lock.json).
+mcp-ts-deps:
+	cd test/mcp-ts && npm ci --no-audit --no-fund
+
+test-typescript:
+	cd sdk/typescript && npm ci --no-audit --no-fund && npm run build && npm test
 
 lint:
 	@unformatted="$$(gofmt -l .)"; if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
