@@ -33,6 +33,7 @@ from ._models import (
     MemoryPage,
     ModelCatalog,
     OpenAIEmbeddingResponse,
+    OpenAIModel,
     Pass,
     ProcessingView,
     Provenance,
@@ -254,15 +255,33 @@ class AsyncMemories(AsyncResource):
 
     async def recover(self, memory_id: str, *, if_match: str | None = None) -> Memory:
         """Bring a forgotten memory back (weak, searchable again)."""
-        return await self._action(memory_id, "recover", if_match, None)
+        return await self._action(
+            Request(
+                "POST",
+                f"/memories/{segment(memory_id)}/recover",
+                headers=if_match_header(if_match),
+            )
+        )
 
     async def protect(self, memory_id: str, *, if_match: str | None = None) -> Memory:
         """Freeze a memory's strength: no decay, no forgetting."""
-        return await self._action(memory_id, "protect", if_match, None)
+        return await self._action(
+            Request(
+                "POST",
+                f"/memories/{segment(memory_id)}/protect",
+                headers=if_match_header(if_match),
+            )
+        )
 
     async def unprotect(self, memory_id: str, *, if_match: str | None = None) -> Memory:
         """Let a protected memory decay again."""
-        return await self._action(memory_id, "unprotect", if_match, None)
+        return await self._action(
+            Request(
+                "POST",
+                f"/memories/{segment(memory_id)}/unprotect",
+                headers=if_match_header(if_match),
+            )
+        )
 
     async def weaken(
         self,
@@ -273,11 +292,27 @@ class AsyncMemories(AsyncResource):
         if_match: str | None = None,
     ) -> Memory:
         """Lower a memory's strength by ``by`` in (0, 1] (server default 0.1)."""
-        return await self._action(memory_id, "weaken", if_match, body(by=by, reason=reason) or None)
+        payload = body(by=by, reason=reason) or None
+        return await self._action(
+            Request(
+                "POST",
+                f"/memories/{segment(memory_id)}/weaken",
+                body=payload,
+                headers=if_match_header(if_match),
+            )
+        )
 
     async def verify(self, memory_id: str, *, reason: str | None = None, if_match: str | None = None) -> Memory:
         """Record that a memory still holds: its strength rises."""
-        return await self._action(memory_id, "verify", if_match, body(reason=reason) or None)
+        payload = body(reason=reason) or None
+        return await self._action(
+            Request(
+                "POST",
+                f"/memories/{segment(memory_id)}/verify",
+                body=payload,
+                headers=if_match_header(if_match),
+            )
+        )
 
     async def provenance(self, memory_id: str, *, direction: str | None = None, depth: int | None = None) -> Provenance:
         """The memory's provenance tree: ``up`` (sources), ``down`` (derived), or both."""
@@ -289,13 +324,7 @@ class AsyncMemories(AsyncResource):
         )
         return from_dict(Provenance, await self._call(req))
 
-    async def _action(self, memory_id: str, action: str, etag: str | None, payload: Any) -> Memory:
-        req = Request(
-            "POST",
-            f"/memories/{segment(memory_id)}/{action}",
-            body=payload,
-            headers=if_match_header(etag),
-        )
+    async def _action(self, req: Request) -> Memory:
         return from_dict(Memory, await self._call(req))
 
 
@@ -473,6 +502,15 @@ class AsyncEmbeddings(AsyncResource):
         return from_dict(OpenAIEmbeddingResponse, await self._call(req))
 
 
+class AsyncModels(AsyncResource):
+    """GET /models: the embedding models in OpenAI's list shape, for tools
+    that list models before embedding."""
+
+    async def list(self) -> builtins.list[OpenAIModel]:
+        data = await self._call(Request("GET", "/models", idempotent=True, envelope=False))
+        return [from_dict(OpenAIModel, m) for m in data["data"]]
+
+
 class AsyncSync(AsyncResource):
     """Replication of an agent's events: /sync/events."""
 
@@ -570,13 +608,13 @@ class AsyncSuggestions(AsyncResource):
         return from_dict(Accepted, await self._call(req))
 
     async def reject(self, suggestion_id: str, *, reason: str | None = None) -> Suggestion:
-        return await self._resolve(suggestion_id, "reject", reason)
+        """Decline a suggestion (it stays on record as rejected)."""
+        req = Request("POST", f"/suggestions/{segment(suggestion_id)}/reject", body=body(reason=reason) or None)
+        return from_dict(Suggestion, await self._call(req))
 
     async def dismiss(self, suggestion_id: str, *, reason: str | None = None) -> Suggestion:
-        return await self._resolve(suggestion_id, "dismiss", reason)
-
-    async def _resolve(self, suggestion_id: str, verb: str, reason: str | None) -> Suggestion:
-        req = Request("POST", f"/suggestions/{segment(suggestion_id)}/{verb}", body=body(reason=reason) or None)
+        """Set a suggestion aside without judging it."""
+        req = Request("POST", f"/suggestions/{segment(suggestion_id)}/dismiss", body=body(reason=reason) or None)
         return from_dict(Suggestion, await self._call(req))
 
 

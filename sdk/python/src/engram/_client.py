@@ -65,6 +65,7 @@ class Engram(BaseClient):
         self.agents = sr.Agents(self)
         self.audit = sr.Audit(self)
         self.embeddings = sr.Embeddings(self)
+        self.models = sr.Models(self)
         self.sync = sr.Sync(self)
         self.processing = sr.Processing(self)
         self.suggestions = sr.Suggestions(self)
@@ -101,6 +102,10 @@ class Engram(BaseClient):
                 if time.monotonic() + wait > deadline:
                     raise
                 time.sleep(wait)
+
+    def openapi(self) -> dict[str, Any]:
+        """GET /openapi.json: the OpenAPI 3.1 document of the API (no auth)."""
+        return self._request(Request("GET", "/openapi.json", authenticated=False, idempotent=True, envelope=False))
 
     def health(self) -> dict[str, Any]:
         """GET /healthz: the process serves."""
@@ -170,6 +175,7 @@ class AsyncEngram(BaseClient):
         self.agents = ar.AsyncAgents(self)
         self.audit = ar.AsyncAudit(self)
         self.embeddings = ar.AsyncEmbeddings(self)
+        self.models = ar.AsyncModels(self)
         self.sync = ar.AsyncSync(self)
         self.processing = ar.AsyncProcessing(self)
         self.suggestions = ar.AsyncSuggestions(self)
@@ -206,6 +212,12 @@ class AsyncEngram(BaseClient):
                 if time.monotonic() + wait > deadline:
                     raise
                 await asyncio.sleep(wait)
+
+    async def openapi(self) -> dict[str, Any]:
+        """GET /openapi.json: the OpenAPI 3.1 document of the API (no auth)."""
+        return await self._request(
+            Request("GET", "/openapi.json", authenticated=False, idempotent=True, envelope=False)
+        )
 
     async def health(self) -> dict[str, Any]:
         """GET /healthz."""

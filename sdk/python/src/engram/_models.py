@@ -366,6 +366,16 @@ class OpenAIEmbeddingResponse(Model):
     usage: dict[str, int] = field(default_factory=dict)
 
 
+@dataclass
+class OpenAIModel(Model):
+    """One entry of GET /v1/models, in OpenAI's shape."""
+
+    id: str = ""
+    object: str = "model"
+    created: int = 0
+    owned_by: str = ""
+
+
 # Sync
 
 
@@ -627,6 +637,7 @@ __all__ = [
     "ModelCatalog",
     "OpenAIEmbedding",
     "OpenAIEmbeddingResponse",
+    "OpenAIModel",
     "SyncEvent",
     "SyncPage",
     "SyncPushResult",

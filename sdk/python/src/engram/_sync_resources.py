@@ -32,6 +32,7 @@ from ._models import (
     MemoryPage,
     ModelCatalog,
     OpenAIEmbeddingResponse,
+    OpenAIModel,
     Pass,
     ProcessingView,
     Provenance,
@@ -253,15 +254,33 @@ class Memories(Resource):
 
     def recover(self, memory_id: str, *, if_match: str | None = None) -> Memory:
         """Bring a forgotten memory back (weak, searchable again)."""
-        return self._action(memory_id, "recover", if_match, None)
+        return self._action(
+            Request(
+                "POST",
+                f"/memories/{segment(memory_id)}/recover",
+                headers=if_match_header(if_match),
+            )
+        )
 
     def protect(self, memory_id: str, *, if_match: str | None = None) -> Memory:
         """Freeze a memory's strength: no decay, no forgetting."""
-        return self._action(memory_id, "protect", if_match, None)
+        return self._action(
+            Request(
+                "POST",
+                f"/memories/{segment(memory_id)}/protect",
+                headers=if_match_header(if_match),
+            )
+        )
 
     def unprotect(self, memory_id: str, *, if_match: str | None = None) -> Memory:
         """Let a protected memory decay again."""
-        return self._action(memory_id, "unprotect", if_match, None)
+        return self._action(
+            Request(
+                "POST",
+                f"/memories/{segment(memory_id)}/unprotect",
+                headers=if_match_header(if_match),
+            )
+        )
 
     def weaken(
         self,
@@ -272,11 +291,27 @@ class Memories(Resource):
         if_match: str | None = None,
     ) -> Memory:
         """Lower a memory's strength by ``by`` in (0, 1] (server default 0.1)."""
-        return self._action(memory_id, "weaken", if_match, body(by=by, reason=reason) or None)
+        payload = body(by=by, reason=reason) or None
+        return self._action(
+            Request(
+                "POST",
+                f"/memories/{segment(memory_id)}/weaken",
+                body=payload,
+                headers=if_match_header(if_match),
+            )
+        )
 
     def verify(self, memory_id: str, *, reason: str | None = None, if_match: str | None = None) -> Memory:
         """Record that a memory still holds: its strength rises."""
-        return self._action(memory_id, "verify", if_match, body(reason=reason) or None)
+        payload = body(reason=reason) or None
+        return self._action(
+            Request(
+                "POST",
+                f"/memories/{segment(memory_id)}/verify",
+                body=payload,
+                headers=if_match_header(if_match),
+            )
+        )
 
     def provenance(self, memory_id: str, *, direction: str | None = None, depth: int | None = None) -> Provenance:
         """The memory's provenance tree: ``up`` (sources), ``down`` (derived), or both."""
@@ -288,13 +323,7 @@ class Memories(Resource):
         )
         return from_dict(Provenance, self._call(req))
 
-    def _action(self, memory_id: str, action: str, etag: str | None, payload: Any) -> Memory:
-        req = Request(
-            "POST",
-            f"/memories/{segment(memory_id)}/{action}",
-            body=payload,
-            headers=if_match_header(etag),
-        )
+    def _action(self, req: Request) -> Memory:
         return from_dict(Memory, self._call(req))
 
 
@@ -472,6 +501,15 @@ class Embeddings(Resource):
         return from_dict(OpenAIEmbeddingResponse, self._call(req))
 
 
+class Models(Resource):
+    """GET /models: the embedding models in OpenAI's list shape, for tools
+    that list models before embedding."""
+
+    def list(self) -> builtins.list[OpenAIModel]:
+        data = self._call(Request("GET", "/models", idempotent=True, envelope=False))
+        return [from_dict(OpenAIModel, m) for m in data["data"]]
+
+
 class Sync(Resource):
     """Replication of an agent's events: /sync/events."""
 
@@ -569,13 +607,13 @@ class Suggestions(Resource):
         return from_dict(Accepted, self._call(req))
 
     def reject(self, suggestion_id: str, *, reason: str | None = None) -> Suggestion:
-        return self._resolve(suggestion_id, "reject", reason)
+        """Decline a suggestion (it stays on record as rejected)."""
+        req = Request("POST", f"/suggestions/{segment(suggestion_id)}/reject", body=body(reason=reason) or None)
+        return from_dict(Suggestion, self._call(req))
 
     def dismiss(self, suggestion_id: str, *, reason: str | None = None) -> Suggestion:
-        return self._resolve(suggestion_id, "dismiss", reason)
-
-    def _resolve(self, suggestion_id: str, verb: str, reason: str | None) -> Suggestion:
-        req = Request("POST", f"/suggestions/{segment(suggestion_id)}/{verb}", body=body(reason=reason) or None)
+        """Set a suggestion aside without judging it."""
+        req = Request("POST", f"/suggestions/{segment(suggestion_id)}/dismiss", body=body(reason=reason) or None)
         return from_dict(Suggestion, self._call(req))
 
 
