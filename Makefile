@@ -31,8 +31,9 @@ test: lint
 
 # The Python SDK's suite against the real server ($ENGRAM_TEST_BINARY, else
 # a `go build` of its own), in a virtualenv under bin/ with the pinned dev
-# dependencies. A missing Python or package fails; so does a run that
-# collects no tests (pytest's exit code 5).
+# dependencies, after mypy --strict over the package (it ships py.typed).
+# A missing Python or package fails; so does a run that collects no tests
+# (pytest's exit code 5).
 PYTHON  ?= python3
 PY_VENV ?= $(CURDIR)/bin/pyenv
 
@@ -40,6 +41,7 @@ test-python:
 	$(PYTHON) -m venv $(PY_VENV)
 	$(PY_VENV)/bin/pip install -q --disable-pip-version-check -r sdk/python/requirements-dev.txt
 	$(PY_VENV)/bin/pip install -q --disable-pip-version-check --no-build-isolation --no-deps --force-reinstall ./sdk/python
+	$(PY_VENV)/bin/mypy --strict sdk/python/src/engram
 	cd sdk/python && $(PY_VENV)/bin/python -m pytest -q -p no:cacheprovider; rc=$$?; \
 		if [ $$rc -eq 5 ]; then echo "test-python: no tests collected" >&2; exit 1; fi; exit $$rc
 

@@ -26,7 +26,7 @@ DEFAULT_VISIBILITY_TIMEOUT = 30.0
 
 def _root(base_url: str) -> str:
     """The server's root (where /healthz is) from the API base URL."""
-    return base_url[: -len("/v1")] if base_url.endswith("/v1") else base_url
+    return base_url.removesuffix("/v1")
 
 
 class Engram(BaseClient):
@@ -105,15 +105,20 @@ class Engram(BaseClient):
 
     def openapi(self) -> dict[str, Any]:
         """GET /openapi.json: the OpenAPI 3.1 document of the API (no auth)."""
-        return self._request(Request("GET", "/openapi.json", authenticated=False, idempotent=True, envelope=False))
+        doc: dict[str, Any] = self._request(
+            Request("GET", "/openapi.json", authenticated=False, idempotent=True, envelope=False)
+        )
+        return doc
 
     def health(self) -> dict[str, Any]:
         """GET /healthz: the process serves."""
-        return self._request(Request("GET", "/healthz", authenticated=False, idempotent=True), root=True)
+        data: dict[str, Any] = self._request(Request("GET", "/healthz", authenticated=False, idempotent=True), root=True)
+        return data
 
     def ready(self) -> dict[str, Any]:
         """GET /readyz: backends and projections (503 while not ready)."""
-        return self._request(Request("GET", "/readyz", authenticated=False, idempotent=True), root=True)
+        data: dict[str, Any] = self._request(Request("GET", "/readyz", authenticated=False, idempotent=True), root=True)
+        return data
 
     def _request(self, req: Request, *, retries: int | None = None, root: bool = False) -> Any:
         kwargs = self._build(req)
@@ -215,17 +220,24 @@ class AsyncEngram(BaseClient):
 
     async def openapi(self) -> dict[str, Any]:
         """GET /openapi.json: the OpenAPI 3.1 document of the API (no auth)."""
-        return await self._request(
+        doc: dict[str, Any] = await self._request(
             Request("GET", "/openapi.json", authenticated=False, idempotent=True, envelope=False)
         )
+        return doc
 
     async def health(self) -> dict[str, Any]:
         """GET /healthz."""
-        return await self._request(Request("GET", "/healthz", authenticated=False, idempotent=True), root=True)
+        data: dict[str, Any] = await self._request(
+            Request("GET", "/healthz", authenticated=False, idempotent=True), root=True
+        )
+        return data
 
     async def ready(self) -> dict[str, Any]:
         """GET /readyz."""
-        return await self._request(Request("GET", "/readyz", authenticated=False, idempotent=True), root=True)
+        data: dict[str, Any] = await self._request(
+            Request("GET", "/readyz", authenticated=False, idempotent=True), root=True
+        )
+        return data
 
     async def _request(self, req: Request, *, retries: int | None = None, root: bool = False) -> Any:
         kwargs = self._build(req)

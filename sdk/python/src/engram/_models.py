@@ -46,7 +46,7 @@ def _convert(tp: Any, value: Any) -> Any:
         return parse_time(value)
     if tp is float and isinstance(value, int):
         return float(value)
-    if dataclasses.is_dataclass(tp) and isinstance(value, dict):
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp) and isinstance(value, dict):
         return from_dict(tp, value)
     return value
 
@@ -76,7 +76,8 @@ class Model:
     _json: dict[str, Any]
 
     def to_dict(self) -> dict[str, Any]:
-        return getattr(self, "_json", None) or dataclasses.asdict(self)  # type: ignore[call-overload]
+        data: dict[str, Any] | None = getattr(self, "_json", None)
+        return data if data is not None else dataclasses.asdict(self)  # type: ignore[call-overload]
 
 
 # Accounts, keys, sessions
