@@ -6,7 +6,7 @@ import socket
 
 import pytest
 
-from engram import APIConnectionError, APITimeoutError, BadRequestError, Engram
+from engram import APIConnectionError, APITimeoutError, BadRequestError, Engram, EngramError, InsecureURLError
 
 
 def test_writes_carry_a_token_and_wait_visible_returns(client, agent_id):
@@ -47,3 +47,36 @@ def test_timeouts_and_connection_errors(api_key):
         Engram(api_key=api_key, base_url="http://127.0.0.1:9/v1", timeout=5).auth.status()
     with pytest.raises(ValueError):
         Engram(api_key=api_key, base_url="ftp://example.com")
+
+
+@pytest.mark.parametrize(
+    ("base_url", "allowed"),
+    [
+        ("https://127.0.0.1:9/v1", True),
+        ("http://127.0.0.1:9/v1", True),
+        ("http://127.8.9.10:9/v1", True),
+        ("http://[::1]:9/v1", True),
+        ("http://localhost:9/v1", True),
+        ("http://engram.example.com/v1", False),
+        ("http://localhost.evil.example/v1", False),
+        ("http://127.0.0.1.nip.io/v1", False),
+        ("http://10.0.0.1/v1", False),
+    ],
+)
+def test_secrets_travel_only_over_https_or_loopback(base_url, allowed):
+    """docs/decisions.md#secrets-in-transit: refused before anything is sent."""
+    client = Engram(api_key="eng_x", base_url=base_url, timeout=0.5, max_retries=0)
+    for call in (client.auth.status, lambda: client.auth.verify("engv_x"), lambda: client.auth.login("eng_x")):
+        if allowed:
+            with pytest.raises(EngramError) as err:  # nothing listens on port 9
+                call()
+            assert not isinstance(err.value, InsecureURLError)
+        else:
+            with pytest.raises(InsecureURLError):
+                call()
+
+
+def test_register_sends_no_secret_so_plain_http_is_allowed():
+    client = Engram(api_key="", base_url="http://engram.invalid/v1", timeout=0.5, max_retries=0)
+    with pytest.raises(APIConnectionError):
+        client.auth.register("a@example.com")

@@ -88,13 +88,13 @@ class AsyncAuth(AsyncResource):
 
     async def verify(self, token: str) -> Verification:
         """Redeem the mailed token; ``api_key`` is the first key, shown only here."""
-        data = await self._call(Request("POST", "/auth/verify", body={"token": token}, authenticated=False))
+        data = await self._call(Request("POST", "/auth/verify", body={"token": token}, authenticated=False, secret=True))
         return from_dict(Verification, data)
 
     async def login(self, api_key: str | None = None) -> Session:
         """Exchange an API key (default: the client's) for a session token."""
         key = api_key or self._client.api_key
-        data = await self._call(Request("POST", "/auth/login", body={"api_key": key}, authenticated=False))
+        data = await self._call(Request("POST", "/auth/login", body={"api_key": key}, authenticated=False, secret=True))
         return from_dict(Session, data)
 
     async def status(self) -> AuthStatus:

@@ -4,6 +4,7 @@ decoding the envelopes, the retry policy and the consistency token."""
 from __future__ import annotations
 
 import email.utils
+import ipaddress
 import os
 import random
 import time
@@ -13,7 +14,7 @@ from urllib.parse import quote
 
 import httpx
 
-from ._errors import APIStatusError, error_class
+from ._errors import APIStatusError, InsecureURLError, error_class
 from ._version import __version__
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8080/v1"
@@ -28,7 +29,8 @@ RETRYABLE_STATUSES = (429, 503)
 @dataclass
 class Request:
     """One API call. ``idempotent`` calls are retried on 429 and 503;
-    ``secret_in_body`` calls (verify, login) send no Authorization header."""
+    unauthenticated ones send no Authorization header, and ``secret`` marks
+    those that carry a secret in the body instead (verify, login)."""
 
     method: str
     path: str
@@ -37,6 +39,7 @@ class Request:
     headers: dict[str, str] = field(default_factory=dict)
     idempotent: bool = False
     authenticated: bool = True
+    secret: bool = False
     envelope: bool = True  # False: the OpenAI-compatible route's bare JSON
 
 
@@ -66,6 +69,23 @@ def body(**fields: Any) -> dict[str, Any]:
 
 def if_match_header(etag: str | None) -> dict[str, str]:
     return {"If-Match": etag} if etag else {}
+
+
+def secure_url(url: httpx.URL) -> bool:
+    """Whether secrets may travel to url: https, or http to a loopback host.
+    Only the literal name localhost and loopback IPs count: names are not
+    resolved, because what they resolve to can change."""
+    if url.scheme == "https":
+        return True
+    if url.scheme != "http":
+        return False
+    host = url.host.strip("[]")
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def parse_retry_after(value: str | None) -> float | None:
@@ -132,6 +152,10 @@ class BaseClient:
             "Accept": "application/json",
             "User-Agent": f"engram-python/{__version__}",
         }
+        if (req.authenticated or req.secret) and not secure_url(httpx.URL(self.base_url)):
+            raise InsecureURLError(
+                f"refusing to send a secret over plain http to {self.base_url}: use https or a loopback host"
+            )
         if req.authenticated:
             if not self.api_key:
                 raise ValueError("no API key: pass api_key= or set ENGRAM_API_KEY")

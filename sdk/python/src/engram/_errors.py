@@ -12,6 +12,7 @@ from typing import Any
 
 __all__ = [
     "EngramError",
+    "InsecureURLError",
     "APIConnectionError",
     "APITimeoutError",
     "APIStatusError",
@@ -35,6 +36,12 @@ __all__ = [
 
 class EngramError(Exception):
     """Base of every exception this package raises."""
+
+
+class InsecureURLError(EngramError, ValueError):
+    """Raised before sending a secret (API key, session or verification
+    token) over plain http to a host that is not loopback: use https
+    (docs/decisions.md#secrets-in-transit)."""
 
 
 class APIConnectionError(EngramError):
