@@ -22,3 +22,9 @@ def test_sync_resources_are_generated_from_the_async_ones():
 
 def test_py_typed_is_shipped():
     assert (Path(engram.__file__).parent / "py.typed").exists()
+
+
+def test_everything_exported_is_importable():
+    for name in engram.__all__:
+        assert hasattr(engram, name), name
+    assert {"Engram", "AsyncEngram", "Memory", "SearchResponse", "NotFoundError"} <= set(engram.__all__)

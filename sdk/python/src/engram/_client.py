@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from datetime import datetime
 from typing import Any
 
 import httpx
@@ -78,9 +79,44 @@ class Engram(BaseClient):
         clone._owns_http = False
         return clone
 
-    def search(self, *, agent_id: str, query: str, **options: Any) -> SearchResponse:
-        """Search one agent's memories; see :meth:`AsyncEngram.search` for the options."""
-        return sr.search(self, agent_id=agent_id, query=query, **options)
+    def search(
+        self,
+        *,
+        agent_id: str,
+        query: str,
+        limit: int | None = None,
+        types: list[str] | None = None,
+        min_score: float | None = None,
+        mode: str | None = None,
+        created_after: datetime | str | None = None,
+        created_before: datetime | str | None = None,
+        tags: list[str] | None = None,
+        explain: bool | None = None,
+        include_weak: bool | None = None,
+        include_forgotten: bool | None = None,
+    ) -> SearchResponse:
+        """Search one agent's memories; the hits are in ``.results``.
+
+        ``limit`` 1-100 (default 10), ``types`` plural or singular names,
+        ``min_score`` 0-1, ``mode`` hybrid (default), vector or keyword,
+        ``created_after`` inclusive and ``created_before`` exclusive,
+        ``tags`` all required, ``explain`` adds each hit's score breakdown,
+        ``include_weak`` / ``include_forgotten`` let those through."""
+        return sr.search(
+            self,
+            agent_id=agent_id,
+            query=query,
+            limit=limit,
+            types=types,
+            min_score=min_score,
+            mode=mode,
+            created_after=created_after,
+            created_before=created_before,
+            tags=tags,
+            explain=explain,
+            include_weak=include_weak,
+            include_forgotten=include_forgotten,
+        )
 
     def wait_visible(self, token: str | None = None, *, timeout: float = DEFAULT_VISIBILITY_TIMEOUT) -> None:
         """Return once the server's read models include the write ``token``
@@ -192,12 +228,44 @@ class AsyncEngram(BaseClient):
         clone._owns_http = False
         return clone
 
-    async def search(self, *, agent_id: str, query: str, **options: Any) -> SearchResponse:
-        """Search one agent's memories. Options: ``limit`` (1-100), ``types``,
-        ``min_score``, ``mode`` (hybrid, vector, keyword), ``created_after``,
-        ``created_before``, ``tags``, ``explain``, ``include_weak``,
-        ``include_forgotten``. The hits are in ``.results``."""
-        return await ar.search(self, agent_id=agent_id, query=query, **options)
+    async def search(
+        self,
+        *,
+        agent_id: str,
+        query: str,
+        limit: int | None = None,
+        types: list[str] | None = None,
+        min_score: float | None = None,
+        mode: str | None = None,
+        created_after: datetime | str | None = None,
+        created_before: datetime | str | None = None,
+        tags: list[str] | None = None,
+        explain: bool | None = None,
+        include_weak: bool | None = None,
+        include_forgotten: bool | None = None,
+    ) -> SearchResponse:
+        """Search one agent's memories; the hits are in ``.results``.
+
+        ``limit`` 1-100 (default 10), ``types`` plural or singular names,
+        ``min_score`` 0-1, ``mode`` hybrid (default), vector or keyword,
+        ``created_after`` inclusive and ``created_before`` exclusive,
+        ``tags`` all required, ``explain`` adds each hit's score breakdown,
+        ``include_weak`` / ``include_forgotten`` let those through."""
+        return await ar.search(
+            self,
+            agent_id=agent_id,
+            query=query,
+            limit=limit,
+            types=types,
+            min_score=min_score,
+            mode=mode,
+            created_after=created_after,
+            created_before=created_before,
+            tags=tags,
+            explain=explain,
+            include_weak=include_weak,
+            include_forgotten=include_forgotten,
+        )
 
     async def wait_visible(self, token: str | None = None, *, timeout: float = DEFAULT_VISIBILITY_TIMEOUT) -> None:
         """Return once the server's read models include the write ``token`` names."""
