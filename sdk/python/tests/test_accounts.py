@@ -111,4 +111,4 @@ def test_missing_key_fails_before_sending(server, monkeypatch):
 
 def test_health_and_readiness(client):
     assert client.health() == {"status": "ok"}
-    assert client.ready()["status"] == "ready"
+    assert client.readiness()["status"] == "ready"

@@ -41,7 +41,7 @@ def test_cognition_routes(client, server, claire):
     with pytest.raises(BadRequestError):
         client.processing.run("claire", transition="raw_to_poem")
 
-    done = client.agents.raw_entries("claire", processed=True, limit=1)
+    done = client.processing.raw_entries("claire", processed=True, limit=1)
     assert len(done) == 1 and done[0].processed and done[0].processed_into and done[0].type == "raw_entry"
 
     pending = client.suggestions.list("claire", status="pending")
@@ -97,7 +97,7 @@ def test_cognition_routes(client, server, claire):
         lambda: other.processing.update("claire"),
         lambda: other.processing.run("claire"),
         lambda: other.processing.exhaust("claire"),
-        lambda: other.agents.raw_entries("claire"),
+        lambda: other.processing.raw_entries("claire"),
         lambda: other.suggestions.list("claire"),
         lambda: other.suggestions.get(ep.id),
         lambda: other.suggestions.accept(by_type["belief"].id),

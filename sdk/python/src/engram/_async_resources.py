@@ -329,7 +329,7 @@ class AsyncMemories(AsyncResource):
 
 
 class AsyncAgents(AsyncResource):
-    """Agents (memory stacks): listing, deletion, settings, stats, audit, raw entries, anxiety."""
+    """Agents (memory stacks): listing, deletion, settings, stats, audit, anxiety."""
 
     async def list(self, *, limit: int | None = None, cursor: str | None = None) -> AgentPage:
         """One page of the user's agents in agent_id order."""
@@ -375,19 +375,6 @@ class AsyncAgents(AsyncResource):
             idempotent=True,
         )
         return from_dict(AuditPage, await self._call(req))
-
-    async def raw_entries(
-        self, agent_id: str, *, processed: bool | None = None, limit: int | None = None
-    ) -> builtins.list[RawEntry]:
-        """The agent's raw entries with their processing state."""
-        req = Request(
-            "GET",
-            f"/agents/{segment(agent_id)}/raw",
-            params=query(processed=processed, limit=limit),
-            idempotent=True,
-        )
-        data = await self._call(req)
-        return [from_dict(RawEntry, e) for e in data["raw_entries"]]
 
     async def anxiety(self, agent_id: str) -> AnxietyReport:
         """The agent's memory anxiety report."""
@@ -573,6 +560,19 @@ class AsyncProcessing(AsyncResource):
         """Merge configuration, e.g. ``auto_promote=True, layers={"raw_to_episode": {...}}``."""
         data = await self._call(Request("PATCH", f"/agents/{segment(agent_id)}/processing", body=patch))
         return from_dict(ProcessingView, data)
+
+    async def raw_entries(
+        self, agent_id: str, *, processed: bool | None = None, limit: int | None = None
+    ) -> builtins.list[RawEntry]:
+        """The agent's raw entries with their processing state."""
+        req = Request(
+            "GET",
+            f"/agents/{segment(agent_id)}/raw",
+            params=query(processed=processed, limit=limit),
+            idempotent=True,
+        )
+        data = await self._call(req)
+        return [from_dict(RawEntry, e) for e in data["raw_entries"]]
 
 
 class AsyncSuggestions(AsyncResource):

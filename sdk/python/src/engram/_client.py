@@ -151,7 +151,7 @@ class Engram(BaseClient):
         data: dict[str, Any] = self._request(Request("GET", "/healthz", authenticated=False, idempotent=True), root=True)
         return data
 
-    def ready(self) -> dict[str, Any]:
+    def readiness(self) -> dict[str, Any]:
         """GET /readyz: backends and projections (503 while not ready)."""
         data: dict[str, Any] = self._request(Request("GET", "/readyz", authenticated=False, idempotent=True), root=True)
         return data
@@ -300,7 +300,7 @@ class AsyncEngram(BaseClient):
         )
         return data
 
-    async def ready(self) -> dict[str, Any]:
+    async def readiness(self) -> dict[str, Any]:
         """GET /readyz."""
         data: dict[str, Any] = await self._request(
             Request("GET", "/readyz", authenticated=False, idempotent=True), root=True

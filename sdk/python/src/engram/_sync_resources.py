@@ -328,7 +328,7 @@ class Memories(Resource):
 
 
 class Agents(Resource):
-    """Agents (memory stacks): listing, deletion, settings, stats, audit, raw entries, anxiety."""
+    """Agents (memory stacks): listing, deletion, settings, stats, audit, anxiety."""
 
     def list(self, *, limit: int | None = None, cursor: str | None = None) -> AgentPage:
         """One page of the user's agents in agent_id order."""
@@ -374,19 +374,6 @@ class Agents(Resource):
             idempotent=True,
         )
         return from_dict(AuditPage, self._call(req))
-
-    def raw_entries(
-        self, agent_id: str, *, processed: bool | None = None, limit: int | None = None
-    ) -> builtins.list[RawEntry]:
-        """The agent's raw entries with their processing state."""
-        req = Request(
-            "GET",
-            f"/agents/{segment(agent_id)}/raw",
-            params=query(processed=processed, limit=limit),
-            idempotent=True,
-        )
-        data = self._call(req)
-        return [from_dict(RawEntry, e) for e in data["raw_entries"]]
 
     def anxiety(self, agent_id: str) -> AnxietyReport:
         """The agent's memory anxiety report."""
@@ -572,6 +559,19 @@ class Processing(Resource):
         """Merge configuration, e.g. ``auto_promote=True, layers={"raw_to_episode": {...}}``."""
         data = self._call(Request("PATCH", f"/agents/{segment(agent_id)}/processing", body=patch))
         return from_dict(ProcessingView, data)
+
+    def raw_entries(
+        self, agent_id: str, *, processed: bool | None = None, limit: int | None = None
+    ) -> builtins.list[RawEntry]:
+        """The agent's raw entries with their processing state."""
+        req = Request(
+            "GET",
+            f"/agents/{segment(agent_id)}/raw",
+            params=query(processed=processed, limit=limit),
+            idempotent=True,
+        )
+        data = self._call(req)
+        return [from_dict(RawEntry, e) for e in data["raw_entries"]]
 
 
 class Suggestions(Resource):
