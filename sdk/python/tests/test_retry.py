@@ -53,6 +53,16 @@ def test_writes_are_not_retried_on_429(limited_server):
     assert counter.sent == 2
 
 
+def test_deletes_are_retried_on_429(limited_server):
+    """A DELETE refused by the rate limit did nothing, and deleting is idempotent."""
+    key = limited_server.register()
+    counter = Counter()
+    client = Engram(api_key=key, base_url=limited_server.api_url, max_retries=3, http_client=counter.client())
+    m = client.memories.create(agent_id="d", type="note", content={"content": "x"})
+    assert client.memories.forget(m.id).forgotten
+    assert counter.sent > 2
+
+
 def _response(status: int, code: str, retry_after: str | None = "1") -> httpx.Response:
     headers = {"Retry-After": retry_after} if retry_after else {}
     body = {"success": False, "error": {"code": code, "message": code, "request_id": "req_1"}}

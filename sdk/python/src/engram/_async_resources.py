@@ -124,7 +124,7 @@ class AsyncKeys(AsyncResource):
 
     async def revoke(self, key_id: str) -> RevokedAPIKey:
         """Deactivate a key (and its sessions) at once."""
-        data = await self._call(Request("DELETE", f"/auth/keys/{segment(key_id)}"))
+        data = await self._call(Request("DELETE", f"/auth/keys/{segment(key_id)}", idempotent=True))
         return from_dict(RevokedAPIKey, data)
 
     async def cycle(self, key_id: str) -> CycledAPIKey:
@@ -240,7 +240,7 @@ class AsyncMemories(AsyncResource):
 
     async def forget(self, memory_id: str, *, if_match: str | None = None) -> Forgotten:
         """Hide a memory from search and listings; it stays readable and recoverable."""
-        req = Request("DELETE", f"/memories/{segment(memory_id)}", headers=if_match_header(if_match))
+        req = Request("DELETE", f"/memories/{segment(memory_id)}", headers=if_match_header(if_match), idempotent=True)
         return from_dict(Forgotten, await self._call(req))
 
     async def purge(self, memory_id: str, *, if_match: str | None = None) -> Forgotten:
@@ -250,6 +250,7 @@ class AsyncMemories(AsyncResource):
             f"/memories/{segment(memory_id)}",
             params={"purge": "true"},
             headers=if_match_header(if_match),
+            idempotent=True,
         )
         return from_dict(Forgotten, await self._call(req))
 
@@ -349,7 +350,7 @@ class AsyncAgents(AsyncResource):
 
     async def delete(self, agent_id: str) -> bool:
         """Remove an agent and everything in it from every read model."""
-        data = await self._call(Request("DELETE", f"/agents/{segment(agent_id)}"))
+        data = await self._call(Request("DELETE", f"/agents/{segment(agent_id)}", idempotent=True))
         return bool(data.get("deleted"))
 
     async def settings(self, agent_id: str) -> StackSettings:

@@ -123,7 +123,7 @@ class Keys(Resource):
 
     def revoke(self, key_id: str) -> RevokedAPIKey:
         """Deactivate a key (and its sessions) at once."""
-        data = self._call(Request("DELETE", f"/auth/keys/{segment(key_id)}"))
+        data = self._call(Request("DELETE", f"/auth/keys/{segment(key_id)}", idempotent=True))
         return from_dict(RevokedAPIKey, data)
 
     def cycle(self, key_id: str) -> CycledAPIKey:
@@ -239,7 +239,7 @@ class Memories(Resource):
 
     def forget(self, memory_id: str, *, if_match: str | None = None) -> Forgotten:
         """Hide a memory from search and listings; it stays readable and recoverable."""
-        req = Request("DELETE", f"/memories/{segment(memory_id)}", headers=if_match_header(if_match))
+        req = Request("DELETE", f"/memories/{segment(memory_id)}", headers=if_match_header(if_match), idempotent=True)
         return from_dict(Forgotten, self._call(req))
 
     def purge(self, memory_id: str, *, if_match: str | None = None) -> Forgotten:
@@ -249,6 +249,7 @@ class Memories(Resource):
             f"/memories/{segment(memory_id)}",
             params={"purge": "true"},
             headers=if_match_header(if_match),
+            idempotent=True,
         )
         return from_dict(Forgotten, self._call(req))
 
@@ -348,7 +349,7 @@ class Agents(Resource):
 
     def delete(self, agent_id: str) -> bool:
         """Remove an agent and everything in it from every read model."""
-        data = self._call(Request("DELETE", f"/agents/{segment(agent_id)}"))
+        data = self._call(Request("DELETE", f"/agents/{segment(agent_id)}", idempotent=True))
         return bool(data.get("deleted"))
 
     def settings(self, agent_id: str) -> StackSettings:
