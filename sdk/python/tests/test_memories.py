@@ -29,7 +29,12 @@ def test_create_get_update_forget_recover_purge(client, agent_id):
     )
     assert m.etag == '"1"' and m.created_at is not None and m.to_dict()["id"] == m.id
 
+    assert client.memories.get_if_changed(m.id, m.etag) is None  # 304
+    assert client.memories.get_if_changed(m.id, "*") is None
+
     patched = client.memories.update(m.id, tags=["Caroline", "pets"], if_match=m.etag)
+    changed = client.memories.get_if_changed(m.id, m.etag)
+    assert changed is not None and changed.version == 2
     assert patched.tags == ["Caroline", "pets"] and patched.version == 2
     with pytest.raises(PreconditionFailedError) as stale:
         client.memories.patch(m.id, content={"content": "changed"}, if_match=m.etag)

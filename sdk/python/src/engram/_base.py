@@ -197,6 +197,8 @@ class BaseClient:
         token = resp.headers.get(CONSISTENCY_TOKEN_HEADER)
         if token:
             self._last_token[0] = token
+        if resp.status_code == 304:  # If-None-Match named the current version
+            return None
         if not 200 <= resp.status_code < 300:
             raise _status_error(resp)
         if resp.status_code == 204 or not resp.content:

@@ -170,6 +170,13 @@ class Memories(Resource):
         """One memory, forgotten ones included."""
         return from_dict(Memory, self._call(Request("GET", f"/memories/{segment(memory_id)}", idempotent=True)))
 
+    def get_if_changed(self, memory_id: str, etag: str) -> Memory | None:
+        """The memory if it is no longer at ``etag`` (``memory.etag``), else None
+        (GET with If-None-Match: 304 Not Modified, no body)."""
+        req = Request("GET", f"/memories/{segment(memory_id)}", headers={"If-None-Match": etag}, idempotent=True)
+        data = self._call(req)
+        return None if data is None else from_dict(Memory, data)
+
     def list(
         self,
         *,
