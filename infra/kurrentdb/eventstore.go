@@ -223,8 +223,10 @@ var errStuck = errors.New("the KurrentDB client is stuck looking up its connecti
 // unstuck runs call with the current client; call must be done with the
 // client when it returns (a stream it opens read to its end or closed; a
 // subscription's discard and the subscriber's own release handle theirs).
-// Client calls start with the client's connection lookup. In KurrentDB-Client-Go v1.0.0 that lookup ignores ctx
-// and, when it races with the client closing itself, blocks forever; so
+// Client calls start with the client's connection lookup. In
+// KurrentDB-Client-Go v1.0.0 up to v1.1.2 (getConnectionHandle in
+// kurrentdb/impl.go, unchanged) that lookup ignores ctx and, when it races
+// with the client closing itself, blocks forever; so
 // call runs in a goroutine that is abandoned when ctx ends or after
 // s.stuckAfter (errStuck, which renews the client). An abandoned call's
 // late result is passed to discard, to release it.

@@ -45,8 +45,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/kurrent-io/KurrentDB-Client-Go/protos/shared"
-	"github.com/kurrent-io/KurrentDB-Client-Go/protos/streams"
+	"github.com/kurrent-io/KurrentDB-Client-Go/protos/kurrentdb/protocols/v1/shared"
+	"github.com/kurrent-io/KurrentDB-Client-Go/protos/kurrentdb/protocols/v1/streams"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
