@@ -2,9 +2,14 @@
 // gRPC client (github.com/kurrent-io/KurrentDB-Client-Go).
 //
 // Streams: Engram stream s is KurrentDB stream Prefix+s, so several Engram
-// deployments (or test runs) can share one KurrentDB, and $all reads and
-// subscriptions keep to Engram's events with a server-side stream-prefix
-// filter (system "$..." streams and foreign streams are never delivered).
+// deployments (or test runs) can share one KurrentDB. A prefix is
+// dot-separated segments of letters, digits and '_' ending in '.', and an
+// Engram stream name has no '.' before its first '-' ("agent-u-a.b"), so
+// another deployment's longer prefix ("engram.staging." beside "engram.")
+// never looks like one of this deployment's streams: Prefix+s is ours only
+// if s has no '.' before its first '-' (see owns). $all subscriptions keep to
+// Engram's streams with a server-side filter; records inside them that are
+// not Engram events (a tombstone, another application's event) are skipped.
 //
 // Positions: Engram's global position of an event IS its KurrentDB commit
 // position. Engram only writes implicit transactions (one append = one
@@ -33,6 +38,7 @@ import (
 	"log/slog"
 	"math"
 	"net/url"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -46,6 +52,31 @@ import (
 
 // DefaultStreamPrefix namespaces Engram's streams in a shared KurrentDB.
 const DefaultStreamPrefix = "engram."
+
+// prefixPattern is what a stream prefix looks like. No '-' and a final
+// '.' keep any longer prefix from producing a name owns accepts.
+var prefixPattern = regexp.MustCompile(`^[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)*\.$`)
+
+// owns reports whether the KurrentDB stream name is one of this
+// deployment's: Prefix+s where s has no '.' before its first '-'. A longer
+// prefix (Prefix+"staging.") always puts a '.' there.
+func (s *EventStore) owns(name string) bool {
+	rest, ok := strings.CutPrefix(name, s.prefix)
+	return ok && engramStreamName(rest)
+}
+
+// engramStreamName reports whether s can be an Engram stream name under a
+// prefix: no '.' before its first '-' (Engram's are "kind-..." names).
+func engramStreamName(s string) bool {
+	kind, _, _ := strings.Cut(s, "-")
+	return s != "" && !strings.Contains(kind, ".")
+}
+
+// streamFilter is the server-side $all filter for this deployment's
+// streams, owns as a regular expression.
+func (s *EventStore) streamFilter() *kdb.SubscriptionFilter {
+	return &kdb.SubscriptionFilter{Type: kdb.StreamFilterType, Regex: "^" + regexp.QuoteMeta(s.prefix) + "[^.-]+(-|$)"}
+}
 
 // readPage is how many $all events one read request asks for while
 // skipping over events outside the prefix.
@@ -134,6 +165,9 @@ func Open(ctx context.Context, cfg Config) (*EventStore, error) {
 // credentials in the URL and credentials without TLS (the client would
 // refuse every call with a gRPC error that does not say why).
 func clientConfig(cfg Config, log *slog.Logger) (*kdb.Configuration, error) {
+	if cfg.StreamPrefix != "" && !prefixPattern.MatchString(cfg.StreamPrefix) {
+		return nil, fmt.Errorf("kurrentdb: stream prefix %q must be dot-separated letters, digits and '_' ending in '.', like %q", cfg.StreamPrefix, DefaultStreamPrefix)
+	}
 	u, err := url.Parse(cfg.URL)
 	if err != nil || cfg.URL == "" {
 		return nil, fmt.Errorf("kurrentdb: event store URL %q is not a connection string like kurrentdb://host:2113?tls=false", redact(cfg.URL))
@@ -311,6 +345,9 @@ func (s *EventStore) Append(ctx context.Context, stream string, expected int64, 
 	if stream == "" {
 		return domain.AppendResult{}, errors.New("kurrentdb: append: empty stream name")
 	}
+	if !engramStreamName(stream) {
+		return domain.AppendResult{}, fmt.Errorf("kurrentdb: append: stream name %q has a '.' before its first '-', which would read as another deployment's stream prefix", stream)
+	}
 	if len(events) == 0 {
 		return domain.AppendResult{}, fmt.Errorf("kurrentdb: append to %s: no events", stream)
 	}
@@ -376,11 +413,13 @@ func (s *EventStore) ReadStream(ctx context.Context, stream string, from uint64)
 	}
 	out := make([]domain.Event, 0, len(recs))
 	for _, r := range recs {
-		e, err := s.toEvent(r)
+		e, ok, err := s.toEvent(r)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, e)
+		if ok {
+			out = append(out, e)
+		}
 	}
 	return out, nil
 }
@@ -433,12 +472,15 @@ func (s *EventStore) ReadAll(ctx context.Context, after uint64, limit int) ([]do
 				continue
 			}
 			seen = pos
-			if !strings.HasPrefix(r.StreamID, s.prefix) {
+			if !s.owns(r.StreamID) {
 				continue
 			}
-			e, err := s.toEvent(r)
+			e, ok, err := s.toEvent(r)
 			if err != nil {
 				return nil, err
+			}
+			if !ok {
+				continue
 			}
 			out = append(out, e)
 			if len(out) == limit {
@@ -481,8 +523,11 @@ func (s *EventStore) Head(ctx context.Context) (uint64, error) {
 			return 0, err
 		}
 		for _, r := range raw {
-			if strings.HasPrefix(r.StreamID, s.prefix) {
-				return r.Position.Commit, nil
+			if !s.owns(r.StreamID) {
+				continue
+			}
+			if _, ok, err := s.toEvent(r); err != nil || ok {
+				return r.Position.Commit, err
 			}
 		}
 		if len(raw) < readPage {
@@ -493,14 +538,24 @@ func (s *EventStore) Head(ctx context.Context) (uint64, error) {
 	}
 }
 
-// toEvent turns a recorded KurrentDB event into an Engram event.
-func (s *EventStore) toEvent(r *kdb.RecordedEvent) (domain.Event, error) {
-	if r.Position.Commit != r.Position.Prepare {
-		return domain.Event{}, fmt.Errorf("kurrentdb: event %s in %s has commit position %d and prepare position %d: explicit transactions are not Engram events", r.EventID, r.StreamID, r.Position.Commit, r.Position.Prepare)
+// toEvent turns a recorded KurrentDB event into an Engram event; ok is
+// false for a record in an Engram stream that is not an Engram event: a
+// system record ("$streamDeleted", the tombstone KurrentDB writes into the
+// stream it deletes; "$metadata"; "$>" links) or an event another
+// application wrote without Engram's metadata. Those are skipped, said at
+// debug level, so they never stop a reader or a subscription.
+func (s *EventStore) toEvent(r *kdb.RecordedEvent) (e domain.Event, ok bool, err error) {
+	if strings.HasPrefix(r.EventType, "$") {
+		s.log.Debug("kurrentdb: skipping a system record in an Engram stream", "stream", r.StreamID, "type", r.EventType, "position", r.Position.Commit)
+		return domain.Event{}, false, nil
 	}
 	var meta eventMetadata
-	if err := json.Unmarshal(r.UserMetadata, &meta); err != nil {
-		return domain.Event{}, fmt.Errorf("kurrentdb: event %s in %s: metadata: %w", r.EventID, r.StreamID, err)
+	if err := json.Unmarshal(r.UserMetadata, &meta); err != nil || meta.Time.IsZero() {
+		s.log.Debug("kurrentdb: skipping a record without Engram's metadata in an Engram stream", "stream", r.StreamID, "type", r.EventType, "position", r.Position.Commit, "err", err)
+		return domain.Event{}, false, nil
+	}
+	if r.Position.Commit != r.Position.Prepare {
+		return domain.Event{}, false, fmt.Errorf("kurrentdb: event %s in %s has commit position %d and prepare position %d: explicit transactions are not Engram events", r.EventID, r.StreamID, r.Position.Commit, r.Position.Prepare)
 	}
 	return domain.Event{
 		ID:            r.EventID.String(),
@@ -513,7 +568,7 @@ func (s *EventStore) toEvent(r *kdb.RecordedEvent) (domain.Event, error) {
 		Actor:         meta.Actor,
 		RequestID:     meta.RequestID,
 		Payload:       json.RawMessage(r.Data),
-	}, nil
+	}, true, nil
 }
 
 // stopError marks an error that ends SubscribeAll (the handler's, or an
@@ -573,7 +628,7 @@ func (s *EventStore) subscribeOnce(ctx context.Context, after *uint64, handle fu
 	sub, err := unstuck(ctx, s, func(c *kdb.Client) (*kdb.Subscription, error) {
 		return c.SubscribeToAll(ctx, kdb.SubscribeToAllOptions{
 			From:   allPosition(*after),
-			Filter: &kdb.SubscriptionFilter{Type: kdb.StreamFilterType, Prefixes: []string{s.prefix}},
+			Filter: s.streamFilter(),
 		})
 	}, func(sub *kdb.Subscription) { sub.Close() })
 	if err != nil {
@@ -623,11 +678,13 @@ func (s *EventStore) subscribeOnce(ctx context.Context, after *uint64, handle fu
 					dropped = errors.New("subscription dropped")
 				}
 			case ev.EventAppeared != nil && ev.EventAppeared.Event != nil && ev.EventAppeared.Event.Position.Commit > *after:
-				e, err := s.toEvent(ev.EventAppeared.Event)
+				e, ok, err := s.toEvent(ev.EventAppeared.Event)
 				if err != nil {
 					return delivered, stopError{err}
 				}
-				batch = append(batch, e)
+				if ok {
+					batch = append(batch, e)
+				}
 			}
 			more = false
 			if dropped == nil && len(batch) < eventlog.FollowBatch {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	kdb "github.com/kurrent-io/KurrentDB-Client-Go/kurrentdb"
 
 	"github.com/engram-memory/engram/domain"
@@ -52,7 +53,7 @@ func runTests(m *testing.M) int {
 // uniquePrefix keeps a test's streams apart from every other test's (and
 // run's) on the shared server.
 func uniquePrefix() string {
-	return fmt.Sprintf("engramtest-%d-%d-%d.", os.Getpid(), time.Now().UnixNano()%1e9, prefixSeq.Add(1))
+	return fmt.Sprintf("engramtest_%d_%d_%d.", os.Getpid(), time.Now().UnixNano()%1e9, prefixSeq.Add(1))
 }
 
 func open(t testing.TB, cfg kurrentdb.Config) *kurrentdb.EventStore {
@@ -78,19 +79,27 @@ func event(n int) domain.NewEvent {
 	return domain.NewEvent{Type: "TestHappened", SchemaVersion: 1, Actor: domain.Actor{Kind: domain.ActorSystem, ID: "test"}, Payload: []byte(fmt.Sprintf(`{"n":%d}`, n))}
 }
 
-// rawAll reads $all with the plain client, as another KurrentDB user would.
-func rawAll(t *testing.T) []*kdb.ResolvedEvent {
+// plainClient is the plain KurrentDB client on cfg's server, as another
+// application sharing the KurrentDB would use it.
+func plainClient(t *testing.T, cfg kurrentdb.Config) *kdb.Client {
 	t.Helper()
-	conf, err := kdb.ParseConnectionString(target.URL)
+	conf, err := kdb.ParseConnectionString(cfg.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	conf.Username, conf.Password, conf.Logger = target.Username, target.Password, kdb.NoopLogging()
+	conf.Username, conf.Password, conf.Logger = cfg.Username, cfg.Password, kdb.NoopLogging()
 	c, err := kdb.NewClient(conf)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// rawAll reads $all with the plain client, as another KurrentDB user would.
+func rawAll(t *testing.T) []*kdb.ResolvedEvent {
+	t.Helper()
+	c := plainClient(t, target)
 	rs, err := c.ReadAll(context.Background(), kdb.ReadAllOptions{}, 1<<20)
 	if err != nil {
 		t.Fatal(err)
@@ -285,6 +294,8 @@ func TestConfigErrors(t *testing.T) {
 		{"username without password", kurrentdb.Config{URL: "kurrentdb://127.0.0.1:2113", Username: "admin"}, "both"},
 		{"not a connection string", kurrentdb.Config{URL: "http://127.0.0.1:2113"}, "scheme"},
 		{"empty URL", kurrentdb.Config{}, "connection string"},
+		{"prefix without a final dot", kurrentdb.Config{URL: "kurrentdb://127.0.0.1:2113?tls=false", StreamPrefix: "engram"}, "stream prefix"},
+		{"prefix with a dash", kurrentdb.Config{URL: "kurrentdb://127.0.0.1:2113?tls=false", StreamPrefix: "engram-a."}, "stream prefix"},
 		{"unknown setting", kurrentdb.Config{URL: "kurrentdb://127.0.0.1:2113?tls=maybe"}, "tls"},
 		{"nobody listening", kurrentdb.Config{URL: "kurrentdb://" + deadAddr + "?tls=false&maxDiscoverAttempts=2", Logger: slog.New(slog.DiscardHandler)}, "connect to"},
 	}
@@ -466,5 +477,146 @@ func TestSurvivesServerRestart(t *testing.T) {
 		}
 	case <-ctx.Done():
 		t.Fatal("the subscription did not come back after the restart")
+	}
+}
+
+// TestPrefixBoundaries runs two deployments whose prefixes nest ("p." and
+// "p.staging."), as a production and a staging Engram sharing a KurrentDB
+// would: neither may read, count or be delivered the other's events.
+func TestPrefixBoundaries(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	prod := uniquePrefix()
+	mine := open(t, kurrentdb.Config{URL: target.URL, Username: target.Username, Password: target.Password, StreamPrefix: prod})
+	staging := open(t, kurrentdb.Config{URL: target.URL, Username: target.Username, Password: target.Password, StreamPrefix: prod + "staging."})
+	res, err := mine.Append(ctx, "agent-u-a.b", domain.ExpectAny, []domain.NewEvent{event(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, stream := range []string{"agent-u-a.b", "down"} {
+		if _, err := staging.Append(ctx, stream, domain.ExpectAny, []domain.NewEvent{event(2)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		name  string
+		store *kurrentdb.EventStore
+		want  []string
+	}{
+		{"production", mine, []string{"agent-u-a.b"}},
+		{"staging", staging, []string{"agent-u-a.b", "down"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			all, err := c.store.ReadAll(ctx, 0, 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, e := range all {
+				got = append(got, e.Stream)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(c.want) {
+				t.Fatalf("ReadAll streams = %v, want %v", got, c.want)
+			}
+		})
+	}
+	head, err := mine.Head(ctx)
+	if err != nil || head != res.LastPosition {
+		t.Fatalf("production Head = %d, %v; want %d (staging's later events are not its own)", head, err, res.LastPosition)
+	}
+	got := make(chan domain.Event, 10)
+	sctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go mine.SubscribeAll(sctx, 0, func(_ context.Context, events []domain.Event) error {
+		for _, e := range events {
+			got <- e
+		}
+		return nil
+	})
+	if _, err := staging.Append(ctx, "agent-u-a.b", domain.ExpectAny, []domain.NewEvent{event(3)}); err != nil {
+		t.Fatal(err)
+	}
+	res2, err := mine.Append(ctx, "agent-u-a.b", domain.ExpectAny, []domain.NewEvent{event(4)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []uint64{res.LastPosition, res2.LastPosition} {
+		select {
+		case e := <-got:
+			if e.Position != want {
+				t.Fatalf("production subscription delivered %s@%d, want @%d", e.Stream, e.Position, want)
+			}
+		case <-ctx.Done():
+			t.Fatal("subscription stalled")
+		}
+	}
+	if _, err := mine.Append(ctx, "staging.agent-x", domain.ExpectAny, []domain.NewEvent{event(5)}); err == nil {
+		t.Fatal("Append to a stream that reads as another prefix's succeeded")
+	}
+}
+
+// TestRecordsThatAreNotEngramEvents puts into Engram streams what KurrentDB
+// or another application can: a tombstone ("$streamDeleted", written into
+// the deleted stream) and an event without Engram's metadata. Reads, Head
+// and the subscription skip them and go on.
+func TestRecordsThatAreNotEngramEvents(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	prefix := uniquePrefix()
+	cfg := target
+	cfg.StreamPrefix = prefix
+	s := open(t, cfg)
+	plain := plainClient(t, target)
+	first, err := s.Append(ctx, "agent-1", domain.ExpectAny, []domain.NewEvent{event(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append(ctx, "job-gone", domain.ExpectAny, []domain.NewEvent{event(2)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := plain.TombstoneStream(ctx, prefix+"job-gone", kdb.TombstoneStreamOptions{StreamState: kdb.Any{}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := plain.AppendToStream(ctx, prefix+"agent-1", kdb.AppendToStreamOptions{StreamState: kdb.Any{}},
+		kdb.EventData{EventID: uuid.New(), EventType: "SomethingElse", ContentType: kdb.ContentTypeJson, Data: []byte(`{}`), Metadata: []byte(`{"by":"another app"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	all, err := s.ReadAll(ctx, 0, 100)
+	if err != nil || len(all) != 2 || all[0].Position != first.LastPosition {
+		t.Fatalf("ReadAll = %+v, %v; want the two Engram events only", all, err)
+	}
+	head, err := s.Head(ctx)
+	if err != nil || head != all[1].Position {
+		t.Fatalf("Head = %d, %v; want %d, the newest Engram event", head, err, all[1].Position)
+	}
+	stream, err := s.ReadStream(ctx, "agent-1", 0)
+	if err != nil || len(stream) != 1 {
+		t.Fatalf("ReadStream = %+v, %v; want the one Engram event", stream, err)
+	}
+	got := make(chan domain.Event, 10)
+	errs := make(chan error, 1)
+	go func() {
+		errs <- s.SubscribeAll(ctx, 0, func(_ context.Context, events []domain.Event) error {
+			for _, e := range events {
+				got <- e
+			}
+			return nil
+		})
+	}()
+	last, err := s.Append(ctx, "agent-1", domain.ExpectAny, []domain.NewEvent{event(3)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []uint64{all[0].Position, all[1].Position, last.LastPosition} {
+		select {
+		case e := <-got:
+			if e.Position != want {
+				t.Fatalf("subscription delivered @%d, want @%d", e.Position, want)
+			}
+		case err := <-errs:
+			t.Fatalf("subscription ended: %v", err)
+		case <-ctx.Done():
+			t.Fatal("subscription stalled")
+		}
 	}
 }

@@ -16,9 +16,13 @@
 //   - catch-up subscriptions to $all: confirmation, events after the start
 //     position (exclusive), checkpoints while filtering, caught-up, then live
 //     events as they are appended;
+//   - Tombstone (a hard delete): like KurrentDB it writes a "$streamDeleted"
+//     record into the stream itself, at revision math.MaxInt64, which $all
+//     reads and subscriptions deliver like any other record of the stream;
 //   - basic-auth credentials, when configured, checked on every call.
 //
-// Not modelled: stream subscriptions, deletes and tombstones, batch append,
+// Not modelled: stream subscriptions, soft deletes, appends to or reads of a
+// tombstoned stream (KurrentDB refuses them with stream-deleted), batch append,
 // idempotent re-appends of the same event ids, persistent subscriptions,
 // clustering.
 package kurrentdbtest
@@ -35,6 +39,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/big"
 	"net"
 	"regexp"
@@ -351,6 +356,30 @@ func (s *Server) appendLocked(name string, msgs []*streams.AppendReq_ProposedMes
 	close(s.appended)
 	s.appended = make(chan struct{})
 	return firstPos, lastPos, rev
+}
+
+// Tombstone implements the Streams service. KurrentDB writes the tombstone
+// as a record of the deleted stream with type "$streamDeleted"
+// (SystemEventTypes.StreamDeleted) at event number long.MaxValue
+// (EventNumber.DeletedStream): see KurrentDB's
+// src/KurrentDB.Core/Data/EventNumber.cs and SystemEventTypes.cs. So a
+// reader of $all meets a record inside the stream that is not an event its
+// application wrote. Expected revisions are not checked here.
+func (s *Server) Tombstone(_ context.Context, req *streams.TombstoneReq) (*streams.TombstoneResp, error) {
+	name := string(req.GetOptions().GetStreamIdentifier().GetStreamName())
+	if name == "" {
+		return nil, status.Error(codes.InvalidArgument, "tombstone: no stream")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	pos := s.next
+	s.log = append(s.log, record{stream: name, revision: math.MaxInt64, id: uuid.New(),
+		meta: map[string]string{"type": "$streamDeleted", "content-type": "application/octet-stream", "created": strconv.FormatInt(time.Now().UnixNano()/100, 10)}, pos: pos})
+	s.next += uint64(recordOverhead + len(name))
+	s.revision[name] = math.MaxInt64
+	close(s.appended)
+	s.appended = make(chan struct{})
+	return &streams.TombstoneResp{PositionOption: &streams.TombstoneResp_Position_{Position: &streams.TombstoneResp_Position{CommitPosition: pos, PreparePosition: pos}}}, nil
 }
 
 func eventID(id *shared.UUID) (uuid.UUID, error) {
