@@ -78,6 +78,12 @@ func (s *EventStore) streamFilter() *kdb.SubscriptionFilter {
 	return &kdb.SubscriptionFilter{Type: kdb.StreamFilterType, Regex: "^" + regexp.QuoteMeta(s.prefix) + "[^.-]+(-|$)"}
 }
 
+// DefaultMaxAppendSize is the MaxAppendSize of KurrentDB 24.10 and 25.0
+// (1 MiB, their --max-append-size default), the smallest of the servers
+// Engram supports; 25.1 and later accept more, and a deployment on them can
+// raise Config.MaxAppendSize.
+const DefaultMaxAppendSize = 1 << 20
+
 // readPage is how many $all events one read request asks for while
 // skipping over events outside the prefix.
 const readPage = 512
@@ -96,6 +102,11 @@ type Config struct {
 	// Logger receives the client's own diagnostics (connection, discovery,
 	// dropped subscriptions); slog.Default() if nil.
 	Logger *slog.Logger
+	// MaxAppendSize is the largest append the server accepts, in
+	// KurrentDB's measure (each event's data + custom metadata + twice its
+	// type's length); DefaultMaxAppendSize if zero. Larger appends are
+	// refused before anything is sent.
+	MaxAppendSize int
 	// RetryDelay is the first pause before a dropped subscription is
 	// re-established (doubling up to 5s); 200ms if zero.
 	RetryDelay time.Duration
@@ -114,6 +125,7 @@ type EventStore struct {
 	prefix     string
 	log        *slog.Logger
 	retryDelay time.Duration
+	maxAppend  int
 	// stuckAfter is how long a call may wait for a connection: the
 	// client's whole discovery budget, plus slack.
 	stuckAfter time.Duration
@@ -141,6 +153,9 @@ func Open(ctx context.Context, cfg Config) (*EventStore, error) {
 	s := &EventStore{conf: conf, current: client, prefix: cfg.StreamPrefix, log: log, retryDelay: cfg.RetryDelay, now: time.Now}
 	if s.prefix == "" {
 		s.prefix = DefaultStreamPrefix
+	}
+	if s.maxAppend = cfg.MaxAppendSize; s.maxAppend <= 0 {
+		s.maxAppend = DefaultMaxAppendSize
 	}
 	if s.retryDelay <= 0 {
 		s.retryDelay = 200 * time.Millisecond
@@ -356,6 +371,7 @@ func (s *EventStore) Append(ctx context.Context, stream string, expected int64, 
 		return domain.AppendResult{}, fmt.Errorf("kurrentdb: append to %s: %w", stream, err)
 	}
 	now := s.now().UTC()
+	size := 0
 	data := make([]kdb.EventData, len(events))
 	for i, e := range events {
 		id := uuid.Must(uuid.NewV7())
@@ -373,6 +389,13 @@ func (s *EventStore) Append(ctx context.Context, stream string, expected int64, 
 			return domain.AppendResult{}, fmt.Errorf("kurrentdb: append to %s: metadata: %w", stream, err)
 		}
 		data[i] = kdb.EventData{EventID: id, EventType: e.Type, ContentType: kdb.ContentTypeJson, Data: e.Payload, Metadata: meta}
+		size += len(e.Payload) + len(meta) + 2*len(e.Type)
+	}
+	// An append is one atomic batch (a memory batch, a sync push, a job
+	// step), so one over the server's limit is refused whole rather than
+	// split into appends that could half succeed.
+	if size > s.maxAppend {
+		return domain.AppendResult{}, appendTooLarge(stream, len(events), size, s.maxAppend)
 	}
 	res, err := unstuck(ctx, s, func(c *kdb.Client) (*kdb.WriteResult, error) {
 		return c.AppendToStream(ctx, s.prefix+stream, kdb.AppendToStreamOptions{StreamState: state}, data...)
@@ -382,11 +405,38 @@ func (s *EventStore) Append(ctx context.Context, stream string, expected int64, 
 		if errors.As(err, &kerr) && kerr.IsErrorCode(kdb.ErrorCodeWrongExpectedVersion) {
 			return domain.AppendResult{}, fmt.Errorf("kurrentdb: append to %s: %v: %w", stream, kerr.Err(), domain.ErrWrongExpectedVersion)
 		}
+		// The server's own limit is lower than s.maxAppend: it refused the
+		// whole append (RpcExceptions.MaxAppendSizeExceeded).
+		if limit, ok := serverAppendLimit(err); ok {
+			return domain.AppendResult{}, appendTooLarge(stream, len(events), size, limit)
+		}
 		return domain.AppendResult{}, fmt.Errorf("kurrentdb: append to %s: %w", stream, err)
 	}
 	// KurrentDB reports the commit position of the write, which for an
 	// implicit transaction is the log position of its last event.
 	return domain.AppendResult{NextExpectedVersion: int64(res.NextExpectedVersion), LastPosition: res.CommitPosition}, nil
+}
+
+// appendTooLarge is the error for an append over the server's limit.
+func appendTooLarge(stream string, events, size, limit int) error {
+	return domain.Errorf(domain.KindTooLarge, "the batch of %d events for stream %s is %d bytes; KurrentDB refuses appends over its MaxAppendSize of %d bytes (1 MiB on KurrentDB 24.10 and 25.0); nothing was written — send fewer or smaller items at once", events, stream, size, limit).
+		WithCode("event_batch_too_large").WithDetail("limit", limit)
+}
+
+// serverAppendLimit recognises KurrentDB's refusal of an append over its
+// MaxAppendSize, "Maximum Append Size of N Exceeded." (InvalidArgument),
+// and returns N.
+func serverAppendLimit(err error) (int, bool) {
+	msg := err.Error()
+	i := strings.Index(msg, "Maximum Append Size of ")
+	if i < 0 {
+		return 0, false
+	}
+	var limit int
+	if _, err := fmt.Sscanf(msg[i:], "Maximum Append Size of %d Exceeded", &limit); err != nil {
+		return 0, false
+	}
+	return limit, true
 }
 
 // streamState maps Engram's expected version onto KurrentDB's.

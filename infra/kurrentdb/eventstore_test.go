@@ -620,3 +620,62 @@ func TestRecordsThatAreNotEngramEvents(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendSizeLimit: KurrentDB 24.10 and 25.0 refuse an append over
+// MaxAppendSize (1 MiB); an Engram batch is atomic, so one over the limit
+// is refused whole, before anything is written, with a payload_too_large
+// error naming the limit — whether the adapter sees it coming (its own
+// limit) or the server says so (a server configured lower).
+func TestAppendSizeLimit(t *testing.T) {
+	// events of n payload bytes each; Engram's metadata adds ~150 more.
+	batch := func(events, bytes int) []domain.NewEvent {
+		out := make([]domain.NewEvent, events)
+		for i := range out {
+			out[i] = event(i)
+			out[i].Payload = []byte(`{"s":"` + strings.Repeat("x", bytes) + `"}`)
+		}
+		return out
+	}
+	cases := []struct {
+		name          string
+		serverLimit   int // kurrentdbtest.Options.MaxAppendSize
+		adapterLimit  int // kurrentdb.Config.MaxAppendSize
+		events        []domain.NewEvent
+		wantLimitText string // "" = the append succeeds
+	}{
+		{"under 1 MiB on a 24.10 server", 0, 0, batch(10, 100_000), ""},
+		{"over 1 MiB on a 24.10 server", 0, 0, batch(12, 100_000), "1048576"},
+		{"one event over 1 MiB", 0, 0, batch(1, 1<<20), "1048576"},
+		{"server configured lower than the adapter", 64 << 10, 0, batch(2, 40_000), "65536"},
+		{"a 25.1 server and a raised adapter limit", -1, 8 << 20, batch(30, 100_000), ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			srv, err := kurrentdbtest.Start(kurrentdbtest.Options{MaxAppendSize: c.serverLimit})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer srv.Close()
+			s := open(t, kurrentdb.Config{URL: srv.URL(), MaxAppendSize: c.adapterLimit})
+			ctx := context.Background()
+			_, err = s.Append(ctx, "agent-big", domain.ExpectAny, c.events)
+			got, rerr := s.ReadStream(ctx, "agent-big", 0)
+			if rerr != nil {
+				t.Fatal(rerr)
+			}
+			if c.wantLimitText == "" {
+				if err != nil || len(got) != len(c.events) {
+					t.Fatalf("Append = %v, stream holds %d events; want all %d stored", err, len(got), len(c.events))
+				}
+				return
+			}
+			var derr *domain.Error
+			if !errors.As(err, &derr) || derr.Kind != domain.KindTooLarge || derr.PublicCode() != "event_batch_too_large" || !strings.Contains(err.Error(), c.wantLimitText) {
+				t.Fatalf("Append error = %v; want payload_too_large event_batch_too_large naming the limit %s", err, c.wantLimitText)
+			}
+			if len(got) != 0 {
+				t.Fatalf("the stream holds %d events after a refused append; want none", len(got))
+			}
+		})
+	}
+}

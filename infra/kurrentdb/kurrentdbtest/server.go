@@ -8,7 +8,8 @@
 //     KurrentDB's implicit transactions; the log opens with system events
 //     ("$"-streams), so $all always holds events that are not the caller's;
 //   - Append: expected revision any / no_stream / stream_exists / exact,
-//     all-or-nothing, the result carrying the write's commit position (that
+//     all-or-nothing, refused whole over MaxAppendSize (1 MiB by default,
+//     as in KurrentDB 24.10 and 25.0), the result carrying the write's commit position (that
 //     of its last event) and wrong-expected-version with the current revision;
 //   - Read of a stream (forwards/backwards from a revision; stream_not_found),
 //     of $all (forwards inclusive from a position, backwards exclusive), with
@@ -87,7 +88,16 @@ type Options struct {
 	TLS *tls.Config
 	// Addr is the address to listen on; a random loopback port if empty.
 	Addr string
+	// MaxAppendSize is the largest append accepted, in KurrentDB's
+	// measure (see appendSize); DefaultMaxAppendSize if zero, no limit if
+	// negative.
+	MaxAppendSize int
 }
+
+// DefaultMaxAppendSize is KurrentDB 24.10's and 25.0's default
+// MaxAppendSize (1 MiB, the --max-append-size option; ClusterVNodeOptions
+// in KurrentDB's source). 25.1 and later accept much larger appends.
+const DefaultMaxAppendSize = 1 << 20
 
 // Server is a running in-memory KurrentDB.
 type Server struct {
@@ -254,6 +264,7 @@ func (s *Server) Append(stream grpc.ClientStreamingServer[streams.AppendReq, str
 		return status.Error(codes.InvalidArgument, "append: the first message must name the stream")
 	}
 	var msgs []*streams.AppendReq_ProposedMessage
+	size := 0
 	for {
 		req, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
@@ -273,6 +284,16 @@ func (s *Server) Append(stream grpc.ClientStreamingServer[streams.AppendReq, str
 			return status.Errorf(codes.InvalidArgument, "append: %v", err)
 		}
 		msgs = append(msgs, m)
+		// KurrentDB's Streams.Append sums each proposed message's
+		// Event.SizeOnDisk and refuses the whole append, before writing
+		// any of it, once the sum exceeds MaxAppendSize, with
+		// RpcExceptions.MaxAppendSizeExceeded: InvalidArgument, "Maximum
+		// Append Size of N Exceeded.", trailers exception =
+		// maximum-append-size-exceeded and maximum-append-size = N.
+		if size += appendSize(m); s.maxAppendSize() > 0 && size > s.maxAppendSize() {
+			stream.SetTrailer(metadata.Pairs("exception", "maximum-append-size-exceeded", "maximum-append-size", strconv.Itoa(s.maxAppendSize())))
+			return status.Errorf(codes.InvalidArgument, "Maximum Append Size of %d Exceeded.", s.maxAppendSize())
+		}
 	}
 	name := string(opts.GetStreamIdentifier().GetStreamName())
 
@@ -323,6 +344,20 @@ func (s *Server) Append(stream grpc.ClientStreamingServer[streams.AppendReq, str
 		// the transaction's first prepare.
 		PositionOption: &streams.AppendResp_Success_Position{Position: &streams.AppendResp_Position{CommitPosition: lastPos, PreparePosition: firstPos}},
 	}}})
+}
+
+// appendSize is KurrentDB's Event.SizeOnDisk of a proposed message: data
+// plus (custom) metadata plus twice the event type's length
+// (src/KurrentDB.Core/Data/Event.cs).
+func appendSize(m *streams.AppendReq_ProposedMessage) int {
+	return len(m.GetData()) + len(m.GetCustomMetadata()) + 2*len(m.GetMetadata()["type"])
+}
+
+func (s *Server) maxAppendSize() int {
+	if s.opts.MaxAppendSize == 0 {
+		return DefaultMaxAppendSize
+	}
+	return s.opts.MaxAppendSize
 }
 
 func (s *Server) appendRecords(name string, msgs []*streams.AppendReq_ProposedMessage) {
