@@ -171,6 +171,11 @@ func Open(ctx context.Context, cfg Config) (*EventStore, error) {
 	}
 	if err != nil {
 		client.Close()
+		var kerr *kdb.Error
+		if errors.As(err, &kerr) && kerr.IsErrorCode(kdb.ErrorCodeAccessDenied) {
+			return nil, fmt.Errorf("kurrentdb: user %q may not read $all, which Engram reads to project and follow its events: "+
+				"KurrentDB's default ACL lets only $admins read $all; add the user to $admins or grant it read ($r) on $all in the $all stream's ACL or $systemStreamAcl: %w", cfg.Username, err)
+		}
 		return nil, fmt.Errorf("kurrentdb: connect to %s: %w", redact(cfg.URL), err)
 	}
 	return s, nil

@@ -340,6 +340,35 @@ func TestCredentials(t *testing.T) {
 	}
 }
 
+// TestLeastPrivilegeUser: a user outside $admins may not read $all under
+// KurrentDB's default ACL; Open says which permission is missing.
+func TestLeastPrivilegeUser(t *testing.T) {
+	tlsConf, err := kurrentdbtest.SelfSignedTLS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := kurrentdbtest.Start(kurrentdbtest.Options{Username: "admin", Password: "changeit", Users: map[string]string{"engram": "s3cret"}, TLS: tlsConf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, err = kurrentdb.Open(ctx, kurrentdb.Config{URL: srv.URL(), Username: "engram", Password: "s3cret", Logger: slog.New(slog.DiscardHandler)})
+	if err == nil {
+		t.Fatal("Open as a user outside $admins succeeded")
+	}
+	for _, want := range []string{`"engram"`, "may not read $all", "$admins"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Fatalf("Open error = %v; want it to mention %s", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "s3cret") {
+		t.Fatalf("error leaks the password: %v", err)
+	}
+	open(t, kurrentdb.Config{URL: srv.URL(), Username: "admin", Password: "changeit"})
+}
+
 // TestSyncLog covers what sync needs besides the port: a stream's version
 // and which stream holds an event id.
 func TestSyncLog(t *testing.T) {

@@ -20,7 +20,8 @@
 //   - Tombstone (a hard delete): like KurrentDB it writes a "$streamDeleted"
 //     record into the stream itself, at revision math.MaxInt64, which $all
 //     reads and subscriptions deliver like any other record of the stream;
-//   - basic-auth credentials, when configured, checked on every call.
+//   - basic-auth credentials, when configured, checked on every call; the
+//     default ACL of $all: only $admins may read it;
 //
 // Not modelled: stream subscriptions, soft deletes, appends to or reads of a
 // tombstoned stream (KurrentDB refuses them with stream-deleted), batch append,
@@ -82,8 +83,13 @@ type record struct {
 // Options configure a Server.
 type Options struct {
 	// Username and Password, when set, are required on every call. They
-	// need TLS (the client only sends credentials over TLS).
+	// need TLS (the client only sends credentials over TLS). This user is
+	// in $admins.
 	Username, Password string
+	// Users are further users (name → password), not in $admins: like
+	// KurrentDB's default ACLs they may read and write ordinary streams
+	// but not read $all (see Server.Read).
+	Users map[string]string
 	// TLS serves over TLS with this configuration.
 	TLS *tls.Config
 	// Addr is the address to listen on; a random loopback port if empty.
@@ -228,30 +234,61 @@ func SelfSignedTLS() (*tls.Config, error) {
 	return &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}, nil
 }
 
-func (s *Server) authorize(ctx context.Context) error {
+// basicAuth is the authorization header value of a user.
+func basicAuth(user, password string) string {
+	return "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+password))
+}
+
+// authorize checks the call's credentials and reports whether its user is
+// in $admins.
+func (s *Server) authorize(ctx context.Context) (admin bool, err error) {
 	md, _ := metadata.FromIncomingContext(ctx)
-	want := "Basic " + base64.StdEncoding.EncodeToString([]byte(s.opts.Username+":"+s.opts.Password))
 	for _, got := range md.Get("authorization") {
-		if got == want {
-			return nil
+		if got == basicAuth(s.opts.Username, s.opts.Password) {
+			return true, nil
+		}
+		for user, password := range s.opts.Users {
+			if got == basicAuth(user, password) {
+				return false, nil
+			}
 		}
 	}
-	return status.Error(codes.Unauthenticated, "Bad authentication")
+	return false, status.Error(codes.Unauthenticated, "Bad authentication")
+}
+
+// adminKey marks, in a call's context, that its user is in $admins.
+type adminKey struct{}
+
+// isAdmin: a server without credentials lets everyone do everything, as
+// KurrentDB run --insecure does.
+func (s *Server) isAdmin(ctx context.Context) bool {
+	admin, ok := ctx.Value(adminKey{}).(bool)
+	return !ok || admin
 }
 
 func (s *Server) authUnary(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-	if err := s.authorize(ctx); err != nil {
+	admin, err := s.authorize(ctx)
+	if err != nil {
 		return nil, err
 	}
-	return h(ctx, req)
+	return h(context.WithValue(ctx, adminKey{}, admin), req)
 }
 
 func (s *Server) authStream(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
-	if err := s.authorize(ss.Context()); err != nil {
+	admin, err := s.authorize(ss.Context())
+	if err != nil {
 		return err
 	}
-	return h(srv, ss)
+	return h(srv, &adminStream{ServerStream: ss, ctx: context.WithValue(ss.Context(), adminKey{}, admin)})
 }
+
+// adminStream carries the caller's role into a streaming handler.
+type adminStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (a *adminStream) Context() context.Context { return a.ctx }
 
 // Append implements the Streams service.
 func (s *Server) Append(stream grpc.ClientStreamingServer[streams.AppendReq, streams.AppendResp]) error {
@@ -495,6 +532,13 @@ func (s *Server) Read(req *streams.ReadReq, out grpc.ServerStreamingServer[strea
 		return status.Errorf(codes.InvalidArgument, "read: %v", err)
 	}
 	stringIDs := o.GetUuidOption().GetString_() != nil
+	// KurrentDB's default ACL for $all (the system-stream ACL,
+	// $systemStreamAcl, whose read role defaults to $admins) refuses any
+	// other user: PermissionDenied "Access Denied" (RpcExceptions.AccessDenied
+	// in KurrentDB's source; docs: security/user-authorization, "Default ACL").
+	if o.GetAll() != nil && !s.isAdmin(out.Context()) {
+		return status.Error(codes.PermissionDenied, "Access Denied")
+	}
 	if o.GetSubscription() != nil {
 		all := o.GetAll()
 		if all == nil {
