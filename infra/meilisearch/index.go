@@ -89,14 +89,23 @@ const (
 // matches in earlier attributes); and after Meilisearch's default ranking
 // rules, equally relevant documents come newer first, then by id, as the
 // port orders them (custom rules do not change _rankingScore), so a limit
-// cuts a run of ties where the port says.
+// cuts a run of ties where the port says. Meilisearch cuts every search to
+// pagination.maxTotalHits (1000 by default) without saying so, and the
+// search service deepens a short page by asking for 4 times as many hits,
+// past 1000; maxTotalHits lets it.
 func settings() *ms.Settings {
 	return &ms.Settings{
+		Pagination:           &ms.Pagination{MaxTotalHits: maxTotalHits},
 		FilterableAttributes: []string{attrID, attrUser, attrAgent, attrType, attrTags, attrCreatedAt, attrForgotten},
 		SearchableAttributes: []string{attrText, attrMeta},
 		RankingRules:         []string{"words", "typo", "proximity", "attribute", "sort", "exactness", attrCreatedAt + ":desc", attrID + ":asc"},
 	}
 }
+
+// maxTotalHits is the most hits one search can return. Meilisearch's cost
+// grows with the hits a search actually asks for, not with this ceiling;
+// a search deepened past it stops there, as if the index had run out.
+const maxTotalHits = 100_000
 
 // New returns the index described by cfg. It creates and configures the
 // Meilisearch index when the server answers; when the server cannot be

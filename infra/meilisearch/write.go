@@ -130,15 +130,23 @@ func (ix *Index) DeleteAgent(ctx context.Context, scope domain.IndexScope) error
 	return ix.deleteWhere(ctx, "delete agent", scopeFilter(scope))
 }
 
+// deleteWhere deletes the documents matching filter; an index that lost
+// its settings (see settingsLost) has them re-applied and the deletion
+// runs once more.
 func (ix *Index) deleteWhere(ctx context.Context, op, filter string) error {
-	if err := ix.setup(ctx); err != nil {
-		return err
+	for attempt := 0; ; attempt++ {
+		if err := ix.setup(ctx); err != nil {
+			return err
+		}
+		info, err := ix.index.DeleteDocumentsByFilterWithContext(ctx, filter, nil)
+		if err == nil {
+			err = ix.wait(ctx, op, info)
+		}
+		if err == nil || !settingsLost(err) || attempt > 0 {
+			return ix.failed(ctx, op, err)
+		}
+		_ = ix.failed(ctx, op, err) // marks the index for setup
 	}
-	info, err := ix.index.DeleteDocumentsByFilterWithContext(ctx, filter, nil)
-	if err != nil {
-		return ix.failed(ctx, op, err)
-	}
-	return ix.failed(ctx, op, ix.wait(ctx, op, info))
 }
 
 // DropAll implements domain.KeywordIndex: every document goes, the index

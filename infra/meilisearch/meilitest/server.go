@@ -171,7 +171,13 @@ type index struct {
 	// order documents of equal score.
 	customRules []customRule
 	createdAt   time.Time
+	// maxTotalHits is the pagination setting: no search returns hits
+	// past it (offset + limit are cut to it), default 1000.
+	maxTotalHits int
 }
+
+// defaultMaxTotalHits is Meilisearch's DEFAULT_PAGINATION_MAX_TOTAL_HITS.
+const defaultMaxTotalHits = 1000
 
 // doc is a stored document; seq is its insertion order (Meilisearch's
 // internal document id, which breaks ranking ties). fields are the JSON
@@ -197,7 +203,7 @@ func (d *doc) decodeValues() {
 }
 
 func newIndex(uid, primaryKey string) *index {
-	return &index{uid: uid, primaryKey: primaryKey, docs: map[string]*doc{}, searchable: []string{"*"}, createdAt: time.Now().UTC()}
+	return &index{uid: uid, primaryKey: primaryKey, docs: map[string]*doc{}, searchable: []string{"*"}, createdAt: time.Now().UTC(), maxTotalHits: defaultMaxTotalHits}
 }
 
 func (ix *index) isFilterable(attr string) bool {
@@ -338,6 +344,9 @@ func (s *Server) updateSettings(w http.ResponseWriter, r *http.Request) {
 		FilterableAttributes *[]string `json:"filterableAttributes"`
 		SearchableAttributes *[]string `json:"searchableAttributes"`
 		RankingRules         *[]string `json:"rankingRules"`
+		Pagination           *struct {
+			MaxTotalHits int `json:"maxTotalHits"`
+		} `json:"pagination"`
 	}
 	if !decodeBody(w, r, &body) {
 		return
@@ -361,12 +370,18 @@ func (s *Server) updateSettings(w http.ResponseWriter, r *http.Request) {
 		if body.RankingRules != nil {
 			ix.customRules = custom
 		}
+		if body.Pagination != nil {
+			ix.maxTotalHits = body.Pagination.MaxTotalHits
+		}
 		return nil
 	})
 }
 
 // indexOrCreate returns the index, creating it as a write to an absent
-// index does. Called with s.mu held.
+// index does — with default settings (no filterable attributes, every
+// field searchable, maxTotalHits 1000), as Meilisearch's "add or replace
+// documents" does ("If the provided index does not exist, it will be
+// created", docs: reference/api/documents). Called with s.mu held.
 func (s *Server) indexOrCreate(uid, primaryKey string) *index {
 	ix := s.indexes[uid]
 	if ix == nil {
