@@ -33,6 +33,9 @@ const (
 	DefaultHTTPTimeout      = 10 * time.Second
 	DefaultTaskPollInterval = 50 * time.Millisecond
 	DefaultTaskTimeout      = 2 * time.Minute
+	// DefaultMaxPayloadBytes keeps a request of documents well under
+	// Meilisearch's default payload limit (100 MB).
+	DefaultMaxPayloadBytes = 20 << 20
 )
 
 // Config configures the adapter. Only URL is required.
@@ -54,6 +57,10 @@ type Config struct {
 	// pending then makes the write fail as unavailable, and the projection
 	// retries it (DefaultTaskTimeout when 0).
 	TaskTimeout time.Duration
+	// MaxPayloadBytes bounds the JSON of one request of documents
+	// (DefaultMaxPayloadBytes when 0). A server with a lower payload
+	// limit is handled too: a request it refuses is split.
+	MaxPayloadBytes int
 }
 
 // Index is the Meilisearch keyword index. It is safe for concurrent use.
@@ -132,6 +139,9 @@ func New(ctx context.Context, cfg Config) (*Index, error) {
 	}
 	if cfg.TaskTimeout <= 0 {
 		cfg.TaskTimeout = DefaultTaskTimeout
+	}
+	if cfg.MaxPayloadBytes <= 0 {
+		cfg.MaxPayloadBytes = DefaultMaxPayloadBytes
 	}
 	opts := []ms.Option{
 		ms.WithCustomClient(&http.Client{Timeout: cfg.HTTPTimeout}),

@@ -489,3 +489,42 @@ func TestIndexRecreatedBareByAWrite(t *testing.T) {
 		})
 	}
 }
+
+// TestUpsertSplitsOnPayloadTooLarge: Meilisearch refuses a body over its
+// payload limit (--http-payload-size-limit) with 413 payload_too_large
+// and stores nothing of it. Batches are sized by bytes, and a request the
+// server still refuses is split, never dropped; only a document too large
+// on its own is left out, and said so.
+func TestUpsertSplitsOnPayloadTooLarge(t *testing.T) {
+	long := func(id string, n int) domain.KeywordDocument {
+		return note(alice, id, "gannet "+strings.Repeat("x", n))
+	}
+	cases := []struct {
+		name         string
+		serverLimit  int64
+		adapterLimit int
+		docs         []domain.KeywordDocument
+		wantStored   int
+		wantRejected bool
+	}{
+		{"batch sized by bytes", 400_000, 300_000, []domain.KeywordDocument{long("a1", 100_000), long("a2", 100_000), long("a3", 100_000), long("a4", 100_000), long("a5", 100_000)}, 5, false},
+		{"server limit below the adapter's: 413, split", 250_000, 0, []domain.KeywordDocument{long("b1", 100_000), long("b2", 100_000), long("b3", 100_000), long("b4", 100_000), long("b5", 100_000)}, 5, false},
+		{"one document over the limit", 150_000, 0, []domain.KeywordDocument{long("c1", 100_000), long("c2", 200_000), long("c3", 100_000)}, 2, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			srv := meilitest.New(t, meilitest.Options{APIKey: testKey, PayloadLimit: c.serverLimit})
+			ix, err := meilisearch.New(context.Background(), meilisearch.Config{URL: srv.URL, APIKey: testKey, MaxPayloadBytes: c.adapterLimit})
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = ix.UpsertDocuments(context.Background(), c.docs...)
+			if c.wantRejected != errors.Is(err, domain.ErrIndexRejected) || (!c.wantRejected && err != nil) {
+				t.Fatalf("UpsertDocuments = %v; want rejected %v", err, c.wantRejected)
+			}
+			if got := len(srv.Documents(meilisearch.DefaultIndexName)); got != c.wantStored {
+				t.Fatalf("%d documents stored, want %d", got, c.wantStored)
+			}
+		})
+	}
+}

@@ -33,6 +33,7 @@ package meilitest
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -55,7 +56,15 @@ type Options struct {
 	// before its changes show (default 10ms each), so a client that does
 	// not wait for its tasks reads stale data.
 	TaskDelay time.Duration
+	// PayloadLimit is the largest request body accepted, in bytes
+	// (DefaultPayloadLimit when 0); a larger one is refused whole with 413
+	// payload_too_large.
+	PayloadLimit int64
 }
+
+// DefaultPayloadLimit is Meilisearch's --http-payload-size-limit default,
+// "100 MB" (100,000,000 bytes; docs: configuration, "Payload limit size").
+const DefaultPayloadLimit = 100_000_000
 
 // Server is a running test server.
 type Server struct {
@@ -80,6 +89,9 @@ func New(t testing.TB, opts Options) *Server {
 	t.Helper()
 	if opts.Version == "" {
 		opts.Version = "1.12.0"
+	}
+	if opts.PayloadLimit <= 0 {
+		opts.PayloadLimit = DefaultPayloadLimit
 	}
 	if opts.TaskDelay <= 0 {
 		opts.TaskDelay = 10 * time.Millisecond
@@ -275,6 +287,14 @@ func (s *Server) auth(h http.HandlerFunc) http.HandlerFunc {
 				return
 			}
 		}
+		// Meilisearch refuses a body over the payload limit before
+		// reading it as JSON: 413, code payload_too_large
+		// (crates/meilisearch-types/src/error.rs, PayloadTooLarge).
+		if r.ContentLength > s.opts.PayloadLimit {
+			writeError(w, http.StatusRequestEntityTooLarge, newAPIError("payload_too_large", "invalid_request", "The provided payload reached the size limit. The maximum accepted payload size is %d bytes.", s.opts.PayloadLimit))
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, s.opts.PayloadLimit)
 		h(w, r)
 	}
 }
@@ -285,6 +305,10 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 	dec := json.NewDecoder(r.Body)
 	dec.UseNumber()
 	if err := dec.Decode(v); err != nil {
+		if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
+			writeError(w, http.StatusRequestEntityTooLarge, newAPIError("payload_too_large", "invalid_request", "The provided payload reached the size limit. The maximum accepted payload size is %d bytes.", mbe.Limit))
+			return false
+		}
 		writeError(w, http.StatusBadRequest, newAPIError("bad_request", "invalid_request", "The request body is not valid: %v", err))
 		return false
 	}
