@@ -117,6 +117,7 @@ type Server struct {
 	log      []record
 	revision map[string]uint64 // stream → last revision
 	next     uint64
+	reads    int           // Read calls served (reads and subscriptions)
 	appended chan struct{} // closed (and replaced) on every append
 	dropped  chan struct{} // closed (and replaced) by DropSubscriptions
 }
@@ -199,6 +200,14 @@ func (s *Server) DropSubscriptions() {
 	close(s.dropped)
 	s.dropped = make(chan struct{})
 	s.mu.Unlock()
+}
+
+// Reads is how many Read calls (reads and subscriptions) the server has
+// served.
+func (s *Server) Reads() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reads
 }
 
 // Streams lists the streams that hold events, system streams included.
@@ -397,6 +406,21 @@ func (s *Server) maxAppendSize() int {
 	return s.opts.MaxAppendSize
 }
 
+// Fill appends n events of another application (type "ForeignEvent", the
+// given data) to stream in one go, in process: a shared KurrentDB's
+// foreign traffic for tests and benchmarks, without n gRPC calls.
+func (s *Server) Fill(stream string, n int, data []byte) {
+	msgs := make([]*streams.AppendReq_ProposedMessage, n)
+	for i := range msgs {
+		msgs[i] = &streams.AppendReq_ProposedMessage{
+			Id:       &shared.UUID{Value: &shared.UUID_String_{String_: uuid.NewString()}},
+			Metadata: map[string]string{"type": "ForeignEvent", "content-type": "application/json"},
+			Data:     data,
+		}
+	}
+	s.appendRecords(stream, msgs)
+}
+
 func (s *Server) appendRecords(name string, msgs []*streams.AppendReq_ProposedMessage) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -523,6 +547,9 @@ func (f *filter) allows(r record) bool {
 // Read implements the Streams service: reads of a stream or of $all, and
 // catch-up subscriptions to $all.
 func (s *Server) Read(req *streams.ReadReq, out grpc.ServerStreamingServer[streams.ReadResp]) error {
+	s.mu.Lock()
+	s.reads++
+	s.mu.Unlock()
 	o := req.GetOptions()
 	if o == nil {
 		return status.Error(codes.InvalidArgument, "read: no options")
