@@ -508,19 +508,23 @@ func (s *EventStore) read(ctx context.Context, open func(*kdb.Client) (*kdb.Read
 }
 
 // ReadAll implements domain.EventStore. The client has no filtered $all
-// read, so it pages through $all and keeps Engram's events.
+// read. On a KurrentDB Engram has (mostly) to itself, plain pages of $all
+// are fastest; on a shared one, paging through foreign events in the
+// client costs a round trip per 512 of them. So ReadAll reads plain pages
+// while they are mostly Engram's, and as soon as one is mostly foreign it
+// reads the rest through readFiltered, where the server skips foreign
+// events itself.
 func (s *EventStore) ReadAll(ctx context.Context, after uint64, limit int) ([]domain.Event, error) {
 	var out []domain.Event
 	seen := after // every event at or below seen is already handled
 	for len(out) < limit {
-		// Full pages even for a small limit: foreign events are skipped
-		// client-side, and each page is a round trip. Reading from a
-		// position includes the event there, hence +1.
+		// Reading from a position includes the event there, hence +1.
 		n := uint64(readPage) + 1
 		raw, err := s.readAllPage(ctx, kdb.Forwards, allPosition(seen), n)
 		if err != nil {
 			return nil, err
 		}
+		ours := 0
 		for _, r := range raw {
 			pos := r.Position.Commit
 			if pos <= seen {
@@ -530,6 +534,7 @@ func (s *EventStore) ReadAll(ctx context.Context, after uint64, limit int) ([]do
 			if !s.owns(r.StreamID) {
 				continue
 			}
+			ours++
 			e, ok, err := s.toEvent(r)
 			if err != nil {
 				return nil, err
@@ -542,11 +547,86 @@ func (s *EventStore) ReadAll(ctx context.Context, after uint64, limit int) ([]do
 				break
 			}
 		}
-		if uint64(len(raw)) < n {
-			break // end of $all
+		if uint64(len(raw)) < n || len(out) == limit {
+			break // end of $all, or done
+		}
+		if ours < len(raw)/2 {
+			rest, err := s.readFiltered(ctx, seen, limit-len(out))
+			return append(out, rest...), err
 		}
 	}
 	return out, nil
+}
+
+// readFiltered reads up to limit Engram events after position after
+// through a catch-up subscription to $all with the server-side stream
+// filter, ended once it has limit events or has reached the end of $all as
+// it was when the read began: an event or a checkpoint at or past that
+// end, or the server's caught-up message.
+func (s *EventStore) readFiltered(ctx context.Context, after uint64, limit int) ([]domain.Event, error) {
+	end, err := s.logEnd(ctx)
+	if err != nil || end <= after {
+		return nil, err
+	}
+	out, err := unstuck(ctx, s, func(c *kdb.Client) ([]domain.Event, error) {
+		sub, err := c.SubscribeToAll(ctx, kdb.SubscribeToAllOptions{From: allPosition(after), Filter: s.streamFilter()})
+		if err != nil {
+			return nil, err
+		}
+		defer sub.Close()
+		var out []domain.Event
+		for {
+			ev := sub.Recv()
+			switch {
+			case ev.SubscriptionDropped != nil:
+				if ev.SubscriptionDropped.Error != nil {
+					return nil, ev.SubscriptionDropped.Error
+				}
+				return nil, errors.New("the $all subscription ended before the end of $all")
+			case ev.EventAppeared != nil:
+				r := ev.EventAppeared.Event
+				if r == nil || r.Position.Commit <= after {
+					continue
+				}
+				if s.owns(r.StreamID) {
+					e, ok, err := s.toEvent(r)
+					if err != nil {
+						return nil, err
+					}
+					if ok {
+						out = append(out, e)
+					}
+				}
+				if len(out) == limit || r.Position.Commit >= end {
+					return out, nil
+				}
+			case ev.CheckPointReached != nil:
+				if ev.CheckPointReached.Commit >= end {
+					return out, nil
+				}
+			default:
+				// Caught up: KurrentDB-Client-Go v1.1.2 gives a caught-up
+				// message without a timestamp (KurrentDB 24.10) as an
+				// empty event, with one as CaughtUp. Before catching up a
+				// catch-up subscription cannot fall behind.
+				return out, nil
+			}
+		}
+	}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("kurrentdb: read $all: %w", err)
+	}
+	return out, nil
+}
+
+// logEnd is the commit position of the last record in $all (0 when the
+// log is empty).
+func (s *EventStore) logEnd(ctx context.Context) (uint64, error) {
+	last, err := s.readAllPage(ctx, kdb.Backwards, kdb.End{}, 1)
+	if err != nil || len(last) == 0 {
+		return 0, err
+	}
+	return last[0].Position.Commit, nil
 }
 
 // allPosition is where a $all read or subscription after Engram position

@@ -708,3 +708,53 @@ func TestAppendSizeLimit(t *testing.T) {
 		})
 	}
 }
+
+// TestReadAllSkipsForeignEventsServerSide: on a KurrentDB shared with
+// another application, ReadAll does not page through the foreign events in
+// the client: a few requests, whatever their number, and the same events
+// in the same order as on a KurrentDB of its own.
+func TestReadAllSkipsForeignEventsServerSide(t *testing.T) {
+	srv, err := kurrentdbtest.Start(kurrentdbtest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	s := open(t, kurrentdb.Config{URL: srv.URL()})
+	ctx := context.Background()
+	var want []uint64
+	for round := 0; round < 3; round++ {
+		srv.Fill("orders-1", 20_000, []byte(`{"order":1}`))
+		for i := 0; i < 5; i++ {
+			res, err := s.Append(ctx, "agent-1", domain.ExpectAny, []domain.NewEvent{event(round*10 + i)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, res.LastPosition)
+		}
+	}
+	srv.Fill("orders-1", 20_000, []byte(`{"order":1}`))
+	var got []uint64
+	var after uint64
+	before := srv.Reads()
+	for {
+		page, err := s.ReadAll(ctx, after, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page) == 0 {
+			break
+		}
+		for _, e := range page {
+			got = append(got, e.Position)
+		}
+		after = page[len(page)-1].Position
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("positions read = %v, want %v", got, want)
+	}
+	// 5 pages of at most 3 requests each (a plain page, the end of $all, the
+	// filtered read); paging 80,000 foreign events in the client took 200.
+	if reads := srv.Reads() - before; reads > 15 {
+		t.Fatalf("%d read requests for 15 events among 80,000 foreign ones; want at most 15", reads)
+	}
+}
