@@ -606,8 +606,9 @@ func (s *EventStore) readFiltered(ctx context.Context, after uint64, limit int) 
 				}
 			default:
 				// Caught up: KurrentDB-Client-Go v1.1.2 gives a caught-up
-				// message without a timestamp (KurrentDB 24.10) as an
-				// empty event, with one as CaughtUp. Before catching up a
+				// message without a timestamp (older servers, and the test
+				// server) as an empty event, one with a timestamp as
+				// CaughtUp. Before catching up a
 				// catch-up subscription cannot fall behind.
 				return out, nil
 			}
