@@ -41,6 +41,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -126,6 +127,9 @@ type EventStore struct {
 	log        *slog.Logger
 	retryDelay time.Duration
 	maxAppend  int
+	// knownHead is the newest position of an Engram event this store has
+	// written or read: Head's lower bound (positions only grow).
+	knownHead atomic.Uint64
 	// stuckAfter is how long a call may wait for a connection: the
 	// client's whole discovery budget, plus slack.
 	stuckAfter time.Duration
@@ -419,6 +423,7 @@ func (s *EventStore) Append(ctx context.Context, stream string, expected int64, 
 	}
 	// KurrentDB reports the commit position of the write, which for an
 	// implicit transaction is the log position of its last event.
+	s.sawHead(res.CommitPosition)
 	return domain.AppendResult{NextExpectedVersion: int64(res.NextExpectedVersion), LastPosition: res.CommitPosition}, nil
 }
 
@@ -564,25 +569,37 @@ func (s *EventStore) ReadAll(ctx context.Context, after uint64, limit int) ([]do
 // it was when the read began: an event or a checkpoint at or past that
 // end, or the server's caught-up message.
 func (s *EventStore) readFiltered(ctx context.Context, after uint64, limit int) ([]domain.Event, error) {
+	var out []domain.Event
+	err := s.scanFiltered(ctx, after, func(e domain.Event) bool {
+		out = append(out, e)
+		return len(out) < limit
+	})
+	return out, err
+}
+
+// scanFiltered passes the Engram events after position after to visit, in
+// order, until visit returns false or the end of $all as it was when the
+// scan began is reached (see readFiltered).
+func (s *EventStore) scanFiltered(ctx context.Context, after uint64, visit func(domain.Event) bool) error {
 	end, err := s.logEnd(ctx)
 	if err != nil || end <= after {
-		return nil, err
+		return err
 	}
-	out, err := unstuck(ctx, s, func(c *kdb.Client) ([]domain.Event, error) {
+	_, err = unstuck(ctx, s, func(c *kdb.Client) (struct{}, error) {
+		var none struct{}
 		sub, err := c.SubscribeToAll(ctx, kdb.SubscribeToAllOptions{From: allPosition(after), Filter: s.streamFilter()})
 		if err != nil {
-			return nil, err
+			return none, err
 		}
 		defer sub.Close()
-		var out []domain.Event
 		for {
 			ev := sub.Recv()
 			switch {
 			case ev.SubscriptionDropped != nil:
 				if ev.SubscriptionDropped.Error != nil {
-					return nil, ev.SubscriptionDropped.Error
+					return none, ev.SubscriptionDropped.Error
 				}
-				return nil, errors.New("the $all subscription ended before the end of $all")
+				return none, errors.New("the $all subscription ended before the end of $all")
 			case ev.EventAppeared != nil:
 				r := ev.EventAppeared.Event
 				if r == nil || r.Position.Commit <= after {
@@ -591,33 +608,33 @@ func (s *EventStore) readFiltered(ctx context.Context, after uint64, limit int) 
 				if s.owns(r.StreamID) {
 					e, ok, err := s.toEvent(r)
 					if err != nil {
-						return nil, err
+						return none, err
 					}
-					if ok {
-						out = append(out, e)
+					if ok && !visit(e) {
+						return none, nil
 					}
 				}
-				if len(out) == limit || r.Position.Commit >= end {
-					return out, nil
+				if r.Position.Commit >= end {
+					return none, nil
 				}
 			case ev.CheckPointReached != nil:
 				if ev.CheckPointReached.Commit >= end {
-					return out, nil
+					return none, nil
 				}
 			default:
 				// Caught up: KurrentDB-Client-Go v1.1.2 gives a caught-up
 				// message without a timestamp (older servers, and the test
 				// server) as an empty event, one with a timestamp as
-				// CaughtUp. Before catching up a
-				// catch-up subscription cannot fall behind.
-				return out, nil
+				// CaughtUp. Before catching up a catch-up subscription
+				// cannot fall behind.
+				return none, nil
 			}
 		}
 	}, nil)
 	if err != nil {
-		return nil, fmt.Errorf("kurrentdb: read $all: %w", err)
+		return fmt.Errorf("kurrentdb: read $all: %w", err)
 	}
-	return out, nil
+	return nil
 }
 
 // logEnd is the commit position of the last record in $all (0 when the
@@ -650,7 +667,8 @@ func (s *EventStore) readAllPage(ctx context.Context, dir kdb.Direction, from kd
 }
 
 // Head implements domain.EventStore: the newest Engram event, found by
-// reading $all backwards from its end.
+// reading $all backwards from its end; when that meets mostly foreign
+// events, by a filtered forward scan from knownHead instead.
 func (s *EventStore) Head(ctx context.Context) (uint64, error) {
 	var from kdb.AllPosition = kdb.End{}
 	for {
@@ -658,16 +676,29 @@ func (s *EventStore) Head(ctx context.Context) (uint64, error) {
 		if err != nil {
 			return 0, err
 		}
+		ours := 0
 		for _, r := range raw {
 			if !s.owns(r.StreamID) {
 				continue
 			}
+			ours++
 			if _, ok, err := s.toEvent(r); err != nil || ok {
 				return r.Position.Commit, err
 			}
 		}
 		if len(raw) < readPage {
 			return 0, nil
+		}
+		// Mostly foreign events: rather than paging back through them,
+		// scan forward from the newest Engram event this store has seen,
+		// with the server skipping foreign events.
+		if known := s.knownHead.Load(); known > 0 && ours < len(raw)/2 {
+			head := known
+			err := s.scanFiltered(ctx, known, func(e domain.Event) bool {
+				head = e.Position
+				return true
+			})
+			return head, err
 		}
 		last := raw[len(raw)-1].Position
 		from = kdb.Position{Commit: last.Commit, Prepare: last.Prepare}
@@ -693,6 +724,7 @@ func (s *EventStore) toEvent(r *kdb.RecordedEvent) (e domain.Event, ok bool, err
 	if r.Position.Commit != r.Position.Prepare {
 		return domain.Event{}, false, fmt.Errorf("kurrentdb: event %s in %s has commit position %d and prepare position %d: explicit transactions are not Engram events", r.EventID, r.StreamID, r.Position.Commit, r.Position.Prepare)
 	}
+	s.sawHead(r.Position.Commit)
 	return domain.Event{
 		ID:            r.EventID.String(),
 		Stream:        strings.TrimPrefix(r.StreamID, s.prefix),
@@ -705,6 +737,16 @@ func (s *EventStore) toEvent(r *kdb.RecordedEvent) (e domain.Event, ok bool, err
 		RequestID:     meta.RequestID,
 		Payload:       json.RawMessage(r.Data),
 	}, true, nil
+}
+
+// sawHead raises knownHead to pos, an Engram event's position.
+func (s *EventStore) sawHead(pos uint64) {
+	for {
+		cur := s.knownHead.Load()
+		if pos <= cur || s.knownHead.CompareAndSwap(cur, pos) {
+			return
+		}
+	}
 }
 
 // stopError marks an error that ends SubscribeAll (the handler's, or an

@@ -758,3 +758,41 @@ func TestReadAllSkipsForeignEventsServerSide(t *testing.T) {
 		t.Fatalf("%d read requests for 15 events among 80,000 foreign ones; want at most 15", reads)
 	}
 }
+
+// TestHeadSkipsForeignEventsServerSide: Head on a KurrentDB where another
+// application wrote many events after Engram's newest does not page back
+// through them once the store knows a recent Engram position (its own
+// writes or reads); it is right either way, also for another node's
+// later events.
+func TestHeadSkipsForeignEventsServerSide(t *testing.T) {
+	srv, err := kurrentdbtest.Start(kurrentdbtest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	prefix := uniquePrefix()
+	writer := open(t, kurrentdb.Config{URL: srv.URL(), StreamPrefix: prefix})
+	other := open(t, kurrentdb.Config{URL: srv.URL(), StreamPrefix: prefix})
+	ctx := context.Background()
+	if _, err := writer.Append(ctx, "agent-1", domain.ExpectAny, []domain.NewEvent{event(1)}); err != nil {
+		t.Fatal(err)
+	}
+	srv.Fill("orders-1", 20_000, []byte(`{"order":1}`))
+	last, err := other.Append(ctx, "agent-2", domain.ExpectAny, []domain.NewEvent{event(2)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Fill("orders-1", 20_000, []byte(`{"order":1}`))
+	before := srv.Reads()
+	head, err := writer.Head(ctx)
+	if err != nil || head != last.LastPosition {
+		t.Fatalf("Head = %d, %v; want %d, the other node's event", head, err, last.LastPosition)
+	}
+	if reads := srv.Reads() - before; reads > 3 {
+		t.Fatalf("Head made %d read requests past 20,000 foreign events; want at most 3", reads)
+	}
+	fresh := open(t, kurrentdb.Config{URL: srv.URL(), StreamPrefix: prefix})
+	if head, err := fresh.Head(ctx); err != nil || head != last.LastPosition {
+		t.Fatalf("Head of a store that has seen nothing = %d, %v; want %d", head, err, last.LastPosition)
+	}
+}
