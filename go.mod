@@ -11,7 +11,7 @@ require (
 	github.com/google/jsonschema-go v0.4.3
 	github.com/google/uuid v1.6.0
 	github.com/jackc/pgx/v5 v5.12.0
-	github.com/kurrent-io/KurrentDB-Client-Go v1.0.0
+	github.com/kurrent-io/KurrentDB-Client-Go v1.1.2
 	github.com/meilisearch/meilisearch-go v0.36.3
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/pelletier/go-toml/v2 v2.4.3
@@ -24,7 +24,7 @@ require (
 	golang.org/x/term v0.47.0
 	golang.org/x/text v0.41.0
 	golang.org/x/time v0.16.0
-	google.golang.org/grpc v1.78.0
+	google.golang.org/grpc v1.79.3
 	google.golang.org/protobuf v1.36.11
 	modernc.org/sqlite v1.60.1
 )
