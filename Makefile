@@ -19,14 +19,25 @@ build:
 run:
 	$(GO) run ./cmd/engram serve
 
-# The race-enabled engram binary that every end-to-end suite runs, built
-# once per `make test` and named to them in ENGRAM_TEST_BINARY
-# (internal/testserver). Plain `go test` builds it into a cache instead.
-TEST_BIN ?= $(CURDIR)/bin/engram-race
+# The end-to-end suites drive a built engram binary, built once per `make
+# test` and named to them in ENGRAM_TEST_BINARY (internal/testserver; plain
+# `go test` builds it into a cache instead). They drive a plain build: a
+# race-built server is several times slower, and the in-process tests run
+# the same code under the race detector (`go test -race`). RACE_SMOKE then
+# runs the end-to-end tests that stress the server's concurrency (writes
+# under load and a kill, a live rebuild, the scheduler, the chat-model
+# pipeline, a graceful stop, the CLI's local stack) once more against a
+# race-built binary; a race the server reports fails the test.
+# cmd/engram's TestRaceSmokeNamesTests keeps the names in step with the tests.
+TEST_BIN   ?= $(CURDIR)/bin/engram-test
+RACE_BIN   ?= $(CURDIR)/bin/engram-race
+RACE_SMOKE ?= TestKillMidLoadLosesNoAcknowledgedWrite|TestLiveRebuildOfOneProjection|TestSchedulerEndToEnd|TestProcessingWithChatModelEndToEnd|TestServeHealthAndGracefulStop|TestCLISearchLocal
 
 test: lint mcp-ts-deps
-	$(GO) build -race -o $(TEST_BIN) ./cmd/engram
+	$(GO) build -o $(TEST_BIN) ./cmd/engram
 	ENGRAM_TEST_BINARY=$(TEST_BIN) $(GO) test -race -count=1 -timeout 20m ./...
+	$(GO) build -race -o $(RACE_BIN) ./cmd/engram
+	ENGRAM_TEST_BINARY=$(RACE_BIN) $(GO) test -race -count=1 -timeout 10m -run '^($(RACE_SMOKE))$$' ./cmd/engram
 	ENGRAM_TEST_BINARY=$(TEST_BIN) $(MAKE) test-typescript
 	$(MAKE) test-python ENGRAM_TEST_BINARY=$(TEST_BIN)
 

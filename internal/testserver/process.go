@@ -41,6 +41,7 @@ type Process struct {
 	cmd    *exec.Cmd
 	home   string // the hermetic ENGRAM_HOME, removed when the process ends
 	log    *tailLog
+	races  raceLog
 	exited chan struct{} // closed when the process has been reaped
 	err    error         // Wait's result; read only after exited is closed
 }
@@ -111,6 +112,7 @@ func (p *Process) readLog(r io.Reader, addr chan<- string) {
 	for sc.Scan() {
 		line := sc.Text()
 		p.log.add(line)
+		p.races.add(line)
 		if !found {
 			if a := servingAddr(line); a != "" {
 				found = true
@@ -175,6 +177,12 @@ func (p *Process) PID() int { return p.cmd.Process.Pid }
 
 // Log is the tail (last 512 lines) of what the server wrote to stderr.
 func (p *Process) Log() string { return p.log.String() }
+
+// RaceReports are the race detector's reports the server wrote, whole,
+// however much it logged after them; "" when there were none (or the
+// binary was built without the race detector). Complete once the process
+// has ended.
+func (p *Process) RaceReports() string { return p.races.String() }
 
 // Exited is closed once the process has ended.
 func (p *Process) Exited() <-chan struct{} { return p.exited }
@@ -242,4 +250,42 @@ func (l *tailLog) String() string {
 		b.WriteString(s + "\n")
 	}
 	return b.String()
+}
+
+// raceLog keeps the race detector's reports from a stream of log lines:
+// each runs from a "WARNING: DATA RACE" line to the "==================" line
+// that closes it. The first few are kept whole; one is enough to fail a test.
+type raceLog struct {
+	mu      sync.Mutex
+	reports []string
+	open    *strings.Builder // the report being read
+}
+
+const keptRaceReports = 5
+
+func (l *raceLog) add(line string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.open != nil:
+		l.open.WriteString(line + "\n")
+		if strings.HasPrefix(line, "==================") {
+			l.reports = append(l.reports, l.open.String())
+			l.open = nil
+		}
+	case strings.Contains(line, "WARNING: DATA RACE") && len(l.reports) < keptRaceReports:
+		l.open = &strings.Builder{}
+		l.open.WriteString(line + "\n")
+	}
+}
+
+// String is every kept report, and a report cut off by the end of the log.
+func (l *raceLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	all := strings.Join(l.reports, "")
+	if l.open != nil {
+		all += l.open.String()
+	}
+	return all
 }

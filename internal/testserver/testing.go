@@ -44,7 +44,14 @@ func Start(t testing.TB, opts Options) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(p.Kill)
+	t.Cleanup(func() {
+		p.Kill()
+		// A race-built server reports a race on stderr and goes on
+		// serving: only its log tells.
+		if races := p.RaceReports(); races != "" {
+			t.Errorf("engram serve (%s) reported data races:\n%s", opts.DataDir, races)
+		}
+	})
 	return &Server{BaseURL: p.BaseURL, DataDir: p.DataDir, Proc: p, t: t}
 }
 
