@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -494,5 +495,36 @@ func TestRefusedMemoryIsSkipped(t *testing.T) {
 	}
 	if events, _ := s.jobEvents(jobID); events != 12 {
 		t.Fatalf("%d vectors recorded", events)
+	}
+}
+
+// TestBulkReembedStepsOverTheAppendLimit: on a KurrentDB whose
+// MaxAppendSize (here 32 KiB) is less than one step's vectors (as 1 MiB is
+// less than 128 vectors of 1536 dimensions), the job records each step in
+// parts and completes with every memory's vector recorded exactly once.
+func TestBulkReembedStepsOverTheAppendLimit(t *testing.T) {
+	s := newStack(t, stackOptions{fixedAuth: true, noRun: true, kurrentMaxAppend: 32 << 10, runner: workers.RunnerConfig{BatchSize: 128}})
+	const n = 150
+	for start := 0; start < n; start += 10 {
+		in := make([]commands.MemoryInput, 10)
+		for i := range in {
+			in[i] = commandsNote(fmt.Sprintf("note %d: the team deployed release %d to the server", start+i, start+i))
+		}
+		if _, err := s.memCmds.CreateBatch(t.Context(), metaFor(alice), "claire", in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	jobID, _ := s.must(http.StatusAccepted, "POST", "/v1/embeddings/bulk-reembed", aliceKey, map[string]any{"agent_id": "claire", "model": staticModel}).data()["job_id"].(string)
+
+	s.stepUntilIdle()
+	d := s.must(http.StatusOK, "GET", "/v1/embeddings/jobs/"+jobID, aliceKey, nil).data()
+	if d["status"] != "completed" || num(d["memories_processed"]) != n || num(d["memories_skipped"]) != 0 {
+		t.Fatalf("job over the append limit: %v", d)
+	}
+	if events, distinct := s.jobEvents(jobID); events != n || distinct != n {
+		t.Fatalf("%d MemoryEmbedded events for %d memories; want %d", events, distinct, n)
+	}
+	if rm, vx := s.agentModel(alice, "claire"); rm != staticModel || vx != staticModel {
+		t.Fatalf("agent not switched: %s / %s", rm, vx)
 	}
 }

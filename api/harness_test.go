@@ -31,6 +31,7 @@ import (
 	"github.com/engram-memory/engram/domain/processing"
 	"github.com/engram-memory/engram/infra/embed"
 	"github.com/engram-memory/engram/infra/embed/local"
+	"github.com/engram-memory/engram/infra/kurrentdb/kurrentdbtest"
 	"github.com/engram-memory/engram/infra/mail"
 	"github.com/engram-memory/engram/infra/mail/mailtest"
 	"github.com/engram-memory/engram/infra/sqlite"
@@ -132,7 +133,11 @@ type stackOptions struct {
 	// database (--event-store postgres --read-models postgres) instead of
 	// the data directory; the search indexes' state stays there.
 	postgres bool
-	quotas   memory.Quotas // zero: no limits
+	// kurrentMaxAppend puts the log in a KurrentDB test server that, like
+	// the adapter (--kurrentdb-max-append-size), refuses appends over this
+	// many bytes (zero: the SQLite log).
+	kurrentMaxAppend int
+	quotas           memory.Quotas // zero: no limits
 	// syncMaxPushBytes bounds one sync push (zero: the default).
 	syncMaxPushBytes int64
 
@@ -198,6 +203,14 @@ func newStack(t testing.TB, opts stackOptions) *stack {
 	if opts.postgres {
 		cfg.EventStore = engstack.EventStore{Backend: engstack.PostgresLog, URL: postgresServer(t).Database(t)}
 		cfg.ReadModels = engstack.ReadModels{Backend: engstack.PostgresReadModels}
+	}
+	if opts.kurrentMaxAppend > 0 {
+		srv, err := kurrentdbtest.Start(kurrentdbtest.Options{MaxAppendSize: opts.kurrentMaxAppend})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(srv.Close)
+		cfg.EventStore = engstack.EventStore{Backend: engstack.KurrentLog, URL: srv.URL(), KurrentMaxAppendSize: opts.kurrentMaxAppend}
 	}
 	wired, err := engstack.Open(ctx, cfg)
 	if err != nil {

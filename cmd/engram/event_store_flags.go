@@ -15,6 +15,7 @@ import (
 func eventStoreFlags(fs *flag.FlagSet, es *stack.EventStore) {
 	fs.StringVar(&es.Backend, "event-store", stack.SQLiteLog, "event log: sqlite (embedded, in the data dir), postgres or kurrentdb (shared by several nodes; each node keeps its read models in its own data dir)")
 	fs.StringVar(&es.URL, "event-store-url", "", "URL of a remote event log, e.g. postgres://engram@db:5432/engram or kurrentdb://db:2113; a password belongs in ENGRAM_EVENT_STORE_URL or PGPASSWORD (PostgreSQL), ENGRAM_KURRENTDB_USERNAME and ENGRAM_KURRENTDB_PASSWORD (KurrentDB), never on the command line")
+	fs.IntVar(&es.KurrentMaxAppendSize, "kurrentdb-max-append-size", 0, "largest append the KurrentDB server takes, in bytes (its MaxAppendSize); 0 means 1 MiB, the limit of KurrentDB 24.10 and 25.0 — raise it for 25.1 and later. Larger appends are split where atomicity is not promised (embedding vectors) and refused whole where it is (memory batches, sync pushes)")
 }
 
 // readModelFlags registers the read-model flags, which `serve` and

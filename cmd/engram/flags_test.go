@@ -39,9 +39,13 @@ func TestParseFlagsEnvTwinsAndErrors(t *testing.T) {
 	t.Setenv("ENGRAM_MAIL_OUTBOX", "/tmp/outbox")
 	t.Setenv("ENGRAM_EMBED_PROVIDER", "openai")
 	t.Setenv("ENGRAM_SESSION_TTL", "2h")
+	t.Setenv("ENGRAM_KURRENTDB_MAX_APPEND_SIZE", "16777216")
 	var cfg serveConfig
 	if err := parseFlags(serveFlags(&cfg), nil); err != nil {
 		t.Fatal(err)
+	}
+	if cfg.EventStore.KurrentMaxAppendSize != 16<<20 {
+		t.Fatalf("ENGRAM_KURRENTDB_MAX_APPEND_SIZE not applied: %d", cfg.EventStore.KurrentMaxAppendSize)
 	}
 	if cfg.DataDir != "/tmp/x" || cfg.SMTPURL != "smtp://127.0.0.1:2525" || cfg.MailOutbox != "/tmp/outbox" || cfg.EmbedProvider != "openai" || cfg.SessionTTL.Hours() != 2 {
 		t.Fatalf("env twins not applied: %+v", cfg)

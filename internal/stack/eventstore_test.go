@@ -42,6 +42,8 @@ func TestEventStoreValidate(t *testing.T) {
 		{"kurrentdb with url", stack.EventStore{Backend: "kurrentdb", URL: "kurrentdb://db:2113"}, ""},
 		{"kurrentdb without url", stack.EventStore{Backend: "kurrentdb"}, "--event-store kurrentdb needs --event-store-url"},
 		{"unknown backend", stack.EventStore{Backend: "mysql"}, `--event-store must be sqlite, postgres or kurrentdb, not "mysql"`},
+		{"kurrentdb with a larger append size", stack.EventStore{Backend: "kurrentdb", URL: "kurrentdb://db:2113", KurrentMaxAppendSize: 16 << 20}, ""},
+		{"negative append size", stack.EventStore{Backend: "kurrentdb", URL: "kurrentdb://db:2113", KurrentMaxAppendSize: -1}, "--kurrentdb-max-append-size must be 0"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -83,3 +83,33 @@ func TestKurrentStackWithPostgresReadModelsSharesRateBuckets(t *testing.T) {
 		t.Fatalf("%d of %d takes allowed over two nodes, want one burst of %d", allowed, 2*burst, burst)
 	}
 }
+
+// TestKurrentStackMaxAppendSize: the stack hands KurrentMaxAppendSize
+// (--kurrentdb-max-append-size) to the adapter, which refuses a larger
+// append before sending it, even to a server that would take it.
+func TestKurrentStackMaxAppendSize(t *testing.T) {
+	srv, err := kurrentdbtest.Start(kurrentdbtest.Options{MaxAppendSize: -1}) // no limit of its own
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	payload := []byte(`{"text":"` + strings.Repeat("x", 4<<10) + `"}`)
+	cases := []struct {
+		name      string
+		limit     int
+		wantError bool
+	}{
+		{"default 1 MiB takes 4 KiB", 0, false},
+		{"2 KiB refuses 4 KiB", 2 << 10, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			st := runningNode(t, stack.Config{EventStore: stack.EventStore{Backend: stack.KurrentLog, URL: srv.URL(), KurrentMaxAppendSize: c.limit}})
+			_, err := st.Store.Append(t.Context(), "s-"+strings.ReplaceAll(c.name, " ", "-"), domain.ExpectAny, []domain.NewEvent{{Type: "Unrelated", SchemaVersion: 1, Payload: payload}})
+			e, _ := domain.AsError(err)
+			if got := e != nil && e.PublicCode() == "event_batch_too_large"; got != c.wantError || (!c.wantError && err != nil) {
+				t.Fatalf("Append of 4 KiB with limit %d = %v; want refused: %v", c.limit, err, c.wantError)
+			}
+		})
+	}
+}

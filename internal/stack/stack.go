@@ -98,6 +98,10 @@ type EventStore struct {
 	// come from the environment only (ENGRAM_KURRENTDB_USERNAME and
 	// ENGRAM_KURRENTDB_PASSWORD), a kurrentdb:// URL never carries them.
 	KurrentUsername, KurrentPassword string
+	// KurrentMaxAppendSize is the largest append the KurrentDB server
+	// takes, in bytes (its MaxAppendSize); 0: 1 MiB, the limit of KurrentDB
+	// 24.10 and 25.0. Servers of 25.1 and later allow more.
+	KurrentMaxAppendSize int
 	// PollInterval bounds how late a node sees another node's append when
 	// a change notification is lost (0: the backend's default).
 	PollInterval time.Duration
@@ -116,6 +120,9 @@ func (es EventStore) Validate() error {
 		}
 	default:
 		return fmt.Errorf("--event-store must be %s, %s or %s, not %q", SQLiteLog, PostgresLog, KurrentLog, es.Backend)
+	}
+	if es.KurrentMaxAppendSize < 0 {
+		return fmt.Errorf("--kurrentdb-max-append-size must be 0 (the default, 1 MiB) or a number of bytes, not %d", es.KurrentMaxAppendSize)
 	}
 	return nil
 }
@@ -236,7 +243,8 @@ func openEventStore(ctx context.Context, cfg Config, db *sqlite.DB) (*eventLog, 
 			return nil, err
 		}
 		kdb, err := kurrentdb.Open(ctx, kurrentdb.Config{
-			URL: cfg.EventStore.URL, Username: cfg.EventStore.KurrentUsername, Password: cfg.EventStore.KurrentPassword, Logger: cfg.Logger,
+			URL: cfg.EventStore.URL, Username: cfg.EventStore.KurrentUsername, Password: cfg.EventStore.KurrentPassword,
+			MaxAppendSize: cfg.EventStore.KurrentMaxAppendSize, Logger: cfg.Logger,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("--event-store %s: %w", KurrentLog, err)

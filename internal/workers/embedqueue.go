@@ -148,7 +148,8 @@ func (q *EmbedQueue) Drain(ctx context.Context) (int, error) {
 }
 
 // groupPending splits pending memories by agent and model, keeping order:
-// one provider call and one append per group.
+// one provider call and one append per group (in parts if the event store
+// refuses it as too large).
 func groupPending(pending []memory.PendingEmbedding) [][]memory.PendingEmbedding {
 	type key struct {
 		user, agent, model string
@@ -189,6 +190,5 @@ func (q *EmbedQueue) embedGroup(ctx context.Context, g []memory.PendingEmbedding
 			TextHash: p.TextHash, Vector: memory.Vector(vecs[i])}
 	}
 	meta := domain.Metadata{Actor: domain.Actor{Kind: domain.ActorSystem, ID: "embed-queue", UserID: first.UserID}}
-	_, err = q.cfg.Writer.Append(ctx, memory.AgentStream(first.UserID, first.AgentID), domain.ExpectAny, meta, payloads...)
-	return err
+	return appendInParts(ctx, q.cfg.Writer, memory.AgentStream(first.UserID, first.AgentID), meta, payloads)
 }

@@ -9,6 +9,8 @@ import (
 	"github.com/engram-memory/engram/commands"
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/memory"
+	"github.com/engram-memory/engram/infra/kurrentdb"
+	"github.com/engram-memory/engram/infra/kurrentdb/kurrentdbtest"
 )
 
 func TestEmbedQueueDrainsAfterOutage(t *testing.T) {
@@ -136,5 +138,63 @@ func memWaitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// TestEmbedQueueSplitsAppendsOverTheStoreLimit: the vectors of one agent's
+// pending memories are more than one KurrentDB append may carry (its
+// MaxAppendSize, here 16 KiB on the test server and the adapter alike); the
+// queue records them in parts instead of failing, each memory once.
+func TestEmbedQueueSplitsAppendsOverTheStoreLimit(t *testing.T) {
+	const limit = 16 << 10
+	srv, err := kurrentdbtest.Start(kurrentdbtest.Options{MaxAppendSize: limit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	log, err := kurrentdb.Open(t.Context(), kurrentdb.Config{URL: srv.URL(), MaxAppendSize: limit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { log.Close() })
+	e := newMemEnvOn(t, log)
+	ctx := t.Context()
+
+	e.provider.down.Store(true)
+	const n = 64 // their vectors, of 384 dimensions, are several times the limit
+	var ids []string
+	for i := range n {
+		c, err := e.memories.CreateBatch(ctx, memMeta("u1"), "a", []commands.MemoryInput{memNote(fmt.Sprintf("note %d about the release", i))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, c[0].ID)
+	}
+	e.provider.down.Store(false)
+	if got, err := e.queue.Drain(ctx); err != nil || got != n {
+		t.Fatalf("Drain = %d, %v; want %d", got, err, n)
+	}
+	embedded := map[string]int{}
+	events, err := e.store.ReadStream(ctx, memory.AgentStream("u1", "a"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range events {
+		if ev.Type != (memory.MemoryEmbedded{}).EventType() {
+			continue
+		}
+		var p memory.MemoryEmbedded
+		if err := ev.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		embedded[p.MemoryID]++
+	}
+	for _, id := range ids {
+		if embedded[id] != 1 {
+			t.Errorf("memory %s has %d vectors recorded, want 1", id, embedded[id])
+		}
+		if v, err := e.queries.Get(ctx, "u1", id); err != nil || v.Embedding.Status != memory.StatusEmbedded {
+			t.Errorf("%s: %+v, %v", id, v.Embedding, err)
+		}
 	}
 }

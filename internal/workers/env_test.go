@@ -22,7 +22,7 @@ import (
 // that can take it down, and the memory commands that leave memories
 // waiting for the queue.
 type memEnv struct {
-	store    *sqlite.EventStore
+	store    domain.EventStore
 	writer   *commands.EventWriter
 	provider *memSwitchProvider
 	queue    *workers.EmbedQueue
@@ -32,13 +32,22 @@ type memEnv struct {
 
 func newMemEnv(t *testing.T) *memEnv {
 	t.Helper()
+	return newMemEnvOn(t, nil)
+}
+
+// newMemEnvOn is memEnv with its log in log instead of SQLite (nil: SQLite).
+func newMemEnvOn(t *testing.T, log domain.EventStore) *memEnv {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	db, err := sqlite.Open(ctx, t.TempDir(), sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	readModel := sqlite.NewMemories(db)
-	e := &memEnv{store: sqlite.NewEventStore(db, 20*time.Millisecond)}
+	if log == nil {
+		log = sqlite.NewEventStore(db, 20*time.Millisecond)
+	}
+	e := &memEnv{store: log}
 	engine := projections.NewEngine(e.store, slog.New(slog.DiscardHandler), projections.NewMemories(readModel))
 	done := make(chan struct{})
 	go func() { defer close(done); _ = engine.Run(ctx) }()

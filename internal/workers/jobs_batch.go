@@ -11,9 +11,10 @@ import (
 )
 
 // embedBatch embeds one batch of the job's memories with its model and
-// records the vectors in one append to the agent stream: the work and the
-// progress it makes are the same atomic write. Every memory of the batch
-// ends up embedded or skipped, so the cursor passes them all.
+// records the vectors in the agent stream, in one append where the event
+// store takes it (in parts, in order, where it does not): the work and the
+// progress it makes are the same writes. Every memory of the batch ends up
+// embedded or skipped, so the cursor passes them all.
 func (r *JobRunner) embedBatch(ctx context.Context, j *job.Job, items []memory.View) error {
 	texts := make([]string, len(items))
 	for i, m := range items {
@@ -114,7 +115,7 @@ func (r *JobRunner) record(ctx context.Context, j *job.Job, items []memory.View,
 			TextHash: memory.TextHash(texts[i]), Vector: vectors[i], JobID: j.ID,
 		}
 	}
-	if _, err := r.writer.Append(ctx, memory.AgentStream(j.UserID, j.AgentID), domain.ExpectAny, r.meta(j), events...); err != nil {
+	if err := appendInParts(ctx, r.writer, memory.AgentStream(j.UserID, j.AgentID), r.meta(j), events); err != nil {
 		return err
 	}
 	if r.cfg.AfterBatch != nil {
