@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -16,8 +15,7 @@ import (
 	"github.com/engram-memory/engram/commands"
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/infra/diskspace"
-	"github.com/engram-memory/engram/infra/sqlite"
-	"github.com/engram-memory/engram/projections"
+	"github.com/engram-memory/engram/internal/memenvtest"
 )
 
 // A write that reached the log just as storage filled up is told at once
@@ -40,25 +38,17 @@ func TestWriteStoredAsStorageFillsIsReportedAsStoredAtOnce(t *testing.T) {
 
 	ctx := context.Background()
 	// The log itself is elsewhere, with room: its append succeeds.
-	db, err := sqlite.Open(ctx, t.TempDir(), sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	store := sqlite.NewEventStore(db, time.Millisecond)
-	memories := projections.NewMemories(sqlite.NewMemories(db))
-	// The engine never runs: no projection applies anything.
-	engine := projections.NewEngine(store, slog.New(slog.DiscardHandler), memories)
-	engine.UseStorageGuard(diskspace.New(diskspace.Options{Dir: disk}))
-	writer := commands.NewEventWriter(store, engine, 10*time.Second)
-	meta := domain.Metadata{Actor: domain.Actor{Kind: domain.ActorKey, ID: "key-u", UserID: "u"}, RequestID: "test"}
+	idle := newIdleLog(t)
+	idle.engine.UseStorageGuard(diskspace.New(diskspace.Options{Dir: disk}))
+	writer := commands.NewEventWriter(idle.store, idle.engine, 10*time.Second)
+	meta := memenvtest.Meta("u")
 
 	res, err := writer.Append(ctx, "notes-full", domain.ExpectAny, meta, notePayload{"a"})
 	var e *domain.Error
 	if !errors.As(err, &e) || e.PublicCode() != commands.WriteNotYetVisibleCode || !errors.Is(err, domain.ErrStorageFull) {
 		t.Fatalf("error = %v, want %s marked domain.ErrStorageFull", err, commands.WriteNotYetVisibleCode)
 	}
-	if events, err := store.ReadAll(ctx, 0, 10); err != nil || len(events) != 1 || events[0].Position != res.LastPosition {
+	if events, err := idle.store.ReadAll(ctx, 0, 10); err != nil || len(events) != 1 || events[0].Position != res.LastPosition {
 		t.Fatalf("the write is not in the log: %v, %v", events, err)
 	}
 }
