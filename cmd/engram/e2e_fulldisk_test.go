@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -75,23 +74,7 @@ var bounded = &http.Client{Timeout: 20 * time.Second}
 
 func ask(t *testing.T, method, url, key string, body any) answer {
 	t.Helper()
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, url, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	resp, err := bounded.Do(req)
+	resp, err := bounded.Do(newJSONRequest(t, method, url, key, body))
 	if err != nil {
 		t.Fatalf("%s %s: no answer: %v", method, url, err)
 	}
