@@ -4,10 +4,7 @@ package commands_test
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
@@ -19,23 +16,12 @@ import (
 // answered storage_full (507), not provider_unavailable: no mail relay is
 // down, the server's disk is full.
 func TestRegisterWhenTheOutboxDiskIsFull(t *testing.T) {
-	disk := t.TempDir()
-	if err := syscall.Mount("tmpfs", disk, "tmpfs", 0, fmt.Sprintf("size=%d", 1<<20)); err != nil {
-		t.Fatalf("this test fills a small tmpfs of its own and must mount one (run it as root): mount: %v", err)
-	}
-	t.Cleanup(func() { syscall.Unmount(disk, syscall.MNT_DETACH) })
+	disk := mountTmpfs(t, 1<<20)
 	outbox, err := mail.NewOutboxSender(filepath.Join(disk, "outbox"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Create(filepath.Join(disk, "filler"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for err == nil {
-		_, err = f.Write(make([]byte, 512))
-	}
-	f.Close()
+	fillDisk(t, filepath.Join(disk, "filler"), 512)
 	full := outbox.Send(context.Background(), mail.Message{To: "ivan@example.com", Subject: "s", Text: "t"})
 	if full == nil {
 		t.Fatal("the outbox wrote a mail on a full disk")
