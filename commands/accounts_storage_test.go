@@ -10,18 +10,19 @@ import (
 
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/infra/mail"
+	"github.com/engram-memory/engram/internal/tmpfstest"
 )
 
 // A verification mail that the outbox cannot write for want of space is
 // answered storage_full (507), not provider_unavailable: no mail relay is
 // down, the server's disk is full.
 func TestRegisterWhenTheOutboxDiskIsFull(t *testing.T) {
-	disk := mountTmpfs(t, 1<<20)
+	disk := tmpfstest.Mount(t, 1<<20)
 	outbox, err := mail.NewOutboxSender(filepath.Join(disk, "outbox"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fillDisk(t, filepath.Join(disk, "filler"), 512)
+	tmpfstest.Fill(t, filepath.Join(disk, "filler"))
 	full := outbox.Send(context.Background(), mail.Message{To: "ivan@example.com", Subject: "s", Text: "t"})
 	if full == nil {
 		t.Fatal("the outbox wrote a mail on a full disk")

@@ -5,10 +5,7 @@ package commands_test
 import (
 	"context"
 	"errors"
-	"fmt"
-	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
@@ -16,14 +13,15 @@ import (
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/infra/diskspace"
 	"github.com/engram-memory/engram/internal/memenvtest"
+	"github.com/engram-memory/engram/internal/tmpfstest"
 )
 
 // A write that reached the log just as storage filled up is told at once
 // that it is stored (write_not_yet_visible, marked ErrStorageFull), not
 // after the visibility timeout: the read models hold until space is freed.
 func TestWriteStoredAsStorageFillsIsReportedAsStoredAtOnce(t *testing.T) {
-	disk := mountTmpfs(t, 4<<20)
-	fillDisk(t, filepath.Join(disk, "filler"), 4096)
+	disk := tmpfstest.Mount(t, 4<<20)
+	tmpfstest.Fill(t, filepath.Join(disk, "filler"))
 
 	ctx := context.Background()
 	// The log itself is elsewhere, with room: its append succeeds.
@@ -40,30 +38,4 @@ func TestWriteStoredAsStorageFillsIsReportedAsStoredAtOnce(t *testing.T) {
 	if events, err := idle.store.ReadAll(ctx, 0, 10); err != nil || len(events) != 1 || events[0].Position != res.LastPosition {
 		t.Fatalf("the write is not in the log: %v, %v", events, err)
 	}
-}
-
-// mountTmpfs mounts a tmpfs of size bytes on a new directory for the
-// test, unmounted at cleanup. It needs root.
-func mountTmpfs(t *testing.T, size int) string {
-	t.Helper()
-	dir := t.TempDir()
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, fmt.Sprintf("size=%d", size)); err != nil {
-		t.Fatalf("this test fills a small tmpfs of its own and must mount one (run it as root): mount: %v", err)
-	}
-	t.Cleanup(func() { syscall.Unmount(dir, syscall.MNT_DETACH) })
-	return dir
-}
-
-// fillDisk writes path, chunk bytes at a time, until its file system
-// takes no more.
-func fillDisk(t *testing.T, path string, chunk int) {
-	t.Helper()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for err == nil {
-		_, err = f.Write(make([]byte, chunk))
-	}
-	f.Close()
 }

@@ -38,6 +38,7 @@ var layers = []struct {
 	{"internal/loopback", 1},
 	{"internal/pgtest", 1},
 	{"internal/testserver", 1},
+	{"internal/tmpfstest", 1},
 	// Read models and their feeding, the read side, the write side, and
 	// the background work.
 	{"projections", 2},
