@@ -11,6 +11,7 @@ import (
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/infra/embed/local"
 	"github.com/engram-memory/engram/infra/sqlite"
+	"github.com/engram-memory/engram/internal/memenvtest"
 	"github.com/engram-memory/engram/projections"
 )
 
@@ -96,7 +97,7 @@ func TestCreateHoldsTheUserLockUntilItsDecisionReadModelApplied(t *testing.T) {
 			create := func(text string) <-chan error {
 				done := make(chan error, 1)
 				go func() {
-					_, err := m.CreateBatch(ctx, memMeta("u1"), "agent", []commands.MemoryInput{memNote(text)})
+					_, err := m.CreateBatch(ctx, memenvtest.Meta("u1"), "agent", []commands.MemoryInput{memenvtest.Note(text)})
 					done <- err
 				}()
 				return done

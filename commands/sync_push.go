@@ -168,81 +168,39 @@ func (p *pushPlan) add(ctx context.Context, ev SyncEvent) (kept bool, err error)
 		}
 		payload = m
 	case memory.MemoryProtected{}.EventType():
-		var m memory.MemoryProtected
-		if err := decodeSyncPayload(ev.Payload, &m); err != nil {
-			return false, err
-		}
-		if _, known, err := p.changeOf(ctx, m.MemoryID, "payload.at", m.At); err != nil || !known {
-			return false, err
-		}
-		if err := checkStrength(m.Strength); err != nil {
-			return false, err
-		}
-		payload = m
+		payload, err = planChange(ctx, p, ev.Payload, func(m memory.MemoryProtected) memoryChange {
+			return memoryChange{memoryID: m.MemoryID, atField: "payload.at", at: m.At, strength: &m.Strength}
+		})
 	case memory.MemoryUnprotected{}.EventType():
-		var m memory.MemoryUnprotected
-		if err := decodeSyncPayload(ev.Payload, &m); err != nil {
-			return false, err
-		}
-		if _, known, err := p.changeOf(ctx, m.MemoryID, "payload.at", m.At); err != nil || !known {
-			return false, err
-		}
-		if err := checkStrength(m.Strength); err != nil {
-			return false, err
-		}
-		payload = m
+		payload, err = planChange(ctx, p, ev.Payload, func(m memory.MemoryUnprotected) memoryChange {
+			return memoryChange{memoryID: m.MemoryID, atField: "payload.at", at: m.At, strength: &m.Strength}
+		})
 	case memory.MemoryWeakened{}.EventType():
-		var m memory.MemoryWeakened
-		if err := decodeSyncPayload(ev.Payload, &m); err != nil {
-			return false, err
-		}
-		if _, known, err := p.changeOf(ctx, m.MemoryID, "payload.at", m.At); err != nil || !known {
-			return false, err
-		}
-		if err := (StrengthChange{By: &m.By, Reason: m.Reason}).validate(true); err != nil {
-			return false, inPayload(err)
-		}
-		if err := checkStrength(m.Strength); err != nil {
-			return false, err
-		}
-		payload = m
+		payload, err = planChange(ctx, p, ev.Payload, func(m memory.MemoryWeakened) memoryChange {
+			return memoryChange{memoryID: m.MemoryID, atField: "payload.at", at: m.At, strength: &m.Strength,
+				invalid: StrengthChange{By: &m.By, Reason: m.Reason}.validate(true)}
+		})
 	case memory.MemoryVerified{}.EventType():
-		var m memory.MemoryVerified
-		if err := decodeSyncPayload(ev.Payload, &m); err != nil {
-			return false, err
-		}
-		if _, known, err := p.changeOf(ctx, m.MemoryID, "payload.verified_at", m.VerifiedAt); err != nil || !known {
-			return false, err
-		}
-		if err := (StrengthChange{Reason: m.Reason}).validate(false); err != nil {
-			return false, inPayload(err)
-		}
-		if err := checkStrength(m.Strength); err != nil {
-			return false, err
-		}
-		payload = m
+		payload, err = planChange(ctx, p, ev.Payload, func(m memory.MemoryVerified) memoryChange {
+			return memoryChange{memoryID: m.MemoryID, atField: "payload.verified_at", at: m.VerifiedAt, strength: &m.Strength,
+				invalid: StrengthChange{Reason: m.Reason}.validate(false)}
+		})
 	case memory.MemoryForgotten{}.EventType():
-		var m memory.MemoryForgotten
-		if err := decodeSyncPayload(ev.Payload, &m); err != nil {
-			return false, err
-		}
-		if _, known, err := p.changeOf(ctx, m.MemoryID, "payload.forgotten_at", m.ForgottenAt); err != nil || !known {
-			return false, err
-		}
-		payload = m
+		payload, err = planChange(ctx, p, ev.Payload, func(m memory.MemoryForgotten) memoryChange {
+			return memoryChange{memoryID: m.MemoryID, atField: "payload.forgotten_at", at: m.ForgottenAt}
+		})
 	case memory.MemoryPurged{}.EventType():
-		var m memory.MemoryPurged
-		if err := decodeSyncPayload(ev.Payload, &m); err != nil {
-			return false, err
-		}
-		if _, known, err := p.changeOf(ctx, m.MemoryID, "", time.Time{}); err != nil || !known {
-			return false, err
-		}
-		payload = m
+		payload, err = planChange(ctx, p, ev.Payload, func(m memory.MemoryPurged) memoryChange {
+			return memoryChange{memoryID: m.MemoryID}
+		})
 	case memory.AgentDeleted{}.EventType(), memory.AgentModelSwitched{}.EventType():
 		return false, nil
 	default:
 		return false, domain.Invalid("type", "sync does not carry events of type %q", ev.Type)
+	}
+	if err != nil || payload == nil {
+		// An event of a memory the agent does not have is skipped.
+		return false, err
 	}
 	if !p.agentExists {
 		// The agent was never created here (or was deleted): create it
@@ -393,6 +351,41 @@ func (p *pushPlan) changeOf(ctx context.Context, id, field string, at time.Time)
 		}
 	}
 	return t, true, nil
+}
+
+// memoryChange is what a pushed change of an existing memory is checked
+// by: the memory it changes, the field and time of the change (none for a
+// change without one), the strength it leaves (nil for none), and the
+// error, if any, of its other fields.
+type memoryChange struct {
+	memoryID string
+	atField  string
+	at       time.Time
+	strength *float64
+	invalid  error
+}
+
+// planChange decodes a pushed change of an existing memory as an E and
+// checks it as changeOf does, then its other fields and its strength. The
+// payload is nil, with no error, for a memory the agent does not have.
+func planChange[E domain.Payload](ctx context.Context, p *pushPlan, raw json.RawMessage, changeIn func(E) memoryChange) (domain.Payload, error) {
+	var m E
+	if err := decodeSyncPayload(raw, &m); err != nil {
+		return nil, err
+	}
+	c := changeIn(m)
+	if _, known, err := p.changeOf(ctx, c.memoryID, c.atField, c.at); err != nil || !known {
+		return nil, err
+	}
+	if c.invalid != nil {
+		return nil, inPayload(c.invalid)
+	}
+	if c.strength != nil {
+		if err := checkStrength(*c.strength); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
 }
 
 // replaceContent checks a whole new content and tags of a memory of type t

@@ -10,6 +10,7 @@ import (
 	"github.com/engram-memory/engram/commands"
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/infra/sqlite"
+	"github.com/engram-memory/engram/internal/memenvtest"
 	"github.com/engram-memory/engram/projections"
 )
 
@@ -17,23 +18,35 @@ type notePayload struct{ Text string }
 
 func (notePayload) EventType() string { return "TestNoted" }
 
+// idleLog is an event log whose memories projection never applies
+// anything: its engine never runs.
+type idleLog struct {
+	store    *sqlite.EventStore
+	memories *projections.Memories
+	engine   *projections.Engine
+}
+
+func newIdleLog(t *testing.T) idleLog {
+	t.Helper()
+	db, err := sqlite.Open(context.Background(), t.TempDir(), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	l := idleLog{store: sqlite.NewEventStore(db, time.Millisecond), memories: projections.NewMemories(sqlite.NewMemories(db))}
+	l.engine = projections.NewEngine(l.store, slog.New(slog.DiscardHandler), l.memories)
+	return l
+}
+
 // A write the read models do not apply within the visibility timeout was
 // still stored: the writer says so (503 write_not_yet_visible, never a
 // generic 500 that invites a client to send a second copy) and names its
 // position so the response carries a consistency token.
 func TestWriteNotAppliedInTimeIsReportedAsStored(t *testing.T) {
 	ctx := context.Background()
-	db, err := sqlite.Open(ctx, t.TempDir(), sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	store := sqlite.NewEventStore(db, time.Millisecond)
-	memories := projections.NewMemories(sqlite.NewMemories(db))
-	// The engine never runs: no projection applies anything.
-	engine := projections.NewEngine(store, slog.New(slog.DiscardHandler), memories)
-	writer := commands.NewEventWriter(store, engine, 50*time.Millisecond)
-	meta := domain.Metadata{Actor: domain.Actor{Kind: domain.ActorKey, ID: "key-u", UserID: "u"}, RequestID: "test"}
+	idle := newIdleLog(t)
+	writer := commands.NewEventWriter(idle.store, idle.engine, 50*time.Millisecond)
+	meta := memenvtest.Meta("u")
 
 	for _, tc := range []struct {
 		name   string
@@ -43,7 +56,7 @@ func TestWriteNotAppliedInTimeIsReportedAsStored(t *testing.T) {
 			return writer.Append(ctx, "notes-a", domain.ExpectAny, meta, notePayload{"a"})
 		}},
 		{"AppendSeenBy", func(ctx context.Context) (domain.AppendResult, error) {
-			return writer.AppendSeenBy(ctx, "notes-b", domain.ExpectAny, meta, []string{memories.Name()}, notePayload{"b"})
+			return writer.AppendSeenBy(ctx, "notes-b", domain.ExpectAny, meta, []string{idle.memories.Name()}, notePayload{"b"})
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -59,7 +72,7 @@ func TestWriteNotAppliedInTimeIsReportedAsStored(t *testing.T) {
 			if res.LastPosition == 0 || tracker.Last() != res.LastPosition {
 				t.Errorf("tracked position %d, write at %d", tracker.Last(), res.LastPosition)
 			}
-			events, err := store.ReadAll(ctx, res.LastPosition-1, 10)
+			events, err := idle.store.ReadAll(ctx, res.LastPosition-1, 10)
 			if err != nil || len(events) != 1 || events[0].Position != res.LastPosition {
 				t.Fatalf("the write is not in the log: %v, %v", events, err)
 			}

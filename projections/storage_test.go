@@ -11,12 +11,12 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/infra/diskspace"
+	"github.com/engram-memory/engram/internal/tmpfstest"
 	"github.com/engram-memory/engram/projections"
 )
 
@@ -63,26 +63,9 @@ func (p *fileProjection) state() (attempts int, pos uint64) {
 // filled it); a write waiting for it is told at once; once space is freed
 // the batch applies, without a restart.
 func TestEngineHoldsABatchWhileStorageIsFull(t *testing.T) {
-	disk := t.TempDir()
-	if err := syscall.Mount("tmpfs", disk, "tmpfs", 0, fmt.Sprintf("size=%d", 24<<20)); err != nil {
-		t.Fatalf("this test fills a small tmpfs of its own and must mount one (run it as root): mount: %v", err)
-	}
-	t.Cleanup(func() { syscall.Unmount(disk, syscall.MNT_DETACH) })
+	disk := tmpfstest.Mount(t, 24<<20)
 	filler := filepath.Join(disk, "filler")
-	f, err := os.Create(filler)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, size := range []int{1 << 20, 1} {
-		for err == nil {
-			_, err = f.Write(make([]byte, size))
-		}
-		if !errors.Is(err, syscall.ENOSPC) {
-			t.Fatal(err)
-		}
-		err = nil
-	}
-	f.Close()
+	tmpfstest.Fill(t, filler)
 
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	guard := diskspace.New(diskspace.Options{Dir: disk, Logger: logger})

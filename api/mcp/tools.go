@@ -130,11 +130,15 @@ const pendingSuggestionsShown = 20
 // tools registers the tools on s.
 func (h *handlers) tools(s *sdk.Server) {
 	readOnly := &sdk.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)}
+	// additive tools add something new on each call; destructive ones
+	// change or forget a memory, to the same end when repeated.
+	additive := &sdk.ToolAnnotations{DestructiveHint: ptr(false), IdempotentHint: false, OpenWorldHint: ptr(false)}
+	destructive := &sdk.ToolAnnotations{DestructiveHint: ptr(true), IdempotentHint: true, OpenWorldHint: ptr(false)}
 	addTool(h, s, &sdk.Tool{
 		Name:        "add_memory",
 		Title:       "Add a memory",
 		Description: "Store one typed memory for the agent. Use it for what should be remembered in a form search and reasoning can use: a belief, an episode with its lessons, a goal, a note, a value, a playbook, a relationship or a drive. Each call adds a new memory.",
-		Annotations: &sdk.ToolAnnotations{DestructiveHint: ptr(false), IdempotentHint: false, OpenWorldHint: ptr(false)},
+		Annotations: additive,
 	}, func(ctx context.Context, b Backend, in AddMemoryArgs) (Created, string, error) {
 		content, err := rawObject(in.Content)
 		if err != nil {
@@ -147,7 +151,7 @@ func (h *handlers) tools(s *sdk.Server) {
 		Name:        "capture",
 		Title:       "Capture a thought",
 		Description: "Jot down a raw entry: the cheapest way to keep something without deciding its type. Processing may later turn raw entries into episodes, beliefs and notes. Each call adds a new entry.",
-		Annotations: &sdk.ToolAnnotations{DestructiveHint: ptr(false), IdempotentHint: false, OpenWorldHint: ptr(false)},
+		Annotations: additive,
 	}, func(ctx context.Context, b Backend, in CaptureArgs) (Created, string, error) {
 		content, err := json.Marshal(map[string]any{"content": in.Text, "source": "mcp"})
 		if err != nil {
@@ -224,7 +228,7 @@ func (h *handlers) tools(s *sdk.Server) {
 		Name:        "update_memory",
 		Title:       "Update a memory",
 		Description: "Change some content fields and/or the tags of one memory, if it is still at the version you read (get_memory). Fields not in the patch keep their values. A stale version fails with precondition_failed: read the memory again and retry.",
-		Annotations: &sdk.ToolAnnotations{DestructiveHint: ptr(true), IdempotentHint: true, OpenWorldHint: ptr(false)},
+		Annotations: destructive,
 	}, func(ctx context.Context, b Backend, in UpdateArgs) (Memory, string, error) {
 		if in.Version < 1 {
 			return Memory{}, "", domain.Invalid("version", "version is required: the memory's version from get_memory")
@@ -246,7 +250,7 @@ func (h *handlers) tools(s *sdk.Server) {
 		Name:        "forget_memory",
 		Title:       "Forget a memory",
 		Description: "Forget one memory: it leaves search and listings but is kept and can be recovered. Nothing is ever purged through this tool.",
-		Annotations: &sdk.ToolAnnotations{DestructiveHint: ptr(true), IdempotentHint: true, OpenWorldHint: ptr(false)},
+		Annotations: destructive,
 	}, func(ctx context.Context, b Backend, in ForgetArgs) (ForgetResult, string, error) {
 		if _, err := agentMemory(ctx, b, in.MemoryArgs); err != nil {
 			return ForgetResult{}, "", err
@@ -262,7 +266,7 @@ func (h *handlers) tools(s *sdk.Server) {
 		Name:        "review_suggestions",
 		Title:       "Review suggestions",
 		Description: "Memory processing proposes new memories as suggestions. action list shows the pending ones; accept turns one into a memory; reject discards it (give a reason).",
-		Annotations: &sdk.ToolAnnotations{DestructiveHint: ptr(false), IdempotentHint: false, OpenWorldHint: ptr(false)},
+		Annotations: additive,
 	}, h.review)
 	addTool(h, s, &sdk.Tool{
 		Name:        "memory_status",

@@ -2,17 +2,11 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"io"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/engram-memory/engram/commands"
-	"github.com/engram-memory/engram/domain/memory"
 )
 
 // BenchmarkCLILocalSearch measures the search step of `engram search
@@ -28,29 +22,7 @@ func BenchmarkCLILocalSearch(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer st.close()
-	rng := rand.New(rand.NewPCG(3, 4))
-	words := strings.Fields("deploy cache login latency backup friday review python rollback alert database team release train changelog incident postgres kafka dashboard metrics oncall pager budget roadmap hiring design api schema migration index")
-	sentence := func(n int) string {
-		out := make([]string, n)
-		for i := range out {
-			out[i] = words[rng.IntN(len(words))]
-		}
-		return strings.Join(out, " ")
-	}
-	for done := 0; done < memories; done += memory.MaxBatch {
-		batch := make([]commands.MemoryInput, memory.MaxBatch)
-		for i := range batch {
-			content, _ := json.Marshal(map[string]string{"content": fmt.Sprintf("%s %d", sentence(12), done+i)})
-			batch[i] = commands.MemoryInput{Type: "note", Content: content}
-		}
-		if _, err := st.app.memories.CreateBatch(ctx, st.meta(), st.name, batch); err != nil {
-			b.Fatal(err)
-		}
-	}
-	queries := make([]string, 64)
-	for i := range queries {
-		queries[i] = sentence(3)
-	}
+	queries := fillWithNotes(b, st, memories)
 	sa := searchArgs{mode: "hybrid", limit: 10}
 	var took []time.Duration
 	b.ResetTimer()

@@ -9,8 +9,9 @@ import (
 	"testing"
 )
 
-// call sends a JSON request and decodes the envelope's data into out.
-func call(t *testing.T, method, url, bearer string, body, out any) (int, error) {
+// newJSONRequest is a request carrying body as JSON (no body for nil) and
+// bearer's credentials (none for "").
+func newJSONRequest(t *testing.T, method, url, bearer string, body any) *http.Request {
 	t.Helper()
 	var rd io.Reader
 	if body != nil {
@@ -30,7 +31,13 @@ func call(t *testing.T, method, url, bearer string, body, out any) (int, error) 
 	if bearer != "" {
 		req.Header.Set("Authorization", "Bearer "+bearer)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	return req
+}
+
+// call sends a JSON request and decodes the envelope's data into out.
+func call(t *testing.T, method, url, bearer string, body, out any) (int, error) {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(newJSONRequest(t, method, url, bearer, body))
 	if err != nil {
 		return 0, err
 	}

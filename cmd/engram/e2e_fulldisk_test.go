@@ -3,10 +3,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,52 +12,14 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/internal/stack"
 	"github.com/engram-memory/engram/internal/testserver"
+	"github.com/engram-memory/engram/internal/tmpfstest"
 )
-
-// mountTmpfs mounts a tmpfs of size bytes on a new directory for the
-// test, unmounted at cleanup (after the servers the test starts later
-// are killed). It needs root.
-func mountTmpfs(t *testing.T, size int) string {
-	t.Helper()
-	dir := t.TempDir()
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, fmt.Sprintf("size=%d", size)); err != nil {
-		t.Fatalf("this test fills a small tmpfs of its own and must mount one (run it as root): mount: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(dir, syscall.MNT_DETACH); err != nil {
-			t.Errorf("unmount %s: %v", dir, err)
-		}
-	})
-	return dir
-}
-
-// fillDisk writes path until the file system has no byte left.
-func fillDisk(t *testing.T, path string) {
-	t.Helper()
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	chunk := make([]byte, 1<<20)
-	for _, size := range []int{1 << 20, 4 << 10, 1} {
-		for {
-			if _, err := f.Write(chunk[:size]); err != nil {
-				if !errors.Is(err, syscall.ENOSPC) {
-					t.Fatal(err)
-				}
-				break
-			}
-		}
-	}
-}
 
 // answer is what the API said to one request.
 type answer struct {
@@ -75,23 +35,7 @@ var bounded = &http.Client{Timeout: 20 * time.Second}
 
 func ask(t *testing.T, method, url, key string, body any) answer {
 	t.Helper()
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, url, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	resp, err := bounded.Do(req)
+	resp, err := bounded.Do(newJSONRequest(t, method, url, key, body))
 	if err != nil {
 		t.Fatalf("%s %s: no answer: %v", method, url, err)
 	}
@@ -189,7 +133,7 @@ func note(content string) map[string]any {
 // acknowledged write. Restarted on a full disk, the server serves reads
 // and refuses writes the same way instead of hanging.
 func TestFullDiskRefusesWritesClearlyAndRecoversWithoutRestart(t *testing.T) {
-	disk := mountTmpfs(t, 48<<20)
+	disk := tmpfstest.Mount(t, 48<<20)
 	dataDir := filepath.Join(disk, "data")
 	filler := filepath.Join(disk, "filler")
 	s := startServer(t, dataDir, nil)
@@ -209,7 +153,7 @@ func TestFullDiskRefusesWritesClearlyAndRecoversWithoutRestart(t *testing.T) {
 		}
 	}
 
-	fillDisk(t, filler)
+	tmpfstest.Fill(t, filler)
 	awaitReadyz(t, s.BaseURL, "storage_full")
 	var refused []string
 	for _, tc := range []struct {
@@ -258,7 +202,7 @@ func TestFullDiskRefusesWritesClearlyAndRecoversWithoutRestart(t *testing.T) {
 		t.Fatalf("stop: %v", err)
 	}
 	appendUnapplied(t, dataDir)
-	fillDisk(t, filler)
+	tmpfstest.Fill(t, filler)
 	s = testserver.Start(t, testserver.Options{Binary: binPath, DataDir: dataDir, Unready: true})
 	awaitReadyz(t, s.BaseURL, "storage_full")
 	if got := contents(t, s.APIURL(), key, "disk"); !slices.Equal(got, acknowledged) {

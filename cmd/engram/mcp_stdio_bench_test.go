@@ -85,17 +85,23 @@ func reportPercentiles(b *testing.B, took []time.Duration) {
 }
 
 // fillBenchStack creates the local stack "bench" under home with n notes
-// of random words, as BenchmarkCLILocalSearch does, and returns queries
-// over the same words.
+// of random words (fillWithNotes) and returns queries over the same words.
 func fillBenchStack(b *testing.B, home string, n int) []string {
 	b.Helper()
-	ctx := context.Background()
 	c := &cli{stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard, home: home, stack: "bench"}
-	st, err := c.openStack(ctx, true)
+	st, err := c.openStack(context.Background(), true)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer st.close()
+	return fillWithNotes(b, st, n)
+}
+
+// fillWithNotes adds n notes of twelve random words to the open stack st,
+// the same on every run, and returns 64 queries of three of those words.
+func fillWithNotes(b *testing.B, st *localStack, n int) []string {
+	b.Helper()
+	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(3, 4))
 	words := strings.Fields("deploy cache login latency backup friday review python rollback alert database team release train changelog incident postgres kafka dashboard metrics oncall pager budget roadmap hiring design api schema migration index")
 	sentence := func(k int) string {

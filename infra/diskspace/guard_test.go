@@ -17,37 +17,8 @@ import (
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/infra/diskspace"
 	"github.com/engram-memory/engram/infra/sqlite"
+	"github.com/engram-memory/engram/internal/tmpfstest"
 )
-
-// tmpfs mounts a tmpfs of 24 MiB (more than HighWater) for the test.
-func tmpfs(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, fmt.Sprintf("size=%d", 24<<20)); err != nil {
-		t.Fatalf("this test fills a small tmpfs of its own and must mount one (run it as root): mount: %v", err)
-	}
-	t.Cleanup(func() { syscall.Unmount(dir, syscall.MNT_DETACH) })
-	return dir
-}
-
-// fill writes path until no byte is left.
-func fill(t *testing.T, path string) {
-	t.Helper()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	for _, size := range []int{1 << 20, 1} {
-		for err == nil {
-			_, err = f.Write(make([]byte, size))
-		}
-		if !errors.Is(err, syscall.ENOSPC) {
-			t.Fatal(err)
-		}
-		err = nil
-	}
-}
 
 func within(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -58,7 +29,7 @@ func within(t *testing.T) context.Context {
 // Appends on a full disk are refused with KindStorageFull and store
 // nothing; once space is freed they are taken again.
 func TestAppendsAreRefusedWhileTheDiskIsFull(t *testing.T) {
-	disk := tmpfs(t)
+	disk := tmpfstest.Mount(t, 24<<20)
 	ctx := within(t)
 	db, err := sqlite.Open(ctx, filepath.Join(disk, "data"), sqlite.Options{})
 	if err != nil {
@@ -72,7 +43,7 @@ func TestAppendsAreRefusedWhileTheDiskIsFull(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	fill(t, filepath.Join(disk, "filler"))
+	tmpfstest.Fill(t, filepath.Join(disk, "filler"))
 	for i := range 3 {
 		_, err := store.Append(ctx, "s", domain.ExpectAny, event)
 		if domain.ErrorKind(err) != domain.KindStorageFull || !errors.Is(err, domain.ErrStorageFull) {
@@ -111,7 +82,7 @@ func TestCheck(t *testing.T) {
 		{"EIO", &fs.PathError{Op: "write", Path: "x", Err: syscall.EIO}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			guard := diskspace.New(diskspace.Options{Dir: tmpfs(t), IsFull: []func(error) bool{func(err error) bool { return errors.Is(err, adapterFull) }}})
+			guard := diskspace.New(diskspace.Options{Dir: tmpfstest.Mount(t, 24<<20), IsFull: []func(error) bool{func(err error) bool { return errors.Is(err, adapterFull) }}})
 			got := guard.Check(tc.err)
 			if !errors.Is(got, tc.err) {
 				t.Errorf("Check(%v) = %v, which lost the error", tc.err, got)
@@ -130,7 +101,7 @@ func TestRoomAgainOnlyOnceReclaimed(t *testing.T) {
 	var reclaimErr atomic.Pointer[error]
 	stuck := errors.New("readers keep the WAL")
 	reclaimErr.Store(&stuck)
-	guard := diskspace.New(diskspace.Options{Dir: tmpfs(t), Reclaim: func(context.Context) error { return *reclaimErr.Load() }})
+	guard := diskspace.New(diskspace.Options{Dir: tmpfstest.Mount(t, 24<<20), Reclaim: func(context.Context) error { return *reclaimErr.Load() }})
 	guard.Check(syscall.ENOSPC)
 
 	time.Sleep(2 * diskspace.ProbeInterval)

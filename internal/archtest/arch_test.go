@@ -38,6 +38,7 @@ var layers = []struct {
 	{"internal/loopback", 1},
 	{"internal/pgtest", 1},
 	{"internal/testserver", 1},
+	{"internal/tmpfstest", 1},
 	// Read models and their feeding, the read side, the write side, and
 	// the background work.
 	{"projections", 2},
@@ -46,6 +47,9 @@ var layers = []struct {
 	{"internal/workers", 2},
 	// Suites that drive the read-model stores through the projections.
 	{"internal/readmodeltest", 3},
+	// The memory write side on the real stack, for the tests of the
+	// commands and of the embedding queue.
+	{"internal/memenvtest", 3},
 	// Delivery: the HTTP API and the read-only dashboard.
 	{"api", 4},
 	{"dashboard", 4},

@@ -11,15 +11,16 @@ import (
 	"github.com/engram-memory/engram/domain/memory"
 	"github.com/engram-memory/engram/infra/kurrentdb"
 	"github.com/engram-memory/engram/infra/kurrentdb/kurrentdbtest"
+	"github.com/engram-memory/engram/internal/memenvtest"
 )
 
 func TestEmbedQueueDrainsAfterOutage(t *testing.T) {
-	e := newMemEnv(t)
+	e := memenvtest.New(t)
 	ctx := context.Background()
-	e.provider.down.Store(true)
+	e.Provider.Down.Store(true)
 	var ids []string
 	for _, w := range []struct{ user, agent string }{{"u1", "a"}, {"u1", "a"}, {"u1", "b"}, {"u2", "a"}} {
-		c, err := e.memories.CreateBatch(ctx, memMeta(w.user), w.agent, []commands.MemoryInput{memNote("x " + w.user + w.agent), memNote("y")})
+		c, err := e.Memories.CreateBatch(ctx, memenvtest.Meta(w.user), w.agent, []commands.MemoryInput{memenvtest.Note("x " + w.user + w.agent), memenvtest.Note("y")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -30,56 +31,56 @@ func TestEmbedQueueDrainsAfterOutage(t *testing.T) {
 			ids = append(ids, w.user+"/"+m.ID)
 		}
 	}
-	if n, err := e.queue.Drain(ctx); n != 0 || domain.ErrorKind(err) != domain.KindProviderUnavailable {
+	if n, err := e.Queue.Drain(ctx); n != 0 || domain.ErrorKind(err) != domain.KindProviderUnavailable {
 		t.Errorf("Drain while down = %d, %v", n, err)
 	}
 
-	e.provider.down.Store(false)
-	calls := e.provider.calls.Load()
-	n, err := e.queue.Drain(ctx)
+	e.Provider.Down.Store(false)
+	calls := e.Provider.Calls.Load()
+	n, err := e.Queue.Drain(ctx)
 	if err != nil || n != len(ids) {
 		t.Fatalf("Drain = %d, %v; want %d", n, err, len(ids))
 	}
 	// One provider call (and one append) per agent: u1/a, u1/b, u2/a.
-	if got := e.provider.calls.Load() - calls; got != 3 {
+	if got := e.Provider.Calls.Load() - calls; got != 3 {
 		t.Errorf("%d provider calls, want 3", got)
 	}
 	for _, id := range ids {
 		var user, mid string
 		fmt.Sscanf(id, "%2s/%s", &user, &mid)
-		v, err := e.queries.Get(ctx, user, mid)
+		v, err := e.Queries.Get(ctx, user, mid)
 		if err != nil || v.Embedding.Status != memory.StatusEmbedded {
 			t.Errorf("%s: %+v, %v", id, v.Embedding, err)
 		}
 	}
-	events, _ := e.store.ReadStream(ctx, memory.AgentStream("u1", "a"), 0)
+	events, _ := e.Store.ReadStream(ctx, memory.AgentStream("u1", "a"), 0)
 	last := events[len(events)-1]
 	if last.Type != "MemoryEmbedded" || last.Actor.Kind != domain.ActorSystem || last.Actor.UserID != "u1" {
 		t.Errorf("queue event = %s by %+v", last.Type, last.Actor)
 	}
-	calls = e.provider.calls.Load()
-	if n, err := e.queue.Drain(ctx); n != 0 || err != nil || e.provider.calls.Load() != calls {
+	calls = e.Provider.Calls.Load()
+	if n, err := e.Queue.Drain(ctx); n != 0 || err != nil || e.Provider.Calls.Load() != calls {
 		t.Errorf("an empty queue did work: %d, %v", n, err)
 	}
 }
 
 func TestEmbedQueueRunRetriesWithBackoff(t *testing.T) {
-	e := newMemEnv(t)
+	e := memenvtest.New(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	e.provider.down.Store(true)
-	c, err := e.memories.Create(ctx, memMeta("u1"), "a", memNote("embedded once the provider is back"))
+	e.Provider.Down.Store(true)
+	c, err := e.Memories.Create(ctx, memenvtest.Meta("u1"), "a", memenvtest.Note("embedded once the provider is back"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- e.queue.Run(ctx) }()
+	go func() { done <- e.Queue.Run(ctx) }()
 	// Without any kick, the queue keeps retrying while the provider fails.
-	before := e.provider.calls.Load()
-	memWaitFor(t, "two retries", func() bool { return e.provider.calls.Load() >= before+2 })
-	e.provider.down.Store(false)
+	before := e.Provider.Calls.Load()
+	memWaitFor(t, "two retries", func() bool { return e.Provider.Calls.Load() >= before+2 })
+	e.Provider.Down.Store(false)
 	memWaitFor(t, "the memory is embedded", func() bool {
-		v, err := e.queries.Get(ctx, "u1", c.ID)
+		v, err := e.Queries.Get(ctx, "u1", c.ID)
 		return err == nil && v.Embedding.Status == memory.StatusEmbedded
 	})
 	cancel()
@@ -89,9 +90,9 @@ func TestEmbedQueueRunRetriesWithBackoff(t *testing.T) {
 }
 
 func TestEmbedQueueModelNotServed(t *testing.T) {
-	e := newMemEnv(t)
+	e := memenvtest.New(t)
 	ctx := context.Background()
-	c, err := e.memories.Create(ctx, memMeta("u1"), "a", memNote("x"))
+	c, err := e.Memories.Create(ctx, memenvtest.Meta("u1"), "a", memenvtest.Note("x"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,14 +100,14 @@ func TestEmbedQueueModelNotServed(t *testing.T) {
 	// wait for vectors, and the queue reports the failure instead of
 	// looping.
 	ref := memory.AgentRef{UserID: "u1", AgentID: "a"}
-	if _, err := e.writer.Append(ctx, memory.AgentStream("u1", "a"), domain.ExpectAny, memMeta("u1"),
+	if _, err := e.Writer.Append(ctx, memory.AgentStream("u1", "a"), domain.ExpectAny, memenvtest.Meta("u1"),
 		memory.AgentModelSwitched{AgentRef: ref, Model: "text-embedding-3-small", Dimensions: 1536}); err != nil {
 		t.Fatal(err)
 	}
-	if v, _ := e.queries.Get(ctx, "u1", c.ID); v.Embedding.Status != memory.StatusPending || v.Embedding.Model != "text-embedding-3-small" {
+	if v, _ := e.Queries.Get(ctx, "u1", c.ID); v.Embedding.Status != memory.StatusPending || v.Embedding.Model != "text-embedding-3-small" {
 		t.Errorf("after the switch: %+v", v.Embedding)
 	}
-	if n, err := e.queue.Drain(ctx); n != 0 || err == nil {
+	if n, err := e.Queue.Drain(ctx); n != 0 || err == nil {
 		t.Errorf("Drain = %d, %v; want a model error", n, err)
 	}
 }
@@ -115,12 +116,12 @@ func TestEmbedQueueModelNotServed(t *testing.T) {
 // path, so a kick returns at once even when nobody runs the queue and
 // kicks pile up.
 func TestEmbedQueueKickNeverBlocks(t *testing.T) {
-	e := newMemEnv(t)
+	e := memenvtest.New(t)
 	kicked := make(chan struct{})
 	go func() {
 		defer close(kicked)
 		for range 100 {
-			e.queue.Kick()
+			e.Queue.Kick()
 		}
 	}()
 	select {
@@ -157,25 +158,25 @@ func TestEmbedQueueSplitsAppendsOverTheStoreLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { log.Close() })
-	e := newMemEnvOn(t, log)
+	e := memenvtest.NewOn(t, log)
 	ctx := t.Context()
 
-	e.provider.down.Store(true)
+	e.Provider.Down.Store(true)
 	const n = 64 // their vectors, of 384 dimensions, are several times the limit
 	var ids []string
 	for i := range n {
-		c, err := e.memories.CreateBatch(ctx, memMeta("u1"), "a", []commands.MemoryInput{memNote(fmt.Sprintf("note %d about the release", i))})
+		c, err := e.Memories.CreateBatch(ctx, memenvtest.Meta("u1"), "a", []commands.MemoryInput{memenvtest.Note(fmt.Sprintf("note %d about the release", i))})
 		if err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, c[0].ID)
 	}
-	e.provider.down.Store(false)
-	if got, err := e.queue.Drain(ctx); err != nil || got != n {
+	e.Provider.Down.Store(false)
+	if got, err := e.Queue.Drain(ctx); err != nil || got != n {
 		t.Fatalf("Drain = %d, %v; want %d", got, err, n)
 	}
 	embedded := map[string]int{}
-	events, err := e.store.ReadStream(ctx, memory.AgentStream("u1", "a"), 0)
+	events, err := e.Store.ReadStream(ctx, memory.AgentStream("u1", "a"), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +194,7 @@ func TestEmbedQueueSplitsAppendsOverTheStoreLimit(t *testing.T) {
 		if embedded[id] != 1 {
 			t.Errorf("memory %s has %d vectors recorded, want 1", id, embedded[id])
 		}
-		if v, err := e.queries.Get(ctx, "u1", id); err != nil || v.Embedding.Status != memory.StatusEmbedded {
+		if v, err := e.Queries.Get(ctx, "u1", id); err != nil || v.Embedding.Status != memory.StatusEmbedded {
 			t.Errorf("%s: %+v, %v", id, v.Embedding, err)
 		}
 	}

@@ -24,14 +24,8 @@ func (s *Service) Models(ctx context.Context) []domain.CatalogEntry {
 
 // Job returns the caller's job; another user's job is 404.
 func (s *Service) Job(ctx context.Context, userID, jobID string) (job.View, error) {
-	v, ok, err := s.cfg.Jobs.Job(ctx, userID, jobID)
-	if err != nil {
-		return job.View{}, err
-	}
-	if !ok {
-		return job.View{}, domain.NotFound("job")
-	}
-	return v, nil
+	v, found, err := s.cfg.Jobs.Job(ctx, userID, jobID)
+	return foundOr(v, found, err, "job")
 }
 
 // SimilarRequest finds an agent's memories nearest to a raw vector. The API

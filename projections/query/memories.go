@@ -64,13 +64,7 @@ func (s *Service) Settings(ctx context.Context, userID, agentID string) (stack.V
 		return stack.View{}, domain.NotFound("agent")
 	}
 	v, found, err := s.cfg.Memories.Settings(ctx, userID, agentID)
-	if err != nil {
-		return stack.View{}, err
-	}
-	if !found {
-		return stack.View{}, domain.NotFound("agent")
-	}
-	return v, nil
+	return foundOr(v, found, err, "agent")
 }
 
 // agent returns the user's agent; a missing or foreign one is not found.
@@ -78,12 +72,19 @@ func (s *Service) agent(ctx context.Context, userID, agentID string) (memory.Age
 	if err := memory.ValidateAgentID(agentID); err != nil {
 		return memory.AgentView{}, err
 	}
-	a, ok, err := s.cfg.Memories.Agent(ctx, userID, agentID)
+	a, found, err := s.cfg.Memories.Agent(ctx, userID, agentID)
+	return foundOr(a, found, err, "agent")
+}
+
+// foundOr is the answer of a lookup that may find nothing: its error, what
+// it found, or, when it found nothing, domain.NotFound(what).
+func foundOr[T any](v T, found bool, err error, what string) (T, error) {
+	var zero T
 	if err != nil {
-		return memory.AgentView{}, err
+		return zero, err
 	}
-	if !ok {
-		return memory.AgentView{}, domain.NotFound("agent")
+	if !found {
+		return zero, domain.NotFound(what)
 	}
-	return a, nil
+	return v, nil
 }

@@ -66,21 +66,8 @@ func TestSearchWithAnIndexDown(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			resp, err := svc.Search(context.Background(), search.Request{UserID: "u1", AgentID: "a", Query: "harbour crane", Mode: c.mode, Limit: 10})
-			if c.wantCode != "" {
-				de, ok := domain.AsError(err)
-				if !ok || de.Kind != domain.KindIndexUnavailable || de.PublicCode() != c.wantCode || !errors.Is(err, domain.ErrIndexUnavailable) {
-					t.Fatalf("err = %v, want %s (KindIndexUnavailable)", err, c.wantCode)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if resp.Degraded != c.wantDegraded {
-				t.Errorf("degraded = %q, want %q", resp.Degraded, c.wantDegraded)
-			}
-			if got := ids(resp); c.wantNoteInFound && (len(got) == 0 || got[0] != note) {
+			got, answered := searchCrane(t, svc, c.mode, c.wantCode, c.wantDegraded)
+			if answered && c.wantNoteInFound && (len(got) == 0 || got[0] != note) {
 				t.Errorf("results %v, want %s first", got, note)
 			}
 		})
@@ -116,23 +103,33 @@ func TestSearchWhileAnIndexIsRebuilt(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			resp, err := svc.Search(context.Background(), search.Request{UserID: "u1", AgentID: "a", Query: "harbour crane", Mode: c.mode, Limit: 10})
-			if c.wantCode != "" {
-				de, ok := domain.AsError(err)
-				if !ok || de.Kind != domain.KindIndexUnavailable || de.PublicCode() != c.wantCode || !errors.Is(err, domain.ErrIndexUnavailable) {
-					t.Fatalf("err = %v, want %s (KindIndexUnavailable)", err, c.wantCode)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if resp.Degraded != c.wantDegraded {
-				t.Errorf("degraded = %q, want %q", resp.Degraded, c.wantDegraded)
-			}
-			if got := ids(resp); len(got) == 0 || got[0] != note {
+			got, answered := searchCrane(t, svc, c.mode, c.wantCode, c.wantDegraded)
+			if answered && (len(got) == 0 || got[0] != note) {
 				t.Errorf("results %v, want %s first", got, note)
 			}
 		})
 	}
+}
+
+// searchCrane runs the outage tests' search in mode and checks how it
+// ends: with the KindIndexUnavailable error wantCode names, or ("" for
+// wantCode) answered, degraded as wantDegraded. answered says whether
+// there are results, found their ids.
+func searchCrane(t *testing.T, svc *search.Service, mode search.Mode, wantCode, wantDegraded string) (found []string, answered bool) {
+	t.Helper()
+	resp, err := svc.Search(context.Background(), search.Request{UserID: "u1", AgentID: "a", Query: "harbour crane", Mode: mode, Limit: 10})
+	if wantCode != "" {
+		de, ok := domain.AsError(err)
+		if !ok || de.Kind != domain.KindIndexUnavailable || de.PublicCode() != wantCode || !errors.Is(err, domain.ErrIndexUnavailable) {
+			t.Fatalf("err = %v, want %s (KindIndexUnavailable)", err, wantCode)
+		}
+		return nil, false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Degraded != wantDegraded {
+		t.Errorf("degraded = %q, want %q", resp.Degraded, wantDegraded)
+	}
+	return ids(resp), true
 }
