@@ -223,4 +223,3 @@ func (w *teeWriter) Write(p []byte) (int, error) {
 }
 
 func (w *teeWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
