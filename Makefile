@@ -53,7 +53,7 @@ GOVULNCHECK ?= golang.org/x/vuln/cmd/govulncheck@v1.9.0
 # with schemathesis (pip install -r test/fuzz/requirements.txt), with a
 # fixed budget and seed; make test runs a short fuzzing pass of the same.
 fuzz-api:
-	ENGRAM_FUZZ_API_EXAMPLES=$${ENGRAM_FUZZ_API_EXAMPLES:-50} ENGRAM_FUZZ_API_PHASES=examples,coverage,fuzzing \
+	ENGRAM_TEST_FUZZ_API_EXAMPLES=$${ENGRAM_TEST_FUZZ_API_EXAMPLES:-50} ENGRAM_TEST_FUZZ_API_PHASES=examples,coverage,fuzzing \
 		go test -count=1 -timeout 30m -run '^TestSchemathesis$$' -v ./cmd/engram
 
 vulncheck:
