@@ -14,13 +14,13 @@ import (
 // TestSchemathesis fuzzes the binary from its own OpenAPI document
 // (GET /v1/openapi.json) with schemathesis: every generated request must
 // get a response the document describes and never a 500. The budget is
-// ENGRAM_TEST_FUZZ_API_EXAMPLES examples per operation in the phases (ENGRAM_TEST_*,
-// which the hermetic environment of TestMain keeps)
-// ENGRAM_TEST_FUZZ_API_PHASES (default 5 in the fuzzing phase: the short run of
-// make test and CI; make fuzz-api adds the coverage phase and raises the
-// budget), with a fixed seed, so a run is repeatable. schemathesis is
-// installed by .ci/run at a pinned version (test/fuzz/requirements.txt); a
-// missing one fails the test.
+// ENGRAM_TEST_FUZZ_API_EXAMPLES examples per operation in the phases
+// ENGRAM_TEST_FUZZ_API_PHASES (ENGRAM_TEST_*, which TestMain's hermetic
+// environment keeps); the default, 5 examples in the examples and fuzzing
+// phases, is the short run of make test and CI, and make fuzz-api adds the
+// coverage phase and raises the budget. The seed is fixed, so a run is
+// repeatable. schemathesis is installed by .ci/run at a pinned version
+// (test/fuzz/requirements.txt); a missing one fails the test.
 func TestSchemathesis(t *testing.T) {
 	examples := 5
 	if v := os.Getenv("ENGRAM_TEST_FUZZ_API_EXAMPLES"); v != "" {
