@@ -174,6 +174,23 @@ func base64Floats(v []float32) string {
 	return base64.StdEncoding.EncodeToString(buf)
 }
 
+// failUnrouted answers a request that a middleware refuses before routing
+// in the error shape of the route it was for: OpenAI's on the
+// OpenAI-compatible routes, the failure envelope elsewhere.
+func (s *Server) failUnrouted(w http.ResponseWriter, r *http.Request, err error) {
+	if isOpenAIRoute(r.URL.Path) {
+		s.failOpenAI(w, r, err)
+		return
+	}
+	s.fail(w, r, err)
+}
+
+// isOpenAIRoute tells whether path is one of the OpenAI-compatible routes.
+func isOpenAIRoute(path string) bool {
+	path = strings.TrimSuffix(path, "/")
+	return path == "/v1/embeddings" || path == "/v1/models" || strings.HasPrefix(path, "/v1/models/")
+}
+
 // openAIAuth is requireAuth with OpenAI's error shape.
 func (s *Server) openAIAuth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -211,3 +211,18 @@ func TestOpenAIModels(t *testing.T) {
 		t.Fatalf("no credential: %d %s", r.status, r.raw)
 	}
 }
+
+// TestOpenAIRoutesTooLargeInOpenAIShape: a body over the limit, refused
+// by the middleware before routing, is answered in OpenAI's error shape on
+// the OpenAI-compatible route (schemathesis found it in Engram's envelope)
+// and in the envelope elsewhere.
+func TestOpenAIRoutesTooLargeInOpenAIShape(t *testing.T) {
+	s := newStack(t, stackOptions{fixedAuth: true, noRun: true, maxBody: 1024})
+	big := strings.Repeat("x", 2048)
+	r := s.call("POST", "/v1/embeddings", aliceKey, map[string]any{"input": big, "model": "default"})
+	e, _ := r.body["error"].(map[string]any)
+	if r.status != http.StatusRequestEntityTooLarge || r.body["success"] != nil || e["code"] != "payload_too_large" || e["type"] != "invalid_request_error" {
+		t.Fatalf("POST /v1/embeddings: %d %s", r.status, r.raw)
+	}
+	wantError(t, s.call("POST", "/v1/embeddings/generate", aliceKey, map[string]any{"text": big}), http.StatusRequestEntityTooLarge, "payload_too_large")
+}
