@@ -5,11 +5,12 @@ BIN       ?= bin/engram
 BENCH     ?= .
 BENCHTIME ?= 1s
 
-.PHONY: build run test lint fuzz fuzz-api vulncheck bench bench-quality bench-load bench-replay clean
+.PHONY: build run test mcp-ts-deps test-typescript test-python lint fuzz fuzz-api vulncheck bench bench-quality bench-load bench-replay clean
 
 # `engram version` reports these; `go build` alone leaves them to Go's
-# build information.
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+# build information. VERSION (the file) is the release, shared by the server
+# and the SDKs (sdk/python checks it); the commit says which build.
+VERSION ?= $(shell cat VERSION 2>/dev/null || echo devel)
 COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
 
 build:
@@ -18,14 +19,55 @@ build:
 run:
 	$(GO) run ./cmd/engram serve
 
-# The race-enabled engram binary that every end-to-end suite runs, built
-# once per `make test` and named to them in ENGRAM_TEST_BINARY
-# (internal/testserver). Plain `go test` builds it into a cache instead.
-TEST_BIN ?= $(CURDIR)/bin/engram-race
+# The end-to-end suites drive a built engram binary, built once per `make
+# test` and named to them in ENGRAM_TEST_BINARY (internal/testserver; plain
+# `go test` builds it into a cache instead). They drive a plain build: a
+# race-built server is several times slower, and the in-process tests run
+# the same code under the race detector (`go test -race`). RACE_SMOKE then
+# runs the end-to-end tests that stress the server's concurrency (writes
+# under load and a kill, a live rebuild, the scheduler, the chat-model
+# pipeline, a graceful stop, the CLI's local stack) once more against a
+# race-built binary; a race the server reports fails the test.
+# cmd/engram's TestRaceSmokeNamesTests keeps the names in step with the tests.
+TEST_BIN   ?= $(CURDIR)/bin/engram-test
+RACE_BIN   ?= $(CURDIR)/bin/engram-race
+RACE_SMOKE ?= TestKillMidLoadLosesNoAcknowledgedWrite|TestLiveRebuildOfOneProjection|TestSchedulerEndToEnd|TestProcessingWithChatModelEndToEnd|TestServeHealthAndGracefulStop|TestCLISearchLocal
 
-test: lint
-	$(GO) build -race -o $(TEST_BIN) ./cmd/engram
+test: lint mcp-ts-deps
+	$(GO) build -o $(TEST_BIN) ./cmd/engram
 	ENGRAM_TEST_BINARY=$(TEST_BIN) $(GO) test -race -count=1 -timeout 20m ./...
+	$(GO) build -race -o $(RACE_BIN) ./cmd/engram
+	ENGRAM_TEST_BINARY=$(RACE_BIN) $(GO) test -race -count=1 -timeout 10m -run '^($(RACE_SMOKE))$$' ./cmd/engram
+	ENGRAM_TEST_BINARY=$(TEST_BIN) $(MAKE) test-typescript
+	$(MAKE) test-python ENGRAM_TEST_BINARY=$(TEST_BIN)
+
+# The official MCP TypeScript SDK that cmd/engram's
+# TestMCPTypeScriptSDKDrivesTheBinary runs (test/mcp-ts, pinned in its
+# package-lock.json).
+mcp-ts-deps:
+	cd test/mcp-ts && npm ci --no-audit --no-fund
+
+# The TypeScript SDK (sdk/typescript): its pinned dependencies, the tsc
+# build and its suite (node --test) against the real binary, which is
+# ENGRAM_TEST_BINARY when set and otherwise built by the suite.
+test-typescript:
+	cd sdk/typescript && npm ci --no-audit --no-fund && npm run build && npm test
+
+# The Python SDK's suite against the real server ($ENGRAM_TEST_BINARY, else
+# a `go build` of its own), in a virtualenv under bin/ with the pinned dev
+# dependencies, after mypy --strict over the package (it ships py.typed).
+# A missing Python or package fails; so does a run that collects no tests
+# (pytest's exit code 5).
+PYTHON  ?= python3
+PY_VENV ?= $(CURDIR)/bin/pyenv
+
+test-python:
+	$(PYTHON) -m venv $(PY_VENV)
+	$(PY_VENV)/bin/pip install -q --disable-pip-version-check -r sdk/python/requirements-dev.txt
+	$(PY_VENV)/bin/pip install -q --disable-pip-version-check --no-build-isolation --no-deps --force-reinstall ./sdk/python
+	$(PY_VENV)/bin/mypy --strict sdk/python/src/engram
+	cd sdk/python && $(PY_VENV)/bin/python -m pytest -q -p no:cacheprovider; rc=$$?; \
+		if [ $$rc -eq 5 ]; then echo "test-python: no tests collected" >&2; exit 1; fi; exit $$rc
 
 lint:
 	@unformatted="$$(gofmt -l .)"; if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi

@@ -22,11 +22,17 @@ type Authenticator interface {
 // then applies the per-credential rate limit and waits for the request's
 // consistency token.
 func (s *Server) requireAuth(next http.Handler) http.Handler {
+	return s.requireAuthFor(func(*http.Request) string { return `Bearer realm="engram"` }, next)
+}
+
+// requireAuthFor is requireAuth answering a missing or bad credential
+// with the WWW-Authenticate challenge challenge returns.
+func (s *Server) requireAuthFor(challengeOf func(*http.Request) string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		actor, err := s.authenticate(w, r)
 		if err != nil {
 			if domain.ErrorKind(err) == domain.KindUnauthorized {
-				challenge := `Bearer realm="engram"`
+				challenge := challengeOf(r)
 				if errors.Is(err, errBadCredential) {
 					challenge += `, error="invalid_token"`
 				}

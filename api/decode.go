@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,6 +30,26 @@ func decodeJSON(r *http.Request, v any) error {
 			return domain.Errorf(domain.KindInvalid, "request body must hold exactly one JSON object")
 		}
 		return jsonError(err)
+	}
+	return nil
+}
+
+// DecodeArguments decodes raw, one JSON object, into v as strictly as a
+// request body: no unknown fields, exactly one value, errors naming the
+// field as the API does. The MCP tools decode their arguments with it.
+func DecodeArguments(raw json.RawMessage, v any) error {
+	if t := bytes.TrimSpace(raw); len(t) == 0 || bytes.Equal(t, []byte("null")) {
+		raw = json.RawMessage("{}")
+	} else if t[0] != '{' {
+		return domain.Errorf(domain.KindInvalid, "arguments must be a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return jsonError(err)
+	}
+	if err := dec.Decode(&struct{}{}); !errors.Is(err, io.EOF) {
+		return domain.Errorf(domain.KindInvalid, "arguments must be one JSON object")
 	}
 	return nil
 }

@@ -19,19 +19,35 @@ type errorBody struct {
 	Details   map[string]any `json:"details,omitempty"`
 }
 
+// Failure is what a client may learn of an error: the code, message and
+// details of the failure envelope.
+type Failure struct {
+	Code    string         `json:"code"`
+	Message string         `json:"message"`
+	Details map[string]any `json:"details,omitempty"`
+}
+
+// PublicFailure is err as the failure envelope shows it, and its HTTP
+// status. Errors that are not *domain.Error are internal: internal is true,
+// and the failure is a generic message without the error's detail (which
+// only the log may hold). The MCP tools report errors with it.
+func PublicFailure(err error) (f Failure, status int, internal bool) {
+	var de *domain.Error
+	if errors.As(err, &de) && de.Kind != domain.KindInternal {
+		return Failure{Code: de.PublicCode(), Message: de.Message, Details: de.Details}, httpstatus.Of(de.Kind), false
+	}
+	return Failure{Code: string(domain.KindInternal), Message: "internal error"}, http.StatusInternalServerError, true
+}
+
 // writeError sends the failure envelope. Errors that are not *domain.Error
 // are internal: the client gets a generic message, the log gets the detail.
 func writeError(w http.ResponseWriter, r *http.Request, logger *slog.Logger, err error) {
-	body := errorBody{Code: string(domain.KindInternal), Message: "internal error", RequestID: requestID(r.Context())}
-	status := http.StatusInternalServerError
-	var de *domain.Error
-	if errors.As(err, &de) && de.Kind != domain.KindInternal {
-		body.Code, body.Message, body.Details = de.PublicCode(), de.Message, de.Details
-		status = httpstatus.Of(de.Kind)
-		if wait, ok := de.Details[domain.DetailRetryAfterSeconds].(int); ok {
-			w.Header().Set("Retry-After", strconv.Itoa(wait))
-		}
-	} else {
+	f, status, internal := PublicFailure(err)
+	body := errorBody{Code: f.Code, Message: f.Message, Details: f.Details, RequestID: requestID(r.Context())}
+	if wait, ok := f.Details[domain.DetailRetryAfterSeconds].(int); ok {
+		w.Header().Set("Retry-After", strconv.Itoa(wait))
+	}
+	if internal {
 		logger.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "request_id", body.RequestID, "error", err)
 	}
 	writeFailure(w, status, body)

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/engram-memory/engram/api"
+	apimcp "github.com/engram-memory/engram/api/mcp"
 	"github.com/engram-memory/engram/commands"
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/memory"
@@ -67,6 +68,9 @@ type stack struct {
 	audit    engstack.AuditReadModel
 	engine   *projections.Engine
 	writer   *commands.EventWriter
+
+	// mcp are the use cases the MCP server calls (wire).
+	mcp apimcp.Services
 
 	provider *testProvider
 	catalog  *embed.Catalog
@@ -339,6 +343,9 @@ func (s *stack) wire(c *embed.Catalog, rc workers.RunnerConfig) {
 	if s.opts.fixedAuth {
 		auth = fixedAuth{aliceKey: alice, bobKey: bob}
 	}
+	// MCP over the same use cases, as newApp wires it.
+	s.mcp = apimcp.Services{Memories: s.memCmds, Search: searcher, Cognition: s.memCmds, Pipeline: s.pipeline, Queries: s.queries}
+	mcpHandler := apimcp.HTTPHandler(apimcp.NewServer(apimcp.NewServiceBackend(s.mcp, apimcp.Caller{}), apimcp.Options{Version: "test", Logger: s.logger}), s.logger)
 	h := api.New(api.Config{
 		Logger:        s.logger,
 		MaxBodyBytes:  s.opts.maxBody,
@@ -363,6 +370,7 @@ func (s *stack) wire(c *embed.Catalog, rc workers.RunnerConfig) {
 		MaxConsistencyWaits: s.opts.maxConsistencyWaits,
 		Visibility:          s.engine,
 		ConsistencyWait:     s.opts.consistencyWait,
+		MCP:                 mcpHandler,
 	}).Handler()
 	s.handler.Store(&h)
 }

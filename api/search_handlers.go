@@ -29,7 +29,7 @@ func (s *Server) searchRoutes(r chi.Router) {
 	r.With(s.requireAuth).Post("/search", s.search)
 }
 
-// searchRequestJSON is the body of POST /search. Pointers tell an absent
+// SearchBody is the body of POST /search (and search_memories over MCP). Pointers tell an absent
 // field from a zero one, so `limit: 0` is rejected instead of defaulted.
 // created_after is inclusive (created_at >= it) and created_before
 // exclusive (created_at < it), so consecutive windows never overlap; types
@@ -38,7 +38,7 @@ func (s *Server) searchRoutes(r chi.Router) {
 // Weak and dormant memories (strength below 0.5 now) are left out unless
 // include_weak, forgotten ones unless include_forgotten, as GET /memories
 // does.
-type searchRequestJSON struct {
+type SearchBody struct {
 	AgentID          string   `json:"agent_id"`
 	Query            *string  `json:"query"`
 	Limit            *int     `json:"limit"`
@@ -85,7 +85,7 @@ type searchResponseJSON struct {
 
 func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	var body searchRequestJSON
+	var body SearchBody
 	if err := decodeJSON(r, &body); err != nil {
 		s.fail(w, r, err)
 		return
@@ -113,10 +113,14 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 	writeData(w, http.StatusOK, out)
 }
 
+// SearchRequest is the user's search body b validated, with the defaults
+// of docs/decisions.md#search: what POST /search hands the search service.
+func SearchRequest(userID string, b SearchBody) (search.Request, error) { return b.request(userID) }
+
 // request validates the body and fills the defaults of docs/decisions.md#search.
 // Checks that need no parsing (query length, limit range, searchable types, the time
 // window) are the service's, so every caller gets them.
-func (b searchRequestJSON) request(userID string) (search.Request, error) {
+func (b SearchBody) request(userID string) (search.Request, error) {
 	if err := memory.ValidateAgentID(b.AgentID); err != nil {
 		return search.Request{}, err
 	}

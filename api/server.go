@@ -30,6 +30,9 @@ type Config struct {
 	IPRateLimit   RateLimit
 	// Ready reports whether the server can serve (projections caught up).
 	Ready func(ctx context.Context) error
+	// StorageFull returns why the server's storage is full (writes are
+	// refused meanwhile), nil while it has room; /readyz says which.
+	StorageFull func(ctx context.Context) error
 	// Backends reports each search index backend's readiness (nil: up),
 	// by name; /readyz lists them and is 503 while one is down.
 	Backends func(ctx context.Context) map[string]error
@@ -59,6 +62,13 @@ type Config struct {
 	// RateBuckets, when set, keeps the rate-limit buckets in a store every
 	// node shares; nil keeps them in process.
 	RateBuckets RateBuckets
+
+	// MCP, when set, is served at /mcp behind the API's authentication
+	// (see mcpRoutes); PublicURL is the server's base URL as clients reach
+	// it, which the MCP protected-resource metadata names (empty: the
+	// request's scheme and host).
+	MCP       http.Handler
+	PublicURL string
 
 	Auth       Authenticator
 	Accounts   Accounts
@@ -121,14 +131,31 @@ func (s *Server) Handler() http.Handler {
 		s.pipelineRoutes(r)
 		s.cognitionRoutes(r)
 	})
+	s.mcpRoutes(r)
 	return r
 }
 
 // readyz reports readiness with each search index backend and the
-// projections' delivery metrics: 503 not_ready while the projections catch
-// up at start, 503 backend_unavailable while an index backend is down
-// (writes wait for their projections, so they would not complete).
+// projections' delivery metrics: 503 storage_full while the storage is full
+// (reads are served, writes refused with 507), 503 not_ready while the
+// projections catch up at start, 503 backend_unavailable while an index
+// backend is down (writes wait for their projections, so they would not
+// complete).
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.StorageFull != nil {
+		if full := s.cfg.StorageFull(r.Context()); full != nil {
+			details := map[string]any{"storage": map[string]string{"status": "full", "error": full.Error()}}
+			if s.cfg.Projections != nil {
+				details["projections"] = s.cfg.Projections()
+			}
+			writeFailure(w, http.StatusServiceUnavailable, errorBody{
+				Code:      string(domain.KindStorageFull),
+				Message:   "the server's storage is full: writes are refused (507 storage_full) until space is freed; reads are served",
+				RequestID: requestID(r.Context()), Details: details,
+			})
+			return
+		}
+	}
 	if s.cfg.Ready != nil {
 		if err := s.cfg.Ready(r.Context()); err != nil {
 			writeFailure(w, http.StatusServiceUnavailable, errorBody{

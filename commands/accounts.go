@@ -127,6 +127,9 @@ func (a *Accounts) Register(ctx context.Context, meta domain.Metadata, email str
 	defer cancel()
 	if err := a.cfg.Mailer.Send(sendCtx, verificationMail(a.cfg.PublicURL, email, token.Plain, a.cfg.VerificationTTL)); err != nil {
 		a.logger.ErrorContext(ctx, "verification mail not sent", "user_id", user.ID, "request_id", meta.RequestID, "error", err)
+		if errors.Is(err, domain.ErrStorageFull) {
+			return Registered{}, &domain.Error{Kind: domain.KindStorageFull, Message: "the server's storage is full, so the verification e-mail could not be written; register again once space is freed", Err: err}
+		}
 		return Registered{}, &domain.Error{Kind: domain.KindProviderUnavailable, Message: "the verification e-mail could not be sent; try registering again later", Err: err}
 	}
 	a.logger.InfoContext(ctx, "verification mail sent", "user_id", user.ID, "request_id", meta.RequestID)

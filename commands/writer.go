@@ -109,6 +109,13 @@ func (w *EventWriter) wait(ctx context.Context, position uint64, names []string)
 		e.Code, e.Err = WriteNotYetVisibleCode, fmt.Errorf("write at %d: %w", position, err)
 		return e.WithDetail(domain.DetailRetryAfterSeconds, 1)
 	}
+	if errors.Is(err, domain.ErrStorageFull) {
+		// Stored too, but storage filled up before the read models applied
+		// it: they hold until space is freed, so say so at once.
+		e := domain.Errorf(domain.KindNotYetConsistent, "the write is stored and will not be lost, but the server's storage is full, so the read models cannot apply it until space is freed; do not send it again: it becomes visible once they catch up")
+		e.Code, e.Err = WriteNotYetVisibleCode, fmt.Errorf("write at %d: %w", position, err)
+		return e.WithDetail(domain.DetailRetryAfterSeconds, 10)
+	}
 	return fmt.Errorf("commands: write at %d not yet visible: %w", position, err)
 }
 

@@ -35,7 +35,10 @@ const (
 	// (the log moved on while it decided, and the read models did not
 	// catch up in time); sending it again is safe.
 	KindNotStored Kind = "write_not_stored"
-	KindInternal  Kind = "internal"
+	// KindStorageFull: the server's storage has no space left, so the
+	// write was refused and nothing of it was stored.
+	KindStorageFull Kind = "storage_full"
+	KindInternal    Kind = "internal"
 )
 
 // DetailRetryAfterSeconds is the detail of a KindRateLimited error that
@@ -124,3 +127,7 @@ func AsError(err error) (*Error, bool) {
 	ok := errors.As(err, &e)
 	return e, ok
 }
+
+// ErrStorageFull marks a failure caused by storage with no space left (a
+// full disk): no write can succeed until space is freed.
+var ErrStorageFull = errors.New("storage is full")

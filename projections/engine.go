@@ -72,7 +72,29 @@ type Engine struct {
 	live          liveRebuilds
 	// decodes shares the live handlers' payload decoding.
 	decodes *liveDecodes
+	// storage, when set (UseStorageGuard), holds failed batches while
+	// storage is full.
+	storage StorageGuard
 }
+
+// StorageGuard knows whether storage is full (see infra/diskspace).
+type StorageGuard interface {
+	// Check returns err marked with domain.ErrStorageFull when it says
+	// there is no space left, and records that storage is full.
+	Check(err error) error
+	// Full returns why storage is full, nil while it has room.
+	Full(ctx context.Context) error
+	// Changed returns a channel closed at the next change of Full.
+	Changed() <-chan struct{}
+	// WaitForSpace returns once storage has room, or with ctx's error.
+	WaitForSpace(ctx context.Context) error
+}
+
+// UseStorageGuard makes a batch that failed for want of space wait, without
+// retries, until g says storage has room again (a retry on a full disk only
+// grows the files that filled it), and makes a wait for visibility give up
+// at once while storage is full. Call it before Run.
+func (e *Engine) UseStorageGuard(g StorageGuard) { e.storage = g }
 
 // Delivery tuning: quick retries in the handler, then parking with a
 // redelivery delay that doubles from retryDelay up to maxRetryDelay.
@@ -160,7 +182,10 @@ func (e *Engine) run(ctx context.Context, projections []Projection) error {
 		MaxRetries: quickRetries, InitialInterval: quickRetryInterval, MaxInterval: time.Second, Multiplier: 2,
 		// A batch of a stopping engine is not retried: it is redelivered
 		// from the checkpoint at the next start.
-		ShouldRetry: func(p middleware.RetryParams) bool { return !errors.Is(p.Err, context.Canceled) },
+		// Nor is one that failed for want of space: it waits for space.
+		ShouldRetry: func(p middleware.RetryParams) bool {
+			return !errors.Is(p.Err, context.Canceled) && !errors.Is(p.Err, domain.ErrStorageFull)
+		},
 	}
 	for _, p := range projections {
 		pos, err := p.Position(ctx)
@@ -168,18 +193,28 @@ func (e *Engine) run(ctx context.Context, projections []Projection) error {
 			return fmt.Errorf("projections: %s checkpoint: %w", p.Name(), err)
 		}
 		e.advance(p.Name(), pos)
-		sub := &logSubscriber{store: e.store, from: pos, retryDelay: e.retryDelay, maxRetryDelay: maxRetryDelay, logger: e.logger}
+		sub := &logSubscriber{store: e.store, from: pos, retryDelay: e.retryDelay, maxRetryDelay: maxRetryDelay, storage: e.storage, logger: e.logger}
 		h := router.AddConsumerHandler(p.Name(), p.Name(), sub, e.handler(p))
 		// Outermost first: park what the retries could not apply; retry
 		// each failed attempt, counted, whether an error or a recovered panic.
 		h.AddMiddleware(e.pauseWhileRebuilt(p), e.parkOnFailure(p.Name()), retry.Middleware, e.countFailures(p.Name()), middleware.Recoverer)
 	}
-	// The router stops only when closed, not when its context ends.
+	// The router stops only when closed, not when its context ends. It is
+	// closed once it runs: a close before would wait the whole
+	// CloseTimeout for handlers that never start (AddConsumerHandler
+	// counts them), and keep its handlers from starting meanwhile.
+	runReturned := make(chan struct{})
 	go func() {
 		<-ctx.Done()
-		router.Close()
+		select {
+		case <-router.Running():
+			router.Close()
+		case <-runReturned: // Run failed before running: nothing to close
+		}
 	}()
-	if err := router.Run(ctx); err != nil {
+	err = router.Run(ctx)
+	close(runReturned)
+	if err != nil {
 		return err
 	}
 	return ctx.Err()
@@ -193,6 +228,9 @@ func (e *Engine) handler(p Projection) message.NoPublishHandlerFunc {
 		}
 		e.decodes.attach(events)
 		if err := p.Apply(msg.Context(), events); err != nil {
+			if e.storage != nil {
+				err = e.storage.Check(err)
+			}
 			return fmt.Errorf("projections: %s from %d: %w", p.Name(), events[0].Position, err)
 		}
 		e.applied(p.Name(), len(events))
@@ -231,7 +269,11 @@ func (e *Engine) parkOnFailure(name string) message.HandlerMiddleware {
 					st.ParkedSince = &now
 				}
 				e.mu.Unlock()
-				e.logger.Error("projection batch parked; it is redelivered with a growing delay until it applies", "projection", name, "error", err)
+				if errors.Is(err, domain.ErrStorageFull) {
+					e.logger.Error("projection batch held until storage has room again; it is not retried before", "projection", name, "error", err)
+				} else {
+					e.logger.Error("projection batch parked; it is redelivered with a growing delay until it applies", "projection", name, "error", err)
+				}
 			}
 			return out, err
 		}
@@ -322,10 +364,20 @@ func (e *Engine) WaitForProjections(ctx context.Context, position uint64, names 
 		if low >= position {
 			return nil
 		}
+		var storageChanged <-chan struct{}
+		if e.storage != nil {
+			storageChanged = e.storage.Changed()
+			if full := e.storage.Full(ctx); full != nil {
+				// The projections hold until space is freed: waiting out
+				// the caller's bound would only keep it longer.
+				return storageFullWait(position, low, full)
+			}
+		}
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("projections: waiting for position %d (at %d): %w", position, low, ctx.Err())
 		case <-changed:
+		case <-storageChanged:
 		}
 	}
 }
@@ -337,6 +389,16 @@ func (e *Engine) Rebuilding(name string) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.isRebuildingLocked(name)
+}
+
+// storageFullWait is the answer to a wait for position that cannot end
+// while storage is full: 503 not_yet_consistent for a client that waits
+// for it, wrapping full (domain.ErrStorageFull) for a writer that must
+// say its write is stored.
+func storageFullWait(position, low uint64, full error) error {
+	e := domain.Errorf(domain.KindNotYetConsistent, "the read models cannot apply position %d (they are at %d) while the server's storage is full; retry once space is freed", position, low)
+	e.Err = full
+	return e.WithDetail(domain.DetailRetryAfterSeconds, 10)
 }
 
 // Status reports each projection's position and delivery metrics.

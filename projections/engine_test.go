@@ -353,3 +353,37 @@ func TestFullBatchWriteReachesEachProjectionInOneApply(t *testing.T) {
 		t.Fatalf("%d events applied in %d calls (sum %d), want 1 call", len(ones), p.calls, p.sum)
 	}
 }
+
+// slowRouterStart is a log handler that holds the router's start at its
+// first log line ("Loading plugins", before its handlers run) for a while,
+// so that a test can stop the engine in between, deterministically.
+type slowRouterStart struct{ slog.Handler }
+
+func (h slowRouterStart) Enabled(context.Context, slog.Level) bool { return true }
+func (h slowRouterStart) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == "Loading plugins" {
+		time.Sleep(100 * time.Millisecond)
+	}
+	return nil
+}
+func (h slowRouterStart) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h slowRouterStart) WithGroup(string) slog.Handler      { return h }
+
+// TestEngineStopsAtOnceBeforeItsRouterRuns: an engine stopped while its
+// router is still starting returns as soon as it is stopped. The router
+// used to be closed before it ran: the close then waited its whole 10 s
+// timeout for handlers that never started, holding the data dir's lock
+// all along (one `engram mcp` call in about twenty took 10 s).
+func TestEngineStopsAtOnceBeforeItsRouterRuns(t *testing.T) {
+	engine := projections.NewEngine(newStore(t), slog.New(slowRouterStart{}), &sumProjection{name: "a"})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- engine.Run(ctx) }()
+	time.Sleep(20 * time.Millisecond) // into the router's start
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second): // half the router's close timeout
+		t.Fatal("an engine stopped before its router ran is still stopping after 5 s")
+	}
+}

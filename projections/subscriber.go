@@ -22,7 +22,9 @@ type logSubscriber struct {
 	from          uint64
 	retryDelay    time.Duration
 	maxRetryDelay time.Duration
-	logger        *slog.Logger
+	// storage, when set, holds a failed batch while storage is full.
+	storage StorageGuard
+	logger  *slog.Logger
 }
 
 var _ message.Subscriber = (*logSubscriber)(nil)
@@ -63,6 +65,14 @@ func (s *logSubscriber) deliver(ctx context.Context, out chan<- *message.Message
 		case <-ctx.Done():
 			cancel()
 			return ctx.Err()
+		}
+		if s.storage != nil && s.storage.Full(ctx) != nil {
+			// Held, not retried, until space is freed; then at once.
+			if err := s.storage.WaitForSpace(ctx); err != nil {
+				return err
+			}
+			delay = s.retryDelay
+			continue
 		}
 		select {
 		case <-time.After(delay):

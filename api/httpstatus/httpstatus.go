@@ -30,6 +30,7 @@ var statusByKind = map[domain.Kind]int{
 	domain.KindIndexUnavailable:    http.StatusServiceUnavailable,
 	domain.KindNotYetConsistent:    http.StatusServiceUnavailable,
 	domain.KindNotStored:           http.StatusServiceUnavailable,
+	domain.KindStorageFull:         http.StatusInsufficientStorage,
 	domain.KindInternal:            http.StatusInternalServerError,
 }
 

@@ -124,6 +124,36 @@ func testLoad(t *testing.T, bin string) {
 		"--n", "300", "--batch-size", "100", "--ingest-concurrency", "2", "--concurrency", "4",
 		"--duration", "500ms", "--warmup", "100ms", "--out", out, "--engram-bin", bin,
 	}, &stdout, &stderr)
+	checkLoadReport(t, out, code, &stdout, &stderr)
+	// The same searches through the MCP tool search_memories.
+	out = filepath.Join(t.TempDir(), "load-mcp.json")
+	stdout.Reset()
+	stderr.Reset()
+	code = run(t.Context(), []string{"load", "--via", "mcp",
+		"--n", "300", "--batch-size", "100", "--concurrency", "4", "--recall-queries", "0",
+		"--duration", "500ms", "--warmup", "100ms", "--out", out, "--engram-bin", bin,
+	}, &stdout, &stderr)
+	if code != exitOK {
+		t.Fatalf("--via mcp: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+	var rep loadReport
+	data, err := os.ReadFile(out)
+	if err == nil {
+		err = json.Unmarshal(data, &rep)
+	}
+	if err != nil || rep.Via != viaMCP || len(rep.Modes) != 3 || !strings.Contains(stdout.String(), "search_memories") {
+		t.Fatalf("--via mcp report %+v (%v)\n%s", rep, err, stdout.String())
+	}
+	for _, m := range rep.Modes {
+		if m.Requests == 0 || m.Errors != 0 || m.EndToEnd.P50 <= 0 || m.MeanHits == 0 {
+			t.Errorf("--via mcp %s: %+v", m.Mode, m)
+		}
+	}
+}
+
+// checkLoadReport checks the report of a `load` run over REST.
+func checkLoadReport(t *testing.T, out string, code int, stdout, stderr *bytes.Buffer) {
+	t.Helper()
 	if code != exitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
 	}

@@ -87,7 +87,7 @@ func TestParseLoadFlags(t *testing.T) {
 		wantErr bool
 	}{
 		{"defaults", nil, func(c loadConfig) bool {
-			return c.n == 10000 && c.concurrency == 8 && c.duration == 20*time.Second && len(c.modes) == 3 && c.recallQueries == 100
+			return c.n == 10000 && c.concurrency == 8 && c.duration == 20*time.Second && len(c.modes) == 3 && c.recallQueries == 100 && c.via == viaREST
 		}, false},
 		{"custom", []string{"--n", "100000", "--duration", "5s", "--modes", "hybrid"}, func(c loadConfig) bool {
 			return c.n == 100000 && c.duration == 5*time.Second && reflect.DeepEqual(c.modes, []string{"hybrid"})
@@ -99,6 +99,8 @@ func TestParseLoadFlags(t *testing.T) {
 		{"recall off", []string{"--recall-queries", "0"}, func(c loadConfig) bool { return c.recallQueries == 0 }, false},
 		{"recall past the queries", []string{"--queries", "50", "--recall-queries", "51"}, nil, true},
 		{"negative recall", []string{"--recall-queries", "-1"}, nil, true},
+		{"via mcp", []string{"--via", "mcp"}, func(c loadConfig) bool { return c.via == viaMCP }, false},
+		{"via something else", []string{"--via", "grpc"}, nil, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -20,7 +20,7 @@ type loadConfig struct {
 	duration, warmup, settle                                               time.Duration
 	modes                                                                  []string
 	seed                                                                   uint64
-	agent, out, cpuProfile                                                 string
+	agent, out, cpuProfile, via                                            string
 	server                                                                 serverFlags
 }
 
@@ -43,6 +43,7 @@ func parseLoadFlags(args []string, stderr io.Writer) (loadConfig, error) {
 	fs.StringVar(&cfg.agent, "agent", "bench-load", "agent to fill")
 	fs.StringVar(&cfg.out, "out", "bench-out/load.json", "JSON report file")
 	fs.DurationVar(&cfg.settle, "settle", 5*time.Minute, "after the fill, wait up to this long for a started server to go idle (background vector indexing) before measuring; 0 skips the wait")
+	fs.StringVar(&cfg.via, "via", viaREST, "how searches reach the server: rest (POST /v1/search) or mcp (the search_memories tool over /mcp, the MCP SDK's client, one session per worker)")
 	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write this program's (the driver's) CPU profile of the measured searches to this file")
 	cfg.server.register(fs)
 	if err := fs.Parse(args); err != nil {
@@ -68,6 +69,8 @@ func parseLoadFlags(args []string, stderr io.Writer) (loadConfig, error) {
 		return cfg, usageErr("--warmup must be in [0, 5m]")
 	case cfg.settle < 0 || cfg.settle > time.Hour:
 		return cfg, usageErr("--settle must be in [0, 1h]")
+	case cfg.via != viaREST && cfg.via != viaMCP:
+		return cfg, usageErr("--via must be rest or mcp")
 	case cfg.queryPool < 1:
 		return cfg, usageErr("--queries must be positive")
 	case cfg.recallQueries < 0 || cfg.recallQueries > cfg.queryPool:
@@ -89,7 +92,7 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
 	rep := loadReport{
 		StartedAt: time.Now().UTC(), Server: tg.apiURL, N: cfg.n, Concurrency: cfg.concurrency,
-		DurationPerMode: cfg.duration.String(), Limit: cfg.limit, Seed: cfg.seed,
+		DurationPerMode: cfg.duration.String(), Limit: cfg.limit, Seed: cfg.seed, Via: cfg.via,
 	}
 	if tg.proc != nil {
 		rep.PID = tg.proc.PID()
@@ -129,8 +132,13 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	defer stopProfile()
+	searchers, closeSearchers, err := newSearchers(ctx, tg, cfg)
+	if err != nil {
+		return err
+	}
+	defer closeSearchers()
 	for _, mode := range cfg.modes {
-		res, err := measureMode(ctx, tg.client, meter, cfg, mode, queries)
+		res, err := measureMode(ctx, searchers, meter, cfg, mode, queries)
 		if err != nil {
 			return fmt.Errorf("mode %s: %w", mode, err)
 		}

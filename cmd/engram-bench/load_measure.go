@@ -37,7 +37,7 @@ const requestTimeout = 30 * time.Second
 // measureMode runs cfg.concurrency workers that search back to back:
 // first for cfg.warmup (discarded), then for cfg.duration (measured).
 // Workers start no request after the deadline; in-flight ones finish.
-func measureMode(ctx context.Context, c *client.Client, meter cpuMeter, cfg loadConfig, mode string, queries []string) (modeResult, error) {
+func measureMode(ctx context.Context, searchers []searchFunc, meter cpuMeter, cfg loadConfig, mode string, queries []string) (modeResult, error) {
 	var next atomic.Uint64 // index into queries, shared so workers don't repeat each other
 	var cpuFrom, cpuTo cpuSample
 	phase := func(d time.Duration) ([]workerLog, time.Duration) {
@@ -50,7 +50,7 @@ func measureMode(ctx context.Context, c *client.Client, meter cpuMeter, cfg load
 			wg.Go(func() {
 				for ctx.Err() == nil && time.Now().Before(deadline) {
 					q := queries[int(next.Add(1)-1)%len(queries)]
-					logs[w].search(ctx, c, client.SearchRequest{AgentID: cfg.agent, Query: q, Limit: cfg.limit, Mode: mode})
+					logs[w].search(ctx, searchers[w], client.SearchRequest{AgentID: cfg.agent, Query: q, Limit: cfg.limit, Mode: mode})
 				}
 			})
 		}
@@ -102,11 +102,11 @@ type workerLog struct {
 	errSamples  []string
 }
 
-func (l *workerLog) search(ctx context.Context, c *client.Client, req client.SearchRequest) {
+func (l *workerLog) search(ctx context.Context, search searchFunc, req client.SearchRequest) {
 	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
 	t0 := time.Now()
-	res, err := c.Search(rctx, req)
+	hits, serverMS, err := search(rctx, req)
 	d := time.Since(t0)
 	if err != nil {
 		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
@@ -119,10 +119,27 @@ func (l *workerLog) search(ctx context.Context, c *client.Client, req client.Sea
 		return
 	}
 	l.e2e = append(l.e2e, float64(d.Microseconds())/1000)
-	server := res.QueryTimeMS
-	if res.QueryTimeUS != nil {
-		server = float64(*res.QueryTimeUS) / 1000
+	if serverMS >= 0 {
+		l.server = append(l.server, serverMS)
 	}
-	l.server = append(l.server, server)
-	l.hits += len(res.Results)
+	l.hits += hits
+}
+
+// searchFunc runs one search: the results' count and the server's own
+// time in milliseconds (negative when the answer does not report it).
+type searchFunc func(ctx context.Context, req client.SearchRequest) (hits int, serverMS float64, err error)
+
+// restSearch searches with POST /v1/search, which reports its own time.
+func restSearch(c *client.Client) searchFunc {
+	return func(ctx context.Context, req client.SearchRequest) (int, float64, error) {
+		res, err := c.Search(ctx, req)
+		if err != nil {
+			return 0, 0, err
+		}
+		server := res.QueryTimeMS
+		if res.QueryTimeUS != nil {
+			server = float64(*res.QueryTimeUS) / 1000
+		}
+		return len(res.Results), server, nil
+	}
 }

@@ -20,6 +20,7 @@ type loadReport struct {
 	DurationPerMode string      `json:"duration_per_mode"`
 	Limit           int         `json:"limit"`
 	Seed            uint64      `json:"seed"`
+	Via             string      `json:"via"` // rest or mcp
 	Ingest          ingestStats `json:"ingest"`
 	// SettleSeconds is how long the started server took to go idle after
 	// the fill (background vector indexing) before searches were measured.
@@ -70,6 +71,9 @@ func (r loadReport) table() string {
 	}
 	if r.LoadAverage != "" {
 		fmt.Fprintf(&b, "machine load average (1/5/15 min): %s before searching, %s after\n", r.LoadAverage, r.LoadAverageAfter)
+	}
+	if r.Via == viaMCP {
+		b.WriteString("searches via the MCP tool search_memories over /mcp (the answer reports no server time)\n")
 	}
 	fmt.Fprintf(&b, "%-8s %8s %8s %6s | %-26s | %-26s | %s\n", "mode", "requests", "req/s", "errors",
 		"end-to-end p50/p95/p99 ms", "server p50/p95/p99 ms", "CPU ms/request server/driver")

@@ -41,6 +41,7 @@ func (f *serverFlags) register(fs *flag.FlagSet) {
 // target is the server under test and a client of it.
 type target struct {
 	apiURL string
+	apiKey string
 	client *client.Client
 	proc   *testserver.Process // nil for --server
 	close  func()
@@ -75,7 +76,7 @@ func openTarget(ctx context.Context, f serverFlags, conns int, loopbackOnly bool
 		if strings.Trim(u.Path, "/") == "" {
 			api += "/v1" // a bare host:port means the server's API root
 		}
-		return &target{apiURL: api, client: client.New(api, f.apiKey, client.WithHTTPClient(hc)), close: func() {}}, nil
+		return &target{apiURL: api, apiKey: f.apiKey, client: client.New(api, f.apiKey, client.WithHTTPClient(hc)), close: func() {}}, nil
 	}
 
 	cleanup := []func(){}
@@ -139,6 +140,7 @@ func openTarget(ctx context.Context, f serverFlags, conns int, loopbackOnly bool
 	}
 	return &target{
 		apiURL: proc.APIURL(),
+		apiKey: key,
 		client: client.New(proc.APIURL(), key, client.WithHTTPClient(hc)),
 		proc:   proc,
 		close:  closeAll,

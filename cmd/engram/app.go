@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/engram-memory/engram/api"
+	apimcp "github.com/engram-memory/engram/api/mcp"
 	"github.com/engram-memory/engram/commands"
+	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/processing"
 	"github.com/engram-memory/engram/infra/embed"
 	"github.com/engram-memory/engram/infra/llm"
@@ -41,6 +43,9 @@ type app struct {
 	queries    *query.Service
 	catalog    *embed.Catalog
 	caughtUp   *startupGate
+	// mcp are the use cases the MCP tools call: those the REST handlers
+	// are given, the one place MCP is wired to them.
+	mcp apimcp.Services
 
 	stopEngine context.CancelFunc
 	engineDone chan struct{}
@@ -76,13 +81,26 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 		}
 	}()
 	go func() {
-		head, err := st.Store.Head(engineCtx)
-		if err == nil {
-			err = st.Engine.WaitFor(engineCtx, head)
-		}
-		caughtUp.open(err)
-		if err == nil {
-			logger.Info("projections caught up", "position", head)
+		for {
+			head, err := st.Store.Head(engineCtx)
+			if err == nil {
+				err = st.Engine.WaitFor(engineCtx, head)
+			}
+			if errors.Is(err, domain.ErrStorageFull) && st.Storage != nil {
+				// The projections cannot catch up before space is freed:
+				// serve meanwhile (writes are refused, reads may miss what
+				// the projections have not applied) rather than hang.
+				logger.Warn("storage is full at start: serving reads and refusing writes until space is freed", "error", err)
+				caughtUp.serve()
+				if err = st.Storage.WaitForSpace(engineCtx); err == nil {
+					continue
+				}
+			}
+			caughtUp.open(err)
+			if err == nil {
+				logger.Info("projections caught up", "position", head)
+			}
+			return
 		}
 	}()
 
@@ -174,17 +192,22 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 		rateBuckets = shared
 		a.runInBackground(func(ctx context.Context) error { return pruneRateBuckets(ctx, shared, cfg, logger) })
 	}
+	a.mcp = apimcp.Services{Memories: memories, Search: searcher, Cognition: memories, Pipeline: pipeline, Queries: queries}
+	mcpServer := apimcp.NewServer(apimcp.NewServiceBackend(a.mcp, apimcp.Caller{}), apimcp.Options{Version: serverVersion(), Logger: logger})
 	srv := api.New(api.Config{
 		Logger:        logger,
 		MaxBodyBytes:  cfg.MaxBodyBytes,
 		UserRateLimit: api.RateLimit{PerSecond: cfg.RateLimit, Burst: cfg.RateBurst},
 		IPRateLimit:   api.RateLimit{PerSecond: cfg.IPRateLimit, Burst: cfg.IPRateBurst},
 		Ready:         caughtUp.ready,
+		StorageFull:   st.StorageFull,
 		Auth:          accounts,
 		Accounts:      accounts,
-		Memories:      memories,
+		Memories:      a.mcp.Memories,
 		Embeddings:    embeddings,
-		Search:        searcher,
+		Search:        a.mcp.Search,
+		MCP:           apimcp.HTTPHandler(mcpServer, logger),
+		PublicURL:     mcpPublicURL(cfg),
 
 		BodyReadTimeout: cfg.BodyReadTimeout,
 		WriteTimeout:    cfg.WriteTimeout,
@@ -192,9 +215,9 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 		Backends:        st.Backends,
 		Projections:     func() any { return st.Engine.Status() },
 		Sync:            a.sync,
-		Pipeline:        pipeline,
-		Cognition:       memories,
-		Queries:         queries,
+		Pipeline:        a.mcp.Pipeline,
+		Cognition:       a.mcp.Cognition,
+		Queries:         a.mcp.Queries,
 
 		Visibility:         st.Engine,
 		ConsistencyWait:    cfg.ConsistencyWait,
@@ -268,17 +291,42 @@ func (a *app) close(ctx context.Context) error {
 
 // startupGate holds API requests until the projections have applied the log
 // as it stood at start, so no read misses a write acknowledged before a
-// restart.
+// restart; or until storage turns out to be full, since then they cannot.
 type startupGate struct {
 	done chan struct{}
 	err  error
+	// serving is closed once requests may pass: with done, or earlier
+	// when storage is full (serve).
+	serving   chan struct{}
+	serveOnce sync.Once
 }
 
-func newStartupGate() *startupGate { return &startupGate{done: make(chan struct{})} }
+func newStartupGate() *startupGate {
+	return &startupGate{done: make(chan struct{}), serving: make(chan struct{})}
+}
 
 func (g *startupGate) open(err error) {
 	g.err = err
 	close(g.done)
+	g.serve()
+}
+
+// serve lets requests pass before the projections have caught up.
+func (g *startupGate) serve() { g.serveOnce.Do(func() { close(g.serving) }) }
+
+// waitServing blocks until requests may pass (see serve), or ctx ends.
+func (g *startupGate) waitServing(ctx context.Context) error {
+	select {
+	case <-g.serving:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case <-g.done:
+		return g.err
+	default:
+		return nil
+	}
 }
 
 func (g *startupGate) ready(context.Context) error {
@@ -307,7 +355,7 @@ func (g *startupGate) gate(next http.Handler) http.Handler {
 			return
 		}
 		select {
-		case <-g.done:
+		case <-g.serving:
 		case <-r.Context().Done():
 			return
 		}

@@ -62,8 +62,10 @@ type cli struct {
 	stack          string // -s/--stack, ENGRAM_STACK, or "default"
 	json           bool   // --json: machine-readable output
 	quiet          bool   // --quiet: no progress or notices on stderr
-	// help prints the help of the command being parsed (set by flags).
-	help func()
+	// help prints the help of the command being parsed, and flagSet holds
+	// its flags (both set by flags).
+	help    func()
+	flagSet *flag.FlagSet
 }
 
 // defaultStack is the stack used when neither -s nor ENGRAM_STACK names one.
@@ -75,43 +77,50 @@ type cliCommand struct {
 	args    string // what follows the name in the usage line
 	summary string
 	run     func(ctx context.Context, c *cli, args []string) error
+	// subcommands are the words the command takes first (stacks list,
+	// keys create, …), for the shell completions.
+	subcommands []string
 }
 
 // cliCommands is the command table; main's dispatch hands every name it
 // does not know to runStackCommand, which looks it up here.
 func cliCommands() []cliCommand {
 	cmds := []cliCommand{
-		{"stacks", "list | delete NAME [--yes]", "list or delete local stacks", stacksCommand},
-		{"dashboard", "--stack STACK [--port N] [--no-open] [--verbose]", "serve a stack's read-only dashboard on 127.0.0.1", dashboardCommand},
-		{"show", "ID", "show one memory", showCommand},
-		{"list", "[--type T]… [--limit N] [--include-forgotten]", "list memories, newest first", listCommand},
-		{"forget", "ID", "hide a memory from search (it stays in the log)", forgetCommand},
-		{"search", "QUERY… [flags]", "search the stack (the cloud when configured, else local)", searchCommand},
-		{"config", "get|set|unset KEY [VALUE] | list", "read or change ~/.engram/config.json", configCommand},
-		{"auth", "register|verify|login|status|logout", "account and login in the cloud", authCommand},
-		{"keys", "list | create NAME | revoke ID | cycle ID", "the account's API keys in the cloud", keysCommand},
-		{"embed", "TEXT… [--model M]", "print the embedding of a text with the configured provider", embedCommand},
-		{"status", "", "summarise the stack and the cloud", statusCommand},
-		{"import", "FILE|-", "import memories from a JSON Lines file", importCommand},
-		{"sync", "push|pull|status|run", "replicate the stack with the cloud agent of the same id", syncCommand},
-		{"edit", "ID --FIELD VALUE… [--tag T]… [--unset FIELD]…", "change a memory's content or tags", editCommand},
-		{"process", "[--force] [--transition T] | exhaust [--max-cycles N] [--no-auto-promote]", "run a processing pass (exhaust: until nothing more comes of it)", processCommand},
-		{"suggestions", "list | show|accept|reject|dismiss ID", "what processing proposed; accept makes it a memory", suggestionsCommand},
-		{"anxiety", "", "how much the stack needs attention, with recommendations", anxietyCommand},
-		{"audit", "[--account] [--limit N] [--before C]", "the stack's (or, --account, the owner's) audit trail, newest first", auditCommand},
-		{"stats", "", "counts by type, strength tier and protection", statsCommand},
-		{"settings", "[get] | set KEY VALUE…", "the stack's settings (state, provenance, decay, lint, gates)", settingsCommand},
-		{"processing", "[get] | set KEY VALUE…", "the processing pipeline's configuration", processingCommand},
-		{"provenance", "ID [--direction up|down|both] [--depth N]", "a memory's sources and what was derived from it", provenanceCommand},
-		{"recover", "ID", "bring a forgotten memory back (weak)", strengthCommand("recover", "Bring a forgotten memory back at strength 0.25, searchable again", func(st *localStack) strengthAction { return st.app.memories.Recover })},
-		{"protect", "ID", "freeze a memory's strength (no decay, no forget)", strengthCommand("protect", "Protect a memory: its strength stops decaying and it cannot be forgotten", func(st *localStack) strengthAction { return st.app.memories.Protect })},
-		{"unprotect", "ID", "let a protected memory decay again", strengthCommand("unprotect", "Unprotect a memory: it decays again from its current strength", func(st *localStack) strengthAction { return st.app.memories.Unprotect })},
-		{"weaken", "ID [--by X] [--reason R]", "lower a memory's strength", weakenCommand},
-		{"verify", "ID [--reason R]", "record that a memory still holds (strength up)", verifyCommand},
+		{"stacks", "list | delete NAME [--yes]", "list or delete local stacks", stacksCommand, []string{"list", "delete"}},
+		{"dashboard", "--stack STACK [--port N] [--no-open] [--verbose]", "serve a stack's read-only dashboard on 127.0.0.1", dashboardCommand, nil},
+		{"show", "ID", "show one memory", showCommand, nil},
+		{"mcp", "[--local|--cloud]", "serve the stack to an MCP client (Claude Code, Cursor, …) over stdio", mcpCommand, nil},
+		{"list", "[--type T]… [--limit N] [--include-forgotten]", "list memories, newest first", listCommand, nil},
+		{"forget", "ID", "hide a memory from search (it stays in the log)", forgetCommand, nil},
+		{"search", "QUERY… [flags]", "search the stack (the cloud when configured, else local)", searchCommand, nil},
+		{"config", "get|set|unset KEY [VALUE] | list", "read or change ~/.engram/config.json", configCommand, []string{"get", "set", "unset", "list"}},
+		{"auth", "register|verify|login|status|logout", "account and login in the cloud", authCommand, []string{"register", "verify", "login", "status", "logout"}},
+		{"keys", "list | create NAME | revoke ID | cycle ID", "the account's API keys in the cloud", keysCommand, []string{"list", "create", "revoke", "cycle"}},
+		{"embed", "TEXT… [--model M]", "print the embedding of a text with the configured provider", embedCommand, nil},
+		{"status", "", "summarise the stack and the cloud", statusCommand, nil},
+		{"import", "FILE|-", "import memories from a JSON Lines file", importCommand, nil},
+		{"sync", "push|pull|status|run", "replicate the stack with the cloud agent of the same id", syncCommand, []string{"push", "pull", "status", "run"}},
+		{"edit", "ID --FIELD VALUE… [--tag T]… [--unset FIELD]…", "change a memory's content or tags", editCommand, nil},
+		{"process", "[--force] [--transition T] | exhaust [--max-cycles N] [--no-auto-promote]", "run a processing pass (exhaust: until nothing more comes of it)", processCommand, []string{"exhaust"}},
+		{"suggestions", "list | show|accept|reject|dismiss ID", "what processing proposed; accept makes it a memory", suggestionsCommand, []string{"list", "show", "accept", "reject", "dismiss"}},
+		{"anxiety", "", "how much the stack needs attention, with recommendations", anxietyCommand, nil},
+		{"audit", "[--account] [--limit N] [--before C]", "the stack's (or, --account, the owner's) audit trail, newest first", auditCommand, nil},
+		{"stats", "", "counts by type, strength tier and protection", statsCommand, nil},
+		{"settings", "[get] | set KEY VALUE…", "the stack's settings (state, provenance, decay, lint, gates)", settingsCommand, []string{"get", "set"}},
+		{"processing", "[get] | set KEY VALUE…", "the processing pipeline's configuration", processingCommand, []string{"get", "set"}},
+		{"provenance", "ID [--direction up|down|both] [--depth N]", "a memory's sources and what was derived from it", provenanceCommand, nil},
+		{"recover", "ID", "bring a forgotten memory back (weak)", strengthCommand("recover", "Bring a forgotten memory back at strength 0.25, searchable again", func(st *localStack) strengthAction { return st.app.memories.Recover }), nil},
+		{"protect", "ID", "freeze a memory's strength (no decay, no forget)", strengthCommand("protect", "Protect a memory: its strength stops decaying and it cannot be forgotten", func(st *localStack) strengthAction { return st.app.memories.Protect }), nil},
+		{"unprotect", "ID", "let a protected memory decay again", strengthCommand("unprotect", "Unprotect a memory: it decays again from its current strength", func(st *localStack) strengthAction { return st.app.memories.Unprotect }), nil},
+		{"weaken", "ID [--by X] [--reason R]", "lower a memory's strength", weakenCommand, nil},
+		{"completion", "bash|zsh|fish", "print a shell completion script (source <(engram completion bash))", completionCommand, []string{"bash", "zsh", "fish"}},
+		{"verify", "ID [--reason R]", "record that a memory still holds (strength up)", verifyCommand, nil},
+		{"setup", "claude-code|claude-desktop|cursor|vscode|codex [--http] [--write]", "add Engram as an MCP server to an AI client's configuration", setupCommand, []string{"claude-code", "claude-desktop", "cursor", "vscode", "codex"}},
 	}
 	for _, t := range captureTypes() {
-		c := cliCommand{t.command, t.args(), "capture " + t.article + " " + string(t.typ), captureCommand(t)}
+		c := cliCommand{t.command, t.args(), "capture " + t.article + " " + string(t.typ), captureCommand(t), nil}
 		if t.typ == memory.RawEntry {
+			c.subcommands = []string{"list"}
 			c.args += " | list [--processed true|false] [--limit N]"
 			c.summary += "; list: raw entries with their processing state"
 			c.run = rawCommand(c.run)
@@ -149,7 +158,7 @@ func runStackCommand(ctx context.Context, args []string, stdin io.Reader, stdout
 	case err == nil || errors.Is(err, errHelpShown):
 		return nil
 	case errors.Is(err, errUsage):
-		fmt.Fprintf(stderr, "engram: %v\nRun 'engram help' for the commands, 'engram <command> -h' for a command's flags.\n", err)
+		fmt.Fprintf(stderr, "engram: %v\nRun 'engram help' for the commands, 'engram <command> --help' for a command's flags.\n", err)
 		return reportedError{err}
 	}
 	c.printError(err)
@@ -199,11 +208,10 @@ func (c *cli) flags(name, args, summary string) *flag.FlagSet {
 	fs.BoolVar(&c.json, "json", c.json, "print JSON (the API's objects) instead of text")
 	fs.BoolVar(&c.quiet, "quiet", c.quiet, "no progress or notices on stderr")
 	fs.Usage = func() {} // a parse error is reported once, by runStackCommand
+	c.flagSet = fs
 	c.help = func() {
 		fmt.Fprintf(c.stdout, "Usage: engram [-s STACK] %s %s\n\n%s\n\nFlags:\n", name, args, summary)
-		fs.SetOutput(c.stdout)
-		fs.PrintDefaults()
-		fs.SetOutput(io.Discard)
+		writeFlags(c.stdout, fs)
 	}
 	return fs
 }
@@ -227,7 +235,7 @@ func (c *cli) parse(fs *flag.FlagSet, args []string, minArgs, maxArgs int) ([]st
 		args = fs.Args()[1:]
 	}
 	if len(positional) < minArgs || (maxArgs >= 0 && len(positional) > maxArgs) {
-		return nil, usageErrorf("%s: wrong number of arguments (%d); run 'engram %s -h'", fs.Name(), len(positional), fs.Name())
+		return nil, usageErrorf("%s: wrong number of arguments (%d); run 'engram %s --help'", fs.Name(), len(positional), fs.Name())
 	}
 	return positional, nil
 }

@@ -26,7 +26,7 @@ const authUsage = `Usage: engram auth <subcommand> [flags]
   status                        show the cloud, the key prefix and the account
   logout                        forget the local credentials (the key stays active)
 
-Run 'engram auth <subcommand> -h' for its flags.
+Run 'engram auth <subcommand> --help' for its flags.
 `
 
 const keysUsage = `Usage: engram keys <subcommand> [flags]
@@ -36,7 +36,7 @@ const keysUsage = `Usage: engram keys <subcommand> [flags]
   revoke ID [--yes]   revoke a key (asks first)
   cycle ID [--yes]    replace a key by a new one in one step (asks first); the new key is printed once
 
-Run 'engram keys <subcommand> -h' for its flags.
+Run 'engram keys <subcommand> --help' for its flags.
 `
 
 // cloudRequestTimeout bounds account and key requests.

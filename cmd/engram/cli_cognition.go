@@ -165,7 +165,7 @@ const suggestionsUsage = `Usage: engram [-s STACK] suggestions list [--status S]
 
 What the processing pipeline proposed: list them, show one, accept one
 (it becomes a memory derived from its sources), reject or dismiss one.
-Run 'engram suggestions <subcommand> -h' for the flags.
+Run 'engram suggestions <subcommand> --help' for the flags.
 `
 
 func suggestionsCommand(ctx context.Context, c *cli, args []string) error {
@@ -439,7 +439,7 @@ The stack's settings (GET/PATCH /agents/{id}/settings). KEY is a setting's
 name, a dot between an object and its field: stack_state, enforce_provenance,
 lazy_decay, lint_rules.min_length, promotion_gates.belief_min_confidence, …
 VALUE is JSON (true, 10, 0.7) or else a string (active, maintenance).
-Run 'engram settings <subcommand> -h' for the flags.
+Run 'engram settings <subcommand> --help' for the flags.
 `
 
 func settingsCommand(ctx context.Context, c *cli, args []string) error {
@@ -499,7 +499,7 @@ The stack's processing configuration (GET/PATCH /agents/{id}/processing).
 KEY is auto_promote, suggestion_expiry_hours or layers.TRANSITION.FIELD,
 e.g. layers.raw_to_episode.quantity_threshold 3 or
 layers.episode_to_goal.enabled false. VALUE is JSON, or else a string.
-Run 'engram processing <subcommand> -h' for the flags.
+Run 'engram processing <subcommand> --help' for the flags.
 `
 
 func processingCommand(ctx context.Context, c *cli, args []string) error {

@@ -50,18 +50,33 @@ type captureType struct {
 	command string
 	typ     memory.Type
 	article string
-	fields  []contentField
-	// textArg names the field an argument or stdin fills (raw entries).
-	textArg string
+	// fields lists the content fields; the first is the main text, the
+	// one the positional argument fills (it leads the memory's indexed
+	// text and its summary in listings). A drive has no text: its first
+	// field is its type.
+	fields []contentField
+	// stdin: with neither the argument nor the flag, the main text is read
+	// from stdin (raw entries, so that a pipe can capture).
+	stdin bool
 }
 
+// textField is the field the positional argument fills.
+func (t captureType) textField() contentField { return t.fields[0] }
+
+// args is the usage line after the command name: the main text as the
+// argument (or its flag), then the other required flags.
 func (t captureType) args() string {
-	var parts []string
-	if t.textArg != "" {
-		parts = append(parts, "[TEXT | stdin]")
+	text := t.textField()
+	arg := strings.ToUpper(text.flagName())
+	if t.stdin {
+		arg += " | stdin"
 	}
-	for _, f := range t.fields {
-		if f.required && f.name != t.textArg {
+	parts := []string{"[" + arg + "]"}
+	if text.required && !t.stdin {
+		parts[0] = arg
+	}
+	for _, f := range t.fields[1:] {
+		if f.required {
 			parts = append(parts, "--"+f.flagName()+" …")
 		}
 	}
@@ -69,7 +84,8 @@ func (t captureType) args() string {
 }
 
 // captureTypes lists the capture commands, one per memory type, with a
-// flag per content field.
+// flag per content field. Every field can be given as a flag; the first can
+// also be the argument: `engram belief "the sky is blue"`.
 func captureTypes() []captureType {
 	return []captureType{
 		{"episode", memory.Episode, "an", []contentField{
@@ -79,54 +95,54 @@ func captureTypes() []captureType {
 			{"lessons", kindList, false, "a lesson learned (repeat for more)"},
 			{"emotional_valence", kindFloat, false, "-1..1"},
 			{"emotional_arousal", kindFloat, false, "0..1"},
-		}, ""},
+		}, false},
 		{"belief", memory.Belief, "a", []contentField{
 			{"statement", kindText, true, "what is believed"},
 			{"belief_type", kindText, false, "fact (default), assumption, hypothesis, opinion, rule, …"},
 			{"scope", kindText, false, "world (default), self or relational"},
-		}, ""},
+		}, false},
 		{"note", memory.Note, "a", []contentField{
 			{"content", kindText, true, "the note"},
 			{"note_type", kindText, false, "note (default), decision, diagnostic, fact, insight, observation, procedure, quote or reference"},
 			{"speaker", kindText, false, "who said it"},
 			{"reason", kindText, false, "why it matters"},
-		}, ""},
+		}, false},
 		{"value", memory.Value, "a", []contentField{
 			{"name", kindText, true, "short name"},
 			{"statement", kindText, true, "what is valued"},
 			{"priority", kindInt, false, "1..100 (default 50)"},
-		}, ""},
+		}, false},
 		{"goal", memory.Goal, "a", []contentField{
 			{"title", kindText, true, "the goal"},
 			{"description", kindText, false, "more detail"},
 			{"goal_type", kindText, false, "task (default), aspiration, commitment or exploration"},
 			{"priority", kindText, false, "low, medium (default), high or critical"},
 			{"status", kindText, false, "active (default), completed, paused or abandoned"},
-		}, ""},
+		}, false},
 		{"playbook", memory.Playbook, "a", []contentField{
 			{"name", kindText, true, "short name"},
 			{"description", kindText, true, "what it is for"},
 			{"steps", kindSteps, false, "a step, \"ACTION\" or \"ACTION :: DETAILS\" (repeat for more)"},
 			{"trigger_conditions", kindList, false, "when to use it (repeat for more)"},
 			{"failure_modes", kindList, false, "how it fails (repeat for more)"},
-		}, ""},
+		}, false},
 		{"raw", memory.RawEntry, "a", []contentField{
-			{"content", kindText, true, "the text (or give it as the argument, or on stdin)"},
+			{"content", kindText, true, "the text (or give it on stdin)"},
 			{"source", kindText, false, "cli (default here), mcp, sdk or import"},
 			{"processed", kindBool, false, "mark as processed"},
-		}, "content"},
+		}, true},
 		{"relationship", memory.Relationship, "a", []contentField{
 			{"entity_name", kindText, true, "who or what"},
 			{"relationship_type", kindText, true, "e.g. colleague, tool, friend"},
 			{"entity_type", kindText, false, "e.g. person, organisation"},
 			{"notes", kindText, false, "notes"},
 			{"sentiment", kindFloat, false, "-1..1"},
-		}, ""},
+		}, false},
 		{"drive", memory.Drive, "a", []contentField{
 			{"drive_type", kindText, true, "e.g. curiosity, growth"},
 			{"intensity", kindFloat, false, "0..1"},
 			{"focus_areas", kindList, false, "a focus area (repeat for more)"},
-		}, ""},
+		}, false},
 	}
 }
 
@@ -164,8 +180,9 @@ func (o occurrence) IsBoolFlag() bool { return o.bool }
 
 // registerFields adds a flag for each field to fs; a field name seen twice
 // (priority is an integer for values and a word for goals) is registered
-// once.
-func registerFields(fs *flag.FlagSet, fields []contentField) *fieldFlags {
+// once. The help of the field named positional says that the argument
+// can give it instead.
+func registerFields(fs *flag.FlagSet, fields []contentField, positional string) *fieldFlags {
 	ff := &fieldFlags{values: map[string][]string{}, kinds: map[string]fieldKind{}}
 	for _, f := range fields {
 		name := f.flagName()
@@ -173,7 +190,12 @@ func registerFields(fs *flag.FlagSet, fields []contentField) *fieldFlags {
 			continue
 		}
 		help := f.help
-		if f.required {
+		switch {
+		case f.name == positional && f.required:
+			help += " (required; or give it as the argument)"
+		case f.name == positional:
+			help += " (or give it as the argument)"
+		case f.required:
 			help += " (required)"
 		}
 		fs.Var(occurrence{ff: ff, name: name, bool: f.kind == kindBool}, name, help)

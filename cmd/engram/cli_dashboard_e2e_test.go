@@ -166,7 +166,7 @@ func items(t *testing.T, data map[string]any, key string) []map[string]any {
 // dashboard lists, a raw entry the processing pass consumed and one it did
 // not, a belief derived from a raw entry, a forgotten note and a weakened
 // belief; it returns the ids by name. It imports what it can in one run:
-// each run of the race-enabled binary costs seconds.
+// each run of the binary opens the whole stack.
 func seedDashboardStack(h *cliHome, stack string) map[string]string {
 	h.t.Helper()
 	ids := map[string]string{}

@@ -20,13 +20,9 @@ func captureCommand(t captureType) func(ctx context.Context, c *cli, args []stri
 	return func(ctx context.Context, c *cli, args []string) error {
 		fs := c.flags(t.command, t.args(), "Capture "+t.article+" "+string(t.typ)+" in the local stack (the first capture creates the stack).")
 		fields := append(t.fields, metadataFields()...)
-		ff := registerFields(fs, fields)
+		ff := registerFields(fs, fields, t.textField().name)
 		common := registerCommon(fs)
-		maxArgs := 0
-		if t.textArg != "" {
-			maxArgs = 1
-		}
-		pos, err := c.parse(fs, args, 0, maxArgs)
+		pos, err := c.parse(fs, args, 0, 1)
 		if err != nil {
 			return err
 		}
@@ -34,10 +30,10 @@ func captureCommand(t captureType) func(ctx context.Context, c *cli, args []stri
 		if err != nil {
 			return err
 		}
-		if t.textArg != "" {
-			if err := c.fillTextArg(content, t.textArg, pos); err != nil {
-				return err
-			}
+		if err := c.fillText(content, t, pos); err != nil {
+			return err
+		}
+		if t.typ == memory.RawEntry {
 			if _, ok := content["source"]; !ok {
 				content["source"] = "cli"
 			}
@@ -67,21 +63,28 @@ func captureCommand(t captureType) func(ctx context.Context, c *cli, args []stri
 	}
 }
 
-// fillTextArg sets field from the argument, or from stdin when there is
-// neither an argument nor the flag.
-func (c *cli) fillTextArg(content map[string]any, field string, pos []string) error {
-	_, flagged := content[field]
+// fillText sets the main text field of t from the argument; with neither
+// the argument nor its flag, a type that reads stdin takes it from there.
+// The argument and the flag together are a usage error: which one was
+// meant is not for the command line to guess.
+func (c *cli) fillText(content map[string]any, t captureType, pos []string) error {
+	field := t.textField()
+	_, flagged := content[field.name]
 	switch {
 	case len(pos) == 1 && flagged:
-		return usageErrorf("give the text either as the argument or with --%s, not both", field)
+		return usageErrorf("%s: give the %s either as the argument or with --%s, not both", t.command, strings.ReplaceAll(field.name, "_", " "), field.flagName())
 	case len(pos) == 1:
-		content[field] = pos[0]
-	case !flagged:
+		v, err := field.value(pos)
+		if err != nil {
+			return err
+		}
+		content[field.name] = v
+	case !flagged && t.stdin:
 		b, err := io.ReadAll(io.LimitReader(c.stdin, int64(memory.MaxTextChars)*4+1))
 		if err != nil {
 			return fmt.Errorf("read stdin: %w", err)
 		}
-		content[field] = strings.TrimRight(string(b), "\n")
+		content[field.name] = strings.TrimRight(string(b), "\n")
 	}
 	return nil
 }
@@ -236,7 +239,7 @@ func allContentFields() []contentField {
 func editCommand(ctx context.Context, c *cli, args []string) error {
 	fs := c.flags("edit", "ID [--FIELD VALUE]… [--tag T]… [--unset FIELD]…",
 		"Change a memory: each content flag replaces that field (list flags replace the whole list), --tag replaces the tags, --unset restores a field's default. Changed text is embedded again (--json: the object PATCH /memories/{id} returns).")
-	ff := registerFields(fs, allContentFields())
+	ff := registerFields(fs, allContentFields(), "")
 	var tags, unset stringList
 	fs.Var(&tags, "tag", "a tag; the given tags replace the memory's tags (repeat for more)")
 	clearTags := fs.Bool("clear-tags", false, "remove every tag")

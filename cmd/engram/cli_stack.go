@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/memory"
@@ -93,16 +93,33 @@ func (c *cli) openNamedStack(ctx context.Context, name string, create bool) (*lo
 	if err != nil {
 		return nil, err
 	}
-	logger := slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	a, err := newApp(ctx, cfg, logger)
+	a, err := c.newStackApp(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open stack %s: %w", name, err)
 	}
-	if err := a.caughtUp.wait(ctx); err != nil {
+	if err := a.caughtUp.waitServing(ctx); err != nil {
 		a.close(context.Background())
 		return nil, fmt.Errorf("open stack %s: %w", name, err)
 	}
 	return &localStack{name: name, dir: dir, app: a}, nil
+}
+
+// newStackApp opens the stack's engine, waiting up to stackLockWait while
+// another engram process holds the stack (an `engram mcp` call or another
+// command, each holding it for one command's time).
+func (c *cli) newStackApp(ctx context.Context, cfg serveConfig) (*app, error) {
+	deadline := time.Now().Add(stackLockWait)
+	for {
+		a, err := newApp(ctx, cfg, c.stderrLogger())
+		if err == nil || !isStackHeld(err) || time.Now().After(deadline) {
+			return a, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(stackLockRetry):
+		}
+	}
 }
 
 // close stops the engine and releases the stack.

@@ -133,7 +133,7 @@ Raw entries are pushed only when sync.raw is true (engram config set sync.raw tr
 	if sub != "push" && sub != "pull" && sub != "run" && sub != "status" {
 		return usageErrorf("sync: unknown subcommand %q (push, pull, run or status)", sub)
 	}
-	flags := c.flags("sync "+sub, "", "Replicate the stack's events with the cloud agent of the same id (see engram sync -h).")
+	flags := c.flags("sync "+sub, "", "Replicate the stack's events with the cloud agent of the same id (see engram sync --help).")
 	if _, err := c.parse(flags, args[1:], 0, 0); err != nil {
 		return err
 	}

@@ -10,7 +10,8 @@ import (
 	"github.com/engram-memory/engram/internal/testserver"
 )
 
-// binPath is the race-enabled engram binary of the end-to-end tests.
+// binPath is the engram binary of the end-to-end tests (testserver.Binary:
+// a plain build, or a race-built one in the race smoke pass).
 var binPath string
 
 func TestMain(m *testing.M) { os.Exit(runTests(m)) }

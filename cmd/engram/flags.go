@@ -61,17 +61,57 @@ func parseCommandFlags(fs *flag.FlagSet, args []string, synopsis string, stdout,
 func writeFlagHelp(w io.Writer, fs *flag.FlagSet, synopsis string) {
 	fmt.Fprintf(w, "Usage: %s\n\nFlags (each can also be set by the ENGRAM_* variable shown; a flag on the command line wins):\n", synopsis)
 	fs.VisitAll(func(f *flag.Flag) {
-		valueName, usage := flag.UnquoteUsage(f)
-		fmt.Fprintf(w, "  --%s", f.Name)
-		if valueName != "" {
-			fmt.Fprintf(w, " %s", valueName)
-		}
-		fmt.Fprintf(w, "\n      %s\n      env %s", usage, envName(f.Name))
+		_, usage := flag.UnquoteUsage(f)
+		fmt.Fprintf(w, "%s\n      %s\n      env %s", flagSynopsis(f, ""), usage, envName(f.Name))
 		if f.DefValue != "" {
 			fmt.Fprintf(w, ", default %s", f.DefValue)
 		}
 		fmt.Fprintln(w)
 	})
+}
+
+// writeFlags lists the flags of a command-line command in the form people
+// type them: "--name VALUE", and a one-letter flag whose usage is "short
+// for --NAME" beside NAME ("-s, --stack"). The flag package's own listing
+// writes "-name", which reads as a bundle of short options to GNU users.
+func writeFlags(w io.Writer, fs *flag.FlagSet) {
+	short := map[string]string{} // long name → its one-letter twin
+	fs.VisitAll(func(f *flag.Flag) {
+		if long, ok := shortFor(f); ok {
+			short[long] = f.Name
+		}
+	})
+	fs.VisitAll(func(f *flag.Flag) {
+		if _, ok := shortFor(f); ok {
+			return
+		}
+		_, usage := flag.UnquoteUsage(f)
+		fmt.Fprintf(w, "%s\n      %s", flagSynopsis(f, short[f.Name]), usage)
+		if f.DefValue != "" && f.DefValue != "0" && f.DefValue != "false" {
+			fmt.Fprintf(w, " (default %s)", f.DefValue)
+		}
+		fmt.Fprintln(w)
+	})
+}
+
+// shortFor reports the long flag a one-letter flag stands for.
+func shortFor(f *flag.Flag) (long string, ok bool) {
+	long, ok = strings.CutPrefix(f.Usage, "short for --")
+	return long, ok && len(f.Name) == 1
+}
+
+// flagSynopsis is a flag's help line: "  --name VALUE", with its one-letter
+// twin first when it has one ("  -s, --stack string").
+func flagSynopsis(f *flag.Flag, short string) string {
+	line := "  "
+	if short != "" {
+		line += "-" + short + ", "
+	}
+	line += "--" + f.Name
+	if valueName, _ := flag.UnquoteUsage(f); valueName != "" {
+		line += " " + valueName
+	}
+	return line
 }
 
 func envName(flagName string) string {

@@ -52,7 +52,7 @@ Commands:
   models import-glove       convert GloVe word vectors into a local SIF model
   version                   print the version, commit and Go version (also --version)
 
-Run 'engram <command> -h' for the flags of a command.
+Run 'engram <command> --help' for the flags of a command.
 `
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {

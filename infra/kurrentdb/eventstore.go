@@ -2,9 +2,14 @@
 // gRPC client (github.com/kurrent-io/KurrentDB-Client-Go).
 //
 // Streams: Engram stream s is KurrentDB stream Prefix+s, so several Engram
-// deployments (or test runs) can share one KurrentDB, and $all reads and
-// subscriptions keep to Engram's events with a server-side stream-prefix
-// filter (system "$..." streams and foreign streams are never delivered).
+// deployments (or test runs) can share one KurrentDB. A prefix is
+// dot-separated segments of letters, digits and '_' ending in '.', and an
+// Engram stream name has no '.' before its first '-' ("agent-u-a.b"), so
+// another deployment's longer prefix ("engram.staging." beside "engram.")
+// never looks like one of this deployment's streams: Prefix+s is ours only
+// if s has no '.' before its first '-' (see owns). $all subscriptions keep to
+// Engram's streams with a server-side filter; records inside them that are
+// not Engram events (a tombstone, another application's event) are skipped.
 //
 // Positions: Engram's global position of an event IS its KurrentDB commit
 // position. Engram only writes implicit transactions (one append = one
@@ -33,8 +38,10 @@ import (
 	"log/slog"
 	"math"
 	"net/url"
+	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -46,6 +53,37 @@ import (
 
 // DefaultStreamPrefix namespaces Engram's streams in a shared KurrentDB.
 const DefaultStreamPrefix = "engram."
+
+// prefixPattern is what a stream prefix looks like. No '-' and a final
+// '.' keep any longer prefix from producing a name owns accepts.
+var prefixPattern = regexp.MustCompile(`^[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)*\.$`)
+
+// owns reports whether the KurrentDB stream name is one of this
+// deployment's: Prefix+s where s has no '.' before its first '-'. A longer
+// prefix (Prefix+"staging.") always puts a '.' there.
+func (s *EventStore) owns(name string) bool {
+	rest, ok := strings.CutPrefix(name, s.prefix)
+	return ok && engramStreamName(rest)
+}
+
+// engramStreamName reports whether s can be an Engram stream name under a
+// prefix: no '.' before its first '-' (Engram's are "kind-..." names).
+func engramStreamName(s string) bool {
+	kind, _, _ := strings.Cut(s, "-")
+	return s != "" && !strings.Contains(kind, ".")
+}
+
+// streamFilter is the server-side $all filter for this deployment's
+// streams, owns as a regular expression.
+func (s *EventStore) streamFilter() *kdb.SubscriptionFilter {
+	return &kdb.SubscriptionFilter{Type: kdb.StreamFilterType, Regex: "^" + regexp.QuoteMeta(s.prefix) + "[^.-]+(-|$)"}
+}
+
+// DefaultMaxAppendSize is the MaxAppendSize of KurrentDB 24.10 and 25.0
+// (1 MiB, their --max-append-size default), the smallest of the servers
+// Engram supports; 25.1 and later accept more, and a deployment on them can
+// raise Config.MaxAppendSize.
+const DefaultMaxAppendSize = 1 << 20
 
 // readPage is how many $all events one read request asks for while
 // skipping over events outside the prefix.
@@ -65,6 +103,11 @@ type Config struct {
 	// Logger receives the client's own diagnostics (connection, discovery,
 	// dropped subscriptions); slog.Default() if nil.
 	Logger *slog.Logger
+	// MaxAppendSize is the largest append the server accepts, in
+	// KurrentDB's measure (each event's data + custom metadata + twice its
+	// type's length); DefaultMaxAppendSize if zero. Larger appends are
+	// refused before anything is sent.
+	MaxAppendSize int
 	// RetryDelay is the first pause before a dropped subscription is
 	// re-established (doubling up to 5s); 200ms if zero.
 	RetryDelay time.Duration
@@ -83,6 +126,10 @@ type EventStore struct {
 	prefix     string
 	log        *slog.Logger
 	retryDelay time.Duration
+	maxAppend  int
+	// knownHead is the newest position of an Engram event this store has
+	// written or read: Head's lower bound (positions only grow).
+	knownHead atomic.Uint64
 	// stuckAfter is how long a call may wait for a connection: the
 	// client's whole discovery budget, plus slack.
 	stuckAfter time.Duration
@@ -111,6 +158,9 @@ func Open(ctx context.Context, cfg Config) (*EventStore, error) {
 	if s.prefix == "" {
 		s.prefix = DefaultStreamPrefix
 	}
+	if s.maxAppend = cfg.MaxAppendSize; s.maxAppend <= 0 {
+		s.maxAppend = DefaultMaxAppendSize
+	}
 	if s.retryDelay <= 0 {
 		s.retryDelay = 200 * time.Millisecond
 	}
@@ -125,6 +175,11 @@ func Open(ctx context.Context, cfg Config) (*EventStore, error) {
 	}
 	if err != nil {
 		client.Close()
+		var kerr *kdb.Error
+		if errors.As(err, &kerr) && kerr.IsErrorCode(kdb.ErrorCodeAccessDenied) {
+			return nil, fmt.Errorf("kurrentdb: user %q may not read $all, which Engram reads to project and follow its events: "+
+				"KurrentDB's default ACL lets only $admins read $all; add the user to $admins or grant it read ($r) on $all in the $all stream's ACL or $systemStreamAcl: %w", cfg.Username, err)
+		}
 		return nil, fmt.Errorf("kurrentdb: connect to %s: %w", redact(cfg.URL), err)
 	}
 	return s, nil
@@ -134,6 +189,9 @@ func Open(ctx context.Context, cfg Config) (*EventStore, error) {
 // credentials in the URL and credentials without TLS (the client would
 // refuse every call with a gRPC error that does not say why).
 func clientConfig(cfg Config, log *slog.Logger) (*kdb.Configuration, error) {
+	if cfg.StreamPrefix != "" && !prefixPattern.MatchString(cfg.StreamPrefix) {
+		return nil, fmt.Errorf("kurrentdb: stream prefix %q must be dot-separated letters, digits and '_' ending in '.', like %q", cfg.StreamPrefix, DefaultStreamPrefix)
+	}
 	u, err := url.Parse(cfg.URL)
 	if err != nil || cfg.URL == "" {
 		return nil, fmt.Errorf("kurrentdb: event store URL %q is not a connection string like kurrentdb://host:2113?tls=false", redact(cfg.URL))
@@ -223,8 +281,10 @@ var errStuck = errors.New("the KurrentDB client is stuck looking up its connecti
 // unstuck runs call with the current client; call must be done with the
 // client when it returns (a stream it opens read to its end or closed; a
 // subscription's discard and the subscriber's own release handle theirs).
-// Client calls start with the client's connection lookup. In KurrentDB-Client-Go v1.0.0 that lookup ignores ctx
-// and, when it races with the client closing itself, blocks forever; so
+// Client calls start with the client's connection lookup. In
+// KurrentDB-Client-Go v1.0.0 up to v1.1.2 (getConnectionHandle in
+// kurrentdb/impl.go, unchanged) that lookup ignores ctx and, when it races
+// with the client closing itself, blocks forever; so
 // call runs in a goroutine that is abandoned when ctx ends or after
 // s.stuckAfter (errStuck, which renews the client). An abandoned call's
 // late result is passed to discard, to release it.
@@ -309,6 +369,9 @@ func (s *EventStore) Append(ctx context.Context, stream string, expected int64, 
 	if stream == "" {
 		return domain.AppendResult{}, errors.New("kurrentdb: append: empty stream name")
 	}
+	if !engramStreamName(stream) {
+		return domain.AppendResult{}, fmt.Errorf("kurrentdb: append: stream name %q has a '.' before its first '-', which would read as another deployment's stream prefix", stream)
+	}
 	if len(events) == 0 {
 		return domain.AppendResult{}, fmt.Errorf("kurrentdb: append to %s: no events", stream)
 	}
@@ -317,6 +380,7 @@ func (s *EventStore) Append(ctx context.Context, stream string, expected int64, 
 		return domain.AppendResult{}, fmt.Errorf("kurrentdb: append to %s: %w", stream, err)
 	}
 	now := s.now().UTC()
+	size := 0
 	data := make([]kdb.EventData, len(events))
 	for i, e := range events {
 		id := uuid.Must(uuid.NewV7())
@@ -334,6 +398,13 @@ func (s *EventStore) Append(ctx context.Context, stream string, expected int64, 
 			return domain.AppendResult{}, fmt.Errorf("kurrentdb: append to %s: metadata: %w", stream, err)
 		}
 		data[i] = kdb.EventData{EventID: id, EventType: e.Type, ContentType: kdb.ContentTypeJson, Data: e.Payload, Metadata: meta}
+		size += len(e.Payload) + len(meta) + 2*len(e.Type)
+	}
+	// An append is one atomic batch (a memory batch, a sync push, a job
+	// step), so one over the server's limit is refused whole rather than
+	// split into appends that could half succeed.
+	if size > s.maxAppend {
+		return domain.AppendResult{}, appendTooLarge(stream, len(events), size, s.maxAppend)
 	}
 	res, err := unstuck(ctx, s, func(c *kdb.Client) (*kdb.WriteResult, error) {
 		return c.AppendToStream(ctx, s.prefix+stream, kdb.AppendToStreamOptions{StreamState: state}, data...)
@@ -343,11 +414,39 @@ func (s *EventStore) Append(ctx context.Context, stream string, expected int64, 
 		if errors.As(err, &kerr) && kerr.IsErrorCode(kdb.ErrorCodeWrongExpectedVersion) {
 			return domain.AppendResult{}, fmt.Errorf("kurrentdb: append to %s: %v: %w", stream, kerr.Err(), domain.ErrWrongExpectedVersion)
 		}
+		// The server's own limit is lower than s.maxAppend: it refused the
+		// whole append (RpcExceptions.MaxAppendSizeExceeded).
+		if limit, ok := serverAppendLimit(err); ok {
+			return domain.AppendResult{}, appendTooLarge(stream, len(events), size, limit)
+		}
 		return domain.AppendResult{}, fmt.Errorf("kurrentdb: append to %s: %w", stream, err)
 	}
 	// KurrentDB reports the commit position of the write, which for an
 	// implicit transaction is the log position of its last event.
+	s.sawHead(res.CommitPosition)
 	return domain.AppendResult{NextExpectedVersion: int64(res.NextExpectedVersion), LastPosition: res.CommitPosition}, nil
+}
+
+// appendTooLarge is the error for an append over the server's limit.
+func appendTooLarge(stream string, events, size, limit int) error {
+	return domain.Errorf(domain.KindTooLarge, "the batch of %d events for stream %s is %d bytes; KurrentDB refuses appends over its MaxAppendSize of %d bytes (1 MiB on KurrentDB 24.10 and 25.0); nothing was written — send fewer or smaller items at once", events, stream, size, limit).
+		WithCode("event_batch_too_large").WithDetail("limit", limit)
+}
+
+// serverAppendLimit recognises KurrentDB's refusal of an append over its
+// MaxAppendSize, "Maximum Append Size of N Exceeded." (InvalidArgument),
+// and returns N.
+func serverAppendLimit(err error) (int, bool) {
+	msg := err.Error()
+	i := strings.Index(msg, "Maximum Append Size of ")
+	if i < 0 {
+		return 0, false
+	}
+	var limit int
+	if _, err := fmt.Sscanf(msg[i:], "Maximum Append Size of %d Exceeded", &limit); err != nil {
+		return 0, false
+	}
+	return limit, true
 }
 
 // streamState maps Engram's expected version onto KurrentDB's.
@@ -374,11 +473,13 @@ func (s *EventStore) ReadStream(ctx context.Context, stream string, from uint64)
 	}
 	out := make([]domain.Event, 0, len(recs))
 	for _, r := range recs {
-		e, err := s.toEvent(r)
+		e, ok, err := s.toEvent(r)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, e)
+		if ok {
+			out = append(out, e)
+		}
 	}
 	return out, nil
 }
@@ -412,42 +513,138 @@ func (s *EventStore) read(ctx context.Context, open func(*kdb.Client) (*kdb.Read
 }
 
 // ReadAll implements domain.EventStore. The client has no filtered $all
-// read, so it pages through $all and keeps Engram's events.
+// read. On a KurrentDB Engram has (mostly) to itself, plain pages of $all
+// are fastest; on a shared one, paging through foreign events in the
+// client costs a round trip per 512 of them. So ReadAll reads plain pages
+// while they are mostly Engram's, and as soon as one is mostly foreign it
+// reads the rest through readFiltered, where the server skips foreign
+// events itself.
 func (s *EventStore) ReadAll(ctx context.Context, after uint64, limit int) ([]domain.Event, error) {
 	var out []domain.Event
 	seen := after // every event at or below seen is already handled
 	for len(out) < limit {
-		// Full pages even for a small limit: foreign events are skipped
-		// client-side, and each page is a round trip. Reading from a
-		// position includes the event there, hence +1.
+		// Reading from a position includes the event there, hence +1.
 		n := uint64(readPage) + 1
 		raw, err := s.readAllPage(ctx, kdb.Forwards, allPosition(seen), n)
 		if err != nil {
 			return nil, err
 		}
+		ours := 0
 		for _, r := range raw {
 			pos := r.Position.Commit
 			if pos <= seen {
 				continue
 			}
 			seen = pos
-			if !strings.HasPrefix(r.StreamID, s.prefix) {
+			if !s.owns(r.StreamID) {
 				continue
 			}
-			e, err := s.toEvent(r)
+			ours++
+			e, ok, err := s.toEvent(r)
 			if err != nil {
 				return nil, err
+			}
+			if !ok {
+				continue
 			}
 			out = append(out, e)
 			if len(out) == limit {
 				break
 			}
 		}
-		if uint64(len(raw)) < n {
-			break // end of $all
+		if uint64(len(raw)) < n || len(out) == limit {
+			break // end of $all, or done
+		}
+		if ours < len(raw)/2 {
+			rest, err := s.readFiltered(ctx, seen, limit-len(out))
+			return append(out, rest...), err
 		}
 	}
 	return out, nil
+}
+
+// readFiltered reads up to limit Engram events after position after
+// through a catch-up subscription to $all with the server-side stream
+// filter, ended once it has limit events or has reached the end of $all as
+// it was when the read began: an event or a checkpoint at or past that
+// end, or the server's caught-up message.
+func (s *EventStore) readFiltered(ctx context.Context, after uint64, limit int) ([]domain.Event, error) {
+	var out []domain.Event
+	err := s.scanFiltered(ctx, after, func(e domain.Event) bool {
+		out = append(out, e)
+		return len(out) < limit
+	})
+	return out, err
+}
+
+// scanFiltered passes the Engram events after position after to visit, in
+// order, until visit returns false or the end of $all as it was when the
+// scan began is reached (see readFiltered).
+func (s *EventStore) scanFiltered(ctx context.Context, after uint64, visit func(domain.Event) bool) error {
+	end, err := s.logEnd(ctx)
+	if err != nil || end <= after {
+		return err
+	}
+	_, err = unstuck(ctx, s, func(c *kdb.Client) (struct{}, error) {
+		var none struct{}
+		sub, err := c.SubscribeToAll(ctx, kdb.SubscribeToAllOptions{From: allPosition(after), Filter: s.streamFilter()})
+		if err != nil {
+			return none, err
+		}
+		defer sub.Close()
+		for {
+			ev := sub.Recv()
+			switch {
+			case ev.SubscriptionDropped != nil:
+				if ev.SubscriptionDropped.Error != nil {
+					return none, ev.SubscriptionDropped.Error
+				}
+				return none, errors.New("the $all subscription ended before the end of $all")
+			case ev.EventAppeared != nil:
+				r := ev.EventAppeared.Event
+				if r == nil || r.Position.Commit <= after {
+					continue
+				}
+				if s.owns(r.StreamID) {
+					e, ok, err := s.toEvent(r)
+					if err != nil {
+						return none, err
+					}
+					if ok && !visit(e) {
+						return none, nil
+					}
+				}
+				if r.Position.Commit >= end {
+					return none, nil
+				}
+			case ev.CheckPointReached != nil:
+				if ev.CheckPointReached.Commit >= end {
+					return none, nil
+				}
+			default:
+				// Caught up: KurrentDB-Client-Go v1.1.2 gives a caught-up
+				// message without a timestamp (older servers, and the test
+				// server) as an empty event, one with a timestamp as
+				// CaughtUp. Before catching up a catch-up subscription
+				// cannot fall behind.
+				return none, nil
+			}
+		}
+	}, nil)
+	if err != nil {
+		return fmt.Errorf("kurrentdb: read $all: %w", err)
+	}
+	return nil
+}
+
+// logEnd is the commit position of the last record in $all (0 when the
+// log is empty).
+func (s *EventStore) logEnd(ctx context.Context) (uint64, error) {
+	last, err := s.readAllPage(ctx, kdb.Backwards, kdb.End{}, 1)
+	if err != nil || len(last) == 0 {
+		return 0, err
+	}
+	return last[0].Position.Commit, nil
 }
 
 // allPosition is where a $all read or subscription after Engram position
@@ -470,7 +667,8 @@ func (s *EventStore) readAllPage(ctx context.Context, dir kdb.Direction, from kd
 }
 
 // Head implements domain.EventStore: the newest Engram event, found by
-// reading $all backwards from its end.
+// reading $all backwards from its end; when that meets mostly foreign
+// events, by a filtered forward scan from knownHead instead.
 func (s *EventStore) Head(ctx context.Context) (uint64, error) {
 	var from kdb.AllPosition = kdb.End{}
 	for {
@@ -478,28 +676,55 @@ func (s *EventStore) Head(ctx context.Context) (uint64, error) {
 		if err != nil {
 			return 0, err
 		}
+		ours := 0
 		for _, r := range raw {
-			if strings.HasPrefix(r.StreamID, s.prefix) {
-				return r.Position.Commit, nil
+			if !s.owns(r.StreamID) {
+				continue
+			}
+			ours++
+			if _, ok, err := s.toEvent(r); err != nil || ok {
+				return r.Position.Commit, err
 			}
 		}
 		if len(raw) < readPage {
 			return 0, nil
+		}
+		// Mostly foreign events: rather than paging back through them,
+		// scan forward from the newest Engram event this store has seen,
+		// with the server skipping foreign events.
+		if known := s.knownHead.Load(); known > 0 && ours < len(raw)/2 {
+			head := known
+			err := s.scanFiltered(ctx, known, func(e domain.Event) bool {
+				head = e.Position
+				return true
+			})
+			return head, err
 		}
 		last := raw[len(raw)-1].Position
 		from = kdb.Position{Commit: last.Commit, Prepare: last.Prepare}
 	}
 }
 
-// toEvent turns a recorded KurrentDB event into an Engram event.
-func (s *EventStore) toEvent(r *kdb.RecordedEvent) (domain.Event, error) {
-	if r.Position.Commit != r.Position.Prepare {
-		return domain.Event{}, fmt.Errorf("kurrentdb: event %s in %s has commit position %d and prepare position %d: explicit transactions are not Engram events", r.EventID, r.StreamID, r.Position.Commit, r.Position.Prepare)
+// toEvent turns a recorded KurrentDB event into an Engram event; ok is
+// false for a record in an Engram stream that is not an Engram event: a
+// system record ("$streamDeleted", the tombstone KurrentDB writes into the
+// stream it deletes; "$metadata"; "$>" links) or an event another
+// application wrote without Engram's metadata. Those are skipped, said at
+// debug level, so they never stop a reader or a subscription.
+func (s *EventStore) toEvent(r *kdb.RecordedEvent) (e domain.Event, ok bool, err error) {
+	if strings.HasPrefix(r.EventType, "$") {
+		s.log.Debug("kurrentdb: skipping a system record in an Engram stream", "stream", r.StreamID, "type", r.EventType, "position", r.Position.Commit)
+		return domain.Event{}, false, nil
 	}
 	var meta eventMetadata
-	if err := json.Unmarshal(r.UserMetadata, &meta); err != nil {
-		return domain.Event{}, fmt.Errorf("kurrentdb: event %s in %s: metadata: %w", r.EventID, r.StreamID, err)
+	if err := json.Unmarshal(r.UserMetadata, &meta); err != nil || meta.Time.IsZero() {
+		s.log.Debug("kurrentdb: skipping a record without Engram's metadata in an Engram stream", "stream", r.StreamID, "type", r.EventType, "position", r.Position.Commit, "err", err)
+		return domain.Event{}, false, nil
 	}
+	if r.Position.Commit != r.Position.Prepare {
+		return domain.Event{}, false, fmt.Errorf("kurrentdb: event %s in %s has commit position %d and prepare position %d: explicit transactions are not Engram events", r.EventID, r.StreamID, r.Position.Commit, r.Position.Prepare)
+	}
+	s.sawHead(r.Position.Commit)
 	return domain.Event{
 		ID:            r.EventID.String(),
 		Stream:        strings.TrimPrefix(r.StreamID, s.prefix),
@@ -511,7 +736,17 @@ func (s *EventStore) toEvent(r *kdb.RecordedEvent) (domain.Event, error) {
 		Actor:         meta.Actor,
 		RequestID:     meta.RequestID,
 		Payload:       json.RawMessage(r.Data),
-	}, nil
+	}, true, nil
+}
+
+// sawHead raises knownHead to pos, an Engram event's position.
+func (s *EventStore) sawHead(pos uint64) {
+	for {
+		cur := s.knownHead.Load()
+		if pos <= cur || s.knownHead.CompareAndSwap(cur, pos) {
+			return
+		}
+	}
 }
 
 // stopError marks an error that ends SubscribeAll (the handler's, or an
@@ -571,7 +806,7 @@ func (s *EventStore) subscribeOnce(ctx context.Context, after *uint64, handle fu
 	sub, err := unstuck(ctx, s, func(c *kdb.Client) (*kdb.Subscription, error) {
 		return c.SubscribeToAll(ctx, kdb.SubscribeToAllOptions{
 			From:   allPosition(*after),
-			Filter: &kdb.SubscriptionFilter{Type: kdb.StreamFilterType, Prefixes: []string{s.prefix}},
+			Filter: s.streamFilter(),
 		})
 	}, func(sub *kdb.Subscription) { sub.Close() })
 	if err != nil {
@@ -621,11 +856,13 @@ func (s *EventStore) subscribeOnce(ctx context.Context, after *uint64, handle fu
 					dropped = errors.New("subscription dropped")
 				}
 			case ev.EventAppeared != nil && ev.EventAppeared.Event != nil && ev.EventAppeared.Event.Position.Commit > *after:
-				e, err := s.toEvent(ev.EventAppeared.Event)
+				e, ok, err := s.toEvent(ev.EventAppeared.Event)
 				if err != nil {
 					return delivered, stopError{err}
 				}
-				batch = append(batch, e)
+				if ok {
+					batch = append(batch, e)
+				}
 			}
 			more = false
 			if dropped == nil && len(batch) < eventlog.FollowBatch {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	kdb "github.com/kurrent-io/KurrentDB-Client-Go/kurrentdb"
 
 	"github.com/engram-memory/engram/domain"
@@ -52,7 +53,7 @@ func runTests(m *testing.M) int {
 // uniquePrefix keeps a test's streams apart from every other test's (and
 // run's) on the shared server.
 func uniquePrefix() string {
-	return fmt.Sprintf("engramtest-%d-%d-%d.", os.Getpid(), time.Now().UnixNano()%1e9, prefixSeq.Add(1))
+	return fmt.Sprintf("engramtest_%d_%d_%d.", os.Getpid(), time.Now().UnixNano()%1e9, prefixSeq.Add(1))
 }
 
 func open(t testing.TB, cfg kurrentdb.Config) *kurrentdb.EventStore {
@@ -78,19 +79,27 @@ func event(n int) domain.NewEvent {
 	return domain.NewEvent{Type: "TestHappened", SchemaVersion: 1, Actor: domain.Actor{Kind: domain.ActorSystem, ID: "test"}, Payload: []byte(fmt.Sprintf(`{"n":%d}`, n))}
 }
 
-// rawAll reads $all with the plain client, as another KurrentDB user would.
-func rawAll(t *testing.T) []*kdb.ResolvedEvent {
+// plainClient is the plain KurrentDB client on cfg's server, as another
+// application sharing the KurrentDB would use it.
+func plainClient(t *testing.T, cfg kurrentdb.Config) *kdb.Client {
 	t.Helper()
-	conf, err := kdb.ParseConnectionString(target.URL)
+	conf, err := kdb.ParseConnectionString(cfg.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	conf.Username, conf.Password, conf.Logger = target.Username, target.Password, kdb.NoopLogging()
+	conf.Username, conf.Password, conf.Logger = cfg.Username, cfg.Password, kdb.NoopLogging()
 	c, err := kdb.NewClient(conf)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// rawAll reads $all with the plain client, as another KurrentDB user would.
+func rawAll(t *testing.T) []*kdb.ResolvedEvent {
+	t.Helper()
+	c := plainClient(t, target)
 	rs, err := c.ReadAll(context.Background(), kdb.ReadAllOptions{}, 1<<20)
 	if err != nil {
 		t.Fatal(err)
@@ -285,6 +294,8 @@ func TestConfigErrors(t *testing.T) {
 		{"username without password", kurrentdb.Config{URL: "kurrentdb://127.0.0.1:2113", Username: "admin"}, "both"},
 		{"not a connection string", kurrentdb.Config{URL: "http://127.0.0.1:2113"}, "scheme"},
 		{"empty URL", kurrentdb.Config{}, "connection string"},
+		{"prefix without a final dot", kurrentdb.Config{URL: "kurrentdb://127.0.0.1:2113?tls=false", StreamPrefix: "engram"}, "stream prefix"},
+		{"prefix with a dash", kurrentdb.Config{URL: "kurrentdb://127.0.0.1:2113?tls=false", StreamPrefix: "engram-a."}, "stream prefix"},
 		{"unknown setting", kurrentdb.Config{URL: "kurrentdb://127.0.0.1:2113?tls=maybe"}, "tls"},
 		{"nobody listening", kurrentdb.Config{URL: "kurrentdb://" + deadAddr + "?tls=false&maxDiscoverAttempts=2", Logger: slog.New(slog.DiscardHandler)}, "connect to"},
 	}
@@ -327,6 +338,35 @@ func TestCredentials(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "Unauthenticated") || strings.Contains(err.Error(), "wrong") {
 		t.Fatalf("Open with a wrong password: %v, want an Unauthenticated error that does not echo the password", err)
 	}
+}
+
+// TestLeastPrivilegeUser: a user outside $admins may not read $all under
+// KurrentDB's default ACL; Open says which permission is missing.
+func TestLeastPrivilegeUser(t *testing.T) {
+	tlsConf, err := kurrentdbtest.SelfSignedTLS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := kurrentdbtest.Start(kurrentdbtest.Options{Username: "admin", Password: "changeit", Users: map[string]string{"engram": "s3cret"}, TLS: tlsConf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, err = kurrentdb.Open(ctx, kurrentdb.Config{URL: srv.URL(), Username: "engram", Password: "s3cret", Logger: slog.New(slog.DiscardHandler)})
+	if err == nil {
+		t.Fatal("Open as a user outside $admins succeeded")
+	}
+	for _, want := range []string{`"engram"`, "may not read $all", "$admins"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Fatalf("Open error = %v; want it to mention %s", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "s3cret") {
+		t.Fatalf("error leaks the password: %v", err)
+	}
+	open(t, kurrentdb.Config{URL: srv.URL(), Username: "admin", Password: "changeit"})
 }
 
 // TestSyncLog covers what sync needs besides the port: a stream's version
@@ -466,5 +506,293 @@ func TestSurvivesServerRestart(t *testing.T) {
 		}
 	case <-ctx.Done():
 		t.Fatal("the subscription did not come back after the restart")
+	}
+}
+
+// TestPrefixBoundaries runs two deployments whose prefixes nest ("p." and
+// "p.staging."), as a production and a staging Engram sharing a KurrentDB
+// would: neither may read, count or be delivered the other's events.
+func TestPrefixBoundaries(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	prod := uniquePrefix()
+	mine := open(t, kurrentdb.Config{URL: target.URL, Username: target.Username, Password: target.Password, StreamPrefix: prod})
+	staging := open(t, kurrentdb.Config{URL: target.URL, Username: target.Username, Password: target.Password, StreamPrefix: prod + "staging."})
+	res, err := mine.Append(ctx, "agent-u-a.b", domain.ExpectAny, []domain.NewEvent{event(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, stream := range []string{"agent-u-a.b", "down"} {
+		if _, err := staging.Append(ctx, stream, domain.ExpectAny, []domain.NewEvent{event(2)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		name  string
+		store *kurrentdb.EventStore
+		want  []string
+	}{
+		{"production", mine, []string{"agent-u-a.b"}},
+		{"staging", staging, []string{"agent-u-a.b", "down"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			all, err := c.store.ReadAll(ctx, 0, 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, e := range all {
+				got = append(got, e.Stream)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(c.want) {
+				t.Fatalf("ReadAll streams = %v, want %v", got, c.want)
+			}
+		})
+	}
+	head, err := mine.Head(ctx)
+	if err != nil || head != res.LastPosition {
+		t.Fatalf("production Head = %d, %v; want %d (staging's later events are not its own)", head, err, res.LastPosition)
+	}
+	got := make(chan domain.Event, 10)
+	sctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go mine.SubscribeAll(sctx, 0, func(_ context.Context, events []domain.Event) error {
+		for _, e := range events {
+			got <- e
+		}
+		return nil
+	})
+	if _, err := staging.Append(ctx, "agent-u-a.b", domain.ExpectAny, []domain.NewEvent{event(3)}); err != nil {
+		t.Fatal(err)
+	}
+	res2, err := mine.Append(ctx, "agent-u-a.b", domain.ExpectAny, []domain.NewEvent{event(4)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []uint64{res.LastPosition, res2.LastPosition} {
+		select {
+		case e := <-got:
+			if e.Position != want {
+				t.Fatalf("production subscription delivered %s@%d, want @%d", e.Stream, e.Position, want)
+			}
+		case <-ctx.Done():
+			t.Fatal("subscription stalled")
+		}
+	}
+	if _, err := mine.Append(ctx, "staging.agent-x", domain.ExpectAny, []domain.NewEvent{event(5)}); err == nil {
+		t.Fatal("Append to a stream that reads as another prefix's succeeded")
+	}
+}
+
+// TestRecordsThatAreNotEngramEvents puts into Engram streams what KurrentDB
+// or another application can: a tombstone ("$streamDeleted", written into
+// the deleted stream) and an event without Engram's metadata. Reads, Head
+// and the subscription skip them and go on.
+func TestRecordsThatAreNotEngramEvents(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	prefix := uniquePrefix()
+	cfg := target
+	cfg.StreamPrefix = prefix
+	s := open(t, cfg)
+	plain := plainClient(t, target)
+	first, err := s.Append(ctx, "agent-1", domain.ExpectAny, []domain.NewEvent{event(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append(ctx, "job-gone", domain.ExpectAny, []domain.NewEvent{event(2)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := plain.TombstoneStream(ctx, prefix+"job-gone", kdb.TombstoneStreamOptions{StreamState: kdb.Any{}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := plain.AppendToStream(ctx, prefix+"agent-1", kdb.AppendToStreamOptions{StreamState: kdb.Any{}},
+		kdb.EventData{EventID: uuid.New(), EventType: "SomethingElse", ContentType: kdb.ContentTypeJson, Data: []byte(`{}`), Metadata: []byte(`{"by":"another app"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	all, err := s.ReadAll(ctx, 0, 100)
+	if err != nil || len(all) != 2 || all[0].Position != first.LastPosition {
+		t.Fatalf("ReadAll = %+v, %v; want the two Engram events only", all, err)
+	}
+	head, err := s.Head(ctx)
+	if err != nil || head != all[1].Position {
+		t.Fatalf("Head = %d, %v; want %d, the newest Engram event", head, err, all[1].Position)
+	}
+	stream, err := s.ReadStream(ctx, "agent-1", 0)
+	if err != nil || len(stream) != 1 {
+		t.Fatalf("ReadStream = %+v, %v; want the one Engram event", stream, err)
+	}
+	got := make(chan domain.Event, 10)
+	errs := make(chan error, 1)
+	go func() {
+		errs <- s.SubscribeAll(ctx, 0, func(_ context.Context, events []domain.Event) error {
+			for _, e := range events {
+				got <- e
+			}
+			return nil
+		})
+	}()
+	last, err := s.Append(ctx, "agent-1", domain.ExpectAny, []domain.NewEvent{event(3)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []uint64{all[0].Position, all[1].Position, last.LastPosition} {
+		select {
+		case e := <-got:
+			if e.Position != want {
+				t.Fatalf("subscription delivered @%d, want @%d", e.Position, want)
+			}
+		case err := <-errs:
+			t.Fatalf("subscription ended: %v", err)
+		case <-ctx.Done():
+			t.Fatal("subscription stalled")
+		}
+	}
+}
+
+// TestAppendSizeLimit: KurrentDB 24.10 and 25.0 refuse an append over
+// MaxAppendSize (1 MiB); an Engram batch is atomic, so one over the limit
+// is refused whole, before anything is written, with a payload_too_large
+// error naming the limit — whether the adapter sees it coming (its own
+// limit) or the server says so (a server configured lower).
+func TestAppendSizeLimit(t *testing.T) {
+	// events of n payload bytes each; Engram's metadata adds ~150 more.
+	batch := func(events, bytes int) []domain.NewEvent {
+		out := make([]domain.NewEvent, events)
+		for i := range out {
+			out[i] = event(i)
+			out[i].Payload = []byte(`{"s":"` + strings.Repeat("x", bytes) + `"}`)
+		}
+		return out
+	}
+	cases := []struct {
+		name          string
+		serverLimit   int // kurrentdbtest.Options.MaxAppendSize
+		adapterLimit  int // kurrentdb.Config.MaxAppendSize
+		events        []domain.NewEvent
+		wantLimitText string // "" = the append succeeds
+	}{
+		{"under 1 MiB on a 24.10 server", 0, 0, batch(10, 100_000), ""},
+		{"over 1 MiB on a 24.10 server", 0, 0, batch(12, 100_000), "1048576"},
+		{"one event over 1 MiB", 0, 0, batch(1, 1<<20), "1048576"},
+		{"server configured lower than the adapter", 64 << 10, 0, batch(2, 40_000), "65536"},
+		{"a 25.1 server and a raised adapter limit", -1, 8 << 20, batch(30, 100_000), ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			srv, err := kurrentdbtest.Start(kurrentdbtest.Options{MaxAppendSize: c.serverLimit})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer srv.Close()
+			s := open(t, kurrentdb.Config{URL: srv.URL(), MaxAppendSize: c.adapterLimit})
+			ctx := context.Background()
+			_, err = s.Append(ctx, "agent-big", domain.ExpectAny, c.events)
+			got, rerr := s.ReadStream(ctx, "agent-big", 0)
+			if rerr != nil {
+				t.Fatal(rerr)
+			}
+			if c.wantLimitText == "" {
+				if err != nil || len(got) != len(c.events) {
+					t.Fatalf("Append = %v, stream holds %d events; want all %d stored", err, len(got), len(c.events))
+				}
+				return
+			}
+			var derr *domain.Error
+			if !errors.As(err, &derr) || derr.Kind != domain.KindTooLarge || derr.PublicCode() != "event_batch_too_large" || !strings.Contains(err.Error(), c.wantLimitText) {
+				t.Fatalf("Append error = %v; want payload_too_large event_batch_too_large naming the limit %s", err, c.wantLimitText)
+			}
+			if len(got) != 0 {
+				t.Fatalf("the stream holds %d events after a refused append; want none", len(got))
+			}
+		})
+	}
+}
+
+// TestReadAllSkipsForeignEventsServerSide: on a KurrentDB shared with
+// another application, ReadAll does not page through the foreign events in
+// the client: a few requests, whatever their number, and the same events
+// in the same order as on a KurrentDB of its own.
+func TestReadAllSkipsForeignEventsServerSide(t *testing.T) {
+	srv, err := kurrentdbtest.Start(kurrentdbtest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	s := open(t, kurrentdb.Config{URL: srv.URL()})
+	ctx := context.Background()
+	var want []uint64
+	for round := 0; round < 3; round++ {
+		srv.Fill("orders-1", 20_000, []byte(`{"order":1}`))
+		for i := 0; i < 5; i++ {
+			res, err := s.Append(ctx, "agent-1", domain.ExpectAny, []domain.NewEvent{event(round*10 + i)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, res.LastPosition)
+		}
+	}
+	srv.Fill("orders-1", 20_000, []byte(`{"order":1}`))
+	var got []uint64
+	var after uint64
+	before := srv.Reads()
+	for {
+		page, err := s.ReadAll(ctx, after, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page) == 0 {
+			break
+		}
+		for _, e := range page {
+			got = append(got, e.Position)
+		}
+		after = page[len(page)-1].Position
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("positions read = %v, want %v", got, want)
+	}
+	// 5 pages of at most 3 requests each (a plain page, the end of $all, the
+	// filtered read); paging 80,000 foreign events in the client took 200.
+	if reads := srv.Reads() - before; reads > 15 {
+		t.Fatalf("%d read requests for 15 events among 80,000 foreign ones; want at most 15", reads)
+	}
+}
+
+// TestHeadSkipsForeignEventsServerSide: Head on a KurrentDB where another
+// application wrote many events after Engram's newest does not page back
+// through them once the store knows a recent Engram position (its own
+// writes or reads); it is right either way, also for another node's
+// later events.
+func TestHeadSkipsForeignEventsServerSide(t *testing.T) {
+	srv, err := kurrentdbtest.Start(kurrentdbtest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	prefix := uniquePrefix()
+	writer := open(t, kurrentdb.Config{URL: srv.URL(), StreamPrefix: prefix})
+	other := open(t, kurrentdb.Config{URL: srv.URL(), StreamPrefix: prefix})
+	ctx := context.Background()
+	if _, err := writer.Append(ctx, "agent-1", domain.ExpectAny, []domain.NewEvent{event(1)}); err != nil {
+		t.Fatal(err)
+	}
+	srv.Fill("orders-1", 20_000, []byte(`{"order":1}`))
+	last, err := other.Append(ctx, "agent-2", domain.ExpectAny, []domain.NewEvent{event(2)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Fill("orders-1", 20_000, []byte(`{"order":1}`))
+	before := srv.Reads()
+	head, err := writer.Head(ctx)
+	if err != nil || head != last.LastPosition {
+		t.Fatalf("Head = %d, %v; want %d, the other node's event", head, err, last.LastPosition)
+	}
+	if reads := srv.Reads() - before; reads > 3 {
+		t.Fatalf("Head made %d read requests past 20,000 foreign events; want at most 3", reads)
+	}
+	fresh := open(t, kurrentdb.Config{URL: srv.URL(), StreamPrefix: prefix})
+	if head, err := fresh.Head(ctx); err != nil || head != last.LastPosition {
+		t.Fatalf("Head of a store that has seen nothing = %d, %v; want %d", head, err, last.LastPosition)
 	}
 }

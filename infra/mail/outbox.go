@@ -10,8 +10,10 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
+	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/infra/datadir"
 )
 
@@ -77,6 +79,9 @@ func (o *OutboxSender) Deliver(ctx context.Context, m Message) (string, error) {
 	}
 	path := filepath.Join(o.dir, name)
 	if err := writeFileAtomic(o.dir, path, toLF(buf.Bytes())); err != nil {
+		if errors.Is(err, syscall.ENOSPC) {
+			err = fmt.Errorf("%w: %w", domain.ErrStorageFull, err)
+		}
 		return "", fmt.Errorf("mail: outbox: %w", err)
 	}
 	o.logger.InfoContext(ctx, "mail written to outbox", "path", path, "to", m.To, "subject", m.Subject)

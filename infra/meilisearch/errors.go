@@ -79,6 +79,12 @@ func (ix *Index) failed(ctx context.Context, op string, err error) error {
 	if err == nil {
 		return nil
 	}
+	if settingsLost(err) {
+		ix.setupMu.Lock()
+		ix.ready = false
+		ix.setupMu.Unlock()
+		return fmt.Errorf("meilisearch: %s: index %q lost its settings (deleted and re-created outside Engram?); they are re-applied: %w: %w", op, ix.cfg.IndexName, err, domain.ErrIndexUnavailable)
+	}
 	if apiErrorCode(err) != "index_not_found" && taskErrorCode(err) != "index_not_found" {
 		var te *taskError
 		if errors.As(err, &te) || errors.Is(err, domain.ErrIndexUnavailable) {
@@ -90,4 +96,19 @@ func (ix *Index) failed(ctx context.Context, op string, err error) error {
 	ix.ready = false
 	ix.setupMu.Unlock()
 	return fmt.Errorf("meilisearch: %s: index %q not found (the next operation re-creates it): %w", op, ix.cfg.IndexName, domain.ErrIndexUnavailable)
+}
+
+// settingsLost reports an error that only an index without Engram's
+// settings gives: the filters Engram sends name only attributes it makes
+// filterable, so Meilisearch refusing one (invalid_search_filter,
+// invalid_document_filter: "Attribute `user` is not filterable") means the
+// index was deleted and then re-created bare, by a write (Meilisearch
+// creates a missing index on a document addition, with default settings).
+func settingsLost(err error) bool {
+	for _, code := range []string{apiErrorCode(err), taskErrorCode(err)} {
+		if code == "invalid_search_filter" || code == "invalid_document_filter" {
+			return true
+		}
+	}
+	return false
 }

@@ -33,6 +33,9 @@ const (
 	DefaultHTTPTimeout      = 10 * time.Second
 	DefaultTaskPollInterval = 50 * time.Millisecond
 	DefaultTaskTimeout      = 2 * time.Minute
+	// DefaultMaxPayloadBytes keeps a request of documents well under
+	// Meilisearch's default payload limit (100 MB).
+	DefaultMaxPayloadBytes = 20 << 20
 )
 
 // Config configures the adapter. Only URL is required.
@@ -54,6 +57,10 @@ type Config struct {
 	// pending then makes the write fail as unavailable, and the projection
 	// retries it (DefaultTaskTimeout when 0).
 	TaskTimeout time.Duration
+	// MaxPayloadBytes bounds the JSON of one request of documents
+	// (DefaultMaxPayloadBytes when 0). A server with a lower payload
+	// limit is handled too: a request it refuses is split.
+	MaxPayloadBytes int
 }
 
 // Index is the Meilisearch keyword index. It is safe for concurrent use.
@@ -89,14 +96,23 @@ const (
 // matches in earlier attributes); and after Meilisearch's default ranking
 // rules, equally relevant documents come newer first, then by id, as the
 // port orders them (custom rules do not change _rankingScore), so a limit
-// cuts a run of ties where the port says.
+// cuts a run of ties where the port says. Meilisearch cuts every search to
+// pagination.maxTotalHits (1000 by default) without saying so, and the
+// search service deepens a short page by asking for 4 times as many hits,
+// past 1000; maxTotalHits lets it.
 func settings() *ms.Settings {
 	return &ms.Settings{
+		Pagination:           &ms.Pagination{MaxTotalHits: maxTotalHits},
 		FilterableAttributes: []string{attrID, attrUser, attrAgent, attrType, attrTags, attrCreatedAt, attrForgotten},
 		SearchableAttributes: []string{attrText, attrMeta},
 		RankingRules:         []string{"words", "typo", "proximity", "attribute", "sort", "exactness", attrCreatedAt + ":desc", attrID + ":asc"},
 	}
 }
+
+// maxTotalHits is the most hits one search can return. Meilisearch's cost
+// grows with the hits a search actually asks for, not with this ceiling;
+// a search deepened past it stops there, as if the index had run out.
+const maxTotalHits = 100_000
 
 // New returns the index described by cfg. It creates and configures the
 // Meilisearch index when the server answers; when the server cannot be
@@ -123,6 +139,9 @@ func New(ctx context.Context, cfg Config) (*Index, error) {
 	}
 	if cfg.TaskTimeout <= 0 {
 		cfg.TaskTimeout = DefaultTaskTimeout
+	}
+	if cfg.MaxPayloadBytes <= 0 {
+		cfg.MaxPayloadBytes = DefaultMaxPayloadBytes
 	}
 	opts := []ms.Option{
 		ms.WithCustomClient(&http.Client{Timeout: cfg.HTTPTimeout}),

@@ -415,3 +415,116 @@ func TestQuickTaskDoesNotWaitAPollInterval(t *testing.T) {
 		t.Fatalf("a 2 ms task took %v to be seen with a 10 s poll interval", took)
 	}
 }
+
+// TestSearchPastDefaultMaxTotalHits: Meilisearch cuts every search to
+// pagination.maxTotalHits (1000 by default); search deepening asks for
+// more, so the index's setting must allow it.
+func TestSearchPastDefaultMaxTotalHits(t *testing.T) {
+	ix, _ := openTestServer(t, meilitest.Options{APIKey: testKey})
+	docs := make([]domain.KeywordDocument, 1500)
+	for i := range docs {
+		docs[i] = note(alice, fmt.Sprintf("m%04d", i), "heron")
+	}
+	if err := ix.UpsertDocuments(context.Background(), docs...); err != nil {
+		t.Fatal(err)
+	}
+	for _, limit := range []int{1000, 1001, 1500, 4000} {
+		hits, err := ix.SearchKeyword(context.Background(), domain.KeywordQuery{Scope: alice, Text: "heron", Limit: limit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := min(limit, len(docs)); len(hits) != want {
+			t.Fatalf("limit %d: %d hits, want %d", limit, len(hits), want)
+		}
+	}
+}
+
+// TestIndexRecreatedBareByAWrite: an index deleted outside Engram and then
+// re-created by a document addition (Meilisearch creates a missing index
+// on a write, with default settings) has no filterable attributes, so
+// every scoped search and deletion is refused with invalid_search_filter /
+// invalid_document_filter. The adapter re-applies its settings and the
+// operation succeeds, without a restart.
+func TestIndexRecreatedBareByAWrite(t *testing.T) {
+	for _, op := range []string{"search", "delete"} {
+		t.Run(op, func(t *testing.T) {
+			ix, srv := openTestServer(t, meilitest.Options{APIKey: testKey})
+			ctx := context.Background()
+			if err := ix.UpsertDocuments(ctx, note(alice, "m1", "puffin")); err != nil {
+				t.Fatal(err)
+			}
+			admin := ms.New(srv.URL, ms.WithAPIKey(testKey))
+			info, err := admin.DeleteIndex(meilisearch.DefaultIndexName)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if task, err := admin.WaitForTask(info.TaskUID, time.Millisecond); err != nil || task.Status != ms.TaskStatusSucceeded {
+				t.Fatalf("delete index: %v %v", task, err)
+			}
+			// The adapter still believes the index set up: this write
+			// re-creates it bare.
+			if err := ix.UpsertDocuments(ctx, note(alice, "m1", "puffin"), note(alice, "m2", "puffin")); err != nil {
+				t.Fatal(err)
+			}
+			if filterable, _, _ := srv.Settings(meilisearch.DefaultIndexName); len(filterable) != 0 {
+				t.Fatalf("the write re-created the index with filterable %v; the scenario needs it bare", filterable)
+			}
+			switch op {
+			case "search":
+				hits, err := ix.SearchKeyword(ctx, domain.KeywordQuery{Scope: alice, Text: "puffin", Limit: 10})
+				if err != nil || len(hits) != 2 {
+					t.Fatalf("search of the re-created index = %v, %v; want both memories", hits, err)
+				}
+			case "delete":
+				if err := ix.DeleteMemory(ctx, alice, "m1"); err != nil {
+					t.Fatalf("DeleteMemory on the re-created index: %v", err)
+				}
+				if _, ok := srv.Document(meilisearch.DefaultIndexName, "m1"); ok {
+					t.Fatal("m1 still stored")
+				}
+			}
+			if filterable, _, _ := srv.Settings(meilisearch.DefaultIndexName); !slices.Contains(filterable, "user") {
+				t.Fatalf("settings not re-applied: filterable %v", filterable)
+			}
+		})
+	}
+}
+
+// TestUpsertSplitsOnPayloadTooLarge: Meilisearch refuses a body over its
+// payload limit (--http-payload-size-limit) with 413 payload_too_large
+// and stores nothing of it. Batches are sized by bytes, and a request the
+// server still refuses is split, never dropped; only a document too large
+// on its own is left out, and said so.
+func TestUpsertSplitsOnPayloadTooLarge(t *testing.T) {
+	long := func(id string, n int) domain.KeywordDocument {
+		return note(alice, id, "gannet "+strings.Repeat("x", n))
+	}
+	cases := []struct {
+		name         string
+		serverLimit  int64
+		adapterLimit int
+		docs         []domain.KeywordDocument
+		wantStored   int
+		wantRejected bool
+	}{
+		{"batch sized by bytes", 400_000, 300_000, []domain.KeywordDocument{long("a1", 100_000), long("a2", 100_000), long("a3", 100_000), long("a4", 100_000), long("a5", 100_000)}, 5, false},
+		{"server limit below the adapter's: 413, split", 250_000, 0, []domain.KeywordDocument{long("b1", 100_000), long("b2", 100_000), long("b3", 100_000), long("b4", 100_000), long("b5", 100_000)}, 5, false},
+		{"one document over the limit", 150_000, 0, []domain.KeywordDocument{long("c1", 100_000), long("c2", 200_000), long("c3", 100_000)}, 2, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			srv := meilitest.New(t, meilitest.Options{APIKey: testKey, PayloadLimit: c.serverLimit})
+			ix, err := meilisearch.New(context.Background(), meilisearch.Config{URL: srv.URL, APIKey: testKey, MaxPayloadBytes: c.adapterLimit})
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = ix.UpsertDocuments(context.Background(), c.docs...)
+			if c.wantRejected != errors.Is(err, domain.ErrIndexRejected) || (!c.wantRejected && err != nil) {
+				t.Fatalf("UpsertDocuments = %v; want rejected %v", err, c.wantRejected)
+			}
+			if got := len(srv.Documents(meilisearch.DefaultIndexName)); got != c.wantStored {
+				t.Fatalf("%d documents stored, want %d", got, c.wantStored)
+			}
+		})
+	}
+}

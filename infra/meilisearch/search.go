@@ -62,12 +62,9 @@ func (ix *Index) SearchKeyword(ctx context.Context, q domain.KeywordQuery) ([]do
 	if len(queries) == 0 {
 		return nil, nil
 	}
-	if err := ix.setup(ctx); err != nil {
-		return nil, err
-	}
-	resp, err := ix.client.MultiSearchWithContext(ctx, &ms.MultiSearchRequest{Queries: queries})
+	resp, err := ix.multiSearch(ctx, queries)
 	if err != nil {
-		return nil, ix.failed(ctx, "search", err)
+		return nil, err
 	}
 	if len(resp.Results) != len(queries) {
 		return nil, fmt.Errorf("meilisearch: search: %d results for %d queries", len(resp.Results), len(queries))
@@ -105,6 +102,25 @@ func (ix *Index) SearchKeyword(ctx context.Context, q domain.KeywordQuery) ([]do
 		return a.MemoryID < b.MemoryID
 	})
 	return hits[:min(len(hits), q.Limit)], nil
+}
+
+// multiSearch runs the queries once the index is set up. An index that
+// lost its settings (see settingsLost) has them re-applied and the search
+// runs once more, so it does not fail until the next restart.
+func (ix *Index) multiSearch(ctx context.Context, queries []*ms.SearchRequest) (*ms.MultiSearchResponse, error) {
+	for attempt := 0; ; attempt++ {
+		if err := ix.setup(ctx); err != nil {
+			return nil, err
+		}
+		resp, err := ix.client.MultiSearchWithContext(ctx, &ms.MultiSearchRequest{Queries: queries})
+		if err == nil {
+			return resp, nil
+		}
+		if !settingsLost(err) || attempt > 0 {
+			return nil, ix.failed(ctx, "search", err)
+		}
+		_ = ix.failed(ctx, "search", err) // marks the index for setup
+	}
 }
 
 // queryWords is the query's first maxQueryWords distinct words, lower

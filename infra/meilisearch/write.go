@@ -2,6 +2,7 @@ package meilisearch
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -32,8 +33,8 @@ type document struct {
 // maxDocumentID is Meilisearch's limit on a document id, in bytes.
 const maxDocumentID = 511
 
-// upsertBatch is how many documents one request carries: large rebuild
-// batches become several tasks, each well under the payload limit.
+// upsertBatch is how many documents one request carries at most: large
+// rebuild batches become several tasks.
 const upsertBatch = 1000
 
 // UpsertDocuments implements domain.KeywordIndex. Meilisearch replaces a
@@ -64,15 +65,29 @@ func (ix *Index) UpsertDocuments(ctx context.Context, docs ...domain.KeywordDocu
 			CreatedAt: d.CreatedAt.UnixNano(), Forgotten: d.Forgotten, Text: d.Text, Meta: d.Meta, TextHash: d.TextHash,
 		})
 	}
-	pk := attrID
-	var infos []*ms.TaskInfo
-	for start := 0; start < len(out); start += upsertBatch {
-		batch := out[start:min(start+upsertBatch, len(out))]
-		info, err := ix.index.AddDocumentsWithContext(ctx, batch, &ms.DocumentOptions{PrimaryKey: &pk})
+	encoded := make([]json.RawMessage, len(out))
+	for i, d := range out {
+		b, err := json.Marshal(d)
 		if err != nil {
-			return ix.failed(ctx, "add documents", err)
+			return fmt.Errorf("meilisearch: add documents: encode %s: %w", d.ID, err)
 		}
-		infos = append(infos, info)
+		encoded[i] = b
+	}
+	var infos []*ms.TaskInfo
+	var oversized []string
+	for _, batch := range ix.batches(encoded) {
+		more, tooLarge, err := ix.addDocuments(ctx, batch)
+		if err != nil {
+			return err
+		}
+		infos = append(infos, more...)
+		for _, d := range tooLarge {
+			var id struct {
+				ID string `json:"id"`
+			}
+			_ = json.Unmarshal(d, &id)
+			oversized = append(oversized, fmt.Sprintf("%q (%d bytes)", id.ID, len(d)))
+		}
 	}
 	for _, info := range infos {
 		if err := ix.wait(ctx, "add documents", info); err != nil {
@@ -82,7 +97,55 @@ func (ix *Index) UpsertDocuments(ctx context.Context, docs ...domain.KeywordDocu
 	if len(rejected) > 0 {
 		return fmt.Errorf("meilisearch: memory ids not usable as document ids: %s: %w", strings.Join(rejected, ", "), domain.ErrIndexRejected)
 	}
+	if len(oversized) > 0 {
+		return fmt.Errorf("meilisearch: documents over the server's payload limit, each alone in a request: %s: %w", strings.Join(oversized, ", "), domain.ErrIndexRejected)
+	}
 	return nil
+}
+
+// batches cuts docs into requests of at most upsertBatch documents and
+// cfg.MaxPayloadBytes bytes of JSON (a document larger than that alone
+// goes in a request of its own).
+func (ix *Index) batches(docs []json.RawMessage) [][]json.RawMessage {
+	var out [][]json.RawMessage
+	start, size := 0, 2 // the array's brackets
+	for i, d := range docs {
+		if i > start && (i-start == upsertBatch || size+len(d)+1 > ix.cfg.MaxPayloadBytes) {
+			out = append(out, docs[start:i])
+			start, size = i, 2
+		}
+		size += len(d) + 1 // and a comma
+	}
+	return append(out, docs[start:])
+}
+
+// addDocuments sends one request of documents. Meilisearch refuses a body
+// over its payload limit (--http-payload-size-limit, 100 MB by default,
+// which Engram cannot see) with 413 payload_too_large, storing nothing;
+// the batch is then sent again in halves, down to single documents, so a
+// refused request never loses documents. Only a single document over the
+// limit is returned in tooLarge; every other document is in a task.
+func (ix *Index) addDocuments(ctx context.Context, docs []json.RawMessage) (infos []*ms.TaskInfo, tooLarge []json.RawMessage, err error) {
+	pk := attrID
+	info, err := ix.index.AddDocumentsWithContext(ctx, docs, &ms.DocumentOptions{PrimaryKey: &pk})
+	if err == nil {
+		return []*ms.TaskInfo{info}, nil, nil
+	}
+	if apiErrorCode(err) != "payload_too_large" {
+		return nil, nil, ix.failed(ctx, "add documents", err)
+	}
+	if len(docs) == 1 {
+		return nil, docs, nil
+	}
+	half := len(docs) / 2
+	for _, part := range [][]json.RawMessage{docs[:half], docs[half:]} {
+		more, big, err := ix.addDocuments(ctx, part)
+		if err != nil {
+			return nil, nil, err
+		}
+		infos, tooLarge = append(infos, more...), append(tooLarge, big...)
+	}
+	return infos, tooLarge, nil
 }
 
 // SetForgotten implements domain.KeywordIndex. Meilisearch's partial update
@@ -130,15 +193,23 @@ func (ix *Index) DeleteAgent(ctx context.Context, scope domain.IndexScope) error
 	return ix.deleteWhere(ctx, "delete agent", scopeFilter(scope))
 }
 
+// deleteWhere deletes the documents matching filter; an index that lost
+// its settings (see settingsLost) has them re-applied and the deletion
+// runs once more.
 func (ix *Index) deleteWhere(ctx context.Context, op, filter string) error {
-	if err := ix.setup(ctx); err != nil {
-		return err
+	for attempt := 0; ; attempt++ {
+		if err := ix.setup(ctx); err != nil {
+			return err
+		}
+		info, err := ix.index.DeleteDocumentsByFilterWithContext(ctx, filter, nil)
+		if err == nil {
+			err = ix.wait(ctx, op, info)
+		}
+		if err == nil || !settingsLost(err) || attempt > 0 {
+			return ix.failed(ctx, op, err)
+		}
+		_ = ix.failed(ctx, op, err) // marks the index for setup
 	}
-	info, err := ix.index.DeleteDocumentsByFilterWithContext(ctx, filter, nil)
-	if err != nil {
-		return ix.failed(ctx, op, err)
-	}
-	return ix.failed(ctx, op, ix.wait(ctx, op, info))
 }
 
 // DropAll implements domain.KeywordIndex: every document goes, the index

@@ -5,10 +5,19 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
+
+// IsStorageFull reports whether err is PostgreSQL's disk_full (SQLSTATE
+// 53100): the server found no space left for a write.
+func IsStorageFull(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "53100"
+}
 
 // DB is a migrated PostgreSQL database.
 type DB struct {

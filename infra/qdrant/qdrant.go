@@ -79,6 +79,9 @@ type Index struct {
 
 	mu      sync.Mutex
 	created map[string]bool // collections known to exist with their indexes
+	// versionOK: the server answered a version the adapter supports
+	// (checked on the first call that reaches it, again after a refusal).
+	versionOK bool
 }
 
 var _ domain.VectorIndex = (*Index)(nil)
@@ -101,19 +104,75 @@ func New(ctx context.Context, cfg Config) (*Index, error) {
 	}
 	client, err := qdrant.NewClient(&qdrant.Config{
 		Host: host, Port: port, APIKey: cfg.APIKey, UseTLS: useTLS,
-		// The check would call Qdrant from the constructor and only log.
+		// The client's check would call Qdrant from the constructor and
+		// only log; checkVersion refuses an old server instead.
 		SkipCompatibilityCheck: true,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("qdrant: client for %s: %w", cfg.URL, err)
 	}
-	return &Index{
+	ix := &Index{
 		client:  client,
 		prefix:  prefix,
 		owned:   regexp.MustCompile(`^` + regexp.QuoteMeta(prefix) + `_[a-z0-9.-]+(_h[0-9a-f]{8})?_[0-9]+$`),
 		timeout: cmp.Or(cfg.Timeout, 10*time.Second),
 		created: map[string]bool{},
-	}, nil
+	}
+	// A server that answers and is too old is refused at start; one that
+	// does not answer yet is checked on the first call that reaches it.
+	if err := ix.checkVersion(ctx); errors.Is(err, errUnsupportedServer) {
+		client.Close()
+		return nil, err
+	}
+	return ix, nil
+}
+
+// The oldest Qdrant the adapter works with: 1.12 (dense vectors in the
+// Vector oneof, the Query API, is_tenant payload indexes). An older server
+// accepts the calls but drops every point as rejected.
+const minMajor, minMinor = 1, 12
+
+// errUnsupportedServer marks a Qdrant older than minMajor.minMinor; it is
+// wrapped together with domain.ErrIndexUnavailable.
+var errUnsupportedServer = errors.New("unsupported Qdrant version")
+
+// checkVersion asks the server its version (the health check reports it)
+// once, and refuses one older than minMajor.minMinor.
+func (ix *Index) checkVersion(ctx context.Context) error {
+	ix.mu.Lock()
+	ok := ix.versionOK
+	ix.mu.Unlock()
+	if ok {
+		return nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, ix.timeout)
+	defer cancel()
+	reply, err := ix.client.HealthCheck(cctx)
+	if err != nil {
+		return ix.mapErr(ctx, "health check", err)
+	}
+	if !supported(reply.GetVersion()) {
+		return fmt.Errorf("qdrant: server version %q: Engram needs Qdrant %d.%d or later: %w: %w", reply.GetVersion(), minMajor, minMinor, errUnsupportedServer, domain.ErrIndexUnavailable)
+	}
+	ix.mu.Lock()
+	ix.versionOK = true
+	ix.mu.Unlock()
+	return nil
+}
+
+// supported reports whether a Qdrant version ("1.17.1", "1.13.0-dev") is
+// at least minMajor.minMinor.
+func supported(version string) bool {
+	parts := strings.SplitN(version, ".", 3)
+	if len(parts) < 2 {
+		return false
+	}
+	major, err1 := strconv.Atoi(parts[0])
+	minor, err2 := strconv.Atoi(parts[1])
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	return major > minMajor || major == minMajor && minor >= minMinor
 }
 
 // parseURL splits a Qdrant gRPC URL into host, port and whether to use TLS.
@@ -190,6 +249,9 @@ func PointID(userID, agentID, memoryID string) string {
 
 // call runs fn with the per-call timeout and maps its error.
 func (ix *Index) call(ctx context.Context, what string, fn func(ctx context.Context) error) error {
+	if err := ix.checkVersion(ctx); err != nil {
+		return err
+	}
 	cctx, cancel := context.WithTimeout(ctx, ix.timeout)
 	defer cancel()
 	return ix.mapErr(ctx, what, fn(cctx))

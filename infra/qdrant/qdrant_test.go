@@ -375,3 +375,49 @@ func TestLargeBatchIsSplit(t *testing.T) {
 		t.Fatalf("count %d, %v; want %d", n, err, len(pts))
 	}
 }
+
+// TestServerVersion: the adapter needs Qdrant 1.12 or later; an older
+// server that answers at start is refused by New, and one met later (down
+// at start, or replaced) makes every call unavailable, saying why, rather
+// than dropping every point as rejected.
+func TestServerVersion(t *testing.T) {
+	for _, c := range []struct {
+		version string
+		ok      bool
+	}{
+		{"1.12.0", true}, {"1.17.1", true}, {"1.19.0-dev", true}, {"2.0.0", true},
+		{"1.11.5", false}, {"1.9.0", false}, {"garbage", false},
+	} {
+		t.Run(c.version, func(t *testing.T) {
+			srv := qdranttest.Start(t, "")
+			srv.SetVersion(c.version)
+			ix, err := engramqdrant.New(context.Background(), engramqdrant.Config{URL: srv.Addr})
+			if c.ok {
+				if err != nil {
+					t.Fatalf("New against %s: %v", c.version, err)
+				}
+				ix.Close()
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), "1.12 or later") || !strings.Contains(err.Error(), c.version) {
+				t.Fatalf("New against %s: %v, want an error asking for 1.12 or later", c.version, err)
+			}
+		})
+	}
+	t.Run("old server met after start", func(t *testing.T) {
+		srv := qdranttest.Start(t, "")
+		srv.Stop()
+		ix := open(t, engramqdrant.Config{URL: srv.Addr})
+		old := qdranttest.StartOn(t, srv.Addr, "")
+		old.SetVersion("1.10.1")
+		err := ix.UpsertVectors(context.Background(), domain.VectorPoint{
+			MemoryID: "m1", UserID: alice.UserID, AgentID: alice.AgentID, Space: space, Vector: []float32{1, 0, 0, 0},
+		})
+		if !errors.Is(err, domain.ErrIndexUnavailable) || !strings.Contains(err.Error(), "1.12 or later") {
+			t.Fatalf("UpsertVectors against 1.10.1: %v, want unavailable, asking for 1.12 or later", err)
+		}
+		if got := old.Collections(); len(got) != 0 {
+			t.Fatalf("an unsupported server got collections %v", got)
+		}
+	})
+}

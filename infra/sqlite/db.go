@@ -14,7 +14,8 @@ import (
 	"runtime"
 	"time"
 
-	_ "modernc.org/sqlite" // registers the pure-Go "sqlite" driver
+	sqlitedriver "modernc.org/sqlite" // registers the pure-Go "sqlite" driver
+	sqlitelib "modernc.org/sqlite/lib"
 )
 
 // FileName is the database file inside a data directory.
@@ -291,6 +292,32 @@ func runTx(ctx context.Context, b beginner, fn func(*sql.Tx) error) error {
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("sqlite: commit: %w", err)
+	}
+	return nil
+}
+
+// IsStorageFull reports whether err is SQLite's SQLITE_FULL: a write found
+// no space left on the device (or the database at its page limit).
+func IsStorageFull(err error) bool {
+	var se *sqlitedriver.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqlitelib.SQLITE_FULL
+}
+
+// Reclaim copies the whole WAL into the database and truncates it to
+// nothing, giving its space back to the file system. After a full disk the
+// WAL holds the frames of the transactions that failed; without this, its
+// file keeps its largest size. It fails when the database cannot grow to
+// take the frames, or when a reader keeps them (within the busy timeout).
+func (db *DB) Reclaim(ctx context.Context) error {
+	if db.write == nil {
+		return fmt.Errorf("sqlite: database opened read-only")
+	}
+	var busy, frames, copied int
+	if err := db.write.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &frames, &copied); err != nil {
+		return fmt.Errorf("sqlite: checkpoint: %w", err)
+	}
+	if busy != 0 {
+		return fmt.Errorf("sqlite: checkpoint: readers kept %d of %d WAL frames", frames-copied, frames)
 	}
 	return nil
 }

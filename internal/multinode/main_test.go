@@ -26,7 +26,7 @@ import (
 )
 
 var (
-	// binPath is the race-enabled engram binary; benchBinPath a build
+	// binPath is the engram binary of the tests (testserver.Binary); benchBinPath a build
 	// without the race detector, made only when benchmarks run; pg the
 	// PostgreSQL server.
 	binPath      string

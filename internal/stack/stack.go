@@ -18,6 +18,7 @@ import (
 	"github.com/engram-memory/engram/commands"
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/infra/datadir"
+	"github.com/engram-memory/engram/infra/diskspace"
 	"github.com/engram-memory/engram/infra/kurrentdb"
 	"github.com/engram-memory/engram/infra/meilisearch"
 	"github.com/engram-memory/engram/infra/postgres"
@@ -182,7 +183,11 @@ type Stack struct {
 	EmbeddedVectors *vectorindex.Index
 	Engine          *projections.Engine
 	Writer          *commands.EventWriter
-	Logger          *slog.Logger
+	// Storage knows whether the storage is full: the Writer's appends are
+	// refused and the Engine's failed batches held while it is (nil when
+	// opened read-only).
+	Storage *diskspace.Guard
+	Logger  *slog.Logger
 
 	indexes         Indexes
 	projections     []projections.Projection
@@ -392,7 +397,15 @@ func Open(ctx context.Context, cfg Config) (*Stack, error) {
 			return nil, err
 		}
 	}
-	s.Writer = commands.NewEventWriter(s.Store, s.Engine, cfg.VisibilityTimeout)
+	appends := s.Store
+	if !cfg.SQLite.ReadOnly {
+		s.Storage = diskspace.New(diskspace.Options{
+			Dir: cfg.DataDir, IsFull: []func(error) bool{sqlite.IsStorageFull, postgres.IsStorageFull}, Reclaim: db.Reclaim, Logger: logger,
+		})
+		s.Engine.UseStorageGuard(s.Storage)
+		appends = s.Storage.Appends(s.Store)
+	}
+	s.Writer = commands.NewEventWriter(appends, s.Engine, cfg.VisibilityTimeout)
 	return s, nil
 }
 
@@ -561,4 +574,13 @@ func (s *Stack) Close() error {
 	s.closeReadModels()
 	s.closeLog()
 	return errors.Join(s.DB.Close(), s.Owner.Release())
+}
+
+// StorageFull returns why the storage is full, nil while it has room (and
+// for a stack opened read-only, which writes nothing).
+func (s *Stack) StorageFull(ctx context.Context) error {
+	if s.Storage == nil {
+		return nil
+	}
+	return s.Storage.Full(ctx)
 }

@@ -21,9 +21,14 @@ import (
 // MainPackage is the import path of the engram binary.
 const MainPackage = "github.com/engram-memory/engram/cmd/engram"
 
-// BinaryEnv names the race-enabled engram binary that `make test` builds
-// once and hands to every package's tests.
+// BinaryEnv names the engram binary that `make test` builds once and hands
+// to every package's tests.
 const BinaryEnv = "ENGRAM_TEST_BINARY"
+
+// RaceEnv, set to 1 without BinaryEnv, makes Binary build the engram binary
+// with the race detector: `ENGRAM_TEST_RACE=1 go test -race -run X ./cmd/engram`
+// reproduces the race smoke pass of `make test`.
+const RaceEnv = "ENGRAM_TEST_RACE"
 
 // Build compiles the engram binary into dir and returns its path. race
 // builds it with the race detector, which tests want and benchmarks do not.
@@ -50,11 +55,18 @@ func build(ctx context.Context, out string, race bool) error {
 	return nil
 }
 
-// Binary returns the race-enabled engram binary for tests. Under `make
-// test` that is $ENGRAM_TEST_BINARY, built once for every package. Without
-// it (plain `go test`), the binary is built once into the user's cache
+// Binary returns the engram binary for end-to-end tests. Under `make test`
+// that is $ENGRAM_TEST_BINARY, built once for every package. Without it
+// (plain `go test`), the binary is built once into the user's cache
 // directory under a hash of the module's sources, so the packages of one
 // `go test ./...` share one build and an unchanged tree builds nothing.
+//
+// It is built without the race detector unless $ENGRAM_TEST_RACE is 1: a
+// race-built server runs every request several times slower, and the
+// end-to-end suites spend most of their time waiting for it, while the
+// in-process tests (`go test -race`) already run the same code under the
+// detector. `make test` adds one smoke pass of end-to-end tests against a
+// race-built binary, whose reports fail the test (Start).
 func Binary(ctx context.Context) (string, error) {
 	if bin := os.Getenv(BinaryEnv); bin != "" {
 		info, err := os.Stat(bin)
@@ -70,7 +82,8 @@ func Binary(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	key, err := sourceHash(root)
+	race := os.Getenv(RaceEnv) == "1"
+	key, err := sourceHash(root, race)
 	if err != nil {
 		return "", err
 	}
@@ -78,13 +91,13 @@ func Binary(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("testserver: %w", err)
 	}
-	return cachedBuild(ctx, filepath.Join(cache, "engram-test-bin"), key)
+	return cachedBuild(ctx, filepath.Join(cache, "engram-test-bin"), key, race)
 }
 
 // cachedBuild returns dir/key/engram, building it unless it exists. A lock
 // file makes the test binaries of concurrently tested packages wait for
 // one build instead of each running their own.
-func cachedBuild(ctx context.Context, dir, key string) (string, error) {
+func cachedBuild(ctx context.Context, dir, key string, race bool) (string, error) {
 	keyDir := filepath.Join(dir, key)
 	if err := os.MkdirAll(keyDir, 0o700); err != nil {
 		return "", fmt.Errorf("testserver: %w", err)
@@ -106,7 +119,7 @@ func cachedBuild(ctx context.Context, dir, key string) (string, error) {
 	// Build beside the final name and rename, so a build cut off half-way
 	// never leaves a binary that looks complete.
 	partial := bin + ".partial"
-	if err := build(ctx, partial, true); err != nil {
+	if err := build(ctx, partial, race); err != nil {
 		return "", err
 	}
 	if err := os.Rename(partial, bin); err != nil {
@@ -154,8 +167,8 @@ func moduleRoot() (string, error) {
 
 // sourceHash hashes what goes into the binary: every file of the module
 // except tests, test data and documentation (embedded files included), the
-// Go toolchain and the build environment.
-func sourceHash(root string) (string, error) {
+// Go toolchain, the build environment and whether the race detector is on.
+func sourceHash(root string, race bool) (string, error) {
 	var files []string
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -178,7 +191,7 @@ func sourceHash(root string) (string, error) {
 	}
 	sort.Strings(files)
 	h := sha256.New()
-	fmt.Fprintf(h, "race\x00%s\x00%s/%s\x00", runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	fmt.Fprintf(h, "race=%t\x00%s\x00%s/%s\x00", race, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	for _, env := range []string{"GOFLAGS", "CGO_ENABLED", "GOEXPERIMENT", "GOAMD64", "PATH"} {
 		fmt.Fprintf(h, "%s=%s\x00", env, os.Getenv(env))
 	}

@@ -42,7 +42,7 @@ func TestSourceHashFollowsTheBinarysInputsOnly(t *testing.T) {
 	}
 	hash := func() string {
 		t.Helper()
-		h, err := sourceHash(root)
+		h, err := sourceHash(root, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -74,6 +74,13 @@ func TestSourceHashFollowsTheBinarysInputsOnly(t *testing.T) {
 			t.Errorf("%s: hash changed = %v, want %v", c.name, changed, c.rebuild)
 		}
 		base = got
+	}
+	race, err := sourceHash(root, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if race == base {
+		t.Error("the race-built binary has the same hash as the plain one: one would be served for the other")
 	}
 }
 

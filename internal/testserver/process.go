@@ -28,6 +28,9 @@ type LaunchOptions struct {
 	// StartTimeout bounds the wait for the "engram serving" line and for
 	// /readyz; default 30s.
 	StartTimeout time.Duration
+	// Unready: return once the server listens, without waiting for
+	// /readyz to answer 200 (a server meant to start not ready).
+	Unready bool
 }
 
 // Process is one running `engram serve` on a random loopback port.
@@ -38,6 +41,7 @@ type Process struct {
 	cmd    *exec.Cmd
 	home   string // the hermetic ENGRAM_HOME, removed when the process ends
 	log    *tailLog
+	races  raceLog
 	exited chan struct{} // closed when the process has been reaped
 	err    error         // Wait's result; read only after exited is closed
 }
@@ -46,7 +50,8 @@ type Process struct {
 // of the text and the JSON log formats.
 var servingText = regexp.MustCompile(`msg="engram serving" addr=(\S+)`)
 
-// Launch starts the binary and returns once /readyz answers 200. The
+// Launch starts the binary and returns once /readyz answers 200 (or once
+// it listens, with Unready). The
 // process is not tied to ctx (a benchmark outlives its start-up context);
 // end it with Stop or Kill.
 func Launch(ctx context.Context, opts LaunchOptions) (*Process, error) {
@@ -87,6 +92,9 @@ func Launch(ctx context.Context, opts LaunchOptions) (*Process, error) {
 		p.Kill()
 		return nil, fmt.Errorf("testserver: engram serve did not start: %w\n%s", ctx.Err(), p.Log())
 	}
+	if opts.Unready {
+		return p, nil
+	}
 	if err := p.waitReady(ctx); err != nil {
 		p.Kill()
 		return nil, err
@@ -104,6 +112,7 @@ func (p *Process) readLog(r io.Reader, addr chan<- string) {
 	for sc.Scan() {
 		line := sc.Text()
 		p.log.add(line)
+		p.races.add(line)
 		if !found {
 			if a := servingAddr(line); a != "" {
 				found = true
@@ -168,6 +177,12 @@ func (p *Process) PID() int { return p.cmd.Process.Pid }
 
 // Log is the tail (last 512 lines) of what the server wrote to stderr.
 func (p *Process) Log() string { return p.log.String() }
+
+// RaceReports are the race detector's reports the server wrote, whole,
+// however much it logged after them; "" when there were none (or the
+// binary was built without the race detector). Complete once the process
+// has ended.
+func (p *Process) RaceReports() string { return p.races.String() }
 
 // Exited is closed once the process has ended.
 func (p *Process) Exited() <-chan struct{} { return p.exited }
@@ -235,4 +250,42 @@ func (l *tailLog) String() string {
 		b.WriteString(s + "\n")
 	}
 	return b.String()
+}
+
+// raceLog keeps the race detector's reports from a stream of log lines:
+// each runs from a "WARNING: DATA RACE" line to the "==================" line
+// that closes it. The first few are kept whole; one is enough to fail a test.
+type raceLog struct {
+	mu      sync.Mutex
+	reports []string
+	open    *strings.Builder // the report being read
+}
+
+const keptRaceReports = 5
+
+func (l *raceLog) add(line string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.open != nil:
+		l.open.WriteString(line + "\n")
+		if strings.HasPrefix(line, "==================") {
+			l.reports = append(l.reports, l.open.String())
+			l.open = nil
+		}
+	case strings.Contains(line, "WARNING: DATA RACE") && len(l.reports) < keptRaceReports:
+		l.open = &strings.Builder{}
+		l.open.WriteString(line + "\n")
+	}
+}
+
+// String is every kept report, and a report cut off by the end of the log.
+func (l *raceLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	all := strings.Join(l.reports, "")
+	if l.open != nil {
+		all += l.open.String()
+	}
+	return all
 }

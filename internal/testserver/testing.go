@@ -12,6 +12,7 @@ type Options struct {
 	DataDir string   // default t.TempDir()
 	Env     []string // extra KEY=VALUE pairs
 	Args    []string // extra `engram serve` flags
+	Unready bool     // see LaunchOptions.Unready
 }
 
 // Server is a running engram for one test. It is killed on t.Cleanup if
@@ -38,12 +39,19 @@ func Start(t testing.TB, opts Options) *Server {
 		opts.DataDir = t.TempDir()
 	}
 	p, err := Launch(context.Background(), LaunchOptions{
-		Binary: opts.Binary, DataDir: opts.DataDir, Env: opts.Env, Args: opts.Args,
+		Binary: opts.Binary, DataDir: opts.DataDir, Env: opts.Env, Args: opts.Args, Unready: opts.Unready,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(p.Kill)
+	t.Cleanup(func() {
+		p.Kill()
+		// A race-built server reports a race on stderr and goes on
+		// serving: only its log tells.
+		if races := p.RaceReports(); races != "" {
+			t.Errorf("engram serve (%s) reported data races:\n%s", opts.DataDir, races)
+		}
+	})
 	return &Server{BaseURL: p.BaseURL, DataDir: p.DataDir, Proc: p, t: t}
 }
 

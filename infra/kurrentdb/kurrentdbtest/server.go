@@ -8,7 +8,8 @@
 //     KurrentDB's implicit transactions; the log opens with system events
 //     ("$"-streams), so $all always holds events that are not the caller's;
 //   - Append: expected revision any / no_stream / stream_exists / exact,
-//     all-or-nothing, the result carrying the write's commit position (that
+//     all-or-nothing, refused whole over MaxAppendSize (1 MiB by default,
+//     as in KurrentDB 24.10 and 25.0), the result carrying the write's commit position (that
 //     of its last event) and wrong-expected-version with the current revision;
 //   - Read of a stream (forwards/backwards from a revision; stream_not_found),
 //     of $all (forwards inclusive from a position, backwards exclusive), with
@@ -16,9 +17,14 @@
 //   - catch-up subscriptions to $all: confirmation, events after the start
 //     position (exclusive), checkpoints while filtering, caught-up, then live
 //     events as they are appended;
-//   - basic-auth credentials, when configured, checked on every call.
+//   - Tombstone (a hard delete): like KurrentDB it writes a "$streamDeleted"
+//     record into the stream itself, at revision math.MaxInt64, which $all
+//     reads and subscriptions deliver like any other record of the stream;
+//   - basic-auth credentials, when configured, checked on every call; the
+//     default ACL of $all: only $admins may read it;
 //
-// Not modelled: stream subscriptions, deletes and tombstones, batch append,
+// Not modelled: stream subscriptions, soft deletes, appends to or reads of a
+// tombstoned stream (KurrentDB refuses them with stream-deleted), batch append,
 // idempotent re-appends of the same event ids, persistent subscriptions,
 // clustering.
 package kurrentdbtest
@@ -35,6 +41,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/big"
 	"net"
 	"regexp"
@@ -45,8 +52,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/kurrent-io/KurrentDB-Client-Go/protos/shared"
-	"github.com/kurrent-io/KurrentDB-Client-Go/protos/streams"
+	"github.com/kurrent-io/KurrentDB-Client-Go/protos/kurrentdb/protocols/v1/shared"
+	"github.com/kurrent-io/KurrentDB-Client-Go/protos/kurrentdb/protocols/v1/streams"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
@@ -76,13 +83,27 @@ type record struct {
 // Options configure a Server.
 type Options struct {
 	// Username and Password, when set, are required on every call. They
-	// need TLS (the client only sends credentials over TLS).
+	// need TLS (the client only sends credentials over TLS). This user is
+	// in $admins.
 	Username, Password string
+	// Users are further users (name → password), not in $admins: like
+	// KurrentDB's default ACLs they may read and write ordinary streams
+	// but not read $all (see Server.Read).
+	Users map[string]string
 	// TLS serves over TLS with this configuration.
 	TLS *tls.Config
 	// Addr is the address to listen on; a random loopback port if empty.
 	Addr string
+	// MaxAppendSize is the largest append accepted, in KurrentDB's
+	// measure (see appendSize); DefaultMaxAppendSize if zero, no limit if
+	// negative.
+	MaxAppendSize int
 }
+
+// DefaultMaxAppendSize is KurrentDB 24.10's and 25.0's default
+// MaxAppendSize (1 MiB, the --max-append-size option; ClusterVNodeOptions
+// in KurrentDB's source). 25.1 and later accept much larger appends.
+const DefaultMaxAppendSize = 1 << 20
 
 // Server is a running in-memory KurrentDB.
 type Server struct {
@@ -96,6 +117,7 @@ type Server struct {
 	log      []record
 	revision map[string]uint64 // stream → last revision
 	next     uint64
+	reads    int           // Read calls served (reads and subscriptions)
 	appended chan struct{} // closed (and replaced) on every append
 	dropped  chan struct{} // closed (and replaced) by DropSubscriptions
 }
@@ -180,6 +202,14 @@ func (s *Server) DropSubscriptions() {
 	s.mu.Unlock()
 }
 
+// Reads is how many Read calls (reads and subscriptions) the server has
+// served.
+func (s *Server) Reads() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reads
+}
+
 // Streams lists the streams that hold events, system streams included.
 func (s *Server) Streams() []string {
 	s.mu.Lock()
@@ -213,30 +243,61 @@ func SelfSignedTLS() (*tls.Config, error) {
 	return &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}, nil
 }
 
-func (s *Server) authorize(ctx context.Context) error {
+// basicAuth is the authorization header value of a user.
+func basicAuth(user, password string) string {
+	return "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+password))
+}
+
+// authorize checks the call's credentials and reports whether its user is
+// in $admins.
+func (s *Server) authorize(ctx context.Context) (admin bool, err error) {
 	md, _ := metadata.FromIncomingContext(ctx)
-	want := "Basic " + base64.StdEncoding.EncodeToString([]byte(s.opts.Username+":"+s.opts.Password))
 	for _, got := range md.Get("authorization") {
-		if got == want {
-			return nil
+		if got == basicAuth(s.opts.Username, s.opts.Password) {
+			return true, nil
+		}
+		for user, password := range s.opts.Users {
+			if got == basicAuth(user, password) {
+				return false, nil
+			}
 		}
 	}
-	return status.Error(codes.Unauthenticated, "Bad authentication")
+	return false, status.Error(codes.Unauthenticated, "Bad authentication")
+}
+
+// adminKey marks, in a call's context, that its user is in $admins.
+type adminKey struct{}
+
+// isAdmin: a server without credentials lets everyone do everything, as
+// KurrentDB run --insecure does.
+func (s *Server) isAdmin(ctx context.Context) bool {
+	admin, ok := ctx.Value(adminKey{}).(bool)
+	return !ok || admin
 }
 
 func (s *Server) authUnary(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-	if err := s.authorize(ctx); err != nil {
+	admin, err := s.authorize(ctx)
+	if err != nil {
 		return nil, err
 	}
-	return h(ctx, req)
+	return h(context.WithValue(ctx, adminKey{}, admin), req)
 }
 
 func (s *Server) authStream(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
-	if err := s.authorize(ss.Context()); err != nil {
+	admin, err := s.authorize(ss.Context())
+	if err != nil {
 		return err
 	}
-	return h(srv, ss)
+	return h(srv, &adminStream{ServerStream: ss, ctx: context.WithValue(ss.Context(), adminKey{}, admin)})
 }
+
+// adminStream carries the caller's role into a streaming handler.
+type adminStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (a *adminStream) Context() context.Context { return a.ctx }
 
 // Append implements the Streams service.
 func (s *Server) Append(stream grpc.ClientStreamingServer[streams.AppendReq, streams.AppendResp]) error {
@@ -249,6 +310,7 @@ func (s *Server) Append(stream grpc.ClientStreamingServer[streams.AppendReq, str
 		return status.Error(codes.InvalidArgument, "append: the first message must name the stream")
 	}
 	var msgs []*streams.AppendReq_ProposedMessage
+	size := 0
 	for {
 		req, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
@@ -268,6 +330,16 @@ func (s *Server) Append(stream grpc.ClientStreamingServer[streams.AppendReq, str
 			return status.Errorf(codes.InvalidArgument, "append: %v", err)
 		}
 		msgs = append(msgs, m)
+		// KurrentDB's Streams.Append sums each proposed message's
+		// Event.SizeOnDisk and refuses the whole append, before writing
+		// any of it, once the sum exceeds MaxAppendSize, with
+		// RpcExceptions.MaxAppendSizeExceeded: InvalidArgument, "Maximum
+		// Append Size of N Exceeded.", trailers exception =
+		// maximum-append-size-exceeded and maximum-append-size = N.
+		if size += appendSize(m); s.maxAppendSize() > 0 && size > s.maxAppendSize() {
+			stream.SetTrailer(metadata.Pairs("exception", "maximum-append-size-exceeded", "maximum-append-size", strconv.Itoa(s.maxAppendSize())))
+			return status.Errorf(codes.InvalidArgument, "Maximum Append Size of %d Exceeded.", s.maxAppendSize())
+		}
 	}
 	name := string(opts.GetStreamIdentifier().GetStreamName())
 
@@ -320,6 +392,35 @@ func (s *Server) Append(stream grpc.ClientStreamingServer[streams.AppendReq, str
 	}}})
 }
 
+// appendSize is KurrentDB's Event.SizeOnDisk of a proposed message: data
+// plus (custom) metadata plus twice the event type's length
+// (src/KurrentDB.Core/Data/Event.cs).
+func appendSize(m *streams.AppendReq_ProposedMessage) int {
+	return len(m.GetData()) + len(m.GetCustomMetadata()) + 2*len(m.GetMetadata()["type"])
+}
+
+func (s *Server) maxAppendSize() int {
+	if s.opts.MaxAppendSize == 0 {
+		return DefaultMaxAppendSize
+	}
+	return s.opts.MaxAppendSize
+}
+
+// Fill appends n events of another application (type "ForeignEvent", the
+// given data) to stream in one go, in process: a shared KurrentDB's
+// foreign traffic for tests and benchmarks, without n gRPC calls.
+func (s *Server) Fill(stream string, n int, data []byte) {
+	msgs := make([]*streams.AppendReq_ProposedMessage, n)
+	for i := range msgs {
+		msgs[i] = &streams.AppendReq_ProposedMessage{
+			Id:       &shared.UUID{Value: &shared.UUID_String_{String_: uuid.NewString()}},
+			Metadata: map[string]string{"type": "ForeignEvent", "content-type": "application/json"},
+			Data:     data,
+		}
+	}
+	s.appendRecords(stream, msgs)
+}
+
 func (s *Server) appendRecords(name string, msgs []*streams.AppendReq_ProposedMessage) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -351,6 +452,30 @@ func (s *Server) appendLocked(name string, msgs []*streams.AppendReq_ProposedMes
 	close(s.appended)
 	s.appended = make(chan struct{})
 	return firstPos, lastPos, rev
+}
+
+// Tombstone implements the Streams service. KurrentDB writes the tombstone
+// as a record of the deleted stream with type "$streamDeleted"
+// (SystemEventTypes.StreamDeleted) at event number long.MaxValue
+// (EventNumber.DeletedStream): see KurrentDB's
+// src/KurrentDB.Core/Data/EventNumber.cs and SystemEventTypes.cs. So a
+// reader of $all meets a record inside the stream that is not an event its
+// application wrote. Expected revisions are not checked here.
+func (s *Server) Tombstone(_ context.Context, req *streams.TombstoneReq) (*streams.TombstoneResp, error) {
+	name := string(req.GetOptions().GetStreamIdentifier().GetStreamName())
+	if name == "" {
+		return nil, status.Error(codes.InvalidArgument, "tombstone: no stream")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	pos := s.next
+	s.log = append(s.log, record{stream: name, revision: math.MaxInt64, id: uuid.New(),
+		meta: map[string]string{"type": "$streamDeleted", "content-type": "application/octet-stream", "created": strconv.FormatInt(time.Now().UnixNano()/100, 10)}, pos: pos})
+	s.next += uint64(recordOverhead + len(name))
+	s.revision[name] = math.MaxInt64
+	close(s.appended)
+	s.appended = make(chan struct{})
+	return &streams.TombstoneResp{PositionOption: &streams.TombstoneResp_Position_{Position: &streams.TombstoneResp_Position{CommitPosition: pos, PreparePosition: pos}}}, nil
 }
 
 func eventID(id *shared.UUID) (uuid.UUID, error) {
@@ -422,6 +547,9 @@ func (f *filter) allows(r record) bool {
 // Read implements the Streams service: reads of a stream or of $all, and
 // catch-up subscriptions to $all.
 func (s *Server) Read(req *streams.ReadReq, out grpc.ServerStreamingServer[streams.ReadResp]) error {
+	s.mu.Lock()
+	s.reads++
+	s.mu.Unlock()
 	o := req.GetOptions()
 	if o == nil {
 		return status.Error(codes.InvalidArgument, "read: no options")
@@ -431,6 +559,13 @@ func (s *Server) Read(req *streams.ReadReq, out grpc.ServerStreamingServer[strea
 		return status.Errorf(codes.InvalidArgument, "read: %v", err)
 	}
 	stringIDs := o.GetUuidOption().GetString_() != nil
+	// KurrentDB's default ACL for $all (the system-stream ACL,
+	// $systemStreamAcl, whose read role defaults to $admins) refuses any
+	// other user: PermissionDenied "Access Denied" (RpcExceptions.AccessDenied
+	// in KurrentDB's source; docs: security/user-authorization, "Default ACL").
+	if o.GetAll() != nil && !s.isAdmin(out.Context()) {
+		return status.Error(codes.PermissionDenied, "Access Denied")
+	}
 	if o.GetSubscription() != nil {
 		all := o.GetAll()
 		if all == nil {

@@ -119,7 +119,13 @@ func (s *Server) runSearch(uid string, req searchRequest) (map[string]any, int, 
 		ranked = kept
 	}
 	total := len(ranked)
-	ranked = ranked[min(req.Offset, len(ranked)):]
+	// Meilisearch cuts every search to the index's pagination.maxTotalHits
+	// (1000 by default), offset included, without an error
+	// (crates/meilisearch/src/search/mod.rs, prepare_search: "Make sure
+	// that a user can't get more documents than the hard limit").
+	offset := min(req.Offset, ix.maxTotalHits)
+	limit = min(limit, ix.maxTotalHits-offset)
+	ranked = ranked[min(offset, len(ranked)):]
 	ranked = ranked[:min(limit, len(ranked))]
 	hits := make([]map[string]any, len(ranked))
 	for i, h := range ranked {

@@ -33,6 +33,7 @@ package meilitest
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -55,7 +56,15 @@ type Options struct {
 	// before its changes show (default 10ms each), so a client that does
 	// not wait for its tasks reads stale data.
 	TaskDelay time.Duration
+	// PayloadLimit is the largest request body accepted, in bytes
+	// (DefaultPayloadLimit when 0); a larger one is refused whole with 413
+	// payload_too_large.
+	PayloadLimit int64
 }
+
+// DefaultPayloadLimit is Meilisearch's --http-payload-size-limit default,
+// "100 MB" (100,000,000 bytes; docs: configuration, "Payload limit size").
+const DefaultPayloadLimit = 100_000_000
 
 // Server is a running test server.
 type Server struct {
@@ -80,6 +89,9 @@ func New(t testing.TB, opts Options) *Server {
 	t.Helper()
 	if opts.Version == "" {
 		opts.Version = "1.12.0"
+	}
+	if opts.PayloadLimit <= 0 {
+		opts.PayloadLimit = DefaultPayloadLimit
 	}
 	if opts.TaskDelay <= 0 {
 		opts.TaskDelay = 10 * time.Millisecond
@@ -171,7 +183,13 @@ type index struct {
 	// order documents of equal score.
 	customRules []customRule
 	createdAt   time.Time
+	// maxTotalHits is the pagination setting: no search returns hits
+	// past it (offset + limit are cut to it), default 1000.
+	maxTotalHits int
 }
+
+// defaultMaxTotalHits is Meilisearch's DEFAULT_PAGINATION_MAX_TOTAL_HITS.
+const defaultMaxTotalHits = 1000
 
 // doc is a stored document; seq is its insertion order (Meilisearch's
 // internal document id, which breaks ranking ties). fields are the JSON
@@ -197,7 +215,7 @@ func (d *doc) decodeValues() {
 }
 
 func newIndex(uid, primaryKey string) *index {
-	return &index{uid: uid, primaryKey: primaryKey, docs: map[string]*doc{}, searchable: []string{"*"}, createdAt: time.Now().UTC()}
+	return &index{uid: uid, primaryKey: primaryKey, docs: map[string]*doc{}, searchable: []string{"*"}, createdAt: time.Now().UTC(), maxTotalHits: defaultMaxTotalHits}
 }
 
 func (ix *index) isFilterable(attr string) bool {
@@ -269,6 +287,14 @@ func (s *Server) auth(h http.HandlerFunc) http.HandlerFunc {
 				return
 			}
 		}
+		// Meilisearch refuses a body over the payload limit before
+		// reading it as JSON: 413, code payload_too_large
+		// (crates/meilisearch-types/src/error.rs, PayloadTooLarge).
+		if r.ContentLength > s.opts.PayloadLimit {
+			writeError(w, http.StatusRequestEntityTooLarge, newAPIError("payload_too_large", "invalid_request", "The provided payload reached the size limit. The maximum accepted payload size is %d bytes.", s.opts.PayloadLimit))
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, s.opts.PayloadLimit)
 		h(w, r)
 	}
 }
@@ -279,6 +305,10 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 	dec := json.NewDecoder(r.Body)
 	dec.UseNumber()
 	if err := dec.Decode(v); err != nil {
+		if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
+			writeError(w, http.StatusRequestEntityTooLarge, newAPIError("payload_too_large", "invalid_request", "The provided payload reached the size limit. The maximum accepted payload size is %d bytes.", mbe.Limit))
+			return false
+		}
 		writeError(w, http.StatusBadRequest, newAPIError("bad_request", "invalid_request", "The request body is not valid: %v", err))
 		return false
 	}
@@ -338,6 +368,9 @@ func (s *Server) updateSettings(w http.ResponseWriter, r *http.Request) {
 		FilterableAttributes *[]string `json:"filterableAttributes"`
 		SearchableAttributes *[]string `json:"searchableAttributes"`
 		RankingRules         *[]string `json:"rankingRules"`
+		Pagination           *struct {
+			MaxTotalHits int `json:"maxTotalHits"`
+		} `json:"pagination"`
 	}
 	if !decodeBody(w, r, &body) {
 		return
@@ -361,12 +394,18 @@ func (s *Server) updateSettings(w http.ResponseWriter, r *http.Request) {
 		if body.RankingRules != nil {
 			ix.customRules = custom
 		}
+		if body.Pagination != nil {
+			ix.maxTotalHits = body.Pagination.MaxTotalHits
+		}
 		return nil
 	})
 }
 
 // indexOrCreate returns the index, creating it as a write to an absent
-// index does. Called with s.mu held.
+// index does — with default settings (no filterable attributes, every
+// field searchable, maxTotalHits 1000), as Meilisearch's "add or replace
+// documents" does ("If the provided index does not exist, it will be
+// created", docs: reference/api/documents). Called with s.mu held.
 func (s *Server) indexOrCreate(uid, primaryKey string) *index {
 	ix := s.indexes[uid]
 	if ix == nil {

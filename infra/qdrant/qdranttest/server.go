@@ -59,6 +59,7 @@ type Server struct {
 	grpc   *grpc.Server
 
 	mu          sync.Mutex
+	version     string // what the health check reports
 	collections map[string]*collection
 	late        sync.WaitGroup
 }
@@ -91,9 +92,9 @@ func StartOn(t testing.TB, addr, apiKey string) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{Addr: lis.Addr().String(), apiKey: apiKey, collections: map[string]*collection{}}
+	s := &Server{Addr: lis.Addr().String(), apiKey: apiKey, version: DefaultVersion, collections: map[string]*collection{}}
 	s.grpc = grpc.NewServer(grpc.UnaryInterceptor(s.checkKey))
-	qdrant.RegisterQdrantServer(s.grpc, qdrantService{})
+	qdrant.RegisterQdrantServer(s.grpc, qdrantService{s: s})
 	qdrant.RegisterCollectionsServer(s.grpc, collectionsService{s: s})
 	qdrant.RegisterPointsServer(s.grpc, pointsService{s: s})
 	go func() { _ = s.grpc.Serve(lis) }()
@@ -211,12 +212,30 @@ func (s *Server) collection(name string) (*collection, error) {
 	return c, nil
 }
 
-type qdrantService struct {
-	qdrant.UnimplementedQdrantServer
+// DefaultVersion is the Qdrant version the server reports unless told
+// otherwise (SetVersion).
+const DefaultVersion = "1.17.1"
+
+// SetVersion makes the health check report version, as a Qdrant of that
+// version does: Qdrant's HealthCheckReply carries the server's package
+// version (lib/api/src/grpc/proto/qdrant.proto; filled from
+// CARGO_PKG_VERSION in src/tonic/mod.rs), which go-client's own
+// compatibility check reads. Only the reported version changes.
+func (s *Server) SetVersion(version string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.version = version
 }
 
-func (qdrantService) HealthCheck(context.Context, *qdrant.HealthCheckRequest) (*qdrant.HealthCheckReply, error) {
-	return &qdrant.HealthCheckReply{Title: "qdrant - vector search engine (qdranttest)", Version: "1.17.1"}, nil
+type qdrantService struct {
+	qdrant.UnimplementedQdrantServer
+	s *Server
+}
+
+func (q qdrantService) HealthCheck(context.Context, *qdrant.HealthCheckRequest) (*qdrant.HealthCheckReply, error) {
+	q.s.mu.Lock()
+	defer q.s.mu.Unlock()
+	return &qdrant.HealthCheckReply{Title: "qdrant - vector search engine (qdranttest)", Version: q.s.version}, nil
 }
 
 type collectionsService struct {

@@ -1,0 +1,216 @@
+// Package diskspace watches the space left on the file system that holds
+// the data dir, so that a full disk is answered at once and clearly, held
+// rather than retried into, and left without a restart.
+//
+// A Guard is full from the first write that fails for want of space (or
+// from the moment less than LowWater bytes are free) until HighWater bytes
+// are free again and the storage has given back what its failed writes
+// took (Options.Reclaim). While it is full, appends are refused before
+// they touch the log (KindStorageFull, 507), and the projections hold
+// their failed batches instead of retrying them: on a full disk every
+// retry grows the SQLite WAL by the frames it wrote before it failed, and
+// after space was freed those retries filled it again.
+package diskspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/engram-memory/engram/domain"
+)
+
+// Free-space thresholds: storage counts as full below LowWater, and as
+// having room again only from HighWater, so that the first writes after a
+// full disk do not fill it again at once.
+const (
+	LowWater  = 1 << 20
+	HighWater = 16 << 20
+)
+
+// ProbeInterval is how often the free space is measured: at most once per
+// interval on the write path, and once per interval while full.
+const ProbeInterval = time.Second
+
+// Options configure a Guard.
+type Options struct {
+	// Dir is a directory on the file system to watch (the data dir).
+	Dir string
+	// IsFull recognises the storage adapters' own out-of-space errors
+	// (SQLite's SQLITE_FULL, PostgreSQL's disk_full); ENOSPC is always one.
+	IsFull []func(error) bool
+	// Reclaim, when set, gives back the space failed writes took (the
+	// SQLite WAL); storage has room again only once it succeeds.
+	Reclaim func(context.Context) error
+	Logger  *slog.Logger
+}
+
+// Guard knows whether storage is full. Its methods are safe for
+// concurrent use.
+type Guard struct {
+	opts Options
+	// freeBytes measures the space left on opts.Dir.
+	freeBytes func(dir string) (uint64, error)
+
+	// probing is held by the one caller measuring the space; the others
+	// answer with the state as it stands.
+	probing sync.Mutex
+
+	mu sync.Mutex
+	// full is the reason storage is full, nil while it has room.
+	full    error
+	probed  time.Time
+	changed chan struct{}
+}
+
+// New returns a guard over opts.Dir, which starts with room.
+func New(opts Options) *Guard {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Guard{opts: opts, freeBytes: freeBytes, changed: make(chan struct{})}
+}
+
+// Full returns why storage is full (wrapping domain.ErrStorageFull), or
+// nil while it has room. It measures the space at most once per
+// ProbeInterval: while full, to see whether space came back; otherwise,
+// to see it run out before a write fails.
+func (g *Guard) Full(ctx context.Context) error {
+	g.mu.Lock()
+	full, due := g.full, time.Since(g.probed) >= ProbeInterval
+	g.mu.Unlock()
+	if due && g.probing.TryLock() {
+		defer g.probing.Unlock()
+		g.probe(ctx)
+		g.mu.Lock()
+		full = g.full
+		g.mu.Unlock()
+	}
+	return full
+}
+
+// Changed returns a channel closed when storage next becomes full or has
+// room again.
+func (g *Guard) Changed() <-chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.changed
+}
+
+// Check returns err as it is unless it says there is no space left; then
+// storage is full from now on, and Check returns err marked with
+// domain.ErrStorageFull.
+func (g *Guard) Check(err error) error {
+	if err == nil || errors.Is(err, domain.ErrStorageFull) || !g.isFull(err) {
+		return err
+	}
+	reason := fmt.Errorf("%w: %w", domain.ErrStorageFull, err)
+	g.set(reason)
+	return reason
+}
+
+// WaitForSpace returns once storage has room, measuring the space every
+// ProbeInterval while it is full, or with ctx's error.
+func (g *Guard) WaitForSpace(ctx context.Context) error {
+	for g.Full(ctx) != nil {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-g.Changed():
+		case <-time.After(ProbeInterval):
+		}
+	}
+	return nil
+}
+
+func (g *Guard) isFull(err error) bool {
+	if errors.Is(err, syscall.ENOSPC) {
+		return true
+	}
+	for _, is := range g.opts.IsFull {
+		if is(err) {
+			return true
+		}
+	}
+	return false
+}
+
+// probe measures the free space and changes the state when it crossed
+// the threshold of the state it is in.
+func (g *Guard) probe(ctx context.Context) {
+	free, err := g.freeBytes(g.opts.Dir)
+	g.mu.Lock()
+	g.probed = time.Now()
+	full := g.full
+	g.mu.Unlock()
+	if err != nil {
+		g.opts.Logger.Warn("measuring free space failed", "dir", g.opts.Dir, "error", err)
+		return
+	}
+	switch {
+	case full == nil && free < LowWater:
+		g.set(fmt.Errorf("%w: %d bytes free on %s, below the %d the server keeps", domain.ErrStorageFull, free, g.opts.Dir, LowWater))
+	case full != nil && free >= HighWater:
+		if g.opts.Reclaim != nil {
+			if err := g.opts.Reclaim(ctx); err != nil {
+				g.opts.Logger.Warn("storage has space again but could not reclaim the space of failed writes; writes stay refused", "dir", g.opts.Dir, "free_bytes", free, "error", err)
+				return
+			}
+		}
+		g.set(nil)
+		g.opts.Logger.Info("storage has room again; writes resume", "dir", g.opts.Dir, "free_bytes", free)
+	}
+}
+
+// set changes the state to full (reason non-nil) or to having room.
+func (g *Guard) set(reason error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if (g.full == nil) == (reason == nil) {
+		return
+	}
+	if reason != nil {
+		g.opts.Logger.Error("storage is full: writes are refused until space is freed", "dir", g.opts.Dir, "reason", reason)
+		// Measure from now: space freed at once is seen a probe later.
+		g.probed = time.Now()
+	}
+	g.full = reason
+	close(g.changed)
+	g.changed = make(chan struct{})
+}
+
+// Appends returns store with its Append refused at once while storage is
+// full, and an Append that failed for want of space marking it full; both
+// answer KindStorageFull (nothing was stored).
+func (g *Guard) Appends(store domain.EventStore) domain.EventStore {
+	return guardedStore{EventStore: store, guard: g}
+}
+
+type guardedStore struct {
+	domain.EventStore
+	guard *Guard
+}
+
+func (s guardedStore) Append(ctx context.Context, stream string, expected int64, events []domain.NewEvent) (domain.AppendResult, error) {
+	if full := s.guard.Full(ctx); full != nil {
+		return domain.AppendResult{}, refusal(full)
+	}
+	res, err := s.EventStore.Append(ctx, stream, expected, events)
+	if err = s.guard.Check(err); errors.Is(err, domain.ErrStorageFull) {
+		return res, refusal(err)
+	}
+	return res, err
+}
+
+// refusal is the client's answer to a write refused because storage is
+// full (reason wraps domain.ErrStorageFull): nothing was stored, and the
+// same request may be sent again once space is freed.
+func refusal(reason error) *domain.Error {
+	e := domain.Errorf(domain.KindStorageFull, "the server's storage is full, so nothing of this request was stored; send it again once space is freed (GET /readyz says when)")
+	e.Err = reason
+	return e.WithDetail(domain.DetailRetryAfterSeconds, 10)
+}
