@@ -5,7 +5,7 @@ BIN       ?= bin/engram
 BENCH     ?= .
 BENCHTIME ?= 1s
 
-.PHONY: build run test mcp-ts-deps test-typescript test-python lint fuzz vulncheck bench bench-quality bench-load bench-replay clean
+.PHONY: build run test mcp-ts-deps test-typescript test-python lint fuzz fuzz-api vulncheck bench bench-quality bench-load bench-replay clean
 
 # `engram version` reports these; `go build` alone leaves them to Go's
 # build information. VERSION (the file) is the release, shared by the server
@@ -90,6 +90,13 @@ fuzz:
 # needs the Go vulnerability database (https://vuln.go.dev), so it is not
 # part of `make lint`, which must run offline.
 GOVULNCHECK ?= golang.org/x/vuln/cmd/govulncheck@v1.9.0
+
+# fuzz-api fuzzes the API of the real binary from its OpenAPI document
+# with schemathesis (pip install -r test/fuzz/requirements.txt), with a
+# fixed budget and seed; make test runs a short fuzzing pass of the same.
+fuzz-api:
+	ENGRAM_TEST_FUZZ_API_EXAMPLES=$${ENGRAM_TEST_FUZZ_API_EXAMPLES:-50} ENGRAM_TEST_FUZZ_API_PHASES=examples,coverage,fuzzing \
+		go test -count=1 -timeout 30m -run '^TestSchemathesis$$' -v ./cmd/engram
 
 vulncheck:
 	$(GO) run $(GOVULNCHECK) ./...

@@ -33,6 +33,8 @@ func (s *Server) embeddingRoutes(r chi.Router) {
 	if s.cfg.Embeddings == nil {
 		return
 	}
+	r.With(s.openAIAuth).Get("/models", s.openAIModels)
+	r.With(s.openAIAuth).Get("/models/{model}", s.openAIModel)
 	r.Route("/embeddings", func(r chi.Router) {
 		r.With(s.openAIAuth).Post("/", s.openAIEmbeddings)
 		r.Group(func(r chi.Router) {

@@ -277,9 +277,15 @@ func newStack(t testing.TB, opts stackOptions) *stack {
 	}
 
 	// The handler is swapped by wire; the server reads it per request.
-	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	var serve http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		(*s.handler.Load()).ServeHTTP(w, r)
-	}))
+	})
+	if _, benchmark := t.(*testing.B); !benchmark {
+		// Every exchange of the tests is checked against the OpenAPI
+		// document (benchmarks measure the server alone).
+		serve = validatingHandler(t, loadOpenAPI(t), serve)
+	}
+	s.srv = httptest.NewServer(serve)
 	s.wire(newCatalog(t, s.provider, local.BuiltinModelName), opts.runner)
 	if opts.runQueue {
 		s.stopQueue = runInBackground(s.queue.Run)

@@ -103,7 +103,7 @@ func (s *Server) withIOBounds(next http.Handler) http.Handler {
 		}
 		gw.body = body
 		if r.ContentLength > limit {
-			s.fail(gw, r, domain.Errorf(domain.KindTooLarge, "request body exceeds the limit of %d bytes", limit).WithDetail("limit", limit))
+			s.failUnrouted(gw, r, domain.Errorf(domain.KindTooLarge, "request body exceeds the limit of %d bytes", limit).WithDetail("limit", limit))
 			return
 		}
 		r.Body = body
@@ -182,7 +182,7 @@ func (s *Server) limitInFlight(next http.Handler) http.Handler {
 		case slots <- struct{}{}:
 		default:
 			w.Header().Set("Retry-After", "1")
-			s.fail(w, r, serverBusy(s.cfg.MaxInFlight))
+			s.failUnrouted(w, r, serverBusy(s.cfg.MaxInFlight))
 			return
 		}
 		defer func() { <-slots }()

@@ -6,9 +6,12 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"net/http"
 	"strings"
+
+	"github.com/go-chi/chi/v5"
 
 	"github.com/engram-memory/engram/api/httpstatus"
 	"github.com/engram-memory/engram/commands"
@@ -89,6 +92,51 @@ func (s *Server) openAIEmbeddings(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
+// openAIModel is one entry of GET /v1/models, OpenAI's model object. The
+// catalogue has no creation dates, so created is 0 (the epoch) rather
+// than a made-up date.
+type openAIModel struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	OwnedBy string `json:"owned_by"`
+}
+
+func modelObject(m domain.CatalogEntry) openAIModel {
+	return openAIModel{ID: m.Name, Object: "model", OwnedBy: m.Provider}
+}
+
+// openAIModels lists, in OpenAI's shape, the models POST /v1/embeddings
+// can use here: the catalogue's available ones (GET /v1/embeddings/models
+// lists the whole catalogue in Engram's shape).
+func (s *Server) openAIModels(w http.ResponseWriter, r *http.Request) {
+	data := []openAIModel{}
+	for _, m := range s.cfg.Queries.Models(r.Context()) {
+		if m.Available {
+			data = append(data, modelObject(m))
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
+}
+
+// openAIModel answers GET /v1/models/{model}: one available model, or
+// OpenAI's 404 model_not_found.
+func (s *Server) openAIModel(w http.ResponseWriter, r *http.Request) {
+	name := chi.URLParam(r, "model")
+	for _, m := range s.cfg.Queries.Models(r.Context()) {
+		if m.Available && m.Name == name {
+			writeJSON(w, http.StatusOK, modelObject(m))
+			return
+		}
+	}
+	writeJSON(w, http.StatusNotFound, map[string]openAIError{"error": {
+		Message: fmt.Sprintf("the model %q does not exist or is not available here", name),
+		Type:    "invalid_request_error", Param: ptr("model"), Code: ptr("model_not_found"),
+	}})
+}
+
+func ptr[T any](v T) *T { return &v }
+
 // openAIInput reads input: a string or an array of strings. Token arrays
 // (of integers, or arrays of them) are OpenAI's too, but Engram's models
 // have their own tokenizers, so they are refused rather than guessed at.
@@ -124,6 +172,23 @@ func base64Floats(v []float32) string {
 		binary.LittleEndian.PutUint32(buf[4*i:], math.Float32bits(f))
 	}
 	return base64.StdEncoding.EncodeToString(buf)
+}
+
+// failUnrouted answers a request that a middleware refuses before routing
+// in the error shape of the route it was for: OpenAI's on the
+// OpenAI-compatible routes, the failure envelope elsewhere.
+func (s *Server) failUnrouted(w http.ResponseWriter, r *http.Request, err error) {
+	if isOpenAIRoute(r.URL.Path) {
+		s.failOpenAI(w, r, err)
+		return
+	}
+	s.fail(w, r, err)
+}
+
+// isOpenAIRoute tells whether path is one of the OpenAI-compatible routes.
+func isOpenAIRoute(path string) bool {
+	path = strings.TrimSuffix(path, "/")
+	return path == "/v1/embeddings" || path == "/v1/models" || strings.HasPrefix(path, "/v1/models/")
 }
 
 // openAIAuth is requireAuth with OpenAI's error shape.

@@ -163,3 +163,66 @@ func TestEngramAsOpenAIProvider(t *testing.T) {
 	first.provider.down.Store(true)
 	wantError(t, second.call("POST", "/v1/embeddings/generate", bobKey, map[string]any{"text": "x"}), 503, "provider_unavailable")
 }
+
+// TestOpenAIModels: GET /v1/models lists, in OpenAI's shape, the models
+// POST /v1/embeddings accepts here, and GET /v1/models/{id} answers one of
+// them or OpenAI's 404 model_not_found; both need a credential, as
+// /v1/embeddings does.
+func TestOpenAIModels(t *testing.T) {
+	s := newStack(t, stackOptions{fixedAuth: true, noRun: true})
+	client := s.openAIClient(aliceKey)
+	ctx := context.Background()
+
+	list, err := client.ListModels(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var available []string
+	for _, m := range s.must(http.StatusOK, "GET", "/v1/embeddings/models", aliceKey, nil).data()["models"].([]any) {
+		if entry := m.(map[string]any); entry["available"] == true {
+			available = append(available, entry["name"].(string))
+		}
+	}
+	var listed []string
+	for _, m := range list.Models {
+		if m.Object != "model" || m.OwnedBy == "" {
+			t.Fatalf("model object: %+v", m)
+		}
+		listed = append(listed, m.ID)
+	}
+	if len(listed) == 0 || !slices.Equal(listed, available) {
+		t.Fatalf("listed %v, want the available models %v", listed, available)
+	}
+	for _, id := range listed {
+		if _, err := client.CreateEmbeddings(ctx, goopenai.EmbeddingRequest{Input: []string{"x"}, Model: goopenai.EmbeddingModel(id)}); err != nil {
+			t.Fatalf("listed model %s does not embed: %v", id, err)
+		}
+	}
+
+	one, err := client.GetModel(ctx, listed[0])
+	if err != nil || one.ID != listed[0] || one.Object != "model" {
+		t.Fatalf("retrieve %s: %+v %v", listed[0], one, err)
+	}
+	_, err = client.GetModel(ctx, "text-embedding-3-large")
+	wantAPIError(t, err, 404, "model_not_found", "model")
+	_, err = s.openAIClient("wrong").ListModels(ctx)
+	wantAPIError(t, err, 401, "invalid_api_key", "")
+	if r := s.call("GET", "/v1/models", "", nil); r.status != 401 || r.body["success"] != nil {
+		t.Fatalf("no credential: %d %s", r.status, r.raw)
+	}
+}
+
+// TestOpenAIRoutesTooLargeInOpenAIShape: a body over the limit, refused
+// by the middleware before routing, is answered in OpenAI's error shape on
+// the OpenAI-compatible route (schemathesis found it in Engram's envelope)
+// and in the envelope elsewhere.
+func TestOpenAIRoutesTooLargeInOpenAIShape(t *testing.T) {
+	s := newStack(t, stackOptions{fixedAuth: true, noRun: true, maxBody: 1024})
+	big := strings.Repeat("x", 2048)
+	r := s.call("POST", "/v1/embeddings", aliceKey, map[string]any{"input": big, "model": "default"})
+	e, _ := r.body["error"].(map[string]any)
+	if r.status != http.StatusRequestEntityTooLarge || r.body["success"] != nil || e["code"] != "payload_too_large" || e["type"] != "invalid_request_error" {
+		t.Fatalf("POST /v1/embeddings: %d %s", r.status, r.raw)
+	}
+	wantError(t, s.call("POST", "/v1/embeddings/generate", aliceKey, map[string]any{"text": big}), http.StatusRequestEntityTooLarge, "payload_too_large")
+}

@@ -122,6 +122,7 @@ func (s *Server) Handler() http.Handler {
 	})
 	r.Get("/readyz", s.readyz)
 	r.Route("/v1", func(r chi.Router) {
+		r.Get("/openapi.json", serveOpenAPI)
 		s.accountRoutes(r)
 		s.memoryRoutes(r)
 		s.embeddingRoutes(r)

@@ -350,7 +350,8 @@ func (s *Server) audit(w http.ResponseWriter, r *http.Request) {
 
 // provenance serves /api/provenance/{type}/{id}: the memory's tree both
 // ways, what it was derived from (up) and what was derived from it (down).
-// type is the memory type, singular or plural; a memory of another type is not found.
+// type is the memory type in any spelling memory.ParseType accepts
+// (singular, plural, short: "raw"); a memory of another type is not found.
 func (s *Server) provenance(w http.ResponseWriter, r *http.Request) {
 	q, err := queryParams(r, "depth")
 	if err != nil {

@@ -392,9 +392,13 @@ func dashboardEndpoints(t *testing.T, ids map[string]string, d *dashboardProc) {
 			t.Errorf("%s up: %v, want the raw entry", path, up)
 		}
 	}
-	down := d.data(t, "/api/provenance/raw_entry/"+ids["raw"])["down"].(map[string]any)["nodes"].([]any)
-	if len(down) != 1 || down[0].(map[string]any)["id"] != ids["belief"] {
-		t.Errorf("provenance down: %v, want the belief", down)
+	// Every spelling of a type (singular, plural, short) is accepted, as
+	// derived_from accepts "raw:<id>".
+	for _, typ := range []string{"raw_entry", "raw_entries", "raw"} {
+		down := d.data(t, "/api/provenance/"+typ+"/"+ids["raw"])["down"].(map[string]any)["nodes"].([]any)
+		if len(down) != 1 || down[0].(map[string]any)["id"] != ids["belief"] {
+			t.Errorf("provenance down by %s: %v, want the belief", typ, down)
+		}
 	}
 
 	// The UI at /.

@@ -15,8 +15,8 @@ type Ref struct {
 
 func (r Ref) String() string { return string(r.Type) + ":" + r.ID }
 
-// ParseRefs parses derived_from entries ("episode:<id>", plural names and
-// "raw:<id>" accepted) into canonical refs; existence is checked by the
+// ParseRefs parses derived_from entries ("episode:<id>", any spelling
+// ParseType accepts, e.g. "raw:<id>") into canonical refs; existence is checked by the
 // command that records them.
 func ParseRefs(field string, refs []string) ([]Ref, error) {
 	out := make([]Ref, 0, len(refs))
@@ -24,9 +24,6 @@ func ParseRefs(field string, refs []string) ([]Ref, error) {
 		typ, id, ok := strings.Cut(s, ":")
 		typ, id = strings.TrimSpace(typ), strings.TrimSpace(id)
 		t, known := ParseType(typ)
-		if typ == "raw" {
-			t, known = RawEntry, true
-		}
 		if !ok || !known || id == "" {
 			return nil, domain.Invalid(field, "%s[%d] must look like \"type:id\" (e.g. \"episode:0193…\"), got %q", field, i, s).WithDetail("index", i)
 		}

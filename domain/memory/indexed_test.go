@@ -91,13 +91,13 @@ func TestParseType(t *testing.T) {
 		{"episodes", Episode, true}, {"episode", Episode, true}, {"Episodes", Episode, true},
 		{"beliefs", Belief, true}, {"belief", Belief, true},
 		{"notes", Note, true}, {"note", Note, true},
-		{"agent_values", Value, true}, {"value", Value, true}, {"values", Value, true},
+		{"agent_values", Value, true}, {"value", Value, true}, {"values", Value, true}, {"agent_value", Value, true},
 		{"goals", Goal, true}, {"goal", Goal, true},
 		{"playbooks", Playbook, true}, {"playbook", Playbook, true},
-		{"raw_entries", RawEntry, true}, {"raw_entry", RawEntry, true},
+		{"raw_entries", RawEntry, true}, {"raw_entry", RawEntry, true}, {"raw", RawEntry, true}, {"RAW", RawEntry, true},
 		{"relationships", Relationship, true}, {"relationship", Relationship, true},
 		{"drives", Drive, true}, {" drive ", Drive, true},
-		{"diary", "", false}, {"", "", false}, {"raw", "", false},
+		{"diary", "", false}, {"", "", false}, {"raws", "", false},
 	}
 	for _, tt := range tests {
 		got, ok := ParseType(tt.name)

@@ -4,6 +4,7 @@
 package memory
 
 import (
+	"slices"
 	"sort"
 	"strings"
 
@@ -25,22 +26,25 @@ const (
 	Drive        Type = "drive"
 )
 
-// typeInfo is the immutable table of types: plural (filter) name and
-// whether the type is indexed for search.
+// typeInfo is the immutable table of types: plural (filter) name, the
+// other spellings accepted for it (short forms) and whether the type is
+// indexed for search. Every route parses type names with ParseType, so
+// each spelling is accepted alike everywhere.
 var typeInfo = []struct {
 	t          Type
 	plural     string
+	short      []string
 	searchable bool
 }{
-	{Episode, "episodes", true},
-	{Belief, "beliefs", true},
-	{Note, "notes", true},
-	{Value, "agent_values", true},
-	{Goal, "goals", true},
-	{Playbook, "playbooks", true},
-	{RawEntry, "raw_entries", true},
-	{Relationship, "relationships", true},
-	{Drive, "drives", false},
+	{Episode, "episodes", nil, true},
+	{Belief, "beliefs", nil, true},
+	{Note, "notes", nil, true},
+	{Value, "agent_values", []string{"values", "agent_value"}, true},
+	{Goal, "goals", nil, true},
+	{Playbook, "playbooks", nil, true},
+	{RawEntry, "raw_entries", []string{"raw"}, true},
+	{Relationship, "relationships", nil, true},
+	{Drive, "drives", nil, false},
 }
 
 // Types lists every memory type.
@@ -83,17 +87,15 @@ func (t Type) Searchable() bool {
 	return false
 }
 
-// ParseType accepts a plural or singular type name ("episodes", "episode",
-// "agent_values", "value"; also "values").
+// ParseType accepts a type's plural, singular or short name ("episodes",
+// "episode"; "agent_values", "value", "values"; "raw_entries",
+// "raw_entry", "raw"), in any case.
 func ParseType(name string) (Type, bool) {
 	n := strings.ToLower(strings.TrimSpace(name))
 	for _, ti := range typeInfo {
-		if n == string(ti.t) || n == ti.plural {
+		if n == string(ti.t) || n == ti.plural || slices.Contains(ti.short, n) {
 			return ti.t, true
 		}
-	}
-	if n == "values" {
-		return Value, true
 	}
 	return "", false
 }

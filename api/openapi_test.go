@@ -1,0 +1,226 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/legacy"
+	"github.com/go-chi/chi/v5"
+
+	"github.com/engram-memory/engram/api"
+)
+
+// openAPIDoc is the document, loaded and validated as OpenAPI 3.1, with a
+// router that finds an operation of a request.
+type openAPIDoc struct {
+	doc    *openapi3.T
+	router routers.Router
+}
+
+var loadOpenAPIOnce = sync.OnceValues(func() (*openAPIDoc, error) {
+	doc, err := openapi3.NewLoader().LoadFromData(api.OpenAPIDocument())
+	if err != nil {
+		return nil, err
+	}
+	if err := doc.Validate(context.Background()); err != nil {
+		return nil, err
+	}
+	router, err := legacy.NewRouter(doc)
+	if err != nil {
+		return nil, err
+	}
+	return &openAPIDoc{doc: doc, router: router}, nil
+})
+
+func loadOpenAPI(t testing.TB) *openAPIDoc {
+	t.Helper()
+	d, err := loadOpenAPIOnce()
+	if err != nil {
+		t.Fatalf("openapi.json: %v", err)
+	}
+	return d
+}
+
+// TestOpenAPIDocumentIsValid: the document is valid OpenAPI 3.1 and
+// GET /v1/openapi.json serves it without a credential.
+func TestOpenAPIDocumentIsValid(t *testing.T) {
+	d := loadOpenAPI(t)
+	if !d.doc.IsOpenAPI31OrLater() || d.doc.IsOpenAPI32OrLater() {
+		t.Fatalf("openapi %q, want 3.1", d.doc.OpenAPI)
+	}
+	s := newStack(t, stackOptions{fixedAuth: true, noRun: true})
+	r := s.call("GET", "/v1/openapi.json", "", nil)
+	var served, embedded any
+	if err := json.Unmarshal(r.raw, &served); err != nil || r.status != 200 {
+		t.Fatalf("GET /v1/openapi.json: %d %v", r.status, err)
+	}
+	_ = json.Unmarshal(api.OpenAPIDocument(), &embedded)
+	if a, b := mustJSON(t, served), mustJSON(t, embedded); a != b {
+		t.Fatal("served document differs from the embedded one")
+	}
+}
+
+func mustJSON(t testing.TB, v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestOpenAPIDocumentsEveryMountedRoute: every route the router mounts is
+// in the document, and every operation of the document is mounted. A
+// route mounted for every method (r.Handle: /mcp, whose transport answers
+// the methods it knows) counts as mounted for each documented method, and
+// must be documented.
+func TestOpenAPIDocumentsEveryMountedRoute(t *testing.T) {
+	d := loadOpenAPI(t)
+	s := newStack(t, stackOptions{fixedAuth: true, noRun: true})
+	methods := map[string][]string{} // path → mounted methods
+	err := chi.Walk((*s.handler.Load()).(chi.Routes), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+		if route != "/" {
+			route = strings.TrimSuffix(route, "/")
+		}
+		methods[route] = append(methods[route], method)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	anyMethod := func(path string) bool { return len(methods[path]) >= 9 } // chi's nine methods
+	for path, mounted := range methods {
+		item := d.doc.Paths.Value(path)
+		if item == nil {
+			t.Errorf("mounted but not documented: %v %s", mounted, path)
+			continue
+		}
+		if anyMethod(path) {
+			continue
+		}
+		for _, method := range mounted {
+			if item.GetOperation(method) == nil {
+				t.Errorf("mounted but not documented: %s %s", method, path)
+			}
+		}
+	}
+	for path, item := range d.doc.Paths.Map() {
+		for method := range item.Operations() {
+			if !anyMethod(path) && !slices.Contains(methods[path], method) {
+				t.Errorf("documented but not mounted: %s %s", method, path)
+			}
+		}
+	}
+}
+
+// validatingHandler checks every exchange of the tests against the
+// document: each response must be one the document describes for its
+// operation, and a request the server accepts (2xx) must be one the
+// document allows. A request the document refuses is still sent (the
+// tests of bad input send them) and must then be refused by the server.
+func validatingHandler(t testing.TB, d *openAPIDoc, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		route, params, err := d.router.FindRoute(r)
+		if err != nil {
+			next.ServeHTTP(w, r) // undocumented paths answer 404/405, tested elsewhere
+			return
+		}
+		reqBody := &cappedBuffer{max: 1 << 20}
+		r.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.TeeReader(r.Body, reqBody), r.Body}
+		rec := &teeWriter{ResponseWriter: w, body: &cappedBuffer{max: 4 << 20}}
+		next.ServeHTTP(rec, r)
+		if rec.status == 0 {
+			rec.status = http.StatusOK
+		}
+		if reqBody.over || rec.body.over || rec.failed || rec.status == http.StatusNotModified {
+			// Too big to keep, cut off by the client, or no body.
+			return
+		}
+		ctx := context.Background()
+		input := &openapi3filter.RequestValidationInput{
+			Request: r.Clone(ctx), PathParams: params, Route: route,
+			Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc},
+		}
+		input.Request.Body = io.NopCloser(bytes.NewReader(reqBody.Bytes()))
+		if rec.status/100 == 2 {
+			if err := openapi3filter.ValidateRequest(ctx, input); err != nil {
+				t.Errorf("openapi: %s %s answered %d but the document refuses the request: %v", r.Method, r.URL.Path, rec.status, err)
+			}
+		}
+		input.Request.Body = io.NopCloser(bytes.NewReader(reqBody.Bytes()))
+		// kin-openapi decodes JSON bodies only; an HTML page is checked for
+		// its status and content type.
+		err = openapi3filter.ValidateResponse(ctx, &openapi3filter.ResponseValidationInput{
+			RequestValidationInput: input, Status: rec.status, Header: rec.Header(),
+			Options: &openapi3filter.Options{
+				IncludeResponseStatus: true,
+				ExcludeResponseBody:   !strings.HasPrefix(rec.Header().Get("Content-Type"), "application/json"),
+			},
+			Body: io.NopCloser(bytes.NewReader(rec.body.Bytes())),
+		})
+		if err != nil {
+			t.Errorf("openapi: %s %s: response %d violates the document: %v\n%s", r.Method, r.URL.Path, rec.status, err, truncate(rec.body.Bytes()))
+		}
+	})
+}
+
+func truncate(b []byte) string {
+	if len(b) > 600 {
+		return string(b[:600]) + "…"
+	}
+	return string(b)
+}
+
+// cappedBuffer keeps up to max bytes and notes whether more came.
+type cappedBuffer struct {
+	bytes.Buffer
+	max  int
+	over bool
+}
+
+func (c *cappedBuffer) Write(p []byte) (int, error) {
+	if c.Len()+len(p) > c.max {
+		c.over = true
+		return len(p), nil
+	}
+	return c.Buffer.Write(p)
+}
+
+// teeWriter passes a response through and keeps a copy of it.
+type teeWriter struct {
+	http.ResponseWriter
+	status int
+	body   *cappedBuffer
+	failed bool // a write failed: the client has not read the whole body
+}
+
+func (w *teeWriter) WriteHeader(status int) {
+	if w.status == 0 {
+		w.status = status
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *teeWriter) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	n, err := w.ResponseWriter.Write(p)
+	_, _ = w.body.Write(p[:n])
+	w.failed = w.failed || err != nil
+	return n, err
+}
+
+func (w *teeWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
