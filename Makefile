@@ -5,7 +5,7 @@ BIN       ?= bin/engram
 BENCH     ?= .
 BENCHTIME ?= 1s
 
-.PHONY: build run test mcp-ts-deps test-typescript test-python lint fuzz fuzz-api vulncheck bench bench-quality bench-load bench-replay clean
+.PHONY: build run test test-deps test-typescript test-python lint fuzz fuzz-api vulncheck bench bench-quality bench-load bench-replay clean
 
 # `engram version` reports these; `go build` alone leaves them to Go's
 # build information. VERSION (the file) is the release, shared by the server
@@ -33,19 +33,28 @@ TEST_BIN   ?= $(CURDIR)/bin/engram-test
 RACE_BIN   ?= $(CURDIR)/bin/engram-race
 RACE_SMOKE ?= TestKillMidLoadLosesNoAcknowledgedWrite|TestLiveRebuildOfOneProjection|TestSchedulerEndToEnd|TestProcessingWithChatModelEndToEnd|TestServeHealthAndGracefulStop|TestCLISearchLocal
 
-test: lint mcp-ts-deps
+test: lint test-deps
 	$(GO) build -o $(TEST_BIN) ./cmd/engram
-	ENGRAM_TEST_BINARY=$(TEST_BIN) $(GO) test -race -count=1 -timeout 20m ./...
+	PATH="$(PYTOOLS)/bin:$$PATH" ENGRAM_TEST_BINARY=$(TEST_BIN) $(GO) test -race -count=1 -timeout 20m ./...
 	$(GO) build -race -o $(RACE_BIN) ./cmd/engram
 	ENGRAM_TEST_BINARY=$(RACE_BIN) $(GO) test -race -count=1 -timeout 10m -run '^($(RACE_SMOKE))$$' ./cmd/engram
 	ENGRAM_TEST_BINARY=$(TEST_BIN) $(MAKE) test-typescript
 	$(MAKE) test-python ENGRAM_TEST_BINARY=$(TEST_BIN)
 
-# The official MCP TypeScript SDK that cmd/engram's
-# TestMCPTypeScriptSDKDrivesTheBinary runs (test/mcp-ts, pinned in its
-# package-lock.json).
-mcp-ts-deps:
+# The clients nobody here wrote, at pinned versions, that the Go suites
+# drive the binary with: the official MCP TypeScript SDK (test/mcp-ts,
+# cmd/engram's TestMCPTypeScriptSDKDrivesTheBinary), the official OpenAI
+# Python and Node SDKs (test/openai-clients, TestOfficialOpenAISDKs) and
+# schemathesis (test/fuzz, TestSchemathesis). The Python ones go into a
+# virtual environment that `make test` puts first on PATH (a system Python
+# may refuse pip installs). A missing Node.js or Python fails, never skips.
+PYTOOLS ?= $(CURDIR)/bin/pytools
+
+test-deps:
 	cd test/mcp-ts && npm ci --no-audit --no-fund
+	npm ci --no-audit --no-fund --prefix test/openai-clients/node
+	python3 -m venv $(PYTOOLS)
+	$(PYTOOLS)/bin/pip install --quiet --disable-pip-version-check -r test/openai-clients/python/requirements.txt -r test/fuzz/requirements.txt
 
 # The TypeScript SDK (sdk/typescript): its pinned dependencies, the tsc
 # build and its suite (node --test) against the real binary, which is
@@ -92,10 +101,10 @@ fuzz:
 GOVULNCHECK ?= golang.org/x/vuln/cmd/govulncheck@v1.9.0
 
 # fuzz-api fuzzes the API of the real binary from its OpenAPI document
-# with schemathesis (pip install -r test/fuzz/requirements.txt), with a
-# fixed budget and seed; make test runs a short fuzzing pass of the same.
-fuzz-api:
-	ENGRAM_TEST_FUZZ_API_EXAMPLES=$${ENGRAM_TEST_FUZZ_API_EXAMPLES:-50} ENGRAM_TEST_FUZZ_API_PHASES=examples,coverage,fuzzing \
+# with schemathesis (installed by test-deps), with a fixed budget and
+# seed; make test runs a short fuzzing pass of the same.
+fuzz-api: test-deps
+	PATH="$(PYTOOLS)/bin:$$PATH" ENGRAM_TEST_FUZZ_API_EXAMPLES=$${ENGRAM_TEST_FUZZ_API_EXAMPLES:-50} ENGRAM_TEST_FUZZ_API_PHASES=examples,coverage,fuzzing \
 		go test -count=1 -timeout 30m -run '^TestSchemathesis$$' -v ./cmd/engram
 
 vulncheck:

@@ -583,6 +583,17 @@ func TestCogReadsNeverWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The database copies its WAL into the main file once writes have
+	// paused (sqlite's idle checkpoint), which changes the file's bytes but
+	// nothing in it; both hashes are taken with the WAL copied in and
+	// emptied, so only a write made by the tour can tell them apart.
+	reclaim := func() {
+		t.Helper()
+		if err := s.db.Reclaim(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reclaim()
 	files := dataFileHashes(t, s.dataDir)
 	for round := 0; round < 3; round++ {
 		for _, path := range tour {
@@ -596,6 +607,7 @@ func TestCogReadsNeverWrite(t *testing.T) {
 	if after != head {
 		t.Fatalf("reads appended %d events", after-head)
 	}
+	reclaim()
 	if got := dataFileHashes(t, s.dataDir); fmt.Sprint(got) != fmt.Sprint(files) {
 		t.Fatal("reads changed the database files")
 	}
