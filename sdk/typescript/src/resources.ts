@@ -313,4 +313,9 @@ export class Models extends Resource {
   list(options?: RequestOptions): Promise<T.OpenAIModelList> {
     return this.t.call({ method: "GET", path: "/models", idempotent: true, raw: true, options });
   }
+
+  /** One model by id (GET /v1/models/{id}); an unknown one is 404 `model_not_found`. */
+  retrieve(id: string, options?: RequestOptions): Promise<T.OpenAIModel> {
+    return this.t.call({ method: "GET", path: `/models/${pathID(id)}`, idempotent: true, raw: true, options });
+  }
 }

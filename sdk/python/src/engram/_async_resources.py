@@ -505,6 +505,12 @@ class AsyncModels(AsyncResource):
         data = await self._call(Request("GET", "/models", idempotent=True, envelope=False))
         return [from_dict(OpenAIModel, m) for m in data["data"]]
 
+    async def retrieve(self, model_id: str) -> OpenAIModel:
+        """One model by id (GET /models/{id}); an unknown one raises
+        NotFoundError with code model_not_found."""
+        data = await self._call(Request("GET", f"/models/{segment(model_id)}", idempotent=True, envelope=False))
+        return from_dict(OpenAIModel, data)
+
 
 class AsyncSync(AsyncResource):
     """Replication of an agent's events: /sync/events."""

@@ -504,6 +504,12 @@ class Models(Resource):
         data = self._call(Request("GET", "/models", idempotent=True, envelope=False))
         return [from_dict(OpenAIModel, m) for m in data["data"]]
 
+    def retrieve(self, model_id: str) -> OpenAIModel:
+        """One model by id (GET /models/{id}); an unknown one raises
+        NotFoundError with code model_not_found."""
+        data = self._call(Request("GET", f"/models/{segment(model_id)}", idempotent=True, envelope=False))
+        return from_dict(OpenAIModel, data)
+
 
 class Sync(Resource):
     """Replication of an agent's events: /sync/events."""
