@@ -18,12 +18,11 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/infra/serverversion"
 	ms "github.com/meilisearch/meilisearch-go"
 )
 
@@ -186,7 +185,7 @@ func (ix *Index) setup(ctx context.Context) error {
 	if err != nil {
 		return setupError(ctx, classify(ctx, "version", err))
 	}
-	if !supported(v.PkgVersion) {
+	if !serverversion.AtLeast(v.PkgVersion, minMajor, minMinor) {
 		return fmt.Errorf("meilisearch: server version %q: Engram needs Meilisearch %d.%d or later: %w: %w", v.PkgVersion, minMajor, minMinor, errUnsupportedServer, domain.ErrIndexUnavailable)
 	}
 	info, err := ix.client.CreateIndexWithContext(ctx, &ms.IndexConfig{Uid: ix.cfg.IndexName, PrimaryKey: attrID})
@@ -220,21 +219,6 @@ func setupError(ctx context.Context, err error) error {
 // The oldest Meilisearch the adapter works with: 1.9 brought
 // rankingScoreThreshold (1.8 the "-word" operator the queries use).
 const minMajor, minMinor = 1, 9
-
-// supported reports whether a Meilisearch pkgVersion ("1.12.3",
-// "1.13.0-rc.1") is at least minMajor.minMinor.
-func supported(version string) bool {
-	parts := strings.SplitN(version, ".", 3)
-	if len(parts) < 2 {
-		return false
-	}
-	major, err1 := strconv.Atoi(parts[0])
-	minor, err2 := strconv.Atoi(parts[1])
-	if err1 != nil || err2 != nil {
-		return false
-	}
-	return major > minMajor || major == minMajor && minor >= minMinor
-}
 
 // validUID is Meilisearch's rule for index uids and document ids: 1 to
 // 400 (ids: 511) bytes of ASCII letters, digits, '-' and '_'.

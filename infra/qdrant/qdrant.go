@@ -37,6 +37,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/infra/serverversion"
 )
 
 // Payload keys.
@@ -151,28 +152,13 @@ func (ix *Index) checkVersion(ctx context.Context) error {
 	if err != nil {
 		return ix.mapErr(ctx, "health check", err)
 	}
-	if !supported(reply.GetVersion()) {
+	if !serverversion.AtLeast(reply.GetVersion(), minMajor, minMinor) {
 		return fmt.Errorf("qdrant: server version %q: Engram needs Qdrant %d.%d or later: %w: %w", reply.GetVersion(), minMajor, minMinor, errUnsupportedServer, domain.ErrIndexUnavailable)
 	}
 	ix.mu.Lock()
 	ix.versionOK = true
 	ix.mu.Unlock()
 	return nil
-}
-
-// supported reports whether a Qdrant version ("1.17.1", "1.13.0-dev") is
-// at least minMajor.minMinor.
-func supported(version string) bool {
-	parts := strings.SplitN(version, ".", 3)
-	if len(parts) < 2 {
-		return false
-	}
-	major, err1 := strconv.Atoi(parts[0])
-	minor, err2 := strconv.Atoi(parts[1])
-	if err1 != nil || err2 != nil {
-		return false
-	}
-	return major > minMajor || major == minMajor && minor >= minMinor
 }
 
 // parseURL splits a Qdrant gRPC URL into host, port and whether to use TLS.
