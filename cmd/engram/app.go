@@ -29,9 +29,10 @@ import (
 
 // app is one wired Engram server.
 type app struct {
-	logger  *slog.Logger
-	stack   *stack.Stack
-	handler http.Handler
+	logger    *slog.Logger
+	stack     *stack.Stack
+	handler   http.Handler
+	telemetry *telemetry
 
 	// The use cases behind the handler, for the command line, which
 	// works on a local stack through the same handlers as the API.
@@ -58,16 +59,23 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 	if err != nil {
 		return nil, fmt.Errorf("--durability: %w", err)
 	}
-	st, err := stack.Open(ctx, stack.Config{
-		DataDir: cfg.DataDir, SQLite: sqlite.Options{Durability: durability}, EventStore: cfg.EventStore, ReadModels: cfg.ReadModels, Indexes: cfg.Indexes, NodeID: cfg.NodeID, Logger: logger,
-	})
+	tel, err := newTelemetry(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
+	st, err := stack.Open(ctx, stack.Config{
+		DataDir: cfg.DataDir, SQLite: sqlite.Options{Durability: durability}, EventStore: cfg.EventStore, ReadModels: cfg.ReadModels, Indexes: cfg.Indexes, NodeID: cfg.NodeID, Logger: logger,
+		Observe: tel.observers(),
+	})
+	if err != nil {
+		_ = tel.shutdown(ctx)
+		return nil, err
+	}
+	tel.watch(st)
 	// The event store URL is never logged: it may carry a password.
 	logger.Info("event log opened", "event_store", cmp.Or(cfg.EventStore.Backend, stack.SQLiteLog), "read_models", cmp.Or(cfg.ReadModels.Backend, stack.SQLiteReadModels), "data_dir", cfg.DataDir, "durability", durability,
 		"keyword_index", cmp.Or(cfg.Indexes.Keyword, stack.Embedded), "vector_index", cmp.Or(cfg.Indexes.Vector, stack.Embedded))
-	a := &app{logger: logger, stack: st}
+	a := &app{logger: logger, stack: st, telemetry: tel}
 	writer := st.Writer
 
 	caughtUp := newStartupGate()
@@ -104,7 +112,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 		}
 	}()
 
-	catalog, err := newEmbedCatalog(cfg)
+	catalog, err := newEmbedCatalog(cfg, tel.embeddingProvider)
 	if err != nil {
 		a.close(ctx)
 		return nil, err
@@ -193,7 +201,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 		a.runInBackground(func(ctx context.Context) error { return pruneRateBuckets(ctx, shared, cfg, logger) })
 	}
 	a.mcp = apimcp.Services{Memories: memories, Search: searcher, Cognition: memories, Pipeline: pipeline, Queries: queries}
-	mcpServer := apimcp.NewServer(apimcp.NewServiceBackend(a.mcp, apimcp.Caller{}), apimcp.Options{Version: serverVersion(), Logger: logger})
+	mcpServer := apimcp.NewServer(apimcp.NewServiceBackend(a.mcp, apimcp.Caller{}), apimcp.Options{Version: serverVersion(), Logger: logger, Tools: tel.tools()})
 	srv := api.New(api.Config{
 		Logger:        logger,
 		MaxBodyBytes:  cfg.MaxBodyBytes,
@@ -224,6 +232,8 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 		LogHead:            st.Store.Head,
 		CredentialsCurrent: st.CredentialsCurrent,
 		RateBuckets:        rateBuckets,
+		Requests:           tel.requests(),
+		Tracer:             tel.tracer,
 	})
 	a.pipeline, a.queries = pipeline, queries
 	a.handler = caughtUp.gate(srv.Handler())
@@ -285,6 +295,8 @@ func (a *app) close(ctx context.Context) error {
 		a.stopEngine()
 		<-a.engineDone
 		errs = append(errs, a.stack.Close())
+		// Last: the spans of the work stopped above are flushed.
+		errs = append(errs, a.telemetry.shutdown(ctx))
 	})
 	return errors.Join(errs...)
 }

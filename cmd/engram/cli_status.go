@@ -23,7 +23,7 @@ func embedCommand(ctx context.Context, c *cli, args []string) error {
 	if err != nil {
 		return err
 	}
-	catalog, err := newEmbedCatalog(cfg)
+	catalog, err := newEmbedCatalog(cfg, unobserved)
 	if err != nil {
 		return err
 	}
@@ -94,7 +94,7 @@ func statusCommand(ctx context.Context, c *cli, args []string) error {
 			return err
 		}
 	} else {
-		catalog, err := newEmbedCatalog(cfg)
+		catalog, err := newEmbedCatalog(cfg, unobserved)
 		if err != nil {
 			return err
 		}

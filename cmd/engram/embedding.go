@@ -14,7 +14,8 @@ import (
 // newEmbedCatalog builds the embedding providers from configuration. The
 // local provider is always there (it needs nothing); the openai provider
 // is added when selected or configured, and comes first when selected.
-func newEmbedCatalog(cfg serveConfig) (*embed.Catalog, error) {
+// observe wraps each provider (metrics, traces; unobserved for none).
+func newEmbedCatalog(cfg serveConfig, observe func(domain.EmbeddingProvider) domain.EmbeddingProvider) (*embed.Catalog, error) {
 	lp, err := local.New(local.Options{ModelDirs: splitList(cfg.EmbedModelDir)})
 	if err != nil {
 		return nil, fmt.Errorf("local embedding models: %w", err)
@@ -48,8 +49,14 @@ func newEmbedCatalog(cfg serveConfig) (*embed.Catalog, error) {
 			providers = append(providers, op)
 		}
 	}
+	for i, p := range providers {
+		providers[i] = observe(p)
+	}
 	return embed.NewCatalog(embed.CatalogOptions{Providers: providers, DefaultModel: defaultModel})
 }
+
+// unobserved leaves an embedding provider as it is.
+func unobserved(p domain.EmbeddingProvider) domain.EmbeddingProvider { return p }
 
 // parseModelList reads "name:dims,name:dims" (models of an OpenAI-compatible
 // server, e.g. Ollama's nomic-embed-text:768).

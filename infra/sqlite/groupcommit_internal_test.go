@@ -245,7 +245,11 @@ func TestDurabilitySetsSynchronousOfTheLogCommits(t *testing.T) {
 				}
 				return level
 			}
-			if got := synchronous(db.logTx); got != tc.log {
+			logTx := func(ctx context.Context, fn func(*sql.Tx) error) error {
+				_, err := db.logTx(ctx, fn)
+				return err
+			}
+			if got := synchronous(logTx); got != tc.log {
 				t.Errorf("log commit: synchronous = %d, want %d", got, tc.log)
 			}
 			if got := synchronous(db.WriteTx); got != tc.models {
