@@ -55,13 +55,19 @@ type app struct {
 }
 
 func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, error) {
-	durability, err := sqlite.ParseDurability(cfg.Durability)
-	if err != nil {
-		return nil, fmt.Errorf("--durability: %w", err)
-	}
 	tel, err := newTelemetry(ctx, cfg)
 	if err != nil {
 		return nil, err
+	}
+	return wireApp(ctx, cfg, logger, tel)
+}
+
+// wireApp wires the server with tel's metrics and traces.
+func wireApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, tel *telemetry) (*app, error) {
+	durability, err := sqlite.ParseDurability(cfg.Durability)
+	if err != nil {
+		_ = tel.shutdown(ctx)
+		return nil, fmt.Errorf("--durability: %w", err)
 	}
 	st, err := stack.Open(ctx, stack.Config{
 		DataDir: cfg.DataDir, SQLite: sqlite.Options{Durability: durability}, EventStore: cfg.EventStore, ReadModels: cfg.ReadModels, Indexes: cfg.Indexes, NodeID: cfg.NodeID, Logger: logger,
