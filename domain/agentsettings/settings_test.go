@@ -1,4 +1,4 @@
-package stack_test
+package agentsettings_test
 
 import (
 	"encoding/json"
@@ -6,23 +6,23 @@ import (
 	"testing"
 
 	"github.com/engram-memory/engram/domain"
-	"github.com/engram-memory/engram/domain/stack"
+	"github.com/engram-memory/engram/domain/agentsettings"
 )
 
 func TestApplyPatch(t *testing.T) {
-	d := stack.Defaults()
+	d := agentsettings.Defaults()
 	for _, tc := range []struct {
 		name    string
 		patch   string
 		wantErr string // field named by the error; "" for success
-		check   func(stack.Settings) bool
+		check   func(agentsettings.Settings) bool
 	}{
-		{"state", `{"stack_state":"maintenance"}`, "", func(s stack.Settings) bool { return s.StackState == stack.Maintenance }},
-		{"nested merge keeps other fields", `{"lint_rules":{"min_length":3}}`, "", func(s stack.Settings) bool {
+		{"state", `{"stack_state":"maintenance"}`, "", func(s agentsettings.Settings) bool { return s.StackState == agentsettings.Maintenance }},
+		{"nested merge keeps other fields", `{"lint_rules":{"min_length":3}}`, "", func(s agentsettings.Settings) bool {
 			return s.LintRules.MinLength == 3 && s.LintRules.MaxLength == d.LintRules.MaxLength && s.LintRules.Enabled
 		}},
-		{"booleans", `{"enforce_provenance":false,"lazy_decay":false}`, "", func(s stack.Settings) bool { return !s.EnforceProvenance && !s.LazyDecay }},
-		{"gates", `{"promotion_gates":{"belief_min_confidence":0.9}}`, "", func(s stack.Settings) bool {
+		{"booleans", `{"enforce_provenance":false,"lazy_decay":false}`, "", func(s agentsettings.Settings) bool { return !s.EnforceProvenance && !s.LazyDecay }},
+		{"gates", `{"promotion_gates":{"belief_min_confidence":0.9}}`, "", func(s agentsettings.Settings) bool {
 			return s.PromotionGates.BeliefMinConfidence == 0.9 && s.PromotionGates.BeliefMinEvidence == 3
 		}},
 		{"unknown state", `{"stack_state":"frozen"}`, "stack_state", nil},
@@ -56,7 +56,7 @@ func TestApplyPatch(t *testing.T) {
 }
 
 func TestChangedAndGuards(t *testing.T) {
-	d := stack.Defaults()
+	d := agentsettings.Defaults()
 	s, err := d.Apply(json.RawMessage(`{"stack_state":"active","lint_rules":{"enabled":false}}`))
 	if err != nil {
 		t.Fatal(err)

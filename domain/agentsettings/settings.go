@@ -1,7 +1,8 @@
-// Package stack holds the per-agent ("stack") settings: the lifecycle
+// Package agentsettings holds an agent's settings (what the interface
+// calls the "stack settings", hence the stack_state field): the lifecycle
 // state that decides which writes are accepted and how strictly, decay,
 // lint rules and promotion gates, and the events that change them.
-package stack
+package agentsettings
 
 import (
 	"bytes"
@@ -13,7 +14,7 @@ import (
 	"github.com/engram-memory/engram/domain/memory"
 )
 
-// State is a stack's lifecycle state.
+// State is an agent's lifecycle state.
 type State string
 
 const (

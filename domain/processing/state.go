@@ -63,7 +63,7 @@ func (s Suggestion) StatusAt(now time.Time) Status {
 }
 
 // Stack is the cognition state of one agent, folded from its stream.
-type Stack struct {
+type State struct {
 	Version     int64 // of the stream; -1 when it does not exist
 	Config      Config
 	Suggestions map[string]*Suggestion
@@ -88,8 +88,8 @@ type Stack struct {
 const RecentRuns = 50
 
 // NewStack is the state of an agent with no cognition events.
-func NewStack() *Stack {
-	return &Stack{
+func NewState() *State {
+	return &State{
 		Version: -1, Config: DefaultConfig(), Suggestions: map[string]*Suggestion{},
 		consumed: map[Transition]map[string]bool{}, processedInto: map[string][]string{},
 		passDays: map[Transition]map[string]int{},
@@ -99,8 +99,8 @@ func NewStack() *Stack {
 // Fold builds the state of the agent created at agentCreatedAt from its
 // stream's events; events of an earlier, deleted agent of the same name
 // are skipped.
-func Fold(events []domain.Event, agentCreatedAt time.Time) (*Stack, error) {
-	s := NewStackOf(agentCreatedAt)
+func Fold(events []domain.Event, agentCreatedAt time.Time) (*State, error) {
+	s := NewStateOf(agentCreatedAt)
 	if err := s.ApplyAll(events); err != nil {
 		return nil, err
 	}
@@ -110,8 +110,8 @@ func Fold(events []domain.Event, agentCreatedAt time.Time) (*Stack, error) {
 // NewStackOf is the state of the agent created at agentCreatedAt before
 // any cognition event: events of an earlier agent of the same id are
 // ignored.
-func NewStackOf(agentCreatedAt time.Time) *Stack {
-	s := NewStack()
+func NewStateOf(agentCreatedAt time.Time) *State {
+	s := NewState()
 	s.agentCreatedAt = agentCreatedAt
 	return s
 }
@@ -119,7 +119,7 @@ func NewStackOf(agentCreatedAt time.Time) *Stack {
 // Clone returns a copy of s that can be advanced (Apply) without changing
 // s, so a state that readers share is never written: maps are copied,
 // and slices are clipped so that appending to the copy's reallocates.
-func (s *Stack) Clone() *Stack {
+func (s *State) Clone() *State {
 	c := *s
 	c.Config.Layers = maps.Clone(s.Config.Layers)
 	c.Suggestions = make(map[string]*Suggestion, len(s.Suggestions))
@@ -146,7 +146,7 @@ func (s *Stack) Clone() *Stack {
 // ApplyAll advances the state by the stream's events that follow
 // s.Version, in order: applying a stream in several parts gives the same
 // state as folding it at once.
-func (s *Stack) ApplyAll(events []domain.Event) error {
+func (s *State) ApplyAll(events []domain.Event) error {
 	for _, e := range events {
 		if err := s.Apply(e); err != nil {
 			return err
@@ -157,8 +157,8 @@ func (s *Stack) ApplyAll(events []domain.Event) error {
 }
 
 // decode returns the payload of a cognition event, nil for other events.
-func decode(e domain.Event) (interface{ ref() StackRef }, error) {
-	var p interface{ ref() StackRef }
+func decode(e domain.Event) (interface{ ref() AgentRef }, error) {
+	var p interface{ ref() AgentRef }
 	switch e.Type {
 	case ConfigChanged{}.EventType():
 		p = &ConfigChanged{}
@@ -180,7 +180,7 @@ func decode(e domain.Event) (interface{ ref() StackRef }, error) {
 }
 
 // Apply changes the state by one event of this agent's stream.
-func (s *Stack) Apply(e domain.Event) error {
+func (s *State) Apply(e domain.Event) error {
 	payload, err := decode(e)
 	if err != nil || payload == nil {
 		return err
@@ -207,7 +207,7 @@ func (s *Stack) Apply(e domain.Event) error {
 	return nil
 }
 
-func (s *Stack) applyPass(p PassRecorded) {
+func (s *State) applyPass(p PassRecorded) {
 	s.runs = append(s.runs, p)
 	if len(s.runs) >= 2*RecentRuns {
 		s.runs = append(s.runs[:0:0], s.runs[len(s.runs)-RecentRuns:]...)
@@ -228,7 +228,7 @@ func (s *Stack) applyPass(p PassRecorded) {
 	}
 }
 
-func (s *Stack) applyResolved(p SuggestionResolved) {
+func (s *State) applyResolved(p SuggestionResolved) {
 	sg := s.Suggestions[p.SuggestionID]
 	if sg == nil {
 		return
@@ -253,7 +253,7 @@ func (s *Stack) applyResolved(p SuggestionResolved) {
 }
 
 // Runs returns up to n of the latest passes, newest first.
-func (s *Stack) Runs(n int) []PassRecorded {
+func (s *State) Runs(n int) []PassRecorded {
 	n = min(n, RecentRuns, len(s.runs))
 	out := make([]PassRecorded, n)
 	for i := range out {
@@ -263,12 +263,12 @@ func (s *Stack) Runs(n int) []PassRecorded {
 }
 
 // Consumed reports whether transition t already processed source id.
-func (s *Stack) Consumed(t Transition, id string) bool { return s.consumed[t][id] }
+func (s *State) Consumed(t Transition, id string) bool { return s.consumed[t][id] }
 
 // Processed reports whether any transition processed source id, and what
 // was made of it ("suggestion:<id>" while pending, the memory's
 // "type:id" once promoted).
-func (s *Stack) Processed(id string) (bool, []string) {
+func (s *State) Processed(id string) (bool, []string) {
 	for _, c := range s.consumed {
 		if c[id] {
 			return true, append([]string{}, s.processedInto[id]...)
@@ -278,13 +278,13 @@ func (s *Stack) Processed(id string) (bool, []string) {
 }
 
 // PassesOn counts t's passes that reached a processor on now's UTC day.
-func (s *Stack) PassesOn(t Transition, now time.Time) int {
+func (s *State) PassesOn(t Transition, now time.Time) int {
 	return s.passDays[t][now.UTC().Format(time.DateOnly)]
 }
 
 // PendingFingerprints maps the fingerprints of suggestions pending at now
 // to their ids.
-func (s *Stack) PendingFingerprints(now time.Time) map[string]string {
+func (s *State) PendingFingerprints(now time.Time) map[string]string {
 	out := map[string]string{}
 	for _, sg := range s.Suggestions {
 		if sg.StatusAt(now) == Pending {
@@ -296,7 +296,7 @@ func (s *Stack) PendingFingerprints(now time.Time) map[string]string {
 
 // DueToExpire lists, in id order, the suggestions still recorded as
 // pending whose expiry has passed at now.
-func (s *Stack) DueToExpire(now time.Time) []string {
+func (s *State) DueToExpire(now time.Time) []string {
 	var ids []string
 	for id, sg := range s.Suggestions {
 		if sg.Status == Pending && sg.StatusAt(now) == Expired {
@@ -309,7 +309,7 @@ func (s *Stack) DueToExpire(now time.Time) []string {
 
 // Resolve decides a suggestion's move out of pending: only a suggestion
 // pending at now can move, and only to a final status.
-func (s *Stack) Resolve(id string, to Status, now time.Time) (*Suggestion, error) {
+func (s *State) Resolve(id string, to Status, now time.Time) (*Suggestion, error) {
 	sg := s.Suggestions[id]
 	if sg == nil {
 		return nil, domain.NotFound("suggestion")
