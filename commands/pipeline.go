@@ -31,7 +31,7 @@ type PipelineConfig struct {
 
 // Pipeline runs the processing pipeline and the suggestion lifecycle of
 // each agent, and records its anxiety level. The decisions fold the agent's
-// cognition stream (processing.Stack) and append at its version; within
+// cognition stream (processing.State) and append at its version; within
 // one server, the commands of one agent are serialized so that a pass and
 // an accept never decide on the same state.
 type Pipeline struct {

@@ -160,7 +160,7 @@ type consumedFields struct {
 }
 
 // passConsumed marks the memories a processing pass consumed, as the
-// processing snapshot does from the same event (processing.Stack.Processed). A consumed memory of an agent deleted
+// processing snapshot does from the same event (processing.State.Processed). A consumed memory of an agent deleted
 // since is no longer held, so the mark never reaches a later agent of
 // the same id.
 func passConsumed(ctx context.Context, tx memory.ReadModelTx, p consumedFields) error {

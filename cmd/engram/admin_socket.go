@@ -16,7 +16,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/engram-memory/engram/internal/stack"
+	"github.com/engram-memory/engram/internal/app"
 	"github.com/engram-memory/engram/projections"
 )
 
@@ -45,7 +45,7 @@ type rebuildResult struct {
 // is 0600, so it is never reachable with looser permissions. A socket
 // file left by a server that died is replaced: the caller holds the data
 // dir's lock, so no live server owns it.
-func serveAdminSocket(dataDir string, st *stack.Stack, logger *slog.Logger) (stop func(), err error) {
+func serveAdminSocket(dataDir string, st *app.Core, logger *slog.Logger) (stop func(), err error) {
 	path := filepath.Join(dataDir, adminSocketName)
 	tmp := filepath.Join(dataDir, "."+adminSocketName+".new")
 	if len(tmp) > maxSocketPath {
@@ -106,7 +106,7 @@ func writeAdminError(w http.ResponseWriter, err error) {
 	switch {
 	case errors.Is(err, projections.ErrUnknownProjection):
 		status, code = http.StatusNotFound, "not_found"
-	case errors.Is(err, stack.ErrNotLiveRebuildable), errors.Is(err, projections.ErrRebuilding):
+	case errors.Is(err, app.ErrNotLiveRebuildable), errors.Is(err, projections.ErrRebuilding):
 		status, code = http.StatusConflict, "conflict"
 	}
 	writeAdminJSON(w, status, map[string]any{"success": false, "error": map[string]string{

@@ -20,17 +20,17 @@ import (
 	"github.com/engram-memory/engram/infra/mail"
 	"github.com/engram-memory/engram/infra/postgres"
 	"github.com/engram-memory/engram/infra/sqlite"
-	"github.com/engram-memory/engram/internal/stack"
+	"github.com/engram-memory/engram/internal/app"
 	"github.com/engram-memory/engram/internal/workers"
 	"github.com/engram-memory/engram/projections"
 	"github.com/engram-memory/engram/projections/query"
 	"github.com/engram-memory/engram/projections/search"
 )
 
-// app is one wired Engram server.
-type app struct {
+// server is one wired Engram server.
+type server struct {
 	logger  *slog.Logger
-	stack   *stack.Stack
+	stack   *app.Core
 	handler http.Handler
 
 	// The use cases behind the handler, for the command line, which
@@ -53,21 +53,21 @@ type app struct {
 	closers    []func(context.Context) error
 }
 
-func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, error) {
+func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*server, error) {
 	durability, err := sqlite.ParseDurability(cfg.Durability)
 	if err != nil {
 		return nil, fmt.Errorf("--durability: %w", err)
 	}
-	st, err := stack.Open(ctx, stack.Config{
+	st, err := app.Open(ctx, app.Config{
 		DataDir: cfg.DataDir, SQLite: sqlite.Options{Durability: durability}, EventStore: cfg.EventStore, ReadModels: cfg.ReadModels, Indexes: cfg.Indexes, NodeID: cfg.NodeID, Logger: logger,
 	})
 	if err != nil {
 		return nil, err
 	}
 	// The event store URL is never logged: it may carry a password.
-	logger.Info("event log opened", "event_store", cmp.Or(cfg.EventStore.Backend, stack.SQLiteLog), "read_models", cmp.Or(cfg.ReadModels.Backend, stack.SQLiteReadModels), "data_dir", cfg.DataDir, "durability", durability,
-		"keyword_index", cmp.Or(cfg.Indexes.Keyword, stack.Embedded), "vector_index", cmp.Or(cfg.Indexes.Vector, stack.Embedded))
-	a := &app{logger: logger, stack: st}
+	logger.Info("event log opened", "event_store", cmp.Or(cfg.EventStore.Backend, app.SQLiteLog), "read_models", cmp.Or(cfg.ReadModels.Backend, app.SQLiteReadModels), "data_dir", cfg.DataDir, "durability", durability,
+		"keyword_index", cmp.Or(cfg.Indexes.Keyword, app.Embedded), "vector_index", cmp.Or(cfg.Indexes.Vector, app.Embedded))
+	a := &server{logger: logger, stack: st}
 	writer := st.Writer
 
 	caughtUp := newStartupGate()
@@ -259,7 +259,7 @@ func pruneRateBuckets(ctx context.Context, buckets *postgres.RateBuckets, cfg se
 // runInBackground runs a component until the app closes; its final work
 // (e.g. a last flush that waits for projections) finishes before the
 // projection engine stops.
-func (a *app) runInBackground(run func(context.Context) error) {
+func (a *server) runInBackground(run func(context.Context) error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -276,7 +276,7 @@ func (a *app) runInBackground(run func(context.Context) error) {
 }
 
 // close stops everything in dependency order; it is safe to call twice.
-func (a *app) close(ctx context.Context) error {
+func (a *server) close(ctx context.Context) error {
 	var errs []error
 	a.closeOnce.Do(func() {
 		for i := len(a.closers) - 1; i >= 0; i-- {

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/engram-memory/engram/dashboard"
-	"github.com/engram-memory/engram/internal/stack"
+	"github.com/engram-memory/engram/internal/app"
 )
 
 // dashboardCommand serves the read-only dashboard of one stack on
@@ -76,7 +76,7 @@ func dashboardCommand(ctx context.Context, c *cli, args []string) error {
 
 // openStackReadOnly opens an existing stack for the dashboard: a missing
 // stack is not_found, and nothing is created or written.
-func (c *cli) openStackReadOnly(ctx context.Context, name string, logger *slog.Logger) (*stack.ReadOnly, error) {
+func (c *cli) openStackReadOnly(ctx context.Context, name string, logger *slog.Logger) (*app.ReadOnly, error) {
 	dir, err := c.stackDir(name)
 	if err != nil {
 		return nil, err
@@ -96,7 +96,7 @@ func (c *cli) openStackReadOnly(ctx context.Context, name string, logger *slog.L
 	if err != nil {
 		return nil, err
 	}
-	st, err := stack.OpenReadOnly(ctx, stack.ReadOnlyConfig{Dir: dir, UserID: localUserID, AgentID: name, Processor: processor.Info(), Logger: logger})
+	st, err := app.OpenReadOnly(ctx, app.ReadOnlyConfig{Dir: dir, UserID: localUserID, AgentID: name, Processor: processor.Info(), Logger: logger})
 	if err != nil {
 		return nil, fmt.Errorf("open stack %s read-only: %w", name, err)
 	}

@@ -24,7 +24,7 @@ const localUserID = "local"
 type localStack struct {
 	name string
 	dir  string
-	app  *app
+	app  *server
 }
 
 // stackName is the stack the command works on.
@@ -107,10 +107,10 @@ func (c *cli) openNamedStack(ctx context.Context, name string, create bool) (*lo
 // newStackApp opens the stack's engine, waiting up to stackLockWait while
 // another engram process holds the stack (an `engram mcp` call or another
 // command, each holding it for one command's time).
-func (c *cli) newStackApp(ctx context.Context, cfg serveConfig) (*app, error) {
+func (c *cli) newStackApp(ctx context.Context, cfg serveConfig) (*server, error) {
 	deadline := time.Now().Add(stackLockWait)
 	for {
-		a, err := newApp(ctx, cfg, c.stderrLogger())
+		a, err := newServer(ctx, cfg, c.stderrLogger())
 		if err == nil || !isStackHeld(err) || time.Now().After(deadline) {
 			return a, err
 		}

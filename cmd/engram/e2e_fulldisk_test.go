@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/engram-memory/engram/domain"
-	"github.com/engram-memory/engram/internal/stack"
+	"github.com/engram-memory/engram/internal/app"
 	"github.com/engram-memory/engram/internal/testserver"
 	"github.com/engram-memory/engram/internal/tmpfstest"
 )
@@ -108,7 +108,7 @@ func contents(t *testing.T, apiURL, key, agent string) []string {
 func appendUnapplied(t *testing.T, dataDir string) {
 	t.Helper()
 	ctx := context.Background()
-	st, err := stack.Open(ctx, stack.Config{DataDir: dataDir, Logger: slog.New(slog.DiscardHandler)})
+	st, err := app.Open(ctx, app.Config{DataDir: dataDir, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

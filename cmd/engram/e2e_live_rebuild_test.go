@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/engram-memory/engram/infra/sqlite"
-	"github.com/engram-memory/engram/internal/stack"
+	"github.com/engram-memory/engram/internal/app"
 	"github.com/engram-memory/engram/internal/testserver"
 )
 
@@ -156,7 +156,7 @@ func TestLiveRebuildOfOneProjection(t *testing.T) {
 // a stopped data dir, by projection name.
 func exportAllReadModels(t *testing.T, ctx context.Context, dataDir string) map[string][]byte {
 	t.Helper()
-	st, err := stack.Open(ctx, stack.Config{DataDir: dataDir})
+	st, err := app.Open(ctx, app.Config{DataDir: dataDir})
 	if err != nil {
 		t.Fatal(err)
 	}

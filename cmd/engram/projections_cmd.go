@@ -11,7 +11,7 @@ import (
 
 	"github.com/engram-memory/engram/infra/datadir"
 	"github.com/engram-memory/engram/infra/sqlite"
-	"github.com/engram-memory/engram/internal/stack"
+	"github.com/engram-memory/engram/internal/app"
 )
 
 func projectionsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -26,11 +26,11 @@ func projectionsCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 		synopsis = "engram projections rebuild [NAME...] [flags]"
 	}
 	dataDir := fs.String("data-dir", filepath.Join(engramHome(), "server"), "data directory (rebuild: of a stopped server, or NAME by the server live on it)")
-	var indexes stack.Indexes
+	var indexes app.Indexes
 	indexFlags(fs, &indexes)
-	var eventStore stack.EventStore
+	var eventStore app.EventStore
 	eventStoreFlags(fs, &eventStore)
-	var readModels stack.ReadModels
+	var readModels app.ReadModels
 	readModelFlags(fs, &readModels)
 	// Flags may come before or after the projection name.
 	var names []string
@@ -65,7 +65,7 @@ func projectionsCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 	}
 	// status only reads, so it works beside a live server; rebuild writes
 	// every projection and needs the data dir to itself.
-	st, err := stack.Open(ctx, stack.Config{DataDir: *dataDir, SQLite: sqlite.Options{ReadOnly: sub == "status"}, EventStore: eventStore, ReadModels: readModels, Indexes: indexes, Logger: logger})
+	st, err := app.Open(ctx, app.Config{DataDir: *dataDir, SQLite: sqlite.Options{ReadOnly: sub == "status"}, EventStore: eventStore, ReadModels: readModels, Indexes: indexes, Logger: logger})
 	if err != nil {
 		return err
 	}

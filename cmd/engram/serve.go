@@ -19,8 +19,8 @@ import (
 	"github.com/engram-memory/engram/commands"
 	"github.com/engram-memory/engram/domain/memory"
 	"github.com/engram-memory/engram/infra/llm"
+	"github.com/engram-memory/engram/internal/app"
 	"github.com/engram-memory/engram/internal/loopback"
-	"github.com/engram-memory/engram/internal/stack"
 	"github.com/engram-memory/engram/internal/workers"
 )
 
@@ -63,9 +63,9 @@ type serveConfig struct {
 	PprofAddr         string
 	Quotas            memory.Quotas
 	SyncMaxPushBytes  int64
-	Indexes           stack.Indexes
-	EventStore        stack.EventStore
-	ReadModels        stack.ReadModels
+	Indexes           app.Indexes
+	EventStore        app.EventStore
+	ReadModels        app.ReadModels
 	NodeID            string
 	ConsistencyWait   time.Duration
 	JobLeaseTimeout   time.Duration
@@ -224,7 +224,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 		host, _ := os.Hostname()
 		cfg.NodeID = cmp.Or(host, "engram") + "/" + ln.Addr().String()
 	}
-	a, err := newApp(ctx, cfg, logger)
+	a, err := newServer(ctx, cfg, logger)
 	if err != nil {
 		return err
 	}
@@ -280,7 +280,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 // must not decide on read models that lag the log). Closing the app stops
 // it before anything it uses: no agent is started after that, and passes
 // under way finish.
-func (a *app) startScheduler(cfg serveConfig) error {
+func (a *server) startScheduler(cfg serveConfig) error {
 	switch {
 	case cfg.ProcessInterval < 0:
 		return fmt.Errorf("--process-interval must be 0 (off) or positive, got %s", cfg.ProcessInterval)

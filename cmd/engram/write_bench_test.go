@@ -74,7 +74,7 @@ func startInProcess(b *testing.B, durability string) (apiURL, key string) {
 		b.Fatal(err)
 	}
 	cfg.fillFromStandardEnv()
-	a, err := newApp(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	a, err := newServer(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -54,7 +54,7 @@ var layers = []struct {
 	{"api", 4},
 	{"dashboard", 4},
 	// The wiring, with the search test stack next to it.
-	{"internal/stack", 5},
+	{"internal/app", 5},
 	// The binaries.
 	{"cmd", 6},
 }
@@ -91,9 +91,9 @@ func TestArrowsTheIssueNamed(t *testing.T) {
 		forbidden []string
 	}{
 		{"the domain imports nothing of ours outside it", "domain", []string{"infra", "projections", "commands", "internal", "api", "dashboard", "cmd", "client"}},
-		{"adapters never import projections or commands", "infra", []string{"projections", "commands", "internal/workers", "internal/stack", "api", "dashboard"}},
-		{"projections import no write side and no wiring", "projections", []string{"commands", "internal/workers", "internal/stack"}},
-		{"the write side imports no read side", "commands", []string{"projections", "internal/workers", "internal/stack"}},
+		{"adapters never import projections or commands", "infra", []string{"projections", "commands", "internal/workers", "internal/app", "api", "dashboard"}},
+		{"projections import no write side and no wiring", "projections", []string{"commands", "internal/workers", "internal/app"}},
+		{"the write side imports no read side", "commands", []string{"projections", "internal/workers", "internal/app"}},
 		{"the dashboard imports no write side, directly or not", "dashboard", writeSide},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

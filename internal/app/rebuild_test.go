@@ -1,4 +1,4 @@
-package stack_test
+package app_test
 
 import (
 	"bytes"
@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/engram-memory/engram/infra/sqlite"
-	"github.com/engram-memory/engram/internal/stack"
+	"github.com/engram-memory/engram/internal/app"
 )
 
 // rebuildChildEnv names the data dir a child process of
@@ -26,7 +26,7 @@ const rebuildChildEnv = "ENGRAM_TEST_REBUILD_CHILD_DIR"
 // projections rebuild` does; the test kills it part-way.
 func rebuildChild(dir string) int {
 	ctx := context.Background()
-	st, err := stack.Open(ctx, stack.Config{DataDir: dir})
+	st, err := app.Open(ctx, app.Config{DataDir: dir})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -41,7 +41,7 @@ func rebuildChild(dir string) int {
 
 // exportState is every SQLite read model and the index state with the
 // projections' checkpoints: what a rebuild replaces.
-func exportState(t *testing.T, st *stack.Stack) string {
+func exportState(t *testing.T, st *app.Core) string {
 	t.Helper()
 	ctx := context.Background()
 	var buf bytes.Buffer
@@ -64,7 +64,7 @@ func exportState(t *testing.T, st *stack.Stack) string {
 }
 
 // indexSchema is every index of the database with its definition.
-func indexSchema(t *testing.T, st *stack.Stack) string {
+func indexSchema(t *testing.T, st *app.Core) string {
 	t.Helper()
 	rows, err := st.DB.Reader().Query(`SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL ORDER BY name`)
 	if err != nil {
@@ -85,9 +85,9 @@ func indexSchema(t *testing.T, st *stack.Stack) string {
 	return b.String()
 }
 
-func openStack(t *testing.T, dir string) *stack.Stack {
+func openStack(t *testing.T, dir string) *app.Core {
 	t.Helper()
-	st, err := stack.Open(context.Background(), stack.Config{DataDir: dir, Logger: slog.New(slog.DiscardHandler)})
+	st, err := app.Open(context.Background(), app.Config{DataDir: dir, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

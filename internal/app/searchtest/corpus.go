@@ -98,7 +98,7 @@ func (c *Corpus) Query() string {
 // Fill creates n notes in the agent through the memory commands (so each
 // is embedded on write), in batches of up to 1000, with creation times one
 // second apart from base.
-func (s *Stack) Fill(ctx context.Context, userID, agentID string, n int, c *Corpus, base time.Time) error {
+func (s *Env) Fill(ctx context.Context, userID, agentID string, n int, c *Corpus, base time.Time) error {
 	for done := 0; done < n; {
 		batch := make([]commands.MemoryInput, min(1000, n-done))
 		for i := range batch {

@@ -1,4 +1,4 @@
-package stack_test
+package app_test
 
 import (
 	"strings"
@@ -7,27 +7,27 @@ import (
 
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/account"
-	"github.com/engram-memory/engram/internal/stack"
+	"github.com/engram-memory/engram/internal/app"
 )
 
 func TestReadModelsValidate(t *testing.T) {
-	pgLog := stack.EventStore{Backend: stack.PostgresLog, URL: "postgres://db/log"}
-	kurrent := stack.EventStore{Backend: stack.KurrentLog, URL: "kurrentdb://db:2113"}
+	pgLog := app.EventStore{Backend: app.PostgresLog, URL: "postgres://db/log"}
+	kurrent := app.EventStore{Backend: app.KurrentLog, URL: "kurrentdb://db:2113"}
 	cases := []struct {
 		name    string
-		rm      stack.ReadModels
-		log     stack.EventStore
+		rm      app.ReadModels
+		log     app.EventStore
 		wantErr string // "" for valid
 	}{
-		{"default is SQLite in the data dir", stack.ReadModels{}, stack.EventStore{}, ""},
-		{"sqlite named over a shared log", stack.ReadModels{Backend: "sqlite"}, pgLog, ""},
-		{"postgres in the event store's database", stack.ReadModels{Backend: "postgres"}, pgLog, ""},
-		{"postgres in a database of their own", stack.ReadModels{Backend: "postgres", URL: "postgres://db/rm"}, pgLog, ""},
-		{"postgres over KurrentDB with a url", stack.ReadModels{Backend: "postgres", URL: "postgres://db/rm"}, kurrent, ""},
-		{"postgres over KurrentDB without a url", stack.ReadModels{Backend: "postgres"}, kurrent, "--read-models postgres needs --postgres-url"},
-		{"postgres over a node's own log", stack.ReadModels{Backend: "postgres", URL: "postgres://db/rm"}, stack.EventStore{}, "needs a shared event store"},
-		{"url for SQLite read models", stack.ReadModels{URL: "postgres://db/rm"}, pgLog, "--postgres-url is only for --read-models postgres"},
-		{"unknown backend", stack.ReadModels{Backend: "mysql"}, pgLog, `--read-models must be sqlite or postgres, not "mysql"`},
+		{"default is SQLite in the data dir", app.ReadModels{}, app.EventStore{}, ""},
+		{"sqlite named over a shared log", app.ReadModels{Backend: "sqlite"}, pgLog, ""},
+		{"postgres in the event store's database", app.ReadModels{Backend: "postgres"}, pgLog, ""},
+		{"postgres in a database of their own", app.ReadModels{Backend: "postgres", URL: "postgres://db/rm"}, pgLog, ""},
+		{"postgres over KurrentDB with a url", app.ReadModels{Backend: "postgres", URL: "postgres://db/rm"}, kurrent, ""},
+		{"postgres over KurrentDB without a url", app.ReadModels{Backend: "postgres"}, kurrent, "--read-models postgres needs --postgres-url"},
+		{"postgres over a node's own log", app.ReadModels{Backend: "postgres", URL: "postgres://db/rm"}, app.EventStore{}, "needs a shared event store"},
+		{"url for SQLite read models", app.ReadModels{URL: "postgres://db/rm"}, pgLog, "--postgres-url is only for --read-models postgres"},
+		{"unknown backend", app.ReadModels{Backend: "mysql"}, pgLog, `--read-models must be sqlite or postgres, not "mysql"`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -37,7 +37,7 @@ func TestReadModelsValidate(t *testing.T) {
 			}
 		})
 	}
-	if _, err := stack.Open(t.Context(), stack.Config{DataDir: t.TempDir(), ReadModels: stack.ReadModels{Backend: "postgres"}}); err == nil {
+	if _, err := app.Open(t.Context(), app.Config{DataDir: t.TempDir(), ReadModels: app.ReadModels{Backend: "postgres"}}); err == nil {
 		t.Fatal("Open accepted PostgreSQL read models over the embedded log")
 	}
 }
@@ -49,14 +49,14 @@ func TestReadModelsValidate(t *testing.T) {
 // applied once.
 func TestPostgresReadModelsAreSharedByTwoNodes(t *testing.T) {
 	ctx := t.Context()
-	es := stack.EventStore{Backend: stack.PostgresLog, URL: pg.Database(t)}
-	rm := stack.ReadModels{Backend: stack.PostgresReadModels, URL: pg.Database(t)}
-	one, err := stack.Open(ctx, stack.Config{DataDir: t.TempDir(), EventStore: es, ReadModels: rm})
+	es := app.EventStore{Backend: app.PostgresLog, URL: pg.Database(t)}
+	rm := app.ReadModels{Backend: app.PostgresReadModels, URL: pg.Database(t)}
+	one, err := app.Open(ctx, app.Config{DataDir: t.TempDir(), EventStore: es, ReadModels: rm})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer one.Close()
-	two, err := stack.Open(ctx, stack.Config{DataDir: t.TempDir(), EventStore: es, ReadModels: rm})
+	two, err := app.Open(ctx, app.Config{DataDir: t.TempDir(), EventStore: es, ReadModels: rm})
 	if err != nil {
 		t.Fatal(err)
 	}

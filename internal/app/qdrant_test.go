@@ -1,4 +1,4 @@
-package stack_test
+package app_test
 
 import (
 	"context"
@@ -10,8 +10,8 @@ import (
 	"github.com/engram-memory/engram/commands"
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/infra/qdrant/qdranttest"
-	"github.com/engram-memory/engram/internal/stack"
-	"github.com/engram-memory/engram/internal/stack/searchtest"
+	"github.com/engram-memory/engram/internal/app"
+	"github.com/engram-memory/engram/internal/app/searchtest"
 	"github.com/engram-memory/engram/projections/search"
 )
 
@@ -23,8 +23,8 @@ const qdrantKey = "stack-test-key"
 // vector_index_unavailable (vector) or degrades to keyword (hybrid).
 func TestQdrantStackServesVectorSearch(t *testing.T) {
 	srv := qdranttest.Start(t, qdrantKey)
-	s := searchtest.New(t, searchtest.Options{Indexes: stack.Indexes{
-		Vector: stack.Qdrant, QdrantURL: "http://" + srv.Addr, QdrantAPIKey: qdrantKey,
+	s := searchtest.New(t, searchtest.Options{Indexes: app.Indexes{
+		Vector: app.Qdrant, QdrantURL: "http://" + srv.Addr, QdrantAPIKey: qdrantKey,
 	}})
 	if s.EmbeddedVectors != nil {
 		t.Fatal("a Qdrant stack exposes an embedded vector index")
@@ -73,7 +73,7 @@ func TestQdrantStackServesVectorSearch(t *testing.T) {
 
 // A bad Qdrant URL is refused when the stack opens, naming the flag.
 func TestQdrantStackRefusesBadURL(t *testing.T) {
-	_, err := stack.Open(context.Background(), stack.Config{DataDir: t.TempDir(), Indexes: stack.Indexes{Vector: stack.Qdrant, QdrantURL: "ftp://q:6334"}})
+	_, err := app.Open(context.Background(), app.Config{DataDir: t.TempDir(), Indexes: app.Indexes{Vector: app.Qdrant, QdrantURL: "ftp://q:6334"}})
 	if err == nil || !strings.Contains(err.Error(), "--vector-index qdrant") || !strings.Contains(err.Error(), "scheme") {
 		t.Fatalf("open with ftp:// qdrant url: %v, want a scheme error naming --vector-index qdrant", err)
 	}
@@ -94,7 +94,7 @@ func waitFor(t *testing.T, cond func() bool) {
 // kept it flagged: hidden by default, found with include_forgotten, and
 // found again (weak, so with include_weak) once recovered, and by default
 // once verified.
-func forgetAndRecover(t *testing.T, s *searchtest.Stack, userID, agentID, id, query string, mode search.Mode) {
+func forgetAndRecover(t *testing.T, s *searchtest.Env, userID, agentID, id, query string, mode search.Mode) {
 	t.Helper()
 	ctx := context.Background()
 	found := func(req search.Request) bool {

@@ -1,4 +1,4 @@
-package stack
+package app
 
 import (
 	"context"
@@ -23,7 +23,7 @@ var commandReadModels = []string{projections.AccountsProjectionName, projections
 // node holding its lease) and returns the events replayed. The read models the commands decide on are refused
 // with ErrNotLiveRebuildable: an offline `engram projections rebuild`
 // rebuilds them.
-func (s *Stack) LiveRebuild(ctx context.Context, name string) (uint64, error) {
+func (s *Core) LiveRebuild(ctx context.Context, name string) (uint64, error) {
 	if slices.Contains(commandReadModels, name) {
 		return 0, fmt.Errorf("projection %s: %w (the commands decide writes on it): stop the server and run `engram projections rebuild %s`", name, ErrNotLiveRebuildable, name)
 	}

@@ -1,4 +1,4 @@
-package stack
+package app
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 // models, the indexes only queries use are dropped for the replay and
 // built once at its end (sqlite.DB.DeferIndexes); a rebuild cut part-way
 // leaves them to the next open.
-func (s *Stack) RebuildOffline(ctx context.Context, names ...string) error {
+func (s *Core) RebuildOffline(ctx context.Context, names ...string) error {
 	if !s.sqliteReadModels {
 		return s.Engine.RebuildOffline(ctx, names...)
 	}

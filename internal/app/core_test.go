@@ -1,4 +1,4 @@
-package stack_test
+package app_test
 
 import (
 	"context"
@@ -8,23 +8,23 @@ import (
 
 	"github.com/engram-memory/engram/infra/meilisearch/meilitest"
 	"github.com/engram-memory/engram/infra/qdrant/qdranttest"
-	"github.com/engram-memory/engram/internal/stack"
+	"github.com/engram-memory/engram/internal/app"
 	"github.com/engram-memory/engram/projections/search"
 )
 
 func TestIndexesValidate(t *testing.T) {
 	cases := []struct {
 		name    string
-		indexes stack.Indexes
+		indexes app.Indexes
 		wantErr string // "" for valid
 	}{
-		{"defaults are embedded", stack.Indexes{}, ""},
-		{"embedded named", stack.Indexes{Keyword: "embedded", Vector: "embedded"}, ""},
-		{"remote with urls", stack.Indexes{Keyword: "meilisearch", MeilisearchURL: "http://m:7700", Vector: "qdrant", QdrantURL: "http://q:6334"}, ""},
-		{"unknown keyword", stack.Indexes{Keyword: "lucene"}, `--keyword-index must be embedded or meilisearch, not "lucene"`},
-		{"unknown vector", stack.Indexes{Vector: "faiss"}, `--vector-index must be embedded or qdrant, not "faiss"`},
-		{"meilisearch without url", stack.Indexes{Keyword: "meilisearch"}, "needs --meilisearch-url"},
-		{"qdrant without url", stack.Indexes{Vector: "qdrant"}, "needs --qdrant-url"},
+		{"defaults are embedded", app.Indexes{}, ""},
+		{"embedded named", app.Indexes{Keyword: "embedded", Vector: "embedded"}, ""},
+		{"remote with urls", app.Indexes{Keyword: "meilisearch", MeilisearchURL: "http://m:7700", Vector: "qdrant", QdrantURL: "http://q:6334"}, ""},
+		{"unknown keyword", app.Indexes{Keyword: "lucene"}, `--keyword-index must be embedded or meilisearch, not "lucene"`},
+		{"unknown vector", app.Indexes{Vector: "faiss"}, `--vector-index must be embedded or qdrant, not "faiss"`},
+		{"meilisearch without url", app.Indexes{Keyword: "meilisearch"}, "needs --meilisearch-url"},
+		{"qdrant without url", app.Indexes{Vector: "qdrant"}, "needs --qdrant-url"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -38,7 +38,7 @@ func TestIndexesValidate(t *testing.T) {
 
 func TestEmbeddedStackReportsItsBackends(t *testing.T) {
 	dir := t.TempDir()
-	st, err := stack.Open(context.Background(), stack.Config{DataDir: dir})
+	st, err := app.Open(context.Background(), app.Config{DataDir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func TestEmbeddedStackReportsItsBackends(t *testing.T) {
 	if !slices.Equal(names, want) {
 		t.Fatalf("projections %v, want %v", names, want)
 	}
-	if _, err := stack.Open(context.Background(), stack.Config{DataDir: dir}); err == nil {
+	if _, err := app.Open(context.Background(), app.Config{DataDir: dir}); err == nil {
 		t.Fatal("a second writer of the data dir was not refused")
 	}
 }
@@ -72,9 +72,9 @@ func TestEmbeddedStackReportsItsBackends(t *testing.T) {
 func TestHybridFusionPerBackendPair(t *testing.T) {
 	meili := meilitest.New(t, meilitest.Options{APIKey: meiliKey})
 	qd := qdranttest.Start(t, qdrantKey)
-	embedded := stack.Indexes{}
-	withMeili := stack.Indexes{Keyword: stack.Meilisearch, MeilisearchURL: meili.URL, MeilisearchAPIKey: meiliKey}
-	withQdrant := stack.Indexes{Vector: stack.Qdrant, QdrantURL: "http://" + qd.Addr, QdrantAPIKey: qdrantKey}
+	embedded := app.Indexes{}
+	withMeili := app.Indexes{Keyword: app.Meilisearch, MeilisearchURL: meili.URL, MeilisearchAPIKey: meiliKey}
+	withQdrant := app.Indexes{Vector: app.Qdrant, QdrantURL: "http://" + qd.Addr, QdrantAPIKey: qdrantKey}
 	both := withMeili
 	both.Vector, both.QdrantURL, both.QdrantAPIKey = withQdrant.Vector, withQdrant.QdrantURL, withQdrant.QdrantAPIKey
 	hash := search.ModelFusion{Fusion: search.FusionConvex, VectorWeight: search.DefaultVectorWeight, KeywordWeight: search.DefaultKeywordWeight}
@@ -82,7 +82,7 @@ func TestHybridFusionPerBackendPair(t *testing.T) {
 	relative := func(f search.ModelFusion) search.ModelFusion { f.Fusion = search.FusionMinMax; return f }
 	for _, tc := range []struct {
 		name             string
-		indexes          stack.Indexes
+		indexes          app.Indexes
 		opts             search.Options
 		wantHash, wantGl search.ModelFusion
 	}{
@@ -94,7 +94,7 @@ func TestHybridFusionPerBackendPair(t *testing.T) {
 			search.ModelFusion{Fusion: search.FusionRRF, VectorWeight: search.DefaultVectorWeight, KeywordWeight: search.DefaultKeywordWeight}, glove},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			st, err := stack.Open(context.Background(), stack.Config{DataDir: t.TempDir(), Indexes: tc.indexes})
+			st, err := app.Open(context.Background(), app.Config{DataDir: t.TempDir(), Indexes: tc.indexes})
 			if err != nil {
 				t.Fatal(err)
 			}

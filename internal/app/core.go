@@ -1,9 +1,9 @@
-// Package stack wires Engram's storage, search indexes, projections and
+// Package app wires Engram's storage, search indexes, projections and
 // projection engine from one Config. `engram serve`, the offline
 // `engram projections` commands, the API and search test harnesses and
-// engram-bench all build their stack here, so there is one place where
+// engram-bench all build their core here, so there is one place where
 // the adapters are chosen and connected.
-package stack
+package app
 
 import (
 	"cmp"
@@ -130,7 +130,7 @@ func (es EventStore) Validate() error {
 // Shared reports whether the log is shared by several nodes.
 func (es EventStore) Shared() bool { return es.Backend != "" && es.Backend != SQLiteLog }
 
-// Config is everything a stack is built from.
+// Config is everything a Core is built from.
 type Config struct {
 	DataDir string
 	SQLite  sqlite.Options
@@ -153,8 +153,9 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// Stack is one wired Engram storage and projection stack.
-type Stack struct {
+// Core is one wired Engram storage and projection core: the event log,
+// read models, search indexes and the projection engine that feeds them.
+type Core struct {
 	// Owner is the data dir's one-writer lock; nil when opened read-only.
 	Owner *datadir.Lock
 	DB    *sqlite.DB
@@ -172,7 +173,7 @@ type Stack struct {
 	Accounts AccountsReadModel
 	Memories MemoriesReadModel
 	Jobs     JobsReadModel
-	// Suggestions, Provenance and Audit are the stack cognition read
+	// Suggestions, Provenance and Audit are the cognition read
 	// models: processing suggestions, the derived_from edges both ways,
 	// and the audit trail.
 	Suggestions SuggestionsReadModel
@@ -278,11 +279,11 @@ func refuseEmbeddedLog(ctx context.Context, db *sqlite.DB, backend string) error
 	return nil
 }
 
-// Open opens the data dir and wires the stack. Unless cfg.SQLite.ReadOnly,
+// Open opens the data dir and wires the core. Unless cfg.SQLite.ReadOnly,
 // it first takes the data dir's lock: a second writer (another `engram
 // serve`, a `projections rebuild` beside a live server) is refused at once,
 // naming the holder. Read-only openers take no lock and never write.
-func Open(ctx context.Context, cfg Config) (*Stack, error) {
+func Open(ctx context.Context, cfg Config) (*Core, error) {
 	if err := cfg.Indexes.Validate(); err != nil {
 		return nil, err
 	}
@@ -340,7 +341,7 @@ func Open(ctx context.Context, cfg Config) (*Stack, error) {
 		owner.Release()
 		return nil, err
 	}
-	s := &Stack{
+	s := &Core{
 		Owner:           owner,
 		DB:              db,
 		Store:           log.store,
@@ -435,7 +436,7 @@ func (ix *indexes) close() {
 }
 
 // openIndexes builds the chosen index adapters. A remote backend that is
-// down is no error here: the stack opens and Backends reports it. Remote
+// down is no error here: the core opens and Backends reports it. Remote
 // indexes keep their contents across restarts, so their projections'
 // checkpoints, not a fill at start, keep them current.
 func openIndexes(ctx context.Context, cfg Indexes) (*indexes, error) {
@@ -468,12 +469,12 @@ func openIndexes(ctx context.Context, cfg Indexes) (*indexes, error) {
 }
 
 // Projections lists every projection, in the order they are rebuilt.
-func (s *Stack) Projections() []projections.Projection {
+func (s *Core) Projections() []projections.Projection {
 	return s.projections
 }
 
-// SharedLog reports whether other nodes append to this stack's log.
-func (s *Stack) SharedLog() bool { return s.sharedLog }
+// SharedLog reports whether other nodes append to this core's log.
+func (s *Core) SharedLog() bool { return s.sharedLog }
 
 // HoldLeases takes the leases of the leased projections among names (all
 // projections when none are named) for a command that writes them outside
@@ -481,7 +482,7 @@ func (s *Stack) SharedLog() bool { return s.sharedLog }
 // held by another node after wait is refused, naming the holder: that
 // node serves, and a rebuild under it would reset the state it applies.
 // release gives the leases back.
-func (s *Stack) HoldLeases(ctx context.Context, wait time.Duration, names ...string) (release func(), err error) {
+func (s *Core) HoldLeases(ctx context.Context, wait time.Duration, names ...string) (release func(), err error) {
 	var held []domain.Lease
 	release = func() {
 		for _, l := range held {
@@ -510,7 +511,7 @@ func (s *Stack) HoldLeases(ctx context.Context, wait time.Duration, names ...str
 
 // LeaseHolders names the node holding each leased projection's lease (""
 // when none does); it is empty when no projection is leased.
-func (s *Stack) LeaseHolders(ctx context.Context) (map[string]string, error) {
+func (s *Core) LeaseHolders(ctx context.Context) (map[string]string, error) {
 	out := make(map[string]string, len(s.leased))
 	for _, name := range s.leased {
 		holder, err := s.leases.Holder(ctx, name)
@@ -524,7 +525,7 @@ func (s *Stack) LeaseHolders(ctx context.Context) (map[string]string, error) {
 
 // OpenRebuilds returns the leased projections' live rebuilds not yet
 // ended (requested, or running on the holder).
-func (s *Stack) OpenRebuilds(ctx context.Context) (map[string]domain.ProjectionRebuild, error) {
+func (s *Core) OpenRebuilds(ctx context.Context) (map[string]domain.ProjectionRebuild, error) {
 	out := map[string]domain.ProjectionRebuild{}
 	for _, name := range s.leased {
 		r, err := s.rebuilds.Get(ctx, name)
@@ -545,7 +546,7 @@ func (s *Stack) OpenRebuilds(ctx context.Context) (map[string]domain.ProjectionR
 // wrote meanwhile, the wait for this node's accounts projection. With a
 // log of its own the node took every write and waited for it, so it
 // returns at once.
-func (s *Stack) CredentialsCurrent(ctx context.Context) error {
+func (s *Core) CredentialsCurrent(ctx context.Context) error {
 	if !s.sharedLog {
 		return nil
 	}
@@ -556,11 +557,11 @@ func (s *Stack) CredentialsCurrent(ctx context.Context) error {
 	return s.Engine.WaitForProjections(ctx, head, projections.AccountsProjectionName)
 }
 
-// Search returns a search service over the stack's indexes, which treats
+// Search returns a search service over the core's indexes, which treats
 // an index being rebuilt live as down (search.Options.Rebuilding). Hybrid
 // fusion follows the backend pair (search.Fusion, "Per backend pair"):
 // Meilisearch's scores are relative, Qdrant's are the embedded cosines.
-func (s *Stack) Search(embedder search.Embedder, opts search.Options) (*search.Service, error) {
+func (s *Core) Search(embedder search.Embedder, opts search.Options) (*search.Service, error) {
 	opts.RelativeKeywordScores = s.indexes.Keyword == Meilisearch
 	indexProjection := map[string]string{search.SideKeyword: projections.KeywordProjectionName, search.SideVector: projections.VectorsProjectionName}
 	opts.Rebuilding = func(side string) bool { return s.Engine.Rebuilding(indexProjection[side]) }
@@ -569,7 +570,7 @@ func (s *Stack) Search(embedder search.Embedder, opts search.Options) (*search.S
 
 // Backends reports each search index backend's readiness (nil: ready),
 // keyed "keyword_index" and "vector_index".
-func (s *Stack) Backends(ctx context.Context) map[string]error {
+func (s *Core) Backends(ctx context.Context) map[string]error {
 	return map[string]error{
 		"keyword_index": s.KeywordIndex.Ready(ctx),
 		"vector_index":  s.VectorIndex.Ready(ctx),
@@ -577,7 +578,7 @@ func (s *Stack) Backends(ctx context.Context) map[string]error {
 }
 
 // Close releases the indexes, the database and then the data dir.
-func (s *Stack) Close() error {
+func (s *Core) Close() error {
 	s.closeIndexes()
 	s.closeReadModels()
 	s.closeLog()
@@ -585,8 +586,8 @@ func (s *Stack) Close() error {
 }
 
 // StorageFull returns why the storage is full, nil while it has room (and
-// for a stack opened read-only, which writes nothing).
-func (s *Stack) StorageFull(ctx context.Context) error {
+// for a core opened read-only, which writes nothing).
+func (s *Core) StorageFull(ctx context.Context) error {
 	if s.Storage == nil {
 		return nil
 	}

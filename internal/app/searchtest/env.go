@@ -1,4 +1,4 @@
-// Package searchtest wires the real search stack in process for tests and
+// Package searchtest wires the real search core in process for tests and
 // benchmarks: SQLite event log and read models in a temp dir, the
 // projection engine with the memories, keyword and vector projections, the
 // memory commands, the built-in local embedding model behind a counting,
@@ -21,17 +21,17 @@ import (
 	"github.com/engram-memory/engram/domain/memory"
 	"github.com/engram-memory/engram/infra/embed/local"
 	"github.com/engram-memory/engram/infra/vectorindex"
-	"github.com/engram-memory/engram/internal/stack"
+	"github.com/engram-memory/engram/internal/app"
 	"github.com/engram-memory/engram/projections/search"
 )
 
-// Stack is one in-process search stack: the stack every Engram binary
-// wires (internal/stack), with the memory commands and a search service.
-type Stack struct {
-	*stack.Stack
+// Env is the search core every Engram binary wires (internal/app), in
+// process, with the memory commands and a search service.
+type Env struct {
+	*app.Core
 	DataDir   string
 	Memories  *commands.Memories
-	ReadModel stack.MemoriesReadModel
+	ReadModel app.MemoriesReadModel
 	// Index is the embedded vector index (statistics, graph builds).
 	Index    *vectorindex.Index
 	Provider *Provider
@@ -40,10 +40,10 @@ type Stack struct {
 	stop func()
 }
 
-// Options tune a Stack.
+// Options tune an Env.
 type Options struct {
 	Search  search.Options
-	Indexes stack.Indexes
+	Indexes app.Indexes
 	// Embed configures the local provider (default: the built-in models).
 	Embed local.Options
 	// Model is the model new agents are bound to (default
@@ -51,8 +51,8 @@ type Options struct {
 	Model string
 }
 
-// New starts a stack on a fresh data dir; it stops on t.Cleanup.
-func New(t testing.TB, opts Options) *Stack {
+// New starts an Env on a fresh data dir; it stops on t.Cleanup.
+func New(t testing.TB, opts Options) *Env {
 	t.Helper()
 	s, err := Open(context.Background(), t.TempDir(), opts)
 	if err != nil {
@@ -62,8 +62,8 @@ func New(t testing.TB, opts Options) *Stack {
 	return s
 }
 
-// Open starts a stack on dataDir (which may hold an earlier stack's data).
-func Open(ctx context.Context, dataDir string, opts Options) (*Stack, error) {
+// Open starts an Env on dataDir (which may hold an earlier Env's data).
+func Open(ctx context.Context, dataDir string, opts Options) (*Env, error) {
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	p, err := local.New(opts.Embed)
 	if err != nil {
@@ -73,11 +73,11 @@ func Open(ctx context.Context, dataDir string, opts Options) (*Stack, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := stack.Open(ctx, stack.Config{DataDir: dataDir, GroupCommit: 20 * time.Millisecond, Indexes: opts.Indexes, Logger: logger})
+	st, err := app.Open(ctx, app.Config{DataDir: dataDir, GroupCommit: 20 * time.Millisecond, Indexes: opts.Indexes, Logger: logger})
 	if err != nil {
 		return nil, err
 	}
-	s := &Stack{Stack: st, DataDir: dataDir, ReadModel: st.Memories, Index: st.EmbeddedVectors, Provider: &Provider{P: p}}
+	s := &Env{Core: st, DataDir: dataDir, ReadModel: st.Memories, Index: st.EmbeddedVectors, Provider: &Provider{P: p}}
 	s.Memories, err = commands.NewMemories(commands.MemoriesConfig{
 		Writer: s.Writer, Reader: s.ReadModel, Embedder: s.Provider, Logger: logger,
 		DefaultModel: model,
@@ -119,7 +119,7 @@ func defaultModel(p *local.Provider, name string) (domain.EmbeddingModel, error)
 }
 
 // StartEngine runs the projection engine in the background.
-func (s *Stack) StartEngine() {
+func (s *Env) StartEngine() {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -130,22 +130,22 @@ func (s *Stack) StartEngine() {
 }
 
 // StopEngine stops the background engine (before Rebuild, or a restart).
-func (s *Stack) StopEngine() {
+func (s *Env) StopEngine() {
 	if s.stop != nil {
 		s.stop()
 		s.stop = nil
 	}
 }
 
-// Close stops the engine and closes the stack.
-func (s *Stack) Close() {
+// Close stops the engine and closes the app.
+func (s *Env) Close() {
 	s.StopEngine()
-	s.Stack.Close()
+	s.Core.Close()
 }
 
 // VectorCount is the number of searchable vectors of the agent in its
 // active space (0 for an unknown agent).
-func (s *Stack) VectorCount(t testing.TB, userID, agentID string) int {
+func (s *Env) VectorCount(t testing.TB, userID, agentID string) int {
 	t.Helper()
 	space, ok := s.Vectors.AgentSpace(userID, agentID)
 	if !ok {
@@ -164,13 +164,13 @@ func Meta(userID string) domain.Metadata {
 }
 
 // Note creates a note through the memory commands and returns its id.
-func (s *Stack) Note(t testing.TB, userID, agentID, text string, tags []string, createdAt time.Time) string {
+func (s *Env) Note(t testing.TB, userID, agentID, text string, tags []string, createdAt time.Time) string {
 	t.Helper()
 	return s.Create(t, userID, agentID, memory.Note, map[string]any{"content": text}, tags, createdAt)
 }
 
 // Create creates a memory of any type; a zero createdAt means now.
-func (s *Stack) Create(t testing.TB, userID, agentID string, typ memory.Type, content any, tags []string, createdAt time.Time) string {
+func (s *Env) Create(t testing.TB, userID, agentID string, typ memory.Type, content any, tags []string, createdAt time.Time) string {
 	t.Helper()
 	raw, err := json.Marshal(content)
 	if err != nil {

@@ -1,4 +1,4 @@
-package stack
+package app
 
 import (
 	"context"
@@ -11,11 +11,11 @@ import (
 	"github.com/engram-memory/engram/projections/query"
 )
 
-// Queries is the read side (projections/query) over the stack's read
-// models and log. cfg brings what the stack does not hold: the processor
+// Queries is the read side (projections/query) over the core's read
+// models and log. cfg brings what the core does not hold: the processor
 // the processing view reports, the model catalog, vector search, the
-// clock; its read-model fields and log are the stack's.
-func (s *Stack) Queries(cfg query.Config) (*query.Service, error) {
+// clock; its read-model fields and log are the core's.
+func (s *Core) Queries(cfg query.Config) (*query.Service, error) {
 	cfg.Memories, cfg.Suggestions, cfg.Provenance, cfg.Audit, cfg.Jobs, cfg.Log = s.Memories, s.Suggestions, s.Provenance, s.Audit, s.Jobs, s.Store
 	return query.New(cfg)
 }
@@ -39,7 +39,7 @@ type ReadOnlyConfig struct {
 // and nothing of the write side is built.
 type ReadOnly struct {
 	Queries *query.Service
-	stack   *Stack
+	core    *Core
 }
 
 // OpenReadOnly opens the stack in cfg.Dir read-only: no lock, no
@@ -58,20 +58,20 @@ func OpenReadOnly(ctx context.Context, cfg ReadOnlyConfig) (*ReadOnly, error) {
 	return ro, nil
 }
 
-func readOnly(ctx context.Context, st *Stack, cfg ReadOnlyConfig) (*ReadOnly, error) {
+func readOnly(ctx context.Context, st *Core, cfg ReadOnlyConfig) (*ReadOnly, error) {
 	_, found, err := st.Memories.Agent(ctx, cfg.UserID, cfg.AgentID)
 	if err != nil {
-		return nil, fmt.Errorf("stack: read stack %s: %w", cfg.AgentID, err)
+		return nil, fmt.Errorf("app: read stack %s: %w", cfg.AgentID, err)
 	}
 	if !found {
 		return nil, domain.Errorf(domain.KindNotFound, "stack %q holds no memories", cfg.AgentID)
 	}
 	queries, err := st.Queries(query.Config{Processor: cfg.Processor})
 	if err != nil {
-		return nil, fmt.Errorf("stack: %w", err)
+		return nil, fmt.Errorf("app: %w", err)
 	}
-	return &ReadOnly{Queries: queries, stack: st}, nil
+	return &ReadOnly{Queries: queries, core: st}, nil
 }
 
 // Close releases the database.
-func (r *ReadOnly) Close() error { return r.stack.Close() }
+func (r *ReadOnly) Close() error { return r.core.Close() }

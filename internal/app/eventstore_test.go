@@ -1,4 +1,4 @@
-package stack_test
+package app_test
 
 import (
 	"context"
@@ -11,8 +11,8 @@ import (
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/infra/meilisearch/meilitest"
 	"github.com/engram-memory/engram/infra/qdrant/qdranttest"
+	"github.com/engram-memory/engram/internal/app"
 	"github.com/engram-memory/engram/internal/pgtest"
-	"github.com/engram-memory/engram/internal/stack"
 	"github.com/engram-memory/engram/projections"
 )
 
@@ -31,19 +31,19 @@ func TestMain(m *testing.M) {
 func TestEventStoreValidate(t *testing.T) {
 	cases := []struct {
 		name    string
-		store   stack.EventStore
+		store   app.EventStore
 		wantErr string // "" for valid
 	}{
-		{"default is the embedded log", stack.EventStore{}, ""},
-		{"sqlite named", stack.EventStore{Backend: "sqlite"}, ""},
-		{"postgres with url", stack.EventStore{Backend: "postgres", URL: "postgres://db/engram"}, ""},
-		{"postgres without url", stack.EventStore{Backend: "postgres"}, "--event-store postgres needs --event-store-url"},
-		{"url for the embedded log", stack.EventStore{URL: "postgres://db/engram"}, "--event-store-url is only for a remote event store"},
-		{"kurrentdb with url", stack.EventStore{Backend: "kurrentdb", URL: "kurrentdb://db:2113"}, ""},
-		{"kurrentdb without url", stack.EventStore{Backend: "kurrentdb"}, "--event-store kurrentdb needs --event-store-url"},
-		{"unknown backend", stack.EventStore{Backend: "mysql"}, `--event-store must be sqlite, postgres or kurrentdb, not "mysql"`},
-		{"kurrentdb with a larger append size", stack.EventStore{Backend: "kurrentdb", URL: "kurrentdb://db:2113", KurrentMaxAppendSize: 16 << 20}, ""},
-		{"negative append size", stack.EventStore{Backend: "kurrentdb", URL: "kurrentdb://db:2113", KurrentMaxAppendSize: -1}, "--kurrentdb-max-append-size must be 0"},
+		{"default is the embedded log", app.EventStore{}, ""},
+		{"sqlite named", app.EventStore{Backend: "sqlite"}, ""},
+		{"postgres with url", app.EventStore{Backend: "postgres", URL: "postgres://db/engram"}, ""},
+		{"postgres without url", app.EventStore{Backend: "postgres"}, "--event-store postgres needs --event-store-url"},
+		{"url for the embedded log", app.EventStore{URL: "postgres://db/engram"}, "--event-store-url is only for a remote event store"},
+		{"kurrentdb with url", app.EventStore{Backend: "kurrentdb", URL: "kurrentdb://db:2113"}, ""},
+		{"kurrentdb without url", app.EventStore{Backend: "kurrentdb"}, "--event-store kurrentdb needs --event-store-url"},
+		{"unknown backend", app.EventStore{Backend: "mysql"}, `--event-store must be sqlite, postgres or kurrentdb, not "mysql"`},
+		{"kurrentdb with a larger append size", app.EventStore{Backend: "kurrentdb", URL: "kurrentdb://db:2113", KurrentMaxAppendSize: 16 << 20}, ""},
+		{"negative append size", app.EventStore{Backend: "kurrentdb", URL: "kurrentdb://db:2113", KurrentMaxAppendSize: -1}, "--kurrentdb-max-append-size must be 0"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -60,8 +60,8 @@ func TestEventStoreValidate(t *testing.T) {
 // applied by the other's projections.
 func TestPostgresStackSharesItsLog(t *testing.T) {
 	ctx := t.Context()
-	es := stack.EventStore{Backend: stack.PostgresLog, URL: pg.Database(t)}
-	one, two := runningNode(t, stack.Config{EventStore: es}), runningNode(t, stack.Config{EventStore: es})
+	es := app.EventStore{Backend: app.PostgresLog, URL: pg.Database(t)}
+	one, two := runningNode(t, app.Config{EventStore: es}), runningNode(t, app.Config{EventStore: es})
 	res, err := one.Store.Append(ctx, "s-1", domain.ExpectNoStream, []domain.NewEvent{{Type: "Unrelated", SchemaVersion: 1, Payload: []byte(`{}`)}})
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +87,7 @@ func TestPostgresStackSharesItsLog(t *testing.T) {
 func TestPostgresStackRefusesAnEmbeddedLogsDataDir(t *testing.T) {
 	ctx := t.Context()
 	dir := t.TempDir()
-	st, err := stack.Open(ctx, stack.Config{DataDir: dir})
+	st, err := app.Open(ctx, app.Config{DataDir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestPostgresStackRefusesAnEmbeddedLogsDataDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	st.Close()
-	_, err = stack.Open(ctx, stack.Config{DataDir: dir, EventStore: stack.EventStore{Backend: stack.PostgresLog, URL: pg.Database(t)}})
+	_, err = app.Open(ctx, app.Config{DataDir: dir, EventStore: app.EventStore{Backend: app.PostgresLog, URL: pg.Database(t)}})
 	if err == nil || !strings.Contains(err.Error(), "holds an embedded event log") {
 		t.Fatalf("Open = %v, want the embedded log refused", err)
 	}
@@ -105,12 +105,12 @@ func TestPostgresStackRefusesAnEmbeddedLogsDataDir(t *testing.T) {
 // leases and state in PostgreSQL, which a KurrentDB log does not have, so
 // the combination is refused before anything is opened.
 func TestKurrentLogRefusesRemoteIndexes(t *testing.T) {
-	es := stack.EventStore{Backend: stack.KurrentLog, URL: "kurrentdb://127.0.0.1:1"}
-	for _, ix := range []stack.Indexes{
-		{Keyword: stack.Meilisearch, MeilisearchURL: "http://127.0.0.1:1"},
-		{Vector: stack.Qdrant, QdrantURL: "http://127.0.0.1:1"},
+	es := app.EventStore{Backend: app.KurrentLog, URL: "kurrentdb://127.0.0.1:1"}
+	for _, ix := range []app.Indexes{
+		{Keyword: app.Meilisearch, MeilisearchURL: "http://127.0.0.1:1"},
+		{Vector: app.Qdrant, QdrantURL: "http://127.0.0.1:1"},
 	} {
-		_, err := stack.Open(t.Context(), stack.Config{DataDir: t.TempDir(), EventStore: es, Indexes: ix})
+		_, err := app.Open(t.Context(), app.Config{DataDir: t.TempDir(), EventStore: es, Indexes: ix})
 		if err == nil || !strings.Contains(err.Error(), "needs --read-models postgres") {
 			t.Fatalf("Open(%+v) = %v, want the shared remote index over KurrentDB refused", ix, err)
 		}
@@ -125,12 +125,12 @@ func TestPostgresStackLeasesSharedRemoteIndexes(t *testing.T) {
 	ctx := t.Context()
 	meili := meilitest.New(t, meilitest.Options{APIKey: meiliKey})
 	qd := qdranttest.Start(t, qdrantKey)
-	es := stack.EventStore{Backend: stack.PostgresLog, URL: pg.Database(t)}
-	ix := stack.Indexes{Keyword: stack.Meilisearch, MeilisearchURL: meili.URL, MeilisearchAPIKey: meiliKey,
-		Vector: stack.Qdrant, QdrantURL: "http://" + qd.Addr, QdrantAPIKey: qdrantKey}
-	nodes := map[string]*stack.Stack{}
+	es := app.EventStore{Backend: app.PostgresLog, URL: pg.Database(t)}
+	ix := app.Indexes{Keyword: app.Meilisearch, MeilisearchURL: meili.URL, MeilisearchAPIKey: meiliKey,
+		Vector: app.Qdrant, QdrantURL: "http://" + qd.Addr, QdrantAPIKey: qdrantKey}
+	nodes := map[string]*app.Core{}
 	for _, id := range []string{"node-1", "node-2"} {
-		nodes[id] = runningNode(t, stack.Config{EventStore: es, Indexes: ix, NodeID: id})
+		nodes[id] = runningNode(t, app.Config{EventStore: es, Indexes: ix, NodeID: id})
 	}
 	leased := []string{projections.KeywordProjectionName, projections.VectorsProjectionName}
 	waitFor(t, func() bool {
@@ -175,14 +175,14 @@ func TestPostgresStackLeasesSharedRemoteIndexes(t *testing.T) {
 // live rebuild is run by the holder.
 func TestRebuildOfALeasedProjectionWaitsForItsLease(t *testing.T) {
 	meili := meilitest.New(t, meilitest.Options{APIKey: meiliKey})
-	es := stack.EventStore{Backend: stack.PostgresLog, URL: pg.Database(t)}
-	ix := stack.Indexes{Keyword: stack.Meilisearch, MeilisearchURL: meili.URL, MeilisearchAPIKey: meiliKey}
-	serving := runningNode(t, stack.Config{EventStore: es, Indexes: ix, NodeID: "serving-node"})
+	es := app.EventStore{Backend: app.PostgresLog, URL: pg.Database(t)}
+	ix := app.Indexes{Keyword: app.Meilisearch, MeilisearchURL: meili.URL, MeilisearchAPIKey: meiliKey}
+	serving := runningNode(t, app.Config{EventStore: es, Indexes: ix, NodeID: "serving-node"})
 	waitFor(t, func() bool {
 		holders, err := serving.LeaseHolders(t.Context())
 		return err == nil && holders[projections.KeywordProjectionName] == "serving-node"
 	})
-	rebuilder, err := stack.Open(t.Context(), stack.Config{DataDir: t.TempDir(), EventStore: es, Indexes: ix, NodeID: "rebuilder"})
+	rebuilder, err := app.Open(t.Context(), app.Config{DataDir: t.TempDir(), EventStore: es, Indexes: ix, NodeID: "rebuilder"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +200,7 @@ func TestRebuildOfALeasedProjectionWaitsForItsLease(t *testing.T) {
 		t.Fatalf("the holder still reports keyword rebuilding after the rebuild returned: %+v", st)
 	}
 	// The read models the commands decide on stay refused.
-	if _, err := serving.LiveRebuild(t.Context(), projections.AccountsProjectionName); !errors.Is(err, stack.ErrNotLiveRebuildable) {
+	if _, err := serving.LiveRebuild(t.Context(), projections.AccountsProjectionName); !errors.Is(err, app.ErrNotLiveRebuildable) {
 		t.Fatalf("LiveRebuild of accounts = %v, want ErrNotLiveRebuildable", err)
 	}
 	// Projections without a lease need none.
@@ -212,10 +212,10 @@ func TestRebuildOfALeasedProjectionWaitsForItsLease(t *testing.T) {
 
 // runningNode opens a stack (a node) with a data dir of its own over the
 // log cfg names and runs its projection engine until the test ends.
-func runningNode(t *testing.T, cfg stack.Config) *stack.Stack {
+func runningNode(t *testing.T, cfg app.Config) *app.Core {
 	t.Helper()
 	cfg.DataDir = t.TempDir()
-	st, err := stack.Open(t.Context(), cfg)
+	st, err := app.Open(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package stack_test
+package app_test
 
 import (
 	"strings"
@@ -7,7 +7,7 @@ import (
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/infra/kurrentdb/kurrentdbtest"
 	"github.com/engram-memory/engram/infra/postgres"
-	"github.com/engram-memory/engram/internal/stack"
+	"github.com/engram-memory/engram/internal/app"
 )
 
 // TestKurrentStackSharesItsLog opens two stacks (two nodes) over one
@@ -25,8 +25,8 @@ func TestKurrentStackSharesItsLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	es := stack.EventStore{Backend: stack.KurrentLog, URL: srv.URL(), KurrentUsername: "engram", KurrentPassword: "secret"}
-	one, two := runningNode(t, stack.Config{EventStore: es}), runningNode(t, stack.Config{EventStore: es})
+	es := app.EventStore{Backend: app.KurrentLog, URL: srv.URL(), KurrentUsername: "engram", KurrentPassword: "secret"}
+	one, two := runningNode(t, app.Config{EventStore: es}), runningNode(t, app.Config{EventStore: es})
 	res, err := one.Store.Append(ctx, "s-1", domain.ExpectNoStream, []domain.NewEvent{{Type: "Unrelated", SchemaVersion: 1, Payload: []byte(`{}`)}})
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +43,7 @@ func TestKurrentStackSharesItsLog(t *testing.T) {
 
 	bad := es
 	bad.KurrentPassword = "wrong"
-	if _, err := stack.Open(ctx, stack.Config{DataDir: t.TempDir(), EventStore: bad}); err == nil || !strings.Contains(err.Error(), "--event-store kurrentdb") || strings.Contains(err.Error(), "wrong") {
+	if _, err := app.Open(ctx, app.Config{DataDir: t.TempDir(), EventStore: bad}); err == nil || !strings.Contains(err.Error(), "--event-store kurrentdb") || strings.Contains(err.Error(), "wrong") {
 		t.Fatalf("Open with a wrong password = %v, want a clear error that does not echo the password", err)
 	}
 }
@@ -59,11 +59,11 @@ func TestKurrentStackWithPostgresReadModelsSharesRateBuckets(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	cfg := stack.Config{
-		EventStore: stack.EventStore{Backend: stack.KurrentLog, URL: srv.URL()},
-		ReadModels: stack.ReadModels{Backend: stack.PostgresReadModels, URL: pg.Database(t)},
+	cfg := app.Config{
+		EventStore: app.EventStore{Backend: app.KurrentLog, URL: srv.URL()},
+		ReadModels: app.ReadModels{Backend: app.PostgresReadModels, URL: pg.Database(t)},
 	}
-	nodes := []*stack.Stack{runningNode(t, cfg), runningNode(t, cfg)}
+	nodes := []*app.Core{runningNode(t, cfg), runningNode(t, cfg)}
 	const burst = 3
 	allowed := 0
 	for i := range 2 * burst {
@@ -104,7 +104,7 @@ func TestKurrentStackMaxAppendSize(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			st := runningNode(t, stack.Config{EventStore: stack.EventStore{Backend: stack.KurrentLog, URL: srv.URL(), KurrentMaxAppendSize: c.limit}})
+			st := runningNode(t, app.Config{EventStore: app.EventStore{Backend: app.KurrentLog, URL: srv.URL(), KurrentMaxAppendSize: c.limit}})
 			_, err := st.Store.Append(t.Context(), "s-"+strings.ReplaceAll(c.name, " ", "-"), domain.ExpectAny, []domain.NewEvent{{Type: "Unrelated", SchemaVersion: 1, Payload: payload}})
 			e, _ := domain.AsError(err)
 			if got := e != nil && e.PublicCode() == "event_batch_too_large"; got != c.wantError || (!c.wantError && err != nil) {

@@ -1,4 +1,4 @@
-package stack_test
+package app_test
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/memory"
 	"github.com/engram-memory/engram/infra/kurrentdb/kurrentdbtest"
-	"github.com/engram-memory/engram/internal/stack"
+	"github.com/engram-memory/engram/internal/app"
 )
 
 // BenchmarkRebuild replays a log of memories with 384-dimension vectors
@@ -25,27 +25,27 @@ import (
 // cost, not a real KurrentDB's).
 func BenchmarkRebuild(b *testing.B) {
 	const memories = 5000
-	postgresLog := func(b *testing.B) stack.Config {
-		return stack.Config{EventStore: stack.EventStore{Backend: stack.PostgresLog, URL: pg.Database(b)}}
+	postgresLog := func(b *testing.B) app.Config {
+		return app.Config{EventStore: app.EventStore{Backend: app.PostgresLog, URL: pg.Database(b)}}
 	}
 	logs := []struct {
 		name string
-		open func(b *testing.B) stack.Config
+		open func(b *testing.B) app.Config
 	}{
-		{stack.SQLiteLog, func(*testing.B) stack.Config { return stack.Config{} }},
-		{stack.PostgresLog, postgresLog},
-		{stack.PostgresLog + "+read-models", func(b *testing.B) stack.Config {
+		{app.SQLiteLog, func(*testing.B) app.Config { return app.Config{} }},
+		{app.PostgresLog, postgresLog},
+		{app.PostgresLog + "+read-models", func(b *testing.B) app.Config {
 			cfg := postgresLog(b)
-			cfg.ReadModels.Backend = stack.PostgresReadModels
+			cfg.ReadModels.Backend = app.PostgresReadModels
 			return cfg
 		}},
-		{stack.KurrentLog, func(b *testing.B) stack.Config {
+		{app.KurrentLog, func(b *testing.B) app.Config {
 			srv, err := kurrentdbtest.Start(kurrentdbtest.Options{})
 			if err != nil {
 				b.Fatal(err)
 			}
 			b.Cleanup(srv.Close)
-			return stack.Config{EventStore: stack.EventStore{Backend: stack.KurrentLog, URL: srv.URL()}}
+			return app.Config{EventStore: app.EventStore{Backend: app.KurrentLog, URL: srv.URL()}}
 		}},
 	}
 	for _, log := range logs {
@@ -54,7 +54,7 @@ func BenchmarkRebuild(b *testing.B) {
 			logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 			cfg := log.open(b)
 			cfg.DataDir, cfg.Logger = b.TempDir(), logger
-			st, err := stack.Open(ctx, cfg)
+			st, err := app.Open(ctx, cfg)
 			if err != nil {
 				b.Fatal(err)
 			}

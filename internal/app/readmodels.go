@@ -1,4 +1,4 @@
-package stack
+package app
 
 import (
 	"context"
@@ -64,7 +64,7 @@ type exporter interface {
 	Export(ctx context.Context, w io.Writer) error
 }
 
-// AccountsReadModel is the accounts read model as the stack's consumers
+// AccountsReadModel is the accounts read model as the core's consumers
 // read it; both backends implement it.
 type AccountsReadModel interface {
 	account.ReadModel
@@ -73,7 +73,7 @@ type AccountsReadModel interface {
 	exporter
 }
 
-// MemoriesReadModel is the memories read model as the stack's consumers
+// MemoriesReadModel is the memories read model as the core's consumers
 // read it (the commands, search, the scheduler, the CLI and the
 // dashboard); both backends implement it.
 type MemoriesReadModel interface {
@@ -90,7 +90,7 @@ type MemoriesReadModel interface {
 	exporter
 }
 
-// JobsReadModel is the jobs read model as the stack's consumers read it.
+// JobsReadModel is the jobs read model as the core's consumers read it.
 type JobsReadModel interface {
 	job.ReadModel
 	commands.JobReadModel
@@ -99,7 +99,7 @@ type JobsReadModel interface {
 	exporter
 }
 
-// SuggestionsReadModel is the suggestions read model as the stack's
+// SuggestionsReadModel is the suggestions read model as the core's
 // consumers read it.
 type SuggestionsReadModel interface {
 	processing.SuggestionsReadModel
@@ -108,7 +108,7 @@ type SuggestionsReadModel interface {
 	exporter
 }
 
-// ProvenanceReadModel is the provenance read model as the stack's
+// ProvenanceReadModel is the provenance read model as the core's
 // consumers read it.
 type ProvenanceReadModel interface {
 	memory.ProvenanceReadModel
@@ -116,7 +116,7 @@ type ProvenanceReadModel interface {
 	exporter
 }
 
-// AuditReadModel is the audit read model as the stack's consumers read it.
+// AuditReadModel is the audit read model as the core's consumers read it.
 type AuditReadModel interface {
 	audit.ReadModel
 	query.AuditReadModel

@@ -1,4 +1,4 @@
-package stack_test
+package app_test
 
 import (
 	"context"
@@ -10,8 +10,8 @@ import (
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/infra/meilisearch"
 	"github.com/engram-memory/engram/infra/meilisearch/meilitest"
-	"github.com/engram-memory/engram/internal/stack"
-	"github.com/engram-memory/engram/internal/stack/searchtest"
+	"github.com/engram-memory/engram/internal/app"
+	"github.com/engram-memory/engram/internal/app/searchtest"
 	"github.com/engram-memory/engram/projections/search"
 )
 
@@ -23,8 +23,8 @@ const meiliKey = "stack-test-meili-key"
 // keyword_index_unavailable (keyword) or degrades to vector (hybrid).
 func TestMeilisearchStackServesKeywordSearch(t *testing.T) {
 	srv := meilitest.New(t, meilitest.Options{APIKey: meiliKey})
-	s := searchtest.New(t, searchtest.Options{Indexes: stack.Indexes{
-		Keyword: stack.Meilisearch, MeilisearchURL: srv.URL, MeilisearchAPIKey: meiliKey,
+	s := searchtest.New(t, searchtest.Options{Indexes: app.Indexes{
+		Keyword: app.Meilisearch, MeilisearchURL: srv.URL, MeilisearchAPIKey: meiliKey,
 	}})
 	ctx := context.Background()
 	if b := s.Backends(ctx); b["keyword_index"] != nil || b["vector_index"] != nil {
@@ -78,11 +78,11 @@ func TestMeilisearchStackServesKeywordSearch(t *testing.T) {
 // stack opens, naming the flag.
 func TestMeilisearchStackRefusesBadConfig(t *testing.T) {
 	srv := meilitest.New(t, meilitest.Options{APIKey: meiliKey})
-	for _, ix := range []stack.Indexes{
-		{Keyword: stack.Meilisearch, MeilisearchURL: srv.URL, MeilisearchAPIKey: "wrong"},
-		{Keyword: stack.Meilisearch, MeilisearchURL: "ftp://m:7700"},
+	for _, ix := range []app.Indexes{
+		{Keyword: app.Meilisearch, MeilisearchURL: srv.URL, MeilisearchAPIKey: "wrong"},
+		{Keyword: app.Meilisearch, MeilisearchURL: "ftp://m:7700"},
 	} {
-		st, err := stack.Open(context.Background(), stack.Config{DataDir: t.TempDir(), Indexes: ix})
+		st, err := app.Open(context.Background(), app.Config{DataDir: t.TempDir(), Indexes: ix})
 		if err == nil {
 			st.Close()
 		}
