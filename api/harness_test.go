@@ -43,7 +43,7 @@ import (
 )
 
 // stack is the whole server in process, wired as `engram serve` wires it
-// (cmd/engram/app.go): the SQLite event log and every read model in a data
+// (internal/cli/server.go): the SQLite event log and every read model in a data
 // directory, the projection engine, the embedding catalog over the real
 // local provider (the built-in model plus a generated static model, behind
 // a switch that simulates an outage), the embedding queue, the memory,

@@ -55,8 +55,11 @@ var layers = []struct {
 	{"dashboard", 4},
 	// The wiring, with the search test stack next to it.
 	{"internal/app", 5},
+	// The command line: the server, its maintenance commands, the
+	// personal commands, the MCP server over stdio and the dashboard.
+	{"internal/cli", 6},
 	// The binaries.
-	{"cmd", 6},
+	{"cmd", 7},
 }
 
 // writeSide are the packages that change state; the dashboard reaches
