@@ -370,7 +370,7 @@ func claims(t *testing.T, s domain.EventStore) {
 		stream   string
 		expected int64
 		events   []domain.NewEvent
-		taken    string // the key refused, "" for a stored append
+		taken    string // the key refused, "" for a stored append, "version" for a wrong expected version
 	}{
 		{"a first claim", "k-1", domain.ExpectNoStream, claiming(1, "memory/a"), ""},
 		{"the key again, in another stream", "k-2", domain.ExpectNoStream, claiming(2, "memory/a"), "memory/a"},
@@ -381,6 +381,8 @@ func claims(t *testing.T, s domain.EventStore) {
 		{"events without claims beside one", "k-2", 0, append(newEvents(1, 9), claiming(10, "memory/c")...), ""},
 		{"a claim with any version", "k-3", domain.ExpectAny, claiming(11, "memory/d", "memory/e"), ""},
 		{"a key of several, with any version", "k-3", domain.ExpectAny, claiming(12, "memory/f", "memory/e"), "memory/e"},
+		// The stream's version is checked first, as without claims.
+		{"a taken key at a stale version", "k-1", domain.ExpectNoStream, claiming(13, "memory/a"), "version"},
 	}
 	want := map[string][]int{}
 	for _, c := range cases {
@@ -393,6 +395,12 @@ func claims(t *testing.T, s domain.EventStore) {
 				var p testPayload
 				_ = json.Unmarshal(e.Payload, &p)
 				want[c.stream] = append(want[c.stream], p.N)
+			}
+			continue
+		}
+		if c.taken == "version" {
+			if !errors.Is(err, domain.ErrWrongExpectedVersion) || errors.Is(err, domain.ErrClaimTaken) {
+				t.Fatalf("%s: err = %v, want ErrWrongExpectedVersion", c.name, err)
 			}
 			continue
 		}

@@ -110,7 +110,10 @@ func (s *EventStore) appendClaiming(ctx context.Context, stream string, expected
 			}
 		}
 		if err := s.claim(ctx, claims); err != nil {
-			return domain.AppendResult{}, fmt.Errorf("kurrentdb: append to %s: %w", stream, err)
+			if expected == domain.ExpectAny {
+				return domain.AppendResult{}, fmt.Errorf("kurrentdb: append to %s: %w", stream, err)
+			}
+			return domain.AppendResult{}, s.refusal(ctx, stream, exact, err)
 		}
 		state, err := streamState(exact)
 		if err != nil {
@@ -128,6 +131,20 @@ func (s *EventStore) appendClaiming(ctx context.Context, stream string, expected
 		}
 		return res, err
 	}
+}
+
+// refusal is the error of an append to stream at exact whose claims
+// failed with err. A claim refused on a stream that is not at exact is
+// answered as a wrong expected version, as the other logs answer it
+// (they check the version first): the appender decides again rather than
+// learn of a key its stale decision claimed.
+func (s *EventStore) refusal(ctx context.Context, stream string, exact int64, err error) error {
+	if errors.Is(err, domain.ErrClaimTaken) {
+		if v, verr := s.StreamVersion(ctx, stream); verr == nil && v != exact {
+			return fmt.Errorf("kurrentdb: append to %s: expected version %d, stream is at %d: %w", stream, exact, v, domain.ErrWrongExpectedVersion)
+		}
+	}
+	return fmt.Errorf("kurrentdb: append to %s: %w", stream, err)
 }
 
 // claim records an attempt for every claim, or fails, having withdrawn
