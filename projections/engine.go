@@ -54,6 +54,9 @@ type Engine struct {
 	projections []Projection
 	logger      *slog.Logger
 	retryDelay  time.Duration
+	// maxPending bounds the events queued for one projection (see
+	// follower.go).
+	maxPending int
 
 	mu        sync.Mutex
 	positions map[string]uint64
@@ -113,6 +116,7 @@ func NewEngine(store domain.EventStore, logger *slog.Logger, projections ...Proj
 		projections: projections,
 		logger:      logger,
 		retryDelay:  250 * time.Millisecond,
+		maxPending:  maxPending,
 		positions:   make(map[string]uint64, len(projections)),
 		changed:     make(chan struct{}),
 		stats:       make(map[string]*ProjectionStatus, len(projections)),

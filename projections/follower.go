@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -24,25 +25,24 @@ import (
 // that, since its messages carry bytes, nor give each projection the
 // redelivery of a nacked batch from its own position, which a member does.
 //
-// Projections move at their own pace and from their own checkpoints. The
-// follower starts at the lowest checkpoint of the first projections it
-// serves; a member ahead of it gets batches it partly applied already,
-// which Apply skips (events at or below the checkpoint). A member that
-// does not take a batch within detachAfter (its projection is parked,
-// slow, or being rebuilt) is detached: it keeps what was queued for it,
-// then reads the log from its own position through the replay path's
-// reader (readChunk) until it reaches the follower, and attaches again. A
-// member that starts behind the follower (a leased projection taken over,
-// a projection rebuilt) catches up so as well. No batch is skipped: a
-// member reads whatever the follower did not hand it.
+// Projections move at their own pace and from their own checkpoints; the
+// follower never waits for one. It starts at the lowest checkpoint of the
+// first projections it serves; a member ahead of it gets batches it partly
+// applied already, which Apply skips (events at or below the checkpoint).
+// Batches queue for a member up to maxPending events (the batches are
+// shared by every member, so that costs no copies); a member further
+// behind (its projection parked, slow, or paused by a live rebuild) is
+// detached: it applies what was queued for it, then reads the log from its
+// own position through the replay path's reader (readChunk) until it
+// reaches the follower, and attaches again. A member that starts behind
+// the follower (a leased projection taken over) catches up so as well. No
+// batch is skipped: a member reads whatever the follower did not hand it.
 
-// memberQueue is how many batches the follower queues for a member ahead
-// of its handler; detachAfter is how long the follower waits for a member
-// whose queue is full before it leaves that member to catch up alone.
-const (
-	memberQueue = 4
-	detachAfter = time.Second
-)
+// maxPending bounds the events queued for a member by default
+// (Engine.maxPending): eight of the store's full pages, more than the
+// batches a busy server's writers have in flight (a projection keeping up
+// never reads for itself).
+const maxPending = 32768
 
 // logFollower is the engine's one reader of the log while it runs.
 type logFollower struct {
@@ -52,6 +52,7 @@ type logFollower struct {
 	// ctx bounds the following; retryDelay paces a failed subscription.
 	ctx        context.Context
 	retryDelay time.Duration
+	maxPending int
 	wg         sync.WaitGroup
 
 	mu sync.Mutex
@@ -64,7 +65,7 @@ type logFollower struct {
 }
 
 func newFollower(ctx context.Context, e *Engine) *logFollower {
-	return &logFollower{store: e.store, events: e.events, logger: e.logger, ctx: ctx, retryDelay: e.retryDelay, attached: map[*member]bool{}}
+	return &logFollower{store: e.store, events: e.events, logger: e.logger, ctx: ctx, retryDelay: e.retryDelay, maxPending: e.maxPending, attached: map[*member]bool{}}
 }
 
 // serve starts following the log after from unless the follower follows
@@ -92,7 +93,7 @@ func (f *logFollower) follow(after uint64) {
 	for {
 		err := f.store.SubscribeAll(f.ctx, after, func(ctx context.Context, events []domain.Event) error {
 			f.events.DecodeAll(events)
-			f.hand(ctx, events)
+			f.hand(events)
 			after = events[len(events)-1].Position
 			return nil
 		})
@@ -106,60 +107,46 @@ func (f *logFollower) follow(after uint64) {
 	}
 }
 
-// hand gives events to every attached member, detaching those that do not
-// take them in time.
-func (f *logFollower) hand(ctx context.Context, events []domain.Event) {
-	f.mu.Lock()
-	members := make([]*member, 0, len(f.attached))
-	for m := range f.attached {
-		members = append(members, m)
-	}
-	// Set before handing out: a member that attaches from now on has
-	// applied these events already (it attaches at or after read).
-	f.read = events[len(events)-1].Position
-	f.mu.Unlock()
-	for _, m := range members {
-		if !m.offer(ctx, events) {
-			f.detach(m)
-		}
-	}
-}
-
-func (f *logFollower) detach(m *member) {
+// hand queues events for every attached member, detaching those that have
+// more than maxPending events queued already.
+func (f *logFollower) hand(events []domain.Event) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.attached[m] {
-		delete(f.attached, m)
-		close(m.detached)
+	// A member that attaches from now on has applied these events already
+	// (it attaches at or after read).
+	f.read = events[len(events)-1].Position
+	for m := range f.attached {
+		if len(m.pending) > 0 && m.pendingEvents+len(events) > f.maxPending {
+			f.detachLocked(m)
+			continue
+		}
+		m.pending = append(m.pending, events)
+		m.pendingEvents += len(events)
+		m.signal()
 	}
 }
 
-// member is one projection's place at the follower.
+// detachLocked stops handing batches to m; f.mu is held.
+func (f *logFollower) detachLocked(m *member) {
+	delete(f.attached, m)
+	m.signal()
+}
+
+// member is one projection's place at the follower; its fields are
+// guarded by the follower's mu.
 type member struct {
 	f *logFollower
-	// queue holds the batches handed to it, in log order, while it is
-	// attached; detached is closed when the follower detaches it.
-	queue    chan []domain.Event
-	detached chan struct{}
+	// pending are the batches handed to it, in log order, not yet taken.
+	pending       [][]domain.Event
+	pendingEvents int
+	// ready is signalled when a batch is queued or it is detached.
+	ready chan struct{}
 }
 
-// offer queues events for m, waiting at most detachAfter for room; it
-// reports whether m took them.
-func (m *member) offer(ctx context.Context, events []domain.Event) bool {
+func (m *member) signal() {
 	select {
-	case m.queue <- events:
-		return true
+	case m.ready <- struct{}{}:
 	default:
-	}
-	t := time.NewTimer(detachAfter)
-	defer t.Stop()
-	select {
-	case m.queue <- events:
-		return true
-	case <-t.C:
-		return false
-	case <-ctx.Done():
-		return false
 	}
 }
 
@@ -170,37 +157,58 @@ func (m *member) offer(ctx context.Context, events []domain.Event) bool {
 func (m *member) next(ctx context.Context, after uint64, readChunk func(ctx context.Context, after, until uint64, limit int) ([]domain.Event, error)) ([]domain.Event, error) {
 	f := m.f
 	for {
-		select {
-		case events := <-m.queue:
-			return events, nil
-		default:
-		}
 		f.mu.Lock()
-		attached, detached := f.attached[m], m.detached
+		if len(m.pending) > 0 {
+			events := m.takePending()
+			f.mu.Unlock()
+			return events, nil
+		}
+		attached := f.attached[m]
 		if !attached && after >= f.read {
 			f.attached[m] = true
-			m.detached = make(chan struct{})
 			f.mu.Unlock()
 			continue
 		}
 		until := f.read
 		f.mu.Unlock()
-		if attached {
-			select {
-			case events := <-m.queue:
-				return events, nil
-			case <-detached:
-				continue
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
+		if !attached {
+			return readChunk(ctx, after, until, replayChunk)
 		}
-		return readChunk(ctx, after, until, replayChunk)
+		select {
+		case <-m.ready:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
 }
 
+// takePending takes the oldest queued batch, joined with the next ones up
+// to a page of the store (replayChunk events): a projection that fell
+// behind (paused by a live rebuild, say) applies its backlog in a few
+// transactions, as reading the log itself would, rather than one per
+// write. f.mu is held.
+func (m *member) takePending() []domain.Event {
+	n, total := 1, len(m.pending[0])
+	for n < len(m.pending) && total+len(m.pending[n]) <= replayChunk {
+		total += len(m.pending[n])
+		n++
+	}
+	events := m.pending[0]
+	if n > 1 {
+		events = slices.Concat(m.pending[:n]...)
+	}
+	clear(m.pending[:n])
+	m.pending = m.pending[n:]
+	m.pendingEvents -= total
+	return events
+}
+
 // leave detaches m for good (its handler stops).
-func (m *member) leave() { m.f.detach(m) }
+func (m *member) leave() {
+	m.f.mu.Lock()
+	defer m.f.mu.Unlock()
+	m.f.detachLocked(m)
+}
 
 // batchKey carries a delivered batch in its message's context.
 type batchKey struct{}
@@ -228,7 +236,7 @@ var _ message.Subscriber = (*memberSubscriber)(nil)
 
 func (s *memberSubscriber) Subscribe(ctx context.Context, topic string) (<-chan *message.Message, error) {
 	out := make(chan *message.Message)
-	m := &member{f: s.f, queue: make(chan []domain.Event, memberQueue), detached: make(chan struct{})}
+	m := &member{f: s.f, ready: make(chan struct{}, 1)}
 	go func() {
 		defer close(out)
 		defer m.leave()

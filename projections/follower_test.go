@@ -91,14 +91,16 @@ func (p *stallingProjection) Apply(ctx context.Context, events []domain.Event) e
 }
 
 // A projection that stalls does not hold the others: they keep applying
-// what is appended. Once it moves again it reads what it missed from its
-// own checkpoint and ends equal to them, without a skipped or doubled
-// event.
+// what is appended. Once it moves again it applies what was queued for it,
+// reads from its own checkpoint what the follower stopped queueing for it,
+// and ends equal to them,
+// without a skipped or doubled event.
 func TestStalledProjectionLeavesTheOthersLiveAndCatchesUp(t *testing.T) {
-	store := newStore(t)
+	store := &countingStore{EventStore: newStore(t)}
 	live := &sumProjection{name: "live"}
 	stalled := &stallingProjection{sumProjection: &sumProjection{name: "stalled"}, stall: make(chan struct{})}
 	engine := projections.NewEngine(store, slog.New(slog.NewTextHandler(io.Discard, nil)), live, stalled)
+	projections.SetMaxPending(engine, 4)
 	ctx := runEngine(t, engine)
 	released := false
 	defer func() {
@@ -109,7 +111,7 @@ func TestStalledProjectionLeavesTheOthersLiveAndCatchesUp(t *testing.T) {
 
 	want := 0
 	var pos uint64
-	for i := 1; i <= 12; i++ { // more batches than the follower queues for a member
+	for i := 1; i <= 12; i++ { // more than it queues for one projection
 		pos = appendN(t, store, i)
 		want += i
 		waitFor(t, ctx, engine, pos, "live")
@@ -126,6 +128,9 @@ func TestStalledProjectionLeavesTheOthersLiveAndCatchesUp(t *testing.T) {
 		if sum, at := p.state(); sum != want || at != pos {
 			t.Errorf("%s: sum %d at %d, want %d at %d", p.name, sum, at, want, pos)
 		}
+	}
+	if store.reads.Load() == 0 {
+		t.Error("the stalled projection never read the log for itself: it was queued all it missed")
 	}
 }
 
@@ -147,4 +152,40 @@ func TestProjectionsAtDifferentCheckpointsAreFedFromTheirOwn(t *testing.T) {
 			t.Errorf("%s: sum %d at %d, want 16 at %d", p.name, sum, at, pos)
 		}
 	}
+}
+
+// A projection that fell behind (here stalled; in a server, paused by a
+// live rebuild) applies its backlog of small batches joined, in a few
+// Apply calls, as a read of the log would give it, not one per write:
+// the writes waiting for it would otherwise wait for a transaction each.
+func TestBacklogOfSmallBatchesIsAppliedJoined(t *testing.T) {
+	store := newStore(t)
+	counted := &countingProjection{sumProjection: sumProjection{name: "behind"}}
+	behind := &countingStall{countingProjection: counted, stall: make(chan struct{})}
+	engine := projections.NewEngine(store, slog.New(slog.NewTextHandler(io.Discard, nil)), behind, &sumProjection{name: "live"})
+	ctx := runEngine(t, engine)
+
+	var pos uint64
+	for i := 1; i <= 20; i++ {
+		pos = appendN(t, store, i)
+		waitFor(t, ctx, engine, pos, "live")
+	}
+	close(behind.stall)
+	waitFor(t, ctx, engine, pos)
+	counted.mu.Lock()
+	defer counted.mu.Unlock()
+	if counted.calls > 2 || counted.sum != 210 {
+		t.Fatalf("20 one-event batches, the first held, took %d Apply calls (sum %d), want at most 2: the held batch, then the rest joined", counted.calls, counted.sum)
+	}
+}
+
+// countingStall counts Apply calls, and waits for stall before each.
+type countingStall struct {
+	*countingProjection
+	stall chan struct{}
+}
+
+func (p *countingStall) Apply(ctx context.Context, events []domain.Event) error {
+	<-p.stall
+	return p.countingProjection.Apply(ctx, events)
 }
