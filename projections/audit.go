@@ -8,9 +8,9 @@ import (
 
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/account"
+	"github.com/engram-memory/engram/domain/agentsettings"
 	"github.com/engram-memory/engram/domain/audit"
 	"github.com/engram-memory/engram/domain/memory"
-	"github.com/engram-memory/engram/domain/stack"
 )
 
 // AuditProjectionName names the audit read model.
@@ -116,7 +116,7 @@ func auditOf(e domain.Event) (rec auditRecord, ok bool, err error) {
 		return mem(p.AgentRef, "verify", "", p.MemoryID, map[string]any{"strength": p.Strength, "reason": p.Reason})
 	case *memory.AgentModelSwitched:
 		return mem(p.AgentRef, "model_switched", "", "", map[string]any{"model": p.Model, "dimensions": p.Dimensions, "job_id": p.JobID})
-	case *stack.SettingsChanged:
+	case *agentsettings.SettingsChanged:
 		return mem(p.AgentRef, "settings_changed", "", "", map[string]any{"changed": p.Changed, "settings": p.Settings})
 	case *memory.AgentDeleted:
 		return acct(p.UserID, "agent_deleted", map[string]string{"agent_id": p.AgentID})

@@ -7,10 +7,10 @@ import (
 
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/account"
+	"github.com/engram-memory/engram/domain/agentsettings"
 	"github.com/engram-memory/engram/domain/job"
 	"github.com/engram-memory/engram/domain/memory"
 	"github.com/engram-memory/engram/domain/processing"
-	"github.com/engram-memory/engram/domain/stack"
 	"github.com/engram-memory/engram/projections"
 )
 
@@ -23,7 +23,7 @@ func TestEventsRegistersEveryDomainEventOnce(t *testing.T) {
 	tests := []domain.Payload{
 		memory.MemoryCreated{MemoryID: "m1", Type: memory.Note, Content: json.RawMessage(`{"content":"x"}`)},
 		memory.AgentDeleted{},
-		stack.SettingsChanged{},
+		agentsettings.SettingsChanged{},
 		processing.SuggestionCreated{},
 		job.Queued{},
 		account.UserRegistered{},

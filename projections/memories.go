@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/domain/agentsettings"
 	"github.com/engram-memory/engram/domain/memory"
 	"github.com/engram-memory/engram/domain/processing"
-	"github.com/engram-memory/engram/domain/stack"
 )
 
 // MemoriesProjectionName names the memories read model (its checkpoint
@@ -82,7 +82,7 @@ func isAgentEvent(e domain.Event) bool {
 	case *memory.AgentCreated, *memory.MemoryCreated, *memory.MemoryEmbedded, *memory.MemoryUpdated,
 		*memory.MemoryPatched, *memory.MemoryForgotten, *memory.MemoryPurged, *memory.AgentDeleted,
 		*memory.AgentModelSwitched, *memory.MemoryRecovered, *memory.MemoryProtected, *memory.MemoryUnprotected,
-		*memory.MemoryWeakened, *memory.MemoryVerified, *stack.SettingsChanged:
+		*memory.MemoryWeakened, *memory.MemoryVerified, *agentsettings.SettingsChanged:
 		return true
 	}
 	return false
@@ -122,20 +122,20 @@ func applyMemoryEvent(ctx context.Context, tx memory.ReadModelTx, e domain.Event
 		return changeVitality(ctx, tx, p.AgentRef, p.MemoryID, func(v *memory.Vitality) { v.Base, v.Since = p.Strength, p.At })
 	case *memory.MemoryVerified:
 		return memoryVerified(ctx, tx, *p)
-	case *stack.SettingsChanged:
+	case *agentsettings.SettingsChanged:
 		return settingsChanged(ctx, tx, *p)
 	case *processing.PassRecorded:
-		return passConsumed(ctx, tx, p.StackRef, p.Consumed)
+		return passConsumed(ctx, tx, p.AgentRef, p.Consumed)
 	}
 	return nil // an event this read model does not hold
 }
 
 // passConsumed marks the memories a processing pass consumed, as the
-// processing snapshot does from the same event (processing.Stack.Processed). A consumed memory of an agent deleted
+// processing snapshot does from the same event (processing.State.Processed). A consumed memory of an agent deleted
 // since is no longer held, so the mark never reaches a later agent of
 // the same id.
-func passConsumed(ctx context.Context, tx memory.ReadModelTx, stack processing.StackRef, consumed []processing.Consumed) error {
-	ref := memory.AgentRef{UserID: stack.UserID, AgentID: stack.AgentID}
+func passConsumed(ctx context.Context, tx memory.ReadModelTx, agent processing.AgentRef, consumed []processing.Consumed) error {
+	ref := memory.AgentRef{UserID: agent.UserID, AgentID: agent.AgentID}
 	for _, c := range consumed {
 		if err := tx.MarkConsumed(ctx, ref, c.ID); err != nil {
 			return err
@@ -324,7 +324,7 @@ func memoryVerified(ctx context.Context, tx memory.ReadModelTx, p memory.MemoryV
 
 // settingsChanged stores the agent's whole settings (ignored for an agent
 // that does not exist).
-func settingsChanged(ctx context.Context, tx memory.ReadModelTx, p stack.SettingsChanged) error {
+func settingsChanged(ctx context.Context, tx memory.ReadModelTx, p agentsettings.SettingsChanged) error {
 	if ok, err := tx.AgentExists(ctx, p.AgentRef); err != nil || !ok {
 		return err
 	}
