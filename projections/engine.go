@@ -209,9 +209,14 @@ func (e *Engine) run(ctx context.Context, f *logFollower, projections []Projecti
 	// The follower serves from the lowest checkpoint, unless it serves
 	// already (these are leased projections taken over): a projection
 	// behind it catches up on its own.
-	f.serve(slices.Min(positions))
+	members := f.join(positions)
+	defer func() {
+		for _, m := range members {
+			m.leave()
+		}
+	}()
 	for i, p := range projections {
-		sub := &memberSubscriber{e: e, f: f, from: positions[i], retryDelay: e.retryDelay, maxRetryDelay: maxRetryDelay}
+		sub := &memberSubscriber{e: e, m: members[i], from: positions[i], retryDelay: e.retryDelay, maxRetryDelay: maxRetryDelay}
 		h := router.AddConsumerHandler(p.Name(), p.Name(), sub, e.handler(p))
 		// Outermost first: park what the retries could not apply; retry
 		// each failed attempt, counted, whether an error or a recovered panic.

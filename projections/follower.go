@@ -27,8 +27,8 @@ import (
 //
 // Projections move at their own pace and from their own checkpoints; the
 // follower never waits for one. It starts at the lowest checkpoint of the
-// first projections it serves; a member ahead of it gets batches it partly
-// applied already, which Apply skips (events at or below the checkpoint).
+// first projections it serves; a member ahead of it is handed only what
+// follows its own checkpoint.
 // Batches queue for a member up to maxPending events (the batches are
 // shared by every member, so that costs no copies); a member further
 // behind (its projection parked, slow, or paused by a live rebuild) is
@@ -68,20 +68,29 @@ func newFollower(ctx context.Context, e *Engine) *logFollower {
 	return &logFollower{store: e.store, events: e.events, logger: e.logger, ctx: ctx, retryDelay: e.retryDelay, maxPending: e.maxPending, attached: map[*member]bool{}}
 }
 
-// serve starts following the log after from unless the follower follows
-// already.
-func (f *logFollower) serve(from uint64) {
+// join returns the members of projections at the given checkpoints,
+// attached from the start unless they are behind the follower. The first
+// join starts the follower at the lowest of its checkpoints, once its
+// members are attached, so none of them misses the first pages.
+func (f *logFollower) join(positions []uint64) []*member {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.started {
-		return
+	if !f.started {
+		f.started, f.read = true, slices.Min(positions)
+		f.wg.Add(1)
+		go func(from uint64) {
+			defer f.wg.Done()
+			f.follow(from)
+		}(f.read)
 	}
-	f.started, f.read = true, from
-	f.wg.Add(1)
-	go func() {
-		defer f.wg.Done()
-		f.follow(from)
-	}()
+	members := make([]*member, len(positions))
+	for i, pos := range positions {
+		members[i] = &member{f: f, ready: make(chan struct{}, 1)}
+		if pos >= f.read {
+			f.attached[members[i]] = true
+		}
+	}
+	return members
 }
 
 // wait returns once the following has stopped (its context ended).
@@ -226,7 +235,7 @@ func batchOf(msg *message.Message) []domain.Event {
 // parked and retried instead of skipping events.
 type memberSubscriber struct {
 	e             *Engine
-	f             *logFollower
+	m             *member
 	from          uint64
 	retryDelay    time.Duration
 	maxRetryDelay time.Duration
@@ -236,7 +245,7 @@ var _ message.Subscriber = (*memberSubscriber)(nil)
 
 func (s *memberSubscriber) Subscribe(ctx context.Context, topic string) (<-chan *message.Message, error) {
 	out := make(chan *message.Message)
-	m := &member{f: s.f, ready: make(chan struct{}, 1)}
+	m := s.m
 	go func() {
 		defer close(out)
 		defer m.leave()
@@ -253,7 +262,9 @@ func (s *memberSubscriber) Subscribe(ctx context.Context, topic string) (<-chan 
 				}
 				continue
 			}
-			if len(events) == 0 {
+			// A projection that started ahead of the follower is handed
+			// no batch of what it applied already.
+			if events = events[cut(events, after):]; len(events) == 0 {
 				continue
 			}
 			if err := s.deliver(ctx, out, events); err != nil {

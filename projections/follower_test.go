@@ -135,22 +135,28 @@ func TestStalledProjectionLeavesTheOthersLiveAndCatchesUp(t *testing.T) {
 }
 
 // Projections at different checkpoints are each fed from their own: one
-// already past part of the log skips what it applied, one behind gets
-// all of it.
+// already past part of the log is handed only what follows its
+// checkpoint, one behind gets all of it.
 func TestProjectionsAtDifferentCheckpointsAreFedFromTheirOwn(t *testing.T) {
 	store := newStore(t)
 	first := appendN(t, store, 1, 2, 3)
-	ahead := &sumProjection{name: "ahead", sum: 6, pos: first}
+	ahead := &countingProjection{sumProjection: sumProjection{name: "ahead", sum: 6, pos: first}}
 	behind := &sumProjection{name: "behind"}
 	engine := projections.NewEngine(store, slog.New(slog.NewTextHandler(io.Discard, nil)), ahead, behind)
 	ctx := runEngine(t, engine)
+	waitFor(t, ctx, engine, first)
 
 	pos := appendN(t, store, 10)
 	waitFor(t, ctx, engine, pos)
-	for _, p := range []*sumProjection{ahead, behind} {
+	for _, p := range []*sumProjection{&ahead.sumProjection, behind} {
 		if sum, at := p.state(); sum != 16 || at != pos {
 			t.Errorf("%s: sum %d at %d, want 16 at %d", p.name, sum, at, pos)
 		}
+	}
+	ahead.mu.Lock()
+	defer ahead.mu.Unlock()
+	if ahead.calls != 1 {
+		t.Errorf("the projection ahead was handed %d batches, want 1: only the one after its checkpoint", ahead.calls)
 	}
 }
 
