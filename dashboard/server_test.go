@@ -17,7 +17,6 @@ import (
 	"github.com/engram-memory/engram/dashboard"
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/memory"
-	"github.com/engram-memory/engram/domain/processing"
 	"github.com/engram-memory/engram/infra/embed/local"
 	"github.com/engram-memory/engram/internal/app"
 )
@@ -60,7 +59,7 @@ func seedStack(t testing.TB, n int) string {
 }
 
 func openStack(t testing.TB, dir, agentID string) (*app.ReadOnly, error) {
-	return app.OpenReadOnly(context.Background(), app.ReadOnlyConfig{Dir: dir, UserID: "local", AgentID: agentID, Processor: processing.NewRuleExtractor().Info()})
+	return app.OpenReadOnly(context.Background(), app.ReadOnlyConfig{Settings: app.Settings{Config: app.Config{DataDir: dir}}, UserID: "local", AgentID: agentID})
 }
 
 func TestOpenRefusesWhatIsNoStack(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"time"
 
@@ -84,7 +85,7 @@ type stackBackend struct {
 // (writes), otherwise a missing stack is not_found.
 func withStack[T any](ctx context.Context, b *stackBackend, create bool, f func(apimcp.Backend) (T, error)) (T, error) {
 	var zero T
-	st, err := b.c.openNamedStack(ctx, b.name, create)
+	st, err := b.c.openNamedStack(ctx, b.name, create, mcpParts)
 	if err != nil {
 		if domain.ErrorKind(err) == domain.KindNotFound {
 			return zero, domain.NotFound("agent")
@@ -92,7 +93,7 @@ func withStack[T any](ctx context.Context, b *stackBackend, create bool, f func(
 		return zero, err
 	}
 	defer st.close()
-	return f(apimcp.NewServiceBackend(st.app.mcp, localCaller()))
+	return f(apimcp.NewServiceBackend(st.app.MCP, localCaller()))
 }
 
 func (b *stackBackend) AddMemory(ctx context.Context, in apimcp.NewMemory) (apimcp.Created, error) {
@@ -184,9 +185,17 @@ func serverVersion() string {
 	return strings.TrimPrefix(first, "engram ")
 }
 
-// stderrLogger logs warnings and errors on stderr, as every command does.
+// stderrLogger logs warnings and errors on stderr, as every command does;
+// ENGRAM_LOG_LEVEL (serve's --log-level) shows more, e.g. debug names
+// what a local command opened (the application's components).
 func (c *cli) stderrLogger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	level := slog.LevelWarn
+	if v, ok := os.LookupEnv(envName("log-level")); ok {
+		if err := level.UnmarshalText([]byte(v)); err != nil {
+			level = slog.LevelWarn
+		}
+	}
+	return slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: level}))
 }
 
 type nopWriteCloser struct{ io.Writer }

@@ -127,22 +127,22 @@ func statusCommand(ctx context.Context, c *cli, args []string) error {
 
 // stackCounts fills the per-type counts, the model and the log size.
 func (c *cli) stackCounts(ctx context.Context, out *statusJSON) error {
-	st, err := c.openStack(ctx, false)
+	st, err := c.openStack(ctx, false, modelParts)
 	if err != nil {
 		return err
 	}
 	defer st.close()
-	version, err := st.app.stack.Memories.StreamVersion(ctx, memory.AgentStream(localUserID, st.name))
+	version, err := st.app.Core.Memories.StreamVersion(ctx, memory.AgentStream(localUserID, st.name))
 	if err != nil {
 		return err
 	}
 	out.Events = uint64(version + 1)
 	out.Unpushed = out.Events - min(out.Events, st.pushedEvents())
-	agent, found, err := st.app.stack.Memories.Agent(ctx, localUserID, st.name)
+	agent, found, err := st.app.Core.Memories.Agent(ctx, localUserID, st.name)
 	if err != nil {
 		return err
 	}
-	out.Embedding.Model, out.Embedding.Dimensions = st.app.catalog.DefaultModel().Name, st.app.catalog.DefaultModel().Dimensions
+	out.Embedding.Model, out.Embedding.Dimensions = st.app.Catalog.DefaultModel().Name, st.app.Catalog.DefaultModel().Dimensions
 	if !found {
 		return nil
 	}
@@ -165,11 +165,11 @@ func (c *cli) stackCounts(ctx context.Context, out *statusJSON) error {
 // memories, which it does not count, are paged through.
 func countMemories(ctx context.Context, st *localStack, types []memory.Type, includeForgotten bool) (int, error) {
 	if len(types) == 1 && types[0].Searchable() && !includeForgotten {
-		return st.app.stack.Memories.CountMemories(ctx, localUserID, st.name, types)
+		return st.app.Core.Memories.CountMemories(ctx, localUserID, st.name, types)
 	}
 	n, cursor := 0, ""
 	for {
-		page, err := st.app.queries.List(ctx, memory.ListQuery{UserID: localUserID, AgentID: st.name, Types: types, IncludeForgotten: includeForgotten, Limit: memory.MaxListLimit, Cursor: cursor})
+		page, err := st.app.Queries.List(ctx, memory.ListQuery{UserID: localUserID, AgentID: st.name, Types: types, IncludeForgotten: includeForgotten, Limit: memory.MaxListLimit, Cursor: cursor})
 		if err != nil {
 			return 0, err
 		}
