@@ -93,6 +93,12 @@ type Settings struct {
 	SyncMaxPushBytes int64
 	// Jobs configures the re-embedding job runner (Workers).
 	Jobs workers.RunnerConfig
+	// Search tunes the search service (tests freeze its clock).
+	Search search.Options
+	// Providers, when set, are the embedding providers instead of those
+	// Embedding configures (the test harnesses' counting, switchable
+	// provider); Embedding.Model still names the default model.
+	Providers []domain.EmbeddingProvider
 }
 
 // Embedding chooses the embedding providers and the default model.
@@ -191,6 +197,9 @@ func (a *App) build(ctx context.Context, settings Settings) error {
 	}
 	if parts&(Search|Writes|Workers|Models) != 0 {
 		catalog, err := NewEmbedCatalog(settings.Embedding)
+		if len(settings.Providers) > 0 {
+			catalog, err = embed.NewCatalog(embed.CatalogOptions{Providers: settings.Providers, DefaultModel: settings.Embedding.Model})
+		}
 		if err != nil {
 			return err
 		}
@@ -198,7 +207,7 @@ func (a *App) build(ctx context.Context, settings Settings) error {
 		a.started(ComponentEmbeddingModels)
 	}
 	if parts&(Search|KeywordSearch) != 0 {
-		if err := a.buildSearch(ctx); err != nil {
+		if err := a.buildSearch(ctx, settings.Search); err != nil {
 			return err
 		}
 	}
@@ -278,7 +287,7 @@ func (a *App) build(ctx context.Context, settings Settings) error {
 
 // buildSearch loads the indexes the parts search (the keyword index
 // alone for KeywordSearch) and builds the search service over them.
-func (a *App) buildSearch(ctx context.Context) error {
+func (a *App) buildSearch(ctx context.Context, opts search.Options) error {
 	vectors := a.parts&Search != 0
 	if a.parts&(Writes|Workers) == 0 {
 		// A reader fills the in-process indexes here; a running engine
@@ -295,7 +304,7 @@ func (a *App) buildSearch(ctx context.Context) error {
 	} else {
 		embedder = keywordOnly{}
 	}
-	svc, err := a.Core.Search(embedder, search.Options{})
+	svc, err := a.Core.Search(embedder, opts)
 	if err != nil {
 		return err
 	}
@@ -428,6 +437,17 @@ func (a *App) startEngine(ctx context.Context) {
 	}()
 }
 
+// StopEngine stops the background projection engine, for a caller that
+// then writes the projections outside it (a rebuild in a test); Close
+// skips it afterwards.
+func (a *App) StopEngine() {
+	if a.stopEngine != nil {
+		a.stopEngine()
+		<-a.engineDone
+		a.stopEngine = nil
+	}
+}
+
 // CaughtUp is the startup gate: it opens once the projections have
 // applied the log as it stood at open.
 func (a *App) CaughtUp() *StartupGate { return a.caughtUp }
@@ -505,10 +525,7 @@ func (a *App) Close(ctx context.Context) error {
 		for i := len(a.closers) - 1; i >= 0; i-- {
 			errs = append(errs, a.closers[i](ctx))
 		}
-		if a.stopEngine != nil {
-			a.stopEngine()
-			<-a.engineDone
-		}
+		a.StopEngine()
 		errs = append(errs, a.Core.Close())
 	})
 	return errors.Join(errs...)

@@ -1,9 +1,9 @@
 package cli
 
 import (
-	"context"
+	"cmp"
 	"encoding/json"
-	"os"
+	"flag"
 	"os/exec"
 	"slices"
 	"testing"
@@ -12,21 +12,17 @@ import (
 	"github.com/engram-memory/engram/internal/testserver"
 )
 
-// BenchmarkCLIProcess measures whole `engram` processes (a binary built
-// without the race detector, or $ENGRAM_BENCH_BINARY to measure another
-// build on the same stack) on a local stack of 10,000 notes, from start to
+// benchBinary is another engram build for BenchmarkCLIProcess to measure
+// (e.g. that of the previous commit, for a before/after pair).
+var benchBinary = flag.String("engram-binary", "", "engram binary BenchmarkCLIProcess runs (default: this tree's)")
+
+// BenchmarkCLIProcess measures whole `engram` processes (this tree's
+// binary, without the race detector, or -engram-binary) on a local stack of 10,000 notes, from start to
 // exit: the open of the stack plus the command, as an agent's hook pays
 // it. Each reports p50 and p99 in ms; the searches also report the p50 of
 // the query_time_ms and open_ms they print (docs/benchmarks.md).
 func BenchmarkCLIProcess(b *testing.B) {
-	ctx := context.Background()
-	bin := os.Getenv("ENGRAM_BENCH_BINARY")
-	if bin == "" {
-		var err error
-		if bin, err = testserver.Build(ctx, b.TempDir(), false); err != nil {
-			b.Fatal(err)
-		}
-	}
+	bin := cmp.Or(*benchBinary, binPath)
 	home := b.TempDir()
 	queries := fillBenchStack(b, home, 10_000)
 	for _, bc := range []struct {

@@ -38,7 +38,6 @@ const (
 	readParts    = app.Queries
 	modelParts   = app.Queries | app.Models
 	writeParts   = app.Queries | app.Writes
-	mcpParts     = app.Queries | app.Search | app.Writes
 	keywordParts = app.KeywordSearch
 	searchParts  = app.Search
 )
