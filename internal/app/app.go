@@ -51,13 +51,10 @@ const (
 	// Accounts are the account commands with the mailer (needs Workers:
 	// key usage goes through the usage recorder).
 	Accounts
-	// Models is the embedding model catalog alone (what a stack's status
-	// reports), without loading any index.
-	Models
 )
 
 // Server is every part: what `engram serve` runs.
-const Server = Queries | Search | Writes | Workers | Accounts | Models
+const Server = Queries | Search | Writes | Workers | Accounts
 
 // Components named by App.Components: what was loaded, built or started.
 const (
@@ -127,7 +124,7 @@ type Chat struct {
 // A part not asked for is nil.
 type App struct {
 	Core *Core
-	// Catalog holds the embedding models (Search, Writes, Workers, Models).
+	// Catalog holds the embedding models (Search, Writes, Workers).
 	Catalog *embed.Catalog
 	// Search answers searches (Search or KeywordSearch).
 	Search *search.Service
@@ -195,7 +192,7 @@ func (a *App) build(ctx context.Context, settings Settings) error {
 		// the engine.
 		a.caughtUp.open(nil)
 	}
-	if parts&(Search|Writes|Workers|Models) != 0 {
+	if parts&(Search|Writes|Workers) != 0 {
 		catalog, err := NewEmbedCatalog(settings.Embedding)
 		if len(settings.Providers) > 0 {
 			catalog, err = embed.NewCatalog(embed.CatalogOptions{Providers: settings.Providers, DefaultModel: settings.Embedding.Model})

@@ -45,8 +45,8 @@ func TestLocalCommandsOpenOnlyWhatTheyUse(t *testing.T) {
 			nil, []string{app.ComponentProjectionEngine, app.ComponentKeywordIndex, app.ComponentVectorIndex, app.ComponentEmbeddingModels}},
 		{"raw list", []string{"-s", "st", "raw", "list"},
 			nil, []string{app.ComponentProjectionEngine, app.ComponentKeywordIndex, app.ComponentVectorIndex}},
-		{"status reports the model without loading an index", []string{"-s", "st", "status"},
-			[]string{app.ComponentEmbeddingModels}, []string{app.ComponentProjectionEngine, app.ComponentKeywordIndex, app.ComponentVectorIndex}},
+		{"status reads the model from the agent record", []string{"-s", "st", "status"},
+			nil, []string{app.ComponentProjectionEngine, app.ComponentKeywordIndex, app.ComponentVectorIndex, app.ComponentEmbeddingModels}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -36,7 +36,6 @@ type localStack struct {
 // scheduler, mailer): those belong to a server.
 const (
 	readParts    = app.Queries
-	modelParts   = app.Queries | app.Models
 	writeParts   = app.Queries | app.Writes
 	keywordParts = app.KeywordSearch
 	searchParts  = app.Search

@@ -81,7 +81,7 @@ func stacksList(ctx context.Context, c *cli, args []string) error {
 
 // describeStack opens a stack to read its agent record.
 func (c *cli) describeStack(ctx context.Context, name string) (stackJSON, error) {
-	st, err := c.openNamedStack(ctx, name, false, modelParts)
+	st, err := c.openNamedStack(ctx, name, false, readParts)
 	if err != nil {
 		return stackJSON{}, err
 	}
@@ -94,7 +94,11 @@ func (c *cli) describeStack(ctx context.Context, name string) (stackJSON, error)
 	if found {
 		out.MemoryCount, out.EmbeddingModel, out.Dimensions, out.CreatedAt = agent.MemoryCount, agent.EmbeddingModel, agent.Dimensions, agent.CreatedAt
 	} else {
-		out.EmbeddingModel, out.Dimensions = st.app.Catalog.DefaultModel().Name, st.app.Catalog.DefaultModel().Dimensions
+		model, err := c.defaultModel(st.dir)
+		if err != nil {
+			return out, err
+		}
+		out.EmbeddingModel, out.Dimensions = model.Name, model.Dimensions
 	}
 	return out, nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/engram-memory/engram/client"
 	"github.com/engram-memory/engram/commands"
+	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/memory"
 )
 
@@ -94,11 +95,11 @@ func statusCommand(ctx context.Context, c *cli, args []string) error {
 			return err
 		}
 	} else {
-		catalog, err := newEmbedCatalog(cfg)
+		model, err := c.defaultModel(dir)
 		if err != nil {
 			return err
 		}
-		out.Embedding.Model, out.Embedding.Dimensions = catalog.DefaultModel().Name, catalog.DefaultModel().Dimensions
+		out.Embedding.Model, out.Embedding.Dimensions = model.Name, model.Dimensions
 	}
 	cl, err := c.loadCloud()
 	if err != nil {
@@ -125,9 +126,24 @@ func statusCommand(ctx context.Context, c *cli, args []string) error {
 	return nil
 }
 
+// defaultModel is the embedding model a new stack in dir would be bound
+// to; it loads the embedding models, which a stack that has an agent
+// record does not need (the record names its model).
+func (c *cli) defaultModel(dir string) (domain.EmbeddingModel, error) {
+	cfg, err := stackConfig(c.home, dir)
+	if err != nil {
+		return domain.EmbeddingModel{}, err
+	}
+	catalog, err := newEmbedCatalog(cfg)
+	if err != nil {
+		return domain.EmbeddingModel{}, err
+	}
+	return catalog.DefaultModel(), nil
+}
+
 // stackCounts fills the per-type counts, the model and the log size.
 func (c *cli) stackCounts(ctx context.Context, out *statusJSON) error {
-	st, err := c.openStack(ctx, false, modelParts)
+	st, err := c.openStack(ctx, false, readParts)
 	if err != nil {
 		return err
 	}
@@ -142,9 +158,10 @@ func (c *cli) stackCounts(ctx context.Context, out *statusJSON) error {
 	if err != nil {
 		return err
 	}
-	out.Embedding.Model, out.Embedding.Dimensions = st.app.Catalog.DefaultModel().Name, st.app.Catalog.DefaultModel().Dimensions
 	if !found {
-		return nil
+		model, err := c.defaultModel(st.dir)
+		out.Embedding.Model, out.Embedding.Dimensions = model.Name, model.Dimensions
+		return err
 	}
 	out.Embedding.Model, out.Embedding.Dimensions = agent.EmbeddingModel, agent.Dimensions
 	for _, t := range memory.Types() {
