@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"os"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -39,7 +40,13 @@ func newTelemetry(ctx context.Context, cfg serveConfig) (*telemetry, error) {
 		if err != nil {
 			return nil, err
 		}
-		t.tracer, t.shutdown = tp, shutdown
+		var once sync.Once
+		t.tracer = tp
+		// Closing the server twice flushes once.
+		t.shutdown = func(ctx context.Context) (err error) {
+			once.Do(func() { err = shutdown(ctx) })
+			return err
+		}
 	}
 	return t, nil
 }
