@@ -83,6 +83,10 @@ func ReadSnapshot(data []byte, opts Options) (*Port, error) {
 	return p, nil
 }
 
+// maxSnapshotDim bounds a loaded collection's dimension (models have at
+// most a few thousand), so a damaged one cannot make a query allocate much.
+const maxSnapshotDim = 1 << 16
+
 // decoder reads the layout; the first error sticks and every later read
 // returns zero values.
 type decoder struct {
@@ -213,7 +217,7 @@ func (d *decoder) collection() *collection {
 		d.fail("collection %q: quantised but not a graph collection", c.name)
 	case slots > math.MaxUint32 || slots > uint64(len(d.data)):
 		d.fail("collection %q: %d slots", c.name, slots)
-	case slots > 0 && (dim == 0 || uint64(dim) > uint64(len(d.data))/slots):
+	case dim > maxSnapshotDim, slots > 0 && (dim == 0 || uint64(dim) > uint64(len(d.data))/slots):
 		d.fail("collection %q: %d slots of %d dimensions", c.name, slots, dim)
 	case graphBase > slots, nDead > slots, !c.stable && nDead > 0:
 		d.fail("collection %q: graph base %d, %d tombstones, %d slots", c.name, graphBase, nDead, slots)

@@ -388,7 +388,7 @@ func FuzzReadSnapshot(f *testing.F) {
 	}
 	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, data []byte) {
-		p, err := ReadSnapshot(data, Options{ANNThreshold: 20, FloatDir: dir})
+		p, err := ReadSnapshot(data, Options{ANNThreshold: 20, BuildWhileWriting: true, FloatDir: dir})
 		if err != nil {
 			return
 		}
@@ -413,4 +413,41 @@ func FuzzReadSnapshot(f *testing.F) {
 		var b bytes.Buffer
 		_ = p.WriteSnapshot(&b)
 	})
+}
+
+// A snapshot taken while a graph is being built holds the published part
+// and the level generator's state at that point: the loaded port finishes
+// the build exactly as the original does.
+func TestSnapshotMidBuild(t *testing.T) {
+	ctx := context.Background()
+	opts := Options{ANNThreshold: 100, BuildWhileWriting: true}
+	for attempt, n := 0, 2000; ; attempt, n = attempt+1, n*2 {
+		orig := NewPort(New(opts))
+		w := newSnapWorld(11)
+		w.scopes, w.spaces = w.scopes[:1], w.spaces[:1]
+		must(t, orig.UpsertVectors(ctx, w.points(n, 0)...))
+		// Wait for a first publication of part of the graph.
+		var st CollectionStats
+		for st.Indexed == 0 {
+			time.Sleep(time.Millisecond)
+			st = orig.Index().Stats().PerCollection[0]
+		}
+		body := snapshotBytes(t, orig)
+		loaded := load(t, body, opts, false)
+		if st := loaded.Index().Stats().PerCollection[0]; st.Indexed == st.Vectors {
+			orig.Index().Close()
+			if attempt == 4 {
+				t.Fatalf("the graph of %d vectors was built before the snapshot could catch it", n)
+			}
+			continue // built before the snapshot: try a bigger one
+		}
+		must(t, orig.Index().WaitIndexed(ctx))
+		must(t, loaded.Index().WaitIndexed(ctx))
+		if !bytes.Equal(snapshotBytes(t, orig), snapshotBytes(t, loaded)) {
+			t.Fatal("the loaded port finished the graph differently")
+		}
+		w.compare(ctx, t, orig, loaded)
+		orig.Index().Close()
+		return
+	}
 }
