@@ -142,6 +142,11 @@ func releaseImage(imgs []collectionImage) {
 
 // WriteSnapshot writes the port's image to w (see the consistency argument
 // above). Writes wait only while the image is captured; searches never.
+// A write that the graph build's tail bound (Options.MaxTail) holds back
+// holds the capture with it, and the writes queued behind the capture
+// until then. The first write to each collection after the capture copies
+// its per-slot metadata (19 bytes a slot; the vectors too in a flat
+// collection).
 func (p *Port) WriteSnapshot(w io.Writer) error {
 	p.ix.snapshotMu.Lock()
 	defer p.ix.snapshotMu.Unlock()
