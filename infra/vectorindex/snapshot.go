@@ -169,7 +169,9 @@ func (p *Port) WriteSnapshot(w io.Writer) error {
 	for _, s := range scopes {
 		e.str(s.UserID)
 		e.str(s.AgentID)
-		e.strs(hidden[s])
+		ids := hidden[s]
+		slices.Sort(ids) // the same state, the same bytes
+		e.strs(ids)
 	}
 	e.u32(uint32(len(imgs)))
 	for i := range imgs {

@@ -22,10 +22,12 @@ import (
 // the default model's) in one collection, past the ANN threshold (a graph),
 // full precision and quantised. The docs/benchmarks.md figures come from
 //
-//	go test -run '^$' -bench 'Snapshot|Refill' -benchtime 3x -timeout 30m ./infra/vectorindex/
+//	go test -run '^$' -bench Snapshot -benchtime 3x -timeout 60m ./infra/vectorindex/
+//	go test -run '^$' -bench Refill -benchtime 1x -timeout 60m ./infra/vectorindex/
 //
 // The fixture (the index, its graph built) is made once per mode and
-// shared by the benchmarks.
+// shared by the snapshot benchmarks; building it is a refill, which takes
+// minutes at 100k on a shared 2-core machine.
 
 var snapBench struct {
 	sync.Mutex
@@ -36,7 +38,6 @@ type snapFixture struct {
 	points []domain.VectorPoint
 	port   *Port
 	body   []byte
-	build  time.Duration // filling the index and building its graph
 }
 
 func benchSnapFixture(b *testing.B, quantize bool) *snapFixture {
@@ -46,6 +47,22 @@ func benchSnapFixture(b *testing.B, quantize bool) *snapFixture {
 	if f := snapBench.fixtures[quantize]; f != nil {
 		return f
 	}
+	points := benchSnapPoints(b)
+	port := refill(b, points, snapBenchOptions(quantize))
+	var body bytes.Buffer
+	if err := port.WriteSnapshot(&body); err != nil {
+		b.Fatal(err)
+	}
+	f := &snapFixture{points: points, port: port, body: body.Bytes()}
+	if snapBench.fixtures == nil {
+		snapBench.fixtures = map[bool]*snapFixture{}
+	}
+	snapBench.fixtures[quantize] = f
+	return f
+}
+
+// benchSnapPoints are one agent's memories, 2% of them forgotten.
+func benchSnapPoints(b *testing.B) []domain.VectorPoint {
 	n, dim := envInt(b, "ENGRAM_BENCH_VECTORS", 100_000), envInt(b, "ENGRAM_BENCH_DIM", 100)
 	gen := newClustered(dim, max(1, n/100), 1, 41)
 	points := make([]domain.VectorPoint, n)
@@ -55,17 +72,7 @@ func benchSnapFixture(b *testing.B, quantize bool) *snapFixture {
 		points[i] = domain.VectorPoint{MemoryID: it.ID, UserID: "u", AgentID: "a", Space: space,
 			Type: it.Type, Tags: it.Tags, CreatedAt: it.CreatedAt, Forgotten: i%50 == 0, Vector: it.Vector}
 	}
-	port, build := refill(b, points, snapBenchOptions(quantize))
-	var body bytes.Buffer
-	if err := port.WriteSnapshot(&body); err != nil {
-		b.Fatal(err)
-	}
-	f := &snapFixture{points: points, port: port, body: body.Bytes(), build: build}
-	if snapBench.fixtures == nil {
-		snapBench.fixtures = map[bool]*snapFixture{}
-	}
-	snapBench.fixtures[quantize] = f
-	return f
+	return points
 }
 
 func snapBenchOptions(quantize bool) Options {
@@ -75,10 +82,9 @@ func snapBenchOptions(quantize bool) Options {
 // refill is what a start does today without a snapshot: every point
 // upserted in batches of 1,000 (as the projection's fill does), then the
 // graph built.
-func refill(b *testing.B, points []domain.VectorPoint, opts Options) (*Port, time.Duration) {
+func refill(b *testing.B, points []domain.VectorPoint, opts Options) *Port {
 	b.Helper()
 	ctx := context.Background()
-	start := time.Now()
 	p := NewPort(New(opts))
 	for lo := 0; lo < len(points); lo += 1000 {
 		if err := p.UpsertVectors(ctx, points[lo:min(len(points), lo+1000)]...); err != nil {
@@ -88,18 +94,19 @@ func refill(b *testing.B, points []domain.VectorPoint, opts Options) (*Port, tim
 	if err := p.Index().WaitIndexed(ctx); err != nil {
 		b.Fatal(err)
 	}
-	return p, time.Since(start)
+	return p
 }
 
-func benchName(f *snapFixture, quantize bool) string {
-	return fmt.Sprintf("n=%d/dim=%d/quantize=%v", len(f.points), f.points[0].Space.Dimensions, quantize)
+func benchName(points []domain.VectorPoint, quantize bool) string {
+	return fmt.Sprintf("n=%d/dim=%d/quantize=%v", len(points), points[0].Space.Dimensions, quantize)
 }
 
-// BenchmarkWriteSnapshot: the image of a 100k-vector port, to memory.
+// BenchmarkWriteSnapshot: the image of a 100k-vector port, to memory;
+// capture-ns is the part writers wait for.
 func BenchmarkWriteSnapshot(b *testing.B) {
 	for _, quantize := range []bool{false, true} {
 		f := benchSnapFixture(b, quantize)
-		b.Run(benchName(f, quantize), func(b *testing.B) {
+		b.Run(benchName(f.points, quantize), func(b *testing.B) {
 			var buf bytes.Buffer
 			for b.Loop() {
 				buf.Reset()
@@ -107,6 +114,19 @@ func BenchmarkWriteSnapshot(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+			// How long writers wait: WriteSnapshot's capture step.
+			start := time.Now()
+			const captures = 100
+			for range captures {
+				f.port.ix.snapshotMu.Lock()
+				f.port.writes.Lock()
+				_ = f.port.forgotten.All()
+				imgs := f.port.ix.image()
+				f.port.writes.Unlock()
+				releaseImage(imgs)
+				f.port.ix.snapshotMu.Unlock()
+			}
+			b.ReportMetric(float64(time.Since(start).Nanoseconds())/captures, "capture-ns")
 			b.ReportMetric(float64(buf.Len()), "body-bytes")
 			b.ReportMetric(float64(buf.Len())/float64(len(f.points)), "body-B/vector")
 		})
@@ -123,7 +143,7 @@ func BenchmarkReadSnapshot(b *testing.B) {
 	for _, quantize := range []bool{false, true} {
 		f := benchSnapFixture(b, quantize)
 		for _, mode := range []string{"mapped", "heap"} {
-			b.Run(benchName(f, quantize)+"/"+mode, func(b *testing.B) {
+			b.Run(benchName(f.points, quantize)+"/"+mode, func(b *testing.B) {
 				data, unmap := snapBenchData(b, f.body, mode)
 				defer unmap()
 				opts := snapBenchOptions(quantize)
@@ -167,11 +187,11 @@ func BenchmarkReadSnapshot(b *testing.B) {
 // with BenchmarkReadSnapshot: the fill and the graph build of the same
 // points (from memory: a real start also reads them from SQLite).
 func BenchmarkRefill(b *testing.B) {
+	points := benchSnapPoints(b)
 	for _, quantize := range []bool{false, true} {
-		f := benchSnapFixture(b, quantize)
-		b.Run(benchName(f, quantize), func(b *testing.B) {
+		b.Run(benchName(points, quantize), func(b *testing.B) {
 			for b.Loop() {
-				p, _ := refill(b, f.points, snapBenchOptions(quantize))
+				p := refill(b, points, snapBenchOptions(quantize))
 				b.StopTimer()
 				p.Index().Close()
 				b.StartTimer()
