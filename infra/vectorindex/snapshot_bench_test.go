@@ -38,6 +38,7 @@ type snapFixture struct {
 	points []domain.VectorPoint
 	port   *Port
 	body   []byte
+	refill time.Duration // building port: what a start without a snapshot does
 }
 
 func benchSnapFixture(b *testing.B, quantize bool) *snapFixture {
@@ -48,12 +49,14 @@ func benchSnapFixture(b *testing.B, quantize bool) *snapFixture {
 		return f
 	}
 	points := benchSnapPoints(b)
+	start := time.Now()
 	port := refill(b, points, snapBenchOptions(quantize))
+	took := time.Since(start)
 	var body bytes.Buffer
 	if err := port.WriteSnapshot(&body); err != nil {
 		b.Fatal(err)
 	}
-	f := &snapFixture{points: points, port: port, body: body.Bytes()}
+	f := &snapFixture{points: points, port: port, body: body.Bytes(), refill: took}
 	if snapBench.fixtures == nil {
 		snapBench.fixtures = map[bool]*snapFixture{}
 	}
@@ -133,19 +136,24 @@ func BenchmarkWriteSnapshot(b *testing.B) {
 	}
 }
 
-// BenchmarkReadSnapshot: loading the image, used in place from a mapped
-// file ("mapped") or copied to the heap ("heap": a misaligned copy, the
-// path a big-endian machine takes), then one search (the first query
-// after a start). rss-anon-MB and rss-file-MB are the process's anonymous
-// and file-backed resident memory grown by the load and a hundred
-// searches, measured with the garbage collected before and after.
+// BenchmarkReadSnapshot: loading the image, then one search (the first
+// query after a start), from a mapped file ("mapped": the arrays used in
+// place), from the file read onto the heap ("heap": likewise, in the
+// buffer), or from a misaligned copy ("copied": every array copied, the
+// path a big-endian machine takes). rss-anon-MB and rss-file-MB are the
+// process's anonymous and file-backed resident memory grown by reading,
+// loading and a hundred searches, with the garbage collected before and
+// after; refill-ns is building the same port from its points (the
+// fixture), today's start without a snapshot.
 func BenchmarkReadSnapshot(b *testing.B) {
 	for _, quantize := range []bool{false, true} {
 		f := benchSnapFixture(b, quantize)
-		for _, mode := range []string{"mapped", "heap"} {
+		for _, mode := range []string{"mapped", "heap", "copied"} {
 			b.Run(benchName(f.points, quantize)+"/"+mode, func(b *testing.B) {
-				data, unmap := snapBenchData(b, f.body, mode)
-				defer unmap()
+				path := filepath.Join(b.TempDir(), "vectors.snap")
+				if err := os.WriteFile(path, f.body, 0o600); err != nil {
+					b.Fatal(err)
+				}
 				opts := snapBenchOptions(quantize)
 				q := domain.VectorQuery{Scope: domain.IndexScope{UserID: "u", AgentID: "a"}, Space: f.points[0].Space, Vector: f.points[7].Vector, Limit: 10}
 				var anon, file int64
@@ -153,6 +161,7 @@ func BenchmarkReadSnapshot(b *testing.B) {
 					b.StopTimer()
 					anon0, file0 := rss(b)
 					b.StartTimer()
+					data, unmap := snapBenchData(b, path, mode)
 					p, err := ReadSnapshot(data, opts)
 					if err != nil {
 						b.Fatal(err)
@@ -169,15 +178,15 @@ func BenchmarkReadSnapshot(b *testing.B) {
 						}
 					}
 					anon1, file1 := rss(b)
-					// The first load touches the mapping: later ones find it
-					// resident already, so the largest growth is reported.
 					anon, file = max(anon, anon1-anon0), max(file, file1-file0)
 					runtime.KeepAlive(p)
 					p.Index().Close()
+					unmap()
 					b.StartTimer()
 				}
 				b.ReportMetric(float64(anon)/(1<<20), "rss-anon-MB")
 				b.ReportMetric(float64(file)/(1<<20), "rss-file-MB")
+				b.ReportMetric(float64(f.refill.Nanoseconds()), "refill-ns")
 			})
 		}
 	}
@@ -200,23 +209,26 @@ func BenchmarkRefill(b *testing.B) {
 	}
 }
 
-// snapBenchData is the body as a mapped file, or as a misaligned heap
-// copy that ReadSnapshot must copy from.
-func snapBenchData(b *testing.B, body []byte, mode string) ([]byte, func()) {
-	if mode == "heap" {
-		buf := make([]byte, len(body)+1)
-		copy(buf[1:], body)
-		return buf[1:], func() {}
+// snapBenchData is the file's body as mode reads it (see
+// BenchmarkReadSnapshot).
+func snapBenchData(b *testing.B, path, mode string) ([]byte, func()) {
+	if mode == "mapped" {
+		data, unmap, err := mapFile(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return data, unmap
 	}
-	path := filepath.Join(b.TempDir(), "vectors.snap")
-	if err := os.WriteFile(path, body, 0o600); err != nil {
-		b.Fatal(err)
-	}
-	data, unmap, err := mapFile(path)
+	data, err := os.ReadFile(path)
 	if err != nil {
 		b.Fatal(err)
 	}
-	return data, unmap
+	if mode == "copied" {
+		buf := make([]byte, len(data)+1)
+		copy(buf[1:], data)
+		data = buf[1:]
+	}
+	return data, func() {}
 }
 
 // rss is the process's anonymous and file-backed resident bytes
