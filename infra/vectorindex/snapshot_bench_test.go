@@ -100,16 +100,17 @@ func refill(b *testing.B, points []domain.VectorPoint, opts Options) *Port {
 	return p
 }
 
-func benchName(points []domain.VectorPoint, quantize bool) string {
-	return fmt.Sprintf("n=%d/dim=%d/quantize=%v", len(points), points[0].Space.Dimensions, quantize)
+func benchName(b *testing.B, quantize bool) string {
+	n, dim := envInt(b, "ENGRAM_BENCH_VECTORS", 100_000), envInt(b, "ENGRAM_BENCH_DIM", 100)
+	return fmt.Sprintf("n=%d/dim=%d/quantize=%v", n, dim, quantize)
 }
 
 // BenchmarkWriteSnapshot: the image of a 100k-vector port, to memory;
 // capture-ns is the part writers wait for.
 func BenchmarkWriteSnapshot(b *testing.B) {
 	for _, quantize := range []bool{false, true} {
-		f := benchSnapFixture(b, quantize)
-		b.Run(benchName(f.points, quantize), func(b *testing.B) {
+		b.Run(benchName(b, quantize), func(b *testing.B) {
+			f := benchSnapFixture(b, quantize) // b.Loop restarts the timer
 			var buf bytes.Buffer
 			for b.Loop() {
 				buf.Reset()
@@ -143,13 +144,14 @@ func BenchmarkWriteSnapshot(b *testing.B) {
 // path a big-endian machine takes). rss-anon-MB and rss-file-MB are the
 // process's anonymous and file-backed resident memory grown by reading,
 // loading and a hundred searches, with the garbage collected before and
-// after; refill-ns is building the same port from its points (the
+// after; cpu-ns/op is the process's user and system time per load (on a
+// loaded machine wall time mostly waits for a core); refill-ns is building the same port from its points (the
 // fixture), today's start without a snapshot.
 func BenchmarkReadSnapshot(b *testing.B) {
 	for _, quantize := range []bool{false, true} {
-		f := benchSnapFixture(b, quantize)
 		for _, mode := range []string{"mapped", "heap", "copied"} {
-			b.Run(benchName(f.points, quantize)+"/"+mode, func(b *testing.B) {
+			b.Run(benchName(b, quantize)+"/"+mode, func(b *testing.B) {
+				f := benchSnapFixture(b, quantize) // b.Loop restarts the timer
 				path := filepath.Join(b.TempDir(), "vectors.snap")
 				if err := os.WriteFile(path, f.body, 0o600); err != nil {
 					b.Fatal(err)
@@ -157,9 +159,11 @@ func BenchmarkReadSnapshot(b *testing.B) {
 				opts := snapBenchOptions(quantize)
 				q := domain.VectorQuery{Scope: domain.IndexScope{UserID: "u", AgentID: "a"}, Space: f.points[0].Space, Vector: f.points[7].Vector, Limit: 10}
 				var anon, file int64
+				var cpu time.Duration // user and system time of the loads
 				for b.Loop() {
 					b.StopTimer()
 					anon0, file0 := rss(b)
+					cpu0 := cpuTime()
 					b.StartTimer()
 					data, unmap := snapBenchData(b, path, mode)
 					p, err := ReadSnapshot(data, opts)
@@ -170,6 +174,7 @@ func BenchmarkReadSnapshot(b *testing.B) {
 						b.Fatal(err)
 					}
 					b.StopTimer()
+					cpu += cpuTime() - cpu0
 					for i := range 100 {
 						q := q
 						q.Vector = f.points[i*len(f.points)/100].Vector
@@ -186,6 +191,7 @@ func BenchmarkReadSnapshot(b *testing.B) {
 				}
 				b.ReportMetric(float64(anon)/(1<<20), "rss-anon-MB")
 				b.ReportMetric(float64(file)/(1<<20), "rss-file-MB")
+				b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
 				b.ReportMetric(float64(f.refill.Nanoseconds()), "refill-ns")
 			})
 		}
@@ -198,7 +204,7 @@ func BenchmarkReadSnapshot(b *testing.B) {
 func BenchmarkRefill(b *testing.B) {
 	points := benchSnapPoints(b)
 	for _, quantize := range []bool{false, true} {
-		b.Run(benchName(points, quantize), func(b *testing.B) {
+		b.Run(benchName(b, quantize), func(b *testing.B) {
 			for b.Loop() {
 				p := refill(b, points, snapBenchOptions(quantize))
 				b.StopTimer()
