@@ -76,14 +76,14 @@ func (s *Sets) Clear() {
 	clear(s.byScope)
 }
 
-// All returns a copy of every agent's forgotten ids, in no particular
-// order, for a snapshot of the index that holds them.
+// All returns a copy of every agent's forgotten ids, sorted, for a snapshot
+// of the index that holds them.
 func (s *Sets) All() map[domain.IndexScope][]string {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	out := make(map[domain.IndexScope][]string, len(s.byScope))
 	for scope, set := range s.byScope {
-		out[scope] = slices.Collect(maps.Keys(set))
+		out[scope] = slices.Sorted(maps.Keys(set))
 	}
 	return out
 }

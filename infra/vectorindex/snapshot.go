@@ -169,9 +169,7 @@ func (p *Port) WriteSnapshot(w io.Writer) error {
 	for _, s := range scopes {
 		e.str(s.UserID)
 		e.str(s.AgentID)
-		ids := hidden[s]
-		slices.Sort(ids) // the same state, the same bytes
-		e.strs(ids)
+		e.strs(hidden[s])
 	}
 	e.u32(uint32(len(imgs)))
 	for i := range imgs {
