@@ -810,3 +810,26 @@ func TestMCPMalformedMessages(t *testing.T) {
 		})
 	}
 }
+
+// A tool that wrote names, in its result's _meta, the consistency token of
+// its last event, in both revisions (in session mode the HTTP response that
+// carries the result is not the request the write ran under, so its header
+// cannot carry the token); a read names none.
+func TestMCPConsistencyToken(t *testing.T) {
+	for _, rev := range mcpRevisions {
+		t.Run(rev.name, func(t *testing.T) {
+			s := newStack(t, stackOptions{fixedAuth: true})
+			cs := s.mcpClient(t, aliceKey, "", rev.requested)
+			schemas := toolSchemas(t, cs)
+			added := callTool(t, cs, schemas, "add_memory", map[string]any{"agent_id": "claire", "type": "note", "content": map[string]any{"content": "tokened"}}).ok(t)
+			token, _ := added.res.Meta[apimcp.ConsistencyTokenMeta].(string)
+			if !strings.HasPrefix(token, "v1.") {
+				t.Fatalf("add_memory _meta %v: no consistency token", added.res.Meta)
+			}
+			searched := callTool(t, cs, schemas, "search_memories", map[string]any{"agent_id": "claire", "query": "tokened"}).ok(t)
+			if _, ok := searched.res.Meta[apimcp.ConsistencyTokenMeta]; ok {
+				t.Fatalf("search_memories wrote nothing but names a token: %v", searched.res.Meta)
+			}
+		})
+	}
+}
