@@ -570,16 +570,25 @@ func TestMCPAudit(t *testing.T) {
 			Operation string `json:"operation"`
 			MemoryID  string `json:"memory_id"`
 			Actor     string `json:"actor"`
+			Source    string `json:"source"`
 		} `json:"entries"`
 	}
+	var rest struct {
+		ID string `json:"id"`
+	}
+	s.request(t, "POST", "/v1/memories", aliceKey, map[string]any{"agent_id": "claire", "type": "note", "content": map[string]any{"content": "by REST"}}).must(t, http.StatusCreated, &rest)
 	s.must(http.StatusOK, "GET", "/v1/agents/claire/audit", aliceKey, nil).must(t, http.StatusOK, &page)
 	seen := map[string]string{}
 	for _, e := range page.Entries {
-		seen[e.MemoryID] = e.Actor
+		seen[e.MemoryID] = e.Actor + " " + e.Source
 	}
-	for _, id := range []string{str(added.data, "id"), str(captured.data, "id")} {
-		if seen[id] != "key:key-"+alice {
-			t.Fatalf("audit actor of %s = %q, want key:key-%s: %+v", id, seen[id], alice, page.Entries)
+	for id, want := range map[string]string{
+		str(added.data, "id"):    "key:key-" + alice + " mcp",
+		str(captured.data, "id"): "key:key-" + alice + " mcp",
+		rest.ID:                  "key:key-" + alice + " api",
+	} {
+		if seen[id] != want {
+			t.Fatalf("audit actor and source of %s = %q, want %q: %+v", id, seen[id], want, page.Entries)
 		}
 	}
 	var raw struct {

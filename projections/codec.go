@@ -14,12 +14,12 @@ import (
 // length-prefixed framing copies bytes once and decodes payloads as slices
 // of the message.
 
-const codecVersion = 1
+const codecVersion = 2
 
 func encodeBatch(events []domain.Event) []byte {
 	size := 16
 	for _, e := range events {
-		size += 64 + len(e.ID) + len(e.Stream) + len(e.Type) + len(e.Actor.Kind) + len(e.Actor.ID) + len(e.Actor.UserID) + len(e.RequestID) + len(e.Payload)
+		size += 64 + len(e.ID) + len(e.Stream) + len(e.Type) + len(e.Actor.Kind) + len(e.Actor.ID) + len(e.Actor.UserID) + len(e.RequestID) + len(e.Source) + len(e.Payload)
 	}
 	buf := make([]byte, 0, size)
 	buf = binary.AppendUvarint(buf, codecVersion)
@@ -29,7 +29,7 @@ func encodeBatch(events []domain.Event) []byte {
 		buf = binary.AppendUvarint(buf, e.Version)
 		buf = binary.AppendUvarint(buf, uint64(e.SchemaVersion))
 		buf = binary.AppendVarint(buf, e.Time.UnixNano())
-		for _, s := range []string{e.ID, e.Stream, e.Type, string(e.Actor.Kind), e.Actor.ID, e.Actor.UserID, e.RequestID} {
+		for _, s := range []string{e.ID, e.Stream, e.Type, string(e.Actor.Kind), e.Actor.ID, e.Actor.UserID, e.RequestID, string(e.Source)} {
 			buf = binary.AppendUvarint(buf, uint64(len(s)))
 			buf = append(buf, s...)
 		}
@@ -112,6 +112,7 @@ func decodeBatch(payload []byte) ([]domain.Event, error) {
 		e.Actor.ID = string(r.bytes())
 		e.Actor.UserID = string(r.bytes())
 		e.RequestID = string(r.bytes())
+		e.Source = domain.Source(r.bytes())
 		e.Payload = r.bytes()
 		events = append(events, e)
 	}

@@ -13,7 +13,7 @@ func TestBatchCodecRoundTrip(t *testing.T) {
 	events := []domain.Event{
 		{ID: "e1", Stream: "agent-u-a", Version: 0, Position: 1, Type: "MemoryCreated", SchemaVersion: 1,
 			Time: time.Date(2026, 11, 22, 10, 0, 0, 123, time.UTC), Actor: domain.Actor{Kind: domain.ActorKey, ID: "k", UserID: "u"},
-			RequestID: "req_1", Payload: json.RawMessage(`{"a":1}`)},
+			RequestID: "req_1", Source: domain.SourceMCP, Payload: json.RawMessage(`{"a":1}`)},
 		{ID: "e2", Stream: "s", Version: 7, Position: 1 << 40, Type: "X", SchemaVersion: 2,
 			Time: time.Unix(0, 0).UTC(), Payload: json.RawMessage(`{}`)},
 	}
