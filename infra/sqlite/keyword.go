@@ -52,7 +52,21 @@ func (s *KeywordStore) ResetKeyword(ctx context.Context) error {
 
 // LoadKeyword implements domain.KeywordState.
 func (s *KeywordStore) LoadKeyword(ctx context.Context, fn func(domain.KeywordSource) error) error {
-	rows, err := s.db.read.QueryContext(ctx, `SELECT memory_id, user_id, agent_id, type, tags, created_ns, body, meta, content, forgotten FROM keyword_docs ORDER BY seq`)
+	return s.load(ctx, fn, `SELECT memory_id, user_id, agent_id, type, tags, created_ns, body, meta, content, forgotten FROM keyword_docs ORDER BY seq`)
+}
+
+// LoadKeywordOf implements domain.KeywordState.
+func (s *KeywordStore) LoadKeywordOf(ctx context.Context, memoryIDs []string, fn func(domain.KeywordSource) error) error {
+	ids, err := json.Marshal(nonNil(memoryIDs))
+	if err != nil {
+		return err
+	}
+	return s.load(ctx, fn, `SELECT memory_id, user_id, agent_id, type, tags, created_ns, body, meta, content, forgotten FROM keyword_docs
+		WHERE memory_id IN (SELECT value FROM json_each(?)) ORDER BY seq`, string(ids))
+}
+
+func (s *KeywordStore) load(ctx context.Context, fn func(domain.KeywordSource) error, query string, args ...any) error {
+	rows, err := s.db.read.QueryContext(ctx, query, args...)
 	if err != nil {
 		return fmt.Errorf("keyword: load: %w", err)
 	}
