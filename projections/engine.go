@@ -134,6 +134,10 @@ func (e *Engine) Names() []string {
 // Run feeds every projection from its checkpoint until ctx ends; a
 // leased projection (UseLeases) only while this node holds its lease.
 func (e *Engine) Run(ctx context.Context) error {
+	snapCtx, stopSnapshots := context.WithCancel(ctx)
+	snapshotsDone := make(chan struct{})
+	go func() { defer close(snapshotsDone); e.saveSnapshotsWhileRunning(snapCtx) }()
+	defer func() { stopSnapshots(); <-snapshotsDone }()
 	var own, leased []Projection
 	for _, p := range e.projections {
 		if e.leased(p.Name()) {

@@ -15,6 +15,7 @@ package snapshot
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -23,6 +24,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/engram-memory/engram/domain"
 )
 
 // Errors of Open; a caller falls back to a refill on any of them and logs
@@ -246,4 +249,25 @@ func parse(data []byte, kind string, version uint32) (Header, []byte, error) {
 		return h, nil, fmt.Errorf("%w: checksum mismatch", ErrCorrupt)
 	}
 	return h, body, nil
+}
+
+// Dir is the snapshots of one data directory: domain.IndexSnapshots over
+// Write, each kind's body in format version Versions[kind].
+type Dir struct {
+	Path     string
+	Versions map[string]uint32
+}
+
+var _ domain.IndexSnapshots = Dir{}
+
+// SaveIndexSnapshot implements domain.IndexSnapshots.
+func (d Dir) SaveIndexSnapshot(ctx context.Context, kind string, tag domain.IndexSnapshot, image func(io.Writer) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	version, ok := d.Versions[kind]
+	if !ok {
+		return fmt.Errorf("snapshot: no format version for %q", kind)
+	}
+	return Write(d.Path, Header{Kind: kind, Version: version, Checkpoint: tag.Checkpoint, EventID: tag.EventID}, image)
 }

@@ -1,0 +1,85 @@
+package app
+
+import (
+	"errors"
+	"log/slog"
+	"path/filepath"
+	"time"
+
+	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/infra/snapshot"
+	"github.com/engram-memory/engram/infra/textindex"
+	"github.com/engram-memory/engram/projections"
+)
+
+// snapshotDir holds the embedded indexes' snapshots (docs/snapshots.md);
+// "" (no data dir) keeps none.
+func snapshotDir(dataDir string) string {
+	if dataDir == "" {
+		return ""
+	}
+	return filepath.Join(dataDir, "snapshots")
+}
+
+// snapshotVersions are the body format versions this build writes and
+// reads, by index kind (the projection's name).
+var snapshotVersions = map[string]uint32{
+	projections.KeywordProjectionName: textindex.SnapshotVersion,
+}
+
+// openSnapshot opens the snapshot of kind in dir, or says why not in the
+// log (a missing one at info: a first start; any other at warn).
+func openSnapshot(dir, kind string, logger *slog.Logger) *snapshot.File {
+	f, err := snapshot.Open(dir, kind, snapshotVersions[kind])
+	switch {
+	case errors.Is(err, snapshot.ErrMissing):
+		logger.Info("no index snapshot: the index is filled from its state", "index", kind)
+	case err != nil:
+		logger.Warn("index snapshot not used: the index is filled from its state", "index", kind, "error", err)
+	}
+	return f
+}
+
+func tagOf(f *snapshot.File) *domain.IndexSnapshot {
+	return &domain.IndexSnapshot{Checkpoint: f.Header.Checkpoint, EventID: f.Header.EventID}
+}
+
+// restoreKeyword returns the embedded keyword index restored from its
+// snapshot in dir and the image's tag, or nil when there is none usable.
+func restoreKeyword(dir string, saturation float64, logger *slog.Logger) (*textindex.Port, *domain.IndexSnapshot) {
+	if dir == "" {
+		return nil, nil
+	}
+	f := openSnapshot(dir, projections.KeywordProjectionName, logger)
+	if f == nil {
+		return nil, nil
+	}
+	defer f.Close() // the index keeps nothing of the body
+	start := time.Now()
+	p, err := textindex.ReadSnapshot(f.Body, textindex.Options{}, saturation)
+	if err != nil {
+		logger.Warn("index snapshot not used: the index is filled from its state", "index", projections.KeywordProjectionName, "error", err)
+		return nil, nil
+	}
+	logger.Debug("index snapshot read", "index", projections.KeywordProjectionName, "bytes", len(f.Body), "took", time.Since(start).Round(time.Millisecond))
+	return p, tagOf(f)
+}
+
+// useSnapshots gives the in-process index projections their snapshots:
+// the image each was restored from, and (unless read-only) where to save
+// new ones.
+func (s *Core) useSnapshots(dir string, ix *indexes, log projections.EventReader, readOnly bool) {
+	if dir == "" {
+		return
+	}
+	var files domain.IndexSnapshots
+	if !readOnly {
+		files = snapshot.Dir{Path: dir, Versions: snapshotVersions}
+	}
+	if ix.keywordInProcess {
+		s.Keyword.UseSnapshots(projections.Snapshots{Files: files, Log: log, Restored: ix.keywordRestored})
+	}
+	if ix.vectorsInProcess {
+		s.Vectors.UseSnapshots(projections.Snapshots{Files: files, Log: log, Restored: ix.vectorsRestored})
+	}
+}
