@@ -67,8 +67,23 @@ type snapshotState struct {
 	// generation changes when the index is dropped or reset: an image
 	// being written across that is thrown away.
 	generation atomic.Uint64
-	// restored is taken by Load (under the projection's loadMu).
+	// restored is taken by Load (under the projection's loadMu); started
+	// is the image the index started from, once Load used it.
 	restored *domain.IndexSnapshot
+	started  atomic.Pointer[domain.IndexSnapshot]
+}
+
+// startedFrom is the image the index started from (ok false: it was
+// refilled from the state).
+func (s *snapshotState) startedFrom() (domain.IndexSnapshot, bool) {
+	if s == nil {
+		return domain.IndexSnapshot{}, false
+	}
+	tag := s.started.Load()
+	if tag == nil {
+		return domain.IndexSnapshot{}, false
+	}
+	return *tag, true
 }
 
 func (s *snapshotState) enabled() bool { return s != nil && s.cfg.Files != nil && s.cfg.Log != nil }
@@ -106,6 +121,7 @@ func (s *snapshotState) dropped() {
 	if s != nil {
 		s.generation.Add(1)
 		s.restored = nil
+		s.started.Store(nil)
 		s.refilled.Store(true)
 	}
 }

@@ -219,6 +219,7 @@ func (p *Vectors) Load(ctx context.Context) error {
 		p.snap.restored = nil
 		err := p.catchUp(ctx, tag)
 		if err == nil {
+			p.snap.started.Store(&tag)
 			p.loaded = true
 			return nil
 		}
@@ -297,6 +298,10 @@ func (p *Vectors) catchUp(ctx context.Context, tag domain.IndexSnapshot) error {
 	p.logger.Info("vector index started from its snapshot", snapshotLogArgs(tag, statePos, len(changed.ids), time.Since(start))...)
 	return nil
 }
+
+// StartedFrom reports the snapshot the index started from (ok false: it
+// was filled from the state, or dropped since).
+func (p *Vectors) StartedFrom() (domain.IndexSnapshot, bool) { return p.snap.startedFrom() }
 
 // snapshotDue implements snapshotter.
 func (p *Vectors) snapshotDue(stopping bool) bool { return p.loadIndex && p.snap.due(stopping) }
