@@ -471,9 +471,16 @@ func openIndexes(ctx context.Context, cfg Indexes, snapDir string, logger *slog.
 		ix.vectors = vi
 		ix.closers = append(ix.closers, func() { _ = vi.Close() })
 	default:
-		vi := vectorindex.New(cfg.VectorOptions)
-		ix.vectors, ix.embeddedVectors, ix.vectorsInProcess = vectorindex.NewPort(vi), vi, true
+		port, tag, release := restoreVectors(snapDir, cfg.VectorOptions, logger)
+		if port == nil {
+			port = vectorindex.NewPort(vectorindex.New(cfg.VectorOptions))
+		}
+		vi := port.Index()
+		ix.vectors, ix.embeddedVectors, ix.vectorsInProcess, ix.vectorsRestored = port, vi, true, tag
 		ix.closers = append(ix.closers, vi.Close)
+		if release != nil {
+			ix.closers = append(ix.closers, release) // after Close: the index reads the mapped image
+		}
 	}
 	return ix, nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/infra/snapshot"
 	"github.com/engram-memory/engram/infra/textindex"
+	"github.com/engram-memory/engram/infra/vectorindex"
 	"github.com/engram-memory/engram/projections"
 )
 
@@ -25,6 +26,7 @@ func snapshotDir(dataDir string) string {
 // reads, by index kind (the projection's name).
 var snapshotVersions = map[string]uint32{
 	projections.KeywordProjectionName: textindex.SnapshotVersion,
+	projections.VectorsProjectionName: vectorindex.SnapshotVersion,
 }
 
 // openSnapshot opens the snapshot of kind in dir, or says why not in the
@@ -63,6 +65,29 @@ func restoreKeyword(dir string, saturation float64, logger *slog.Logger) (*texti
 	}
 	logger.Debug("index snapshot read", "index", projections.KeywordProjectionName, "bytes", len(f.Body), "took", time.Since(start).Round(time.Millisecond))
 	return p, tagOf(f)
+}
+
+// restoreVectors returns the embedded vector index restored from its
+// snapshot in dir, the image's tag, and a release of the image, to call
+// after the index is closed: the index reads its big arrays in place from
+// the mapped body. All nil when there is none usable.
+func restoreVectors(dir string, opts vectorindex.Options, logger *slog.Logger) (*vectorindex.Port, *domain.IndexSnapshot, func()) {
+	if dir == "" {
+		return nil, nil, nil
+	}
+	f := openSnapshot(dir, projections.VectorsProjectionName, logger)
+	if f == nil {
+		return nil, nil, nil
+	}
+	start := time.Now()
+	p, err := vectorindex.ReadSnapshot(f.Body, opts)
+	if err != nil {
+		_ = f.Close()
+		logger.Warn("index snapshot not used: the index is filled from its state", "index", projections.VectorsProjectionName, "error", err)
+		return nil, nil, nil
+	}
+	logger.Debug("index snapshot read", "index", projections.VectorsProjectionName, "bytes", len(f.Body), "took", time.Since(start).Round(time.Millisecond))
+	return p, tagOf(f), func() { _ = f.Close() }
 }
 
 // useSnapshots gives the in-process index projections their snapshots:

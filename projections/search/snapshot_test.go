@@ -157,8 +157,14 @@ func TestStartFromSnapshotsEqualsRefill(t *testing.T) {
 	if !ok {
 		t.Fatal("the keyword index did not start from its (older) snapshot")
 	}
+	if _, ok := fromImage.Vectors.StartedFrom(); !ok {
+		t.Fatal("the vector index did not start from its (older) snapshot")
+	}
 	if pos, _ := fromImage.Keyword.Position(ctx); tag.Checkpoint >= pos {
 		t.Fatalf("the image is at %d, the state at %d: no tail was re-read", tag.Checkpoint, pos)
+	}
+	if _, ok := refilled.Vectors.StartedFrom(); ok {
+		t.Fatal("the stack without snapshots claims to have started from one")
 	}
 	if _, ok := refilled.Keyword.StartedFrom(); ok {
 		t.Fatal("the stack without snapshots claims to have started from one")
