@@ -20,4 +20,7 @@ type IndexSnapshots interface {
 	// SaveIndexSnapshot replaces the image of the index kind atomically:
 	// image writes its body. A failure leaves the previous image.
 	SaveIndexSnapshot(ctx context.Context, kind string, tag IndexSnapshot, image func(io.Writer) error) error
+	// DeleteIndexSnapshot removes the image of the index kind (its state
+	// is being rebuilt, which the image no longer reflects).
+	DeleteIndexSnapshot(ctx context.Context, kind string) error
 }

@@ -71,7 +71,9 @@ func (p *Keyword) Reset(ctx context.Context) error {
 	if err := p.state.ResetKeyword(ctx); err != nil {
 		return err
 	}
-	p.snap.dropped()
+	if err := p.snap.dropped(ctx, KeywordProjectionName); err != nil {
+		return err
+	}
 	p.loaded = true
 	return nil
 }
@@ -113,7 +115,9 @@ func (p *Keyword) dropIndex(ctx context.Context) error {
 	p.loadMu.Lock()
 	defer p.loadMu.Unlock()
 	p.loaded = false
-	p.snap.dropped()
+	if err := p.snap.dropped(ctx, KeywordProjectionName); err != nil {
+		return err
+	}
 	if err := p.index.DropAll(ctx); err != nil {
 		return fmt.Errorf("keyword: drop index: %w", err)
 	}
@@ -152,7 +156,7 @@ func (p *Keyword) Load(ctx context.Context) error {
 	if err := p.refill(ctx); err != nil {
 		return err
 	}
-	p.snap.dropped() // an image is due: the next start would refill again
+	p.snap.filled()
 	p.loaded = true
 	return nil
 }

@@ -115,13 +115,32 @@ func cmpOr(v, def uint64) uint64 {
 	return v
 }
 
-// dropped records that the index was emptied (a reset or a rebuild): an
-// image in progress is discarded, and a restored image is not used.
-func (s *snapshotState) dropped() {
+// dropped records that the index was emptied for a rebuild of its state:
+// an image in progress is discarded, a restored image is not used, and
+// the saved one is deleted, since the rebuilt state may differ from the
+// one it was taken of (a rebuild often follows a change of what is
+// indexed). Until a new image is saved a start refills the index.
+func (s *snapshotState) dropped(ctx context.Context, kind string) error {
+	if s == nil {
+		return nil
+	}
+	s.generation.Add(1)
+	s.restored = nil
+	s.started.Store(nil)
+	s.refilled.Store(true)
+	if s.cfg.Files == nil {
+		return nil
+	}
+	if err := s.cfg.Files.DeleteIndexSnapshot(ctx, kind); err != nil {
+		return fmt.Errorf("%s: delete its snapshot: %w", kind, err)
+	}
+	return nil
+}
+
+// filled records that the index was filled from the whole state: an
+// image is due at once, or the next start would refill it again.
+func (s *snapshotState) filled() {
 	if s != nil {
-		s.generation.Add(1)
-		s.restored = nil
-		s.started.Store(nil)
 		s.refilled.Store(true)
 	}
 }

@@ -84,7 +84,9 @@ func (p *Vectors) Reset(ctx context.Context) error {
 	if err := p.state.ResetVectors(ctx); err != nil {
 		return err
 	}
-	p.snap.dropped()
+	if err := p.snap.dropped(ctx, VectorsProjectionName); err != nil {
+		return err
+	}
 	p.loaded = true
 	return nil
 }
@@ -171,7 +173,9 @@ func (p *Vectors) dropIndex(ctx context.Context) error {
 	p.loadMu.Lock()
 	defer p.loadMu.Unlock()
 	p.loaded = false
-	p.snap.dropped()
+	if err := p.snap.dropped(ctx, VectorsProjectionName); err != nil {
+		return err
+	}
 	if err := p.index.DropAll(ctx); err != nil {
 		return fmt.Errorf("vectors: drop index: %w", err)
 	}
@@ -238,7 +242,7 @@ func (p *Vectors) Load(ctx context.Context) error {
 	if err := b.flush(ctx); err != nil {
 		return fmt.Errorf("vectors: load: %w", err)
 	}
-	p.snap.dropped() // an image is due: the next start would refill again
+	p.snap.filled()
 	p.loaded = true
 	return nil
 }

@@ -271,3 +271,40 @@ func (d Dir) SaveIndexSnapshot(ctx context.Context, kind string, tag domain.Inde
 	}
 	return Write(d.Path, Header{Kind: kind, Version: version, Checkpoint: tag.Checkpoint, EventID: tag.EventID}, image)
 }
+
+// DeleteIndexSnapshot implements domain.IndexSnapshots.
+func (d Dir) DeleteIndexSnapshot(ctx context.Context, kind string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return Remove(d.Path, kind)
+}
+
+// Remove deletes the snapshot of kind in dir, if any, durably.
+func Remove(dir, kind string) error {
+	err := os.Remove(Path(dir, kind))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("snapshot: %w", err)
+	}
+	return syncDir(dir)
+}
+
+// RemoveTemporary deletes the temporary files of writes a crash
+// interrupted. Only the data dir's owner may call it: another process's
+// write in progress would fail.
+func RemoveTemporary(dir string) error {
+	tmps, err := filepath.Glob(filepath.Join(dir, ".*.snap.tmp-*"))
+	if err != nil {
+		return fmt.Errorf("snapshot: %w", err)
+	}
+	var errs []error
+	for _, t := range tmps {
+		if err := os.Remove(t); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

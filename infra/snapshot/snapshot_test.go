@@ -134,3 +134,26 @@ func TestWriteRefusesAnInvalidKind(t *testing.T) {
 		t.Error("a file was written")
 	}
 }
+
+func TestRemoveAndRemoveTemporary(t *testing.T) {
+	dir := t.TempDir()
+	writeImage(t, dir, snapshot.Header{Kind: "keyword", Version: 1}, []byte("kept"))
+	writeImage(t, dir, snapshot.Header{Kind: "vectors", Version: 1}, []byte("removed"))
+	torn := filepath.Join(dir, ".vectors.snap.tmp-123")
+	if err := os.WriteFile(torn, []byte("half an image"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := snapshot.RemoveTemporary(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := snapshot.Remove(dir, "vectors"); err != nil {
+		t.Fatal(err)
+	}
+	if err := snapshot.Remove(dir, "vectors"); err != nil {
+		t.Fatalf("removing a missing snapshot: %v", err)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 || entries[0].Name() != "keyword.snap" {
+		t.Fatalf("dir holds %v, want keyword.snap alone", entries)
+	}
+}

@@ -100,6 +100,9 @@ func (s *Core) useSnapshots(dir string, ix *indexes, log projections.EventReader
 	var files domain.IndexSnapshots
 	if !readOnly {
 		files = snapshot.Dir{Path: dir, Versions: snapshotVersions}
+		if err := snapshot.RemoveTemporary(dir); err != nil {
+			s.Logger.Warn("snapshot temporary files of an interrupted write not removed", "error", err)
+		}
 	}
 	if ix.keywordInProcess {
 		s.Keyword.UseSnapshots(projections.Snapshots{Files: files, Log: log, Restored: ix.keywordRestored})
