@@ -309,7 +309,13 @@ func Open(ctx context.Context, cfg Config) (*Core, error) {
 		// next to the database rather than in /tmp, which may be a tmpfs.
 		indexCfg.VectorOptions.FloatDir = cfg.DataDir
 	}
-	ix, err := openIndexes(ctx, indexCfg, snapshotDir(cfg.DataDir), logger)
+	// A read-only opener never runs the projections, so its indexes stay
+	// empty: it restores no snapshot.
+	restoreFrom := snapshotDir(cfg.DataDir)
+	if cfg.SQLite.ReadOnly {
+		restoreFrom = ""
+	}
+	ix, err := openIndexes(ctx, indexCfg, restoreFrom, logger)
 	if err != nil {
 		return nil, err
 	}

@@ -91,18 +91,15 @@ func restoreVectors(dir string, opts vectorindex.Options, logger *slog.Logger) (
 }
 
 // useSnapshots gives the in-process index projections their snapshots:
-// the image each was restored from, and (unless read-only) where to save
-// new ones.
+// the image each was restored from, and where to save new ones. A
+// read-only opener neither fills its indexes nor writes images.
 func (s *Core) useSnapshots(dir string, ix *indexes, log projections.EventReader, readOnly bool) {
-	if dir == "" {
+	if dir == "" || readOnly {
 		return
 	}
-	var files domain.IndexSnapshots
-	if !readOnly {
-		files = snapshot.Dir{Path: dir, Versions: snapshotVersions}
-		if err := snapshot.RemoveTemporary(dir); err != nil {
-			s.Logger.Warn("snapshot temporary files of an interrupted write not removed", "error", err)
-		}
+	files := snapshot.Dir{Path: dir, Versions: snapshotVersions}
+	if err := snapshot.RemoveTemporary(dir); err != nil {
+		s.Logger.Warn("snapshot temporary files of an interrupted write not removed", "error", err)
 	}
 	if ix.keywordInProcess {
 		s.Keyword.UseSnapshots(projections.Snapshots{Files: files, Log: log, Restored: ix.keywordRestored})
