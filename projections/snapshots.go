@@ -215,6 +215,19 @@ var errStaleSnapshot = errors.New("stale snapshot")
 // log and not ahead of the state (a state rebuilt, reset or restored
 // since).
 func (s *snapshotState) tail(ctx context.Context, tag domain.IndexSnapshot, statePos uint64, fn func([]domain.Event) error) error {
+	if err := s.walkTail(ctx, tag, statePos, fn); err != nil {
+		return err
+	}
+	// An image is due once the tail is as long as the events between
+	// images (the next start would re-read it all again), and at a clean
+	// stop whatever its length.
+	if tag.Checkpoint < statePos {
+		s.applied(int(statePos - tag.Checkpoint))
+	}
+	return nil
+}
+
+func (s *snapshotState) walkTail(ctx context.Context, tag domain.IndexSnapshot, statePos uint64, fn func([]domain.Event) error) error {
 	if tag.Checkpoint > statePos {
 		return fmt.Errorf("%w: the image is at position %d, the state at %d (reset, rebuilt or restored since)", errStaleSnapshot, tag.Checkpoint, statePos)
 	}

@@ -92,9 +92,11 @@ func (s *VectorStore) LoadVectorsOf(ctx context.Context, memoryIDs []string, fn 
 	if err != nil {
 		return err
 	}
+	// Driven from the ids (CROSS JOIN keeps that order of the loops), so
+	// it reads their rows only, not the table in seq order.
 	return s.load(ctx, fn, `SELECT m.memory_id, m.user_id, m.agent_id, m.type, m.tags, m.created_ns, m.text_hash, m.forgotten, v.model, v.dimensions, v.vector
-FROM vector_vectors AS v JOIN vector_memories AS m ON m.memory_id = v.memory_id AND m.text_hash = v.text_hash
-WHERE m.memory_id IN (SELECT value FROM json_each(?))
+FROM (SELECT DISTINCT value AS id FROM json_each(?)) AS ids CROSS JOIN vector_memories AS m ON m.memory_id = ids.id
+CROSS JOIN vector_vectors AS v ON v.memory_id = m.memory_id AND v.text_hash = m.text_hash
 ORDER BY v.seq`, string(ids))
 }
 

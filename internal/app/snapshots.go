@@ -63,7 +63,7 @@ func restoreKeyword(dir string, saturation float64, logger *slog.Logger) (*texti
 		logger.Warn("index snapshot not used: the index is filled from its state", "index", projections.KeywordProjectionName, "error", err)
 		return nil, nil
 	}
-	logger.Debug("index snapshot read", "index", projections.KeywordProjectionName, "bytes", len(f.Body), "took", time.Since(start).Round(time.Millisecond))
+	logger.Info("index snapshot read", "index", projections.KeywordProjectionName, "bytes", len(f.Body), "took", time.Since(start).Round(time.Millisecond))
 	return p, tagOf(f)
 }
 
@@ -86,7 +86,7 @@ func restoreVectors(dir string, opts vectorindex.Options, logger *slog.Logger) (
 		logger.Warn("index snapshot not used: the index is filled from its state", "index", projections.VectorsProjectionName, "error", err)
 		return nil, nil, nil
 	}
-	logger.Debug("index snapshot read", "index", projections.VectorsProjectionName, "bytes", len(f.Body), "took", time.Since(start).Round(time.Millisecond))
+	logger.Info("index snapshot read", "index", projections.VectorsProjectionName, "bytes", len(f.Body), "took", time.Since(start).Round(time.Millisecond))
 	return p, tagOf(f), func() { _ = f.Close() }
 }
 
