@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/engram-memory/engram/domain"
@@ -22,12 +24,12 @@ var errImage = errors.New("textindex: malformed snapshot")
 // blocks, slots, statistics) as they are, so that ReadSnapshot restores
 // them without tokenising a document, and the forgotten flags.
 //
-// Each collection is encoded into memory under its read lock, which holds
-// back writes to that one agent for the encoding (a copy of its arrays,
-// no tokenising); the bytes are written to w outside any lock. Writes to
-// other agents go on meanwhile, so the image is not of one instant: it
-// holds at least every write made before WriteSnapshot was called, and
-// perhaps some made during it. A projection tags it with a checkpoint read
+// Each collection is copied under its read lock (clone: its arrays
+// memcpy'd, its strings shared), which holds back writes to that one agent
+// for the copy alone; it is encoded and written to w outside any lock.
+// Writes to other agents go on meanwhile, so the image is not of one
+// instant: it holds at least every write made before WriteSnapshot was
+// called, and perhaps some made during it. A projection tags it with a checkpoint read
 // before the call and re-derives everything after it, so those extra
 // writes are harmless.
 func (p *Port) WriteSnapshot(w io.Writer) error {
@@ -45,8 +47,9 @@ func (p *Port) WriteSnapshot(w io.Writer) error {
 		}
 		e.str(name)
 		c.mu.RLock()
-		c.encode(&e)
+		image, terms := c.clone()
 		c.mu.RUnlock()
+		image.encode(&e, terms)
 		if _, err := w.Write(e.take()); err != nil {
 			return err
 		}
@@ -105,12 +108,45 @@ func ReadSnapshot(data []byte, opts Options, saturation float64) (*Port, error) 
 	return p, nil
 }
 
-// encode appends the collection's image to e; c is read-locked.
-func (c *collection) encode(e *encoder) {
-	terms := make([]string, len(c.postings))
+// clone copies what encode reads; c is read-locked. The arrays writes
+// change in place (postings and blocks rewritten by a compaction, the
+// statistics, the per-slot columns) are copied, postings and blocks into
+// one backing array each; strings and the inner arrays of tags and
+// docTerms, which writes replace but never change, are shared.
+// terms lists the term ids' words (the inverse of termID, which the copy
+// leaves out).
+func (c *collection) clone() (d *collection, terms []string) {
+	total, totalBlocks := 0, 0
+	for id := range c.postings {
+		total += len(c.postings[id])
+		totalBlocks += len(c.blocks[id])
+	}
+	postings, blocks := make([]posting, 0, total), make([]block, 0, totalBlocks)
+	terms = make([]string, len(c.postings))
 	for term, id := range c.termID {
 		terms[id] = term
 	}
+	d = &collection{
+		metaUnits: c.metaUnits,
+		postings: make([][]posting, len(c.postings)), blocks: make([][]block, len(c.blocks)), df: slices.Clone(c.df),
+		ids: slices.Clone(c.ids), dead: slices.Clone(c.dead), length: slices.Clone(c.length), created: slices.Clone(c.created),
+		types: slices.Clone(c.types), tags: slices.Clone(c.tags), docTerms: slices.Clone(c.docTerms), bigTF: maps.Clone(c.bigTF),
+		live: c.live, nDead: c.nDead, totalLen: c.totalLen,
+	}
+	for id, list := range c.postings {
+		start := len(postings)
+		postings = append(postings, list...)
+		d.postings[id] = postings[start:len(postings):len(postings)]
+		startBlocks := len(blocks)
+		blocks = append(blocks, c.blocks[id]...)
+		d.blocks[id] = blocks[startBlocks:len(blocks):len(blocks)]
+	}
+	return d, terms
+}
+
+// encode appends the image of the collection, whose term ids' words are
+// terms, to e.
+func (c *collection) encode(e *encoder, terms []string) {
 	e.u32(uint32(len(terms)))
 	for id, term := range terms {
 		e.str(term)

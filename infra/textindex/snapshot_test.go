@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -148,4 +149,52 @@ func TestReadSnapshotRefusesWhatItCannotRestore(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Images written while other goroutines write (adding, replacing,
+// deleting and compacting in the same collections) are each a valid
+// index (under -race: the copy under the read lock is the only reading of
+// the live arrays).
+func TestSnapshotWhileWriting(t *testing.T) {
+	ctx := context.Background()
+	p := NewPort(Options{}, 0)
+	scopes := []domain.IndexScope{{UserID: "u", AgentID: "a"}, {UserID: "u", AgentID: "b"}}
+	done := make(chan struct{})
+	var writers sync.WaitGroup
+	for w := range 2 {
+		writers.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(w), 9))
+			for i := 0; ; i++ {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				s := scopes[rng.IntN(len(scopes))]
+				id := fmt.Sprintf("m%d", rng.IntN(600))
+				var err error
+				if rng.IntN(3) == 0 {
+					err = p.DeleteMemory(ctx, s, id)
+				} else {
+					err = p.UpsertDocuments(ctx, domain.KeywordDocument{MemoryID: id, UserID: s.UserID, AgentID: s.AgentID, Type: "note",
+						Text: fmt.Sprintf("heron quarry %d word%d", i, rng.IntN(50)), Forgotten: rng.IntN(5) == 0})
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	for range 30 {
+		var img bytes.Buffer
+		if err := p.WriteSnapshot(&img); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ReadSnapshot(img.Bytes(), Options{}, 0); err != nil {
+			t.Fatalf("an image written during writes: %v", err)
+		}
+	}
+	close(done)
+	writers.Wait()
 }
