@@ -128,7 +128,7 @@ func (c *collection) clone() (d *collection, terms []string) {
 	}
 	d = &collection{
 		metaUnits: c.metaUnits,
-		postings: make([][]posting, len(c.postings)), blocks: make([][]block, len(c.blocks)), df: slices.Clone(c.df),
+		postings:  make([][]posting, len(c.postings)), blocks: make([][]block, len(c.blocks)), df: slices.Clone(c.df),
 		ids: slices.Clone(c.ids), dead: slices.Clone(c.dead), length: slices.Clone(c.length), created: slices.Clone(c.created),
 		types: slices.Clone(c.types), tags: slices.Clone(c.tags), docTerms: slices.Clone(c.docTerms), bigTF: maps.Clone(c.bigTF),
 		live: c.live, nDead: c.nDead, totalLen: c.totalLen,
