@@ -87,7 +87,13 @@ func sameResponses(t *testing.T, what string, got, want []search.Response) {
 	t.Helper()
 	for i := range want {
 		if !reflect.DeepEqual(got[i], want[i]) {
-			t.Fatalf("%s: probe %d differs:\ngot  %v\nwant %v", what, i, ids(got[i]), ids(want[i]))
+			g, w := ids(got[i]), ids(want[i])
+			at := 0
+			for at < len(g) && at < len(w) && g[at] == w[at] {
+				at++
+			}
+			t.Fatalf("%s: probe %d differs from result %d on:\ngot  %v\nwant %v\n(%d and %d results; first got %+v\nfirst want %+v)", what, i, at,
+				g[at:min(len(g), at+3)], w[at:min(len(w), at+3)], len(g), len(w), firstFrom(got[i], at), firstFrom(want[i], at))
 		}
 	}
 }
@@ -205,4 +211,13 @@ func TestStartFromSnapshotsEqualsRefill(t *testing.T) {
 	if got != want2 {
 		t.Fatalf("after a write, the stack started from the snapshot answers otherwise than the refilled one:\n%s\nwant\n%s", got, want2)
 	}
+}
+
+func firstFrom(r search.Response, at int) any {
+	if at >= len(r.Results) {
+		return nil
+	}
+	x := r.Results[at]
+	explain, _ := json.Marshal(x.Explain)
+	return fmt.Sprintf("%s %v %s", x.Memory.ID, x.Score, explain)
 }
