@@ -30,6 +30,8 @@ type Vectors struct {
 	// loadIndex: the index keeps nothing across restarts (the embedded
 	// one), so Position first fills it from the state.
 	loadIndex bool
+	// events decodes the events no engine decoded (see Events).
+	events *domain.EventRegistry
 
 	loadMu sync.Mutex
 	loaded bool
@@ -49,7 +51,7 @@ func NewVectors(state domain.VectorState, index domain.VectorIndex, loadIndex bo
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Vectors{state: state, index: index, logger: logger, loadIndex: loadIndex, agents: map[domain.IndexScope]domain.VectorSpace{}}
+	return &Vectors{state: state, index: index, logger: logger, loadIndex: loadIndex, events: Events(), agents: map[domain.IndexScope]domain.VectorSpace{}}
 }
 
 // UseSnapshots makes an in-process index start from cfg.Restored (when
@@ -110,6 +112,7 @@ func (p *Vectors) applyTo(ctx context.Context, events []domain.Event, writeIndex
 	var w indexWrites
 	var spaces []func()
 	var flush func(context.Context) error
+	p.events.DecodeAll(events)
 	if writeIndex {
 		flush = func(ctx context.Context) error { return w.flush(ctx, nil, p.index, p.logger) }
 	}
@@ -203,17 +206,9 @@ func (p *Vectors) Load(ctx context.Context) error {
 	if p.loaded {
 		return nil
 	}
-	agents, err := p.state.VectorAgents(ctx)
-	if err != nil {
-		return fmt.Errorf("vectors: load agents: %w", err)
+	if err := p.loadAgents(ctx); err != nil {
+		return err
 	}
-	spaces := make(map[domain.IndexScope]domain.VectorSpace, len(agents))
-	for _, a := range agents {
-		spaces[a.Scope()] = a.Space
-	}
-	p.mu.Lock()
-	p.agents = spaces
-	p.mu.Unlock()
 	if !p.loadIndex {
 		p.loaded = true
 		return nil
@@ -319,4 +314,31 @@ func (p *Vectors) isLoaded() bool {
 	p.loadMu.Lock()
 	defer p.loadMu.Unlock()
 	return p.loaded
+}
+
+// LoadAgents reads only each agent's active space from the state, not the
+// vectors: what a keyword search needs (AgentSpace) of a process that
+// does not search vectors. Load still loads the index later.
+func (p *Vectors) LoadAgents(ctx context.Context) error {
+	p.loadMu.Lock()
+	defer p.loadMu.Unlock()
+	if p.loaded {
+		return nil
+	}
+	return p.loadAgents(ctx)
+}
+
+func (p *Vectors) loadAgents(ctx context.Context) error {
+	agents, err := p.state.VectorAgents(ctx)
+	if err != nil {
+		return fmt.Errorf("vectors: load agents: %w", err)
+	}
+	spaces := make(map[domain.IndexScope]domain.VectorSpace, len(agents))
+	for _, a := range agents {
+		spaces[a.Scope()] = a.Space
+	}
+	p.mu.Lock()
+	p.agents = spaces
+	p.mu.Unlock()
+	return nil
 }
