@@ -311,19 +311,23 @@ func (e *encoder) collection(img *collectionImage) error {
 	return nil
 }
 
-// floatFile copies a quantised collection's full-precision vectors.
+// floatFile copies a quantised collection's full-precision vectors: the
+// file holds them little-endian already, as the body does.
 func (e *encoder) floatFile(ff *floatFile, slots int) error {
-	const chunk = 4096 // slots at a time
 	e.align()
-	vecs := make([]float32, chunk*ff.dim)
-	var buf []byte
-	for lo := 0; lo < slots; lo += chunk {
-		hi := min(slots, lo+chunk)
-		var err error
-		if buf, err = ff.read(lo, vecs[:(hi-lo)*ff.dim], buf); err != nil {
-			return err
-		}
-		writeElems(e, vecs[:(hi-lo)*ff.dim])
+	total := int64(slots) * ff.slotBytes()
+	inMap := min(total, int64(len(ff.mapped)))
+	e.bytes(ff.mapped[:inMap])
+	if e.err != nil || inMap == total {
+		return nil
+	}
+	n, err := io.Copy(e.w, io.NewSectionReader(ff.f, 0, total-inMap))
+	e.off += n
+	if err == nil && n != total-inMap {
+		err = io.ErrUnexpectedEOF
+	}
+	if err != nil {
+		return fmt.Errorf("vectorindex: read float file: %w", err)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ package vectorindex
 import (
 	"os"
 	"syscall"
+	"time"
 )
 
 // mapFile maps path read-only, as a start maps its snapshot.
@@ -23,4 +24,13 @@ func mapFile(path string) ([]byte, func(), error) {
 		return nil, nil, err
 	}
 	return data, func() { _ = syscall.Munmap(data) }, nil
+}
+
+// cpuTime is the process's user and system time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -187,6 +187,10 @@ func readArray[T fixedSize](d *decoder, n int) (s []T, borrowed bool) {
 		return unsafe.Slice((*T)(p), n), true
 	}
 	out := make([]T, n)
+	if littleEndian { // misaligned: a plain copy
+		copy(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(out))), len(b)), b)
+		return out, false
+	}
 	if _, err := binary.Decode(b, binary.LittleEndian, out); err != nil {
 		d.fail("%v", err)
 		return nil, false

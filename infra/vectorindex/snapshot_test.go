@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"reflect"
 	"sync"
 	"sync/atomic"
@@ -173,14 +175,23 @@ func snapshotBytes(t *testing.T, p *Port) []byte {
 	return b.Bytes()
 }
 
-// load reads body; misaligned copies it to an odd address first, so that
-// the index cannot use it in place and takes the copying path.
-func load(t *testing.T, body []byte, opts Options, misaligned bool) *Port {
+// load reads body in place (mode "in-place"), from a read-only mapping
+// of a file ("mapped": a write into it would crash the test), or from an
+// odd address ("copied": the index cannot use it in place and copies).
+func load(t *testing.T, body []byte, opts Options, mode string) *Port {
 	t.Helper()
-	if misaligned {
+	switch mode {
+	case "copied":
 		buf := make([]byte, len(body)+1)
 		copy(buf[1:], body)
 		body = buf[1:]
+	case "mapped":
+		path := filepath.Join(t.TempDir(), "vectors.snap")
+		must(t, os.WriteFile(path, body, 0o600))
+		data, unmap, err := mapFile(path)
+		must(t, err)
+		t.Cleanup(unmap) // after Close: cleanups run last-in first-out
+		body = data
 	}
 	p, err := ReadSnapshot(body, opts)
 	must(t, err)
@@ -212,8 +223,8 @@ func TestSnapshotRoundTrip(t *testing.T) {
 		{"hnsw-quantized", Options{ANNThreshold: 100, BuildWhileWriting: true, Quantize: true}, big, true},
 		{"hnsw-quantized-walk", Options{ANNThreshold: 100, BuildWhileWriting: true, Quantize: true, forceWalk: true}, big, true},
 	} {
-		for _, misaligned := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%s/misaligned=%v", tc.name, misaligned), func(t *testing.T) {
+		for _, mode := range []string{"in-place", "mapped", "copied"} {
+			t.Run(tc.name+"/"+mode, func(t *testing.T) {
 				tc.opts.FloatDir = t.TempDir()
 				w := newSnapWorld(7)
 				orig := NewPort(New(tc.opts))
@@ -222,7 +233,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 					w.ops(ctx, t, tc.n, orig)
 				}
 				body := snapshotBytes(t, orig)
-				loaded := load(t, body, tc.opts, misaligned)
+				loaded := load(t, body, tc.opts, mode)
 				if st := loaded.Index().Stats(); tc.graph && st.PerCollection[0].Mode != ModeHNSW {
 					t.Fatalf("loaded %s collection, want a graph", st.PerCollection[0].Mode)
 				}
@@ -304,7 +315,7 @@ func TestSnapshotWhileWriting(t *testing.T) {
 	wg.Wait()
 	must(t, writeErr)
 	for i, body := range images {
-		p := load(t, body, opts, false)
+		p := load(t, body, opts, "in-place")
 		small, err := p.CountVectors(ctx, w.scopes[0], w.spaces[0])
 		must(t, err)
 		large, err := p.CountVectors(ctx, w.scopes[0], w.spaces[1])
@@ -433,7 +444,7 @@ func TestSnapshotMidBuild(t *testing.T) {
 			st = orig.Index().Stats().PerCollection[0]
 		}
 		body := snapshotBytes(t, orig)
-		loaded := load(t, body, opts, false)
+		loaded := load(t, body, opts, "in-place")
 		if st := loaded.Index().Stats().PerCollection[0]; st.Indexed == st.Vectors {
 			orig.Index().Close()
 			if attempt == 4 {
