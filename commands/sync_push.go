@@ -193,6 +193,33 @@ func (p *pushPlan) add(ctx context.Context, ev SyncEvent) (kept bool, err error)
 		payload, err = planChange(ctx, p, ev.Payload, func(m memory.MemoryPurged) memoryChange {
 			return memoryChange{memoryID: m.MemoryID}
 		})
+	case stack.SettingsChanged{}.EventType():
+		var m stack.SettingsChanged
+		if err := decodeSyncPayload(ev.Payload, &m); err != nil {
+			return false, err
+		}
+		if err := m.Settings.Validate(); err != nil {
+			return false, inPayload(err)
+		}
+		if err := p.notInFuture("payload.changed_at", m.ChangedAt); err != nil {
+			return false, err
+		}
+		// Later events of the push obey the settings as they now stand,
+		// as the writes that made them did.
+		p.settings, p.notWritable = m.Settings, nil
+		if err := m.Settings.CheckMemoryWrite(p.ref.AgentID); err != nil {
+			p.notWritable = err
+		}
+		payload = m
+	case memory.AgentImported{}.EventType():
+		var m memory.AgentImported
+		if err := decodeSyncPayload(ev.Payload, &m); err != nil {
+			return false, err
+		}
+		if err := p.notInFuture("payload.imported_at", m.ImportedAt); err != nil {
+			return false, err
+		}
+		payload = m
 	case memory.AgentDeleted{}.EventType(), memory.AgentModelSwitched{}.EventType():
 		return false, nil
 	default:
@@ -264,7 +291,7 @@ func (p *pushPlan) checkCreated(ctx context.Context, m *memory.MemoryCreated) er
 	if err := checkItemProvenance(p.settings, "payload.derived_from", it); err != nil {
 		return err
 	}
-	if err := p.checkRefs(ctx, it.refs); err != nil {
+	if err := p.checkRefs(ctx, "payload.derived_from", it.refs); err != nil {
 		return err
 	}
 	if err := p.m.cfg.Quotas.CheckMemories(p.ref.AgentID, p.agent.StoredMemories, len(p.created)+1); err != nil {
@@ -296,7 +323,7 @@ func errMemoryIDTaken(id string) error {
 // checkRefs makes sure every derived_from reference names a memory of this
 // agent of the type it says: one the read model shows, or one created
 // earlier in this push.
-func (p *pushPlan) checkRefs(ctx context.Context, refs []memory.Ref) error {
+func (p *pushPlan) checkRefs(ctx context.Context, field string, refs []memory.Ref) error {
 	if len(refs) == 0 {
 		return nil
 	}
@@ -317,7 +344,7 @@ func (p *pushPlan) checkRefs(ctx context.Context, refs []memory.Ref) error {
 			t, ok = p.types[r.ID]
 		}
 		if !ok || t != r.Type {
-			return memory.ErrRefNotFound("payload.derived_from", j, r)
+			return memory.ErrRefNotFound(field, j, r)
 		}
 	}
 	return nil
@@ -542,6 +569,12 @@ func withRef(p domain.Payload, ref memory.AgentRef) domain.Payload {
 		v.AgentRef = ref
 		return v
 	case memory.MemoryPurged:
+		v.AgentRef = ref
+		return v
+	case stack.SettingsChanged:
+		v.AgentRef = ref
+		return v
+	case memory.AgentImported:
 		v.AgentRef = ref
 		return v
 	}

@@ -169,6 +169,13 @@ func auditOf(e domain.Event) (rec auditRecord, ok bool, err error) {
 			return rec, false, err
 		}
 		return mem(p.AgentRef, "settings_changed", "", "", map[string]any{"changed": p.Changed, "settings": p.Settings})
+	case memory.AgentImported{}.EventType():
+		var p memory.AgentImported
+		if err := decode(&p); err != nil {
+			return rec, false, err
+		}
+		return mem(p.AgentRef, "import", "", "", map[string]any{"origin": p.Origin, "source_agent_id": p.SourceAgentID,
+			"format": p.Format, "exported_at": p.ExportedAt, "events": p.Events})
 	case memory.AgentDeleted{}.EventType():
 		var p memory.AgentDeleted
 		if err := decode(&p); err != nil {

@@ -80,7 +80,8 @@ func isAgentEvent(eventType string) bool {
 		memory.MemoryUpdated{}.EventType(), memory.MemoryPatched{}.EventType(), memory.MemoryForgotten{}.EventType(),
 		memory.MemoryPurged{}.EventType(), memory.AgentDeleted{}.EventType(), memory.AgentModelSwitched{}.EventType(),
 		memory.MemoryRecovered{}.EventType(), memory.MemoryProtected{}.EventType(), memory.MemoryUnprotected{}.EventType(),
-		memory.MemoryWeakened{}.EventType(), memory.MemoryVerified{}.EventType(), stack.SettingsChanged{}.EventType():
+		memory.MemoryWeakened{}.EventType(), memory.MemoryVerified{}.EventType(), stack.SettingsChanged{}.EventType(),
+		memory.AgentImported{}.EventType():
 		return true
 	}
 	return false

@@ -166,6 +166,11 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 		a.close(ctx)
 		return nil, err
 	}
+	transfer, err := commands.NewTransfer(commands.TransferDeps{Sync: a.sync, Suggestions: st.Suggestions})
+	if err != nil {
+		a.close(ctx)
+		return nil, err
+	}
 	a.memories, a.embeddings, a.searcher, a.catalog = memories, embeddings, searcher, catalog
 	processor, err := newProcessor(cfg)
 	if err != nil {
@@ -215,6 +220,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 		Backends:        st.Backends,
 		Projections:     func() any { return st.Engine.Status() },
 		Sync:            a.sync,
+		Transfer:        transfer,
 		Pipeline:        a.mcp.Pipeline,
 		Cognition:       a.mcp.Cognition,
 		Queries:         a.mcp.Queries,
