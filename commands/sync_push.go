@@ -8,8 +8,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/domain/agentsettings"
 	"github.com/engram-memory/engram/domain/memory"
-	"github.com/engram-memory/engram/domain/stack"
 )
 
 // pushPlan turns pushed events into the events the agent's log records,
@@ -43,7 +43,7 @@ type pushPlan struct {
 	agent       memory.AgentView
 	agentExists bool
 	usage       memory.Usage
-	settings    stack.Settings
+	settings    agentsettings.Settings
 	// notWritable refuses memory writes while the agent is in maintenance.
 	notWritable error
 	created     []string               // memories this push creates, in order
@@ -193,8 +193,8 @@ func (p *pushPlan) add(ctx context.Context, ev SyncEvent) (kept bool, err error)
 		payload, err = planChange(ctx, p, ev.Payload, func(m memory.MemoryPurged) memoryChange {
 			return memoryChange{memoryID: m.MemoryID}
 		})
-	case stack.SettingsChanged{}.EventType():
-		var m stack.SettingsChanged
+	case agentsettings.SettingsChanged{}.EventType():
+		var m agentsettings.SettingsChanged
 		if err := decodeSyncPayload(ev.Payload, &m); err != nil {
 			return false, err
 		}
@@ -571,7 +571,7 @@ func withRef(p domain.Payload, ref memory.AgentRef) domain.Payload {
 	case memory.MemoryPurged:
 		v.AgentRef = ref
 		return v
-	case stack.SettingsChanged:
+	case agentsettings.SettingsChanged:
 		v.AgentRef = ref
 		return v
 	case memory.AgentImported:

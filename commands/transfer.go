@@ -173,7 +173,7 @@ func (t *Transfer) exportEvents(ctx context.Context, agent memory.AgentView, emi
 			}
 		default:
 			e = cog.next()
-			var ref processing.StackRef
+			var ref processing.AgentRef
 			if err := json.Unmarshal(e.Payload, &ref); err != nil {
 				return fmt.Errorf("commands: export: event %s: %w", e.ID, err)
 			}

@@ -75,7 +75,7 @@ type cognitionPlan struct {
 	p       *pushPlan
 	stream  string
 	version int64
-	ref     processing.StackRef
+	ref     processing.AgentRef
 	// recorded are the streams holding the ids of the events to plan.
 	recorded    map[string]string
 	suggestions map[string]bool // created earlier in this import
@@ -94,7 +94,7 @@ func newCognitionPlan(ctx context.Context, t *Transfer, p *pushPlan, events []Sy
 		}
 		p.synthesized++
 	}
-	c.ref = processing.StackRef{UserID: p.ref.UserID, AgentID: p.ref.AgentID, AgentCreatedAt: p.agent.CreatedAt}
+	c.ref = processing.AgentRef{UserID: p.ref.UserID, AgentID: p.ref.AgentID, AgentCreatedAt: p.agent.CreatedAt}
 	log := t.d.Sync.d.Log
 	var err error
 	if c.version, err = log.StreamVersion(ctx, c.stream); err != nil {
@@ -130,7 +130,7 @@ func (c *cognitionPlan) add(ctx context.Context, ev SyncEvent) error {
 		if err := p.notInFuture("payload.changed_at", m.ChangedAt); err != nil {
 			return err
 		}
-		m.StackRef = c.ref
+		m.AgentRef = c.ref
 		payload = m
 	case processing.PassRecorded{}.EventType():
 		var m processing.PassRecorded
@@ -140,7 +140,7 @@ func (c *cognitionPlan) add(ctx context.Context, ev SyncEvent) error {
 		if err := p.notInFuture("payload.at", m.At); err != nil {
 			return err
 		}
-		m.StackRef = c.ref
+		m.AgentRef = c.ref
 		payload = m
 	case processing.SuggestionCreated{}.EventType():
 		var m processing.SuggestionCreated
@@ -167,7 +167,7 @@ func (c *cognitionPlan) add(ctx context.Context, ev SyncEvent) error {
 			return err
 		}
 		c.suggestions[m.SuggestionID] = true
-		m.StackRef = c.ref
+		m.AgentRef = c.ref
 		payload = m
 	case processing.SuggestionResolved{}.EventType():
 		var m processing.SuggestionResolved
@@ -185,7 +185,7 @@ func (c *cognitionPlan) add(ctx context.Context, ev SyncEvent) error {
 		if err := p.notInFuture("payload.resolved_at", m.ResolvedAt); err != nil {
 			return err
 		}
-		m.StackRef = c.ref
+		m.AgentRef = c.ref
 		payload = m
 	case processing.AnxietyLevelRecorded{}.EventType():
 		var m processing.AnxietyLevelRecorded
@@ -195,7 +195,7 @@ func (c *cognitionPlan) add(ctx context.Context, ev SyncEvent) error {
 		if err := p.notInFuture("payload.at", m.At); err != nil {
 			return err
 		}
-		m.StackRef = c.ref
+		m.AgentRef = c.ref
 		payload = m
 	default:
 		return domain.Invalid("type", "an import does not carry events of type %q", ev.Type)
