@@ -155,7 +155,7 @@ func (s *Sync) Pull(ctx context.Context, userID, agentID string, after uint64, l
 	if err != nil {
 		return SyncPage{}, err
 	}
-	page := SyncPage{Events: make([]SyncEvent, 0, len(events)), Head: max(uint64(version+1), after+uint64(len(events)))}
+	page := SyncPage{Events: make([]SyncEvent, 0, len(events)), Head: uint64(version + 1)}
 	for _, e := range events {
 		se, err := ToSyncEvent(e)
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"time"
 
@@ -129,6 +130,7 @@ func (t *Transfer) exportMemories(ctx context.Context, userID, agentID string, n
 			return err
 		}
 		for i := range page.Memories {
+			page.Memories[i].ApplyStrength(now)
 			if err := emit(ExportLine{Memory: &page.Memories[i]}); err != nil {
 				return err
 			}
@@ -353,7 +355,8 @@ func (t *Transfer) Import(ctx context.Context, meta domain.Metadata, agentID str
 	}
 	var events []SyncEvent
 	var at []int // the line of each event, for errors
-	for i, l := range lines {
+	for _, i := range importOrder(lines) {
+		l := lines[i]
 		evs, err := t.eventsOf(l, ids)
 		if err != nil {
 			return ImportResult{}, lineError(i+1+headerLines(header), err)
@@ -405,6 +408,22 @@ func (t *Transfer) Import(ctx context.Context, meta domain.Metadata, agentID str
 		res.Appended = appended
 		return res, nil
 	})
+}
+
+// importOrder is the order the lines are imported in: events in the
+// order of the file (the log's), memories oldest first, so that each
+// memory's derived_from names memories imported before it.
+func importOrder(lines []ExportLine) []int {
+	order := make([]int, len(lines))
+	for i := range order {
+		order[i] = i
+	}
+	if len(lines) > 0 && lines[0].Memory != nil {
+		sort.SliceStable(order, func(a, b int) bool {
+			return lines[order[a]].Memory.CreatedAt.Before(lines[order[b]].Memory.CreatedAt)
+		})
+	}
+	return order
 }
 
 // headerLines is 1 when the import had a header line, else 0.
