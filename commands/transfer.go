@@ -510,58 +510,91 @@ func (m *idMap) refString(r string) string {
 }
 
 // mapIDs decides the ids of the memories and suggestions the lines
-// create: kept when free or already the agent's (an import repeated),
-// derived otherwise. A memory accepted from a suggestion takes the id the
-// acceptance gives it (PromotedMemoryID) from the suggestion's new id.
+// create or name: an id is kept when it is free or already the agent's (an
+// import repeated, or an earlier request of a chunked import), and derived
+// from it and the agent when the server holds it for another user or
+// agent, so the same id maps the same way in every request. A memory
+// accepted from a suggestion takes the id the acceptance gives it
+// (PromotedMemoryID) from the suggestion's new id.
 func (t *Transfer) mapIDs(ctx context.Context, ref memory.AgentRef, lines []ExportLine) (*idMap, error) {
 	m := &idMap{ref: ref, ids: map[string]string{}}
-	type created struct {
-		MemoryID     string            `json:"memory_id"`
-		SuggestionID string            `json:"suggestion_id"`
-		Promotes     *memory.Promotion `json:"promotes"`
-	}
-	var memories []created
+	memIDs, sugIDs := map[string]bool{}, map[string]bool{}
+	promoted := map[string]string{} // memory id → the suggestion it was accepted from
 	for _, l := range lines {
-		switch {
-		case l.Memory != nil:
-			memories = append(memories, created{MemoryID: l.Memory.ID})
-		case l.Event.Type == memory.MemoryCreated{}.EventType(), l.Event.Type == processing.SuggestionCreated{}.EventType():
-			var c created
-			if err := json.Unmarshal(l.Event.Payload, &c); err != nil {
-				continue // the line's own check reports it
+		if l.Memory != nil {
+			memIDs[l.Memory.ID] = true
+			for _, r := range l.Memory.DerivedFrom {
+				_, id, _ := strings.Cut(r, ":")
+				memIDs[id] = true
 			}
-			if c.SuggestionID != "" && l.Event.Type == (processing.SuggestionCreated{}).EventType() {
-				userID, agentID, found, err := t.d.Suggestions.SuggestionOwner(ctx, c.SuggestionID)
-				if err != nil {
-					return nil, err
-				}
-				if found && (userID != ref.UserID || agentID != ref.AgentID) {
-					m.ids[c.SuggestionID] = m.derive("suggestion", c.SuggestionID)
-					m.remapped++
-				}
-				continue
-			}
-			memories = append(memories, c)
-		}
-	}
-	owners := t.d.Sync.d.Owners
-	for _, c := range memories {
-		if c.MemoryID == "" {
 			continue
 		}
-		if c.Promotes != nil {
-			if to, ok := m.ids[c.Promotes.SuggestionID]; ok {
-				m.ids[c.MemoryID] = PromotedMemoryID(to)
-				m.remapped++
-				continue
+		var named struct {
+			MemoryID     string                `json:"memory_id"`
+			SuggestionID string                `json:"suggestion_id"`
+			PromotedTo   string                `json:"promoted_to"`
+			Promotes     *memory.Promotion     `json:"promotes"`
+			Refs         []string              `json:"derived_from"`
+			Sources      []string              `json:"sources"`
+			Created      []string              `json:"created"`
+			Suggestions  []string              `json:"suggestions"`
+			Consumed     []processing.Consumed `json:"consumed"`
+		}
+		if err := json.Unmarshal(l.Event.Payload, &named); err != nil {
+			continue // the line's own check reports it
+		}
+		refs := append(append(append([]string{named.PromotedTo}, named.Refs...), named.Sources...), named.Created...)
+		for _, c := range named.Consumed {
+			memIDs[c.ID] = true
+			refs = append(refs, c.Into...)
+		}
+		for _, r := range refs {
+			if _, id, ok := strings.Cut(r, ":"); ok {
+				memIDs[id] = true
 			}
 		}
-		userID, agentID, found, err := owners.MemoryOwner(ctx, c.MemoryID)
+		if named.MemoryID != "" {
+			memIDs[named.MemoryID] = true
+		}
+		if named.SuggestionID != "" {
+			sugIDs[named.SuggestionID] = true
+		}
+		for _, id := range named.Suggestions {
+			sugIDs[id] = true
+		}
+		if named.Promotes != nil {
+			sugIDs[named.Promotes.SuggestionID] = true
+			promoted[named.MemoryID] = named.Promotes.SuggestionID
+		}
+	}
+	for id := range sugIDs {
+		userID, agentID, found, err := t.d.Suggestions.SuggestionOwner(ctx, id)
 		if err != nil {
 			return nil, err
 		}
 		if found && (userID != ref.UserID || agentID != ref.AgentID) {
-			m.ids[c.MemoryID] = m.derive("memory", c.MemoryID)
+			m.ids[id] = m.derive("suggestion", id)
+			m.remapped++
+		}
+	}
+	owners := t.d.Sync.d.Owners
+	for id := range memIDs {
+		if id == "" {
+			continue
+		}
+		if s, ok := promoted[id]; ok {
+			if to, ok := m.ids[s]; ok {
+				m.ids[id] = PromotedMemoryID(to)
+				m.remapped++
+				continue
+			}
+		}
+		userID, agentID, found, err := owners.MemoryOwner(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if found && (userID != ref.UserID || agentID != ref.AgentID) {
+			m.ids[id] = m.derive("memory", id)
 			m.remapped++
 		}
 	}
