@@ -39,6 +39,7 @@ type server struct {
 	embeddings *commands.Embeddings
 	searcher   *search.Service
 	sync       *commands.Sync
+	transfer   *commands.Transfer
 	pipeline   *commands.Pipeline
 	queries    *query.Service
 	catalog    *embed.Catalog
@@ -166,7 +167,7 @@ func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*serv
 		a.close(ctx)
 		return nil, err
 	}
-	transfer, err := commands.NewTransfer(commands.TransferDeps{Sync: a.sync, Suggestions: st.Suggestions})
+	a.transfer, err = commands.NewTransfer(commands.TransferDeps{Sync: a.sync, Suggestions: st.Suggestions})
 	if err != nil {
 		a.close(ctx)
 		return nil, err
@@ -220,7 +221,7 @@ func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*serv
 		Backends:        st.Backends,
 		Projections:     func() any { return st.Engine.Status() },
 		Sync:            a.sync,
-		Transfer:        transfer,
+		Transfer:        a.transfer,
 		Pipeline:        a.mcp.Pipeline,
 		Cognition:       a.mcp.Cognition,
 		Queries:         a.mcp.Queries,
