@@ -267,9 +267,13 @@ func TestTransferRoundTripsAnAgent(t *testing.T) {
 
 // TestTransferRemapsIdsTheServerHolds imports an export into the same
 // server, for another user and for another agent of the same user: the ids
-// are taken, so they are mapped, and every reference follows.
+// are taken, so they are mapped, and every reference follows. On both
+// read-model backends.
 func TestTransferRemapsIdsTheServerHolds(t *testing.T) {
-	s := newStack(t, stackOptions{})
+	onEachReadModelBackend(t, stackOptions{}, testTransferRemapsIdsTheServerHolds)
+}
+
+func testTransferRemapsIdsTheServerHolds(t *testing.T, s *stack) {
 	_, keyA := s.user(t, "remap-a@example.com")
 	_, keyB := s.user(t, "remap-b@example.com")
 	buildRichAgent(t, s, keyA, "claire")
