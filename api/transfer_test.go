@@ -391,3 +391,26 @@ func TestTransferRefusals(t *testing.T) {
 		wantError(t, s.request(t, "GET", "/v1/agents/claire/export?format=csv", keyA, nil), http.StatusBadRequest, "invalid_request")
 	})
 }
+
+// TestTransferRestoresADeletedAgent exports an agent, deletes it, and
+// imports the export into another agent of the same user: the ids of the
+// deleted memories stay claimed in the log, so they are mapped, and the
+// restored agent equals the exported one.
+func TestTransferRestoresADeletedAgent(t *testing.T) {
+	s := newStack(t, stackOptions{})
+	_, key := s.user(t, "restore@example.com")
+	buildRichAgent(t, s, key, "claire")
+	_, export := s.exportAgent(t, key, "claire", "")
+	want := agentSnapshot(t, s, key, "claire")
+	s.request(t, "DELETE", "/v1/agents/claire", key, nil).must(t, http.StatusOK, nil)
+	var res importResult
+	s.importAgent(t, key, "restored", export).must(t, http.StatusOK, &res)
+	if got := agentSnapshot(t, s, key, "restored"); got != want {
+		t.Fatalf("the restored agent differs:\n--- exported\n%s\n--- restored\n%s", want, got)
+	}
+	var again importResult
+	s.importAgent(t, key, "restored", export).must(t, http.StatusOK, &again)
+	if again.Appended != 0 {
+		t.Fatalf("a repeated restore appended %d", again.Appended)
+	}
+}

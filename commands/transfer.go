@@ -349,7 +349,11 @@ func (t *Transfer) Import(ctx context.Context, meta domain.Metadata, agentID str
 		return ImportResult{}, err
 	}
 	ref := memory.AgentRef{UserID: userID, AgentID: agentID}
-	ids, err := t.mapIDs(ctx, ref, lines)
+	elsewhere, err := t.createdElsewhere(ctx, ref, lines)
+	if err != nil {
+		return ImportResult{}, err
+	}
+	ids, err := t.mapIDs(ctx, ref, lines, elsewhere)
 	if err != nil {
 		return ImportResult{}, err
 	}
@@ -516,7 +520,7 @@ func (m *idMap) refString(r string) string {
 // agent, so the same id maps the same way in every request. A memory
 // accepted from a suggestion takes the id the acceptance gives it
 // (PromotedMemoryID) from the suggestion's new id.
-func (t *Transfer) mapIDs(ctx context.Context, ref memory.AgentRef, lines []ExportLine) (*idMap, error) {
+func (t *Transfer) mapIDs(ctx context.Context, ref memory.AgentRef, lines []ExportLine, elsewhere map[string]bool) (*idMap, error) {
 	m := &idMap{ref: ref, ids: map[string]string{}}
 	memIDs, sugIDs := map[string]bool{}, map[string]bool{}
 	promoted := map[string]string{} // memory id → the suggestion it was accepted from
@@ -572,15 +576,15 @@ func (t *Transfer) mapIDs(ctx context.Context, ref memory.AgentRef, lines []Expo
 		if err != nil {
 			return nil, err
 		}
-		if found && (userID != ref.UserID || agentID != ref.AgentID) {
+		if elsewhere[id] || (found && (userID != ref.UserID || agentID != ref.AgentID)) {
 			m.ids[id] = m.derive("suggestion", id)
 			m.remapped++
 		}
 	}
 	owners := t.d.Sync.d.Owners
 	for id := range memIDs {
-		if id == "" {
-			continue
+		if id == "" || sugIDs[id] {
+			continue // a pass's refs name suggestions as well as memories
 		}
 		if s, ok := promoted[id]; ok {
 			if to, ok := m.ids[s]; ok {
@@ -593,12 +597,56 @@ func (t *Transfer) mapIDs(ctx context.Context, ref memory.AgentRef, lines []Expo
 		if err != nil {
 			return nil, err
 		}
-		if found && (userID != ref.UserID || agentID != ref.AgentID) {
+		if elsewhere[id] || (found && (userID != ref.UserID || agentID != ref.AgentID)) {
 			m.ids[id] = m.derive("memory", id)
 			m.remapped++
 		}
 	}
 	return m, nil
+}
+
+// createdElsewhere are the memories and suggestions whose creation, in
+// the lines, is an event the log holds in another stream: the same event
+// created them there, so their ids are taken for good (a memory id is
+// claimed in the log, domain.MemoryClaim) even when no read model shows
+// them any more (purged, or their agent deleted).
+func (t *Transfer) createdElsewhere(ctx context.Context, ref memory.AgentRef, lines []ExportLine) (map[string]bool, error) {
+	creates := func(l ExportLine) bool {
+		return l.Event != nil && (l.Event.Type == (memory.MemoryCreated{}).EventType() || l.Event.Type == (processing.SuggestionCreated{}).EventType())
+	}
+	var ids []string
+	for _, l := range lines {
+		if creates(l) {
+			ids = append(ids, l.Event.ID)
+		}
+	}
+	out := map[string]bool{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	streams, err := t.d.Sync.d.Log.EventStreams(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range lines {
+		if !creates(l) {
+			continue
+		}
+		target := memory.AgentStream(ref.UserID, ref.AgentID)
+		if cognitionTypes[l.Event.Type] {
+			target = processing.Stream(ref.UserID, ref.AgentID)
+		}
+		if in, ok := streams[l.Event.ID]; ok && in != target {
+			var created struct {
+				MemoryID     string `json:"memory_id"`
+				SuggestionID string `json:"suggestion_id"`
+			}
+			if json.Unmarshal(l.Event.Payload, &created) == nil {
+				out[created.MemoryID+created.SuggestionID] = true
+			}
+		}
+	}
+	return out, nil
 }
 
 // mapEventIDs gives each event whose id another stream holds an id derived
