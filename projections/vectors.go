@@ -27,6 +27,8 @@ type Vectors struct {
 	// loadIndex: the index keeps nothing across restarts (the embedded
 	// one), so Position first fills it from the state.
 	loadIndex bool
+	// events decodes the events no engine decoded (see Events).
+	events *domain.EventRegistry
 
 	loadMu sync.Mutex
 	loaded bool
@@ -45,7 +47,7 @@ func NewVectors(state domain.VectorState, index domain.VectorIndex, loadIndex bo
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Vectors{state: state, index: index, logger: logger, loadIndex: loadIndex, agents: map[domain.IndexScope]domain.VectorSpace{}}
+	return &Vectors{state: state, index: index, logger: logger, loadIndex: loadIndex, events: Events(), agents: map[domain.IndexScope]domain.VectorSpace{}}
 }
 
 // Name implements Projection.
@@ -93,6 +95,7 @@ func (p *Vectors) applyTo(ctx context.Context, events []domain.Event, writeIndex
 	var w indexWrites
 	var spaces []func()
 	var flush func(context.Context) error
+	p.events.DecodeAll(events)
 	if writeIndex {
 		flush = func(ctx context.Context) error { return w.flush(ctx, nil, p.index, p.logger) }
 	}
