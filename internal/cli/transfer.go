@@ -108,18 +108,18 @@ func exportCommand(ctx context.Context, c *cli, args []string) error {
 // exportLocal writes the local stack's export; the bar's total is the
 // stack's event count (the events form).
 func (c *cli) exportLocal(ctx context.Context, format string, w *lineCounter) error {
-	st, err := c.openStack(ctx, false)
+	st, err := c.openStack(ctx, false, writeParts)
 	if err != nil {
 		return err
 	}
 	defer st.close()
 	if format == commands.ExportEvents {
-		if page, err := st.app.sync.Pull(ctx, localUserID, st.name, 1<<62, 1); err == nil {
+		if page, err := st.app.Sync.Pull(ctx, localUserID, st.name, 1<<62, 1); err == nil {
 			w.bar.setTotal(int(page.Head) + 1)
 		}
 	}
 	enc := newLineEncoder(w)
-	return st.app.transfer.Export(ctx, localUserID, st.name, format, "engram-cli:local/"+st.name, enc)
+	return st.app.Transfer.Export(ctx, localUserID, st.name, format, "engram-cli:local/"+st.name, enc)
 }
 
 // exportCloud copies the cloud agent's export as the server streams it.
@@ -199,7 +199,7 @@ func (c *cli) transferImport(ctx context.Context, in *bufio.Reader, size int64, 
 			return commands.ImportResult(*r), nil
 		}
 	} else {
-		st, err := c.openStack(ctx, true)
+		st, err := c.openStack(ctx, true, writeParts)
 		if err != nil {
 			return err
 		}
@@ -209,7 +209,7 @@ func (c *cli) transferImport(ctx context.Context, in *bufio.Reader, size int64, 
 			if err != nil {
 				return commands.ImportResult{}, err
 			}
-			return st.app.transfer.Import(ctx, st.meta(), st.name, header, lines)
+			return st.app.Transfer.Import(ctx, st.meta(), st.name, header, lines)
 		}
 	}
 	err := eachImportChunk(in, chunkBytes, func(chunk []byte, firstLine, read int) error {
