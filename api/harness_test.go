@@ -324,6 +324,10 @@ func (s *stack) wire(c *embed.Catalog, rc workers.RunnerConfig) {
 	if err != nil {
 		s.t.Fatal(err)
 	}
+	transfer, err := commands.NewTransfer(commands.TransferDeps{Sync: syncer, Suggestions: s.suggest})
+	if err != nil {
+		s.t.Fatal(err)
+	}
 	searcher := s.searcher(c)
 	if rc.Queue == nil {
 		rc.Queue = s.queue
@@ -379,6 +383,7 @@ func (s *stack) wire(c *embed.Catalog, rc workers.RunnerConfig) {
 		Cognition:           s.memCmds,
 		Queries:             s.queries,
 		Sync:                syncer,
+		Transfer:            transfer,
 		LogHead:             s.store.Head,
 		MaxConsistencyWaits: s.opts.maxConsistencyWaits,
 		Visibility:          s.engine,

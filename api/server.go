@@ -82,6 +82,7 @@ type Config struct {
 	Embeddings Embeddings
 	Search     Searcher
 	Sync       Syncer
+	Transfer   Transferer
 	Pipeline   Pipeline
 	Cognition  Cognition
 	// Queries answers every read of the routes above.
@@ -134,6 +135,7 @@ func (s *Server) Handler() http.Handler {
 		s.embeddingRoutes(r)
 		s.searchRoutes(r)
 		s.syncRoutes(r)
+		s.transferRoutes(r)
 		s.pipelineRoutes(r)
 		s.cognitionRoutes(r)
 	})

@@ -118,6 +118,9 @@ func auditOf(e domain.Event) (rec auditRecord, ok bool, err error) {
 		return mem(p.AgentRef, "model_switched", "", "", map[string]any{"model": p.Model, "dimensions": p.Dimensions, "job_id": p.JobID})
 	case *agentsettings.SettingsChanged:
 		return mem(p.AgentRef, "settings_changed", "", "", map[string]any{"changed": p.Changed, "settings": p.Settings})
+	case *memory.AgentImported:
+		return mem(p.AgentRef, "import", "", "", map[string]any{"origin": p.Origin, "source_agent_id": p.SourceAgentID,
+			"format": p.Format, "exported_at": p.ExportedAt, "events": p.Events})
 	case *memory.AgentDeleted:
 		return acct(p.UserID, "agent_deleted", map[string]string{"agent_id": p.AgentID})
 	case *account.UserRegistered:

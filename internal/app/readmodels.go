@@ -106,6 +106,7 @@ type JobsReadModel interface {
 type SuggestionsReadModel interface {
 	processing.SuggestionsReadModel
 	commands.SuggestionReadModel
+	commands.SuggestionOwners
 	query.SuggestionReadModel
 	exporter
 }

@@ -79,6 +79,7 @@ func wireServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, tel *
 		Backends:        st.Backends,
 		Projections:     func() any { return st.Engine.Status() },
 		Sync:            a.Sync,
+		Transfer:        a.Transfer,
 		Pipeline:        a.MCP.Pipeline,
 		Cognition:       a.MCP.Cognition,
 		Queries:         a.MCP.Queries,

@@ -261,6 +261,17 @@ export interface SyncPullParams { agent_id: string; after?: number; limit?: numb
 export interface SyncPushParams { agent_id: string; events: SyncEvent[] }
 export interface SyncPushResult { appended: number; duplicates: number; skipped: number; head: number }
 
+/** The first line of an export. */
+export interface ExportHeader { format: "events" | "memories"; version: number; agent_id: string; origin: string; exported_at: string }
+/** One line of an export: exactly one field is set. */
+export interface ExportLine { header?: ExportHeader; event?: SyncEvent; memory?: Memory }
+export interface ExportParams { format?: "events" | "memories" }
+export interface ImportParams {
+  /** The most bytes one request carries (default 4 MiB). */
+  chunkBytes?: number;
+}
+export interface ImportResult { format: string; appended: number; duplicates: number; skipped: number; remapped: number }
+
 // ---- cognition: settings, provenance, strength, audit, stats
 
 export interface LintRules {

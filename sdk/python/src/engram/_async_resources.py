@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import builtins
 
-from collections.abc import AsyncIterator
+import json
+from collections.abc import AsyncIterator, Iterable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from ._base import Request, body, if_match_header, query, segment
 from ._models import (
@@ -27,6 +28,7 @@ from ._models import (
     EmbeddingBatch,
     ExhaustResult,
     Forgotten,
+    ImportResult,
     Job,
     JobCreated,
     Memory,
@@ -68,6 +70,38 @@ def _event(event: SyncEvent | dict[str, Any]) -> dict[str, Any]:
     if isinstance(event, SyncEvent):
         return {"id": event.id, "type": event.type, "time": event.time, "payload": event.payload}
     return event
+
+
+# The size of one import request: under the server's default body limit
+# (10 MiB) with room to spare.
+IMPORT_CHUNK_BYTES = 4 << 20
+
+
+def _import_chunks(lines: Iterable[dict[str, Any] | str | bytes] | IO[Any], chunk_bytes: int) -> Iterable[bytes]:
+    """The lines as request bodies of at most chunk_bytes (a longer line
+    goes alone), each starting with the export's header."""
+    header = b""
+    chunk: builtins.list[bytes] = []
+    size = 0
+    for line in lines:
+        if isinstance(line, dict):
+            raw = json.dumps(line, separators=(",", ":")).encode()
+        elif isinstance(line, str):
+            raw = line.strip().encode()
+        else:
+            raw = bytes(line).strip()
+        if not raw:
+            continue
+        if not header and not chunk and raw.startswith(b'{"header"'):
+            header = raw + b"\n"
+            continue
+        if chunk and size + len(raw) + 1 > chunk_bytes:
+            yield header + b"".join(chunk)
+            chunk, size = [], len(header)
+        chunk.append(raw + b"\n")
+        size += len(raw) + 1
+    if chunk:
+        yield header + b"".join(chunk)
 
 
 class AsyncResource:
@@ -388,6 +422,49 @@ class AsyncAgents(AsyncResource):
         """The agent's memory anxiety report."""
         data = await self._call(Request("GET", f"/agents/{segment(agent_id)}/anxiety", idempotent=True))
         return from_dict(AnxietyReport, data)
+
+    async def export(self, agent_id: str, *, format: str | None = None) -> AsyncIterator[dict[str, Any]]:
+        """The agent's export, one line (a dict) at a time as the server
+        streams it: ``{"header": ...}`` first, then ``{"event": ...}`` lines
+        (the lossless default) or ``{"memory": ...}`` (``format="memories"``)."""
+        req = Request("GET", f"/agents/{segment(agent_id)}/export", params=query(format=format), idempotent=True)
+        kwargs = self._client._build(req)
+        kwargs["headers"]["Accept"] = "application/x-ndjson"
+        async with self._client._http.stream(**kwargs, timeout=self._client.timeout) as resp:
+            if resp.status_code != 200:
+                await resp.aread()
+                self._client._decode(req, resp)
+            async for line in resp.aiter_lines():
+                if line.strip():
+                    yield json.loads(line)
+
+    async def import_(
+        self,
+        agent_id: str,
+        lines: Iterable[dict[str, Any] | str | bytes] | IO[Any],
+        *,
+        chunk_bytes: int = IMPORT_CHUNK_BYTES,
+    ) -> ImportResult:
+        """Import an export (lines as dicts or JSON text, or a file opened on
+        one) into the agent, in requests of up to ``chunk_bytes`` each: every
+        request is all or nothing and repeats the header, and importing the
+        same lines again changes nothing. Returns the summed counts."""
+        total = ImportResult()
+        for chunk in _import_chunks(lines, chunk_bytes):
+            req = Request(
+                "POST",
+                f"/agents/{segment(agent_id)}/import",
+                content=chunk,
+                headers={"Content-Type": "application/x-ndjson"},
+                idempotent=True,
+            )
+            part = from_dict(ImportResult, await self._call(req))
+            total.format = part.format
+            total.appended += part.appended
+            total.duplicates += part.duplicates
+            total.skipped += part.skipped
+            total.remapped += part.remapped
+        return total
 
 
 class AsyncAudit(AsyncResource):

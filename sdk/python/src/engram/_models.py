@@ -403,6 +403,15 @@ class SyncPushResult(Model):
     head: int = 0
 
 
+@dataclass
+class ImportResult(Model):
+    format: str = ""
+    appended: int = 0
+    duplicates: int = 0
+    skipped: int = 0
+    remapped: int = 0
+
+
 # Cognition
 
 
@@ -643,6 +652,7 @@ __all__ = [
     "SyncEvent",
     "SyncPage",
     "SyncPushResult",
+    "ImportResult",
     "LintRules",
     "PromotionGates",
     "StackSettings",
