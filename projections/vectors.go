@@ -186,6 +186,35 @@ func (p *Vectors) Load(ctx context.Context) error {
 	if p.loaded {
 		return nil
 	}
+	if err := p.loadAgents(ctx); err != nil {
+		return err
+	}
+	if p.loadIndex {
+		b := &loadBatch{p: p}
+		if err := p.state.LoadVectors(ctx, func(v domain.LoadedVector) error { return b.add(ctx, v) }); err != nil {
+			return fmt.Errorf("vectors: load: %w", err)
+		}
+		if err := b.flush(ctx); err != nil {
+			return fmt.Errorf("vectors: load: %w", err)
+		}
+	}
+	p.loaded = true
+	return nil
+}
+
+// LoadAgents reads only each agent's active space from the state, not the
+// vectors: what a keyword search needs (AgentSpace) of a process that
+// does not search vectors. Load still loads the index later.
+func (p *Vectors) LoadAgents(ctx context.Context) error {
+	p.loadMu.Lock()
+	defer p.loadMu.Unlock()
+	if p.loaded {
+		return nil
+	}
+	return p.loadAgents(ctx)
+}
+
+func (p *Vectors) loadAgents(ctx context.Context) error {
 	agents, err := p.state.VectorAgents(ctx)
 	if err != nil {
 		return fmt.Errorf("vectors: load agents: %w", err)
@@ -197,15 +226,5 @@ func (p *Vectors) Load(ctx context.Context) error {
 	p.mu.Lock()
 	p.agents = spaces
 	p.mu.Unlock()
-	if p.loadIndex {
-		b := &loadBatch{p: p}
-		if err := p.state.LoadVectors(ctx, func(v domain.LoadedVector) error { return b.add(ctx, v) }); err != nil {
-			return fmt.Errorf("vectors: load: %w", err)
-		}
-		if err := b.flush(ctx); err != nil {
-			return fmt.Errorf("vectors: load: %w", err)
-		}
-	}
-	p.loaded = true
 	return nil
 }
