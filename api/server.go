@@ -78,6 +78,8 @@ type Config struct {
 	Sync       Syncer
 	Pipeline   Pipeline
 	Cognition  Cognition
+	// Webhooks, when set, mounts /webhooks.
+	Webhooks Webhooks
 	// Queries answers every read of the routes above.
 	Queries Queries
 }
@@ -130,6 +132,7 @@ func (s *Server) Handler() http.Handler {
 		s.syncRoutes(r)
 		s.pipelineRoutes(r)
 		s.cognitionRoutes(r)
+		s.webhookRoutes(r)
 	})
 	s.mcpRoutes(r)
 	return r

@@ -186,6 +186,12 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 		return nil, err
 	}
 
+	webhooks, err := a.startWebhooks(cfg.Webhooks, st)
+	if err != nil {
+		a.close(ctx)
+		return nil, err
+	}
+
 	var rateBuckets api.RateBuckets
 	if st.Postgres != nil {
 		shared := postgres.NewRateBuckets(st.Postgres)
@@ -218,6 +224,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*app, er
 		Pipeline:        a.mcp.Pipeline,
 		Cognition:       a.mcp.Cognition,
 		Queries:         a.mcp.Queries,
+		Webhooks:        webhooks,
 
 		Visibility:         st.Engine,
 		ConsistencyWait:    cfg.ConsistencyWait,
