@@ -12,9 +12,10 @@ BENCHTIME ?= 1s
 # and the SDKs (sdk/python checks it); the commit says which build.
 VERSION ?= $(shell cat VERSION 2>/dev/null || echo devel)
 COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
+CLI      = github.com/engram-memory/engram/internal/cli
 
 build:
-	$(GO) build -ldflags "-X main.version=$(VERSION) -X main.commit=$(COMMIT)" -o $(BIN) ./cmd/engram
+	$(GO) build -ldflags "-X $(CLI).version=$(VERSION) -X $(CLI).commit=$(COMMIT)" -o $(BIN) ./cmd/engram
 
 run:
 	$(GO) run ./cmd/engram serve
@@ -28,7 +29,7 @@ run:
 # under load and a kill, a live rebuild, the scheduler, the chat-model
 # pipeline, a graceful stop, the CLI's local stack) once more against a
 # race-built binary; a race the server reports fails the test.
-# cmd/engram's TestRaceSmokeNamesTests keeps the names in step with the tests.
+# internal/cli's TestRaceSmokeNamesTests keeps the names in step with the tests.
 TEST_BIN   ?= $(CURDIR)/bin/engram-test
 RACE_BIN   ?= $(CURDIR)/bin/engram-race
 RACE_SMOKE ?= TestKillMidLoadLosesNoAcknowledgedWrite|TestLiveRebuildOfOneProjection|TestSchedulerEndToEnd|TestProcessingWithChatModelEndToEnd|TestServeHealthAndGracefulStop|TestCLISearchLocal
@@ -37,13 +38,13 @@ test: lint test-deps
 	$(GO) build -o $(TEST_BIN) ./cmd/engram
 	PATH="$(PYTOOLS)/bin:$$PATH" ENGRAM_TEST_BINARY=$(TEST_BIN) $(GO) test -race -count=1 -timeout 20m ./...
 	$(GO) build -race -o $(RACE_BIN) ./cmd/engram
-	ENGRAM_TEST_BINARY=$(RACE_BIN) $(GO) test -race -count=1 -timeout 10m -run '^($(RACE_SMOKE))$$' ./cmd/engram
+	ENGRAM_TEST_BINARY=$(RACE_BIN) $(GO) test -race -count=1 -timeout 10m -run '^($(RACE_SMOKE))$$' ./internal/cli
 	ENGRAM_TEST_BINARY=$(TEST_BIN) $(MAKE) test-typescript
 	$(MAKE) test-python ENGRAM_TEST_BINARY=$(TEST_BIN)
 
 # The clients nobody here wrote, at pinned versions, that the Go suites
 # drive the binary with: the official MCP TypeScript SDK (test/mcp-ts,
-# cmd/engram's TestMCPTypeScriptSDKDrivesTheBinary), the official OpenAI
+# internal/cli's TestMCPTypeScriptSDKDrivesTheBinary), the official OpenAI
 # Python and Node SDKs (test/openai-clients, TestOfficialOpenAISDKs) and
 # schemathesis (test/fuzz, TestSchemathesis). The Python ones go into a
 # virtual environment that `make test` puts first on PATH (a system Python
@@ -105,7 +106,7 @@ GOVULNCHECK ?= golang.org/x/vuln/cmd/govulncheck@v1.9.0
 # seed; make test runs a short fuzzing pass of the same.
 fuzz-api: test-deps
 	PATH="$(PYTOOLS)/bin:$$PATH" ENGRAM_TEST_FUZZ_API_EXAMPLES=$${ENGRAM_TEST_FUZZ_API_EXAMPLES:-50} ENGRAM_TEST_FUZZ_API_PHASES=examples,coverage,fuzzing \
-		go test -count=1 -timeout 30m -run '^TestSchemathesis$$' -v ./cmd/engram
+		go test -count=1 -timeout 30m -run '^TestSchemathesis$$' -v ./internal/cli
 
 vulncheck:
 	$(GO) run $(GOVULNCHECK) ./...

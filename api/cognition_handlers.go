@@ -10,15 +10,15 @@ import (
 
 	"github.com/engram-memory/engram/commands"
 	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/domain/agentsettings"
 	"github.com/engram-memory/engram/domain/audit"
 	"github.com/engram-memory/engram/domain/memory"
-	"github.com/engram-memory/engram/domain/stack"
 )
 
 // Cognition is the stack-cognition write surface: settings and strength
 // actions; commands.Memories implements it. Its reads are Queries'.
 type Cognition interface {
-	PatchSettings(ctx context.Context, meta domain.Metadata, agentID string, patch json.RawMessage) (stack.View, error)
+	PatchSettings(ctx context.Context, meta domain.Metadata, agentID string, patch json.RawMessage) (agentsettings.View, error)
 	Recover(ctx context.Context, meta domain.Metadata, id string, ifMatch commands.IfMatch) (memory.View, error)
 	Protect(ctx context.Context, meta domain.Metadata, id string, ifMatch commands.IfMatch) (memory.View, error)
 	Unprotect(ctx context.Context, meta domain.Metadata, id string, ifMatch commands.IfMatch) (memory.View, error)

@@ -16,18 +16,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/engram-memory/engram/domain/agentsettings"
 	"github.com/engram-memory/engram/domain/audit"
 	"github.com/engram-memory/engram/domain/memory"
-	stacks "github.com/engram-memory/engram/domain/stack"
 	"github.com/engram-memory/engram/infra/sqlite"
 	"github.com/engram-memory/engram/projections"
 )
 
 const day = 24 * time.Hour
 
-func (s *stack) settings(t testing.TB, bearer, agentID string, patch any) stacks.View {
+func (s *stack) settings(t testing.TB, bearer, agentID string, patch any) agentsettings.View {
 	t.Helper()
-	var v stacks.View
+	var v agentsettings.View
 	s.request(t, "PATCH", "/v1/agents/"+agentID+"/settings", bearer, patch).must(t, http.StatusOK, &v)
 	return v
 }
@@ -46,9 +46,9 @@ func TestCogSettings(t *testing.T) {
 	_, keyB := s.user(t, "settings-b@example.com")
 	note := s.create(t, keyA, "a", "note", map[string]any{"content": "a note"})
 
-	var got stacks.View
+	var got agentsettings.View
 	s.request(t, "GET", "/v1/agents/a/settings", keyA, nil).must(t, http.StatusOK, &got)
-	if want := stacks.Defaults(); got.Settings != want || got.UpdatedAt != nil || got.AgentID != "a" {
+	if want := agentsettings.Defaults(); got.Settings != want || got.UpdatedAt != nil || got.AgentID != "a" {
 		t.Fatalf("defaults = %+v, want %+v and no updated_at", got, want)
 	}
 	got = s.settings(t, keyA, "a", map[string]any{"lazy_decay": false, "lint_rules": map[string]any{"max_length": 500}})
@@ -70,7 +70,7 @@ func TestCogSettings(t *testing.T) {
 			s.request(t, "PATCH", "/v1/agents/a/settings", keyA, tc.body).invalid(t, tc.field)
 		}
 		wantError(t, s.request(t, "PATCH", "/v1/agents/a/settings", keyA, "{}"), http.StatusBadRequest, "invalid_request")
-		var after stacks.View
+		var after agentsettings.View
 		s.request(t, "GET", "/v1/agents/a/settings", keyA, nil).must(t, http.StatusOK, &after)
 		if after.Settings != got.Settings {
 			t.Fatalf("a rejected patch changed the settings: %+v", after)
@@ -639,9 +639,9 @@ func TestCogReplayEquivalence(t *testing.T) {
 		s.settings(t, keyB, "gone", map[string]any{"stack_state": "maintenance"})
 		s.request(t, "DELETE", "/v1/agents/gone", keyB, nil).must(t, http.StatusOK, nil)
 		s.create(t, keyB, "gone", "note", map[string]any{"content": "re-created, default settings"})
-		var v stacks.View
+		var v agentsettings.View
 		s.request(t, "GET", "/v1/agents/gone/settings", keyB, nil).must(t, http.StatusOK, &v)
-		if v.StackState != stacks.Initializing {
+		if v.StackState != agentsettings.Initializing {
 			t.Fatalf("a re-created agent inherited settings: %+v", v)
 		}
 

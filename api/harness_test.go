@@ -36,7 +36,7 @@ import (
 	"github.com/engram-memory/engram/infra/mail/mailtest"
 	"github.com/engram-memory/engram/infra/sqlite"
 	"github.com/engram-memory/engram/infra/webhookhttp"
-	engstack "github.com/engram-memory/engram/internal/stack"
+	"github.com/engram-memory/engram/internal/app"
 	"github.com/engram-memory/engram/internal/workers"
 	"github.com/engram-memory/engram/projections"
 	"github.com/engram-memory/engram/projections/query"
@@ -44,7 +44,7 @@ import (
 )
 
 // stack is the whole server in process, wired as `engram serve` wires it
-// (cmd/engram/app.go): the SQLite event log and every read model in a data
+// (internal/cli/server.go): the SQLite event log and every read model in a data
 // directory, the projection engine, the embedding catalog over the real
 // local provider (the built-in model plus a generated static model, behind
 // a switch that simulates an outage), the embedding queue, the memory,
@@ -58,16 +58,16 @@ type stack struct {
 	logger  *slog.Logger
 	clock   *testClock
 
-	wired    *engstack.Stack // storage, indexes, projections, engine
+	wired    *app.Core // storage, indexes, projections, engine
 	db       *sqlite.DB
 	store    domain.EventStore
-	model    engstack.AccountsReadModel
-	memories engstack.MemoriesReadModel
+	model    app.AccountsReadModel
+	memories app.MemoriesReadModel
 	vectors  *projections.Vectors
-	jobs     engstack.JobsReadModel
-	suggest  engstack.SuggestionsReadModel
-	prov     engstack.ProvenanceReadModel
-	audit    engstack.AuditReadModel
+	jobs     app.JobsReadModel
+	suggest  app.SuggestionsReadModel
+	prov     app.ProvenanceReadModel
+	audit    app.AuditReadModel
 	engine   *projections.Engine
 	writer   *commands.EventWriter
 
@@ -211,10 +211,10 @@ func newStack(t testing.TB, opts stackOptions) *stack {
 	ctx := context.Background()
 
 	// Storage, indexes and projections, as the server wires them.
-	cfg := engstack.Config{DataDir: s.dataDir, GroupCommit: 10 * time.Millisecond, VisibilityTimeout: opts.visibilityTimeout, Logger: s.logger}
+	cfg := app.Config{DataDir: s.dataDir, GroupCommit: 10 * time.Millisecond, VisibilityTimeout: opts.visibilityTimeout, Logger: s.logger}
 	if opts.postgres {
-		cfg.EventStore = engstack.EventStore{Backend: engstack.PostgresLog, URL: postgresServer(t).Database(t)}
-		cfg.ReadModels = engstack.ReadModels{Backend: engstack.PostgresReadModels}
+		cfg.EventStore = app.EventStore{Backend: app.PostgresLog, URL: postgresServer(t).Database(t)}
+		cfg.ReadModels = app.ReadModels{Backend: app.PostgresReadModels}
 	}
 	if opts.kurrentMaxAppend > 0 {
 		srv, err := kurrentdbtest.Start(kurrentdbtest.Options{MaxAppendSize: opts.kurrentMaxAppend})
@@ -222,9 +222,9 @@ func newStack(t testing.TB, opts stackOptions) *stack {
 			t.Fatal(err)
 		}
 		t.Cleanup(srv.Close)
-		cfg.EventStore = engstack.EventStore{Backend: engstack.KurrentLog, URL: srv.URL(), KurrentMaxAppendSize: opts.kurrentMaxAppend}
+		cfg.EventStore = app.EventStore{Backend: app.KurrentLog, URL: srv.URL(), KurrentMaxAppendSize: opts.kurrentMaxAppend}
 	}
-	wired, err := engstack.Open(ctx, cfg)
+	wired, err := app.Open(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,7 +27,7 @@ func BenchmarkProcessingView10k(b *testing.B) {
 	if err != nil || !ok {
 		b.Fatal(err)
 	}
-	ref := processing.StackRef{UserID: alice, AgentID: "claire", AgentCreatedAt: agent.CreatedAt}
+	ref := processing.AgentRef{UserID: alice, AgentID: "claire", AgentCreatedAt: agent.CreatedAt}
 	stream := processing.Stream(alice, "claire")
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	meta := domain.Metadata{Actor: domain.Actor{Kind: domain.ActorKey, ID: "key-alice", UserID: alice}}
@@ -36,10 +36,10 @@ func BenchmarkProcessingView10k(b *testing.B) {
 		payloads := make([]domain.Payload, batch)
 		for i := range payloads {
 			n := strconv.Itoa(start + i)
-			payloads[i] = processing.PassRecorded{StackRef: ref, PassID: n, Transition: processing.RawToNote, At: at,
+			payloads[i] = processing.PassRecorded{AgentRef: ref, PassID: n, Transition: processing.RawToNote, At: at,
 				Consumed: []processing.Consumed{{ID: n, Into: []string{"suggestion:" + n}}}}
 			if i%2 == 1 {
-				payloads[i] = processing.SuggestionCreated{StackRef: ref, SuggestionID: n, Sources: []string{"raw_entry:" + n},
+				payloads[i] = processing.SuggestionCreated{AgentRef: ref, SuggestionID: n, Sources: []string{"raw_entry:" + n},
 					Content: json.RawMessage(`{"content":"a note of some length"}`), CreatedAt: at, ExpiresAt: at.Add(time.Hour)}
 			}
 		}

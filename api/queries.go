@@ -4,12 +4,12 @@ import (
 	"context"
 
 	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/domain/agentsettings"
 	"github.com/engram-memory/engram/domain/anxiety"
 	"github.com/engram-memory/engram/domain/audit"
 	"github.com/engram-memory/engram/domain/job"
 	"github.com/engram-memory/engram/domain/memory"
 	"github.com/engram-memory/engram/domain/processing"
-	"github.com/engram-memory/engram/domain/stack"
 	"github.com/engram-memory/engram/projections/query"
 )
 
@@ -20,7 +20,7 @@ type Queries interface {
 	Get(ctx context.Context, userID, id string) (memory.View, error)
 	List(ctx context.Context, q memory.ListQuery) (memory.Page, error)
 	Agents(ctx context.Context, q memory.AgentListQuery) (memory.AgentPage, error)
-	Settings(ctx context.Context, userID, agentID string) (stack.View, error)
+	Settings(ctx context.Context, userID, agentID string) (agentsettings.View, error)
 	Provenance(ctx context.Context, userID, id, direction string, depth int) (query.ProvenanceTree, error)
 	Audit(ctx context.Context, q audit.Query) (audit.Page, error)
 	Stats(ctx context.Context, userID, agentID string) (memory.Stats, error)

@@ -15,7 +15,7 @@ import (
 
 	"github.com/engram-memory/engram/api"
 	"github.com/engram-memory/engram/domain"
-	"github.com/engram-memory/engram/internal/stack/searchtest"
+	"github.com/engram-memory/engram/internal/app/searchtest"
 )
 
 // searchAuth accepts "Bearer user:<id>" as user <id>.
@@ -32,7 +32,7 @@ func (searchAuth) Authenticate(_ context.Context, credential string) (domain.Act
 // searchRig is the real search stack behind the HTTP API on loopback.
 type searchRig struct {
 	t     *testing.T
-	stack *searchtest.Stack
+	stack *searchtest.Env
 	srv   *httptest.Server
 }
 

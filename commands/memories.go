@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/domain/agentsettings"
 	"github.com/engram-memory/engram/domain/memory"
-	"github.com/engram-memory/engram/domain/stack"
 )
 
 // MemoryReadModel is the memories read model as the commands decide on it
@@ -31,7 +31,7 @@ type MemoryReadModel interface {
 	StreamVersion(ctx context.Context, stream string) (int64, error)
 	// Settings is the agent's stack settings (defaults until changed);
 	// found is false when the user has no such agent.
-	Settings(ctx context.Context, userID, agentID string) (stack.View, bool, error)
+	Settings(ctx context.Context, userID, agentID string) (agentsettings.View, bool, error)
 	// CountMemories counts the agent's searchable, unforgotten memories of
 	// types (nil: every searchable type).
 	CountMemories(ctx context.Context, userID, agentID string, types []memory.Type) (int, error)

@@ -10,8 +10,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/domain/agentsettings"
 	"github.com/engram-memory/engram/domain/memory"
-	"github.com/engram-memory/engram/domain/stack"
 )
 
 // MemoryInput is one memory to create, as the client sent it.
@@ -284,7 +284,7 @@ func (m *Memories) decideCreate(ctx context.Context, userID, agentID string, ite
 // about to be created (a create's and a sync push's): when the agent
 // enforces provenance, its derived_from must name sources of the types the
 // rules allow; a memory from processing needs only some source.
-func checkItemProvenance(settings stack.Settings, field string, it pendingMemory) error {
+func checkItemProvenance(settings agentsettings.Settings, field string, it pendingMemory) error {
 	if !settings.EnforcesProvenance() || (it.fromProcessing && len(it.refs) > 0) {
 		return nil
 	}

@@ -6,17 +6,17 @@ import (
 	"math"
 
 	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/domain/agentsettings"
 	"github.com/engram-memory/engram/domain/memory"
-	"github.com/engram-memory/engram/domain/stack"
 )
 
 // writable returns the agent's stack settings, or 409 stack_in_maintenance
 // when the agent is in maintenance. An agent that does not exist yet has
 // the defaults.
-func (m *Memories) writable(ctx context.Context, userID, agentID string) (stack.Settings, error) {
+func (m *Memories) writable(ctx context.Context, userID, agentID string) (agentsettings.Settings, error) {
 	v, found, err := m.cfg.Reader.Settings(ctx, userID, agentID)
 	if err != nil || !found {
-		return stack.Defaults(), err
+		return agentsettings.Defaults(), err
 	}
 	return v.Settings, v.CheckMemoryWrite(agentID)
 }
@@ -169,31 +169,31 @@ func (m *Memories) Verify(ctx context.Context, meta domain.Metadata, id string, 
 }
 
 // settings returns the agent's stack settings.
-func (m *Memories) settings(ctx context.Context, userID, agentID string) (stack.View, error) {
+func (m *Memories) settings(ctx context.Context, userID, agentID string) (agentsettings.View, error) {
 	if memory.ValidateAgentID(agentID) != nil {
-		return stack.View{}, domain.NotFound("agent")
+		return agentsettings.View{}, domain.NotFound("agent")
 	}
 	v, found, err := m.cfg.Reader.Settings(ctx, userID, agentID)
 	if err != nil {
-		return stack.View{}, err
+		return agentsettings.View{}, err
 	}
 	if !found {
-		return stack.View{}, domain.NotFound("agent")
+		return agentsettings.View{}, domain.NotFound("agent")
 	}
 	return v, nil
 }
 
 // PatchSettings merges patch (a JSON object of settings, see
-// stack.Settings.Apply) into the agent's settings and records the result
+// agentsettings.Settings.Apply) into the agent's settings and records the result
 // when anything changed. It is accepted in maintenance: it is how a stack
 // leaves it.
-func (m *Memories) PatchSettings(ctx context.Context, meta domain.Metadata, agentID string, patch json.RawMessage) (stack.View, error) {
+func (m *Memories) PatchSettings(ctx context.Context, meta domain.Metadata, agentID string, patch json.RawMessage) (agentsettings.View, error) {
 	userID, err := userOf(meta)
 	if err != nil {
-		return stack.View{}, err
+		return agentsettings.View{}, err
 	}
 	if _, err := m.settings(ctx, userID, agentID); err != nil {
-		return stack.View{}, err
+		return agentsettings.View{}, err
 	}
 	ref := memory.AgentRef{UserID: userID, AgentID: agentID}
 	err = m.appendToAgent(ctx, meta, userID, agentID, func() ([]domain.Payload, error) {
@@ -209,10 +209,10 @@ func (m *Memories) PatchSettings(ctx context.Context, meta domain.Metadata, agen
 		if len(changed) == 0 {
 			return nil, nil
 		}
-		return []domain.Payload{stack.SettingsChanged{AgentRef: ref, Settings: next, Changed: changed, ChangedAt: m.now()}}, nil
+		return []domain.Payload{agentsettings.SettingsChanged{AgentRef: ref, Settings: next, Changed: changed, ChangedAt: m.now()}}, nil
 	})
 	if err != nil {
-		return stack.View{}, err
+		return agentsettings.View{}, err
 	}
 	return m.settings(ctx, userID, agentID)
 }

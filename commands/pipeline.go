@@ -13,9 +13,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/domain/agentsettings"
 	"github.com/engram-memory/engram/domain/memory"
 	"github.com/engram-memory/engram/domain/processing"
-	"github.com/engram-memory/engram/domain/stack"
 )
 
 // PipelineConfig wires Pipeline.
@@ -31,7 +31,7 @@ type PipelineConfig struct {
 
 // Pipeline runs the processing pipeline and the suggestion lifecycle of
 // each agent, and records its anxiety level. The decisions fold the agent's
-// cognition stream (processing.Stack) and append at its version; within
+// cognition stream (processing.State) and append at its version; within
 // one server, the commands of one agent are serialized so that a pass and
 // an accept never decide on the same state.
 type Pipeline struct {
@@ -66,14 +66,14 @@ func (c *Pipeline) lock(userID, agentID string) func() {
 	return mu.Unlock
 }
 
-// agentStack is an agent's cognition state as its stream holds it.
-type agentStack struct {
+// agentState is an agent's cognition state as its stream holds it.
+type agentState struct {
 	agent memory.AgentView
-	// stack is a published snapshot, shared with other calls: never
+	// state is a published snapshot, shared with other calls: never
 	// change it.
-	stack *processing.Stack
-	ref   processing.StackRef
-	// autoPromote is this call's auto-promote choice: the stack's, or the
+	state *processing.State
+	ref   processing.AgentRef
+	// autoPromote is this call's auto-promote choice: the agent's, or the
 	// request's override.
 	autoPromote bool
 }
@@ -81,39 +81,39 @@ type agentStack struct {
 // load returns the agent's state; an agent that does not exist, or is
 // another user's, is not found. The state is shared with other calls
 // (processing.Snapshots): the caller must not change it.
-func (c *Pipeline) load(ctx context.Context, userID, agentID string) (agentStack, error) {
+func (c *Pipeline) load(ctx context.Context, userID, agentID string) (agentState, error) {
 	agent, ok, err := c.cfg.Memories.Agent(ctx, userID, agentID)
 	if err != nil {
-		return agentStack{}, err
+		return agentState{}, err
 	}
 	if !ok {
-		return agentStack{}, domain.NotFound("agent")
+		return agentState{}, domain.NotFound("agent")
 	}
-	ref := processing.StackRef{UserID: userID, AgentID: agentID, AgentCreatedAt: agent.CreatedAt}
+	ref := processing.AgentRef{UserID: userID, AgentID: agentID, AgentCreatedAt: agent.CreatedAt}
 	st, err := c.snapshots.Load(ctx, ref)
 	if err != nil {
-		return agentStack{}, err
+		return agentState{}, err
 	}
-	return agentStack{agent: agent, stack: st, ref: ref}, nil
+	return agentState{agent: agent, state: st, ref: ref}, nil
 }
 
 // settings returns the agent's stack settings.
-func (c *Pipeline) settings(ctx context.Context, userID, agentID string) (stack.View, error) {
+func (c *Pipeline) settings(ctx context.Context, userID, agentID string) (agentsettings.View, error) {
 	v, found, err := c.cfg.Memories.Settings(ctx, userID, agentID)
 	if err != nil {
-		return stack.View{}, err
+		return agentsettings.View{}, err
 	}
 	if !found {
-		return stack.View{}, domain.NotFound("agent")
+		return agentsettings.View{}, domain.NotFound("agent")
 	}
 	return v, nil
 }
 
-func (c *Pipeline) appendTo(ctx context.Context, meta domain.Metadata, as agentStack, payloads []domain.Payload) error {
+func (c *Pipeline) appendTo(ctx context.Context, meta domain.Metadata, as agentState, payloads []domain.Payload) error {
 	if len(payloads) == 0 {
 		return nil
 	}
-	_, err := c.cfg.Writer.Append(ctx, processing.Stream(as.ref.UserID, as.ref.AgentID), as.stack.Version, meta, payloads...)
+	_, err := c.cfg.Writer.Append(ctx, processing.Stream(as.ref.UserID, as.ref.AgentID), as.state.Version, meta, payloads...)
 	if errors.Is(err, domain.ErrWrongExpectedVersion) {
 		return domain.Conflict("concurrent_processing", "agent %s's processing state changed while this request was decided; retry it", as.ref.AgentID)
 	}
@@ -149,11 +149,11 @@ func (c *Pipeline) Configure(ctx context.Context, meta domain.Metadata, agentID 
 	if err != nil {
 		return err
 	}
-	cfg, err := as.stack.Config.Apply(patch)
+	cfg, err := as.state.Config.Apply(patch)
 	if err != nil {
 		return err
 	}
-	return c.appendTo(ctx, meta, as, []domain.Payload{processing.ConfigChanged{StackRef: as.ref, Config: cfg, ChangedAt: c.now()}})
+	return c.appendTo(ctx, meta, as, []domain.Payload{processing.ConfigChanged{AgentRef: as.ref, Config: cfg, ChangedAt: c.now()}})
 }
 
 // ProcessRequest asks for a pass: of one transition or, when empty, of
@@ -204,7 +204,7 @@ func (c *Pipeline) process(ctx context.Context, meta domain.Metadata, userID, ag
 	if err != nil {
 		return nil, err
 	}
-	as.autoPromote = as.stack.Config.AutoPromote
+	as.autoPromote = as.state.Config.AutoPromote
 	if req.AutoPromote != nil {
 		// This request's choice; the stored configuration (and the shared
 		// snapshot) is unchanged.
@@ -213,15 +213,15 @@ func (c *Pipeline) process(ctx context.Context, meta domain.Metadata, userID, ag
 	transitions := req.transitions
 	now := c.now()
 	var payloads []domain.Payload
-	due, err := c.stillPending(ctx, userID, as.stack.DueToExpire(now))
+	due, err := c.stillPending(ctx, userID, as.state.DueToExpire(now))
 	if err != nil {
 		return nil, err
 	}
 	for _, id := range due {
-		payloads = append(payloads, processing.SuggestionResolved{StackRef: as.ref, SuggestionID: id, Status: processing.Expired,
-			Reason: fmt.Sprintf("auto-expired after %dh", as.stack.Config.SuggestionExpiryHours), ResolvedAt: now})
+		payloads = append(payloads, processing.SuggestionResolved{AgentRef: as.ref, SuggestionID: id, Status: processing.Expired,
+			Reason: fmt.Sprintf("auto-expired after %dh", as.state.Config.SuggestionExpiryHours), ResolvedAt: now})
 	}
-	pending := as.stack.PendingFingerprints(now)
+	pending := as.state.PendingFingerprints(now)
 	var passes []processing.PassRecorded
 	for _, t := range transitions {
 		pass, created, err := c.pass(ctx, meta, as, t, req.Force, pending, now)
@@ -242,11 +242,11 @@ func (c *Pipeline) process(ctx context.Context, meta domain.Metadata, userID, ag
 
 // pass runs one transition. New suggestions' fingerprints are added to
 // pending, so a later transition of the same request dedups against them.
-func (c *Pipeline) pass(ctx context.Context, meta domain.Metadata, as agentStack, t processing.Transition, force bool,
+func (c *Pipeline) pass(ctx context.Context, meta domain.Metadata, as agentState, t processing.Transition, force bool,
 	pending map[string]string, now time.Time) (processing.PassRecorded, []processing.SuggestionCreated, error) {
-	layer := as.stack.Config.Layers[t]
+	layer := as.state.Config.Layers[t]
 	info := c.cfg.Processor.Info()
-	pass := processing.PassRecorded{StackRef: as.ref, PassID: uuid.Must(uuid.NewV7()).String(), Transition: t, Model: info.Model,
+	pass := processing.PassRecorded{AgentRef: as.ref, PassID: uuid.Must(uuid.NewV7()).String(), Transition: t, Model: info.Model,
 		Forced: force, AutoPromote: as.autoPromote, At: now,
 		Consumed: []processing.Consumed{}, Suggestions: []string{}, Created: []string{}, GateDetails: []string{}, Errors: []string{}}
 	skip := func(reason, detail string) (processing.PassRecorded, []processing.SuggestionCreated, error) {
@@ -258,7 +258,7 @@ func (c *Pipeline) pass(ctx context.Context, meta domain.Metadata, as agentStack
 	if err != nil {
 		return pass, nil, err
 	}
-	open := as.stack.Unconsumed(t, all)
+	open := as.state.Unconsumed(t, all)
 	if !layer.Enabled {
 		return skip(processing.SkipDisabled, "the layer is disabled")
 	}
@@ -268,7 +268,7 @@ func (c *Pipeline) pass(ctx context.Context, meta domain.Metadata, as agentStack
 	if trig := processing.Trigger(t, layer, open, now); !force && !trig.Fires {
 		return skip(processing.SkipNotTriggered, trig.Reason)
 	}
-	if reason, detail := processing.PassGate(t, layer, info, as.stack.PassesOn(t, now)); reason != "" {
+	if reason, detail := processing.PassGate(t, layer, info, as.state.PassesOn(t, now)); reason != "" {
 		return skip(reason, detail)
 	}
 	// Oldest first: what waited longest is processed first.
@@ -332,9 +332,9 @@ func (c *Pipeline) pass(ctx context.Context, meta domain.Metadata, as agentStack
 			pass.Created = append(pass.Created, made)
 		} else {
 			id := uuid.Must(uuid.NewV7()).String()
-			created = append(created, processing.SuggestionCreated{StackRef: as.ref, SuggestionID: id, PassID: pass.PassID, Transition: t,
+			created = append(created, processing.SuggestionCreated{AgentRef: as.ref, SuggestionID: id, PassID: pass.PassID, Transition: t,
 				MemoryType: string(it.Type), Content: it.Content, Confidence: it.Confidence, Sources: refs, Fingerprint: fp,
-				CreatedAt: now, ExpiresAt: now.Add(time.Duration(as.stack.Config.SuggestionExpiryHours) * time.Hour), LintFailure: lintFailure})
+				CreatedAt: now, ExpiresAt: now.Add(time.Duration(as.state.Config.SuggestionExpiryHours) * time.Hour), LintFailure: lintFailure})
 			made = "suggestion:" + id
 			pass.Suggestions = append(pass.Suggestions, id)
 		}
@@ -365,7 +365,7 @@ func sourceRefs(t memory.Type, ids []string) []string {
 
 // sources lists the latest processing.SourceWindow live memories of type
 // typ.
-func (c *Pipeline) sources(ctx context.Context, ref processing.StackRef, typ memory.Type) ([]processing.Source, error) {
+func (c *Pipeline) sources(ctx context.Context, ref processing.AgentRef, typ memory.Type) ([]processing.Source, error) {
 	page, err := c.cfg.Memories.ListMemories(ctx, memory.ListQuery{UserID: ref.UserID, AgentID: ref.AgentID, Types: []memory.Type{typ}, Limit: processing.SourceWindow})
 	if err != nil {
 		return nil, err

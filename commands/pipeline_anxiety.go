@@ -29,12 +29,12 @@ func (c *Pipeline) recordAnxiety(ctx context.Context, meta domain.Metadata, user
 	if err != nil {
 		return err
 	}
-	rep := processing.AnxietyReport(as.stack, page.Memories, pending, now)
-	if rep.HysteresisLevel == as.stack.AnxietyLevel {
+	rep := processing.AnxietyReport(as.state, page.Memories, pending, now)
+	if rep.HysteresisLevel == as.state.AnxietyLevel {
 		return nil
 	}
 	return c.appendTo(ctx, meta, as, []domain.Payload{processing.AnxietyLevelRecorded{
-		StackRef: as.ref, Level: rep.HysteresisLevel, Score: rep.OverallScore, At: rep.ComputedAt,
+		AgentRef: as.ref, Level: rep.HysteresisLevel, Score: rep.OverallScore, At: rep.ComputedAt,
 	}})
 }
 

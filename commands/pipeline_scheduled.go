@@ -4,9 +4,9 @@ import (
 	"context"
 
 	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/domain/agentsettings"
 	"github.com/engram-memory/engram/domain/memory"
 	"github.com/engram-memory/engram/domain/processing"
-	"github.com/engram-memory/engram/domain/stack"
 )
 
 // ScheduledPass is the background scheduler's visit to one agent: unless
@@ -22,7 +22,7 @@ func (c *Pipeline) ScheduledPass(ctx context.Context, agent memory.AgentRef) (pa
 	if err != nil {
 		return nil, false, err
 	}
-	if settings.StackState == stack.Maintenance {
+	if settings.StackState == agentsettings.Maintenance {
 		return nil, true, nil
 	}
 	meta := domain.Metadata{Actor: domain.Actor{Kind: domain.ActorSystem, ID: SchedulerActor, UserID: agent.UserID}}
@@ -53,7 +53,7 @@ func (c *Pipeline) due(ctx context.Context, agent memory.AgentRef) ([]processing
 	bySource := map[memory.Type][]processing.Source{}
 	var due []processing.Transition
 	for _, t := range processing.Transitions() {
-		layer := as.stack.Config.Layers[t]
+		layer := as.state.Config.Layers[t]
 		if !layer.Enabled {
 			continue
 		}
@@ -64,11 +64,11 @@ func (c *Pipeline) due(ctx context.Context, agent memory.AgentRef) ([]processing
 			}
 			bySource[t.Source()] = srcs
 		}
-		open := as.stack.Unconsumed(t, srcs)
+		open := as.state.Unconsumed(t, srcs)
 		if len(open) == 0 || !processing.Trigger(t, layer, open, now).Fires {
 			continue
 		}
-		if reason, _ := processing.PassGate(t, layer, info, as.stack.PassesOn(t, now)); reason != "" {
+		if reason, _ := processing.PassGate(t, layer, info, as.state.PassesOn(t, now)); reason != "" {
 			continue
 		}
 		due = append(due, t)

@@ -141,10 +141,10 @@ func (c *Pipeline) Resolve(ctx context.Context, meta domain.Metadata, id string,
 		return processing.Suggestion{}, err
 	}
 	now := c.now()
-	if _, err := as.stack.Resolve(id, to, now); err != nil {
+	if _, err := as.state.Resolve(id, to, now); err != nil {
 		return processing.Suggestion{}, err
 	}
-	if err := c.appendTo(ctx, meta, as, []domain.Payload{processing.SuggestionResolved{StackRef: as.ref, SuggestionID: id, Status: to, Reason: reason, ResolvedAt: now}}); err != nil {
+	if err := c.appendTo(ctx, meta, as, []domain.Payload{processing.SuggestionResolved{AgentRef: as.ref, SuggestionID: id, Status: to, Reason: reason, ResolvedAt: now}}); err != nil {
 		return processing.Suggestion{}, err
 	}
 	return c.suggestion(ctx, userID, id)

@@ -8,8 +8,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/domain/agentsettings"
 	"github.com/engram-memory/engram/domain/memory"
-	"github.com/engram-memory/engram/domain/stack"
 )
 
 // pushPlan turns pushed events into the events the agent's log records,
@@ -43,7 +43,7 @@ type pushPlan struct {
 	agent       memory.AgentView
 	agentExists bool
 	usage       memory.Usage
-	settings    stack.Settings
+	settings    agentsettings.Settings
 	// notWritable refuses memory writes while the agent is in maintenance.
 	notWritable error
 	created     []string               // memories this push creates, in order

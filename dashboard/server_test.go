@@ -19,7 +19,7 @@ import (
 	"github.com/engram-memory/engram/domain/memory"
 	"github.com/engram-memory/engram/domain/processing"
 	"github.com/engram-memory/engram/infra/embed/local"
-	"github.com/engram-memory/engram/internal/stack"
+	"github.com/engram-memory/engram/internal/app"
 )
 
 // seedStack writes n raw entries of agent "demo" into a new stack
@@ -30,7 +30,7 @@ func seedStack(t testing.TB, n int) string {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	dir := t.TempDir()
-	st, err := stack.Open(ctx, stack.Config{DataDir: dir, GroupCommit: time.Millisecond})
+	st, err := app.Open(ctx, app.Config{DataDir: dir, GroupCommit: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,8 +59,8 @@ func seedStack(t testing.TB, n int) string {
 	return dir
 }
 
-func openStack(t testing.TB, dir, agentID string) (*stack.ReadOnly, error) {
-	return stack.OpenReadOnly(context.Background(), stack.ReadOnlyConfig{Dir: dir, UserID: "local", AgentID: agentID, Processor: processing.NewRuleExtractor().Info()})
+func openStack(t testing.TB, dir, agentID string) (*app.ReadOnly, error) {
+	return app.OpenReadOnly(context.Background(), app.ReadOnlyConfig{Dir: dir, UserID: "local", AgentID: agentID, Processor: processing.NewRuleExtractor().Info()})
 }
 
 func TestOpenRefusesWhatIsNoStack(t *testing.T) {

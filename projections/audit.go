@@ -8,9 +8,9 @@ import (
 
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/account"
+	"github.com/engram-memory/engram/domain/agentsettings"
 	"github.com/engram-memory/engram/domain/audit"
 	"github.com/engram-memory/engram/domain/memory"
-	"github.com/engram-memory/engram/domain/stack"
 )
 
 // AuditProjectionName names the audit read model.
@@ -163,8 +163,8 @@ func auditOf(e domain.Event) (rec auditRecord, ok bool, err error) {
 			return rec, false, err
 		}
 		return mem(p.AgentRef, "model_switched", "", "", map[string]any{"model": p.Model, "dimensions": p.Dimensions, "job_id": p.JobID})
-	case stack.SettingsChanged{}.EventType():
-		var p stack.SettingsChanged
+	case agentsettings.SettingsChanged{}.EventType():
+		var p agentsettings.SettingsChanged
 		if err := decode(&p); err != nil {
 			return rec, false, err
 		}

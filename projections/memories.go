@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/domain/agentsettings"
 	"github.com/engram-memory/engram/domain/memory"
 	"github.com/engram-memory/engram/domain/processing"
-	"github.com/engram-memory/engram/domain/stack"
 )
 
 // MemoriesProjectionName names the memories read model (its checkpoint
@@ -80,7 +80,7 @@ func isAgentEvent(eventType string) bool {
 		memory.MemoryUpdated{}.EventType(), memory.MemoryPatched{}.EventType(), memory.MemoryForgotten{}.EventType(),
 		memory.MemoryPurged{}.EventType(), memory.AgentDeleted{}.EventType(), memory.AgentModelSwitched{}.EventType(),
 		memory.MemoryRecovered{}.EventType(), memory.MemoryProtected{}.EventType(), memory.MemoryUnprotected{}.EventType(),
-		memory.MemoryWeakened{}.EventType(), memory.MemoryVerified{}.EventType(), stack.SettingsChanged{}.EventType():
+		memory.MemoryWeakened{}.EventType(), memory.MemoryVerified{}.EventType(), agentsettings.SettingsChanged{}.EventType():
 		return true
 	}
 	return false
@@ -142,8 +142,8 @@ func applyMemoryEvent(ctx context.Context, tx memory.ReadModelTx, e domain.Event
 	case memory.MemoryVerified{}.EventType():
 		var p memory.MemoryVerified
 		return decoded(e, &p, func() error { return memoryVerified(ctx, tx, p) })
-	case stack.SettingsChanged{}.EventType():
-		var p stack.SettingsChanged
+	case agentsettings.SettingsChanged{}.EventType():
+		var p agentsettings.SettingsChanged
 		return decoded(e, &p, func() error { return settingsChanged(ctx, tx, p) })
 	case processing.PassRecorded{}.EventType():
 		var p consumedFields
@@ -155,12 +155,12 @@ func applyMemoryEvent(ctx context.Context, tx memory.ReadModelTx, e domain.Event
 // consumedFields is what this read model needs of a PassRecorded (on the
 // agent's cognition stream): whose memories it consumed.
 type consumedFields struct {
-	processing.StackRef
+	processing.AgentRef
 	Consumed []processing.Consumed `json:"consumed"`
 }
 
 // passConsumed marks the memories a processing pass consumed, as the
-// processing snapshot does from the same event (processing.Stack.Processed). A consumed memory of an agent deleted
+// processing snapshot does from the same event (processing.State.Processed). A consumed memory of an agent deleted
 // since is no longer held, so the mark never reaches a later agent of
 // the same id.
 func passConsumed(ctx context.Context, tx memory.ReadModelTx, p consumedFields) error {
@@ -360,7 +360,7 @@ func memoryVerified(ctx context.Context, tx memory.ReadModelTx, p memory.MemoryV
 
 // settingsChanged stores the agent's whole settings (ignored for an agent
 // that does not exist).
-func settingsChanged(ctx context.Context, tx memory.ReadModelTx, p stack.SettingsChanged) error {
+func settingsChanged(ctx context.Context, tx memory.ReadModelTx, p agentsettings.SettingsChanged) error {
 	if ok, err := tx.AgentExists(ctx, p.AgentRef); err != nil || !ok {
 		return err
 	}

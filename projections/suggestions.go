@@ -52,7 +52,7 @@ func applySuggestionEvent(ctx context.Context, tx processing.SuggestionsTx, e do
 			status = processing.Modified
 		}
 		return tx.Promote(ctx, processing.SuggestionResolved{
-			StackRef:     processing.StackRef{UserID: p.UserID, AgentID: p.AgentID},
+			AgentRef:     processing.AgentRef{UserID: p.UserID, AgentID: p.AgentID},
 			SuggestionID: p.Promotes.SuggestionID, Status: status,
 			PromotedTo: string(p.Type) + ":" + p.MemoryID, ResolvedAt: e.Time,
 		})

@@ -17,7 +17,7 @@ import (
 
 	"github.com/engram-memory/engram/client"
 	"github.com/engram-memory/engram/infra/vectorindex"
-	"github.com/engram-memory/engram/internal/stack"
+	"github.com/engram-memory/engram/internal/app"
 )
 
 // replayConfig is the command line of `engram-bench replay`.
@@ -29,7 +29,7 @@ type replayConfig struct {
 	server                   serverFlags
 	// eventStore is the log the data dir's server appends to and the
 	// rebuilds read (the URL carries no password: PGPASSWORD or .pgpass).
-	eventStore stack.EventStore
+	eventStore app.EventStore
 }
 
 // replayEventsTarget is issue 14's replay target for all projections.
@@ -52,7 +52,7 @@ func parseReplayFlags(args []string, stderr io.Writer) (replayConfig, error) {
 	fs.StringVar(&cfg.server.dataDir, "data-dir", "", "empty data directory to fill and rebuild (default: a temp dir, removed afterwards)")
 	fs.BoolVar(&cfg.skipFill, "skip-fill", false, "rebuild --data-dir as it is (filled by an earlier run) instead of filling it: compares builds on the same log")
 	fs.StringVar(&cfg.server.serveArgs, "serve-args", "", "extra space-separated flags for `engram serve` while filling")
-	fs.StringVar(&cfg.eventStore.Backend, "event-store", stack.SQLiteLog, "event log to fill and replay: sqlite (in the data dir) or postgres (an empty database, with --event-store-url)")
+	fs.StringVar(&cfg.eventStore.Backend, "event-store", app.SQLiteLog, "event log to fill and replay: sqlite (in the data dir) or postgres (an empty database, with --event-store-url)")
 	fs.StringVar(&cfg.eventStore.URL, "event-store-url", "", "URL of the postgres event log, without a password (PGPASSWORD or ~/.pgpass)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
@@ -67,8 +67,8 @@ func parseReplayFlags(args []string, stderr io.Writer) (replayConfig, error) {
 		return cfg, usageErr("--ingest-concurrency must be 1-16")
 	case cfg.skipFill && cfg.server.dataDir == "":
 		return cfg, usageErr("--skip-fill needs --data-dir")
-	case cfg.eventStore.Backend != stack.SQLiteLog && cfg.eventStore.Backend != stack.PostgresLog:
-		return cfg, usageErr("--event-store must be %s or %s", stack.SQLiteLog, stack.PostgresLog)
+	case cfg.eventStore.Backend != app.SQLiteLog && cfg.eventStore.Backend != app.PostgresLog:
+		return cfg, usageErr("--event-store must be %s or %s", app.SQLiteLog, app.PostgresLog)
 	}
 	if err := cfg.eventStore.Validate(); err != nil {
 		return cfg, usageErr("%v", err)
@@ -143,8 +143,8 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 
 	// As `engram projections rebuild` opens it.
-	indexes := stack.Indexes{VectorOptions: vectorindex.Options{BuildWhileWriting: true}}
-	st, err := stack.Open(ctx, stack.Config{DataDir: dataDir, EventStore: cfg.eventStore, Indexes: indexes, Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	indexes := app.Indexes{VectorOptions: vectorindex.Options{BuildWhileWriting: true}}
+	st, err := app.Open(ctx, app.Config{DataDir: dataDir, EventStore: cfg.eventStore, Indexes: indexes, Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
 		return err
 	}
@@ -199,7 +199,7 @@ func fillDataDir(ctx context.Context, cfg replayConfig, stderr io.Writer) (inges
 // rebuild replays the whole log into the named projections (all when
 // none) as `engram projections rebuild` does, then fills the in-process
 // indexes as the next `engram serve` does at start, graphs included.
-func rebuild(ctx context.Context, st *stack.Stack, events uint64, names ...string) (replayRun, error) {
+func rebuild(ctx context.Context, st *app.Core, events uint64, names ...string) (replayRun, error) {
 	run := replayRun{Projection: "all"}
 	if len(names) > 0 {
 		run.Projection = strings.Join(names, ",")

@@ -18,7 +18,7 @@ const AnxietyWindow = memory.MaxListLimit
 // from its latest memories (at most AnxietyWindow, newest first) and its
 // pending suggestions; its hysteresis starts from the level st last
 // recorded. The read side shows it, the write side records its level.
-func AnxietyReport(st *Stack, memories []memory.View, pendingSuggestions int, now time.Time) anxiety.Report {
+func AnxietyReport(st *State, memories []memory.View, pendingSuggestions int, now time.Time) anxiety.Report {
 	in := anxiety.Inputs{Now: now, PendingSuggestions: pendingSuggestions}
 	if st.AnxietyLevel != "" {
 		in.Previous = &anxiety.Observation{Level: st.AnxietyLevel, At: st.AnxietyLevelAt}

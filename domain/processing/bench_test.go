@@ -34,14 +34,14 @@ func BenchmarkRuleExtractor(b *testing.B) {
 // cognition stream; this is its cost for 10,000 events (about 1,400
 // process requests).
 func BenchmarkFold10k(b *testing.B) {
-	ref := processing.StackRef{UserID: "u", AgentID: "a"}
+	ref := processing.AgentRef{UserID: "u", AgentID: "a"}
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	events := make([]domain.Event, 10000)
 	for i := range events {
-		var p domain.Payload = processing.PassRecorded{StackRef: ref, PassID: strconv.Itoa(i), Transition: processing.RawToNote, At: at,
+		var p domain.Payload = processing.PassRecorded{AgentRef: ref, PassID: strconv.Itoa(i), Transition: processing.RawToNote, At: at,
 			Consumed: []processing.Consumed{{ID: strconv.Itoa(i), Into: []string{"suggestion:" + strconv.Itoa(i)}}}}
 		if i%2 == 1 {
-			p = processing.SuggestionCreated{StackRef: ref, SuggestionID: strconv.Itoa(i), Sources: []string{"raw_entry:" + strconv.Itoa(i)},
+			p = processing.SuggestionCreated{AgentRef: ref, SuggestionID: strconv.Itoa(i), Sources: []string{"raw_entry:" + strconv.Itoa(i)},
 				Content: json.RawMessage(`{"content":"a note of some length"}`), CreatedAt: at, ExpiresAt: at.Add(time.Hour)}
 		}
 		raw, _ := json.Marshal(p)
@@ -58,19 +58,19 @@ func BenchmarkFold10k(b *testing.B) {
 // cognitionEvents is an agent's stream of n events: passes, suggestions
 // they made, some of them resolved.
 func cognitionEvents(n int) []domain.Event {
-	ref := processing.StackRef{UserID: "u", AgentID: "a"}
+	ref := processing.AgentRef{UserID: "u", AgentID: "a"}
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	events := make([]domain.Event, n)
 	for i := range events {
-		var p domain.Payload = processing.PassRecorded{StackRef: ref, PassID: strconv.Itoa(i), Transition: processing.RawToNote, At: at,
+		var p domain.Payload = processing.PassRecorded{AgentRef: ref, PassID: strconv.Itoa(i), Transition: processing.RawToNote, At: at,
 			Consumed: []processing.Consumed{{ID: strconv.Itoa(i), Into: []string{"suggestion:" + strconv.Itoa(i)}}}}
 		switch i % 4 {
 		case 1, 3:
-			p = processing.SuggestionCreated{StackRef: ref, SuggestionID: strconv.Itoa(i), Sources: []string{"raw_entry:" + strconv.Itoa(i)},
+			p = processing.SuggestionCreated{AgentRef: ref, SuggestionID: strconv.Itoa(i), Sources: []string{"raw_entry:" + strconv.Itoa(i)},
 				Content: json.RawMessage(`{"content":"a note of some length"}`), CreatedAt: at, ExpiresAt: at.Add(time.Hour)}
 		case 2:
 			if i > 2 {
-				p = processing.SuggestionResolved{StackRef: ref, SuggestionID: strconv.Itoa(i - 1), Status: processing.Rejected, ResolvedAt: at}
+				p = processing.SuggestionResolved{AgentRef: ref, SuggestionID: strconv.Itoa(i - 1), Status: processing.Rejected, ResolvedAt: at}
 			}
 		}
 		raw, _ := json.Marshal(p)

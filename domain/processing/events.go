@@ -10,22 +10,22 @@ import (
 // stream so that processing never contends with memory writes.
 func Stream(userID, agentID string) string { return "cognition-" + userID + "-" + agentID }
 
-// StackRef names the agent a cognition event belongs to. AgentCreatedAt
+// AgentRef names the agent a cognition event belongs to. AgentCreatedAt
 // tells this agent from an earlier one of the same name that was deleted:
 // their events share the stream, and folds skip the older agent's.
-type StackRef struct {
+type AgentRef struct {
 	UserID         string    `json:"user_id"`
 	AgentID        string    `json:"agent_id"`
 	AgentCreatedAt time.Time `json:"agent_created_at"`
 }
 
 // ref returns the ref itself; every payload embeds one.
-func (r StackRef) ref() StackRef { return r }
+func (r AgentRef) ref() AgentRef { return r }
 
 // ConfigChanged records a stack's whole processing configuration after a
 // change.
 type ConfigChanged struct {
-	StackRef
+	AgentRef
 	Config    Config    `json:"config"`
 	ChangedAt time.Time `json:"changed_at"`
 }
@@ -40,7 +40,7 @@ type Consumed struct {
 // PassRecorded records one processing pass of one transition, whether it
 // ran, was skipped, or failed.
 type PassRecorded struct {
-	StackRef
+	AgentRef
 	PassID           string     `json:"pass_id"`
 	Transition       Transition `json:"transition"`
 	Model            string     `json:"model"`
@@ -63,7 +63,7 @@ type PassRecorded struct {
 
 // SuggestionCreated records a proposed memory.
 type SuggestionCreated struct {
-	StackRef
+	AgentRef
 	SuggestionID string          `json:"suggestion_id"`
 	PassID       string          `json:"pass_id"`
 	Transition   Transition      `json:"transition"`
@@ -82,7 +82,7 @@ type SuggestionCreated struct {
 
 // SuggestionResolved records a suggestion leaving "pending".
 type SuggestionResolved struct {
-	StackRef
+	AgentRef
 	SuggestionID string    `json:"suggestion_id"`
 	Status       Status    `json:"status"`
 	Reason       string    `json:"reason,omitempty"`
@@ -96,7 +96,7 @@ type SuggestionResolved struct {
 // "previous level" the report's hysteresis walks from. Reads never record
 // one.
 type AnxietyLevelRecorded struct {
-	StackRef
+	AgentRef
 	Level string    `json:"level"`
 	Score int       `json:"score"`
 	At    time.Time `json:"at"`

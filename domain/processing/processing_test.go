@@ -289,11 +289,11 @@ func TestSuggestionLifecycle(t *testing.T) {
 		raw, _ := json.Marshal(p)
 		return domain.Event{Version: v, Type: p.EventType(), Payload: raw}
 	}
-	ref := processing.StackRef{UserID: "u", AgentID: "a"}
+	ref := processing.AgentRef{UserID: "u", AgentID: "a"}
 	events := []domain.Event{
-		ev(0, processing.PassRecorded{StackRef: ref, Transition: processing.RawToNote, At: now, Consumed: []processing.Consumed{{ID: "r1", Into: []string{"suggestion:s1"}}}}),
-		ev(1, processing.SuggestionCreated{StackRef: ref, SuggestionID: "s1", Sources: []string{"raw_entry:r1"}, Fingerprint: "f1", CreatedAt: now, ExpiresAt: now.Add(168 * time.Hour)}),
-		ev(2, processing.SuggestionCreated{StackRef: ref, SuggestionID: "s2", Fingerprint: "f2", CreatedAt: now, ExpiresAt: now.Add(time.Hour)}),
+		ev(0, processing.PassRecorded{AgentRef: ref, Transition: processing.RawToNote, At: now, Consumed: []processing.Consumed{{ID: "r1", Into: []string{"suggestion:s1"}}}}),
+		ev(1, processing.SuggestionCreated{AgentRef: ref, SuggestionID: "s1", Sources: []string{"raw_entry:r1"}, Fingerprint: "f1", CreatedAt: now, ExpiresAt: now.Add(168 * time.Hour)}),
+		ev(2, processing.SuggestionCreated{AgentRef: ref, SuggestionID: "s2", Fingerprint: "f2", CreatedAt: now, ExpiresAt: now.Add(time.Hour)}),
 	}
 	st, err := processing.Fold(events, time.Time{})
 	if err != nil {
@@ -327,7 +327,7 @@ func TestSuggestionLifecycle(t *testing.T) {
 	if _, err := st.Resolve("s1", processing.Promoted, now); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.Apply(ev(3, processing.SuggestionResolved{StackRef: ref, SuggestionID: "s1", Status: processing.Promoted, PromotedTo: "belief:m1", ResolvedAt: now})); err != nil {
+	if err := st.Apply(ev(3, processing.SuggestionResolved{AgentRef: ref, SuggestionID: "s1", Status: processing.Promoted, PromotedTo: "belief:m1", ResolvedAt: now})); err != nil {
 		t.Fatal(err)
 	}
 	if _, into := st.Processed("r1"); strings.Join(into, ",") != "belief:m1" {
@@ -404,8 +404,8 @@ func TestApplyAllInPartsEqualsFold(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, part := range []int{1, 7, 150, 1999} {
-		st := processing.NewStackOf(time.Time{})
-		var first *processing.Stack
+		st := processing.NewStateOf(time.Time{})
+		var first *processing.State
 		for i := 0; i < len(events); i += part {
 			next := st.Clone()
 			if err := next.ApplyAll(events[i:min(i+part, len(events))]); err != nil {

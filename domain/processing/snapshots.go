@@ -25,19 +25,19 @@ const maxSnapshots = 1024
 type Snapshots struct {
 	log   domain.StreamReader
 	mu    sync.Mutex
-	byKey map[StackRef]*Stack
+	byKey map[AgentRef]*State
 }
 
 // NewSnapshots folds the cognition streams of log.
 func NewSnapshots(log domain.StreamReader) *Snapshots {
-	return &Snapshots{log: log, byKey: map[StackRef]*Stack{}}
+	return &Snapshots{log: log, byKey: map[AgentRef]*State{}}
 }
 
 // Load returns the state of the agent ref names: its snapshot or, when
 // events were appended since, a copy of it advanced by them. The caller
 // must not change it. ref.AgentCreatedAt tells a re-created agent of the
 // same id, whose stream's older events are not its own.
-func (s *Snapshots) Load(ctx context.Context, ref StackRef) (*Stack, error) {
+func (s *Snapshots) Load(ctx context.Context, ref AgentRef) (*State, error) {
 	st := s.get(ref)
 	var from uint64
 	if st != nil {
@@ -51,7 +51,7 @@ func (s *Snapshots) Load(ctx context.Context, ref StackRef) (*Stack, error) {
 		return st, nil
 	}
 	if st == nil {
-		st = NewStackOf(ref.AgentCreatedAt)
+		st = NewStateOf(ref.AgentCreatedAt)
 	} else {
 		st = st.Clone()
 	}
@@ -63,7 +63,7 @@ func (s *Snapshots) Load(ctx context.Context, ref StackRef) (*Stack, error) {
 }
 
 // get returns the agent's snapshot, or nil.
-func (s *Snapshots) get(k StackRef) *Stack {
+func (s *Snapshots) get(k AgentRef) *State {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.byKey[k]
@@ -71,7 +71,7 @@ func (s *Snapshots) get(k StackRef) *Stack {
 
 // put publishes st as the agent's snapshot unless a newer one is already
 // there (two loads may advance the same snapshot at once).
-func (s *Snapshots) put(k StackRef, st *Stack) {
+func (s *Snapshots) put(k AgentRef, st *State) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cur, ok := s.byKey[k]

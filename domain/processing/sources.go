@@ -68,7 +68,7 @@ func SourceOf(v memory.View) Source {
 
 // Unconsumed are the sources t has still to process: neither consumed by
 // one of its passes nor processed by the client.
-func (s *Stack) Unconsumed(t Transition, all []Source) []Source {
+func (s *State) Unconsumed(t Transition, all []Source) []Source {
 	var out []Source
 	for _, src := range all {
 		if !src.ProcessedByClient && !s.Consumed(t, src.ID) {

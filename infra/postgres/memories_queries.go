@@ -13,8 +13,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/domain/agentsettings"
 	"github.com/engram-memory/engram/domain/memory"
-	"github.com/engram-memory/engram/domain/stack"
 )
 
 // The queries of the memories read model, answering as the SQLite store's
@@ -472,18 +472,18 @@ func scanMemoryView(row pgx.CollectableRow) (memory.View, error) {
 
 // Settings returns the agent's stack settings (the defaults when they
 // never changed); found is false when the user has no such agent.
-func (m *Memories) Settings(ctx context.Context, userID, agentID string) (stack.View, bool, error) {
+func (m *Memories) Settings(ctx context.Context, userID, agentID string) (agentsettings.View, bool, error) {
 	var raw, updated *string
 	err := m.db.Pool.QueryRow(ctx, `SELECT s.settings, s.updated_at FROM agents a
 		LEFT JOIN agent_settings s ON s.user_id = a.user_id AND s.agent_id = a.agent_id
 		WHERE a.user_id = $1 AND a.agent_id = $2`, userID, agentID).Scan(&raw, &updated)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return stack.View{}, false, nil
+		return agentsettings.View{}, false, nil
 	}
 	if err != nil {
-		return stack.View{}, false, fmt.Errorf("postgres: settings: %w", err)
+		return agentsettings.View{}, false, fmt.Errorf("postgres: settings: %w", err)
 	}
-	v := stack.View{AgentID: agentID, Settings: stack.Defaults()}
+	v := agentsettings.View{AgentID: agentID, Settings: agentsettings.Defaults()}
 	if raw != nil {
 		if err := json.Unmarshal([]byte(*raw), &v.Settings); err != nil {
 			return v, false, fmt.Errorf("postgres: settings of %s: %w", agentID, err)

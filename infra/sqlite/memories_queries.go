@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/domain/agentsettings"
 	"github.com/engram-memory/engram/domain/memory"
-	"github.com/engram-memory/engram/domain/stack"
 )
 
 // Every query below is scoped by user: another user's agent or memory is
@@ -578,18 +578,18 @@ func memPlaceholders(n int) string {
 
 // Settings returns the agent's stack settings (the defaults when they
 // never changed); found is false when the user has no such agent.
-func (m *Memories) Settings(ctx context.Context, userID, agentID string) (stack.View, bool, error) {
+func (m *Memories) Settings(ctx context.Context, userID, agentID string) (agentsettings.View, bool, error) {
 	var raw, updated sql.NullString
 	err := m.db.read.QueryRowContext(ctx, `SELECT s.settings, s.updated_at FROM agents a
 		LEFT JOIN agent_settings s ON s.user_id = a.user_id AND s.agent_id = a.agent_id
 		WHERE a.user_id = ? AND a.agent_id = ?`, userID, agentID).Scan(&raw, &updated)
 	if errors.Is(err, sql.ErrNoRows) {
-		return stack.View{}, false, nil
+		return agentsettings.View{}, false, nil
 	}
 	if err != nil {
-		return stack.View{}, false, fmt.Errorf("sqlite: settings: %w", err)
+		return agentsettings.View{}, false, fmt.Errorf("sqlite: settings: %w", err)
 	}
-	v := stack.View{AgentID: agentID, Settings: stack.Defaults()}
+	v := agentsettings.View{AgentID: agentID, Settings: agentsettings.Defaults()}
 	if raw.Valid {
 		if err := json.Unmarshal([]byte(raw.String), &v.Settings); err != nil {
 			return v, false, fmt.Errorf("sqlite: settings of %s: %w", agentID, err)

@@ -20,7 +20,7 @@ import (
 	"github.com/engram-memory/engram/infra/meilisearch"
 	"github.com/engram-memory/engram/infra/meilisearch/meilitest"
 	"github.com/engram-memory/engram/infra/qdrant/qdranttest"
-	"github.com/engram-memory/engram/internal/stack"
+	"github.com/engram-memory/engram/internal/app"
 	"github.com/engram-memory/engram/internal/testserver"
 	"github.com/engram-memory/engram/projections"
 )
@@ -240,8 +240,8 @@ func TestThreeNodesShareReadModelsAndIndexes(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		shared := exportReadModels(t, ctx, t.TempDir(), c.dbURL, stack.ReadModels{Backend: stack.PostgresReadModels})
-		rebuiltModels := exportReadModels(t, ctx, t.TempDir(), c.dbURL, stack.ReadModels{Backend: stack.PostgresReadModels, URL: pg.Database(t)})
+		shared := exportReadModels(t, ctx, t.TempDir(), c.dbURL, app.ReadModels{Backend: app.PostgresReadModels})
+		rebuiltModels := exportReadModels(t, ctx, t.TempDir(), c.dbURL, app.ReadModels{Backend: app.PostgresReadModels, URL: pg.Database(t)})
 		for name, want := range rebuiltModels {
 			if !bytes.Equal(shared[name], want) {
 				t.Errorf("read model %s differs from a fresh rebuild (%d bytes vs %d)", name, len(shared[name]), len(want))
@@ -261,9 +261,9 @@ func TestThreeNodesShareReadModelsAndIndexes(t *testing.T) {
 		}
 
 		freshMeili, freshQdrant := meilitest.New(t, meilitest.Options{}), qdranttest.Start(t, "")
-		st, err := stack.Open(ctx, stack.Config{DataDir: t.TempDir(), NodeID: "rebuild",
-			EventStore: stack.EventStore{Backend: stack.PostgresLog, URL: c.dbURL},
-			Indexes:    stack.Indexes{Keyword: stack.Meilisearch, MeilisearchURL: freshMeili.URL, Vector: stack.Qdrant, QdrantURL: "http://" + freshQdrant.Addr},
+		st, err := app.Open(ctx, app.Config{DataDir: t.TempDir(), NodeID: "rebuild",
+			EventStore: app.EventStore{Backend: app.PostgresLog, URL: c.dbURL},
+			Indexes:    app.Indexes{Keyword: app.Meilisearch, MeilisearchURL: freshMeili.URL, Vector: app.Qdrant, QdrantURL: "http://" + freshQdrant.Addr},
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/engram-memory/engram/api"
-	"github.com/engram-memory/engram/internal/stack"
+	"github.com/engram-memory/engram/internal/app"
 	"github.com/engram-memory/engram/internal/testserver"
 )
 
@@ -93,9 +93,9 @@ func TestThreeNodes(t *testing.T) {
 			}
 		}
 		ctx := context.Background()
-		want := exportReadModels(t, ctx, t.TempDir(), c.dbURL, stack.ReadModels{})
+		want := exportReadModels(t, ctx, t.TempDir(), c.dbURL, app.ReadModels{})
 		for i, n := range c.nodes {
-			got := exportReadModels(t, ctx, n.DataDir, c.dbURL, stack.ReadModels{})
+			got := exportReadModels(t, ctx, n.DataDir, c.dbURL, app.ReadModels{})
 			for name, rebuilt := range want {
 				if !bytes.Equal(got[name], rebuilt) {
 					t.Errorf("node %d: read model %s differs from a fresh rebuild (%d bytes vs %d)", i+1, name, len(got[name]), len(rebuilt))
@@ -108,9 +108,9 @@ func TestThreeNodes(t *testing.T) {
 // exportReadModels opens dataDir over the shared log with the read models
 // rm, brings every projection up to the log's head and exports every read
 // model, by name.
-func exportReadModels(t *testing.T, ctx context.Context, dataDir, dbURL string, rm stack.ReadModels) map[string][]byte {
+func exportReadModels(t *testing.T, ctx context.Context, dataDir, dbURL string, rm app.ReadModels) map[string][]byte {
 	t.Helper()
-	st, err := stack.Open(ctx, stack.Config{DataDir: dataDir, EventStore: stack.EventStore{Backend: stack.PostgresLog, URL: dbURL}, ReadModels: rm})
+	st, err := app.Open(ctx, app.Config{DataDir: dataDir, EventStore: app.EventStore{Backend: app.PostgresLog, URL: dbURL}, ReadModels: rm})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/engram-memory/engram/api"
-	"github.com/engram-memory/engram/internal/stack"
+	"github.com/engram-memory/engram/internal/app"
 	"github.com/engram-memory/engram/internal/testserver"
 )
 
@@ -88,8 +88,8 @@ func TestSharedPostgresReadModels(t *testing.T) {
 			}
 		}
 		ctx := context.Background()
-		shared := exportReadModels(t, ctx, t.TempDir(), c.dbURL, stack.ReadModels{Backend: stack.PostgresReadModels})
-		rebuilt := exportReadModels(t, ctx, t.TempDir(), c.dbURL, stack.ReadModels{Backend: stack.PostgresReadModels, URL: pg.Database(t)})
+		shared := exportReadModels(t, ctx, t.TempDir(), c.dbURL, app.ReadModels{Backend: app.PostgresReadModels})
+		rebuilt := exportReadModels(t, ctx, t.TempDir(), c.dbURL, app.ReadModels{Backend: app.PostgresReadModels, URL: pg.Database(t)})
 		for name, want := range rebuilt {
 			if len(want) == 0 && name != "jobs" && name != "suggestions" && name != "provenance" {
 				t.Errorf("read model %s: the rebuild is empty", name)

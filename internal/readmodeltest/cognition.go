@@ -104,7 +104,7 @@ type sugOp = op[processing.SuggestionsTx]
 func suggested(ref memory.AgentRef, sid string) sugOp {
 	return func(ctx context.Context, tx processing.SuggestionsTx) error {
 		return tx.AddSuggestion(ctx, processing.SuggestionCreated{
-			StackRef: processing.StackRef{UserID: ref.UserID, AgentID: ref.AgentID}, SuggestionID: sid, Transition: processing.RawToNote,
+			AgentRef: processing.AgentRef{UserID: ref.UserID, AgentID: ref.AgentID}, SuggestionID: sid, Transition: processing.RawToNote,
 			MemoryType: "note", Content: json.RawMessage(`{"content":"x"}`), Confidence: 0.8, Sources: []string{"raw_entry:r1"},
 			Fingerprint: "f-" + sid, CreatedAt: t0, ExpiresAt: t0.Add(time.Hour),
 		})
@@ -113,7 +113,7 @@ func suggested(ref memory.AgentRef, sid string) sugOp {
 
 func resolved(ref memory.AgentRef, sid string, status processing.Status, at time.Time) sugOp {
 	return func(ctx context.Context, tx processing.SuggestionsTx) error {
-		return tx.Resolve(ctx, processing.SuggestionResolved{StackRef: processing.StackRef{UserID: ref.UserID, AgentID: ref.AgentID},
+		return tx.Resolve(ctx, processing.SuggestionResolved{AgentRef: processing.AgentRef{UserID: ref.UserID, AgentID: ref.AgentID},
 			SuggestionID: sid, Status: status, Reason: "because", PromotedTo: "note:n1", ResolvedAt: at})
 	}
 }
@@ -172,7 +172,7 @@ func RunSuggestions(t *testing.T, open func(t *testing.T) Suggestions) {
 		rejectedAt, promotedAt := t0.Add(time.Minute), t0.Add(2*time.Minute)
 		promote := func(ref memory.AgentRef, sid string) sugOp {
 			return func(ctx context.Context, tx processing.SuggestionsTx) error {
-				return tx.Promote(ctx, processing.SuggestionResolved{StackRef: processing.StackRef{UserID: ref.UserID, AgentID: ref.AgentID},
+				return tx.Promote(ctx, processing.SuggestionResolved{AgentRef: processing.AgentRef{UserID: ref.UserID, AgentID: ref.AgentID},
 					SuggestionID: sid, Status: processing.Modified, PromotedTo: "note:m1", ResolvedAt: promotedAt})
 			}
 		}

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/domain/agentsettings"
 	"github.com/engram-memory/engram/domain/memory"
 	"github.com/engram-memory/engram/domain/processing"
-	"github.com/engram-memory/engram/domain/stack"
 	"github.com/engram-memory/engram/projections"
 )
 
@@ -35,7 +35,7 @@ type MemoryQueries interface {
 	ExistingRefs(ctx context.Context, userID, agentID string, ids []string) (map[string]memory.Type, error)
 	MemoryIDsAfter(ctx context.Context, userID, agentID string, types []memory.Type, afterID string, limit int) ([]memory.View, error)
 	CountMemories(ctx context.Context, userID, agentID string, types []memory.Type) (int, error)
-	Settings(ctx context.Context, userID, agentID string) (stack.View, bool, error)
+	Settings(ctx context.Context, userID, agentID string) (agentsettings.View, bool, error)
 	AgentStats(ctx context.Context, userID, agentID string, now time.Time) (memory.Stats, bool, error)
 }
 
@@ -441,7 +441,7 @@ func RunMemoryQueries(t *testing.T, open func(t *testing.T) MemoryQueries) {
 			t.Fatal(err)
 		}
 		pass := func(ref memory.AgentRef, ids ...string) {
-			p := processing.PassRecorded{StackRef: processing.StackRef{UserID: ref.UserID, AgentID: ref.AgentID, AgentCreatedAt: memT0},
+			p := processing.PassRecorded{AgentRef: processing.AgentRef{UserID: ref.UserID, AgentID: ref.AgentID, AgentCreatedAt: memT0},
 				PassID: "p", Transition: processing.RawToNote, At: memT0}
 			for _, id := range ids {
 				p.Consumed = append(p.Consumed, processing.Consumed{ID: id, Into: []string{}})
@@ -532,8 +532,8 @@ func RunMemoryQueries(t *testing.T, open func(t *testing.T) MemoryQueries) {
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				if !tc.decay {
-					l.append(memAlice, stack.SettingsChanged{AgentRef: memAlice, Settings: func() stack.Settings {
-						s := stack.Defaults()
+					l.append(memAlice, agentsettings.SettingsChanged{AgentRef: memAlice, Settings: func() agentsettings.Settings {
+						s := agentsettings.Defaults()
 						s.LazyDecay = false
 						return s
 					}(), Changed: []string{"lazy_decay"}, ChangedAt: memT0})
@@ -618,7 +618,7 @@ func RunMemoryQueries(t *testing.T, open func(t *testing.T) MemoryQueries) {
 	})
 
 	// An agent's creation time identifies it in its cognition stream
-	// (processing.StackRef), so the read model keeps event times whole.
+	// (processing.AgentRef), so the read model keeps event times whole.
 	t.Run("TimesKeepTheirNanoseconds", func(t *testing.T) {
 		l := newMemLog(t, open(t))
 		at := memT0.Add(123456789 * time.Nanosecond)
@@ -683,12 +683,12 @@ func RunMemoryQueries(t *testing.T, open func(t *testing.T) MemoryQueries) {
 
 		// Settings: the defaults until changed, then what was set; none
 		// for another user's agent.
-		if v, found, err := l.rm.Settings(ctx, memAlice.UserID, memAlice.AgentID); err != nil || !found || v.UpdatedAt != nil || !reflect.DeepEqual(v.Settings, stack.Defaults()) {
+		if v, found, err := l.rm.Settings(ctx, memAlice.UserID, memAlice.AgentID); err != nil || !found || v.UpdatedAt != nil || !reflect.DeepEqual(v.Settings, agentsettings.Defaults()) {
 			t.Errorf("default settings = %+v %v %v", v, found, err)
 		}
-		changed := stack.Defaults()
+		changed := agentsettings.Defaults()
 		changed.LazyDecay = false
-		l.append(memAlice, stack.SettingsChanged{AgentRef: memAlice, Settings: changed, Changed: []string{"lazy_decay"}, ChangedAt: memT0.Add(time.Minute)})
+		l.append(memAlice, agentsettings.SettingsChanged{AgentRef: memAlice, Settings: changed, Changed: []string{"lazy_decay"}, ChangedAt: memT0.Add(time.Minute)})
 		if v, found, err := l.rm.Settings(ctx, memAlice.UserID, memAlice.AgentID); err != nil || !found || v.UpdatedAt == nil ||
 			!v.UpdatedAt.Equal(memT0.Add(time.Minute)) || !reflect.DeepEqual(v.Settings, changed) {
 			t.Errorf("changed settings = %+v %v %v", v, found, err)

@@ -26,7 +26,7 @@ const MainPackage = "github.com/engram-memory/engram/cmd/engram"
 const BinaryEnv = "ENGRAM_TEST_BINARY"
 
 // RaceEnv, set to 1 without BinaryEnv, makes Binary build the engram binary
-// with the race detector: `ENGRAM_TEST_RACE=1 go test -race -run X ./cmd/engram`
+// with the race detector: `ENGRAM_TEST_RACE=1 go test -race -run X ./internal/cli`
 // reproduces the race smoke pass of `make test`.
 const RaceEnv = "ENGRAM_TEST_RACE"
 

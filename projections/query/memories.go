@@ -4,8 +4,8 @@ import (
 	"context"
 
 	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/domain/agentsettings"
 	"github.com/engram-memory/engram/domain/memory"
-	"github.com/engram-memory/engram/domain/stack"
 )
 
 // Get returns one memory of the user, forgotten or not, with its strength
@@ -59,9 +59,9 @@ func (s *Service) Agents(ctx context.Context, q memory.AgentListQuery) (memory.A
 }
 
 // Settings returns the agent's stack settings.
-func (s *Service) Settings(ctx context.Context, userID, agentID string) (stack.View, error) {
+func (s *Service) Settings(ctx context.Context, userID, agentID string) (agentsettings.View, error) {
 	if memory.ValidateAgentID(agentID) != nil {
-		return stack.View{}, domain.NotFound("agent")
+		return agentsettings.View{}, domain.NotFound("agent")
 	}
 	v, found, err := s.cfg.Memories.Settings(ctx, userID, agentID)
 	return foundOr(v, found, err, "agent")

@@ -16,8 +16,8 @@ import (
 // it. stack is a published snapshot, shared with other calls: never change
 // it.
 type agentState struct {
-	stack *processing.Stack
-	ref   processing.StackRef
+	stack *processing.State
+	ref   processing.AgentRef
 }
 
 // load returns the agent's state; an agent that does not exist, or is
@@ -30,7 +30,7 @@ func (s *Service) load(ctx context.Context, userID, agentID string) (agentState,
 	if !ok {
 		return agentState{}, domain.NotFound("agent")
 	}
-	ref := processing.StackRef{UserID: userID, AgentID: agentID, AgentCreatedAt: agent.CreatedAt}
+	ref := processing.AgentRef{UserID: userID, AgentID: agentID, AgentCreatedAt: agent.CreatedAt}
 	st, err := s.snapshots.Load(ctx, ref)
 	if err != nil {
 		return agentState{}, err
@@ -40,7 +40,7 @@ func (s *Service) load(ctx context.Context, userID, agentID string) (agentState,
 
 // sources lists the latest processing.SourceWindow live memories of type
 // typ.
-func (s *Service) sources(ctx context.Context, ref processing.StackRef, typ memory.Type) ([]processing.Source, error) {
+func (s *Service) sources(ctx context.Context, ref processing.AgentRef, typ memory.Type) ([]processing.Source, error) {
 	page, err := s.cfg.Memories.ListMemories(ctx, memory.ListQuery{UserID: ref.UserID, AgentID: ref.AgentID, Types: []memory.Type{typ}, Limit: processing.SourceWindow})
 	if err != nil {
 		return nil, err

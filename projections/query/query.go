@@ -10,11 +10,11 @@ import (
 	"time"
 
 	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/domain/agentsettings"
 	"github.com/engram-memory/engram/domain/audit"
 	"github.com/engram-memory/engram/domain/job"
 	"github.com/engram-memory/engram/domain/memory"
 	"github.com/engram-memory/engram/domain/processing"
-	"github.com/engram-memory/engram/domain/stack"
 )
 
 // The ports the queries read through, in the terms they need; the read
@@ -28,7 +28,7 @@ type MemoryReadModel interface {
 	Memory(ctx context.Context, userID, id string) (memory.View, bool, error)
 	ListMemories(ctx context.Context, q memory.ListQuery) (memory.Page, error)
 	// Settings is the agent's stack settings (defaults until changed).
-	Settings(ctx context.Context, userID, agentID string) (stack.View, bool, error)
+	Settings(ctx context.Context, userID, agentID string) (agentsettings.View, bool, error)
 	AgentStats(ctx context.Context, userID, agentID string, now time.Time) (memory.Stats, bool, error)
 }
 

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/engram-memory/engram/domain"
-	"github.com/engram-memory/engram/internal/stack/searchtest"
+	"github.com/engram-memory/engram/internal/app/searchtest"
 	"github.com/engram-memory/engram/projections/search"
 )
 
@@ -16,7 +16,7 @@ var allModes = []search.Mode{search.ModeHybrid, search.ModeVector, search.ModeKe
 // t0 is a fixed base time so created_at bounds are exact.
 var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 
-func run(t *testing.T, s *searchtest.Stack, req search.Request) search.Response {
+func run(t *testing.T, s *searchtest.Env, req search.Request) search.Response {
 	t.Helper()
 	if req.Limit == 0 {
 		req.Limit = 10

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/engram-memory/engram/internal/stack/searchtest"
+	"github.com/engram-memory/engram/internal/app/searchtest"
 	"github.com/engram-memory/engram/projections/search"
 )
 

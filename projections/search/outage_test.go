@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/engram-memory/engram/domain"
-	"github.com/engram-memory/engram/internal/stack/searchtest"
+	"github.com/engram-memory/engram/internal/app/searchtest"
 	"github.com/engram-memory/engram/projections/search"
 )
 

@@ -16,8 +16,8 @@ import (
 	"github.com/engram-memory/engram/commands"
 	"github.com/engram-memory/engram/domain/memory"
 	"github.com/engram-memory/engram/infra/embed/local"
-	"github.com/engram-memory/engram/internal/stack"
-	"github.com/engram-memory/engram/internal/stack/searchtest"
+	"github.com/engram-memory/engram/internal/app"
+	"github.com/engram-memory/engram/internal/app/searchtest"
 	"github.com/engram-memory/engram/projections/search"
 )
 
@@ -54,7 +54,7 @@ func TestLoCoMoQuality(t *testing.T) {
 		}
 		opts.Models = map[string]search.ModelFusion{} // the override holds for every model
 	}
-	s := searchtest.New(t, searchtest.Options{Search: opts, Indexes: stack.Indexes{KeywordSaturation: saturation}, Model: os.Getenv("ENGRAM_EMBED_MODEL"),
+	s := searchtest.New(t, searchtest.Options{Search: opts, Indexes: app.Indexes{KeywordSaturation: saturation}, Model: os.Getenv("ENGRAM_EMBED_MODEL"),
 		Embed: local.Options{ModelDirs: strings.FieldsFunc(os.Getenv("ENGRAM_EMBED_MODEL_DIR"), func(r rune) bool { return r == ',' })}})
 	ctx := context.Background()
 	withNotes := os.Getenv("ENGRAM_PROTOCOL") == "turns+notes"
@@ -139,7 +139,7 @@ func TestLoCoMoQuality(t *testing.T) {
 		variants = append(variants, variant{fmt.Sprintf("wv %.3g", wv), o})
 	}
 	for _, v := range variants {
-		svc, err := s.Stack.Search(search.ProviderEmbedder{Provider: s.Provider}, v.opts)
+		svc, err := s.Core.Search(search.ProviderEmbedder{Provider: s.Provider}, v.opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -159,7 +159,7 @@ type locomoQuery struct {
 // loadCorpus creates the split's raw_entries (and with notes its notes)
 // through the memory commands and returns a map from memory id to
 // benchmark id, and the notes' source turn ids by benchmark id.
-func loadCorpus(t *testing.T, s *searchtest.Stack, path string, notes bool) (map[string]string, map[string][]string) {
+func loadCorpus(t *testing.T, s *searchtest.Env, path string, notes bool) (map[string]string, map[string][]string) {
 	type record struct {
 		ID        string   `json:"id"`
 		AgentID   string   `json:"agent_id"`

@@ -9,14 +9,14 @@ import (
 
 	"github.com/engram-memory/engram/commands"
 	"github.com/engram-memory/engram/domain/memory"
-	"github.com/engram-memory/engram/internal/stack/searchtest"
+	"github.com/engram-memory/engram/internal/app/searchtest"
 	"github.com/engram-memory/engram/projections"
 	"github.com/engram-memory/engram/projections/search"
 )
 
 // history writes a varied log: several users and agents, updates, forgets,
 // purges, a deleted agent, and memories left pending by a provider outage.
-func history(t *testing.T, s *searchtest.Stack) {
+func history(t *testing.T, s *searchtest.Env) {
 	ctx := context.Background()
 	topics := []string{"kubernetes upgrade", "garden tomatoes", "deploy-v2.4.7-hotfix", "quarterly planning", "database outage"}
 	var made []string
@@ -90,7 +90,7 @@ var probes = []search.Request{
 }
 
 // snapshot runs every probe in every mode with explain on.
-func snapshot(t *testing.T, s *searchtest.Stack) []search.Response {
+func snapshot(t *testing.T, s *searchtest.Env) []search.Response {
 	var out []search.Response
 	for _, p := range probes {
 		for _, mode := range allModes {

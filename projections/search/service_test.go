@@ -11,14 +11,14 @@ import (
 	"github.com/engram-memory/engram/commands"
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/memory"
-	"github.com/engram-memory/engram/internal/stack/searchtest"
+	"github.com/engram-memory/engram/internal/app/searchtest"
 	"github.com/engram-memory/engram/projections/search"
 )
 
 // filterFixture holds memories that differ in type, tags and time, all
 // mentioning "kubernetes" so every mode finds them.
 type filterFixture struct {
-	s                          *searchtest.Stack
+	s                          *searchtest.Env
 	noteA, noteB, belief, goal string
 	noteAt, noteBAt, beliefAt  time.Time
 }
@@ -397,7 +397,7 @@ func TestValidation(t *testing.T) {
 }
 
 // weaken lowers a memory's strength by by through the memory commands.
-func weaken(t *testing.T, s *searchtest.Stack, userID, id string, by float64) {
+func weaken(t *testing.T, s *searchtest.Env, userID, id string, by float64) {
 	t.Helper()
 	if _, err := s.Memories.Weaken(context.Background(), searchtest.Meta(userID), id, commands.StrengthChange{By: &by}, nil); err != nil {
 		t.Fatalf("weaken %s: %v", id, err)

@@ -1,5 +1,5 @@
 // The official OpenAI Node SDK against a real Engram: the server and the key
-// come from ENGRAM_BASE_URL (…/v1) and ENGRAM_API_KEY, set by cmd/engram's
+// come from ENGRAM_BASE_URL (…/v1) and ENGRAM_API_KEY, set by internal/cli's
 // TestOfficialOpenAISDKs.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';

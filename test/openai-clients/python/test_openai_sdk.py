@@ -1,6 +1,6 @@
 """The official OpenAI Python SDK against a real Engram: the server and the
 key come from ENGRAM_BASE_URL (…/v1) and ENGRAM_API_KEY, set by
-cmd/engram's TestOfficialOpenAISDKs."""
+internal/cli's TestOfficialOpenAISDKs."""
 
 import base64
 import os

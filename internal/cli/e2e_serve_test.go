@@ -1,0 +1,42 @@
+package cli
+
+import (
+	"encoding/json"
+	"net/http"
+	"testing"
+)
+
+func TestServeHealthAndGracefulStop(t *testing.T) {
+	p := startServer(t, t.TempDir(), nil)
+	for _, path := range []string{"/healthz", "/readyz"} {
+		resp, err := http.Get(p.BaseURL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || resp.Header.Get("X-Request-Id") == "" {
+			t.Fatalf("%s: status %d, request id %q", path, resp.StatusCode, resp.Header.Get("X-Request-Id"))
+		}
+	}
+	resp, err := http.Get(p.BaseURL + "/v1/no-such-thing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Success bool `json:"success"`
+		Error   struct {
+			Code      string `json:"code"`
+			RequestID string `json:"request_id"`
+		} `json:"error"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusNotFound || body.Success || body.Error.Code != "not_found" || body.Error.RequestID != resp.Header.Get("X-Request-Id") {
+		t.Fatalf("unknown route: status %d body %+v", resp.StatusCode, body)
+	}
+	if err := p.Stop(); err != nil {
+		t.Fatalf("SIGTERM exit: %v\n%s", err, p.Log())
+	}
+}
