@@ -173,7 +173,16 @@ func verifiedBody(t *testing.T, r received, secret string) webhook.Body {
 }
 
 func TestWebhooksDeliverSignedEventsToTheirOwnersOnly(t *testing.T) {
-	s := newStack(t, stackOptions{webhooks: fastWebhooks(3, 20*time.Millisecond)})
+	for _, backend := range []struct {
+		name     string
+		postgres bool
+	}{{"sqlite", false}, {"postgres", true}} {
+		t.Run(backend.name, func(t *testing.T) { deliverToOwnersOnly(t, backend.postgres) })
+	}
+}
+
+func deliverToOwnersOnly(t *testing.T, postgres bool) {
+	s := newStack(t, stackOptions{postgres: postgres, webhooks: fastWebhooks(3, 20*time.Millisecond)})
 	_, keyA := s.user(t, "alice@example.com")
 	_, keyB := s.user(t, "bob@example.com")
 	recvA, recvB := newReceiver(t), newReceiver(t)
