@@ -29,9 +29,15 @@ var (
 	_ webhook.Outbox    = (*Webhooks)(nil)
 )
 
+// webhookTables are the tables a reset empties and an export writes: the
+// registrations, not the outbox.
+func webhookTables() []exportTable {
+	return []exportTable{{name: "webhooks", orderBy: "webhook_id"}}
+}
+
 // NewWebhooks returns the webhooks read model stored in db.
 func NewWebhooks(db *DB) *Webhooks {
-	return &Webhooks{tableModel{db: db, name: webhooksCheckpoint, tables: []exportTable{{name: "webhooks", orderBy: "webhook_id"}}}}
+	return &Webhooks{tableModel{db: db, name: webhooksCheckpoint, tables: webhookTables()}}
 }
 
 // Apply implements webhook.ReadModel.
