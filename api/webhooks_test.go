@@ -257,6 +257,12 @@ func deliverToOwnersOnly(t *testing.T, postgres bool) {
 
 	// A deleted webhook receives nothing more.
 	s.must(http.StatusOK, "DELETE", "/v1/webhooks/"+hookA.ID, keyA, nil)
+	// The account's audit trail records both, never the secret.
+	audit := s.call("GET", "/v1/audit?limit=1000", keyA, nil)
+	if raw := string(audit.raw); !strings.Contains(raw, `"operation":"webhook_created"`) || !strings.Contains(raw, `"operation":"webhook_deleted"`) ||
+		!strings.Contains(raw, hookA.ID) || strings.Contains(raw, hookA.Secret) {
+		t.Fatalf("alice's audit trail: %s", raw)
+	}
 	s.create(t, keyA, "a", "note", map[string]any{"content": "after the delete"})
 	wantError(t, s.call("GET", "/v1/webhooks/"+hookA.ID+"/deliveries", keyA, nil), http.StatusNotFound, "not_found")
 	time.Sleep(100 * time.Millisecond)

@@ -11,6 +11,7 @@ import (
 	"github.com/engram-memory/engram/domain/agentsettings"
 	"github.com/engram-memory/engram/domain/audit"
 	"github.com/engram-memory/engram/domain/memory"
+	"github.com/engram-memory/engram/domain/webhook"
 )
 
 // AuditProjectionName names the audit read model.
@@ -211,6 +212,19 @@ func auditOf(e domain.Event) (rec auditRecord, ok bool, err error) {
 			return rec, false, err
 		}
 		return acct(p.UserID, "key_cycled", map[string]any{"old_key_id": p.OldKeyID, "key_id": p.NewKey.KeyID, "prefix": p.NewKey.Prefix})
+	case webhook.TypeRegistered:
+		var p webhook.Registered
+		if err := decode(&p); err != nil {
+			return rec, false, err
+		}
+		// Never the secret: the audit trail is shown to the user and exported.
+		return acct(p.UserID, "webhook_created", map[string]any{"webhook_id": p.WebhookID, "url": p.URL, "events": p.Events})
+	case webhook.TypeDeleted:
+		var p webhook.Deleted
+		if err := decode(&p); err != nil {
+			return rec, false, err
+		}
+		return acct(p.UserID, "webhook_deleted", map[string]any{"webhook_id": p.WebhookID})
 	case account.TypeSessionStarted:
 		var p account.SessionStarted
 		if err := decode(&p); err != nil {
