@@ -307,15 +307,21 @@ func newStack(t testing.TB, opts stackOptions) *stack {
 		s.startRunner()
 	}
 	if opts.webhooks.PollInterval > 0 {
-		cfg := opts.webhooks
-		cfg.Outbox, cfg.Poster, cfg.Logger = wired.Webhooks, webhookClient(), s.logger
-		dispatcher, err := workers.NewWebhookDispatcher(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.stopWebhooks = runInBackground(dispatcher.Run)
+		s.startWebhooks(opts.webhooks)
 	}
 	return s
+}
+
+// startWebhooks runs a webhook dispatcher with cfg over the stack's outbox
+// until stopWebhooks.
+func (s *stack) startWebhooks(cfg workers.WebhookDispatcherConfig) {
+	s.t.Helper()
+	cfg.Outbox, cfg.Poster, cfg.Logger = s.wired.Webhooks, webhookClient(), s.logger
+	dispatcher, err := workers.NewWebhookDispatcher(cfg)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.stopWebhooks = runInBackground(dispatcher.Run)
 }
 
 // webhookClient delivers to loopback, as --webhook-allow-private lets it.

@@ -384,6 +384,41 @@ func TestWebhookRestartMidBackoffLosesNothing(t *testing.T) {
 	}
 }
 
+// TestAStoppingDispatcherGivesItsAttemptBack: a dispatcher stopped while
+// a receiver holds its request counts no attempt and releases its claim,
+// so the next dispatcher sends the delivery at once rather than after the
+// claim expires (the attempt timeout plus a minute).
+func TestAStoppingDispatcherGivesItsAttemptBack(t *testing.T) {
+	release := make(chan struct{})
+	var held sync.Once
+	rc := newReceiver(t)
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		first := false
+		held.Do(func() { first = true })
+		if first {
+			rc.arrived <- struct{}{}
+			<-release
+			return
+		}
+		rc.srv.Config.Handler.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() { slow.Close() })
+	t.Cleanup(func() { close(release) })
+	s := newStack(t, stackOptions{webhooks: fastWebhooks(5, time.Hour)})
+	_, key := s.user(t, "alice@example.com")
+	hook := s.createWebhook(t, key, slow.URL, "memory.created")
+	s.create(t, key, "a", "note", map[string]any{"content": "held"})
+	<-rc.arrived // the first attempt is in the receiver's hands
+	s.stopWebhooks()
+	if ds := s.deliveries(t, key, hook.ID); len(ds) != 1 || ds[0].Status != "pending" || ds[0].Attempts != 0 {
+		t.Fatalf("after the stop: %+v, want pending with no attempt counted", ds)
+	}
+	s.startWebhooks(fastWebhooks(5, time.Hour))
+	got := rc.wait(t, 1)
+	verifiedBody(t, got[0], hook.Secret)
+	s.waitDeliveries(t, key, hook.ID, func(ds []deliveryJSON) bool { return len(ds) == 1 && ds[0].Status == "delivered" && ds[0].Attempts == 1 })
+}
+
 func TestWebhookBadInputGetsTheEnvelopeAndStoresNothing(t *testing.T) {
 	s := newStack(t, stackOptions{webhookStrict: true})
 	_, key := s.user(t, "alice@example.com")
