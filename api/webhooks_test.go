@@ -416,7 +416,9 @@ func TestAStoppingDispatcherGivesItsAttemptBack(t *testing.T) {
 	s.startWebhooks(fastWebhooks(5, time.Hour))
 	got := rc.wait(t, 1)
 	verifiedBody(t, got[0], hook.Secret)
-	s.waitDeliveries(t, key, hook.ID, func(ds []deliveryJSON) bool { return len(ds) == 1 && ds[0].Status == "delivered" && ds[0].Attempts == 1 })
+	s.waitDeliveries(t, key, hook.ID, func(ds []deliveryJSON) bool {
+		return len(ds) == 1 && ds[0].Status == "delivered" && ds[0].Attempts == 1
+	})
 }
 
 func TestWebhookBadInputGetsTheEnvelopeAndStoresNothing(t *testing.T) {
