@@ -102,8 +102,7 @@ type SyncDeps struct {
 // Push appends another machine's events with their ids. Both act on the
 // caller's own agent only.
 type Sync struct {
-	d      SyncDeps
-	claims *memoryClaims
+	d SyncDeps
 }
 
 // NewSync returns the sync commands.
@@ -117,7 +116,7 @@ func NewSync(d SyncDeps) (*Sync, error) {
 	if d.MaxPushBytes == 0 {
 		d.MaxPushBytes = DefaultMaxSyncPushBytes
 	}
-	return &Sync{d: d, claims: newMemoryClaims()}, nil
+	return &Sync{d: d}, nil
 }
 
 func (s *Sync) reader() MemoryReadModel { return s.d.Memories.cfg.Reader }
@@ -280,25 +279,16 @@ func (s *Sync) pushAt(ctx context.Context, meta domain.Metadata, stream string, 
 		return res, nil
 	}
 	// Memory ids are global, but each push appends to its own agent's
-	// stream: the claim keeps an id free from the check until the read
-	// model shows the memory.
-	release, err := s.claims.claim(ctx, s.d.Owners, p.createdIDs())
-	if err != nil {
-		return res, err
-	}
+	// stream, and the read model checked above may not show yet a memory
+	// that another push (on any node) is creating: each MemoryCreated
+	// claims its id in the log, in the append, so of two pushes of one id
+	// exactly one is stored and the other is refused whole.
 	appended, err := s.d.Writer.Store().Append(ctx, stream, version, p.out)
 	if err != nil {
-		release()
-		return res, err
+		return res, takenMemoryID(err)
 	}
 	res.Head = uint64(appended.NextExpectedVersion + 1)
-	if err := s.d.Writer.Await(ctx, appended.LastPosition); err != nil {
-		// The memories are in the log but maybe not yet in the read
-		// model: the claims stay, so no other push takes their ids.
-		return res, err
-	}
-	release()
-	return res, nil
+	return res, s.d.Writer.Await(ctx, appended.LastPosition)
 }
 
 // errEventIDTaken answers a pushed event whose id the log holds for

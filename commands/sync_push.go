@@ -3,6 +3,8 @@ package commands
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -72,9 +74,6 @@ func (s *Sync) newPushPlan(ctx context.Context, ref memory.AgentRef, meta domain
 	}
 	return p, err
 }
-
-// createdIDs are the memory ids the push creates.
-func (p *pushPlan) createdIDs() []string { return p.created }
 
 // add checks one event and plans it; kept is false for an event sync does
 // not carry.
@@ -289,8 +288,26 @@ func (p *pushPlan) checkCreated(ctx context.Context, m *memory.MemoryCreated) er
 
 // errMemoryIDTaken answers a pushed memory whose id a memory has already:
 // memory ids are global, and whose memory it is stays unsaid.
-func errMemoryIDTaken(id string) error {
+func errMemoryIDTaken(id string) *domain.Error {
 	return domain.Conflict("memory_exists", "memory %s already exists (created by another event)", id)
+}
+
+// takenMemoryID turns the log's refusal of an append that creates a
+// memory whose id another event has claimed (domain.MemoryClaim) into
+// errMemoryIDTaken: nothing of the append was stored, and a new memory
+// needs a new id.
+func takenMemoryID(err error) error {
+	var taken *domain.ClaimTakenError
+	if !errors.As(err, &taken) {
+		return err
+	}
+	id, ok := strings.CutPrefix(taken.Key, domain.MemoryClaim(""))
+	if !ok {
+		return err
+	}
+	e := errMemoryIDTaken(id)
+	e.Err = err
+	return e
 }
 
 // checkRefs makes sure every derived_from reference names a memory of this

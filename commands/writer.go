@@ -81,7 +81,8 @@ func (w *EventWriter) append(ctx context.Context, stream string, expected int64,
 		}
 		events[i] = e
 	}
-	return w.store.Append(ctx, stream, expected, events)
+	res, err := w.store.Append(ctx, stream, expected, events)
+	return res, takenMemoryID(err)
 }
 
 // Await waits until position is visible to every read model. Every write

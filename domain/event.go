@@ -85,6 +85,52 @@ type NewEvent struct {
 	Actor         Actor
 	RequestID     string
 	Payload       json.RawMessage
+	// Claims are keys the event takes for good, across every stream of
+	// the log (MemoryClaim: a memory id, which clients may choose). The
+	// store commits them with the events or not at all: an Append whose
+	// events claim a key that a committed event has claimed (or that two
+	// of its own events claim) stores nothing and fails with a
+	// *ClaimTakenError. Two nodes appending one key at once: one wins.
+	Claims []string
+}
+
+// MemoryClaim is the claim key of a memory id: memory ids are global,
+// while a memory lives in its agent's stream.
+func MemoryClaim(memoryID string) string { return "memory/" + memoryID }
+
+// ErrClaimTaken is wrapped by every *ClaimTakenError.
+var ErrClaimTaken = errors.New("claim taken")
+
+// ClaimTakenError is Append's refusal of an append whose events claim a
+// key that another event has claimed. Nothing of the append was stored.
+type ClaimTakenError struct {
+	Key string
+}
+
+func (e *ClaimTakenError) Error() string { return "key " + e.Key + " is claimed by another event" }
+
+// Unwrap makes errors.Is(err, ErrClaimTaken) hold.
+func (e *ClaimTakenError) Unwrap() error { return ErrClaimTaken }
+
+// AppendClaims are the claims of events in order, or an error naming a
+// key that two of them claim (a *ClaimTakenError): what every adapter
+// checks first.
+func AppendClaims(events []NewEvent) ([]string, error) {
+	var keys []string
+	seen := map[string]bool{}
+	for _, e := range events {
+		for _, k := range e.Claims {
+			if k == "" {
+				return nil, errors.New("append: an empty claim key")
+			}
+			if seen[k] {
+				return nil, &ClaimTakenError{Key: k}
+			}
+			seen[k] = true
+			keys = append(keys, k)
+		}
+	}
+	return keys, nil
 }
 
 // Expected stream versions for Append, besides an exact version (>= 0).
@@ -132,11 +178,23 @@ type EventStore interface {
 	Head(ctx context.Context) (uint64, error)
 }
 
-// MarshalEvent turns a payload into a NewEvent carrying meta.
+// ClaimingPayload is a payload whose event takes keys for good (see
+// NewEvent.Claims): MarshalEvent gives the event its claims.
+type ClaimingPayload interface {
+	Payload
+	Claims() []string
+}
+
+// MarshalEvent turns a payload into a NewEvent carrying meta, and the
+// payload's claims when it makes any.
 func MarshalEvent(p Payload, meta Metadata) (NewEvent, error) {
 	raw, err := json.Marshal(p)
 	if err != nil {
 		return NewEvent{}, err
 	}
-	return NewEvent{Type: p.EventType(), SchemaVersion: 1, Actor: meta.Actor, RequestID: meta.RequestID, Payload: raw}, nil
+	e := NewEvent{Type: p.EventType(), SchemaVersion: 1, Actor: meta.Actor, RequestID: meta.RequestID, Payload: raw}
+	if c, ok := p.(ClaimingPayload); ok {
+		e.Claims = c.Claims()
+	}
+	return e, nil
 }

@@ -3,6 +3,8 @@ package memory
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/engram-memory/engram/domain"
 )
 
 // AgentRef names the agent an event belongs to. Every agent-stream event
@@ -130,6 +132,11 @@ func (MemoryForgotten) EventType() string    { return "MemoryForgotten" }
 func (MemoryPurged) EventType() string       { return "MemoryPurged" }
 func (AgentDeleted) EventType() string       { return "AgentDeleted" }
 func (AgentModelSwitched) EventType() string { return "AgentModelSwitched" }
+
+// Claims makes a memory's creation claim its id in the whole log: memory
+// ids are global (and clients choose them in a sync push), so of two
+// appends creating one id, on any node, one is refused.
+func (m MemoryCreated) Claims() []string { return []string{domain.MemoryClaim(m.MemoryID)} }
 
 // MemoryRecovered brings a forgotten memory back: searchable again, at
 // RecoveredStrength. It carries the memory as it stands (type, content,

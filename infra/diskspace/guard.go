@@ -10,6 +10,11 @@
 // their failed batches instead of retrying them: on a full disk every
 // retry grows the SQLite WAL by the frames it wrote before it failed, and
 // after space was freed those retries filled it again.
+//
+// Storage on another machine (Options.Remote: the PostgreSQL server) is
+// full from its first out-of-space error until a probe write to it
+// succeeds: the free space of the data dir's file system says nothing of
+// its disk.
 package diskspace
 
 import (
@@ -46,7 +51,24 @@ type Options struct {
 	// Reclaim, when set, gives back the space failed writes took (the
 	// SQLite WAL); storage has room again only once it succeeds.
 	Reclaim func(context.Context) error
-	Logger  *slog.Logger
+	// Remote, when set, is storage on another machine's disk (the
+	// PostgreSQL server of the log or the read models).
+	Remote *Remote
+	Logger *slog.Logger
+}
+
+// Remote is storage whose disk is not the data dir's: its out-of-space
+// errors make storage full like local ones, but the free space measured
+// here says nothing of it, so storage full for its sake has room again
+// only when HasRoom succeeds.
+type Remote struct {
+	// Name says which storage it is, in logs ("PostgreSQL").
+	Name string
+	// IsFull recognises its out-of-space errors.
+	IsFull func(error) bool
+	// HasRoom writes a little to it (postgres.DB.ProbeSpace): nil once it
+	// takes writes again.
+	HasRoom func(context.Context) error
 }
 
 // Guard knows whether storage is full. Its methods are safe for
@@ -61,8 +83,10 @@ type Guard struct {
 	probing sync.Mutex
 
 	mu sync.Mutex
-	// full is the reason storage is full, nil while it has room.
+	// full is the reason storage is full, nil while it has room;
+	// remote is whether Options.Remote is the storage that is full.
 	full    error
+	remote  bool
 	probed  time.Time
 	changed chan struct{}
 }
@@ -105,11 +129,15 @@ func (g *Guard) Changed() <-chan struct{} {
 // storage is full from now on, and Check returns err marked with
 // domain.ErrStorageFull.
 func (g *Guard) Check(err error) error {
-	if err == nil || errors.Is(err, domain.ErrStorageFull) || !g.isFull(err) {
+	if err == nil || errors.Is(err, domain.ErrStorageFull) {
+		return err
+	}
+	remote := g.opts.Remote != nil && g.opts.Remote.IsFull(err)
+	if !remote && !g.isFull(err) {
 		return err
 	}
 	reason := fmt.Errorf("%w: %w", domain.ErrStorageFull, err)
-	g.set(reason)
+	g.setFrom(reason, remote)
 	return reason
 }
 
@@ -142,11 +170,15 @@ func (g *Guard) isFull(err error) bool {
 // probe measures the free space and changes the state when it crossed
 // the threshold of the state it is in.
 func (g *Guard) probe(ctx context.Context) {
-	free, err := g.freeBytes(g.opts.Dir)
 	g.mu.Lock()
 	g.probed = time.Now()
-	full := g.full
+	full, remote := g.full, g.remote
 	g.mu.Unlock()
+	if full != nil && remote {
+		g.probeRemote(ctx)
+		return
+	}
+	free, err := g.freeBytes(g.opts.Dir)
 	if err != nil {
 		g.opts.Logger.Warn("measuring free space failed", "dir", g.opts.Dir, "error", err)
 		return
@@ -166,13 +198,32 @@ func (g *Guard) probe(ctx context.Context) {
 	}
 }
 
-// set changes the state to full (reason non-nil) or to having room.
-func (g *Guard) set(reason error) {
+// probeRemote asks the remote storage, full until now, whether it takes
+// writes again.
+func (g *Guard) probeRemote(ctx context.Context) {
+	r := g.opts.Remote
+	if err := r.HasRoom(ctx); err != nil {
+		if !r.IsFull(err) {
+			g.opts.Logger.Warn("asking whether storage has room again failed", "storage", r.Name, "error", err)
+		}
+		return
+	}
+	g.set(nil)
+	g.opts.Logger.Info("storage has room again; writes resume", "storage", r.Name)
+}
+
+// set changes the state to full (reason non-nil, for lack of space in
+// the data dir's file system) or to having room.
+func (g *Guard) set(reason error) { g.setFrom(reason, false) }
+
+// setFrom is set, remote saying whether Options.Remote is what is full.
+func (g *Guard) setFrom(reason error, remote bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if (g.full == nil) == (reason == nil) {
 		return
 	}
+	g.remote = remote && reason != nil
 	if reason != nil {
 		g.opts.Logger.Error("storage is full: writes are refused until space is freed", "dir", g.opts.Dir, "reason", reason)
 		// Measure from now: space freed at once is seen a probe later.

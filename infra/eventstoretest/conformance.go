@@ -24,6 +24,8 @@ func Run(t *testing.T, open func(t *testing.T) domain.EventStore) {
 	t.Run("ConcurrentWritersFollowersMissNothing", func(t *testing.T) { concurrentWritersFollowersMissNothing(t, open(t)) })
 	t.Run("SubscribeCatchesUpAndFollows", func(t *testing.T) { subscribeCatchesUpAndFollows(t, open(t)) })
 	t.Run("MetadataRoundTrip", func(t *testing.T) { metadataRoundTrip(t, open(t)) })
+	t.Run("Claims", func(t *testing.T) { claims(t, open(t)) })
+	t.Run("ConcurrentClaimsOneWinner", func(t *testing.T) { concurrentClaimsOneWinner(t, open(t)) })
 }
 
 type testPayload struct {
@@ -349,4 +351,148 @@ func metadataRoundTrip(t *testing.T, s domain.EventStore) {
 	if g.ID != e.ID || !g.Time.Equal(at) || g.SchemaVersion != 3 || g.Actor != e.Actor || g.RequestID != "req-1" || g.Type != "TestHappened" || payloadN(t, g) != 7 || g.Position == 0 {
 		t.Fatalf("round trip mismatch: %+v", g)
 	}
+}
+
+// claiming is one event of payload n claiming keys.
+func claiming(n int, keys ...string) []domain.NewEvent {
+	e := newEvents(1, n)
+	e[0].Claims = keys
+	return e
+}
+
+// claims: a key is taken by the first event that claims it, in any
+// stream, for good; an append claiming a taken key (or one key twice)
+// stores nothing, and its other keys stay free.
+func claims(t *testing.T, s domain.EventStore) {
+	ctx := context.Background()
+	cases := []struct {
+		name     string
+		stream   string
+		expected int64
+		events   []domain.NewEvent
+		taken    string // the key refused, "" for a stored append, "version" for a wrong expected version
+	}{
+		{"a first claim", "k-1", domain.ExpectNoStream, claiming(1, "memory/a"), ""},
+		{"the key again, in another stream", "k-2", domain.ExpectNoStream, claiming(2, "memory/a"), "memory/a"},
+		{"the key again, in its own stream", "k-1", 0, claiming(3, "memory/a"), "memory/a"},
+		{"a free key beside a taken one", "k-2", domain.ExpectNoStream, append(claiming(4, "memory/b"), claiming(5, "memory/a")...), "memory/a"},
+		{"one key twice in one append", "k-2", domain.ExpectNoStream, append(claiming(6, "memory/c"), claiming(7, "memory/c")...), "memory/c"},
+		{"the free key, after the refusals", "k-2", domain.ExpectNoStream, claiming(8, "memory/b"), ""},
+		{"events without claims beside one", "k-2", 0, append(newEvents(1, 9), claiming(10, "memory/c")...), ""},
+		{"a claim with any version", "k-3", domain.ExpectAny, claiming(11, "memory/d", "memory/e"), ""},
+		{"a key of several, with any version", "k-3", domain.ExpectAny, claiming(12, "memory/f", "memory/e"), "memory/e"},
+		// The stream's version is checked first, as without claims.
+		{"a taken key at a stale version", "k-1", domain.ExpectNoStream, claiming(13, "memory/a"), "version"},
+	}
+	want := map[string][]int{}
+	for _, c := range cases {
+		_, err := s.Append(ctx, c.stream, c.expected, c.events)
+		if c.taken == "" {
+			if err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			for _, e := range c.events {
+				var p testPayload
+				_ = json.Unmarshal(e.Payload, &p)
+				want[c.stream] = append(want[c.stream], p.N)
+			}
+			continue
+		}
+		if c.taken == "version" {
+			if !errors.Is(err, domain.ErrWrongExpectedVersion) || errors.Is(err, domain.ErrClaimTaken) {
+				t.Fatalf("%s: err = %v, want ErrWrongExpectedVersion", c.name, err)
+			}
+			continue
+		}
+		var taken *domain.ClaimTakenError
+		if !errors.As(err, &taken) || taken.Key != c.taken || !errors.Is(err, domain.ErrClaimTaken) {
+			t.Fatalf("%s: err = %v, want the claim of %s refused", c.name, err, c.taken)
+		}
+	}
+	for _, stream := range []string{"k-1", "k-2", "k-3"} {
+		events, err := s.ReadStream(ctx, stream, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []int
+		for _, e := range events {
+			got = append(got, payloadN(t, e))
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want[stream]) {
+			t.Fatalf("stream %s holds %v, want %v (a refused append stores nothing)", stream, got, want[stream])
+		}
+	}
+	all, err := s.ReadAll(ctx, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 5 {
+		t.Fatalf("the log holds %d events, want the 5 appended", len(all))
+	}
+}
+
+// concurrentClaimsOneWinner: appends to different streams claiming one
+// key at once, round after round; exactly one wins each round, the
+// others are refused with the key, and the log holds the winner's event
+// alone.
+func concurrentClaimsOneWinner(t *testing.T, s domain.EventStore) {
+	const rounds, appenders = 20, 6
+	ctx := context.Background()
+	var winners []int
+	for round := range rounds {
+		key := fmt.Sprintf("memory/round-%d", round)
+		won := make([]bool, appenders)
+		var wg sync.WaitGroup
+		for i := range appenders {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				stream := fmt.Sprintf("r-%d", i)
+				expected := int64(len(winnersOf(winners, i))) - 1
+				_, err := s.Append(ctx, stream, expected, claiming(round*appenders+i, key))
+				var taken *domain.ClaimTakenError
+				switch {
+				case err == nil:
+					won[i] = true
+				case errors.As(err, &taken) && taken.Key == key:
+				default:
+					t.Errorf("round %d, appender %d: %v", round, i, err)
+				}
+			}()
+		}
+		wg.Wait()
+		n := 0
+		for i, w := range won {
+			if w {
+				n++
+				winners = append(winners, i)
+			}
+		}
+		if n != 1 {
+			t.Fatalf("round %d: %d appends claiming %s won, want exactly 1", round, n, key)
+		}
+	}
+	all, err := s.ReadAll(ctx, 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != rounds {
+		t.Fatalf("the log holds %d events, want the %d winners'", len(all), rounds)
+	}
+	for round, e := range all {
+		if want := round*appenders + winners[round]; payloadN(t, e) != want || e.Stream != fmt.Sprintf("r-%d", winners[round]) {
+			t.Fatalf("round %d: the log holds event %d of %s, want the winner's %d", round, payloadN(t, e), e.Stream, want)
+		}
+	}
+}
+
+// winnersOf are the rounds appender i won: its stream's events.
+func winnersOf(winners []int, i int) []int {
+	var out []int
+	for round, w := range winners {
+		if w == i {
+			out = append(out, round)
+		}
+	}
+	return out
 }

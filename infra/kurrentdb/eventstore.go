@@ -406,6 +406,19 @@ func (s *EventStore) Append(ctx context.Context, stream string, expected int64, 
 	if size > s.maxAppend {
 		return domain.AppendResult{}, appendTooLarge(stream, len(events), size, s.maxAppend)
 	}
+	claims, err := domain.AppendClaims(events)
+	if err != nil {
+		return domain.AppendResult{}, fmt.Errorf("kurrentdb: append to %s: %w", stream, err)
+	}
+	if len(claims) > 0 {
+		return s.appendClaiming(ctx, stream, expected, events, data, size)
+	}
+	return s.appendEvents(ctx, stream, state, data, size)
+}
+
+// appendEvents appends data to stream in one write if the stream is in
+// state; size is data's in KurrentDB's measure.
+func (s *EventStore) appendEvents(ctx context.Context, stream string, state kdb.StreamState, data []kdb.EventData, size int) (domain.AppendResult, error) {
 	res, err := unstuck(ctx, s, func(c *kdb.Client) (*kdb.WriteResult, error) {
 		return c.AppendToStream(ctx, s.prefix+stream, kdb.AppendToStreamOptions{StreamState: state}, data...)
 	}, nil)
@@ -417,7 +430,7 @@ func (s *EventStore) Append(ctx context.Context, stream string, expected int64, 
 		// The server's own limit is lower than s.maxAppend: it refused the
 		// whole append (RpcExceptions.MaxAppendSizeExceeded).
 		if limit, ok := serverAppendLimit(err); ok {
-			return domain.AppendResult{}, appendTooLarge(stream, len(events), size, limit)
+			return domain.AppendResult{}, appendTooLarge(stream, len(data), size, limit)
 		}
 		return domain.AppendResult{}, fmt.Errorf("kurrentdb: append to %s: %w", stream, err)
 	}

@@ -49,3 +49,32 @@ func Open(ctx context.Context, url string) (*DB, error) {
 
 // Close closes every connection.
 func (db *DB) Close() { db.Pool.Close() }
+
+// spaceProbePages is how many 8 KiB pages ProbeSpace writes: 1 MiB.
+const spaceProbePages = 128
+
+// ProbeSpace reports whether the server has room for writes again
+// (diskspace.Remote.HasRoom): its disk is not this machine's, so its free
+// space cannot be measured here. It writes spaceProbePages pages to a
+// temporary table in the database's default tablespace — PostgreSQL
+// extends a relation by writing its new pages at once, so a full disk
+// fails this with disk_full — and rolls back, which removes the file.
+// Its rows are uncompressed (STORAGE PLAIN) and one per page, so the
+// 1 MiB really is written.
+func (db *DB) ProbeSpace(ctx context.Context) error {
+	tx, err := db.Pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("postgres: probe space: %w", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	for _, stmt := range []string{
+		`CREATE TEMPORARY TABLE engram_space_probe (filler text) ON COMMIT DROP`,
+		`ALTER TABLE engram_space_probe ALTER COLUMN filler SET STORAGE PLAIN`,
+		fmt.Sprintf(`INSERT INTO engram_space_probe SELECT repeat('x', 7000) FROM generate_series(1, %d)`, spaceProbePages),
+	} {
+		if _, err := tx.Exec(ctx, stmt); err != nil {
+			return fmt.Errorf("postgres: probe space: %w", err)
+		}
+	}
+	return nil
+}

@@ -54,8 +54,12 @@ func (s *EventStore) Append(ctx context.Context, stream string, expected int64, 
 	if len(events) == 0 {
 		return domain.AppendResult{}, fmt.Errorf("postgres: append to %s: no events", stream)
 	}
+	claims, err := domain.AppendClaims(events)
+	if err != nil {
+		return domain.AppendResult{}, fmt.Errorf("postgres: append to %s: %w", stream, err)
+	}
 	var res domain.AppendResult
-	err := pgx.BeginFunc(ctx, s.db.Pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, s.db.Pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, appendLock); err != nil {
 			return fmt.Errorf("postgres: append lock: %w", err)
 		}
@@ -68,6 +72,19 @@ func (s *EventStore) Append(ctx context.Context, stream string, expected int64, 
 		}
 		if expected != domain.ExpectAny && expected != current {
 			return fmt.Errorf("append to %s: expected version %d, stream is at %d: %w", stream, expected, current, domain.ErrWrongExpectedVersion)
+		}
+		// Under the append lock no other append can claim between this
+		// check and the insert below; the primary key would refuse it
+		// anyway.
+		if len(claims) > 0 {
+			var taken string
+			err := tx.QueryRow(ctx, `SELECT key FROM claims WHERE key = ANY($1) LIMIT 1`, claims).Scan(&taken)
+			if err == nil {
+				return fmt.Errorf("postgres: append to %s: %w", stream, &domain.ClaimTakenError{Key: taken})
+			}
+			if !errors.Is(err, pgx.ErrNoRows) {
+				return fmt.Errorf("postgres: read claims: %w", err)
+			}
 		}
 		now := s.now().UTC()
 		batch := &pgx.Batch{}
@@ -91,16 +108,26 @@ func (s *EventStore) Append(ctx context.Context, stream string, expected int64, 
 				string(e.Actor.Kind), e.Actor.ID, e.Actor.UserID, e.RequestID, payload)
 		}
 		br := tx.SendBatch(ctx, batch)
-		for range events {
+		var claimKeys []string
+		var claimPositions []int64
+		for _, e := range events {
 			var pos int64
 			if err := br.QueryRow().Scan(&pos); err != nil {
 				br.Close()
 				return fmt.Errorf("postgres: append to %s: %w", stream, err)
 			}
 			res.LastPosition = uint64(pos)
+			for _, key := range e.Claims {
+				claimKeys, claimPositions = append(claimKeys, key), append(claimPositions, pos)
+			}
 		}
 		if err := br.Close(); err != nil {
 			return fmt.Errorf("postgres: append to %s: %w", stream, err)
+		}
+		if len(claimKeys) > 0 {
+			if _, err := tx.Exec(ctx, `INSERT INTO claims (key, position) SELECT * FROM unnest($1::text[], $2::bigint[])`, claimKeys, claimPositions); err != nil {
+				return fmt.Errorf("postgres: record claims of %s: %w", stream, err)
+			}
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO streams (stream, version) VALUES ($1, $2) ON CONFLICT (stream) DO UPDATE SET version = excluded.version`, stream, current); err != nil {
 			return fmt.Errorf("postgres: bump stream version: %w", err)

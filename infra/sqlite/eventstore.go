@@ -218,6 +218,9 @@ func appendOne(ctx context.Context, tx *sql.Tx, insert *sql.Stmt, r *appendReque
 	if r.expected != domain.ExpectAny && r.expected != current {
 		return domain.AppendResult{}, fmt.Errorf("append to %s: expected version %d, stream is at %d: %w", r.stream, r.expected, current, domain.ErrWrongExpectedVersion)
 	}
+	if err := checkClaims(ctx, tx, r); err != nil {
+		return domain.AppendResult{}, err
+	}
 	var res domain.AppendResult
 	r.appended = make([]domain.Event, 0, len(r.events))
 	for _, e := range r.events {
@@ -240,6 +243,11 @@ func appendOne(ctx context.Context, tx *sql.Tx, insert *sql.Stmt, r *appendReque
 			return domain.AppendResult{}, fmt.Errorf("sqlite: append position: %w", err)
 		}
 		res.LastPosition = uint64(pos)
+		for _, key := range e.Claims {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO claims (key, position) VALUES (?, ?)`, key, pos); err != nil {
+				return domain.AppendResult{}, fmt.Errorf("sqlite: record claim of %s: %w", r.stream, err)
+			}
+		}
 		// As scanEvents reads it back; the payload is copied, since the
 		// caller's slice is not the cache's to keep.
 		r.appended = append(r.appended, domain.Event{ID: id, Stream: r.stream, Version: uint64(current), Position: uint64(pos),
@@ -251,6 +259,27 @@ func appendOne(ctx context.Context, tx *sql.Tx, insert *sql.Stmt, r *appendReque
 	}
 	res.NextExpectedVersion = current
 	return res, nil
+}
+
+// checkClaims refuses r if its events claim a key twice or a key that the
+// log (this transaction included: the appends before r in its group) has
+// claimed already.
+func checkClaims(ctx context.Context, tx *sql.Tx, r *appendRequest) error {
+	claims, err := domain.AppendClaims(r.events)
+	if err != nil {
+		return fmt.Errorf("sqlite: append to %s: %w", r.stream, err)
+	}
+	for _, key := range claims {
+		var taken int
+		err := tx.QueryRowContext(ctx, `SELECT 1 FROM claims WHERE key = ?`, key).Scan(&taken)
+		if err == nil {
+			return fmt.Errorf("sqlite: append to %s: %w", r.stream, &domain.ClaimTakenError{Key: key})
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("sqlite: read claims: %w", err)
+		}
+	}
+	return nil
 }
 
 const eventColumns = `position, id, stream, version, type, schema_version, time_ns, actor_kind, actor_id, actor_user_id, request_id, payload`

@@ -414,13 +414,38 @@ func Open(ctx context.Context, cfg Config) (*Core, error) {
 	appends := s.Store
 	if !cfg.SQLite.ReadOnly {
 		s.Storage = diskspace.New(diskspace.Options{
-			Dir: cfg.DataDir, IsFull: []func(error) bool{sqlite.IsStorageFull, postgres.IsStorageFull}, Reclaim: db.Reclaim, Logger: logger,
+			Dir: cfg.DataDir, IsFull: []func(error) bool{sqlite.IsStorageFull}, Reclaim: db.Reclaim,
+			Remote: postgresStorage(log.postgres, rm.postgres), Logger: logger,
 		})
 		s.Engine.UseStorageGuard(s.Storage)
 		appends = s.Storage.Appends(s.Store)
 	}
 	s.Writer = commands.NewEventWriter(appends, s.Engine, cfg.VisibilityTimeout)
 	return s, nil
+}
+
+// postgresStorage is the PostgreSQL of the log and of the read models
+// (each nil when not used) as remote storage for the disk-space guard, or
+// nil when there is none: a full disk there is judged by PostgreSQL, not
+// by the data dir's free space.
+func postgresStorage(dbs ...*postgres.DB) *diskspace.Remote {
+	var probe []*postgres.DB
+	for _, db := range dbs {
+		if db != nil && !slices.Contains(probe, db) {
+			probe = append(probe, db)
+		}
+	}
+	if len(probe) == 0 {
+		return nil
+	}
+	return &diskspace.Remote{Name: "PostgreSQL", IsFull: postgres.IsStorageFull, HasRoom: func(ctx context.Context) error {
+		for _, db := range probe {
+			if err := db.ProbeSpace(ctx); err != nil {
+				return err
+			}
+		}
+		return nil
+	}}
 }
 
 // indexes are the chosen index adapters.

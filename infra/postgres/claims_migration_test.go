@@ -1,0 +1,61 @@
+package postgres_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/infra/postgres"
+)
+
+// A log written before appends claimed memory ids (migration 0014) gets
+// the claims of its memories: a memory created before the upgrade keeps
+// its id from a push after it, on any node.
+func TestClaimsMigrationClaimsTheLogsMemories(t *testing.T) {
+	ctx := context.Background()
+	db := openDB(t)
+	var schema string
+	if err := db.Pool.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
+		t.Fatal(err)
+	}
+	created := func(id string) domain.NewEvent {
+		raw, _ := json.Marshal(map[string]string{"memory_id": id})
+		return domain.NewEvent{Type: "MemoryCreated", SchemaVersion: 1, Payload: raw}
+	}
+	// Written as before 0014: no claims (the same id twice, as the race
+	// this migration closes could leave it).
+	store := postgres.NewEventStore(db, 50*time.Millisecond)
+	for stream, events := range map[string][]domain.NewEvent{"agent-u-a": {created("m1"), created("m2")}, "agent-v-b": {created("m2")}} {
+		if _, err := store.Append(ctx, stream, domain.ExpectAny, events); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, stmt := range []string{
+		`DROP TABLE claims`,
+		`DELETE FROM migrations WHERE name LIKE '%0014_claims.sql'`,
+	} {
+		if _, err := db.Pool.Exec(ctx, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	upgraded, err := postgres.Open(ctx, withSearchPath(t, pg.URL(t), schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer upgraded.Close()
+	store = postgres.NewEventStore(upgraded, 50*time.Millisecond)
+	for _, c := range []struct {
+		memoryID string
+		taken    bool
+	}{{"m1", true}, {"m2", true}, {"m3", false}} {
+		e := created(c.memoryID)
+		e.Claims = []string{domain.MemoryClaim(c.memoryID)}
+		_, err := store.Append(ctx, "agent-w-c", domain.ExpectAny, []domain.NewEvent{e})
+		if taken := errors.Is(err, domain.ErrClaimTaken); taken != c.taken || (err != nil && !taken) {
+			t.Errorf("memory %s after the migration: append error %v, want taken %v", c.memoryID, err, c.taken)
+		}
+	}
+}
