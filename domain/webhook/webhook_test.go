@@ -9,7 +9,9 @@ import (
 
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/account"
+	"github.com/engram-memory/engram/domain/job"
 	"github.com/engram-memory/engram/domain/memory"
+	"github.com/engram-memory/engram/domain/processing"
 	"github.com/engram-memory/engram/domain/webhook"
 )
 
@@ -160,6 +162,10 @@ func TestNotificationOf(t *testing.T) {
 		{memory.MemoryPatched{AgentRef: ref, MemoryID: "m1"}, webhook.MemoryUpdated, map[string]any{"agent_id": "a1", "memory_id": "m1"}},
 		{memory.MemoryForgotten{AgentRef: ref, MemoryID: "m1"}, webhook.MemoryForgotten, map[string]any{"agent_id": "a1", "memory_id": "m1"}},
 		{account.APIKeyRevoked{UserID: "u1", KeyID: "k1"}, webhook.KeyRevoked, map[string]any{"key_id": "k1"}},
+		{account.APIKeyCycled{UserID: "u1", OldKeyID: "k1", NewKey: account.KeyRecord{KeyID: "k2"}}, webhook.KeyRevoked, map[string]any{"key_id": "k1", "replaced_by": "k2"}},
+		{processing.SuggestionCreated{AgentRef: processing.AgentRef{UserID: "u1", AgentID: "a1"}, SuggestionID: "s1", MemoryType: "note"}, webhook.SuggestionCreated,
+			map[string]any{"agent_id": "a1", "memory_type": "note", "suggestion_id": "s1"}},
+		{job.Completed{UserID: "u1", JobID: "j1"}, webhook.JobCompleted, map[string]any{"job_id": "j1"}},
 	} {
 		n, ok, err := webhook.NotificationOf(event(t, 0, tc.payload))
 		if err != nil || !ok || n.UserID != "u1" || n.Event != tc.event {
