@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -418,6 +419,26 @@ func TestAStoppingDispatcherGivesItsAttemptBack(t *testing.T) {
 	verifiedBody(t, got[0], hook.Secret)
 	s.waitDeliveries(t, key, hook.ID, func(ds []deliveryJSON) bool {
 		return len(ds) == 1 && ds[0].Status == "delivered" && ds[0].Attempts == 1
+	})
+}
+
+// TestABusyDispatcherClaimsAgainAsAttemptsEnd: with every slot taken,
+// the dispatcher claims the next due delivery when an attempt ends, not at
+// its next poll (an hour here).
+func TestABusyDispatcherClaimsAgainAsAttemptsEnd(t *testing.T) {
+	s := newStack(t, stackOptions{})
+	_, key := s.user(t, "alice@example.com")
+	rc := newReceiver(t)
+	hook := s.createWebhook(t, key, rc.srv.URL, "memory.created")
+	for i := range 4 {
+		s.create(t, key, "a", "note", map[string]any{"content": "backlog " + strconv.Itoa(i)})
+	}
+	cfg := fastWebhooks(3, time.Hour)
+	cfg.PollInterval, cfg.Concurrency = time.Hour, 1
+	s.startWebhooks(cfg)
+	rc.wait(t, 4)
+	s.waitDeliveries(t, key, hook.ID, func(ds []deliveryJSON) bool {
+		return len(ds) == 4 && !slices.ContainsFunc(ds, func(d deliveryJSON) bool { return d.Status != "delivered" })
 	})
 }
 

@@ -199,6 +199,9 @@ func (s *outboxSubscriber) Subscribe(ctx context.Context, _ string) (<-chan *mes
 func (s *outboxSubscriber) feed(ctx context.Context, out chan<- *message.Message) {
 	cfg := s.d.cfg
 	slots := make(chan struct{}, cfg.Concurrency)
+	// freed is signalled when an attempt ends, so a full dispatcher with a
+	// backlog claims again at once rather than at the next poll.
+	freed := make(chan struct{}, 1)
 	claimFor := cfg.AttemptTimeout + time.Minute
 	for {
 		free := cfg.Concurrency - len(slots)
@@ -232,15 +235,24 @@ func (s *outboxSubscriber) feed(ctx context.Context, out chan<- *message.Message
 					case <-ctx.Done():
 					}
 					<-slots
+					select {
+					case freed <- struct{}{}:
+					default:
+					}
 				}()
 			}
 		}
 		if claimed == free && free > 0 {
 			continue // there may be more due at once
 		}
+		var slotFreed <-chan struct{}
+		if free == 0 {
+			slotFreed = freed
+		}
 		select {
 		case <-ctx.Done():
 			return
+		case <-slotFreed:
 		case <-time.After(cfg.PollInterval):
 		}
 	}
