@@ -17,8 +17,6 @@ import (
 	"github.com/engram-memory/engram/dashboard"
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/memory"
-	"github.com/engram-memory/engram/domain/processing"
-	"github.com/engram-memory/engram/infra/embed/local"
 	"github.com/engram-memory/engram/internal/app"
 )
 
@@ -27,24 +25,14 @@ import (
 // and closes it.
 func seedStack(t testing.TB, n int) string {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := context.Background()
 	dir := t.TempDir()
-	st, err := app.Open(ctx, app.Config{DataDir: dir, GroupCommit: time.Millisecond})
+	a, err := app.New(ctx, app.Settings{Config: app.Config{DataDir: dir, GroupCommit: time.Millisecond}}, app.Writes)
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan struct{})
-	go func() { defer close(done); _ = st.Engine.Run(ctx) }()
-	defer func() { cancel(); <-done; _ = st.Close() }()
-	lp, err := local.New(local.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	memories, err := commands.NewMemories(commands.MemoriesConfig{Writer: st.Writer, Reader: st.Memories, Embedder: lp, DefaultModel: lp.Models()[0]})
-	if err != nil {
-		t.Fatal(err)
-	}
+	defer a.Close(ctx)
+	memories := a.Memories
 	meta := domain.Metadata{Actor: domain.Actor{Kind: domain.ActorUser, ID: "local", UserID: "local"}, RequestID: "test"}
 	for done := 0; done < n; {
 		batch := make([]commands.MemoryInput, min(memory.MaxBatch, n-done))
@@ -60,7 +48,7 @@ func seedStack(t testing.TB, n int) string {
 }
 
 func openStack(t testing.TB, dir, agentID string) (*app.ReadOnly, error) {
-	return app.OpenReadOnly(context.Background(), app.ReadOnlyConfig{Dir: dir, UserID: "local", AgentID: agentID, Processor: processing.NewRuleExtractor().Info()})
+	return app.OpenReadOnly(context.Background(), app.ReadOnlyConfig{Settings: app.Settings{Config: app.Config{DataDir: dir}}, UserID: "local", AgentID: agentID})
 }
 
 func TestOpenRefusesWhatIsNoStack(t *testing.T) {

@@ -46,25 +46,16 @@ type Event struct {
 	RequestID     string          `json:"request_id,omitempty"`
 	Payload       json.RawMessage `json:"payload"`
 
-	// decoded is the payload decoded already (WithDecoded), or nil.
-	decoded any
-}
-
-// WithDecoded returns e carrying decoded, a pointer to the payload decoded
-// from e.Payload: a Decode into a pointer of the same type then copies it
-// instead of parsing the JSON again. A replay decodes each event once for
-// all its projections this way. The copies share decoded's slices and
-// maps, which their readers must not modify.
-func (e Event) WithDecoded(decoded any) Event {
-	e.decoded = decoded
-	return e
+	// decoding is set by EventRegistry.Decode: the payload decoded once
+	// for every reader of this event in the process.
+	decoding *decoding
 }
 
 // Decode unmarshals the payload into v, or copies the payload decoded
-// already when v is a pointer of its type.
+// already (EventRegistry.Decode) when v is a pointer of its type.
 func (e Event) Decode(v any) error {
-	if e.decoded != nil && reflect.TypeOf(e.decoded) == reflect.TypeOf(v) {
-		reflect.ValueOf(v).Elem().Set(reflect.ValueOf(e.decoded).Elem())
+	if d := e.decoding; d != nil && d.payload != nil && reflect.TypeOf(d.payload) == reflect.TypeOf(v) {
+		reflect.ValueOf(v).Elem().Set(reflect.ValueOf(d.payload).Elem())
 		return nil
 	}
 	return json.Unmarshal(e.Payload, v)

@@ -12,27 +12,75 @@ type greeting struct {
 	Tags []string `json:"tags"`
 }
 
+func (greeting) EventType() string { return "Greeted" }
+
 type textOnly struct {
 	Text string `json:"text"`
 }
 
-// An event carrying its decoded payload hands it to a Decode of the same
-// type without parsing (the decoded value here differs from the JSON on
-// purpose, to tell the two apart); any other type is parsed from the JSON.
-func TestDecodeUsesTheDecodedPayloadOfItsType(t *testing.T) {
-	raw, _ := json.Marshal(greeting{Text: "from json", Tags: []string{"a"}})
-	e := domain.Event{Payload: raw}.WithDecoded(&greeting{Text: "decoded once", Tags: []string{"b"}})
+func registry(t *testing.T) *domain.EventRegistry {
+	t.Helper()
+	r, err := domain.NewEventRegistry([]domain.EventDecoder{domain.DecoderOf[greeting]()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
 
+// The registry decodes an event of a registered type into a pointer to its
+// payload type, once: decoding the decoded event again keeps the value,
+// and a Decode into the same type copies it instead of parsing the JSON.
+func TestRegistryDecodesARegisteredTypeOnce(t *testing.T) {
+	raw, _ := json.Marshal(greeting{Text: "from json", Tags: []string{"a"}})
+	r := registry(t)
+	e := r.Decode(domain.Event{Type: "Greeted", Payload: raw})
+	p, err := e.Decoded()
+	g, ok := p.(*greeting)
+	if err != nil || !ok || g.Text != "from json" {
+		t.Fatalf("Decoded() = %#v, %v; want *greeting from the JSON", p, err)
+	}
+	if again, _ := r.Decode(e).Decoded(); again != p {
+		t.Fatalf("a second Decode parsed again: %p, want the first value %p", again, p)
+	}
+	g.Text = "decoded once" // tells the decoded value from the JSON
 	var same greeting
-	if err := e.Decode(&same); err != nil || same.Text != "decoded once" || len(same.Tags) != 1 || same.Tags[0] != "b" {
-		t.Fatalf("same type: %+v, %v; want the decoded payload", same, err)
+	if err := e.Decode(&same); err != nil || same.Text != "decoded once" {
+		t.Fatalf("Decode into the same type: %+v, %v; want the decoded value", same, err)
 	}
 	var other textOnly
 	if err := e.Decode(&other); err != nil || other.Text != "from json" {
-		t.Fatalf("another type: %+v, %v; want the JSON parsed", other, err)
+		t.Fatalf("Decode into another type: %+v, %v; want the JSON parsed", other, err)
 	}
-	var plain greeting
-	if err := (domain.Event{Payload: raw}).Decode(&plain); err != nil || plain.Text != "from json" {
-		t.Fatalf("without a decoded payload: %+v, %v", plain, err)
+}
+
+func TestRegistryDecodeOutcomes(t *testing.T) {
+	tests := []struct {
+		name        string
+		event       domain.Event
+		wantPayload bool
+		wantErr     bool
+	}{
+		{"registered type", domain.Event{Type: "Greeted", Payload: json.RawMessage(`{"text":"hi"}`)}, true, false},
+		{"type the registry does not know", domain.Event{Type: "Waved", Payload: json.RawMessage(`{}`)}, false, false},
+		{"registered type whose payload does not parse", domain.Event{Type: "Greeted", Position: 7, Payload: json.RawMessage(`{"text":`)}, false, true},
+	}
+	r := registry(t)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := r.Decode(tc.event).Decoded()
+			if (p != nil) != tc.wantPayload || (err != nil) != tc.wantErr {
+				t.Fatalf("Decoded() = %#v, %v; want payload %v, error %v", p, err, tc.wantPayload, tc.wantErr)
+			}
+		})
+	}
+	if p, err := (domain.Event{Type: "Greeted"}).Decoded(); p != nil || err != nil {
+		t.Fatalf("an event no registry decoded: %#v, %v; want nothing", p, err)
+	}
+}
+
+func TestRegistryRefusesATypeRegisteredTwice(t *testing.T) {
+	list := []domain.EventDecoder{domain.DecoderOf[greeting]()}
+	if _, err := domain.NewEventRegistry(list, list); err == nil {
+		t.Fatal("a type registered twice was accepted")
 	}
 }

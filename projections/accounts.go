@@ -14,11 +14,11 @@ const AccountsProjectionName = "accounts"
 // NewAccounts returns the projection of the user streams into the
 // accounts read model.
 func NewAccounts(store account.ReadModel) Projection {
-	return &readModel[account.ReadModelTx]{name: AccountsProjectionName, store: store, apply: applyAccountEvent}
+	return &readModel[account.ReadModelTx]{name: AccountsProjectionName, store: store, apply: applyAccountEvent, events: Events()}
 }
 
 func applyAccountEvent(ctx context.Context, tx account.ReadModelTx, e domain.Event) error {
-	p, err := account.Decode(e)
+	p, err := e.Decoded()
 	if err != nil {
 		return err
 	}

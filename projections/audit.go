@@ -23,7 +23,7 @@ const AuditProjectionName = "audit"
 // account-level entry. Vectors (MemoryEmbedded) and the coalesced key-use
 // counters are not audited: they record no decision.
 func NewAudit(store audit.ReadModel) Projection {
-	return &readModel[audit.ReadModelTx]{name: AuditProjectionName, store: store, apply: applyAuditEvent}
+	return &readModel[audit.ReadModelTx]{name: AuditProjectionName, store: store, apply: applyAuditEvent, events: Events()}
 }
 
 // auditRecord is what one event contributes.
@@ -37,8 +37,11 @@ func applyAuditEvent(ctx context.Context, tx audit.ReadModelTx, e domain.Event) 
 	if err != nil || !ok {
 		return err
 	}
+	payload, _ := e.Decoded() // a failure was auditOf's error
+	_, created := payload.(*memory.MemoryCreated)
+	_, agentDeleted := payload.(*memory.AgentDeleted)
 	switch {
-	case e.Type == memory.MemoryCreated{}.EventType():
+	case created:
 		if err := tx.RememberMemoryType(ctx, rec.memoryID, rec.memoryType); err != nil {
 			return err
 		}
@@ -48,7 +51,7 @@ func applyAuditEvent(ctx context.Context, tx audit.ReadModelTx, e domain.Event) 
 			return err // a memory of a deleted agent, or never created: nothing to audit
 		}
 		rec.memoryType = typ
-	case e.Type == memory.AgentDeleted{}.EventType():
+	case agentDeleted:
 		if err := tx.DeleteAgent(ctx, rec.userID, rec.details.(map[string]string)["agent_id"]); err != nil {
 			return err
 		}
@@ -66,11 +69,9 @@ func applyAuditEvent(ctx context.Context, tx audit.ReadModelTx, e domain.Event) 
 // auditOf derives the entry of an event; ok is false for events that are
 // not audited.
 func auditOf(e domain.Event) (rec auditRecord, ok bool, err error) {
-	decode := func(v any) error {
-		if err := e.Decode(v); err != nil {
-			return fmt.Errorf("audit: decode %s: %w", e.Type, err)
-		}
-		return nil
+	payload, err := e.Decoded()
+	if err != nil {
+		return rec, false, fmt.Errorf("audit: %w", err)
 	}
 	mem := func(ref memory.AgentRef, op string, typ memory.Type, id string, details any) (auditRecord, bool, error) {
 		if details == nil {
@@ -81,155 +82,63 @@ func auditOf(e domain.Event) (rec auditRecord, ok bool, err error) {
 	acct := func(userID, op string, details any) (auditRecord, bool, error) {
 		return auditRecord{userID: userID, operation: op, details: details}, true, nil
 	}
-	switch e.Type {
-	case memory.AgentCreated{}.EventType():
-		var p memory.AgentCreated
-		if err := decode(&p); err != nil {
-			return rec, false, err
-		}
+	switch p := payload.(type) {
+	case *memory.AgentCreated:
 		return mem(p.AgentRef, "agent_created", "", "", map[string]any{"embedding_model": p.EmbeddingModel, "dimensions": p.Dimensions})
-	case memory.MemoryCreated{}.EventType():
-		var p memory.MemoryCreated
-		if err := decode(&p); err != nil {
-			return rec, false, err
-		}
+	case *memory.MemoryCreated:
 		details := map[string]any{"derived_from": nonNil(p.DerivedFrom)}
 		if p.Promotes != nil {
 			details["suggestion_id"] = p.Promotes.SuggestionID
 			details["suggestion_modified"] = p.Promotes.Modified
 		}
 		return mem(p.AgentRef, "create", p.Type, p.MemoryID, details)
-	case memory.MemoryPatched{}.EventType():
-		var p memory.MemoryPatched
-		if err := decode(&p); err != nil {
-			return rec, false, err
-		}
+	case *memory.MemoryPatched:
 		fields := make([]string, 0, len(p.Content))
 		for f := range p.Content {
 			fields = append(fields, f)
 		}
 		slices.Sort(fields)
 		return mem(p.AgentRef, "update", "", p.MemoryID, map[string]any{"content_fields": fields, "tags_changed": p.Tags != nil})
-	case memory.MemoryUpdated{}.EventType():
-		var p memory.MemoryUpdated
-		if err := decode(&p); err != nil {
-			return rec, false, err
-		}
+	case *memory.MemoryUpdated:
 		return mem(p.AgentRef, "update", "", p.MemoryID, nil)
-	case memory.MemoryForgotten{}.EventType():
-		var p memory.MemoryForgotten
-		if err := decode(&p); err != nil {
-			return rec, false, err
-		}
+	case *memory.MemoryForgotten:
 		return mem(p.AgentRef, "forget", "", p.MemoryID, nil)
-	case memory.MemoryPurged{}.EventType():
-		var p memory.MemoryPurged
-		if err := decode(&p); err != nil {
-			return rec, false, err
-		}
+	case *memory.MemoryPurged:
 		return mem(p.AgentRef, "purge", "", p.MemoryID, nil)
-	case memory.MemoryRecovered{}.EventType():
-		var p memory.MemoryRecovered
-		if err := decode(&p); err != nil {
-			return rec, false, err
-		}
+	case *memory.MemoryRecovered:
 		return mem(p.AgentRef, "recover", p.Type, p.MemoryID, map[string]any{"strength": p.Strength})
-	case memory.MemoryProtected{}.EventType():
-		var p memory.MemoryProtected
-		if err := decode(&p); err != nil {
-			return rec, false, err
-		}
+	case *memory.MemoryProtected:
 		return mem(p.AgentRef, "protect", "", p.MemoryID, nil)
-	case memory.MemoryUnprotected{}.EventType():
-		var p memory.MemoryUnprotected
-		if err := decode(&p); err != nil {
-			return rec, false, err
-		}
+	case *memory.MemoryUnprotected:
 		return mem(p.AgentRef, "unprotect", "", p.MemoryID, map[string]any{"strength": p.Strength})
-	case memory.MemoryWeakened{}.EventType():
-		var p memory.MemoryWeakened
-		if err := decode(&p); err != nil {
-			return rec, false, err
-		}
+	case *memory.MemoryWeakened:
 		return mem(p.AgentRef, "weaken", "", p.MemoryID, map[string]any{"by": p.By, "strength": p.Strength, "reason": p.Reason})
-	case memory.MemoryVerified{}.EventType():
-		var p memory.MemoryVerified
-		if err := decode(&p); err != nil {
-			return rec, false, err
-		}
+	case *memory.MemoryVerified:
 		return mem(p.AgentRef, "verify", "", p.MemoryID, map[string]any{"strength": p.Strength, "reason": p.Reason})
-	case memory.AgentModelSwitched{}.EventType():
-		var p memory.AgentModelSwitched
-		if err := decode(&p); err != nil {
-			return rec, false, err
-		}
+	case *memory.AgentModelSwitched:
 		return mem(p.AgentRef, "model_switched", "", "", map[string]any{"model": p.Model, "dimensions": p.Dimensions, "job_id": p.JobID})
-	case agentsettings.SettingsChanged{}.EventType():
-		var p agentsettings.SettingsChanged
-		if err := decode(&p); err != nil {
-			return rec, false, err
-		}
+	case *agentsettings.SettingsChanged:
 		return mem(p.AgentRef, "settings_changed", "", "", map[string]any{"changed": p.Changed, "settings": p.Settings})
-	case memory.AgentDeleted{}.EventType():
-		var p memory.AgentDeleted
-		if err := decode(&p); err != nil {
-			return rec, false, err
-		}
+	case *memory.AgentDeleted:
 		return acct(p.UserID, "agent_deleted", map[string]string{"agent_id": p.AgentID})
-	case account.TypeUserRegistered:
-		var p account.UserRegistered
-		if err := decode(&p); err != nil {
-			return rec, false, err
-		}
+	case *account.UserRegistered:
 		return acct(p.UserID, "register", map[string]any{})
-	case account.TypeVerificationIssued:
-		var p account.VerificationIssued
-		if err := decode(&p); err != nil {
-			return rec, false, err
-		}
+	case *account.VerificationIssued:
 		return acct(p.UserID, "verification_issued", map[string]any{"expires_at": p.ExpiresAt})
-	case account.TypeUserVerified:
-		var p account.UserVerified
-		if err := decode(&p); err != nil {
-			return rec, false, err
-		}
+	case *account.UserVerified:
 		return acct(p.UserID, "email_verified", map[string]any{"key_id": p.InitialKey.KeyID, "prefix": p.InitialKey.Prefix})
-	case account.TypeAPIKeyCreated:
-		var p account.APIKeyCreated
-		if err := decode(&p); err != nil {
-			return rec, false, err
-		}
+	case *account.APIKeyCreated:
 		return acct(p.UserID, "key_created", map[string]any{"key_id": p.Key.KeyID, "name": p.Key.Name, "prefix": p.Key.Prefix})
-	case account.TypeAPIKeyRevoked:
-		var p account.APIKeyRevoked
-		if err := decode(&p); err != nil {
-			return rec, false, err
-		}
+	case *account.APIKeyRevoked:
 		return acct(p.UserID, "key_revoked", map[string]any{"key_id": p.KeyID})
-	case account.TypeAPIKeyCycled:
-		var p account.APIKeyCycled
-		if err := decode(&p); err != nil {
-			return rec, false, err
-		}
+	case *account.APIKeyCycled:
 		return acct(p.UserID, "key_cycled", map[string]any{"old_key_id": p.OldKeyID, "key_id": p.NewKey.KeyID, "prefix": p.NewKey.Prefix})
-	case webhook.TypeRegistered:
-		var p webhook.Registered
-		if err := decode(&p); err != nil {
-			return rec, false, err
-		}
+	case *webhook.Registered:
 		// Never the secret: the audit trail is shown to the user and exported.
 		return acct(p.UserID, "webhook_created", map[string]any{"webhook_id": p.WebhookID, "url": p.URL, "events": p.Events})
-	case webhook.TypeDeleted:
-		var p webhook.Deleted
-		if err := decode(&p); err != nil {
-			return rec, false, err
-		}
+	case *webhook.Deleted:
 		return acct(p.UserID, "webhook_deleted", map[string]any{"webhook_id": p.WebhookID})
-	case account.TypeSessionStarted:
-		var p account.SessionStarted
-		if err := decode(&p); err != nil {
-			return rec, false, err
-		}
+	case *account.SessionStarted:
 		return acct(p.UserID, "session_started", map[string]any{"session_id": p.SessionID, "key_id": p.KeyID, "expires_at": p.ExpiresAt})
 	}
 	return rec, false, nil

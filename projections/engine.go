@@ -4,11 +4,13 @@
 // model stores); it keeps a durable checkpoint, applies batches
 // idempotently and can be rebuilt by replaying the log from the start.
 //
-// Events reach the projections through a watermill router, one handler per
-// projection, with three middlewares: panics become errors (Recoverer), a
-// failed batch is retried in place with exponential backoff (Retry), and a
-// batch that still fails is parked: handed back to the log subscriber,
-// which redelivers it with a growing delay, while Status reports it. A
+// Events reach the projections from one reader of the log, which decodes
+// each event once (see follower.go), through a watermill router, one
+// handler per projection, with three middlewares: panics become errors
+// (Recoverer), a failed batch is retried in place with exponential backoff
+// (Retry), and a batch that still fails is parked: handed back to the
+// projection's subscriber, which redelivers it with a growing delay, while
+// Status reports it. A
 // parked batch is never skipped (a read model with a hole would be wrong
 // for ever); it is the dead letter an operator sees on /readyz.
 package projections
@@ -52,6 +54,9 @@ type Engine struct {
 	projections []Projection
 	logger      *slog.Logger
 	retryDelay  time.Duration
+	// maxPending bounds the events queued for one projection (see
+	// follower.go).
+	maxPending int
 
 	mu        sync.Mutex
 	positions map[string]uint64
@@ -70,8 +75,8 @@ type Engine struct {
 	// of their key (see announced).
 	announcements map[string]chan struct{}
 	live          liveRebuilds
-	// decodes shares the live handlers' payload decoding.
-	decodes *liveDecodes
+	// events decodes each event read once for every projection.
+	events *domain.EventRegistry
 	// storage, when set (UseStorageGuard), holds failed batches while
 	// storage is full.
 	storage StorageGuard
@@ -111,12 +116,13 @@ func NewEngine(store domain.EventStore, logger *slog.Logger, projections ...Proj
 		projections: projections,
 		logger:      logger,
 		retryDelay:  250 * time.Millisecond,
+		maxPending:  maxPending,
 		positions:   make(map[string]uint64, len(projections)),
 		changed:     make(chan struct{}),
 		stats:       make(map[string]*ProjectionStatus, len(projections)),
 		leaseStatus: make(map[string]*LeaseStatus),
 		nudge:       make(chan struct{}),
-		decodes:     newLiveDecodes(liveDecodeSlots),
+		events:      Events(),
 
 		announcements: make(map[string]chan struct{}),
 	}
@@ -134,6 +140,10 @@ func (e *Engine) Names() []string {
 // Run feeds every projection from its checkpoint until ctx ends; a
 // leased projection (UseLeases) only while this node holds its lease.
 func (e *Engine) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	f := newFollower(ctx, e)
+	defer f.wait()
+	defer cancel()
 	var own, leased []Projection
 	for _, p := range e.projections {
 		if e.leased(p.Name()) {
@@ -143,18 +153,16 @@ func (e *Engine) Run(ctx context.Context) error {
 		}
 	}
 	if len(leased) == 0 {
-		return e.run(ctx, own)
+		return e.run(ctx, f, own)
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	errs := make(chan error, len(leased)+1)
 	running := len(leased)
 	if len(own) > 0 {
 		running++
-		go func() { errs <- e.run(ctx, own) }()
+		go func() { errs <- e.run(ctx, f, own) }()
 	}
 	for _, p := range leased {
-		go func() { errs <- e.runLeased(ctx, p) }()
+		go func() { errs <- e.runLeased(ctx, f, p) }()
 	}
 	listening := make(chan struct{})
 	go func() { defer close(listening); e.listen(ctx) }()
@@ -169,7 +177,9 @@ func (e *Engine) Run(ctx context.Context) error {
 	return first
 }
 
-func (e *Engine) run(ctx context.Context, projections []Projection) error {
+// run applies projections live from their checkpoints, fed by f, until
+// ctx ends or the router fails.
+func (e *Engine) run(ctx context.Context, f *logFollower, projections []Projection) error {
 	// Watermill logs every handler's start and stop at info; for an operator
 	// they are start-up noise, so they go to debug. Its errors stay errors.
 	wmLogger := watermill.NewSlogLoggerWithLevelMapping(e.logger.With("component", "watermill"),
@@ -187,13 +197,26 @@ func (e *Engine) run(ctx context.Context, projections []Projection) error {
 			return !errors.Is(p.Err, context.Canceled) && !errors.Is(p.Err, domain.ErrStorageFull)
 		},
 	}
-	for _, p := range projections {
+	positions := make([]uint64, len(projections))
+	for i, p := range projections {
 		pos, err := p.Position(ctx)
 		if err != nil {
 			return fmt.Errorf("projections: %s checkpoint: %w", p.Name(), err)
 		}
 		e.advance(p.Name(), pos)
-		sub := &logSubscriber{store: e.store, from: pos, retryDelay: e.retryDelay, maxRetryDelay: maxRetryDelay, storage: e.storage, logger: e.logger}
+		positions[i] = pos
+	}
+	// The follower serves from the lowest checkpoint, unless it serves
+	// already (these are leased projections taken over): a projection
+	// behind it catches up on its own.
+	members := f.join(positions)
+	defer func() {
+		for _, m := range members {
+			m.leave()
+		}
+	}()
+	for i, p := range projections {
+		sub := &memberSubscriber{e: e, m: members[i], from: positions[i], retryDelay: e.retryDelay, maxRetryDelay: maxRetryDelay}
 		h := router.AddConsumerHandler(p.Name(), p.Name(), sub, e.handler(p))
 		// Outermost first: park what the retries could not apply; retry
 		// each failed attempt, counted, whether an error or a recovered panic.
@@ -222,11 +245,7 @@ func (e *Engine) run(ctx context.Context, projections []Projection) error {
 
 func (e *Engine) handler(p Projection) message.NoPublishHandlerFunc {
 	return func(msg *message.Message) error {
-		events, err := decodeBatch(msg.Payload)
-		if err != nil {
-			return fmt.Errorf("projections: %s: %w", p.Name(), err)
-		}
-		e.decodes.attach(events)
+		events := batchOf(msg)
 		if err := p.Apply(msg.Context(), events); err != nil {
 			if e.storage != nil {
 				err = e.storage.Check(err)

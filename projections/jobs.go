@@ -1,7 +1,6 @@
 package projections
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 
@@ -18,47 +17,23 @@ const JobsProjectionName = "jobs"
 // jobs made, into the jobs read model. Deleting an agent removes its jobs
 // (a job still running fails when its runner finds the agent gone).
 func NewJobs(store job.ReadModel) Projection {
-	return &readModel[job.ReadModelTx]{name: JobsProjectionName, store: store, apply: applyJobEvent}
-}
-
-// embeddedByJob is the part of MemoryEmbedded the read model needs; leaving
-// out the vector keeps decoding cheap for the many events of the write path.
-type embeddedByJob struct {
-	UserID   string `json:"user_id"`
-	MemoryID string `json:"memory_id"`
-	JobID    string `json:"job_id"`
+	return &readModel[job.ReadModelTx]{name: JobsProjectionName, store: store, apply: applyJobEvent, events: Events()}
 }
 
 func applyJobEvent(ctx context.Context, tx job.ReadModelTx, e domain.Event) error {
-	switch e.Type {
-	case memory.MemoryEmbedded{}.EventType():
-		// Most vectors come from the write path and carry no job_id (it
-		// is omitempty); skipping them here spares parsing kilobytes of
-		// vector.
-		if !bytes.Contains(e.Payload, []byte(`"job_id"`)) {
-			return nil
-		}
-		var p embeddedByJob
-		if err := e.Decode(&p); err != nil {
-			return err
-		}
-		if p.JobID == "" {
-			return nil
-		}
-		return tx.CountEmbedded(ctx, p.UserID, p.JobID, p.MemoryID, e.Time)
-	case memory.AgentDeleted{}.EventType():
-		var p memory.AgentDeleted
-		if err := e.Decode(&p); err != nil {
-			return err
-		}
-		return tx.DeleteAgentJobs(ctx, p.UserID, p.AgentID)
-	}
-	p, err := job.Decode(e)
+	p, err := e.Decoded()
 	if err != nil {
 		return err
 	}
 	at := e.Time
 	switch ev := p.(type) {
+	case *memory.MemoryEmbedded:
+		if ev.JobID == "" { // a vector of the write path, not of a job
+			return nil
+		}
+		return tx.CountEmbedded(ctx, ev.UserID, ev.JobID, ev.MemoryID, at)
+	case *memory.AgentDeleted:
+		return tx.DeleteAgentJobs(ctx, ev.UserID, ev.AgentID)
 	case *job.Queued:
 		return tx.AddJob(ctx, *ev, at)
 	case *job.Started:

@@ -26,6 +26,8 @@ type Keyword struct {
 	// loadIndex: the index keeps nothing across restarts (the embedded
 	// one), so Position first fills it from the state.
 	loadIndex bool
+	// events decodes the events no engine decoded (see Events).
+	events *domain.EventRegistry
 
 	loadMu sync.Mutex
 	loaded bool
@@ -37,7 +39,7 @@ func NewKeyword(state domain.KeywordState, index domain.KeywordIndex, loadIndex 
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Keyword{state: state, index: index, logger: logger, loadIndex: loadIndex}
+	return &Keyword{state: state, index: index, logger: logger, loadIndex: loadIndex, events: Events()}
 }
 
 // Name implements Projection.
@@ -73,6 +75,7 @@ func (p *Keyword) Apply(ctx context.Context, events []domain.Event) error {
 		return err
 	}
 	var w indexWrites
+	p.events.DecodeAll(events)
 	return p.state.ApplyKeyword(ctx, events, func(ctx context.Context, tx domain.KeywordStateTx, e domain.Event) error {
 		return p.apply(ctx, tx, e, &w)
 	}, func(ctx context.Context) error { return w.flush(ctx, p.index, nil, p.logger) })
@@ -89,6 +92,7 @@ func (p *Keyword) statePosition(ctx context.Context) (uint64, error) {
 // applyState implements derivedIndex: the state and checkpoint alone.
 func (p *Keyword) applyState(ctx context.Context, events []domain.Event) error {
 	var w indexWrites // discarded: the index is refilled from the state
+	p.events.DecodeAll(events)
 	return p.state.ApplyKeyword(ctx, events, func(ctx context.Context, tx domain.KeywordStateTx, e domain.Event) error {
 		return p.apply(ctx, tx, e, &w)
 	}, nil)
@@ -148,33 +152,25 @@ func keywordDocument(s domain.KeywordSource) domain.KeywordDocument {
 }
 
 func (p *Keyword) apply(ctx context.Context, tx domain.KeywordStateTx, e domain.Event, w *indexWrites) error {
-	switch e.Type {
-	case memory.AgentCreated{}.EventType():
-		var ev memory.AgentCreated
-		if err := e.Decode(&ev); err != nil {
-			return err
-		}
+	payload, err := e.Decoded()
+	if err != nil {
+		return err
+	}
+	switch d := payload.(type) {
+	case *memory.AgentCreated:
+		ev := *d
 		return tx.PutAgent(ctx, scopeOf(ev.AgentRef))
-	case memory.MemoryCreated{}.EventType():
-		var ev memory.MemoryCreated
-		if err := e.Decode(&ev); err != nil {
-			return err
-		}
+	case *memory.MemoryCreated:
+		ev := *d
 		return p.created(ctx, tx, ev, w)
-	case memory.MemoryUpdated{}.EventType():
-		var ev memory.MemoryUpdated
-		if err := e.Decode(&ev); err != nil {
-			return err
-		}
+	case *memory.MemoryUpdated:
+		ev := *d
 		return p.change(ctx, tx, ev.AgentRef, ev.MemoryID, w, func(src *domain.KeywordSource) error {
 			src.Content, src.Tags = ev.Content, ev.Tags
 			return nil
 		})
-	case memory.MemoryPatched{}.EventType():
-		var ev memory.MemoryPatched
-		if err := e.Decode(&ev); err != nil {
-			return err
-		}
+	case *memory.MemoryPatched:
+		ev := *d
 		// A patch names the changed fields only: apply them to the stored
 		// content, as the memories read model does.
 		return p.change(ctx, tx, ev.AgentRef, ev.MemoryID, w, func(src *domain.KeywordSource) error {
@@ -188,36 +184,24 @@ func (p *Keyword) apply(ctx context.Context, tx domain.KeywordStateTx, e domain.
 			src.Content = content
 			return err
 		})
-	case memory.MemoryForgotten{}.EventType():
-		var ev memory.MemoryForgotten
-		if err := e.Decode(&ev); err != nil {
-			return err
-		}
+	case *memory.MemoryForgotten:
+		ev := *d
 		return p.change(ctx, tx, ev.AgentRef, ev.MemoryID, w, func(src *domain.KeywordSource) error {
 			src.Forgotten = true
 			return nil
 		})
-	case memory.MemoryRecovered{}.EventType():
-		var ev memory.MemoryRecovered
-		if err := e.Decode(&ev); err != nil {
-			return err
-		}
+	case *memory.MemoryRecovered:
+		ev := *d
 		// The event carries the memory as it stands.
 		return p.change(ctx, tx, ev.AgentRef, ev.MemoryID, w, func(src *domain.KeywordSource) error {
 			src.Content, src.Tags, src.Forgotten = ev.Content, ev.Tags, false
 			return nil
 		})
-	case memory.MemoryPurged{}.EventType():
-		var ev memory.MemoryPurged
-		if err := e.Decode(&ev); err != nil {
-			return err
-		}
+	case *memory.MemoryPurged:
+		ev := *d
 		return p.deleted(ctx, tx, ev.AgentRef, ev.MemoryID, w)
-	case memory.AgentDeleted{}.EventType():
-		var ev memory.AgentDeleted
-		if err := e.Decode(&ev); err != nil {
-			return err
-		}
+	case *memory.AgentDeleted:
+		ev := *d
 		scope := scopeOf(ev.AgentRef)
 		if err := tx.DeleteAgent(ctx, scope); err != nil {
 			return err

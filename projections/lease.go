@@ -143,7 +143,7 @@ func (e *Engine) leased(name string) bool {
 // runLeased applies p while this node holds its lease, and waits for the
 // lease (following the shared checkpoint) while it does not, until ctx
 // ends.
-func (e *Engine) runLeased(ctx context.Context, p Projection) error {
+func (e *Engine) runLeased(ctx context.Context, f *logFollower, p Projection) error {
 	name := p.Name()
 	for {
 		lease, err := e.awaitLease(ctx, p)
@@ -167,7 +167,7 @@ func (e *Engine) runLeased(ctx context.Context, p Projection) error {
 		}()
 		rebuilds := make(chan struct{})
 		go func() { defer close(rebuilds); e.runRequestedRebuilds(held, p.Name()) }()
-		err = e.run(held, []Projection{p})
+		err = e.run(held, f, []Projection{p})
 		stop()
 		<-rebuilds
 		releaseCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)

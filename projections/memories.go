@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/engram-memory/engram/domain"
@@ -35,10 +34,12 @@ const MemoriesProjectionName = "memories"
 //     ignored (it embedded a text that a later patch replaced).
 type Memories struct {
 	store memory.ReadModel
+	// events decodes the events no engine decoded (see Events).
+	events *domain.EventRegistry
 }
 
 // NewMemories returns the memories projection into store.
-func NewMemories(store memory.ReadModel) *Memories { return &Memories{store: store} }
+func NewMemories(store memory.ReadModel) *Memories { return &Memories{store: store, events: Events()} }
 
 // Name implements Projection.
 func (p *Memories) Name() string { return MemoriesProjectionName }
@@ -56,8 +57,9 @@ func (p *Memories) UnitOfWork() domain.UnitOfWork { return unitOfWorkOf(p.store)
 func (p *Memories) Apply(ctx context.Context, events []domain.Event) error {
 	// A stream's version is recorded once per batch, at its last event.
 	lastOfStream := map[string]uint64{}
+	p.events.DecodeAll(events)
 	for _, e := range events {
-		if isAgentEvent(e.Type) {
+		if isAgentEvent(e) {
 			lastOfStream[e.Stream] = e.Position
 		}
 	}
@@ -65,119 +67,81 @@ func (p *Memories) Apply(ctx context.Context, events []domain.Event) error {
 		if err := applyMemoryEvent(ctx, tx, e); err != nil {
 			return err
 		}
-		if lastOfStream[e.Stream] == e.Position && isAgentEvent(e.Type) {
+		if lastOfStream[e.Stream] == e.Position && isAgentEvent(e) {
 			return tx.RecordStreamVersion(ctx, e.Stream, e.Version)
 		}
 		return nil
 	})
 }
 
-// isAgentEvent reports whether events of this type are appended to agent
+// isAgentEvent reports whether events of e's type are appended to agent
 // streams (memory.AgentStream).
-func isAgentEvent(eventType string) bool {
-	switch eventType {
-	case memory.AgentCreated{}.EventType(), memory.MemoryCreated{}.EventType(), memory.MemoryEmbedded{}.EventType(),
-		memory.MemoryUpdated{}.EventType(), memory.MemoryPatched{}.EventType(), memory.MemoryForgotten{}.EventType(),
-		memory.MemoryPurged{}.EventType(), memory.AgentDeleted{}.EventType(), memory.AgentModelSwitched{}.EventType(),
-		memory.MemoryRecovered{}.EventType(), memory.MemoryProtected{}.EventType(), memory.MemoryUnprotected{}.EventType(),
-		memory.MemoryWeakened{}.EventType(), memory.MemoryVerified{}.EventType(), agentsettings.SettingsChanged{}.EventType():
+func isAgentEvent(e domain.Event) bool {
+	payload, _ := e.Decoded()
+	switch payload.(type) {
+	case *memory.AgentCreated, *memory.MemoryCreated, *memory.MemoryEmbedded, *memory.MemoryUpdated,
+		*memory.MemoryPatched, *memory.MemoryForgotten, *memory.MemoryPurged, *memory.AgentDeleted,
+		*memory.AgentModelSwitched, *memory.MemoryRecovered, *memory.MemoryProtected, *memory.MemoryUnprotected,
+		*memory.MemoryWeakened, *memory.MemoryVerified, *agentsettings.SettingsChanged:
 		return true
 	}
 	return false
 }
 
 func applyMemoryEvent(ctx context.Context, tx memory.ReadModelTx, e domain.Event) error {
-	switch e.Type {
-	case memory.AgentCreated{}.EventType():
-		var p memory.AgentCreated
-		return decoded(e, &p, func() error { return tx.AddAgent(ctx, p) })
-	case memory.MemoryCreated{}.EventType():
-		var p memory.MemoryCreated
-		return decoded(e, &p, func() error { return memoryCreated(ctx, tx, p, e) })
-	case memory.MemoryEmbedded{}.EventType():
-		// The whole event, vector included, though this read model records
-		// only which texts have vectors: the live handlers and the replay
-		// decode it once for all projections, and a copy of that costs
-		// less than parsing the JSON again for the other fields.
-		var p memory.MemoryEmbedded
-		return decoded(e, &p, func() error {
-			return tx.RecordEmbedding(ctx, p.AgentRef, p.MemoryID, p.Model, p.Dimensions, p.TextHash)
-		})
-	case memory.MemoryUpdated{}.EventType():
-		var p memory.MemoryUpdated
-		return decoded(e, &p, func() error { return memoryUpdated(ctx, tx, p) })
-	case memory.MemoryPatched{}.EventType():
-		var p memory.MemoryPatched
-		return decoded(e, &p, func() error { return memoryPatched(ctx, tx, p) })
-	case memory.MemoryForgotten{}.EventType():
-		var p memory.MemoryForgotten
-		return decoded(e, &p, func() error { return tx.Forget(ctx, p.AgentRef, p.MemoryID, p.ForgottenAt) })
-	case memory.MemoryPurged{}.EventType():
-		var p memory.MemoryPurged
-		return decoded(e, &p, func() error { return memoryPurged(ctx, tx, p) })
-	case memory.AgentDeleted{}.EventType():
-		var p memory.AgentDeleted
-		return decoded(e, &p, func() error { return tx.DeleteAgent(ctx, p.AgentRef) })
-	case memory.AgentModelSwitched{}.EventType():
-		var p memory.AgentModelSwitched
-		return decoded(e, &p, func() error { return agentModelSwitched(ctx, tx, p) })
-	case memory.MemoryRecovered{}.EventType():
-		var p memory.MemoryRecovered
-		return decoded(e, &p, func() error { return memoryRecovered(ctx, tx, p) })
-	case memory.MemoryProtected{}.EventType():
-		var p memory.MemoryProtected
-		return decoded(e, &p, func() error {
-			return changeVitality(ctx, tx, p.AgentRef, p.MemoryID, func(v *memory.Vitality) { v.Protected, v.Base, v.Since = true, p.Strength, p.At })
-		})
-	case memory.MemoryUnprotected{}.EventType():
-		var p memory.MemoryUnprotected
-		return decoded(e, &p, func() error {
-			return changeVitality(ctx, tx, p.AgentRef, p.MemoryID, func(v *memory.Vitality) { v.Protected, v.Base, v.Since = false, p.Strength, p.At })
-		})
-	case memory.MemoryWeakened{}.EventType():
-		var p memory.MemoryWeakened
-		return decoded(e, &p, func() error {
-			return changeVitality(ctx, tx, p.AgentRef, p.MemoryID, func(v *memory.Vitality) { v.Base, v.Since = p.Strength, p.At })
-		})
-	case memory.MemoryVerified{}.EventType():
-		var p memory.MemoryVerified
-		return decoded(e, &p, func() error { return memoryVerified(ctx, tx, p) })
-	case agentsettings.SettingsChanged{}.EventType():
-		var p agentsettings.SettingsChanged
-		return decoded(e, &p, func() error { return settingsChanged(ctx, tx, p) })
-	case processing.PassRecorded{}.EventType():
-		var p consumedFields
-		return decoded(e, &p, func() error { return passConsumed(ctx, tx, p) })
+	payload, err := e.Decoded()
+	if err != nil {
+		return err
+	}
+	switch p := payload.(type) {
+	case *memory.AgentCreated:
+		return tx.AddAgent(ctx, *p)
+	case *memory.MemoryCreated:
+		return memoryCreated(ctx, tx, *p, e)
+	case *memory.MemoryEmbedded:
+		return tx.RecordEmbedding(ctx, p.AgentRef, p.MemoryID, p.Model, p.Dimensions, p.TextHash)
+	case *memory.MemoryUpdated:
+		return memoryUpdated(ctx, tx, *p)
+	case *memory.MemoryPatched:
+		return memoryPatched(ctx, tx, *p)
+	case *memory.MemoryForgotten:
+		return tx.Forget(ctx, p.AgentRef, p.MemoryID, p.ForgottenAt)
+	case *memory.MemoryPurged:
+		return memoryPurged(ctx, tx, *p)
+	case *memory.AgentDeleted:
+		return tx.DeleteAgent(ctx, p.AgentRef)
+	case *memory.AgentModelSwitched:
+		return agentModelSwitched(ctx, tx, *p)
+	case *memory.MemoryRecovered:
+		return memoryRecovered(ctx, tx, *p)
+	case *memory.MemoryProtected:
+		return changeVitality(ctx, tx, p.AgentRef, p.MemoryID, func(v *memory.Vitality) { v.Protected, v.Base, v.Since = true, p.Strength, p.At })
+	case *memory.MemoryUnprotected:
+		return changeVitality(ctx, tx, p.AgentRef, p.MemoryID, func(v *memory.Vitality) { v.Protected, v.Base, v.Since = false, p.Strength, p.At })
+	case *memory.MemoryWeakened:
+		return changeVitality(ctx, tx, p.AgentRef, p.MemoryID, func(v *memory.Vitality) { v.Base, v.Since = p.Strength, p.At })
+	case *memory.MemoryVerified:
+		return memoryVerified(ctx, tx, *p)
+	case *agentsettings.SettingsChanged:
+		return settingsChanged(ctx, tx, *p)
+	case *processing.PassRecorded:
+		return passConsumed(ctx, tx, p.AgentRef, p.Consumed)
 	}
 	return nil // an event this read model does not hold
-}
-
-// consumedFields is what this read model needs of a PassRecorded (on the
-// agent's cognition stream): whose memories it consumed.
-type consumedFields struct {
-	processing.AgentRef
-	Consumed []processing.Consumed `json:"consumed"`
 }
 
 // passConsumed marks the memories a processing pass consumed, as the
 // processing snapshot does from the same event (processing.State.Processed). A consumed memory of an agent deleted
 // since is no longer held, so the mark never reaches a later agent of
 // the same id.
-func passConsumed(ctx context.Context, tx memory.ReadModelTx, p consumedFields) error {
-	ref := memory.AgentRef{UserID: p.UserID, AgentID: p.AgentID}
-	for _, c := range p.Consumed {
+func passConsumed(ctx context.Context, tx memory.ReadModelTx, agent processing.AgentRef, consumed []processing.Consumed) error {
+	ref := memory.AgentRef{UserID: agent.UserID, AgentID: agent.AgentID}
+	for _, c := range consumed {
 		if err := tx.MarkConsumed(ctx, ref, c.ID); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-func decoded(e domain.Event, payload any, apply func() error) error {
-	if err := e.Decode(payload); err != nil {
-		return fmt.Errorf("decode: %w", err)
-	}
-	return apply()
 }
 
 // memoryCreated records a memory of a live agent at its initial strength
@@ -189,7 +153,7 @@ func memoryCreated(ctx context.Context, tx memory.ReadModelTx, p memory.MemoryCr
 	}
 	var v memory.Vitality
 	if p.Derived != nil {
-		v = p.Derived.Vitality // derived at e.Time when decoded (decodeShared)
+		v = p.Derived.Vitality // derived at e.Time when decoded (memory.Events)
 	} else {
 		v = memory.InitialVitality(p.Type, p.Content, e.Time)
 	}

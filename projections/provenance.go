@@ -14,16 +14,16 @@ const ProvenanceProjectionName = "provenance"
 // the provenance read model: an edge per reference of a new memory; the
 // edges of a purged memory, at either end, and of a deleted agent go.
 func NewProvenance(store memory.ProvenanceReadModel) Projection {
-	return &readModel[memory.ProvenanceTx]{name: ProvenanceProjectionName, store: store, apply: applyProvenanceEvent}
+	return &readModel[memory.ProvenanceTx]{name: ProvenanceProjectionName, store: store, apply: applyProvenanceEvent, events: Events()}
 }
 
 func applyProvenanceEvent(ctx context.Context, tx memory.ProvenanceTx, e domain.Event) error {
-	switch e.Type {
-	case memory.MemoryCreated{}.EventType():
-		var p memory.MemoryCreated
-		if err := e.Decode(&p); err != nil {
-			return err
-		}
+	payload, err := e.Decoded()
+	if err != nil {
+		return err
+	}
+	switch p := payload.(type) {
+	case *memory.MemoryCreated:
 		refs, err := memory.ParseRefs("derived_from", p.DerivedFrom)
 		if err != nil {
 			return err
@@ -33,17 +33,9 @@ func applyProvenanceEvent(ctx context.Context, tx memory.ProvenanceTx, e domain.
 				return err
 			}
 		}
-	case memory.MemoryPurged{}.EventType():
-		var p memory.MemoryPurged
-		if err := e.Decode(&p); err != nil {
-			return err
-		}
+	case *memory.MemoryPurged:
 		return tx.DeleteEdgesOf(ctx, p.AgentRef, p.MemoryID)
-	case memory.AgentDeleted{}.EventType():
-		var p memory.AgentDeleted
-		if err := e.Decode(&p); err != nil {
-			return err
-		}
+	case *memory.AgentDeleted:
 		return tx.DeleteAgentEdges(ctx, p.AgentRef)
 	}
 	return nil

@@ -14,6 +14,8 @@ type readModel[Tx any] struct {
 	name  string
 	store domain.ReadModelStore[Tx]
 	apply func(context.Context, Tx, domain.Event) error
+	// events decodes the events no engine decoded (see Events).
+	events *domain.EventRegistry
 }
 
 // Name implements Projection.
@@ -27,6 +29,7 @@ func (p *readModel[Tx]) Position(ctx context.Context) (uint64, error) {
 // Apply implements Projection. The store names the event that failed,
 // the engine the projection.
 func (p *readModel[Tx]) Apply(ctx context.Context, events []domain.Event) error {
+	p.events.DecodeAll(events)
 	return p.store.Apply(ctx, events, p.apply)
 }
 

@@ -9,13 +9,13 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/engram-memory/engram/domain"
-	"github.com/engram-memory/engram/domain/memory"
 )
 
-// The bulk replay path of Rebuild and CatchUp. The watermill router (Run)
-// feeds each projection its own batches as the log grows; a replay knows
-// the whole range up front, so it reads the log once in large chunks and
-// applies each chunk to every selected projection, and the read models of
+// The bulk replay path of Rebuild and CatchUp. It reads the log as the
+// live path does, once, decoded once (readChunk); a replay knows the whole
+// range up front, so it reads in larger chunks, applies each chunk to
+// every selected projection directly rather than through the router (there
+// is nothing to park: a failure ends the replay), and the read models of
 // one database apply a chunk in one transaction (domain.UnitOfWork).
 
 // Chunk sizes: how many events a replay reads and applies at a time.
@@ -113,8 +113,7 @@ func (e *Engine) replay(ctx context.Context, selected []Projection, head uint64,
 	groups := replayGroups(selected)
 	readCtx, stopReading := context.WithCancel(ctx)
 	defer stopReading()
-	// Decoding once pays off when several projections read the payloads.
-	chunks := e.readChunks(readCtx, from, head, chunk, len(selected) > 1)
+	chunks := e.readChunks(readCtx, from, head, chunk)
 	for c := range chunks {
 		if c.err != nil {
 			return fmt.Errorf("projections: replay: read log after %d: %w", from, c.err)
@@ -210,26 +209,18 @@ type replayRead struct {
 	err    error
 }
 
-// readChunks reads the log after from up to head in chunks, one chunk
-// ahead of the projections (reading and applying overlap on two cores),
-// with decodeShared decoding the shared payloads as well (decodeOnce).
-// The channel closes after the last chunk, an error, or when ctx ends.
-func (e *Engine) readChunks(ctx context.Context, from, head uint64, chunk int, decodeShared bool) <-chan replayRead {
+// readChunks reads the log after from up to head in decoded chunks
+// (readChunk), one chunk ahead of the projections: the next chunk is read
+// and decoded while the previous one is applied, on two cores. The channel
+// closes after the last chunk, an error, or when ctx ends.
+func (e *Engine) readChunks(ctx context.Context, from, head uint64, chunk int) <-chan replayRead {
 	out := make(chan replayRead, 1)
 	go func() {
 		defer close(out)
 		for from < head {
-			events, err := e.store.ReadAll(ctx, from, chunk)
+			events, err := e.readChunk(ctx, from, head, chunk)
 			if err == nil && len(events) == 0 {
-				err = fmt.Errorf("log ends at %d before its head %d", from, head)
-			}
-			if n := len(events); err == nil && events[n-1].Position > head {
-				if events = events[:cut(events, head)]; len(events) == 0 {
-					return
-				}
-			}
-			if err == nil && decodeShared {
-				decodeOnce(events)
+				return
 			}
 			select {
 			case out <- replayRead{events: events, err: err}:
@@ -243,63 +234,6 @@ func (e *Engine) readChunks(ctx context.Context, from, head uint64, chunk int, d
 		}
 	}()
 	return out
-}
-
-// decodeOnce decodes the payloads that several projections read, once
-// for all of them (domain.Event.WithDecoded), on the reading goroutine:
-// the JSON is parsed while the previous chunk is applied. A payload that
-// does not parse is left to the projections, which report it.
-func decodeOnce(events []domain.Event) {
-	for i, e := range events {
-		if v := sharedPayload(e.Type); v != nil && decodeShared(e, v) {
-			events[i] = e.WithDecoded(v)
-		}
-	}
-}
-
-// decodeShared decodes e's payload into v (from sharedPayload) for every
-// projection that reads it, with a created memory's derived values
-// (memory.Derive), which the memories and keyword projections both take,
-// computed once as well; false when the payload does not parse.
-func decodeShared(e domain.Event, v any) bool {
-	if e.Decode(v) != nil {
-		return false
-	}
-	if p, ok := v.(*memory.MemoryCreated); ok {
-		if d, ok := memory.Derive(p.Type, p.Content, p.Tags, e.Time); ok {
-			p.Derived = &d
-		}
-	}
-	return true
-}
-
-// sharedPayload is a new payload of the event types more than one
-// projection decodes (the memories, keyword and vector projections and the
-// audit trail read most memory events), or nil.
-func sharedPayload(eventType string) any {
-	switch eventType {
-	case memory.MemoryCreated{}.EventType():
-		return new(memory.MemoryCreated)
-	case memory.MemoryEmbedded{}.EventType():
-		return new(memory.MemoryEmbedded)
-	case memory.MemoryUpdated{}.EventType():
-		return new(memory.MemoryUpdated)
-	case memory.MemoryPatched{}.EventType():
-		return new(memory.MemoryPatched)
-	case memory.MemoryForgotten{}.EventType():
-		return new(memory.MemoryForgotten)
-	case memory.MemoryRecovered{}.EventType():
-		return new(memory.MemoryRecovered)
-	case memory.MemoryPurged{}.EventType():
-		return new(memory.MemoryPurged)
-	case memory.AgentCreated{}.EventType():
-		return new(memory.AgentCreated)
-	case memory.AgentDeleted{}.EventType():
-		return new(memory.AgentDeleted)
-	case memory.AgentModelSwitched{}.EventType():
-		return new(memory.AgentModelSwitched)
-	}
-	return nil
 }
 
 // cut is the number of events at or below head.
@@ -374,11 +308,7 @@ func (e *Engine) pauseWhileRebuilt(p Projection) message.HandlerMiddleware {
 
 // replayBefore replays into p the log up to the event before msg's batch.
 func (e *Engine) replayBefore(msg *message.Message, p Projection) error {
-	events, err := decodeBatch(msg.Payload)
-	if err != nil {
-		return fmt.Errorf("projections: %s: %w", p.Name(), err)
-	}
-	return e.replay(msg.Context(), []Projection{p}, events[0].Position-1, true, liveReplayChunk)
+	return e.replay(msg.Context(), []Projection{p}, batchOf(msg)[0].Position-1, true, liveReplayChunk)
 }
 
 func (l *liveRebuilds) markRebuilt(name string) {

@@ -1,7 +1,6 @@
 package projections
 
 import (
-	"bytes"
 	"context"
 
 	"github.com/engram-memory/engram/domain"
@@ -17,31 +16,20 @@ const SuggestionsProjectionName = "suggestions"
 // memory it created), into the suggestions read
 // model. Deleting an agent removes its suggestions.
 func NewSuggestions(store processing.SuggestionsReadModel) Projection {
-	return &readModel[processing.SuggestionsTx]{name: SuggestionsProjectionName, store: store, apply: applySuggestionEvent}
+	return &readModel[processing.SuggestionsTx]{name: SuggestionsProjectionName, store: store, apply: applySuggestionEvent, events: Events()}
 }
 
 func applySuggestionEvent(ctx context.Context, tx processing.SuggestionsTx, e domain.Event) error {
-	switch e.Type {
-	case processing.SuggestionCreated{}.EventType():
-		var p processing.SuggestionCreated
-		if err := e.Decode(&p); err != nil {
-			return err
-		}
-		return tx.AddSuggestion(ctx, p)
-	case processing.SuggestionResolved{}.EventType():
-		var p processing.SuggestionResolved
-		if err := e.Decode(&p); err != nil {
-			return err
-		}
-		return tx.Resolve(ctx, p)
-	case memory.MemoryCreated{}.EventType():
-		if !bytes.Contains(e.Payload, []byte(`"promotes"`)) {
-			return nil // most memories come from no suggestion: skip decoding them
-		}
-		var p memory.MemoryCreated
-		if err := e.Decode(&p); err != nil {
-			return err
-		}
+	payload, err := e.Decoded()
+	if err != nil {
+		return err
+	}
+	switch p := payload.(type) {
+	case *processing.SuggestionCreated:
+		return tx.AddSuggestion(ctx, *p)
+	case *processing.SuggestionResolved:
+		return tx.Resolve(ctx, *p)
+	case *memory.MemoryCreated:
 		if p.Promotes == nil {
 			return nil
 		}
@@ -56,11 +44,7 @@ func applySuggestionEvent(ctx context.Context, tx processing.SuggestionsTx, e do
 			SuggestionID: p.Promotes.SuggestionID, Status: status,
 			PromotedTo: string(p.Type) + ":" + p.MemoryID, ResolvedAt: e.Time,
 		})
-	case memory.AgentDeleted{}.EventType():
-		var p memory.AgentDeleted
-		if err := e.Decode(&p); err != nil {
-			return err
-		}
+	case *memory.AgentDeleted:
 		return tx.DeleteAgentSuggestions(ctx, p.UserID, p.AgentID)
 	}
 	return nil

@@ -27,6 +27,8 @@ type Vectors struct {
 	// loadIndex: the index keeps nothing across restarts (the embedded
 	// one), so Position first fills it from the state.
 	loadIndex bool
+	// events decodes the events no engine decoded (see Events).
+	events *domain.EventRegistry
 
 	loadMu sync.Mutex
 	loaded bool
@@ -45,7 +47,7 @@ func NewVectors(state domain.VectorState, index domain.VectorIndex, loadIndex bo
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Vectors{state: state, index: index, logger: logger, loadIndex: loadIndex, agents: map[domain.IndexScope]domain.VectorSpace{}}
+	return &Vectors{state: state, index: index, logger: logger, loadIndex: loadIndex, events: Events(), agents: map[domain.IndexScope]domain.VectorSpace{}}
 }
 
 // Name implements Projection.
@@ -93,6 +95,7 @@ func (p *Vectors) applyTo(ctx context.Context, events []domain.Event, writeIndex
 	var w indexWrites
 	var spaces []func()
 	var flush func(context.Context) error
+	p.events.DecodeAll(events)
 	if writeIndex {
 		flush = func(ctx context.Context) error { return w.flush(ctx, nil, p.index, p.logger) }
 	}
@@ -183,6 +186,35 @@ func (p *Vectors) Load(ctx context.Context) error {
 	if p.loaded {
 		return nil
 	}
+	if err := p.loadAgents(ctx); err != nil {
+		return err
+	}
+	if p.loadIndex {
+		b := &loadBatch{p: p}
+		if err := p.state.LoadVectors(ctx, func(v domain.LoadedVector) error { return b.add(ctx, v) }); err != nil {
+			return fmt.Errorf("vectors: load: %w", err)
+		}
+		if err := b.flush(ctx); err != nil {
+			return fmt.Errorf("vectors: load: %w", err)
+		}
+	}
+	p.loaded = true
+	return nil
+}
+
+// LoadAgents reads only each agent's active space from the state, not the
+// vectors: what a keyword search needs (AgentSpace) of a process that
+// does not search vectors. Load still loads the index later.
+func (p *Vectors) LoadAgents(ctx context.Context) error {
+	p.loadMu.Lock()
+	defer p.loadMu.Unlock()
+	if p.loaded {
+		return nil
+	}
+	return p.loadAgents(ctx)
+}
+
+func (p *Vectors) loadAgents(ctx context.Context) error {
 	agents, err := p.state.VectorAgents(ctx)
 	if err != nil {
 		return fmt.Errorf("vectors: load agents: %w", err)
@@ -194,15 +226,5 @@ func (p *Vectors) Load(ctx context.Context) error {
 	p.mu.Lock()
 	p.agents = spaces
 	p.mu.Unlock()
-	if p.loadIndex {
-		b := &loadBatch{p: p}
-		if err := p.state.LoadVectors(ctx, func(v domain.LoadedVector) error { return b.add(ctx, v) }); err != nil {
-			return fmt.Errorf("vectors: load: %w", err)
-		}
-		if err := b.flush(ctx); err != nil {
-			return fmt.Errorf("vectors: load: %w", err)
-		}
-	}
-	p.loaded = true
 	return nil
 }

@@ -11,12 +11,13 @@ import (
 // apply changes the state for one event, queues the matching index writes
 // in w and the changes of the agents' spaces in spaces.
 func (p *Vectors) apply(ctx context.Context, tx domain.VectorStateTx, e domain.Event, w *indexWrites, spaces *[]func()) error {
-	switch e.Type {
-	case memory.AgentCreated{}.EventType():
-		var ev memory.AgentCreated
-		if err := e.Decode(&ev); err != nil {
-			return err
-		}
+	payload, err := e.Decoded()
+	if err != nil {
+		return err
+	}
+	switch d := payload.(type) {
+	case *memory.AgentCreated:
+		ev := *d
 		// As in the memories read model, the first AgentCreated binds the
 		// model; a second one (racing writers) changes nothing.
 		if _, exists, err := tx.Agent(ctx, ev.UserID, ev.AgentID); err != nil || exists {
@@ -27,17 +28,11 @@ func (p *Vectors) apply(ctx context.Context, tx domain.VectorStateTx, e domain.E
 			return err
 		}
 		*spaces = append(*spaces, func() { p.setAgent(a) })
-	case memory.AgentModelSwitched{}.EventType():
-		var ev memory.AgentModelSwitched
-		if err := e.Decode(&ev); err != nil {
-			return err
-		}
+	case *memory.AgentModelSwitched:
+		ev := *d
 		return p.switchModel(ctx, tx, ev, w, spaces)
-	case memory.AgentDeleted{}.EventType():
-		var ev memory.AgentDeleted
-		if err := e.Decode(&ev); err != nil {
-			return err
-		}
+	case *memory.AgentDeleted:
+		ev := *d
 		if err := tx.DeleteAgent(ctx, ev.UserID, ev.AgentID); err != nil {
 			return err
 		}
@@ -48,11 +43,8 @@ func (p *Vectors) apply(ctx context.Context, tx domain.VectorStateTx, e domain.E
 			delete(p.agents, scope)
 			p.mu.Unlock()
 		})
-	case memory.MemoryCreated{}.EventType():
-		var ev memory.MemoryCreated
-		if err := e.Decode(&ev); err != nil {
-			return err
-		}
+	case *memory.MemoryCreated:
+		ev := *d
 		// Memory events of an agent deleted earlier in the log are ignored.
 		if _, exists, err := tx.Agent(ctx, ev.UserID, ev.AgentID); err != nil || !exists {
 			return err
@@ -63,29 +55,17 @@ func (p *Vectors) apply(ctx context.Context, tx domain.VectorStateTx, e domain.E
 			Tags: ev.Tags, CreatedAt: ev.CreatedAt, TextHash: ev.TextHash,
 		})
 		return err
-	case memory.MemoryEmbedded{}.EventType():
-		var ev memory.MemoryEmbedded
-		if err := e.Decode(&ev); err != nil {
-			return err
-		}
+	case *memory.MemoryEmbedded:
+		ev := *d
 		return p.embedded(ctx, tx, ev, w)
-	case memory.MemoryUpdated{}.EventType():
-		var ev memory.MemoryUpdated
-		if err := e.Decode(&ev); err != nil {
-			return err
-		}
+	case *memory.MemoryUpdated:
+		ev := *d
 		return p.updated(ctx, tx, ev.AgentRef, ev.MemoryID, ev.TextHash, &ev.Tags, w)
-	case memory.MemoryPatched{}.EventType():
-		var ev memory.MemoryPatched
-		if err := e.Decode(&ev); err != nil {
-			return err
-		}
+	case *memory.MemoryPatched:
+		ev := *d
 		return p.updated(ctx, tx, ev.AgentRef, ev.MemoryID, ev.TextHash, ev.Tags, w)
-	case memory.MemoryForgotten{}.EventType():
-		var ev memory.MemoryForgotten
-		if err := e.Decode(&ev); err != nil {
-			return err
-		}
+	case *memory.MemoryForgotten:
+		ev := *d
 		m, ok, err := memoryOf(ctx, tx, ev.AgentRef, ev.MemoryID)
 		if err != nil || !ok {
 			return err
@@ -96,11 +76,8 @@ func (p *Vectors) apply(ctx context.Context, tx domain.VectorStateTx, e domain.E
 		}
 		scope := scopeOf(ev.AgentRef)
 		w.do(func(ctx context.Context) error { return p.index.SetForgotten(ctx, scope, ev.MemoryID, true) })
-	case memory.MemoryRecovered{}.EventType():
-		var ev memory.MemoryRecovered
-		if err := e.Decode(&ev); err != nil {
-			return err
-		}
+	case *memory.MemoryRecovered:
+		ev := *d
 		m, ok, err := memoryOf(ctx, tx, ev.AgentRef, ev.MemoryID)
 		if err != nil || !ok || !m.Forgotten {
 			return err
@@ -113,11 +90,8 @@ func (p *Vectors) apply(ctx context.Context, tx domain.VectorStateTx, e domain.E
 		// remote index written before forgotten points were kept lacks
 		// them.
 		return p.updated(ctx, tx, ev.AgentRef, ev.MemoryID, m.TextHash, nil, w)
-	case memory.MemoryPurged{}.EventType():
-		var ev memory.MemoryPurged
-		if err := e.Decode(&ev); err != nil {
-			return err
-		}
+	case *memory.MemoryPurged:
+		ev := *d
 		if _, ok, err := memoryOf(ctx, tx, ev.AgentRef, ev.MemoryID); err != nil || !ok {
 			return err
 		}

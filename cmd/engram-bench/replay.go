@@ -144,11 +144,14 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 
 	// As `engram projections rebuild` opens it.
 	indexes := app.Indexes{VectorOptions: vectorindex.Options{BuildWhileWriting: true}}
-	st, err := app.Open(ctx, app.Config{DataDir: dataDir, EventStore: cfg.eventStore, Indexes: indexes, Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	a, err := app.New(ctx, app.Settings{Config: app.Config{
+		DataDir: dataDir, EventStore: cfg.eventStore, Indexes: indexes, Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	}}, 0)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer a.Close(context.Background())
+	st := a.Core
 	if rep.Events, err = st.Store.Head(ctx); err != nil {
 		return err
 	}

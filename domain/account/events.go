@@ -142,3 +142,13 @@ func Decode(e domain.Event) (domain.Payload, error) {
 	}
 	return p, nil
 }
+
+// Events lists the decoders of the account event types for an event
+// registry (domain.NewEventRegistry).
+func Events() []domain.EventDecoder {
+	return []domain.EventDecoder{
+		domain.DecoderOf[UserRegistered](), domain.DecoderOf[VerificationIssued](), domain.DecoderOf[UserVerified](),
+		domain.DecoderOf[APIKeyCreated](), domain.DecoderOf[APIKeyRevoked](), domain.DecoderOf[APIKeyCycled](),
+		domain.DecoderOf[SessionStarted](), domain.DecoderOf[APIKeysUsed](),
+	}
+}

@@ -195,3 +195,9 @@ type SettingsChanged struct {
 }
 
 func (SettingsChanged) EventType() string { return "StackSettingsChanged" }
+
+// Events lists the decoders of the settings event types for an event
+// registry (domain.NewEventRegistry).
+func Events() []domain.EventDecoder {
+	return []domain.EventDecoder{domain.DecoderOf[SettingsChanged]()}
+}

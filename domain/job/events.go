@@ -152,3 +152,13 @@ func Decode(e domain.Event) (domain.Payload, error) {
 	}
 	return p, nil
 }
+
+// Events lists the decoders of the job event types for an event registry
+// (domain.NewEventRegistry).
+func Events() []domain.EventDecoder {
+	return []domain.EventDecoder{
+		domain.DecoderOf[Queued](), domain.DecoderOf[Started](), domain.DecoderOf[Resumed](),
+		domain.DecoderOf[BatchFailed](), domain.DecoderOf[MemorySkipped](), domain.DecoderOf[Finishing](),
+		domain.DecoderOf[Completed](), domain.DecoderOf[Cancelled](), domain.DecoderOf[Failed](),
+	}
+}

@@ -199,3 +199,37 @@ func (MemoryProtected) EventType() string   { return "MemoryProtected" }
 func (MemoryUnprotected) EventType() string { return "MemoryUnprotected" }
 func (MemoryWeakened) EventType() string    { return "MemoryWeakened" }
 func (MemoryVerified) EventType() string    { return "MemoryVerified" }
+
+// Events lists the decoders of the memory event types for an event
+// registry (domain.NewEventRegistry). A created memory's derived values
+// (Derive), which several read models take, are computed once with its
+// decoding.
+func Events() []domain.EventDecoder {
+	return []domain.EventDecoder{
+		domain.DecoderOf[AgentCreated](),
+		domain.DecoderFunc(MemoryCreated{}.EventType(), decodeMemoryCreated),
+		domain.DecoderOf[MemoryEmbedded](),
+		domain.DecoderOf[MemoryUpdated](),
+		domain.DecoderOf[MemoryPatched](),
+		domain.DecoderOf[MemoryForgotten](),
+		domain.DecoderOf[MemoryPurged](),
+		domain.DecoderOf[AgentDeleted](),
+		domain.DecoderOf[AgentModelSwitched](),
+		domain.DecoderOf[MemoryRecovered](),
+		domain.DecoderOf[MemoryProtected](),
+		domain.DecoderOf[MemoryUnprotected](),
+		domain.DecoderOf[MemoryWeakened](),
+		domain.DecoderOf[MemoryVerified](),
+	}
+}
+
+func decodeMemoryCreated(e domain.Event) (domain.Payload, error) {
+	var p MemoryCreated
+	if err := json.Unmarshal(e.Payload, &p); err != nil {
+		return nil, err
+	}
+	if d, ok := Derive(p.Type, p.Content, p.Tags, e.Time); ok {
+		p.Derived = &d
+	}
+	return &p, nil
+}

@@ -2,6 +2,8 @@ package processing
 
 import (
 	"encoding/json"
+
+	"github.com/engram-memory/engram/domain"
 	"time"
 )
 
@@ -108,3 +110,12 @@ func (ConfigChanged) EventType() string      { return "ProcessingConfigChanged" 
 func (PassRecorded) EventType() string       { return "ProcessingPassRecorded" }
 func (SuggestionCreated) EventType() string  { return "SuggestionCreated" }
 func (SuggestionResolved) EventType() string { return "SuggestionResolved" }
+
+// Events lists the decoders of the processing event types for an event
+// registry (domain.NewEventRegistry).
+func Events() []domain.EventDecoder {
+	return []domain.EventDecoder{
+		domain.DecoderOf[AnxietyLevelRecorded](), domain.DecoderOf[ConfigChanged](), domain.DecoderOf[PassRecorded](),
+		domain.DecoderOf[SuggestionCreated](), domain.DecoderOf[SuggestionResolved](),
+	}
+}

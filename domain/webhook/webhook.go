@@ -69,6 +69,12 @@ type Deleted struct {
 func (Registered) EventType() string { return TypeRegistered }
 func (Deleted) EventType() string    { return TypeDeleted }
 
+// Events lists the decoders of the webhook event types for an event
+// registry (domain.NewEventRegistry).
+func Events() []domain.EventDecoder {
+	return []domain.EventDecoder{domain.DecoderOf[Registered](), domain.DecoderOf[Deleted]()}
+}
+
 // Stream is the stream of a user's webhooks.
 func Stream(userID string) string { return "webhooks-" + userID }
 

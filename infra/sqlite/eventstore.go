@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -22,10 +21,6 @@ type EventStore struct {
 	pollInterval time.Duration
 	now          func() time.Time
 	appended     *signal
-	// commits counts this store's committed appends: the generation that
-	// tells the page cache whether a short page is still the log's tail.
-	commits atomic.Uint64
-	pages   *pageCache
 
 	// queue holds the appends waiting for the writer, oldest first; its
 	// head leads the next group commit (see Append).
@@ -48,9 +43,6 @@ type appendRequest struct {
 
 	res domain.AppendResult
 	err error
-	// appended is what a read of the log returns for events once they
-	// are committed; it seeds the page cache (see seedPages).
-	appended []domain.Event
 	// wake is closed once: when the request is done (done set first) or
 	// when it has become the head of the queue and must lead a commit.
 	wake chan struct{}
@@ -63,7 +55,7 @@ func NewEventStore(db *DB, pollInterval time.Duration) *EventStore {
 	if pollInterval <= 0 {
 		pollInterval = 500 * time.Millisecond
 	}
-	return &EventStore{db: db, pollInterval: pollInterval, now: time.Now, appended: newSignal(), pages: newPageCache(pageCacheBytes)}
+	return &EventStore{db: db, pollInterval: pollInterval, now: time.Now, appended: newSignal()}
 }
 
 // Append implements domain.EventStore.
@@ -124,8 +116,6 @@ func (s *EventStore) lead(ctx context.Context) {
 		}
 	}
 	if committed {
-		gen := s.commits.Add(1) // before the broadcast: see pageCache
-		s.seedPages(group, gen)
 		s.appended.broadcast()
 	}
 	s.mu.Lock()
@@ -138,34 +128,6 @@ func (s *EventStore) lead(ctx context.Context) {
 	}
 	if len(s.queue) > 0 {
 		close(s.queue[0].wake)
-	}
-}
-
-// seedPages puts the events a group committed at generation gen into the
-// page cache as the pages the subscribers that were caught up read next
-// (eventlog.Follow's pages after the position before the group), so they
-// find them there instead of reading back from SQLite what was just
-// written. Events of another process in between (positions not
-// consecutive) leave the cache as it was.
-func (s *EventStore) seedPages(group []*appendRequest, gen uint64) {
-	var events []domain.Event
-	for _, r := range group {
-		if r.err == nil {
-			events = append(events, r.appended...)
-		}
-	}
-	if len(events) == 0 {
-		return
-	}
-	for i := 1; i < len(events); i++ {
-		if events[i].Position != events[i-1].Position+1 {
-			return
-		}
-	}
-	after := events[0].Position - 1
-	for start := 0; start < len(events); start += eventlog.FollowBatch {
-		end := min(start+eventlog.FollowBatch, len(events))
-		s.pages.put(after+uint64(start), eventlog.FollowBatch, gen, events[start:end])
 	}
 }
 
@@ -222,7 +184,6 @@ func appendOne(ctx context.Context, tx *sql.Tx, insert *sql.Stmt, r *appendReque
 		return domain.AppendResult{}, err
 	}
 	var res domain.AppendResult
-	r.appended = make([]domain.Event, 0, len(r.events))
 	for _, e := range r.events {
 		current++
 		id := e.ID
@@ -248,11 +209,6 @@ func appendOne(ctx context.Context, tx *sql.Tx, insert *sql.Stmt, r *appendReque
 				return domain.AppendResult{}, fmt.Errorf("sqlite: record claim of %s: %w", r.stream, err)
 			}
 		}
-		// As scanEvents reads it back; the payload is copied, since the
-		// caller's slice is not the cache's to keep.
-		r.appended = append(r.appended, domain.Event{ID: id, Stream: r.stream, Version: uint64(current), Position: uint64(pos),
-			Type: e.Type, SchemaVersion: e.SchemaVersion, Time: time.Unix(0, at.UnixNano()).UTC(), Actor: e.Actor,
-			RequestID: e.RequestID, Payload: slices.Clone(e.Payload)})
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO streams (stream, version) VALUES (?, ?) ON CONFLICT (stream) DO UPDATE SET version = excluded.version`, r.stream, current); err != nil {
 		return domain.AppendResult{}, fmt.Errorf("sqlite: bump stream version: %w", err)
@@ -293,17 +249,13 @@ func (s *EventStore) ReadStream(ctx context.Context, stream string, from uint64)
 	return scanEvents(rows)
 }
 
-// ReadAll implements domain.EventStore. Pages are shared through the
-// page cache by the projections that read them at about the same time.
+// ReadAll implements domain.EventStore.
 func (s *EventStore) ReadAll(ctx context.Context, after uint64, limit int) ([]domain.Event, error) {
-	gen := s.commits.Load() // before the read: a commit during it makes the page stale
-	return s.pages.read(after, limit, gen, func() ([]domain.Event, error) {
-		rows, err := s.db.queryHot(ctx, `SELECT `+eventColumns+` FROM events WHERE position > ? ORDER BY position LIMIT ?`, after, limit)
-		if err != nil {
-			return nil, fmt.Errorf("sqlite: read all: %w", err)
-		}
-		return scanEvents(rows)
-	})
+	rows, err := s.db.queryHot(ctx, `SELECT `+eventColumns+` FROM events WHERE position > ? ORDER BY position LIMIT ?`, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: read all: %w", err)
+	}
+	return scanEvents(rows)
 }
 
 // Head implements domain.EventStore.

@@ -3,10 +3,8 @@ package app
 import (
 	"context"
 	"fmt"
-	"log/slog"
 
 	"github.com/engram-memory/engram/domain"
-	"github.com/engram-memory/engram/domain/processing"
 	"github.com/engram-memory/engram/infra/sqlite"
 	"github.com/engram-memory/engram/projections/query"
 )
@@ -20,58 +18,49 @@ func (s *Core) Queries(cfg query.Config) (*query.Service, error) {
 	return query.New(cfg)
 }
 
-// ReadOnlyConfig says which local stack to open read-only: the directory,
-// and the agent of the user it holds. Processor is what the processing
-// view reports as the processor the stack's passes run.
+// ReadOnlyConfig says which local stack to open read-only: the settings
+// (their DataDir is the stack's directory), and the agent of the user it
+// holds.
 type ReadOnlyConfig struct {
-	Dir       string
-	UserID    string
-	AgentID   string
-	Processor processing.ProcessorInfo
-	Logger    *slog.Logger
+	Settings Settings
+	UserID   string
+	AgentID  string
 }
 
 // ReadOnly is one local stack opened read-only with the read side over
-// it, for the dashboard. The projection engine does not run: the read
-// models are the ones the writers (the command line, a server) keep
-// current, read through SQLite's WAL, so every query sees what was
-// committed before it. No search index and no embedding model is loaded,
-// and nothing of the write side is built.
+// it, for the dashboard: New with Queries over a read-only database. The
+// projection engine does not run: the read models are the ones the
+// writers (the command line, a server) keep current, read through
+// SQLite's WAL, so every query sees what was committed before it. No
+// search index and no embedding model is loaded, and nothing of the write
+// side is built.
 type ReadOnly struct {
 	Queries *query.Service
-	core    *Core
+	app     *App
 }
 
-// OpenReadOnly opens the stack in cfg.Dir read-only: no lock, no
-// migration, no file created or changed. A directory without a database,
-// or a database without the agent, is an error.
+// OpenReadOnly opens the stack in cfg.Settings.DataDir read-only: no lock,
+// no migration, no file created or changed. A directory without a
+// database, or a database without the agent, is an error.
 func OpenReadOnly(ctx context.Context, cfg ReadOnlyConfig) (*ReadOnly, error) {
-	st, err := Open(ctx, Config{DataDir: cfg.Dir, SQLite: sqlite.Options{ReadOnly: true}, Logger: cfg.Logger})
+	settings := cfg.Settings
+	settings.SQLite = sqlite.Options{ReadOnly: true}
+	a, err := New(ctx, settings, Queries)
 	if err != nil {
 		return nil, err
 	}
-	ro, err := readOnly(ctx, st, cfg)
+	_, found, err := a.Core.Memories.Agent(ctx, cfg.UserID, cfg.AgentID)
+	if err == nil && !found {
+		err = domain.Errorf(domain.KindNotFound, "stack %q holds no memories", cfg.AgentID)
+	} else if err != nil {
+		err = fmt.Errorf("app: read stack %s: %w", cfg.AgentID, err)
+	}
 	if err != nil {
-		_ = st.Close()
+		_ = a.Close(ctx)
 		return nil, err
 	}
-	return ro, nil
-}
-
-func readOnly(ctx context.Context, st *Core, cfg ReadOnlyConfig) (*ReadOnly, error) {
-	_, found, err := st.Memories.Agent(ctx, cfg.UserID, cfg.AgentID)
-	if err != nil {
-		return nil, fmt.Errorf("app: read stack %s: %w", cfg.AgentID, err)
-	}
-	if !found {
-		return nil, domain.Errorf(domain.KindNotFound, "stack %q holds no memories", cfg.AgentID)
-	}
-	queries, err := st.Queries(query.Config{Processor: cfg.Processor})
-	if err != nil {
-		return nil, fmt.Errorf("app: %w", err)
-	}
-	return &ReadOnly{Queries: queries, core: st}, nil
+	return &ReadOnly{Queries: a.Queries, app: a}, nil
 }
 
 // Close releases the database.
-func (r *ReadOnly) Close() error { return r.core.Close() }
+func (r *ReadOnly) Close() error { return r.app.Close(context.Background()) }

@@ -73,7 +73,7 @@ func TestCLISearchLocal(t *testing.T) {
 	h.ok("note", "--content", "lunch is at noon")
 
 	out := h.object("search", "what broke login?")
-	assertShape(t, "search", out, "results", "total", "query_time_ms", "query_time_us", "source")
+	assertShape(t, "search", out, "results", "total", "query_time_ms", "query_time_us", "open_ms", "source")
 	if out["source"] != "local" || out["total"] != 2.0 {
 		t.Fatalf("search = %v", out)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/engram-memory/engram/domain/audit"
 	"github.com/engram-memory/engram/domain/memory"
 	"github.com/engram-memory/engram/domain/processing"
+	"github.com/engram-memory/engram/internal/app"
 	"github.com/engram-memory/engram/projections/query"
 )
 
@@ -26,8 +27,9 @@ import (
 // query.Service); --json prints the data object of the matching route.
 
 // withStack opens the command's existing stack, runs fn and closes it.
-func (c *cli) withStack(ctx context.Context, fn func(st *localStack) error) error {
-	st, err := c.openStack(ctx, false)
+// parts are the parts of the application fn uses.
+func (c *cli) withStack(ctx context.Context, parts app.Parts, fn func(st *localStack) error) error {
+	st, err := c.openStack(ctx, false, parts)
 	if err != nil {
 		return err
 	}
@@ -46,8 +48,8 @@ func processCommand(ctx context.Context, c *cli, args []string) error {
 	if _, err := c.parse(fs, args, 0, 0); err != nil {
 		return err
 	}
-	return c.withStack(ctx, func(st *localStack) error {
-		passes, err := st.app.pipeline.Process(ctx, st.meta(), st.name, commands.ProcessRequest{Force: *force, Transition: *transition})
+	return c.withStack(ctx, writeParts, func(st *localStack) error {
+		passes, err := st.app.Pipeline.Process(ctx, st.meta(), st.name, commands.ProcessRequest{Force: *force, Transition: *transition})
 		if err != nil {
 			return err
 		}
@@ -86,8 +88,8 @@ func processExhaust(ctx context.Context, c *cli, args []string) error {
 		return domain.Invalid("max_cycles", "--max-cycles must be between 1 and %d, got %d", processing.MaxExhaustCycles, *maxCycles)
 	}
 	autoPromote := !*noAutoPromote
-	return c.withStack(ctx, func(st *localStack) error {
-		r, err := st.app.pipeline.Exhaust(ctx, st.meta(), st.name, commands.ExhaustRequest{MaxCycles: *maxCycles, AutoPromote: &autoPromote})
+	return c.withStack(ctx, writeParts, func(st *localStack) error {
+		r, err := st.app.Pipeline.Exhaust(ctx, st.meta(), st.name, commands.ExhaustRequest{MaxCycles: *maxCycles, AutoPromote: &autoPromote})
 		if err != nil {
 			return err
 		}
@@ -142,8 +144,8 @@ func rawList(ctx context.Context, c *cli, args []string) error {
 	if *limit < 1 || *limit > query.MaxRawLimit {
 		return domain.Invalid("limit", "--limit must be between 1 and %d, got %d", query.MaxRawLimit, *limit)
 	}
-	return c.withStack(ctx, func(st *localStack) error {
-		page, err := st.app.queries.RawEntries(ctx, localUserID, st.name, q)
+	return c.withStack(ctx, readParts, func(st *localStack) error {
+		page, err := st.app.Queries.RawEntries(ctx, localUserID, st.name, q)
 		if err != nil {
 			return err
 		}
@@ -208,8 +210,8 @@ func suggestionsList(ctx context.Context, c *cli, args []string) error {
 	if *limit < 1 || *limit > processing.MaxSuggestionLimit {
 		return domain.Invalid("limit", "--limit must be between 1 and %d, got %d", processing.MaxSuggestionLimit, *limit)
 	}
-	return c.withStack(ctx, func(st *localStack) error {
-		list, err := st.app.queries.Suggestions(ctx, localUserID, st.name, status, *limit)
+	return c.withStack(ctx, readParts, func(st *localStack) error {
+		list, err := st.app.Queries.Suggestions(ctx, localUserID, st.name, status, *limit)
 		if err != nil {
 			return err
 		}
@@ -235,8 +237,8 @@ func suggestionShow(ctx context.Context, c *cli, args []string) error {
 	if err != nil {
 		return err
 	}
-	return c.withStack(ctx, func(st *localStack) error {
-		sg, err := st.app.queries.Suggestion(ctx, localUserID, pos[0])
+	return c.withStack(ctx, readParts, func(st *localStack) error {
+		sg, err := st.app.Queries.Suggestion(ctx, localUserID, pos[0])
 		if err != nil {
 			return err
 		}
@@ -288,8 +290,8 @@ func suggestionAccept(ctx context.Context, c *cli, args []string) error {
 		o.Content = json.RawMessage(*content)
 	}
 	o.Tags = tags
-	return c.withStack(ctx, func(st *localStack) error {
-		out, err := st.app.pipeline.Accept(ctx, st.meta(), pos[0], o)
+	return c.withStack(ctx, writeParts, func(st *localStack) error {
+		out, err := st.app.Pipeline.Accept(ctx, st.meta(), pos[0], o)
 		if err != nil {
 			return err
 		}
@@ -313,8 +315,8 @@ func suggestionResolve(ctx context.Context, c *cli, args []string, to processing
 	if err != nil {
 		return err
 	}
-	return c.withStack(ctx, func(st *localStack) error {
-		sg, err := st.app.pipeline.Resolve(ctx, st.meta(), pos[0], to, *reason)
+	return c.withStack(ctx, writeParts, func(st *localStack) error {
+		sg, err := st.app.Pipeline.Resolve(ctx, st.meta(), pos[0], to, *reason)
 		if err != nil {
 			return err
 		}
@@ -331,8 +333,8 @@ func anxietyCommand(ctx context.Context, c *cli, args []string) error {
 	if _, err := c.parse(fs, args, 0, 0); err != nil {
 		return err
 	}
-	return c.withStack(ctx, func(st *localStack) error {
-		rep, err := st.app.queries.Anxiety(ctx, localUserID, st.name)
+	return c.withStack(ctx, readParts, func(st *localStack) error {
+		rep, err := st.app.Queries.Anxiety(ctx, localUserID, st.name)
 		if err != nil {
 			return err
 		}
@@ -379,12 +381,12 @@ func auditCommand(ctx context.Context, c *cli, args []string) error {
 	if *limit < 1 || *limit > audit.MaxLimit {
 		return domain.Invalid("limit", "--limit must be between 1 and %d, got %d", audit.MaxLimit, *limit)
 	}
-	return c.withStack(ctx, func(st *localStack) error {
+	return c.withStack(ctx, readParts, func(st *localStack) error {
 		q := audit.Query{UserID: localUserID, AgentID: st.name, Before: *before, Limit: *limit}
 		if *account {
 			q.AgentID = ""
 		}
-		page, err := st.app.queries.Audit(ctx, q)
+		page, err := st.app.Queries.Audit(ctx, q)
 		if err != nil {
 			return err
 		}
@@ -423,8 +425,8 @@ func statsCommand(ctx context.Context, c *cli, args []string) error {
 	if _, err := c.parse(fs, args, 0, 0); err != nil {
 		return err
 	}
-	return c.withStack(ctx, func(st *localStack) error {
-		s, err := st.app.queries.Stats(ctx, localUserID, st.name)
+	return c.withStack(ctx, readParts, func(st *localStack) error {
+		s, err := st.app.Queries.Stats(ctx, localUserID, st.name)
 		if err != nil {
 			return err
 		}
@@ -463,8 +465,8 @@ func settingsGet(ctx context.Context, c *cli, args []string) error {
 	if _, err := c.parse(fs, args, 0, 0); err != nil {
 		return err
 	}
-	return c.withStack(ctx, func(st *localStack) error {
-		v, err := st.app.queries.Settings(ctx, localUserID, st.name)
+	return c.withStack(ctx, readParts, func(st *localStack) error {
+		v, err := st.app.Queries.Settings(ctx, localUserID, st.name)
 		if err != nil {
 			return err
 		}
@@ -483,8 +485,8 @@ func settingsSet(ctx context.Context, c *cli, args []string) error {
 	if err != nil {
 		return err
 	}
-	return c.withStack(ctx, func(st *localStack) error {
-		v, err := st.app.memories.PatchSettings(ctx, st.meta(), st.name, patch)
+	return c.withStack(ctx, writeParts, func(st *localStack) error {
+		v, err := st.app.Memories.PatchSettings(ctx, st.meta(), st.name, patch)
 		if err != nil {
 			return err
 		}
@@ -523,8 +525,8 @@ func processingGet(ctx context.Context, c *cli, args []string) error {
 	if _, err := c.parse(fs, args, 0, 0); err != nil {
 		return err
 	}
-	return c.withStack(ctx, func(st *localStack) error {
-		v, err := st.app.queries.Processing(ctx, localUserID, st.name)
+	return c.withStack(ctx, readParts, func(st *localStack) error {
+		v, err := st.app.Queries.Processing(ctx, localUserID, st.name)
 		return c.printProcessing(v, err)
 	})
 }
@@ -585,11 +587,11 @@ func processingSet(ctx context.Context, c *cli, args []string) error {
 	if err := dec.Decode(&patch); err != nil {
 		return domain.Invalid("", "processing set: %v (keys: auto_promote, suggestion_expiry_hours, layers.TRANSITION.FIELD)", err)
 	}
-	return c.withStack(ctx, func(st *localStack) error {
-		if err := st.app.pipeline.Configure(ctx, st.meta(), st.name, patch); err != nil {
+	return c.withStack(ctx, writeParts, func(st *localStack) error {
+		if err := st.app.Pipeline.Configure(ctx, st.meta(), st.name, patch); err != nil {
 			return err
 		}
-		return c.printProcessing(st.app.queries.Processing(ctx, localUserID, st.name))
+		return c.printProcessing(st.app.Queries.Processing(ctx, localUserID, st.name))
 	})
 }
 
@@ -642,8 +644,8 @@ func provenanceCommand(ctx context.Context, c *cli, args []string) error {
 	if *depth < 1 {
 		return domain.Invalid("depth", "--depth must be a positive integer, got %d", *depth)
 	}
-	return c.withStack(ctx, func(st *localStack) error {
-		t, err := st.app.queries.Provenance(ctx, localUserID, pos[0], *direction, *depth)
+	return c.withStack(ctx, readParts, func(st *localStack) error {
+		t, err := st.app.Queries.Provenance(ctx, localUserID, pos[0], *direction, *depth)
 		if err != nil {
 			return err
 		}
@@ -690,7 +692,7 @@ func strengthCommand(name, summary string, act func(*localStack) strengthAction)
 		if err != nil {
 			return err
 		}
-		return c.withStack(ctx, func(st *localStack) error {
+		return c.withStack(ctx, writeParts, func(st *localStack) error {
 			v, err := act(st)(ctx, st.meta(), pos[0], nil)
 			return c.printStrength(name, v, err)
 		})
@@ -711,8 +713,8 @@ func weakenCommand(ctx context.Context, c *cli, args []string) error {
 			change.By = by
 		}
 	})
-	return c.withStack(ctx, func(st *localStack) error {
-		v, err := st.app.memories.Weaken(ctx, st.meta(), pos[0], change, nil)
+	return c.withStack(ctx, writeParts, func(st *localStack) error {
+		v, err := st.app.Memories.Weaken(ctx, st.meta(), pos[0], change, nil)
 		return c.printStrength("weaken", v, err)
 	})
 }
@@ -724,8 +726,8 @@ func verifyCommand(ctx context.Context, c *cli, args []string) error {
 	if err != nil {
 		return err
 	}
-	return c.withStack(ctx, func(st *localStack) error {
-		v, err := st.app.memories.Verify(ctx, st.meta(), pos[0], commands.StrengthChange{Reason: *reason}, nil)
+	return c.withStack(ctx, writeParts, func(st *localStack) error {
+		v, err := st.app.Memories.Verify(ctx, st.meta(), pos[0], commands.StrengthChange{Reason: *reason}, nil)
 		return c.printStrength("verify", v, err)
 	})
 }

@@ -92,11 +92,11 @@ func (c *cli) openStackReadOnly(ctx context.Context, name string, logger *slog.L
 	if err != nil {
 		return nil, err
 	}
-	processor, err := newProcessor(cfg)
+	settings, err := cfg.settings(logger)
 	if err != nil {
 		return nil, err
 	}
-	st, err := app.OpenReadOnly(ctx, app.ReadOnlyConfig{Dir: dir, UserID: localUserID, AgentID: name, Processor: processor.Info(), Logger: logger})
+	st, err := app.OpenReadOnly(ctx, app.ReadOnlyConfig{Settings: settings, UserID: localUserID, AgentID: name})
 	if err != nil {
 		return nil, fmt.Errorf("open stack %s read-only: %w", name, err)
 	}

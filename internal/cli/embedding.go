@@ -2,53 +2,64 @@ package cli
 
 import (
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/infra/embed"
-	"github.com/engram-memory/engram/infra/embed/local"
 	"github.com/engram-memory/engram/infra/embed/openai"
+	"github.com/engram-memory/engram/infra/sqlite"
+	"github.com/engram-memory/engram/internal/app"
+	"github.com/engram-memory/engram/internal/workers"
 )
 
-// newEmbedCatalog builds the embedding providers from configuration. The
-// local provider is always there (it needs nothing); the openai provider
-// is added when selected or configured, and comes first when selected.
-func newEmbedCatalog(cfg serveConfig) (*embed.Catalog, error) {
-	lp, err := local.New(local.Options{ModelDirs: splitList(cfg.EmbedModelDir)})
+// embedding is the embedding part of the configuration, as the
+// composition root (internal/app) takes it.
+func (cfg serveConfig) embedding() (app.Embedding, error) {
+	extra, err := parseModelList(cfg.OpenAIExtraModels)
 	if err != nil {
-		return nil, fmt.Errorf("local embedding models: %w", err)
+		return app.Embedding{}, err
 	}
-	providers := []domain.EmbeddingProvider{lp}
-	defaultModel := cfg.EmbedModel
-	switch cfg.EmbedProvider {
-	case "local":
-		if defaultModel == "" {
-			defaultModel = local.DefaultModelName
-		}
-	case "openai":
-		if defaultModel == "" {
-			defaultModel = openai.ModelTextEmbedding3Small
-		}
-	default:
-		return nil, fmt.Errorf("--embed-provider must be local or openai, not %q", cfg.EmbedProvider)
+	return app.Embedding{
+		Provider: cfg.EmbedProvider, Model: cfg.EmbedModel, ModelDirs: splitList(cfg.EmbedModelDir),
+		OpenAIBaseURL: cfg.OpenAIBaseURL, OpenAIAPIKey: cfg.OpenAIAPIKey, OpenAIOrg: cfg.OpenAIOrg, OpenAIExtraModels: extra,
+	}, nil
+}
+
+// newEmbedCatalog builds the embedding providers from configuration
+// (app.NewEmbedCatalog), for the commands that embed without a stack.
+func newEmbedCatalog(cfg serveConfig) (*embed.Catalog, error) {
+	e, err := cfg.embedding()
+	if err != nil {
+		return nil, err
 	}
-	if cfg.EmbedProvider == "openai" || cfg.OpenAIAPIKey != "" || cfg.OpenAIBaseURL != "" {
-		extra, err := parseModelList(cfg.OpenAIExtraModels)
-		if err != nil {
-			return nil, err
-		}
-		op, err := openai.New(openai.Options{BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIAPIKey, Organization: cfg.OpenAIOrg, ExtraModels: extra})
-		if err != nil {
-			return nil, fmt.Errorf("openai embedding provider: %w", err)
-		}
-		if cfg.EmbedProvider == "openai" {
-			providers = append([]domain.EmbeddingProvider{op}, providers...)
-		} else {
-			providers = append(providers, op)
-		}
+	return app.NewEmbedCatalog(e)
+}
+
+// settings is the application's configuration (internal/app) from the
+// server's: every binary builds its application from one app.Settings.
+func (cfg serveConfig) settings(logger *slog.Logger) (app.Settings, error) {
+	durability, err := sqlite.ParseDurability(cfg.Durability)
+	if err != nil {
+		return app.Settings{}, fmt.Errorf("--durability: %w", err)
 	}
-	return embed.NewCatalog(embed.CatalogOptions{Providers: providers, DefaultModel: defaultModel})
+	e, err := cfg.embedding()
+	if err != nil {
+		return app.Settings{}, err
+	}
+	return app.Settings{
+		Config: app.Config{
+			DataDir: cfg.DataDir, SQLite: sqlite.Options{Durability: durability}, EventStore: cfg.EventStore, ReadModels: cfg.ReadModels,
+			Indexes: cfg.Indexes, NodeID: cfg.NodeID, Logger: logger,
+		},
+		Embedding: e,
+		Chat:      app.Chat{Model: cfg.ChatModel, Timeout: cfg.ChatTimeout},
+		SMTPURL:   cfg.SMTPURL, MailOutbox: cfg.MailOutbox,
+		PublicURL: cfg.PublicURL, SessionTTL: cfg.SessionTTL, ResendInterval: cfg.ResendInterval, UsageFlush: cfg.UsageFlush,
+		Quotas: cfg.Quotas, SyncMaxPushBytes: cfg.SyncMaxPushBytes,
+		Jobs: workers.RunnerConfig{ID: cfg.NodeID, LeaseTimeout: cfg.JobLeaseTimeout, BatchSize: cfg.JobBatchSize, BatchDelay: cfg.JobBatchDelay},
+	}, nil
 }
 
 // parseModelList reads "name:dims,name:dims" (models of an OpenAI-compatible

@@ -49,7 +49,7 @@ func importCommand(ctx context.Context, c *cli, args []string) error {
 	if err != nil {
 		return err
 	}
-	st, err := c.openStack(ctx, true)
+	st, err := c.openStack(ctx, true, writeParts)
 	if err != nil {
 		return err
 	}
@@ -58,7 +58,7 @@ func importCommand(ctx context.Context, c *cli, args []string) error {
 	imported := 0
 	for start := 0; start < len(items); start += memory.MaxBatch {
 		batch := items[start:min(start+memory.MaxBatch, len(items))]
-		if _, err := st.app.memories.CreateBatch(ctx, st.meta(), st.name, batch); err != nil {
+		if _, err := st.app.Memories.CreateBatch(ctx, st.meta(), st.name, batch); err != nil {
 			bar.finish()
 			return fmt.Errorf("lines %d-%d: %w (the %d memories before them were imported)", start+1, start+len(batch), lineError(err, start), imported)
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	apimcp "github.com/engram-memory/engram/api/mcp"
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/infra/datadir"
+	"github.com/engram-memory/engram/internal/app"
 )
 
 // mcpCommand serves one stack to an MCP client over stdio: the local stack
@@ -80,11 +82,12 @@ type stackBackend struct {
 	name string
 }
 
-// withStack runs f on the stack opened; create makes a missing stack
-// (writes), otherwise a missing stack is not_found.
-func withStack[T any](ctx context.Context, b *stackBackend, create bool, f func(apimcp.Backend) (T, error)) (T, error) {
+// withStack runs f on the stack opened with the parts the call uses;
+// create makes a missing stack (writes), otherwise a missing stack is
+// not_found.
+func withStack[T any](ctx context.Context, b *stackBackend, create bool, parts app.Parts, f func(apimcp.Backend) (T, error)) (T, error) {
 	var zero T
-	st, err := b.c.openNamedStack(ctx, b.name, create)
+	st, err := b.c.openNamedStack(ctx, b.name, create, parts)
 	if err != nil {
 		if domain.ErrorKind(err) == domain.KindNotFound {
 			return zero, domain.NotFound("agent")
@@ -92,63 +95,63 @@ func withStack[T any](ctx context.Context, b *stackBackend, create bool, f func(
 		return zero, err
 	}
 	defer st.close()
-	return f(apimcp.NewServiceBackend(st.app.mcp, localCaller()))
+	return f(apimcp.NewServiceBackend(st.app.MCP, localCaller()))
 }
 
 func (b *stackBackend) AddMemory(ctx context.Context, in apimcp.NewMemory) (apimcp.Created, error) {
-	return withStack(ctx, b, true, func(s apimcp.Backend) (apimcp.Created, error) { return s.AddMemory(ctx, in) })
+	return withStack(ctx, b, true, writeParts, func(s apimcp.Backend) (apimcp.Created, error) { return s.AddMemory(ctx, in) })
 }
 
 func (b *stackBackend) Search(ctx context.Context, q apimcp.SearchQuery) (apimcp.SearchResults, error) {
-	return withStack(ctx, b, false, func(s apimcp.Backend) (apimcp.SearchResults, error) { return s.Search(ctx, q) })
+	return withStack(ctx, b, false, searchParts, func(s apimcp.Backend) (apimcp.SearchResults, error) { return s.Search(ctx, q) })
 }
 
 func (b *stackBackend) GetMemory(ctx context.Context, id string) (apimcp.Memory, error) {
-	return withStack(ctx, b, false, func(s apimcp.Backend) (apimcp.Memory, error) { return s.GetMemory(ctx, id) })
+	return withStack(ctx, b, false, readParts, func(s apimcp.Backend) (apimcp.Memory, error) { return s.GetMemory(ctx, id) })
 }
 
 func (b *stackBackend) Provenance(ctx context.Context, id string) (apimcp.Provenance, error) {
-	return withStack(ctx, b, false, func(s apimcp.Backend) (apimcp.Provenance, error) { return s.Provenance(ctx, id) })
+	return withStack(ctx, b, false, readParts, func(s apimcp.Backend) (apimcp.Provenance, error) { return s.Provenance(ctx, id) })
 }
 
 func (b *stackBackend) ListMemories(ctx context.Context, q apimcp.ListQuery) (apimcp.MemoryPage, error) {
-	return withStack(ctx, b, false, func(s apimcp.Backend) (apimcp.MemoryPage, error) { return s.ListMemories(ctx, q) })
+	return withStack(ctx, b, false, readParts, func(s apimcp.Backend) (apimcp.MemoryPage, error) { return s.ListMemories(ctx, q) })
 }
 
 func (b *stackBackend) UpdateMemory(ctx context.Context, id string, version int64, p apimcp.Patch) (apimcp.Memory, error) {
-	return withStack(ctx, b, false, func(s apimcp.Backend) (apimcp.Memory, error) { return s.UpdateMemory(ctx, id, version, p) })
+	return withStack(ctx, b, false, writeParts, func(s apimcp.Backend) (apimcp.Memory, error) { return s.UpdateMemory(ctx, id, version, p) })
 }
 
 func (b *stackBackend) ForgetMemory(ctx context.Context, id string, version int64) (apimcp.Memory, error) {
-	return withStack(ctx, b, false, func(s apimcp.Backend) (apimcp.Memory, error) { return s.ForgetMemory(ctx, id, version) })
+	return withStack(ctx, b, false, writeParts, func(s apimcp.Backend) (apimcp.Memory, error) { return s.ForgetMemory(ctx, id, version) })
 }
 
 func (b *stackBackend) PendingSuggestions(ctx context.Context, agentID string, limit int) ([]apimcp.Suggestion, error) {
-	return withStack(ctx, b, false, func(s apimcp.Backend) ([]apimcp.Suggestion, error) { return s.PendingSuggestions(ctx, agentID, limit) })
+	return withStack(ctx, b, false, readParts, func(s apimcp.Backend) ([]apimcp.Suggestion, error) { return s.PendingSuggestions(ctx, agentID, limit) })
 }
 
 func (b *stackBackend) Suggestion(ctx context.Context, id string) (apimcp.Suggestion, error) {
-	return withStack(ctx, b, false, func(s apimcp.Backend) (apimcp.Suggestion, error) { return s.Suggestion(ctx, id) })
+	return withStack(ctx, b, false, readParts, func(s apimcp.Backend) (apimcp.Suggestion, error) { return s.Suggestion(ctx, id) })
 }
 
 func (b *stackBackend) AcceptSuggestion(ctx context.Context, id string) (apimcp.Accepted, error) {
-	return withStack(ctx, b, false, func(s apimcp.Backend) (apimcp.Accepted, error) { return s.AcceptSuggestion(ctx, id) })
+	return withStack(ctx, b, false, writeParts, func(s apimcp.Backend) (apimcp.Accepted, error) { return s.AcceptSuggestion(ctx, id) })
 }
 
 func (b *stackBackend) RejectSuggestion(ctx context.Context, id, reason string) (apimcp.Suggestion, error) {
-	return withStack(ctx, b, false, func(s apimcp.Backend) (apimcp.Suggestion, error) { return s.RejectSuggestion(ctx, id, reason) })
+	return withStack(ctx, b, false, writeParts, func(s apimcp.Backend) (apimcp.Suggestion, error) { return s.RejectSuggestion(ctx, id, reason) })
 }
 
 func (b *stackBackend) Stats(ctx context.Context, agentID string) (apimcp.Stats, error) {
-	return withStack(ctx, b, false, func(s apimcp.Backend) (apimcp.Stats, error) { return s.Stats(ctx, agentID) })
+	return withStack(ctx, b, false, readParts, func(s apimcp.Backend) (apimcp.Stats, error) { return s.Stats(ctx, agentID) })
 }
 
 func (b *stackBackend) Anxiety(ctx context.Context, agentID string) (apimcp.Anxiety, error) {
-	return withStack(ctx, b, false, func(s apimcp.Backend) (apimcp.Anxiety, error) { return s.Anxiety(ctx, agentID) })
+	return withStack(ctx, b, false, readParts, func(s apimcp.Backend) (apimcp.Anxiety, error) { return s.Anxiety(ctx, agentID) })
 }
 
 func (b *stackBackend) Settings(ctx context.Context, agentID string) (json.RawMessage, error) {
-	return withStack(ctx, b, false, func(s apimcp.Backend) (json.RawMessage, error) { return s.Settings(ctx, agentID) })
+	return withStack(ctx, b, false, readParts, func(s apimcp.Backend) (json.RawMessage, error) { return s.Settings(ctx, agentID) })
 }
 
 // stackLockWait bounds how long a command waits for a stack another
@@ -184,9 +187,17 @@ func serverVersion() string {
 	return strings.TrimPrefix(first, "engram ")
 }
 
-// stderrLogger logs warnings and errors on stderr, as every command does.
+// stderrLogger logs warnings and errors on stderr, as every command does;
+// ENGRAM_LOG_LEVEL (serve's --log-level) shows more, e.g. debug names
+// what a local command opened (the application's components).
 func (c *cli) stderrLogger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	level := slog.LevelWarn
+	if v, ok := os.LookupEnv(envName("log-level")); ok {
+		if err := level.UnmarshalText([]byte(v)); err != nil {
+			level = slog.LevelWarn
+		}
+	}
+	return slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: level}))
 }
 
 type nopWriteCloser struct{ io.Writer }

@@ -89,7 +89,7 @@ func reportPercentiles(b *testing.B, took []time.Duration) {
 func fillBenchStack(b *testing.B, home string, n int) []string {
 	b.Helper()
 	c := &cli{stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard, home: home, stack: "bench"}
-	st, err := c.openStack(context.Background(), true)
+	st, err := c.openStack(context.Background(), true, writeParts)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func fillWithNotes(b *testing.B, st *localStack, n int) []string {
 			content, _ := json.Marshal(map[string]string{"content": fmt.Sprintf("%s %d", sentence(12), done+i)})
 			batch[i] = commands.MemoryInput{Type: "note", Content: content}
 		}
-		if _, err := st.app.memories.CreateBatch(ctx, st.meta(), st.name, batch); err != nil {
+		if _, err := st.app.Memories.CreateBatch(ctx, st.meta(), st.name, batch); err != nil {
 			b.Fatal(err)
 		}
 	}

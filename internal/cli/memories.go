@@ -42,12 +42,12 @@ func captureCommand(t captureType) func(ctx context.Context, c *cli, args []stri
 		if err != nil {
 			return err
 		}
-		st, err := c.openStack(ctx, true)
+		st, err := c.openStack(ctx, true, writeParts)
 		if err != nil {
 			return err
 		}
 		defer st.close()
-		created, err := st.app.memories.Create(ctx, st.meta(), st.name, commands.MemoryInput{
+		created, err := st.app.Memories.Create(ctx, st.meta(), st.name, commands.MemoryInput{
 			Type: string(t.typ), Content: raw, Tags: common.tags, DerivedFrom: common.derivedFrom, CreatedAt: common.createdAt,
 		})
 		if err != nil {
@@ -95,12 +95,12 @@ func showCommand(ctx context.Context, c *cli, args []string) error {
 	if err != nil {
 		return err
 	}
-	st, err := c.openStack(ctx, false)
+	st, err := c.openStack(ctx, false, readParts)
 	if err != nil {
 		return err
 	}
 	defer st.close()
-	v, err := st.app.queries.Get(ctx, localUserID, pos[0])
+	v, err := st.app.Queries.Get(ctx, localUserID, pos[0])
 	if err != nil {
 		return err
 	}
@@ -154,12 +154,12 @@ func listCommand(ctx context.Context, c *cli, args []string) error {
 	if q.Limit < 1 || q.Limit > memory.MaxListLimit {
 		return domain.Invalid("limit", "--limit must be between 1 and %d, got %d", memory.MaxListLimit, q.Limit)
 	}
-	st, err := c.openStack(ctx, false)
+	st, err := c.openStack(ctx, false, readParts)
 	if err != nil {
 		return err
 	}
 	defer st.close()
-	page, err := st.app.queries.List(ctx, q)
+	page, err := st.app.Queries.List(ctx, q)
 	if err != nil {
 		return err
 	}
@@ -197,19 +197,19 @@ func forgetCommand(ctx context.Context, c *cli, args []string) error {
 	if err != nil {
 		return err
 	}
-	st, err := c.openStack(ctx, false)
+	st, err := c.openStack(ctx, false, writeParts)
 	if err != nil {
 		return err
 	}
 	defer st.close()
 	out := client.Forgotten{ID: pos[0]}
 	if *purge {
-		if err := st.app.memories.Purge(ctx, st.meta(), pos[0], nil); err != nil {
+		if err := st.app.Memories.Purge(ctx, st.meta(), pos[0], nil); err != nil {
 			return err
 		}
 		out.Purged = true
 	} else {
-		v, err := st.app.memories.Forget(ctx, st.meta(), pos[0], nil)
+		v, err := st.app.Memories.Forget(ctx, st.meta(), pos[0], nil)
 		if err != nil {
 			return err
 		}
@@ -248,12 +248,12 @@ func editCommand(ctx context.Context, c *cli, args []string) error {
 	if err != nil {
 		return err
 	}
-	st, err := c.openStack(ctx, false)
+	st, err := c.openStack(ctx, false, writeParts)
 	if err != nil {
 		return err
 	}
 	defer st.close()
-	current, err := st.app.queries.Get(ctx, localUserID, pos[0])
+	current, err := st.app.Queries.Get(ctx, localUserID, pos[0])
 	if err != nil {
 		return err
 	}
@@ -281,7 +281,7 @@ func editCommand(ctx context.Context, c *cli, args []string) error {
 		t := []string(tags)
 		patch.Tags = &t
 	}
-	v, err := st.app.memories.Patch(ctx, st.meta(), pos[0], patch)
+	v, err := st.app.Memories.Patch(ctx, st.meta(), pos[0], patch)
 	if err != nil {
 		return err
 	}

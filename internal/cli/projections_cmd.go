@@ -65,11 +65,16 @@ func projectionsCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 	}
 	// status only reads, so it works beside a live server; rebuild writes
 	// every projection and needs the data dir to itself.
-	st, err := app.Open(ctx, app.Config{DataDir: *dataDir, SQLite: sqlite.Options{ReadOnly: sub == "status"}, EventStore: eventStore, ReadModels: readModels, Indexes: indexes, Logger: logger})
+	// The core alone: no part of the application is asked for, and this
+	// command drives the engine itself.
+	a, err := app.New(ctx, app.Settings{Config: app.Config{
+		DataDir: *dataDir, SQLite: sqlite.Options{ReadOnly: sub == "status"}, EventStore: eventStore, ReadModels: readModels, Indexes: indexes, Logger: logger,
+	}}, 0)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer a.Close(context.Background())
+	st := a.Core
 	engine := st.Engine
 	if sub == "status" {
 		positions := map[string]uint64{}

@@ -17,7 +17,7 @@ func BenchmarkCLILocalSearch(b *testing.B) {
 	const memories = 10_000
 	ctx := context.Background()
 	c := &cli{stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard, home: b.TempDir(), stack: "bench"}
-	st, err := c.openStack(ctx, true)
+	st, err := c.openStack(ctx, true, writeParts|searchParts)
 	if err != nil {
 		b.Fatal(err)
 	}

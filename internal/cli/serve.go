@@ -231,7 +231,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 		return err
 	}
 	defer a.close(context.Background())
-	stopAdmin, err := serveAdminSocket(cfg.DataDir, a.stack, logger)
+	stopAdmin, err := serveAdminSocket(cfg.DataDir, a.app.Core, logger)
 	if err != nil {
 		return err
 	}
@@ -291,18 +291,9 @@ func (a *server) startScheduler(cfg serveConfig) error {
 	case cfg.ProcessWorkers < 1:
 		return fmt.Errorf("--process-concurrency must be at least 1, got %d", cfg.ProcessWorkers)
 	}
-	sched, err := workers.NewScheduler(workers.SchedulerConfig{
-		Pipeline: a.pipeline, Agents: a.stack.Memories, Interval: cfg.ProcessInterval, Concurrency: cfg.ProcessWorkers, Logger: a.logger,
-	})
-	if err != nil {
+	if err := a.app.StartScheduler(cfg.ProcessInterval, cfg.ProcessWorkers); err != nil {
 		return err
 	}
-	a.runInBackground(func(ctx context.Context) error {
-		if err := a.caughtUp.wait(ctx); err != nil {
-			return err
-		}
-		return sched.Run(ctx)
-	})
 	a.logger.Info("processing scheduler on", "interval", cfg.ProcessInterval, "concurrency", cfg.ProcessWorkers)
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/memory"
+	"github.com/engram-memory/engram/internal/app"
 )
 
 // localUserID owns every local stack: the event streams of a stack are
@@ -18,14 +19,27 @@ import (
 // stack's log has the same shape as a cloud agent's.
 const localUserID = "local"
 
-// stack is one opened local stack: the embedded engine of `engram serve`
-// (the same wiring, app) over ~/.engram/stacks/<name>, without the HTTP
-// listener.
+// localStack is one opened local stack: the application of `engram serve`
+// (the same composition root, internal/app) over ~/.engram/stacks/<name>,
+// with only the parts the command uses and without the HTTP listener.
 type localStack struct {
 	name string
 	dir  string
-	app  *server
+	app  *app.App
+	// opened is how long the open took (search reports it as open_ms).
+	opened time.Duration
 }
+
+// Parts of the application the local commands ask for: a read opens what
+// it reads, a write adds the write side and the projection engine. No
+// local command starts a background worker (embedding queue, job runner,
+// scheduler, mailer): those belong to a server.
+const (
+	readParts    = app.Queries
+	writeParts   = app.Queries | app.Writes
+	keywordParts = app.KeywordSearch
+	searchParts  = app.Search
+)
 
 // stackName is the stack the command works on.
 func (c *cli) stackName() string {
@@ -68,11 +82,12 @@ func (c *cli) stackExists(name string) (bool, error) {
 // openStack opens the command's stack. create makes a missing stack (the
 // first capture); otherwise a missing stack is not_found and nothing is
 // created on disk.
-func (c *cli) openStack(ctx context.Context, create bool) (*localStack, error) {
-	return c.openNamedStack(ctx, c.stackName(), create)
+func (c *cli) openStack(ctx context.Context, create bool, parts app.Parts) (*localStack, error) {
+	return c.openNamedStack(ctx, c.stackName(), create, parts)
 }
 
-func (c *cli) openNamedStack(ctx context.Context, name string, create bool) (*localStack, error) {
+func (c *cli) openNamedStack(ctx context.Context, name string, create bool, parts app.Parts) (*localStack, error) {
+	start := time.Now()
 	dir, err := c.stackDir(name)
 	if err != nil {
 		return nil, err
@@ -93,24 +108,28 @@ func (c *cli) openNamedStack(ctx context.Context, name string, create bool) (*lo
 	if err != nil {
 		return nil, err
 	}
-	a, err := c.newStackApp(ctx, cfg)
+	a, err := c.newStackApp(ctx, cfg, parts)
 	if err != nil {
 		return nil, fmt.Errorf("open stack %s: %w", name, err)
 	}
-	if err := a.caughtUp.waitServing(ctx); err != nil {
-		a.close(context.Background())
+	if err := a.CaughtUp().WaitServing(ctx); err != nil {
+		a.Close(context.Background())
 		return nil, fmt.Errorf("open stack %s: %w", name, err)
 	}
-	return &localStack{name: name, dir: dir, app: a}, nil
+	return &localStack{name: name, dir: dir, app: a, opened: time.Since(start)}, nil
 }
 
 // newStackApp opens the stack's engine, waiting up to stackLockWait while
 // another engram process holds the stack (an `engram mcp` call or another
 // command, each holding it for one command's time).
-func (c *cli) newStackApp(ctx context.Context, cfg serveConfig) (*server, error) {
+func (c *cli) newStackApp(ctx context.Context, cfg serveConfig, parts app.Parts) (*app.App, error) {
+	settings, err := cfg.settings(c.stderrLogger())
+	if err != nil {
+		return nil, err
+	}
 	deadline := time.Now().Add(stackLockWait)
 	for {
-		a, err := newServer(ctx, cfg, c.stderrLogger())
+		a, err := app.New(ctx, settings, parts)
 		if err == nil || !isStackHeld(err) || time.Now().After(deadline) {
 			return a, err
 		}
@@ -123,7 +142,7 @@ func (c *cli) newStackApp(ctx context.Context, cfg serveConfig) (*server, error)
 }
 
 // close stops the engine and releases the stack.
-func (s *localStack) close() error { return s.app.close(context.Background()) }
+func (s *localStack) close() error { return s.app.Close(context.Background()) }
 
 // meta is the metadata of a write made by the command line.
 func (s *localStack) meta() domain.Metadata {

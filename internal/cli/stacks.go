@@ -81,20 +81,24 @@ func stacksList(ctx context.Context, c *cli, args []string) error {
 
 // describeStack opens a stack to read its agent record.
 func (c *cli) describeStack(ctx context.Context, name string) (stackJSON, error) {
-	st, err := c.openNamedStack(ctx, name, false)
+	st, err := c.openNamedStack(ctx, name, false, readParts)
 	if err != nil {
 		return stackJSON{}, err
 	}
 	defer st.close()
 	out := stackJSON{Stack: name, Path: st.dir}
-	agent, found, err := st.app.stack.Memories.Agent(ctx, localUserID, name)
+	agent, found, err := st.app.Core.Memories.Agent(ctx, localUserID, name)
 	if err != nil {
 		return out, err
 	}
 	if found {
 		out.MemoryCount, out.EmbeddingModel, out.Dimensions, out.CreatedAt = agent.MemoryCount, agent.EmbeddingModel, agent.Dimensions, agent.CreatedAt
 	} else {
-		out.EmbeddingModel, out.Dimensions = st.app.catalog.DefaultModel().Name, st.app.catalog.DefaultModel().Dimensions
+		model, err := c.defaultModel(st.dir)
+		if err != nil {
+			return out, err
+		}
+		out.EmbeddingModel, out.Dimensions = model.Name, model.Dimensions
 	}
 	return out, nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/engram-memory/engram/client"
 	"github.com/engram-memory/engram/commands"
+	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/memory"
 )
 
@@ -94,11 +95,11 @@ func statusCommand(ctx context.Context, c *cli, args []string) error {
 			return err
 		}
 	} else {
-		catalog, err := newEmbedCatalog(cfg)
+		model, err := c.defaultModel(dir)
 		if err != nil {
 			return err
 		}
-		out.Embedding.Model, out.Embedding.Dimensions = catalog.DefaultModel().Name, catalog.DefaultModel().Dimensions
+		out.Embedding.Model, out.Embedding.Dimensions = model.Name, model.Dimensions
 	}
 	cl, err := c.loadCloud()
 	if err != nil {
@@ -125,26 +126,42 @@ func statusCommand(ctx context.Context, c *cli, args []string) error {
 	return nil
 }
 
+// defaultModel is the embedding model a new stack in dir would be bound
+// to; it loads the embedding models, which a stack that has an agent
+// record does not need (the record names its model).
+func (c *cli) defaultModel(dir string) (domain.EmbeddingModel, error) {
+	cfg, err := stackConfig(c.home, dir)
+	if err != nil {
+		return domain.EmbeddingModel{}, err
+	}
+	catalog, err := newEmbedCatalog(cfg)
+	if err != nil {
+		return domain.EmbeddingModel{}, err
+	}
+	return catalog.DefaultModel(), nil
+}
+
 // stackCounts fills the per-type counts, the model and the log size.
 func (c *cli) stackCounts(ctx context.Context, out *statusJSON) error {
-	st, err := c.openStack(ctx, false)
+	st, err := c.openStack(ctx, false, readParts)
 	if err != nil {
 		return err
 	}
 	defer st.close()
-	version, err := st.app.stack.Memories.StreamVersion(ctx, memory.AgentStream(localUserID, st.name))
+	version, err := st.app.Core.Memories.StreamVersion(ctx, memory.AgentStream(localUserID, st.name))
 	if err != nil {
 		return err
 	}
 	out.Events = uint64(version + 1)
 	out.Unpushed = out.Events - min(out.Events, st.pushedEvents())
-	agent, found, err := st.app.stack.Memories.Agent(ctx, localUserID, st.name)
+	agent, found, err := st.app.Core.Memories.Agent(ctx, localUserID, st.name)
 	if err != nil {
 		return err
 	}
-	out.Embedding.Model, out.Embedding.Dimensions = st.app.catalog.DefaultModel().Name, st.app.catalog.DefaultModel().Dimensions
 	if !found {
-		return nil
+		model, err := c.defaultModel(st.dir)
+		out.Embedding.Model, out.Embedding.Dimensions = model.Name, model.Dimensions
+		return err
 	}
 	out.Embedding.Model, out.Embedding.Dimensions = agent.EmbeddingModel, agent.Dimensions
 	for _, t := range memory.Types() {
@@ -165,11 +182,11 @@ func (c *cli) stackCounts(ctx context.Context, out *statusJSON) error {
 // memories, which it does not count, are paged through.
 func countMemories(ctx context.Context, st *localStack, types []memory.Type, includeForgotten bool) (int, error) {
 	if len(types) == 1 && types[0].Searchable() && !includeForgotten {
-		return st.app.stack.Memories.CountMemories(ctx, localUserID, st.name, types)
+		return st.app.Core.Memories.CountMemories(ctx, localUserID, st.name, types)
 	}
 	n, cursor := 0, ""
 	for {
-		page, err := st.app.queries.List(ctx, memory.ListQuery{UserID: localUserID, AgentID: st.name, Types: types, IncludeForgotten: includeForgotten, Limit: memory.MaxListLimit, Cursor: cursor})
+		page, err := st.app.Queries.List(ctx, memory.ListQuery{UserID: localUserID, AgentID: st.name, Types: types, IncludeForgotten: includeForgotten, Limit: memory.MaxListLimit, Cursor: cursor})
 		if err != nil {
 			return 0, err
 		}

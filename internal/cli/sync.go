@@ -184,7 +184,7 @@ func (c *cli) openSync(ctx context.Context, cl *cloud) (*syncSession, error) {
 		return nil, err
 	}
 	raw, _ := configValue(settings, "sync.raw")
-	st, err := c.openStack(ctx, true)
+	st, err := c.openStack(ctx, true, writeParts)
 	if err != nil {
 		return nil, err
 	}
@@ -198,7 +198,7 @@ func (c *cli) openSync(ctx context.Context, cl *cloud) (*syncSession, error) {
 
 // localStream is the stack's event log.
 func (s *syncSession) localEvents(ctx context.Context, after uint64) ([]domain.Event, error) {
-	return s.st.app.stack.Store.ReadStream(ctx, memory.AgentStream(localUserID, s.st.name), after)
+	return s.st.app.Core.Store.ReadStream(ctx, memory.AgentStream(localUserID, s.st.name), after)
 }
 
 // syncPushJSON is `sync push --json`.
@@ -411,7 +411,7 @@ func (s *syncSession) pull(ctx context.Context) (syncPullJSON, error) {
 		for j, e := range batch {
 			events[j] = commands.SyncEvent(e)
 		}
-		res, err := s.st.app.sync.Push(ctx, s.st.meta(), s.st.name, events)
+		res, err := s.st.app.Sync.Push(ctx, s.st.meta(), s.st.name, events)
 		if err != nil {
 			return out, fmt.Errorf("pull (%d events applied before): %w", out.Appended, err)
 		}

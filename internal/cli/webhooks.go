@@ -2,6 +2,7 @@ package cli
 
 import (
 	"flag"
+	"log/slog"
 	"time"
 
 	"github.com/engram-memory/engram/commands"
@@ -29,19 +30,20 @@ func webhookFlags(fs *flag.FlagSet, cfg *webhookConfig) {
 
 // startWebhooks builds the webhook commands and runs the dispatcher that
 // sends the outbox's deliveries.
-func (a *server) startWebhooks(cfg webhookConfig, st *app.Core) (*commands.Webhooks, error) {
+func startWebhooks(cfg webhookConfig, a *app.App, logger *slog.Logger) (*commands.Webhooks, error) {
+	st := a.Core
 	client := webhookhttp.New(webhookhttp.Options{Timeout: cfg.Timeout, AllowPrivate: cfg.AllowPrivate, UserAgent: "engram-webhooks/" + serverVersion()})
 	hooks, err := commands.NewWebhooks(commands.WebhooksConfig{Writer: st.Writer, Reader: st.Webhooks, Targets: client, AllowPrivate: cfg.AllowPrivate})
 	if err != nil {
 		return nil, err
 	}
 	dispatcher, err := workers.NewWebhookDispatcher(workers.WebhookDispatcherConfig{
-		Outbox: st.Webhooks, Poster: client, Logger: a.logger,
+		Outbox: st.Webhooks, Poster: client, Logger: logger,
 		Backoff: cfg.Backoff, MaxBackoff: cfg.MaxBackoff, MaxAttempts: cfg.MaxAttempts, AttemptTimeout: cfg.Timeout,
 	})
 	if err != nil {
 		return nil, err
 	}
-	a.runInBackground(dispatcher.Run)
+	a.RunInBackground("webhook_dispatcher", dispatcher.Run)
 	return hooks, nil
 }

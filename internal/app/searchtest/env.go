@@ -6,6 +6,7 @@
 package searchtest
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -25,8 +26,8 @@ import (
 	"github.com/engram-memory/engram/projections/search"
 )
 
-// Env is the search core every Engram binary wires (internal/app), in
-// process, with the memory commands and a search service.
+// Env is the application every Engram binary builds (internal/app.New),
+// in process, with the memory commands and a search service.
 type Env struct {
 	*app.Core
 	DataDir   string
@@ -37,7 +38,7 @@ type Env struct {
 	Provider *Provider
 	Search   *search.Service
 
-	stop func()
+	app *app.App
 }
 
 // Options tune an Env.
@@ -62,86 +63,43 @@ func New(t testing.TB, opts Options) *Env {
 	return s
 }
 
-// Open starts an Env on dataDir (which may hold an earlier Env's data).
+// Open starts an Env on dataDir (which may hold an earlier Env's data):
+// the application with its write side and search, over the built-in local
+// provider behind a counting switch. It returns once the projections have
+// applied the log (both in-memory indexes loaded), as the server's
+// start-up gate waits.
 func Open(ctx context.Context, dataDir string, opts Options) (*Env, error) {
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	p, err := local.New(opts.Embed)
 	if err != nil {
 		return nil, err
 	}
-	model, err := defaultModel(p, opts.Model)
+	provider := &Provider{P: p}
+	a, err := app.New(ctx, app.Settings{
+		Config: app.Config{
+			DataDir: dataDir, GroupCommit: 20 * time.Millisecond, Indexes: opts.Indexes, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		},
+		Embedding: app.Embedding{Model: cmp.Or(opts.Model, local.BuiltinModelName)},
+		Providers: []domain.EmbeddingProvider{provider},
+		Search:    opts.Search,
+	}, app.Writes|app.Search)
 	if err != nil {
+		return nil, fmt.Errorf("searchtest: %w", err)
+	}
+	if err := a.CaughtUp().WaitServing(ctx); err != nil {
+		_ = a.Close(ctx)
 		return nil, err
 	}
-	st, err := app.Open(ctx, app.Config{DataDir: dataDir, GroupCommit: 20 * time.Millisecond, Indexes: opts.Indexes, Logger: logger})
-	if err != nil {
-		return nil, err
-	}
-	s := &Env{Core: st, DataDir: dataDir, ReadModel: st.Memories, Index: st.EmbeddedVectors, Provider: &Provider{P: p}}
-	s.Memories, err = commands.NewMemories(commands.MemoriesConfig{
-		Writer: s.Writer, Reader: s.ReadModel, Embedder: s.Provider, Logger: logger,
-		DefaultModel: model,
-	})
-	if err != nil {
-		st.Close()
-		return nil, err
-	}
-	s.Search, err = st.Search(search.ProviderEmbedder{Provider: s.Provider}, opts.Search)
-	if err != nil {
-		st.Close()
-		return nil, err
-	}
-	// Load both in-memory indexes before anything searches, as the server's
-	// start-up gate does by waiting for the projections.
-	if err := s.Keyword.Load(ctx); err != nil {
-		st.Close()
-		return nil, err
-	}
-	if err := s.Vectors.Load(ctx); err != nil {
-		st.Close()
-		return nil, err
-	}
-	s.StartEngine()
-	return s, nil
-}
-
-// defaultModel finds name (default engram-hash-384) among p's models.
-func defaultModel(p *local.Provider, name string) (domain.EmbeddingModel, error) {
-	if name == "" {
-		name = local.BuiltinModelName
-	}
-	for _, m := range p.Models() {
-		if m.Name == name {
-			return m, nil
-		}
-	}
-	return domain.EmbeddingModel{}, fmt.Errorf("searchtest: no local model %q", name)
-}
-
-// StartEngine runs the projection engine in the background.
-func (s *Env) StartEngine() {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = s.Engine.Run(ctx)
-	}()
-	s.stop = func() { cancel(); <-done }
+	return &Env{
+		Core: a.Core, DataDir: dataDir, Memories: a.Memories, ReadModel: a.Core.Memories, Index: a.Core.EmbeddedVectors,
+		Provider: provider, Search: a.Search, app: a,
+	}, nil
 }
 
 // StopEngine stops the background engine (before Rebuild, or a restart).
-func (s *Env) StopEngine() {
-	if s.stop != nil {
-		s.stop()
-		s.stop = nil
-	}
-}
+func (s *Env) StopEngine() { s.app.StopEngine() }
 
 // Close stops the engine and closes the app.
-func (s *Env) Close() {
-	s.StopEngine()
-	s.Core.Close()
-}
+func (s *Env) Close() { _ = s.app.Close(context.Background()) }
 
 // VectorCount is the number of searchable vectors of the agent in its
 // active space (0 for an unknown agent).

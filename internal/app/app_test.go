@@ -1,0 +1,117 @@
+package app_test
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"testing"
+
+	"github.com/engram-memory/engram/commands"
+	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/internal/app"
+	"github.com/engram-memory/engram/projections"
+	"github.com/engram-memory/engram/projections/search"
+)
+
+var meta = domain.Metadata{Actor: domain.Actor{Kind: domain.ActorUser, ID: "u1", UserID: "u1"}}
+
+// Each set of parts builds what it names and nothing more: asking for
+// search starts no worker, a keyword search loads no model, and a nil part
+// stays nil.
+func TestNewBuildsOnlyThePartsAskedFor(t *testing.T) {
+	dir := t.TempDir()
+	seed(t, dir, "the heron nests by the quarry")
+	cases := []struct {
+		name          string
+		parts         app.Parts
+		want, notWant []string
+	}{
+		{"the core alone", 0, nil, []string{app.ComponentProjectionEngine, app.ComponentKeywordIndex, app.ComponentEmbeddingModels}},
+		{"queries", app.Queries, nil, []string{app.ComponentProjectionEngine, app.ComponentKeywordIndex, app.ComponentVectorIndex, app.ComponentEmbeddingModels}},
+		{"keyword search", app.KeywordSearch, []string{app.ComponentKeywordIndex}, []string{app.ComponentProjectionEngine, app.ComponentVectorIndex, app.ComponentEmbeddingModels, app.ComponentJobRunner}},
+		{"search", app.Search, []string{app.ComponentKeywordIndex, app.ComponentVectorIndex, app.ComponentEmbeddingModels}, []string{app.ComponentProjectionEngine, app.ComponentJobRunner, app.ComponentEmbedQueue}},
+		{"writes", app.Writes, []string{app.ComponentProjectionEngine, app.ComponentEmbeddingModels}, []string{app.ComponentJobRunner, app.ComponentEmbedQueue, app.ComponentMailer, app.ComponentUsageRecorder}},
+		{"server", app.Server, []string{app.ComponentProjectionEngine, app.ComponentJobRunner, app.ComponentEmbedQueue, app.ComponentMailer, app.ComponentUsageRecorder}, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			a, err := app.New(context.Background(), app.Settings{Config: app.Config{DataDir: dir}, MailOutbox: t.TempDir()}, tc.parts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer a.Close(context.Background())
+			got := a.Components()
+			for _, c := range tc.want {
+				if !slices.Contains(got, c) {
+					t.Errorf("components %v, want %s", got, c)
+				}
+			}
+			for _, c := range tc.notWant {
+				if slices.Contains(got, c) {
+					t.Errorf("components %v, must not hold %s", got, c)
+				}
+			}
+			if (a.Memories != nil) != (tc.parts&app.Writes != 0) || (a.Search != nil) != (tc.parts&(app.Search|app.KeywordSearch) != 0) ||
+				(a.Queries != nil) != (tc.parts&app.Queries != 0) || (a.Accounts != nil) != (tc.parts&app.Accounts != 0) {
+				t.Errorf("parts %b built memories %v, search %v, queries %v, accounts %v", tc.parts, a.Memories != nil, a.Search != nil, a.Queries != nil, a.Accounts != nil)
+			}
+		})
+	}
+}
+
+// A reader runs no engine, so it applies at open what the log holds beyond
+// its projections' checkpoints (here: projections reset to the start, as
+// after a writer that stopped before applying its events): it reads every
+// write, and a keyword search finds it.
+func TestAReaderCatchesUpWithTheLog(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	id := seed(t, dir, "the heron nests by the quarry")
+	core, err := app.Open(ctx, app.Config{DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range core.Projections() {
+		if p.Name() == projections.MemoriesProjectionName || p.Name() == projections.KeywordProjectionName || p.Name() == projections.VectorsProjectionName {
+			if err := p.Reset(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := core.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	a, err := app.New(ctx, app.Settings{Config: app.Config{DataDir: dir}}, app.Queries|app.KeywordSearch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close(ctx)
+	if _, err := a.Queries.Get(ctx, "u1", id); err != nil {
+		t.Fatalf("get after catch-up: %v", err)
+	}
+	resp, err := a.Search.Search(ctx, search.Request{UserID: "u1", AgentID: "a", Query: "heron", Mode: search.ModeKeyword, Limit: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Results) != 1 || resp.Results[0].Memory.ID != id {
+		t.Fatalf("keyword search after catch-up: %+v, want %s", resp.Results, id)
+	}
+}
+
+// seed captures a note through the write side and returns its id.
+func seed(t *testing.T, dir, text string) string {
+	t.Helper()
+	ctx := context.Background()
+	a, err := app.New(ctx, app.Settings{Config: app.Config{DataDir: dir}}, app.Writes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close(ctx)
+	content, _ := json.Marshal(map[string]string{"content": text})
+	created, err := a.Memories.Create(ctx, meta, "a", commands.MemoryInput{Type: "note", Content: content})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return created.ID
+}
