@@ -6,6 +6,7 @@ package forgotten
 
 import (
 	"maps"
+	"slices"
 	"sync"
 
 	"github.com/engram-memory/engram/domain"
@@ -73,4 +74,16 @@ func (s *Sets) Clear() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	clear(s.byScope)
+}
+
+// All returns a copy of every agent's forgotten ids, sorted, for a snapshot
+// of the index that holds them.
+func (s *Sets) All() map[domain.IndexScope][]string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make(map[domain.IndexScope][]string, len(s.byScope))
+	for scope, set := range s.byScope {
+		out[scope] = slices.Sorted(maps.Keys(set))
+	}
+	return out
 }

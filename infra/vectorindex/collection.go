@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -59,6 +60,12 @@ type collection struct {
 	epoch     uint64 // bumped when the graph is replaced or dropped: stale indexers stop
 	indexing  bool   // a background indexer is running for this epoch
 	dropped   bool
+	// borrowed: the per-slot arrays are not the collection's own to
+	// change in place: they alias a loaded snapshot's bytes (often a
+	// read-only mapping). lent: a snapshot being written reads them
+	// without the lock. The next write copies them first (ownArrays).
+	borrowed bool
+	lent     atomic.Bool
 	// published is signalled (with c.mu as its lock) whenever the graph
 	// grows, the indexer stops or the collection is dropped: writers held
 	// back by Options.MaxTail wait on it.
@@ -296,6 +303,31 @@ func (c *collection) tombstone(slot uint32) {
 	c.tagN[slot] = 0
 	c.dead[slot/64] |= 1 << (slot % 64)
 	c.nDead++
+}
+
+// ownArrays makes the arrays a write may change in place the collection's
+// own before it does (caller holds the write lock): the per-slot metadata
+// (tombstones, flat-mode swap-removes and replacements, compaction move
+// entries), and in flat mode the vectors. A stable collection's vectors,
+// codes and scales only ever grow past the length a snapshot took (a
+// borrowed array has no spare capacity, so growing copies it), and its
+// ID bytes, tag arena and interned names are append-only or replaced by
+// compaction; they stay shared.
+func (c *collection) ownArrays() {
+	if !c.borrowed && !c.lent.Load() {
+		return
+	}
+	c.ids.off = slices.Clone(c.ids.off)
+	c.created = slices.Clone(c.created)
+	c.types = slices.Clone(c.types)
+	c.tagOff = slices.Clone(c.tagOff)
+	c.tagN = slices.Clone(c.tagN)
+	c.dead = slices.Clone(c.dead)
+	if !c.stable {
+		c.vecs = slices.Clone(c.vecs)
+	}
+	c.borrowed = false
+	c.lent.Store(false)
 }
 
 // release frees everything when the collection is dropped; searches holding

@@ -17,7 +17,11 @@ type graph struct {
 	m, m0     int // max neighbours on upper layers / on layer 0
 	efC       int
 	levelMult float64
-	rng       *rand.Rand
+	// pcg is rng's state. Each copy of a graph owns its own, so a
+	// published graph keeps the state that continues it exactly (a
+	// snapshot stores it).
+	pcg *rand.PCG
+	rng *rand.Rand
 
 	n        int    // nodes inserted; they are slots [0, n)
 	entry    uint32 // entry point, a node on the top layer
@@ -43,12 +47,14 @@ func layer0Degree(m int) int { return m + m/2 }
 
 func newGraph(p graphParams, capNodes int) *graph {
 	m0 := layer0Degree(p.m)
+	pcg := rand.NewPCG(p.seed, 0x9e3779b97f4a7c15)
 	return &graph{
 		m:         p.m,
 		m0:        m0,
 		efC:       p.efC,
 		levelMult: 1 / math.Log(float64(p.m)),
-		rng:       rand.New(rand.NewPCG(p.seed, 0x9e3779b97f4a7c15)),
+		pcg:       pcg,
+		rng:       rand.New(pcg),
 		maxLevel:  -1,
 		links0:    make([]uint32, 0, capNodes*m0),
 		levels:    make([]uint8, 0, capNodes),
@@ -60,6 +66,8 @@ func newGraph(p graphParams, capNodes int) *graph {
 // does not reallocate its arrays on every insert.
 func (g *graph) clone() *graph {
 	c := *g
+	pcg := *g.pcg
+	c.pcg, c.rng = &pcg, rand.New(&pcg)
 	c.links0 = cloneCap(g.links0)
 	c.levels = cloneCap(g.levels)
 	c.upperOff = cloneCap(g.upperOff)

@@ -49,6 +49,8 @@ type Index struct {
 	stop       chan struct{} // closed by Close
 	closeOnce  sync.Once
 
+	snapshotMu sync.Mutex // one snapshot image at a time (snapshot.go)
+
 	bgMu   sync.Mutex
 	bgN    int           // running indexers
 	bgIdle chan struct{} // closed whenever bgN == 0
@@ -133,6 +135,7 @@ func (ix *Index) upsertLocked(c *collection, batch []prepared, dim int) error {
 	if err := c.checkCodes(batch); err != nil {
 		return err
 	}
+	c.ownArrays()
 	c.dim = dim
 	if err := c.upsert(batch); err != nil {
 		return err
@@ -188,6 +191,7 @@ func (ix *Index) Delete(collection string, ids ...string) {
 	if c.dropped {
 		return
 	}
+	c.ownArrays()
 	for _, id := range ids {
 		c.remove(id)
 	}

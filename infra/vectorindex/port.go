@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"sync"
 
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/infra/forgotten"
@@ -20,6 +21,12 @@ type Port struct {
 	ix *Index
 
 	forgotten forgotten.Sets
+
+	// writes is read-locked by every write for its whole length and
+	// locked by WriteSnapshot while it takes its image, so an image holds
+	// each write entirely or not at all (see snapshot.go). Writers do not
+	// exclude one another.
+	writes sync.RWMutex
 }
 
 var _ domain.VectorIndex = (*Port)(nil)
@@ -45,6 +52,8 @@ func collectionOf(s domain.IndexScope, space domain.VectorSpace) string {
 // collection and stored a group at a time; a group the index refuses is
 // retried point by point so only the refused points are left out.
 func (p *Port) UpsertVectors(ctx context.Context, points ...domain.VectorPoint) error {
+	p.writes.RLock()
+	defer p.writes.RUnlock()
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -82,6 +91,8 @@ func (p *Port) UpsertVectors(ctx context.Context, points ...domain.VectorPoint) 
 
 // SetForgotten implements domain.VectorIndex.
 func (p *Port) SetForgotten(ctx context.Context, scope domain.IndexScope, memoryID string, forgotten bool) error {
+	p.writes.RLock()
+	defer p.writes.RUnlock()
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -91,6 +102,8 @@ func (p *Port) SetForgotten(ctx context.Context, scope domain.IndexScope, memory
 
 // DeleteMemory implements domain.VectorIndex.
 func (p *Port) DeleteMemory(ctx context.Context, scope domain.IndexScope, memoryID string) error {
+	p.writes.RLock()
+	defer p.writes.RUnlock()
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -103,6 +116,8 @@ func (p *Port) DeleteMemory(ctx context.Context, scope domain.IndexScope, memory
 
 // DeleteAgent implements domain.VectorIndex.
 func (p *Port) DeleteAgent(ctx context.Context, scope domain.IndexScope) error {
+	p.writes.RLock()
+	defer p.writes.RUnlock()
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -115,6 +130,8 @@ func (p *Port) DeleteAgent(ctx context.Context, scope domain.IndexScope) error {
 
 // DeleteSpace implements domain.VectorIndex.
 func (p *Port) DeleteSpace(ctx context.Context, scope domain.IndexScope, space domain.VectorSpace) error {
+	p.writes.RLock()
+	defer p.writes.RUnlock()
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -124,6 +141,8 @@ func (p *Port) DeleteSpace(ctx context.Context, scope domain.IndexScope, space d
 
 // DropAll implements domain.VectorIndex.
 func (p *Port) DropAll(ctx context.Context) error {
+	p.writes.RLock()
+	defer p.writes.RUnlock()
 	if err := ctx.Err(); err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"sync"
 )
 
 // Int8 quantisation (Options.Quantize). A quantised collection keeps on the
@@ -102,9 +103,24 @@ func (v *vectorView) load(buf []float32, id uint32) []float32 {
 // created: nothing is left behind by a crash, and the space is freed when
 // the file is closed (by release, or by the os.File finalizer once an Index
 // is garbage).
+//
+// A collection loaded from a snapshot keeps the vectors of its first
+// mappedSlots slots in the snapshot's bytes (little-endian float32s, often
+// a memory-mapped file); the file then holds only the slots after them.
+//
+// A snapshot being written reads the file without the collection's lock,
+// so the file is reference-counted: close only marks it closed while a
+// snapshot holds it, and the last release closes it.
 type floatFile struct {
 	f   *os.File
 	dim int
+
+	mapped      []byte // slots [0, mappedSlots), read-only
+	mappedSlots int
+
+	mu     sync.Mutex
+	refs   int
+	closed bool
 }
 
 func newFloatFile(dir string, dim int) (*floatFile, error) {
@@ -121,13 +137,17 @@ func newFloatFile(dir string, dim int) (*floatFile, error) {
 
 func (ff *floatFile) slotBytes() int64 { return int64(ff.dim) * 4 }
 
-// write stores vecs (whole vectors) from slot first on.
+// write stores vecs (whole vectors) from slot first on; first is never
+// below mappedSlots (slots are appended).
 func (ff *floatFile) write(first int, vecs []float32) error {
+	if first < ff.mappedSlots {
+		return fmt.Errorf("vectorindex: write float file: slot %d is in the read-only snapshot", first)
+	}
 	buf := make([]byte, len(vecs)*4)
 	for i, x := range vecs {
 		binary.LittleEndian.PutUint32(buf[i*4:], math.Float32bits(x))
 	}
-	if _, err := ff.f.WriteAt(buf, int64(first)*ff.slotBytes()); err != nil {
+	if _, err := ff.f.WriteAt(buf, int64(first-ff.mappedSlots)*ff.slotBytes()); err != nil {
 		return fmt.Errorf("vectorindex: write float file: %w", err)
 	}
 	return nil
@@ -141,13 +161,50 @@ func (ff *floatFile) read(first int, dst []float32, buf []byte) ([]byte, error) 
 		buf = make([]byte, n)
 	}
 	buf = buf[:n]
-	if _, err := ff.f.ReadAt(buf, int64(first)*ff.slotBytes()); err != nil {
+	src := buf
+	if first < ff.mappedSlots {
+		// The mapped prefix, then (for a range crossing it) the file.
+		lo := int64(first) * ff.slotBytes()
+		inMap := min(int64(n), int64(len(ff.mapped))-lo)
+		src = ff.mapped[lo : lo+inMap]
+		if inMap < int64(n) {
+			copy(buf, src)
+			if _, err := ff.f.ReadAt(buf[inMap:], 0); err != nil {
+				return buf, fmt.Errorf("vectorindex: read float file: %w", err)
+			}
+			src = buf
+		}
+	} else if _, err := ff.f.ReadAt(buf, int64(first-ff.mappedSlots)*ff.slotBytes()); err != nil {
 		return buf, fmt.Errorf("vectorindex: read float file: %w", err)
 	}
 	for i := range dst {
-		dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(buf[i*4:]))
+		dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(src[i*4:]))
 	}
 	return buf, nil
 }
 
-func (ff *floatFile) close() { ff.f.Close() }
+// acquire keeps the file open until the matching release (caller holds the
+// collection's lock, so the file is not closed yet).
+func (ff *floatFile) acquire() {
+	ff.mu.Lock()
+	ff.refs++
+	ff.mu.Unlock()
+}
+
+func (ff *floatFile) release() {
+	ff.mu.Lock()
+	defer ff.mu.Unlock()
+	ff.refs--
+	if ff.closed && ff.refs == 0 {
+		ff.f.Close()
+	}
+}
+
+func (ff *floatFile) close() {
+	ff.mu.Lock()
+	defer ff.mu.Unlock()
+	ff.closed = true
+	if ff.refs == 0 {
+		ff.f.Close()
+	}
+}

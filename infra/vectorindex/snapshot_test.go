@@ -1,0 +1,464 @@
+package vectorindex
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/engram-memory/engram/domain"
+)
+
+// snapWorld drives the same port operations on any number of ports: the
+// memories of three agents in two spaces, with types, tags and creation
+// times searches filter on.
+type snapWorld struct {
+	rng    *rand.Rand
+	scopes []domain.IndexScope
+	spaces []domain.VectorSpace
+	next   int
+}
+
+func newSnapWorld(seed uint64) *snapWorld {
+	return &snapWorld{
+		rng:    rand.New(rand.NewPCG(seed, 1)),
+		scopes: []domain.IndexScope{{UserID: "u1", AgentID: "a1"}, {UserID: "u1", AgentID: "a2"}, {UserID: "u2", AgentID: "a1"}},
+		spaces: []domain.VectorSpace{{Model: "small", Dimensions: 12}, {Model: "large", Dimensions: 24}},
+	}
+}
+
+func (w *snapWorld) vector(dim int) []float32 {
+	v := make([]float32, dim)
+	for i := range v {
+		v[i] = float32(w.rng.NormFloat64())
+	}
+	return v
+}
+
+// points makes n points per scope and space; replace > 0 reuses that many
+// of the oldest ids (a changed vector: a tombstone and a new slot in a
+// graph collection).
+func (w *snapWorld) points(n, replace int) []domain.VectorPoint {
+	var out []domain.VectorPoint
+	for _, sc := range w.scopes {
+		for _, sp := range w.spaces {
+			for i := range n {
+				id := w.next + i
+				if i < replace {
+					id = w.rng.IntN(max(1, w.next))
+				}
+				out = append(out, domain.VectorPoint{
+					MemoryID: fmt.Sprintf("mem-%05d", id), UserID: sc.UserID, AgentID: sc.AgentID, Space: sp,
+					Type: testTypes[id%4], Tags: []string{fmt.Sprintf("t%d", id%7), fmt.Sprintf("g%d", id%3)},
+					CreatedAt: baseTime.Add(time.Duration(id) * time.Minute), Forgotten: id%11 == 0,
+					Vector: w.vector(sp.Dimensions),
+				})
+			}
+		}
+	}
+	w.next += n
+	return out
+}
+
+// ops is a mixed batch of writes: new points, replaced ones, deletes,
+// forgets and unforgets.
+// ops applies the same writes to every port; tests use BuildWhileWriting so
+// that waiting for the graphs takes no write-quiet pauses.
+func (w *snapWorld) ops(ctx context.Context, t *testing.T, n int, ports ...*Port) {
+	t.Helper()
+	pts := w.points(n, n/5)
+	var deletes, forgets []string
+	for range max(1, n/10) {
+		deletes = append(deletes, fmt.Sprintf("mem-%05d", w.rng.IntN(w.next)))
+		forgets = append(forgets, fmt.Sprintf("mem-%05d", w.rng.IntN(w.next)))
+	}
+	for _, p := range ports {
+		for lo := 0; lo < len(pts); lo += 100 {
+			if err := p.UpsertVectors(ctx, pts[lo:min(len(pts), lo+100)]...); err != nil {
+				t.Fatal(err)
+			}
+			// A graph inserts a slot deleted before it was indexed
+			// without links: waiting keeps both ports' graphs alike.
+			must(t, p.Index().WaitIndexed(ctx))
+		}
+		for i, sc := range w.scopes {
+			for j, id := range deletes {
+				if (i+j)%2 == 0 {
+					must(t, p.DeleteMemory(ctx, sc, id))
+				}
+			}
+			for j, id := range forgets {
+				must(t, p.SetForgotten(ctx, sc, id, j%3 != 0))
+			}
+		}
+		must(t, p.Index().WaitIndexed(ctx))
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// filters are the port's filters: none, types, tags (one and all-of), a
+// time window, forgotten included, and combinations.
+func (w *snapWorld) filters() []domain.IndexFilter {
+	mid := baseTime.Add(time.Duration(w.next/2) * time.Minute)
+	return []domain.IndexFilter{
+		{},
+		{Types: []string{testTypes[1]}},
+		{Types: []string{testTypes[0], testTypes[2]}},
+		{Tags: []string{"t3"}},
+		{Tags: []string{"t3", "g1"}},
+		{CreatedAfter: mid},
+		{CreatedBefore: mid},
+		{IncludeForgotten: true},
+		{Types: []string{testTypes[3]}, Tags: []string{"g2"}, CreatedAfter: baseTime.Add(time.Hour), IncludeForgotten: true},
+		{Tags: []string{"never-seen"}},
+	}
+}
+
+// compare asserts that every port answers every query, filter and count
+// exactly as the first.
+func (w *snapWorld) compare(ctx context.Context, t *testing.T, ports ...*Port) {
+	t.Helper()
+	for _, sc := range w.scopes {
+		for _, sp := range w.spaces {
+			for qi := range 4 {
+				q := w.vector(sp.Dimensions)
+				for fi, f := range w.filters() {
+					query := domain.VectorQuery{Scope: sc, Space: sp, Vector: q, Filter: f, Limit: []int{1, 10, 50, 200}[qi], MinScore: []float64{0, 0, 0.1, 0}[qi]}
+					want, err := ports[0].SearchVectors(ctx, query)
+					must(t, err)
+					for _, p := range ports[1:] {
+						got, err := p.SearchVectors(ctx, query)
+						must(t, err)
+						if !reflect.DeepEqual(got, want) {
+							t.Fatalf("%v %v query %d filter %d: got %d hits %v, want %d %v", sc, sp, qi, fi, len(got), hitIDs(got), len(want), hitIDs(want))
+						}
+					}
+				}
+			}
+			want, err := ports[0].CountVectors(ctx, sc, sp)
+			must(t, err)
+			for _, p := range ports[1:] {
+				if got, err := p.CountVectors(ctx, sc, sp); err != nil || got != want {
+					t.Fatalf("%v %v: count %d (%v), want %d", sc, sp, got, err, want)
+				}
+			}
+		}
+	}
+}
+
+func hitIDs(hits []domain.IndexHit) []string {
+	out := make([]string, len(hits))
+	for i, h := range hits {
+		out[i] = h.MemoryID
+	}
+	return out
+}
+
+func snapshotBytes(t *testing.T, p *Port) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	must(t, p.WriteSnapshot(&b))
+	return b.Bytes()
+}
+
+// load reads body in place (mode "in-place"), from a read-only mapping
+// of a file ("mapped": a write into it would crash the test), or from an
+// odd address ("copied": the index cannot use it in place and copies).
+func load(t *testing.T, body []byte, opts Options, mode string) *Port {
+	t.Helper()
+	switch mode {
+	case "copied":
+		buf := make([]byte, len(body)+1)
+		copy(buf[1:], body)
+		body = buf[1:]
+	case "mapped":
+		path := filepath.Join(t.TempDir(), "vectors.snap")
+		must(t, os.WriteFile(path, body, 0o600))
+		data, unmap, err := mapFile(path)
+		must(t, err)
+		t.Cleanup(unmap) // after Close: cleanups run last-in first-out
+		body = data
+	}
+	p, err := ReadSnapshot(body, opts)
+	must(t, err)
+	t.Cleanup(p.Index().Close)
+	return p
+}
+
+// A loaded port answers every query with every filter exactly as the one
+// it was written from (ids, scores, order, counts), and goes on taking the
+// same writes to the same results and the same image, in every mode:
+// empty, flat, graph (walked or scanned), quantised, mid-compaction
+// tombstones, forgotten memories.
+func TestSnapshotRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	big := 700
+	if raceEnabled {
+		big = 150
+	}
+	for _, tc := range []struct {
+		name  string
+		opts  Options
+		n     int // points per agent and space before the snapshot
+		graph bool
+	}{
+		{"empty", Options{}, 0, false},
+		{"flat", Options{}, 60, false},
+		{"hnsw", Options{ANNThreshold: 100, BuildWhileWriting: true}, big, true},
+		{"hnsw-walk", Options{ANNThreshold: 100, BuildWhileWriting: true, forceWalk: true}, big, true},
+		{"hnsw-quantized", Options{ANNThreshold: 100, BuildWhileWriting: true, Quantize: true}, big, true},
+		{"hnsw-quantized-walk", Options{ANNThreshold: 100, BuildWhileWriting: true, Quantize: true, forceWalk: true}, big, true},
+	} {
+		for _, mode := range []string{"in-place", "mapped", "copied"} {
+			t.Run(tc.name+"/"+mode, func(t *testing.T) {
+				tc.opts.FloatDir = t.TempDir()
+				w := newSnapWorld(7)
+				orig := NewPort(New(tc.opts))
+				t.Cleanup(orig.Index().Close)
+				if tc.n > 0 {
+					w.ops(ctx, t, tc.n, orig)
+				}
+				body := snapshotBytes(t, orig)
+				loaded := load(t, body, tc.opts, mode)
+				if st := loaded.Index().Stats(); tc.graph && st.PerCollection[0].Mode != ModeHNSW {
+					t.Fatalf("loaded %s collection, want a graph", st.PerCollection[0].Mode)
+				}
+				if again := snapshotBytes(t, loaded); !bytes.Equal(again, body) {
+					t.Fatal("the loaded port's image differs from the one it was loaded from")
+				}
+				w.compare(ctx, t, orig, loaded)
+
+				for round := range 2 {
+					w.ops(ctx, t, max(20, tc.n/3), orig, loaded)
+					w.compare(ctx, t, orig, loaded)
+					if !bytes.Equal(snapshotBytes(t, orig), snapshotBytes(t, loaded)) {
+						t.Fatalf("round %d: after the same writes the images differ", round)
+					}
+				}
+				// Dropping a space and an agent.
+				for _, p := range []*Port{orig, loaded} {
+					must(t, p.DeleteSpace(ctx, w.scopes[0], w.spaces[1]))
+					must(t, p.DeleteAgent(ctx, w.scopes[1]))
+				}
+				w.compare(ctx, t, orig, loaded)
+				if !bytes.Equal(snapshotBytes(t, orig), snapshotBytes(t, loaded)) {
+					t.Fatal("after dropping a space and an agent the images differ")
+				}
+			})
+		}
+	}
+}
+
+// A snapshot taken while writers keep writing is the state between two
+// writes: each batch (points in two collections and a forget) is in the
+// image entirely or not at all, and the writes go on untouched.
+func TestSnapshotWhileWriting(t *testing.T) {
+	ctx := context.Background()
+	opts := Options{ANNThreshold: 200, Quantize: true, FloatDir: t.TempDir()}
+	orig := NewPort(New(opts))
+	t.Cleanup(orig.Index().Close)
+	w := newSnapWorld(3)
+	w.scopes = w.scopes[:1]
+	const batch = 10
+	var written atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var writeErr error
+	wg.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			pts := w.points(batch/2, 0) // batch/2 in each of the two spaces
+			for j := range pts {
+				pts[j].Forgotten = false
+			}
+			if err := orig.UpsertVectors(ctx, pts...); err != nil {
+				writeErr = err
+				return
+			}
+			if i%4 == 0 {
+				// Delete one of this batch's points from both spaces:
+				// half-applied, the two counts would differ.
+				if err := orig.DeleteMemory(ctx, w.scopes[0], pts[0].MemoryID); err != nil {
+					writeErr = err
+					return
+				}
+			}
+			written.Add(1)
+		}
+	})
+	for written.Load() < 30 {
+		time.Sleep(time.Millisecond)
+	}
+	var images [][]byte
+	for range 5 {
+		images = append(images, snapshotBytes(t, orig))
+	}
+	close(stop)
+	wg.Wait()
+	must(t, writeErr)
+	for i, body := range images {
+		p := load(t, body, opts, "in-place")
+		small, err := p.CountVectors(ctx, w.scopes[0], w.spaces[0])
+		must(t, err)
+		large, err := p.CountVectors(ctx, w.scopes[0], w.spaces[1])
+		must(t, err)
+		if small != large || small == 0 {
+			t.Fatalf("image %d: %d and %d points in the two spaces, want equal and some", i, small, large)
+		}
+		// Every point the image holds is whole: found by its own vector.
+		for _, sp := range w.spaces {
+			c := p.ix.lookup(collectionOf(w.scopes[0], sp))
+			c.mu.RLock()
+			for s := range uint32(c.ids.len()) {
+				if c.stable && c.isDead(s) {
+					continue
+				}
+				if len(c.ids.at(s)) == 0 {
+					t.Errorf("image %d: slot %d has no id", i, s)
+				}
+			}
+			c.mu.RUnlock()
+		}
+	}
+}
+
+// Malformed bodies are refused with ErrSnapshot: every truncation of a
+// real image, a wrong version, trailing bytes.
+func TestReadSnapshotRejects(t *testing.T) {
+	ctx := context.Background()
+	opts := Options{ANNThreshold: 30, Quantize: true, FloatDir: t.TempDir()}
+	orig := NewPort(New(opts))
+	t.Cleanup(orig.Index().Close)
+	w := newSnapWorld(5)
+	w.scopes = w.scopes[:1]
+	w.ops(ctx, t, 40, orig)
+	body := snapshotBytes(t, orig)
+
+	cases := map[string][]byte{
+		"empty":    {},
+		"version":  append([]byte{2, 0, 0, 0}, body[4:]...),
+		"trailing": append(bytes.Clone(body), 0),
+	}
+	for cut := 1; cut < len(body); cut += 1 + len(body)/200 {
+		cases[fmt.Sprint("cut-", cut)] = body[:cut]
+	}
+	for name, data := range cases {
+		t.Run(name, func(t *testing.T) {
+			p, err := ReadSnapshot(data, opts)
+			if !errors.Is(err, ErrSnapshot) {
+				t.Fatalf("got %v, %v; want ErrSnapshot", p, err)
+			}
+		})
+	}
+}
+
+// FuzzReadSnapshot: any body is refused with an error or loaded into an
+// index that can be searched, written and snapshotted without a panic.
+func FuzzReadSnapshot(f *testing.F) {
+	ctx := context.Background()
+	for _, opts := range []Options{{}, {ANNThreshold: 20}, {ANNThreshold: 20, Quantize: true}} {
+		opts.FloatDir = f.TempDir()
+		p := NewPort(New(opts))
+		w := newSnapWorld(9)
+		w.scopes, w.spaces = w.scopes[:1], w.spaces[:1]
+		for _, pt := range w.points(30, 0) {
+			if err := p.UpsertVectors(ctx, pt); err != nil {
+				f.Fatal(err)
+			}
+		}
+		if err := p.DeleteMemory(ctx, w.scopes[0], "mem-00003"); err != nil {
+			f.Fatal(err)
+		}
+		if err := p.Index().WaitIndexed(ctx); err != nil {
+			f.Fatal(err)
+		}
+		var b bytes.Buffer
+		if err := p.WriteSnapshot(&b); err != nil {
+			f.Fatal(err)
+		}
+		p.Index().Close()
+		f.Add(b.Bytes())
+	}
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p, err := ReadSnapshot(data, Options{ANNThreshold: 20, BuildWhileWriting: true, FloatDir: dir})
+		if err != nil {
+			return
+		}
+		defer p.Index().Close()
+		w := newSnapWorld(1)
+		for _, sc := range w.scopes[:1] {
+			for _, sp := range w.spaces[:1] {
+				for _, f := range w.filters() {
+					_, _ = p.SearchVectors(ctx, domain.VectorQuery{Scope: sc, Space: sp, Vector: w.vector(sp.Dimensions), Filter: f, Limit: 5})
+				}
+			}
+		}
+		for _, name := range p.Index().Collections("") {
+			c := p.Index().lookup(name)
+			q := make([]float32, max(1, c.dim))
+			q[0] = 1
+			_, _ = p.Index().Search(ctx, name, q, 5, Filter{Tags: []string{"t1"}})
+			_ = p.Index().Upsert(name, Item{ID: "new", Vector: q})
+			p.Index().Delete(name, "mem-00001")
+		}
+		_ = p.Index().WaitIndexed(ctx)
+		var b bytes.Buffer
+		_ = p.WriteSnapshot(&b)
+	})
+}
+
+// A snapshot taken while a graph is being built holds the published part
+// and the level generator's state at that point: the loaded port finishes
+// the build exactly as the original does.
+func TestSnapshotMidBuild(t *testing.T) {
+	ctx := context.Background()
+	opts := Options{ANNThreshold: 100, BuildWhileWriting: true}
+	for attempt, n := 0, 2000; ; attempt, n = attempt+1, n*2 {
+		orig := NewPort(New(opts))
+		w := newSnapWorld(11)
+		w.scopes, w.spaces = w.scopes[:1], w.spaces[:1]
+		must(t, orig.UpsertVectors(ctx, w.points(n, 0)...))
+		// Wait for a first publication of part of the graph.
+		var st CollectionStats
+		for st.Indexed == 0 {
+			time.Sleep(time.Millisecond)
+			st = orig.Index().Stats().PerCollection[0]
+		}
+		body := snapshotBytes(t, orig)
+		loaded := load(t, body, opts, "in-place")
+		if st := loaded.Index().Stats().PerCollection[0]; st.Indexed == st.Vectors {
+			orig.Index().Close()
+			if attempt == 4 {
+				t.Fatalf("the graph of %d vectors was built before the snapshot could catch it", n)
+			}
+			continue // built before the snapshot: try a bigger one
+		}
+		must(t, orig.Index().WaitIndexed(ctx))
+		must(t, loaded.Index().WaitIndexed(ctx))
+		if !bytes.Equal(snapshotBytes(t, orig), snapshotBytes(t, loaded)) {
+			t.Fatal("the loaded port finished the graph differently")
+		}
+		w.compare(ctx, t, orig, loaded)
+		orig.Index().Close()
+		return
+	}
+}
