@@ -404,7 +404,10 @@ func addTool[In agentArg, Out any](h *handlers, s *sdk.Server, t *sdk.Tool, run 
 	// more than JSON does.
 	t.InputSchema = schemaJSON(schemaFor[In]())
 	t.OutputSchema = schemaJSON(outputSchemaFor[Out]())
-	s.AddTool(t, func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+	s.AddTool(t, func(ctx context.Context, req *sdk.CallToolRequest) (res *sdk.CallToolResult, err error) {
+		if h.calls != nil {
+			defer func() { h.calls.ToolCalled(t.Name, res == nil || res.IsError) }()
+		}
 		ctx, b, bound := h.backend(ctx, req.Extra)
 		var in In
 		if err := api.DecodeArguments(req.Params.Arguments, &in); err != nil {
@@ -500,4 +503,5 @@ func errorSchema() *jsonschema.Schema {
 type handlers struct {
 	backend func(ctx context.Context, extra *sdk.RequestExtra) (context.Context, Backend, string)
 	logger  *slog.Logger
+	calls   ToolObserver // nil: none
 }

@@ -26,7 +26,21 @@ type EventStore struct {
 	// head leads the next group commit (see Append).
 	mu    sync.Mutex
 	queue []*appendRequest
+
+	// observer hears of every group committed (nil: none); set before the
+	// first Append (ObserveCommits).
+	observer CommitObserver
 }
+
+// CommitObserver hears of every group commit: how many appends it took
+// and how long its commit (with Durable, the sync to disk) took.
+type CommitObserver interface {
+	GroupCommitted(appends int, commit time.Duration)
+}
+
+// ObserveCommits reports every group commit to o (metrics). It must be
+// called before the first Append.
+func (s *EventStore) ObserveCommits(o CommitObserver) { s.observer = o }
 
 var _ domain.EventStore = (*EventStore)(nil)
 
@@ -97,7 +111,7 @@ func (s *EventStore) lead(ctx context.Context) {
 	// The group must not fail because the leader's caller went away.
 	ctx = context.WithoutCancel(ctx)
 	var group []*appendRequest
-	err := s.db.logTx(ctx, func(tx *sql.Tx) error {
+	commit, err := s.db.logTx(ctx, func(tx *sql.Tx) error {
 		// Taken once the writer is ours: whatever queued while the leader
 		// waited for it joins this commit.
 		group = s.takeGroup()
@@ -106,16 +120,19 @@ func (s *EventStore) lead(ctx context.Context) {
 	if group == nil { // the transaction did not start
 		group = s.takeGroup()
 	}
-	committed := false
+	committed := 0
 	for _, r := range group {
 		switch {
 		case err != nil && r.err == nil:
 			r.res, r.err = domain.AppendResult{}, err
 		case r.err == nil:
-			committed = true
+			committed++
 		}
 	}
-	if committed {
+	if committed > 0 && s.observer != nil {
+		s.observer.GroupCommitted(committed, commit)
+	}
+	if committed > 0 {
 		s.appended.broadcast()
 	}
 	s.mu.Lock()

@@ -110,6 +110,8 @@ type Embedding struct {
 	OpenAIBaseURL, OpenAIAPIKey, OpenAIOrg string
 	// OpenAIExtraModels are models of an OpenAI-compatible server.
 	OpenAIExtraModels []domain.EmbeddingModel
+	// Observe, when set, wraps each provider (metrics, traces).
+	Observe func(domain.EmbeddingProvider) domain.EmbeddingProvider
 }
 
 // Chat chooses the processing pipeline's processor: the chat model of the

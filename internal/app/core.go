@@ -151,6 +151,21 @@ type Config struct {
 	// HOST/pid).
 	NodeID string
 	Logger *slog.Logger
+	// Observe instruments the stack's ports (metrics, traces).
+	Observe Observers
+}
+
+// Observers wrap the ports the requests go through, to measure and trace
+// them; a nil field leaves its port as it is.
+type Observers struct {
+	// Appends wraps the writer's event log, Visibility what the writer
+	// waits on for the projections.
+	Appends    func(domain.EventStore) domain.EventStore
+	Visibility func(commands.Visibility) commands.Visibility
+	// Keyword and Vector wrap the indexes the search queries, given the
+	// backend's name (Embedded, Meilisearch, Qdrant).
+	Keyword func(domain.KeywordIndex, string) domain.KeywordIndex
+	Vector  func(domain.VectorIndex, string) domain.VectorIndex
 }
 
 // Core is one wired Engram storage and projection core: the event log,
@@ -201,6 +216,7 @@ type Core struct {
 	Logger  *slog.Logger
 
 	indexes         Indexes
+	observe         Observers
 	projections     []projections.Projection
 	closeIndexes    func()
 	closeLog        func()
@@ -362,6 +378,7 @@ func Open(ctx context.Context, cfg Config) (*Core, error) {
 		EmbeddedVectors: ix.embeddedVectors,
 		Logger:          logger,
 		indexes:         cfg.Indexes,
+		observe:         cfg.Observe,
 		closeIndexes:    ix.close,
 		closeLog:        log.close,
 		closeReadModels: rm.close,
@@ -420,7 +437,14 @@ func Open(ctx context.Context, cfg Config) (*Core, error) {
 		s.Engine.UseStorageGuard(s.Storage)
 		appends = s.Storage.Appends(s.Store)
 	}
-	s.Writer = commands.NewEventWriter(appends, s.Engine, cfg.VisibilityTimeout)
+	var visible commands.Visibility = s.Engine
+	if o := cfg.Observe; o.Appends != nil {
+		appends = o.Appends(appends)
+	}
+	if o := cfg.Observe; o.Visibility != nil {
+		visible = o.Visibility(visible)
+	}
+	s.Writer = commands.NewEventWriter(appends, visible, cfg.VisibilityTimeout)
 	return s, nil
 }
 
@@ -502,6 +526,9 @@ func openIndexes(ctx context.Context, cfg Indexes) (*indexes, error) {
 func (s *Core) Projections() []projections.Projection {
 	return s.projections
 }
+
+// IndexChoice is the index backends the core was opened with.
+func (s *Core) IndexChoice() Indexes { return s.indexes }
 
 // SharedLog reports whether other nodes append to this core's log.
 func (s *Core) SharedLog() bool { return s.sharedLog }
@@ -595,7 +622,14 @@ func (s *Core) Search(embedder search.Embedder, opts search.Options) (*search.Se
 	opts.RelativeKeywordScores = s.indexes.Keyword == Meilisearch
 	indexProjection := map[string]string{search.SideKeyword: projections.KeywordProjectionName, search.SideVector: projections.VectorsProjectionName}
 	opts.Rebuilding = func(side string) bool { return s.Engine.Rebuilding(indexProjection[side]) }
-	return search.New(s.KeywordIndex, s.VectorIndex, s.Vectors, embedder, s.Memories, s.Logger, opts)
+	keyword, vectors := s.KeywordIndex, s.VectorIndex
+	if s.observe.Keyword != nil {
+		keyword = s.observe.Keyword(keyword, cmp.Or(s.indexes.Keyword, Embedded))
+	}
+	if s.observe.Vector != nil {
+		vectors = s.observe.Vector(vectors, cmp.Or(s.indexes.Vector, Embedded))
+	}
+	return search.New(keyword, vectors, s.Vectors, embedder, s.Memories, s.Logger, opts)
 }
 
 // Backends reports each search index backend's readiness (nil: ready),

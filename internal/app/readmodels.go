@@ -98,6 +98,8 @@ type JobsReadModel interface {
 	workers.ActiveJobs
 	query.JobReadModel
 	exporter
+	// CountByStatus counts the jobs in each status (metrics).
+	CountByStatus(ctx context.Context) (map[string]int, error)
 }
 
 // SuggestionsReadModel is the suggestions read model as the core's

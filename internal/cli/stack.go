@@ -162,6 +162,7 @@ func stackConfig(home, dir string) (serveConfig, error) {
 		return cfg, err
 	}
 	cfg.DataDir, cfg.MailOutbox = dir, filepath.Join(dir, "outbox")
+	cfg.MetricsAddr = "" // a local stack is no server: nothing scrapes it
 	cfg.fillFromStandardEnv()
 	return cfg, nil
 }
