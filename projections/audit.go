@@ -62,7 +62,7 @@ func applyAuditEvent(ctx context.Context, tx audit.ReadModelTx, e domain.Event) 
 	}
 	return tx.AddEntry(ctx, e.Position, rec.userID, audit.Entry{
 		ID: e.ID, At: e.Time, Operation: rec.operation, AgentID: rec.agentID, MemoryType: rec.memoryType, MemoryID: rec.memoryID,
-		Actor: string(e.Actor.Kind) + ":" + e.Actor.ID, Details: details,
+		Actor: string(e.Actor.Kind) + ":" + e.Actor.ID, Source: string(e.Source), Details: details,
 	})
 }
 

@@ -359,6 +359,7 @@ type eventMetadata struct {
 	Time          time.Time    `json:"time"`
 	Actor         domain.Actor `json:"actor"`
 	RequestID     string       `json:"request_id,omitempty"`
+	Source        string       `json:"source,omitempty"`
 	// CorrelationID follows KurrentDB's convention ($correlationId), so its
 	// UI and projections can group one request's events.
 	CorrelationID string `json:"$correlationId,omitempty"`
@@ -393,7 +394,7 @@ func (s *EventStore) Append(ctx context.Context, stream string, expected int64, 
 		if at.IsZero() {
 			at = now
 		}
-		meta, err := json.Marshal(eventMetadata{SchemaVersion: e.SchemaVersion, Time: at.UTC(), Actor: e.Actor, RequestID: e.RequestID, CorrelationID: e.RequestID})
+		meta, err := json.Marshal(eventMetadata{SchemaVersion: e.SchemaVersion, Time: at.UTC(), Actor: e.Actor, RequestID: e.RequestID, Source: string(e.Source), CorrelationID: e.RequestID})
 		if err != nil {
 			return domain.AppendResult{}, fmt.Errorf("kurrentdb: append to %s: metadata: %w", stream, err)
 		}
@@ -748,6 +749,7 @@ func (s *EventStore) toEvent(r *kdb.RecordedEvent) (e domain.Event, ok bool, err
 		Time:          meta.Time.UTC(),
 		Actor:         meta.Actor,
 		RequestID:     meta.RequestID,
+		Source:        domain.Source(meta.Source),
 		Payload:       json.RawMessage(r.Data),
 	}, true, nil
 }

@@ -161,7 +161,7 @@ func (s *EventStore) takeGroup() []*appendRequest {
 // its outcome; it returns an error only when the transaction itself is
 // broken.
 func (s *EventStore) appendGroup(ctx context.Context, tx *sql.Tx, group []*appendRequest) error {
-	insert, err := tx.PrepareContext(ctx, `INSERT INTO events (id, stream, version, type, schema_version, time_ns, actor_kind, actor_id, actor_user_id, request_id, payload) VALUES (?,?,?,?,?,?,?,?,?,?,?)`)
+	insert, err := tx.PrepareContext(ctx, `INSERT INTO events (id, stream, version, type, schema_version, time_ns, actor_kind, actor_id, actor_user_id, request_id, source, payload) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)`)
 	if err != nil {
 		return fmt.Errorf("sqlite: prepare append: %w", err)
 	}
@@ -212,7 +212,7 @@ func appendOne(ctx context.Context, tx *sql.Tx, insert *sql.Stmt, r *appendReque
 			at = now
 		}
 		out, err := insert.ExecContext(ctx, id, r.stream, current, e.Type, e.SchemaVersion, at.UnixNano(),
-			string(e.Actor.Kind), e.Actor.ID, e.Actor.UserID, e.RequestID, []byte(e.Payload))
+			string(e.Actor.Kind), e.Actor.ID, e.Actor.UserID, e.RequestID, string(e.Source), []byte(e.Payload))
 		if err != nil {
 			return domain.AppendResult{}, fmt.Errorf("sqlite: append to %s: %w", r.stream, err)
 		}
@@ -255,7 +255,7 @@ func checkClaims(ctx context.Context, tx *sql.Tx, r *appendRequest) error {
 	return nil
 }
 
-const eventColumns = `position, id, stream, version, type, schema_version, time_ns, actor_kind, actor_id, actor_user_id, request_id, payload`
+const eventColumns = `position, id, stream, version, type, schema_version, time_ns, actor_kind, actor_id, actor_user_id, request_id, source, payload`
 
 // ReadStream implements domain.EventStore.
 func (s *EventStore) ReadStream(ctx context.Context, stream string, from uint64) ([]domain.Event, error) {
@@ -298,7 +298,7 @@ func scanEvents(rows *sql.Rows) ([]domain.Event, error) {
 		var actorKind string
 		var payload []byte
 		if err := rows.Scan(&e.Position, &e.ID, &e.Stream, &e.Version, &e.Type, &e.SchemaVersion, &timeNS,
-			&actorKind, &e.Actor.ID, &e.Actor.UserID, &e.RequestID, &payload); err != nil {
+			&actorKind, &e.Actor.ID, &e.Actor.UserID, &e.RequestID, &e.Source, &payload); err != nil {
 			return nil, fmt.Errorf("sqlite: scan event: %w", err)
 		}
 		e.Actor.Kind = domain.ActorKind(actorKind)

@@ -357,6 +357,8 @@ export interface AuditEntry {
   memory_type: string;
   memory_id: string;
   actor: string;
+  /** the interface the change came in through: api, mcp, cli or system; absent on entries older than sources */
+  source?: string;
   details: unknown;
 }
 export interface AuditPage { entries: AuditEntry[]; next_before: string | null }

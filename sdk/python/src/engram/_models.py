@@ -511,6 +511,7 @@ class AuditEntry(Model):
     memory_type: str = ""
     memory_id: str = ""
     actor: str = ""
+    source: str = ""  # api, mcp, cli or system; "" on entries older than sources
     details: Any = None
 
 

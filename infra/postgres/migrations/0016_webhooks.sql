@@ -1,5 +1,5 @@
 -- The webhooks read model (projection "webhooks"), as in the SQLite store
--- (infra/sqlite/migrations/0015_webhooks.sql): the users' webhooks and the
+-- (infra/sqlite/migrations/0016_webhooks.sql): the users' webhooks and the
 -- outbox of their deliveries. The outbox is shared by every node; a
 -- dispatcher claims a delivery (claimed_until) before it attempts it.
 
