@@ -328,7 +328,13 @@ func Open(ctx context.Context, cfg Config) (*Core, error) {
 		// next to the database rather than in /tmp, which may be a tmpfs.
 		indexCfg.VectorOptions.FloatDir = cfg.DataDir
 	}
-	ix, err := openIndexes(ctx, indexCfg)
+	// A read-only opener never runs the projections, so its indexes stay
+	// empty: it restores no snapshot.
+	restoreFrom := snapshotDir(cfg.DataDir)
+	if cfg.SQLite.ReadOnly {
+		restoreFrom = ""
+	}
+	ix, err := openIndexes(ctx, indexCfg, restoreFrom, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -408,6 +414,7 @@ func Open(ctx context.Context, cfg Config) (*Core, error) {
 	}
 	s.Keyword = projections.NewKeyword(keywordState, ix.keyword, ix.keywordInProcess, logger)
 	s.Vectors = projections.NewVectors(vectorState, ix.vectors, ix.vectorsInProcess, logger)
+	s.useSnapshots(snapshotDir(cfg.DataDir), ix, s.Store, cfg.SQLite.ReadOnly)
 	s.projections = []projections.Projection{
 		projections.NewAccounts(s.Accounts), projections.NewMemories(s.Memories), s.Keyword, s.Vectors,
 		projections.NewJobs(s.Jobs), projections.NewProvenance(s.Provenance), projections.NewAudit(s.Audit), projections.NewSuggestions(s.Suggestions),
@@ -480,7 +487,10 @@ type indexes struct {
 	// keywordInProcess, vectorsInProcess: that index keeps nothing across
 	// restarts, so its projection fills it from its state at start.
 	keywordInProcess, vectorsInProcess bool
-	closers                            []func()
+	// keywordRestored, vectorsRestored tag the image an in-process index
+	// was restored from (nil: it starts empty).
+	keywordRestored, vectorsRestored *domain.IndexSnapshot
+	closers                          []func()
 }
 
 func (ix *indexes) close() {
@@ -492,8 +502,9 @@ func (ix *indexes) close() {
 // openIndexes builds the chosen index adapters. A remote backend that is
 // down is no error here: the core opens and Backends reports it. Remote
 // indexes keep their contents across restarts, so their projections'
-// checkpoints, not a fill at start, keep them current.
-func openIndexes(ctx context.Context, cfg Indexes) (*indexes, error) {
+// checkpoints, not a fill at start, keep them current. An in-process
+// index is restored from its snapshot in snapDir when one is usable.
+func openIndexes(ctx context.Context, cfg Indexes, snapDir string, logger *slog.Logger) (*indexes, error) {
 	ix := &indexes{}
 	switch cfg.Keyword {
 	case Meilisearch:
@@ -503,7 +514,12 @@ func openIndexes(ctx context.Context, cfg Indexes) (*indexes, error) {
 		}
 		ix.keyword = ki
 	default:
-		ix.keyword, ix.keywordInProcess = textindex.NewPort(textindex.Options{}, cfg.KeywordSaturation), true
+		ix.keywordInProcess = true
+		if restored, tag := restoreKeyword(snapDir, cfg.KeywordSaturation, logger); restored != nil {
+			ix.keyword, ix.keywordRestored = restored, tag
+		} else {
+			ix.keyword = textindex.NewPort(textindex.Options{}, cfg.KeywordSaturation)
+		}
 	}
 	switch cfg.Vector {
 	case Qdrant:
@@ -515,9 +531,16 @@ func openIndexes(ctx context.Context, cfg Indexes) (*indexes, error) {
 		ix.vectors = vi
 		ix.closers = append(ix.closers, func() { _ = vi.Close() })
 	default:
-		vi := vectorindex.New(cfg.VectorOptions)
-		ix.vectors, ix.embeddedVectors, ix.vectorsInProcess = vectorindex.NewPort(vi), vi, true
+		port, tag, release := restoreVectors(snapDir, cfg.VectorOptions, logger)
+		if port == nil {
+			port = vectorindex.NewPort(vectorindex.New(cfg.VectorOptions))
+		}
+		vi := port.Index()
+		ix.vectors, ix.embeddedVectors, ix.vectorsInProcess, ix.vectorsRestored = port, vi, true, tag
 		ix.closers = append(ix.closers, vi.Close)
+		if release != nil {
+			ix.closers = append(ix.closers, release) // after Close: the index reads the mapped image
+		}
 	}
 	return ix, nil
 }
@@ -643,6 +666,13 @@ func (s *Core) Backends(ctx context.Context) map[string]error {
 
 // Close releases the indexes, the database and then the data dir.
 func (s *Core) Close() error {
+	if s.Engine != nil {
+		// A clean stop saves the images of the indexes changed since
+		// their last ones, so the next start re-reads nothing.
+		if err := s.Engine.SaveSnapshots(context.Background()); err != nil {
+			s.Logger.Warn("index snapshots not saved at close", "error", err)
+		}
+	}
 	s.closeIndexes()
 	s.closeReadModels()
 	s.closeLog()
