@@ -85,6 +85,8 @@ type Config struct {
 	Transfer   Transferer
 	Pipeline   Pipeline
 	Cognition  Cognition
+	// Webhooks, when set, mounts /webhooks.
+	Webhooks Webhooks
 	// Queries answers every read of the routes above.
 	Queries Queries
 }
@@ -138,6 +140,7 @@ func (s *Server) Handler() http.Handler {
 		s.transferRoutes(r)
 		s.pipelineRoutes(r)
 		s.cognitionRoutes(r)
+		s.webhookRoutes(r)
 	})
 	s.mcpRoutes(r)
 	return r

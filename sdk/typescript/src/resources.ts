@@ -47,6 +47,36 @@ export class Keys extends Resource {
   }
 }
 
+/** Webhooks (/webhooks); check their deliveries with `verifyWebhook`. */
+export class Webhooks extends Resource {
+  create(params: T.WebhookCreateParams, options?: RequestOptions): Promise<T.CreatedWebhook> {
+    return this.t.call({ method: "POST", path: "/webhooks", body: params, options });
+  }
+  /** The user's webhooks, oldest first, without secrets. */
+  list(options?: RequestOptions): Promise<{ webhooks: T.Webhook[] }> {
+    return this.t.call({ method: "GET", path: "/webhooks", idempotent: true, options });
+  }
+  /** Deletes the webhook; its pending deliveries are dropped. */
+  delete(webhookID: string, options?: RequestOptions): Promise<T.DeletedWebhook> {
+    return this.t.call({ method: "DELETE", path: `/webhooks/${pathID(webhookID)}`, options });
+  }
+  /** Newest first. `await` for one page; `for await` for every delivery. */
+  deliveries(
+    webhookID: string,
+    params: T.WebhookDeliveryParams = {},
+    options?: RequestOptions,
+  ): PagePromise<T.WebhookDeliveryPage, T.WebhookDelivery> {
+    const { cursor, ...query } = params;
+    const path = `/webhooks/${pathID(webhookID)}/deliveries`;
+    return new PagePromise(
+      (c) => this.t.call({ method: "GET", path, query: { ...query, cursor: c }, idempotent: true, options }),
+      (p) => p.deliveries,
+      (p) => p.next_cursor ?? undefined,
+      cursor,
+    );
+  }
+}
+
 /** The ETag of a memory, for `if_match`. */
 export function etag(memory: Pick<T.Memory, "version">): string {
   return `"${memory.version}"`;

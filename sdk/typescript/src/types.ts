@@ -39,6 +39,37 @@ export interface CycledAPIKey {
   new_key_prefix: string;
 }
 
+/** The events a webhook may subscribe to. */
+export type WebhookEvent =
+  | "memory.created"
+  | "memory.updated"
+  | "memory.forgotten"
+  | "suggestion.created"
+  | "job.completed"
+  | "key.revoked";
+export interface Webhook { id: string; url: string; events: WebhookEvent[]; created_at: string }
+/** A new webhook: `secret` signs its deliveries and is shown only here. */
+export interface CreatedWebhook extends Webhook { secret: string }
+export interface WebhookCreateParams { url: string; events: WebhookEvent[] }
+export interface DeletedWebhook { id: string; deleted: boolean }
+export interface WebhookDelivery {
+  /** Also the Engram-Delivery header: the same on every attempt. */
+  id: string;
+  webhook_id: string;
+  event: WebhookEvent;
+  event_id: string;
+  status: "pending" | "delivered" | "failed";
+  attempts: number;
+  created_at: string;
+  next_attempt_at: string | null;
+  /** The receiver's last HTTP status; 0 when none came. */
+  last_status_code: number;
+  last_error: string;
+  delivered_at: string | null;
+}
+export interface WebhookDeliveryPage { deliveries: WebhookDelivery[]; next_cursor: string | null }
+export interface WebhookDeliveryParams { limit?: number; cursor?: string }
+
 // ---- content of the common memory types
 
 export interface RawEntryContent { content: string; source?: "cli" | "mcp" | "sdk" | "import"; processed?: boolean }

@@ -110,6 +110,10 @@ const calls = {
   "POST /v1/memories/{id}/unprotect": (c) => c.memories.unprotect(id),
   "POST /v1/memories/{id}/weaken": (c) => c.memories.weaken(id),
   "POST /v1/memories/{id}/verify": (c) => c.memories.verify(id),
+  "POST /v1/webhooks": (c) => c.webhooks.create({ url: "https://example.com/hook", events: ["memory.created"] }),
+  "GET /v1/webhooks": (c) => c.webhooks.list(),
+  "DELETE /v1/webhooks/{webhook_id}": (c) => c.webhooks.delete(id),
+  "GET /v1/webhooks/{webhook_id}/deliveries": async (c) => await c.webhooks.deliveries(id),
 };
 
 test("every mounted route has an SDK call, and no call names a route that is not mounted", () => {

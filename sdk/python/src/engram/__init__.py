@@ -41,6 +41,11 @@ from ._models import (
     CreatedAPIKey,
     RevokedAPIKey,
     CycledAPIKey,
+    Webhook,
+    CreatedWebhook,
+    DeletedWebhook,
+    WebhookDelivery,
+    WebhookDeliveryPage,
     EmbeddingState,
     CreatedMemory,
     Memory,
@@ -89,12 +94,18 @@ from ._models import (
     parse_time,
 )
 from ._version import __version__
+from ._webhooks import DELIVERY_HEADER, EVENT_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER, verify_webhook
 
 __all__ = [
     "Engram",
     "AsyncEngram",
     "DEFAULT_BASE_URL",
     "__version__",
+    "verify_webhook",
+    "SIGNATURE_HEADER",
+    "TIMESTAMP_HEADER",
+    "DELIVERY_HEADER",
+    "EVENT_HEADER",
     "Model",
     "EngramError",
     "InsecureURLError",
@@ -124,6 +135,11 @@ __all__ = [
     "CreatedAPIKey",
     "RevokedAPIKey",
     "CycledAPIKey",
+    "Webhook",
+    "CreatedWebhook",
+    "DeletedWebhook",
+    "WebhookDelivery",
+    "WebhookDeliveryPage",
     "EmbeddingState",
     "CreatedMemory",
     "Memory",

@@ -23,7 +23,9 @@ from ._models import (
     AuthStatus,
     CreatedAPIKey,
     CreatedMemory,
+    CreatedWebhook,
     CycledAPIKey,
+    DeletedWebhook,
     Embedding,
     EmbeddingBatch,
     ExhaustResult,
@@ -53,6 +55,9 @@ from ._models import (
     SyncPage,
     SyncPushResult,
     Verification,
+    Webhook,
+    WebhookDelivery,
+    WebhookDeliveryPage,
     from_dict,
 )
 
@@ -165,6 +170,41 @@ class AsyncKeys(AsyncResource):
         """Replace a key by a new one of the same name in one step."""
         data = await self._call(Request("POST", f"/auth/keys/{segment(key_id)}/cycle"))
         return from_dict(CycledAPIKey, data)
+
+
+class AsyncWebhooks(AsyncResource):
+    """Webhooks: /webhooks. Deliveries are signed; check them with
+    :func:`engram.verify_webhook`."""
+
+    async def create(self, url: str, events: builtins.list[str]) -> CreatedWebhook:
+        """Register a webhook for ``events``; ``secret`` signs its deliveries and is shown only here."""
+        return from_dict(CreatedWebhook, await self._call(Request("POST", "/webhooks", body={"url": url, "events": events})))
+
+    async def list(self) -> builtins.list[Webhook]:
+        """The user's webhooks, oldest first, without secrets."""
+        data = await self._call(Request("GET", "/webhooks", idempotent=True))
+        return [from_dict(Webhook, w) for w in data["webhooks"]]
+
+    async def delete(self, webhook_id: str) -> DeletedWebhook:
+        """Delete a webhook; its pending deliveries are dropped."""
+        data = await self._call(Request("DELETE", f"/webhooks/{segment(webhook_id)}", idempotent=True))
+        return from_dict(DeletedWebhook, data)
+
+    async def deliveries(self, webhook_id: str, *, limit: int | None = None, cursor: str | None = None) -> WebhookDeliveryPage:
+        """One page of the webhook's deliveries, newest first; ``next_cursor`` is None on the last."""
+        req = Request("GET", f"/webhooks/{segment(webhook_id)}/deliveries", params=query(limit=limit, cursor=cursor), idempotent=True)
+        return from_dict(WebhookDeliveryPage, await self._call(req))
+
+    async def iter_deliveries(self, webhook_id: str, *, page_size: int | None = None) -> AsyncIterator[WebhookDelivery]:
+        """Every delivery of the webhook, newest first, page by page."""
+        cursor: str | None = None
+        while True:
+            page = await self.deliveries(webhook_id, limit=page_size, cursor=cursor)
+            for d in page.deliveries:
+                yield d
+            if not page.next_cursor:
+                return
+            cursor = page.next_cursor
 
 
 class AsyncMemories(AsyncResource):

@@ -22,7 +22,9 @@ from ._models import (
     AuthStatus,
     CreatedAPIKey,
     CreatedMemory,
+    CreatedWebhook,
     CycledAPIKey,
+    DeletedWebhook,
     Embedding,
     EmbeddingBatch,
     ExhaustResult,
@@ -52,6 +54,9 @@ from ._models import (
     SyncPage,
     SyncPushResult,
     Verification,
+    Webhook,
+    WebhookDelivery,
+    WebhookDeliveryPage,
     from_dict,
 )
 
@@ -164,6 +169,41 @@ class Keys(Resource):
         """Replace a key by a new one of the same name in one step."""
         data = self._call(Request("POST", f"/auth/keys/{segment(key_id)}/cycle"))
         return from_dict(CycledAPIKey, data)
+
+
+class Webhooks(Resource):
+    """Webhooks: /webhooks. Deliveries are signed; check them with
+    :func:`engram.verify_webhook`."""
+
+    def create(self, url: str, events: builtins.list[str]) -> CreatedWebhook:
+        """Register a webhook for ``events``; ``secret`` signs its deliveries and is shown only here."""
+        return from_dict(CreatedWebhook, self._call(Request("POST", "/webhooks", body={"url": url, "events": events})))
+
+    def list(self) -> builtins.list[Webhook]:
+        """The user's webhooks, oldest first, without secrets."""
+        data = self._call(Request("GET", "/webhooks", idempotent=True))
+        return [from_dict(Webhook, w) for w in data["webhooks"]]
+
+    def delete(self, webhook_id: str) -> DeletedWebhook:
+        """Delete a webhook; its pending deliveries are dropped."""
+        data = self._call(Request("DELETE", f"/webhooks/{segment(webhook_id)}", idempotent=True))
+        return from_dict(DeletedWebhook, data)
+
+    def deliveries(self, webhook_id: str, *, limit: int | None = None, cursor: str | None = None) -> WebhookDeliveryPage:
+        """One page of the webhook's deliveries, newest first; ``next_cursor`` is None on the last."""
+        req = Request("GET", f"/webhooks/{segment(webhook_id)}/deliveries", params=query(limit=limit, cursor=cursor), idempotent=True)
+        return from_dict(WebhookDeliveryPage, self._call(req))
+
+    def iter_deliveries(self, webhook_id: str, *, page_size: int | None = None) -> Iterator[WebhookDelivery]:
+        """Every delivery of the webhook, newest first, page by page."""
+        cursor: str | None = None
+        while True:
+            page = self.deliveries(webhook_id, limit=page_size, cursor=cursor)
+            for d in page.deliveries:
+                yield d
+            if not page.next_cursor:
+                return
+            cursor = page.next_cursor
 
 
 class Memories(Resource):
