@@ -82,8 +82,11 @@ type Config struct {
 	Embeddings Embeddings
 	Search     Searcher
 	Sync       Syncer
+	Transfer   Transferer
 	Pipeline   Pipeline
 	Cognition  Cognition
+	// Webhooks, when set, mounts /webhooks.
+	Webhooks Webhooks
 	// Queries answers every read of the routes above.
 	Queries Queries
 }
@@ -134,8 +137,10 @@ func (s *Server) Handler() http.Handler {
 		s.embeddingRoutes(r)
 		s.searchRoutes(r)
 		s.syncRoutes(r)
+		s.transferRoutes(r)
 		s.pipelineRoutes(r)
 		s.cognitionRoutes(r)
+		s.webhookRoutes(r)
 	})
 	s.mcpRoutes(r)
 	return r

@@ -479,8 +479,18 @@ func streamState(expected int64) (kdb.StreamState, error) {
 
 // ReadStream implements domain.EventStore.
 func (s *EventStore) ReadStream(ctx context.Context, stream string, from uint64) ([]domain.Event, error) {
+	return s.readStream(ctx, stream, from, math.MaxUint64)
+}
+
+// ReadStreamPage returns up to limit of the stream's events from version
+// from on, in order (commands.SyncLog).
+func (s *EventStore) ReadStreamPage(ctx context.Context, stream string, from uint64, limit int) ([]domain.Event, error) {
+	return s.readStream(ctx, stream, from, uint64(max(limit, 0)))
+}
+
+func (s *EventStore) readStream(ctx context.Context, stream string, from, count uint64) ([]domain.Event, error) {
 	recs, err := s.read(ctx, func(c *kdb.Client) (*kdb.ReadStream, error) {
-		return c.ReadStream(ctx, s.prefix+stream, kdb.ReadStreamOptions{From: kdb.Revision(from)}, math.MaxUint64)
+		return c.ReadStream(ctx, s.prefix+stream, kdb.ReadStreamOptions{From: kdb.Revision(from)}, count)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("kurrentdb: read stream %s: %w", stream, err)

@@ -156,6 +156,16 @@ func (s *EventStore) ReadStream(ctx context.Context, stream string, from uint64)
 	return scanEvents(rows)
 }
 
+// ReadStreamPage returns up to limit of the stream's events from version
+// from on, in order (commands.SyncLog).
+func (s *EventStore) ReadStreamPage(ctx context.Context, stream string, from uint64, limit int) ([]domain.Event, error) {
+	rows, err := s.db.Pool.Query(ctx, `SELECT `+eventColumns+` FROM events WHERE stream = $1 AND version >= $2 ORDER BY version LIMIT $3`, stream, int64(from), limit)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: read stream %s: %w", stream, err)
+	}
+	return scanEvents(rows)
+}
+
 // ReadAll implements domain.EventStore.
 func (s *EventStore) ReadAll(ctx context.Context, after uint64, limit int) ([]domain.Event, error) {
 	rows, err := s.db.Pool.Query(ctx, `SELECT `+eventColumns+` FROM events WHERE position > $1 ORDER BY position LIMIT $2`, int64(after), limit)

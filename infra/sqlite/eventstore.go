@@ -266,6 +266,17 @@ func (s *EventStore) ReadStream(ctx context.Context, stream string, from uint64)
 	return scanEvents(rows)
 }
 
+// ReadStreamPage returns up to limit of the stream's events from version
+// from on, in order (commands.SyncLog): export and sync read long streams
+// in pages, in constant memory.
+func (s *EventStore) ReadStreamPage(ctx context.Context, stream string, from uint64, limit int) ([]domain.Event, error) {
+	rows, err := s.db.read.QueryContext(ctx, `SELECT `+eventColumns+` FROM events WHERE stream = ? AND version >= ? ORDER BY version LIMIT ?`, stream, from, limit)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: read stream %s: %w", stream, err)
+	}
+	return scanEvents(rows)
+}
+
 // ReadAll implements domain.EventStore.
 func (s *EventStore) ReadAll(ctx context.Context, after uint64, limit int) ([]domain.Event, error) {
 	rows, err := s.db.queryHot(ctx, `SELECT `+eventColumns+` FROM events WHERE position > ? ORDER BY position LIMIT ?`, after, limit)

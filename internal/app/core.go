@@ -194,8 +194,11 @@ type Core struct {
 	Suggestions SuggestionsReadModel
 	Provenance  ProvenanceReadModel
 	Audit       AuditReadModel
-	Keyword     *projections.Keyword
-	Vectors     *projections.Vectors
+	// Webhooks holds the users' webhooks and the outbox of their
+	// deliveries.
+	Webhooks WebhooksReadModel
+	Keyword  *projections.Keyword
+	Vectors  *projections.Vectors
 	// KeywordIndex and VectorIndex are the search index adapters the
 	// projections write and searches read.
 	KeywordIndex domain.KeywordIndex
@@ -375,6 +378,7 @@ func Open(ctx context.Context, cfg Config) (*Core, error) {
 		Suggestions:     rm.suggestions,
 		Provenance:      rm.provenance,
 		Audit:           rm.audit,
+		Webhooks:        rm.webhooks,
 		KeywordIndex:    ix.keyword,
 		VectorIndex:     ix.vectors,
 		EmbeddedVectors: ix.embeddedVectors,
@@ -394,7 +398,7 @@ func Open(ctx context.Context, cfg Config) (*Core, error) {
 	shared := s.Postgres
 	if rm.postgres != nil {
 		s.leased = append(s.leased, projections.AccountsProjectionName, projections.MemoriesProjectionName, projections.JobsProjectionName,
-			projections.ProvenanceProjectionName, projections.AuditProjectionName, projections.SuggestionsProjectionName)
+			projections.ProvenanceProjectionName, projections.AuditProjectionName, projections.SuggestionsProjectionName, projections.WebhooksProjectionName)
 	}
 	var keywordState domain.KeywordState = sqlite.NewKeywordStore(db)
 	var vectorState domain.VectorState = sqlite.NewVectorStore(db)
@@ -414,6 +418,7 @@ func Open(ctx context.Context, cfg Config) (*Core, error) {
 	s.projections = []projections.Projection{
 		projections.NewAccounts(s.Accounts), projections.NewMemories(s.Memories), s.Keyword, s.Vectors,
 		projections.NewJobs(s.Jobs), projections.NewProvenance(s.Provenance), projections.NewAudit(s.Audit), projections.NewSuggestions(s.Suggestions),
+		projections.NewWebhooks(s.Webhooks),
 	}
 	s.Engine = projections.NewEngine(s.Store, logger, s.projections...)
 	if len(s.leased) > 0 {

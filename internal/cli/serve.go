@@ -72,6 +72,7 @@ type serveConfig struct {
 	JobLeaseTimeout   time.Duration
 	JobBatchSize      int
 	JobBatchDelay     time.Duration
+	Webhooks          webhookConfig
 
 	// metricsAddrDefault: --metrics-addr was not given, so a default
 	// address another process holds turns metrics off with a warning
@@ -128,6 +129,7 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.DurationVar(&cfg.JobLeaseTimeout, "job-lease-timeout", 5*time.Minute, "how long a running re-embedding job may go without progress before another node takes it over (its node died)")
 	fs.IntVar(&cfg.JobBatchSize, "job-batch-size", 128, "memories a re-embedding job embeds and records per step")
 	fs.DurationVar(&cfg.JobBatchDelay, "job-batch-delay", 0, "pause between two steps of a re-embedding job, to throttle it")
+	webhookFlags(fs, &cfg.Webhooks)
 	return fs
 }
 

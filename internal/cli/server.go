@@ -50,6 +50,11 @@ func wireServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, tel *
 	logger.Info("event log opened", "event_store", cmp.Or(cfg.EventStore.Backend, app.SQLiteLog), "read_models", cmp.Or(cfg.ReadModels.Backend, app.SQLiteReadModels), "data_dir", cfg.DataDir, "durability", settings.SQLite.Durability,
 		"keyword_index", cmp.Or(cfg.Indexes.Keyword, app.Embedded), "vector_index", cmp.Or(cfg.Indexes.Vector, app.Embedded))
 	st := a.Core
+	webhooks, err := startWebhooks(cfg.Webhooks, a, logger)
+	if err != nil {
+		_ = a.Close(ctx)
+		return nil, err
+	}
 	var rateBuckets api.RateBuckets
 	if st.Postgres != nil {
 		shared := postgres.NewRateBuckets(st.Postgres)
@@ -79,9 +84,11 @@ func wireServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, tel *
 		Backends:        st.Backends,
 		Projections:     func() any { return st.Engine.Status() },
 		Sync:            a.Sync,
+		Transfer:        a.Transfer,
 		Pipeline:        a.MCP.Pipeline,
 		Cognition:       a.MCP.Cognition,
 		Queries:         a.MCP.Queries,
+		Webhooks:        webhooks,
 
 		Visibility:         st.Engine,
 		ConsistencyWait:    cfg.ConsistencyWait,
