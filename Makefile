@@ -5,11 +5,12 @@ BIN       ?= bin/engram
 BENCH     ?= .
 BENCHTIME ?= 1s
 
-.PHONY: build run test test-deps test-typescript test-python lint fuzz fuzz-api vulncheck bench bench-quality bench-load bench-replay clean
+.PHONY: build run test test-deps test-typescript test-python lint fuzz fuzz-api sdk-version vulncheck bench bench-quality bench-load bench-replay clean
 
 # `engram version` reports these; `go build` alone leaves them to Go's
 # build information. VERSION (the file) is the release, shared by the server
-# and the SDKs (sdk/python checks it); the commit says which build.
+# and the SDKs (`make sdk-version` stamps it into both; their suites check
+# it); the commit says which build.
 VERSION ?= $(shell cat VERSION 2>/dev/null || echo devel)
 COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
 CLI      = github.com/engram-memory/engram/internal/cli
@@ -86,6 +87,16 @@ test-python:
 	$(PY_VENV)/bin/mypy --strict sdk/python/src/engram
 	cd sdk/python && $(PY_VENV)/bin/python -m pytest -q -p no:cacheprovider; rc=$$?; \
 		if [ $$rc -eq 5 ]; then echo "test-python: no tests collected" >&2; exit 1; fi; exit $$rc
+
+# sdk-version stamps the release in VERSION into both SDKs (sdk/python's
+# _version.py, sdk/typescript's package.json, package-lock.json and
+# src/version.ts); each SDK's suite fails while they differ from VERSION.
+# The release process is in docs/development.md.
+sdk-version:
+	@case "$(VERSION)" in *[!0-9A-Za-z.+-]*|"") echo "sdk-version: bad VERSION '$(VERSION)'" >&2; exit 1;; esac
+	sed -i 's/^__version__ = ".*"/__version__ = "$(VERSION)"/' sdk/python/src/engram/_version.py
+	sed -i 's/^export const VERSION = ".*";/export const VERSION = "$(VERSION)";/' sdk/typescript/src/version.ts
+	cd sdk/typescript && npm version --no-git-tag-version --allow-same-version "$(VERSION)" >/dev/null
 
 lint:
 	@unformatted="$$(gofmt -l .)"; if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi

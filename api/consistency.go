@@ -32,7 +32,10 @@ type Visibility interface {
 	WaitFor(ctx context.Context, position uint64) error
 }
 
-func formatConsistencyToken(position uint64) string {
+// FormatConsistencyToken is the consistency token of a write at position
+// (the value of ConsistencyTokenHeader; the MCP adapter returns it in a
+// tool result's _meta).
+func FormatConsistencyToken(position uint64) string {
 	return consistencyTokenPrefix + strconv.FormatUint(position, 10)
 }
 
@@ -186,7 +189,7 @@ func (w *tokenWriter) start() {
 	}
 	w.started = true
 	if last := w.tracker.Last(); last > 0 {
-		w.Header().Set(ConsistencyTokenHeader, formatConsistencyToken(last))
+		w.Header().Set(ConsistencyTokenHeader, FormatConsistencyToken(last))
 	}
 }
 

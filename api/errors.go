@@ -42,6 +42,7 @@ func PublicFailure(err error) (f Failure, status int, internal bool) {
 // writeError sends the failure envelope. Errors that are not *domain.Error
 // are internal: the client gets a generic message, the log gets the detail.
 func writeError(w http.ResponseWriter, r *http.Request, logger *slog.Logger, err error) {
+	noteFailure(r.Context(), err)
 	f, status, internal := PublicFailure(err)
 	body := errorBody{Code: f.Code, Message: f.Message, Details: f.Details, RequestID: requestID(r.Context())}
 	if wait, ok := f.Details[domain.DetailRetryAfterSeconds].(int); ok {

@@ -35,6 +35,7 @@ import (
 	"github.com/engram-memory/engram/infra/mail"
 	"github.com/engram-memory/engram/infra/mail/mailtest"
 	"github.com/engram-memory/engram/infra/sqlite"
+	"github.com/engram-memory/engram/infra/webhookhttp"
 	"github.com/engram-memory/engram/internal/app"
 	"github.com/engram-memory/engram/internal/workers"
 	"github.com/engram-memory/engram/projections"
@@ -83,6 +84,7 @@ type stack struct {
 	queries  *query.Service
 	usage    *workers.UsageRecorder
 	accounts *commands.Accounts
+	hooks    *commands.Webhooks
 	smtp     *mailtest.Server // nil unless stackOptions.smtp
 
 	srv     *httptest.Server
@@ -92,7 +94,9 @@ type stack struct {
 	stopEngine func() // stops the engine's Run and waits for it
 	stopQueue  func() // stops the embedding queue (a no-op unless it runs)
 	stopRunner func() // stops the job runner (a no-op unless it runs)
-	closeAll   func() // closes the whole stack; also run at cleanup
+	// stopWebhooks stops the webhook dispatcher (a no-op unless it runs).
+	stopWebhooks func()
+	closeAll     func() // closes the whole stack; also run at cleanup
 }
 
 // stackOptions choose what differs between tests; the zero value is the
@@ -148,6 +152,14 @@ type stackOptions struct {
 
 	// processor runs processing passes; nil: the rule-based extractor.
 	processor commands.Processor
+
+	// webhooks, when its PollInterval is set, runs the webhook dispatcher
+	// with these settings (its outbox and poster are the stack's); the
+	// webhooks may target loopback (--webhook-allow-private) either way.
+	webhooks workers.WebhookDispatcherConfig
+	// webhookStrict refuses http and private webhook targets, as a server
+	// without --webhook-allow-private does.
+	webhookStrict bool
 }
 
 // generous limits keep tests that fire many requests clear of 429.
@@ -226,11 +238,12 @@ func newStack(t testing.TB, opts stackOptions) *stack {
 	s.vectors, s.jobs, s.engine, s.writer = wired.Vectors, wired.Jobs, wired.Engine, wired.Writer
 	s.suggest, s.prov, s.audit = wired.Suggestions, wired.Provenance, wired.Audit
 	s.stopEngine = runInBackground(s.engine.Run)
-	s.stopQueue, s.stopRunner = func() {}, func() {}
+	s.stopQueue, s.stopRunner, s.stopWebhooks = func() {}, func() {}, func() {}
 	var once sync.Once
 	s.closeAll = func() {
 		once.Do(func() {
 			s.srv.Close()
+			s.stopWebhooks()
 			s.stopRunner()
 			s.stopQueue()
 			s.stopEngine()
@@ -298,7 +311,27 @@ func newStack(t testing.TB, opts stackOptions) *stack {
 	if !opts.noRun {
 		s.startRunner()
 	}
+	if opts.webhooks.PollInterval > 0 {
+		s.startWebhooks(opts.webhooks)
+	}
 	return s
+}
+
+// startWebhooks runs a webhook dispatcher with cfg over the stack's outbox
+// until stopWebhooks.
+func (s *stack) startWebhooks(cfg workers.WebhookDispatcherConfig) {
+	s.t.Helper()
+	cfg.Outbox, cfg.Poster, cfg.Logger = s.wired.Webhooks, webhookClient(), s.logger
+	dispatcher, err := workers.NewWebhookDispatcher(cfg)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.stopWebhooks = runInBackground(dispatcher.Run)
+}
+
+// webhookClient delivers to loopback, as --webhook-allow-private lets it.
+func webhookClient() *webhookhttp.Client {
+	return webhookhttp.New(webhookhttp.Options{Timeout: 5 * time.Second, AllowPrivate: true})
 }
 
 // wire builds the catalog's dependants (the embedding queue, the memory
@@ -326,6 +359,10 @@ func (s *stack) wire(c *embed.Catalog, rc workers.RunnerConfig) {
 		s.t.Fatal(err)
 	}
 	syncer, err := commands.NewSync(commands.SyncDeps{Writer: s.writer, Log: s.wired.SyncLog, Owners: s.memories, Memories: s.memCmds, MaxPushBytes: s.opts.syncMaxPushBytes})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	transfer, err := commands.NewTransfer(commands.TransferDeps{Sync: syncer, Suggestions: s.suggest})
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -357,6 +394,10 @@ func (s *stack) wire(c *embed.Catalog, rc workers.RunnerConfig) {
 	if err != nil {
 		s.t.Fatal(err)
 	}
+	s.hooks, err = commands.NewWebhooks(commands.WebhooksConfig{Writer: s.writer, Reader: s.wired.Webhooks, Targets: webhookhttp.New(webhookhttp.Options{AllowPrivate: !s.opts.webhookStrict}), AllowPrivate: !s.opts.webhookStrict, Now: s.clock.Now})
+	if err != nil {
+		s.t.Fatal(err)
+	}
 	var auth api.Authenticator = s.accounts
 	if s.opts.fixedAuth {
 		auth = fixedAuth{aliceKey: alice, bobKey: bob}
@@ -384,6 +425,8 @@ func (s *stack) wire(c *embed.Catalog, rc workers.RunnerConfig) {
 		Cognition:           s.memCmds,
 		Queries:             s.queries,
 		Sync:                syncer,
+		Transfer:            transfer,
+		Webhooks:            s.hooks,
 		LogHead:             s.store.Head,
 		MaxConsistencyWaits: s.opts.maxConsistencyWaits,
 		Visibility:          s.engine,

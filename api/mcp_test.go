@@ -570,16 +570,25 @@ func TestMCPAudit(t *testing.T) {
 			Operation string `json:"operation"`
 			MemoryID  string `json:"memory_id"`
 			Actor     string `json:"actor"`
+			Source    string `json:"source"`
 		} `json:"entries"`
 	}
+	var rest struct {
+		ID string `json:"id"`
+	}
+	s.request(t, "POST", "/v1/memories", aliceKey, map[string]any{"agent_id": "claire", "type": "note", "content": map[string]any{"content": "by REST"}}).must(t, http.StatusCreated, &rest)
 	s.must(http.StatusOK, "GET", "/v1/agents/claire/audit", aliceKey, nil).must(t, http.StatusOK, &page)
 	seen := map[string]string{}
 	for _, e := range page.Entries {
-		seen[e.MemoryID] = e.Actor
+		seen[e.MemoryID] = e.Actor + " " + e.Source
 	}
-	for _, id := range []string{str(added.data, "id"), str(captured.data, "id")} {
-		if seen[id] != "key:key-"+alice {
-			t.Fatalf("audit actor of %s = %q, want key:key-%s: %+v", id, seen[id], alice, page.Entries)
+	for id, want := range map[string]string{
+		str(added.data, "id"):    "key:key-" + alice + " mcp",
+		str(captured.data, "id"): "key:key-" + alice + " mcp",
+		rest.ID:                  "key:key-" + alice + " api",
+	} {
+		if seen[id] != want {
+			t.Fatalf("audit actor and source of %s = %q, want %q: %+v", id, seen[id], want, page.Entries)
 		}
 	}
 	var raw struct {
@@ -806,6 +815,29 @@ func TestMCPMalformedMessages(t *testing.T) {
 			rpcErr, _ := r.body["error"].(map[string]any)
 			if r.status != c.status || r.body["jsonrpc"] != "2.0" || rpcErr["code"] != c.code || rpcErr["message"] == "" {
 				t.Fatalf("%d %s, want %d with JSON-RPC error %v", r.status, r.raw, c.status, c.code)
+			}
+		})
+	}
+}
+
+// A tool that wrote names, in its result's _meta, the consistency token of
+// its last event, in both revisions (in session mode the HTTP response that
+// carries the result is not the request the write ran under, so its header
+// cannot carry the token); a read names none.
+func TestMCPConsistencyToken(t *testing.T) {
+	for _, rev := range mcpRevisions {
+		t.Run(rev.name, func(t *testing.T) {
+			s := newStack(t, stackOptions{fixedAuth: true})
+			cs := s.mcpClient(t, aliceKey, "", rev.requested)
+			schemas := toolSchemas(t, cs)
+			added := callTool(t, cs, schemas, "add_memory", map[string]any{"agent_id": "claire", "type": "note", "content": map[string]any{"content": "tokened"}}).ok(t)
+			token, _ := added.res.Meta[apimcp.ConsistencyTokenMeta].(string)
+			if !strings.HasPrefix(token, "v1.") {
+				t.Fatalf("add_memory _meta %v: no consistency token", added.res.Meta)
+			}
+			searched := callTool(t, cs, schemas, "search_memories", map[string]any{"agent_id": "claire", "query": "tokened"}).ok(t)
+			if _, ok := searched.res.Meta[apimcp.ConsistencyTokenMeta]; ok {
+				t.Fatalf("search_memories wrote nothing but names a token: %v", searched.res.Meta)
 			}
 		})
 	}

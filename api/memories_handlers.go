@@ -87,7 +87,9 @@ func (s *Server) createMemory(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	created, err := s.cfg.Memories.Create(r.Context(), meta(r), req.AgentID, req.input())
+	ctx, end := memorySpan(r.Context(), opCreateMemory, "")
+	created, err := s.cfg.Memories.Create(ctx, meta(r), req.AgentID, req.input())
+	end(err, 1)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -280,7 +282,10 @@ func (s *Server) patchMemory(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	v, err := s.cfg.Memories.Patch(r.Context(), meta(r), chi.URLParam(r, "id"), commands.MemoryPatch{Content: req.Content, Tags: req.Tags, IfMatch: cond})
+	id := chi.URLParam(r, "id")
+	ctx, end := memorySpan(r.Context(), opUpdateMemory, id)
+	v, err := s.cfg.Memories.Patch(ctx, meta(r), id, commands.MemoryPatch{Content: req.Content, Tags: req.Tags, IfMatch: cond})
+	end(err, 1)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -303,15 +308,19 @@ func (s *Server) deleteMemory(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	ctx, end := memorySpan(r.Context(), opDeleteMemory, id)
 	if purge {
-		if err := s.cfg.Memories.Purge(r.Context(), meta(r), id, cond); err != nil {
+		err := s.cfg.Memories.Purge(ctx, meta(r), id, cond)
+		end(err, 1)
+		if err != nil {
 			s.fail(w, r, err)
 			return
 		}
 		writeData(w, http.StatusOK, map[string]any{"id": id, "purged": true})
 		return
 	}
-	v, err := s.cfg.Memories.Forget(r.Context(), meta(r), id, cond)
+	v, err := s.cfg.Memories.Forget(ctx, meta(r), id, cond)
+	end(err, 1)
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -214,6 +214,7 @@ type openAIError struct {
 // for the same condition; internal errors get a generic message and go to
 // the log, as in writeError.
 func (s *Server) failOpenAI(w http.ResponseWriter, r *http.Request, err error) {
+	noteFailure(r.Context(), err)
 	status, body := http.StatusInternalServerError, openAIError{Message: "internal error", Type: "server_error"}
 	var de *domain.Error
 	if errors.As(err, &de) && de.Kind != domain.KindInternal {

@@ -95,7 +95,9 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	resp, err := s.cfg.Search.Search(r.Context(), req)
+	ctx, end := memorySpan(r.Context(), opSearchMemory, "")
+	resp, err := s.cfg.Search.Search(ctx, req)
+	end(err, len(resp.Results))
 	if err != nil {
 		s.fail(w, r, err)
 		return

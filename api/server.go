@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/engram-memory/engram/domain"
 )
@@ -62,6 +63,11 @@ type Config struct {
 	// RateBuckets, when set, keeps the rate-limit buckets in a store every
 	// node shares; nil keeps them in process.
 	RateBuckets RateBuckets
+	// Requests, when set, hears of every request (metrics); Tracer, when
+	// set, traces every request, continuing a caller's W3C trace context
+	// (traceparent). Nil leaves either out.
+	Requests RequestObserver
+	Tracer   trace.TracerProvider
 
 	// MCP, when set, is served at /mcp behind the API's authentication
 	// (see mcpRoutes); PublicURL is the server's base URL as clients reach
@@ -76,8 +82,11 @@ type Config struct {
 	Embeddings Embeddings
 	Search     Searcher
 	Sync       Syncer
+	Transfer   Transferer
 	Pipeline   Pipeline
 	Cognition  Cognition
+	// Webhooks, when set, mounts /webhooks.
+	Webhooks Webhooks
 	// Queries answers every read of the routes above.
 	Queries Queries
 }
@@ -108,7 +117,7 @@ func New(cfg Config) *Server {
 // Handler returns the routed HTTP handler.
 func (s *Server) Handler() http.Handler {
 	r := chi.NewRouter()
-	r.Use(withRequestID, withAccessLog(s.logger), s.withIOBounds, s.limitInFlight, s.withConsistency)
+	r.Use(s.withTelemetry, withRequestID, withAccessLog(s.logger), s.withIOBounds, s.limitInFlight, s.withConsistency)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, domain.Errorf(domain.KindNotFound, "no such endpoint: %s %s", r.Method, r.URL.Path))
 	})
@@ -128,8 +137,10 @@ func (s *Server) Handler() http.Handler {
 		s.embeddingRoutes(r)
 		s.searchRoutes(r)
 		s.syncRoutes(r)
+		s.transferRoutes(r)
 		s.pipelineRoutes(r)
 		s.cognitionRoutes(r)
+		s.webhookRoutes(r)
 	})
 	s.mcpRoutes(r)
 	return r

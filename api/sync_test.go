@@ -174,8 +174,11 @@ func testSyncPushObeysTheWriteRules(t *testing.T, s *stack) {
 			return evs
 		}, http.StatusRequestEntityTooLarge, "push_too_large", ""},
 		{"an event type sync does not carry", func(t *testing.T, _ string) []commands.SyncEvent {
-			return []commands.SyncEvent{pushedNote("fine"), syncEvent("StackSettingsChanged", map[string]any{"settings": map[string]any{"stack_state": "maintenance"}})}
+			return []commands.SyncEvent{pushedNote("fine"), syncEvent("SuggestionCreated", map[string]any{"suggestion_id": uuid.NewString()})}
 		}, http.StatusBadRequest, "invalid_request", "events[1].type"},
+		{"settings a write could not make", func(t *testing.T, _ string) []commands.SyncEvent {
+			return []commands.SyncEvent{pushedNote("fine"), syncEvent("StackSettingsChanged", map[string]any{"settings": map[string]any{"stack_state": "maintenance"}})}
+		}, http.StatusBadRequest, "invalid_request", "events[1].payload.lint_rules"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			userID, key := newUser(t)

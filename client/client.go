@@ -185,7 +185,10 @@ func (c *Client) send(ctx context.Context, method, path string, query url.Values
 		target += "?" + query.Encode()
 	}
 	var body io.Reader
-	if in != nil {
+	raw, isRaw := in.(rawBody)
+	if isRaw {
+		body = raw.reader()
+	} else if in != nil {
 		b, err := json.Marshal(in)
 		if err != nil {
 			return nil, fmt.Errorf("client: encode %s %s: %w", method, path, err)
@@ -199,9 +202,14 @@ func (c *Client) send(ctx context.Context, method, path string, query url.Values
 	for k, v := range header {
 		req.Header[k] = v
 	}
-	req.Header.Set("Accept", "application/json")
+	if req.Header.Get("Accept") == "" {
+		req.Header.Set("Accept", "application/json")
+	}
 	req.Header.Set("User-Agent", c.userAgent)
-	if in != nil {
+	switch {
+	case isRaw:
+		req.Header.Set("Content-Type", raw.contentType)
+	case in != nil:
 		req.Header.Set("Content-Type", "application/json")
 	}
 	if a == bearer {

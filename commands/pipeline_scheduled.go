@@ -25,7 +25,7 @@ func (c *Pipeline) ScheduledPass(ctx context.Context, agent memory.AgentRef) (pa
 	if settings.StackState == agentsettings.Maintenance {
 		return nil, true, nil
 	}
-	meta := domain.Metadata{Actor: domain.Actor{Kind: domain.ActorSystem, ID: SchedulerActor, UserID: agent.UserID}}
+	meta := domain.Metadata{Actor: domain.Actor{Kind: domain.ActorSystem, ID: SchedulerActor, UserID: agent.UserID}, Source: domain.SourceSystem}
 	defer c.lock(agent.UserID, agent.AgentID)()
 	due, err := c.due(ctx, agent)
 	if err != nil {

@@ -10,14 +10,20 @@ import (
 // position a reader on another node must wait for.
 type PositionTracker struct {
 	last atomic.Uint64
+	// outer is the tracker of the enclosing context, if any: a write
+	// tracked here (one MCP tool call) is tracked there too (the HTTP
+	// request the call came in).
+	outer *PositionTracker
 }
 
 type positionTrackerKey struct{}
 
 // TrackPositions returns a context under which every write this package
-// waits for records its position in the returned tracker.
+// waits for records its position in the returned tracker, and in ctx's
+// tracker too if ctx has one.
 func TrackPositions(ctx context.Context) (context.Context, *PositionTracker) {
-	t := &PositionTracker{}
+	outer, _ := ctx.Value(positionTrackerKey{}).(*PositionTracker)
+	t := &PositionTracker{outer: outer}
 	return context.WithValue(ctx, positionTrackerKey{}, t), t
 }
 
@@ -26,6 +32,9 @@ func TrackPositions(ctx context.Context) (context.Context, *PositionTracker) {
 func (t *PositionTracker) Last() uint64 { return t.last.Load() }
 
 func (t *PositionTracker) observe(position uint64) {
+	if t.outer != nil {
+		t.outer.observe(position)
+	}
 	for {
 		cur := t.last.Load()
 		if position <= cur || t.last.CompareAndSwap(cur, position) {

@@ -75,6 +75,9 @@ func ToSyncEvent(e domain.Event) (SyncEvent, error) {
 type SyncLog interface {
 	EventStreams(ctx context.Context, ids []string) (map[string]string, error)
 	StreamVersion(ctx context.Context, stream string) (int64, error)
+	// ReadStreamPage returns up to limit of a stream's events from
+	// version from on, in order: long streams are read in pages.
+	ReadStreamPage(ctx context.Context, stream string, from uint64, limit int) ([]domain.Event, error)
 }
 
 // MemoryOwners tells whom a memory id belongs to, across users (memory
@@ -142,20 +145,17 @@ func (s *Sync) Pull(ctx context.Context, userID, agentID string, after uint64, l
 		return SyncPage{}, err
 	}
 	stream := memory.AgentStream(userID, agentID)
-	events, err := s.d.Writer.Store().ReadStream(ctx, stream, after)
+	events, err := s.d.Log.ReadStreamPage(ctx, stream, after, limit)
 	if err != nil {
 		return SyncPage{}, err
 	}
-	page := SyncPage{Events: []SyncEvent{}, Head: after + uint64(len(events))}
-	if len(events) == 0 {
-		// A cursor past the end reads nothing: the head is the stream's.
-		version, err := s.d.Log.StreamVersion(ctx, stream)
-		if err != nil {
-			return SyncPage{}, err
-		}
-		page.Head = uint64(version + 1)
+	// The head is read after the page, so it is never behind it.
+	version, err := s.d.Log.StreamVersion(ctx, stream)
+	if err != nil {
+		return SyncPage{}, err
 	}
-	for _, e := range events[:min(limit, len(events))] {
+	page := SyncPage{Events: make([]SyncEvent, 0, len(events)), Head: uint64(version + 1)}
+	for _, e := range events {
 		se, err := ToSyncEvent(e)
 		if err != nil {
 			return SyncPage{}, err
@@ -201,10 +201,22 @@ func (s *Sync) Push(ctx context.Context, meta domain.Metadata, agentID string, e
 			"the payloads of this push hold %d bytes; the limit is %d per push: send fewer events per push", size, s.d.MaxPushBytes).
 			WithCode("push_too_large").WithDetail("limit", s.d.MaxPushBytes)
 	}
-	stream := memory.AgentStream(userID, agentID)
 	ref := memory.AgentRef{UserID: userID, AgentID: agentID}
+	return untilDecided(ctx, s, agentID, func() (SyncPushResult, error) {
+		d, err := s.decide(ctx, meta, ref, events)
+		if err != nil {
+			return d.res, err
+		}
+		return s.commit(ctx, d)
+	})
+}
+
+// untilDecided runs push, which decides on the read model and appends
+// expecting the agent stream's version it saw, until no other write
+// overtakes it.
+func untilDecided[R any](ctx context.Context, s *Sync, agentID string, push func() (R, error)) (R, error) {
 	for attempt := 1; ; attempt++ {
-		res, err := s.pushAt(ctx, meta, stream, ref, events)
+		res, err := push()
 		if !errors.Is(err, domain.ErrWrongExpectedVersion) {
 			return res, err
 		}
@@ -212,15 +224,16 @@ func (s *Sync) Push(ctx context.Context, meta domain.Metadata, agentID string, e
 		// read model shows it. The wait is not this push's write, so it
 		// does not become the request's consistency position (wait, not
 		// Await).
+		var zero R
 		if attempt == maxAgentAttempts {
-			return SyncPushResult{}, errPushRaced(agentID, attempt)
+			return zero, errPushRaced(agentID, attempt)
 		}
 		head, err := s.d.Writer.Store().Head(ctx)
 		if err != nil {
-			return SyncPushResult{}, err
+			return zero, err
 		}
 		if err := s.d.Writer.wait(ctx, head, nil); err != nil {
-			return SyncPushResult{}, errPushRaced(agentID, attempt)
+			return zero, errPushRaced(agentID, attempt)
 		}
 	}
 }
@@ -231,14 +244,25 @@ func errPushRaced(agentID string, attempts int) error {
 	return domain.Conflict("concurrent_writes", "agent %s changed %d times while this push was being decided; nothing was stored: retry the push", agentID, attempts)
 }
 
-// pushAt decides the push on the read model at the agent stream's version
-// it shows, and appends every event it keeps in one append expecting that
-// version (domain.ErrWrongExpectedVersion if another write came first).
-func (s *Sync) pushAt(ctx context.Context, meta domain.Metadata, stream string, ref memory.AgentRef, events []SyncEvent) (SyncPushResult, error) {
-	var res SyncPushResult
-	version, err := s.reader().StreamVersion(ctx, stream)
-	if err != nil {
-		return res, err
+// pushDecision is a push decided on the read model at the version of the
+// agent stream it shows: the plan of the events to append, and what the
+// push did with the events it received.
+type pushDecision struct {
+	stream  string
+	version int64
+	plan    *pushPlan
+	res     SyncPushResult
+}
+
+// decide checks every event and plans those the agent's log does not
+// hold yet.
+func (s *Sync) decide(ctx context.Context, meta domain.Metadata, ref memory.AgentRef, events []SyncEvent) (pushDecision, error) {
+	stream := memory.AgentStream(ref.UserID, ref.AgentID)
+	d := pushDecision{stream: stream}
+	res := &d.res
+	var err error
+	if d.version, err = s.reader().StreamVersion(ctx, stream); err != nil {
+		return d, err
 	}
 	ids := make([]string, len(events))
 	for i, ev := range events {
@@ -246,19 +270,20 @@ func (s *Sync) pushAt(ctx context.Context, meta domain.Metadata, stream string, 
 	}
 	recorded, err := s.d.Log.EventStreams(ctx, ids)
 	if err != nil {
-		return res, err
+		return d, err
 	}
 	p, err := s.newPushPlan(ctx, ref, meta)
 	if err != nil {
-		return res, err
+		return d, err
 	}
+	d.plan = p
 	seen := map[string]SyncEvent{}
 	for i, ev := range events {
 		if in, ok := recorded[ev.ID]; ok && in != stream {
-			return res, BatchItemErrorIn("events", i, errEventIDTaken(ev.ID))
+			return d, BatchItemErrorIn("events", i, errEventIDTaken(ev.ID))
 		}
 		if first, twice := seen[ev.ID]; twice && !sameSyncEvent(first, ev) {
-			return res, BatchItemErrorIn("events", i, errEventIDTaken(ev.ID))
+			return d, BatchItemErrorIn("events", i, errEventIDTaken(ev.ID))
 		}
 		if _, twice := seen[ev.ID]; twice || recorded[ev.ID] == stream {
 			res.Duplicates++
@@ -267,14 +292,22 @@ func (s *Sync) pushAt(ctx context.Context, meta domain.Metadata, stream string, 
 		seen[ev.ID] = ev
 		kept, err := p.add(ctx, ev)
 		if err != nil {
-			return res, BatchItemErrorIn("events", i, err)
+			return d, BatchItemErrorIn("events", i, err)
 		}
 		if !kept {
 			res.Skipped++
 		}
 	}
 	res.Appended = len(p.out) - p.synthesized
-	res.Head = uint64(version + 1)
+	res.Head = uint64(d.version + 1)
+	return d, nil
+}
+
+// commit appends every event the decision planned in one append expecting
+// the version it was decided at (domain.ErrWrongExpectedVersion if another
+// write came first), and waits until the read models show them.
+func (s *Sync) commit(ctx context.Context, d pushDecision) (SyncPushResult, error) {
+	res, p := d.res, d.plan
 	if len(p.out) == 0 {
 		return res, nil
 	}
@@ -283,7 +316,7 @@ func (s *Sync) pushAt(ctx context.Context, meta domain.Metadata, stream string, 
 	// that another push (on any node) is creating: each MemoryCreated
 	// claims its id in the log, in the append, so of two pushes of one id
 	// exactly one is stored and the other is refused whole.
-	appended, err := s.d.Writer.Store().Append(ctx, stream, version, p.out)
+	appended, err := s.d.Writer.Store().Append(ctx, d.stream, d.version, p.out)
 	if err != nil {
 		return res, takenMemoryID(err)
 	}

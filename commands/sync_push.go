@@ -192,6 +192,33 @@ func (p *pushPlan) add(ctx context.Context, ev SyncEvent) (kept bool, err error)
 		payload, err = planChange(ctx, p, ev.Payload, func(m memory.MemoryPurged) memoryChange {
 			return memoryChange{memoryID: m.MemoryID}
 		})
+	case agentsettings.SettingsChanged{}.EventType():
+		var m agentsettings.SettingsChanged
+		if err := decodeSyncPayload(ev.Payload, &m); err != nil {
+			return false, err
+		}
+		if err := m.Settings.Validate(); err != nil {
+			return false, inPayload(err)
+		}
+		if err := p.notInFuture("payload.changed_at", m.ChangedAt); err != nil {
+			return false, err
+		}
+		// Later events of the push obey the settings as they now stand,
+		// as the writes that made them did.
+		p.settings, p.notWritable = m.Settings, nil
+		if err := m.Settings.CheckMemoryWrite(p.ref.AgentID); err != nil {
+			p.notWritable = err
+		}
+		payload = m
+	case memory.AgentImported{}.EventType():
+		var m memory.AgentImported
+		if err := decodeSyncPayload(ev.Payload, &m); err != nil {
+			return false, err
+		}
+		if err := p.notInFuture("payload.imported_at", m.ImportedAt); err != nil {
+			return false, err
+		}
+		payload = m
 	case memory.AgentDeleted{}.EventType(), memory.AgentModelSwitched{}.EventType():
 		return false, nil
 	default:
@@ -263,7 +290,7 @@ func (p *pushPlan) checkCreated(ctx context.Context, m *memory.MemoryCreated) er
 	if err := checkItemProvenance(p.settings, "payload.derived_from", it); err != nil {
 		return err
 	}
-	if err := p.checkRefs(ctx, it.refs); err != nil {
+	if err := p.checkRefs(ctx, "payload.derived_from", it.refs); err != nil {
 		return err
 	}
 	if err := p.m.cfg.Quotas.CheckMemories(p.ref.AgentID, p.agent.StoredMemories, len(p.created)+1); err != nil {
@@ -313,7 +340,7 @@ func takenMemoryID(err error) error {
 // checkRefs makes sure every derived_from reference names a memory of this
 // agent of the type it says: one the read model shows, or one created
 // earlier in this push.
-func (p *pushPlan) checkRefs(ctx context.Context, refs []memory.Ref) error {
+func (p *pushPlan) checkRefs(ctx context.Context, field string, refs []memory.Ref) error {
 	if len(refs) == 0 {
 		return nil
 	}
@@ -334,7 +361,7 @@ func (p *pushPlan) checkRefs(ctx context.Context, refs []memory.Ref) error {
 			t, ok = p.types[r.ID]
 		}
 		if !ok || t != r.Type {
-			return memory.ErrRefNotFound("payload.derived_from", j, r)
+			return memory.ErrRefNotFound(field, j, r)
 		}
 	}
 	return nil
@@ -559,6 +586,12 @@ func withRef(p domain.Payload, ref memory.AgentRef) domain.Payload {
 		v.AgentRef = ref
 		return v
 	case memory.MemoryPurged:
+		v.AgentRef = ref
+		return v
+	case agentsettings.SettingsChanged:
+		v.AgentRef = ref
+		return v
+	case memory.AgentImported:
 		v.AgentRef = ref
 		return v
 	}

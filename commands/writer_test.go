@@ -60,7 +60,10 @@ func TestWriteNotAppliedInTimeIsReportedAsStored(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tracked, tracker := commands.TrackPositions(ctx)
+			// A tracker under another (an MCP tool call in an API
+			// request) tracks for both.
+			request, requestTracker := commands.TrackPositions(ctx)
+			tracked, tracker := commands.TrackPositions(request)
 			res, err := tc.append(tracked)
 			var e *domain.Error
 			if !errors.As(err, &e) || e.Kind != domain.KindNotYetConsistent || e.PublicCode() != "write_not_yet_visible" {
@@ -69,8 +72,8 @@ func TestWriteNotAppliedInTimeIsReportedAsStored(t *testing.T) {
 			if e.Details[domain.DetailRetryAfterSeconds] != 1 {
 				t.Errorf("details = %v, want %s 1", e.Details, domain.DetailRetryAfterSeconds)
 			}
-			if res.LastPosition == 0 || tracker.Last() != res.LastPosition {
-				t.Errorf("tracked position %d, write at %d", tracker.Last(), res.LastPosition)
+			if res.LastPosition == 0 || tracker.Last() != res.LastPosition || requestTracker.Last() != res.LastPosition {
+				t.Errorf("tracked positions %d and %d (enclosing), write at %d", tracker.Last(), requestTracker.Last(), res.LastPosition)
 			}
 			events, err := idle.store.ReadAll(ctx, res.LastPosition-1, 10)
 			if err != nil || len(events) != 1 || events[0].Position != res.LastPosition {

@@ -26,10 +26,23 @@ type Actor struct {
 	UserID string    `json:"user_id,omitempty"`
 }
 
+// Source is the interface a command came in through, which its events
+// record beside the actor (the audit trail shows it).
+type Source string
+
+// The sources. An event stored before sources were recorded has none ("").
+const (
+	SourceAPI    Source = "api"    // the REST API (SDKs, the dashboard)
+	SourceMCP    Source = "mcp"    // an MCP tool, over stdio or /mcp
+	SourceCLI    Source = "cli"    // the engram command line on a local stack
+	SourceSystem Source = "system" // a background worker (processing, embedding, usage)
+)
+
 // Metadata travels with every command into the events it appends.
 type Metadata struct {
 	Actor     Actor
 	RequestID string
+	Source    Source
 }
 
 // Event is one recorded fact. Version is the event's 0-based revision in its
@@ -44,6 +57,7 @@ type Event struct {
 	Time          time.Time       `json:"time"`
 	Actor         Actor           `json:"actor"`
 	RequestID     string          `json:"request_id,omitempty"`
+	Source        Source          `json:"source,omitempty"`
 	Payload       json.RawMessage `json:"payload"`
 
 	// decoding is set by EventRegistry.Decode: the payload decoded once
@@ -75,6 +89,7 @@ type NewEvent struct {
 	Time          time.Time
 	Actor         Actor
 	RequestID     string
+	Source        Source
 	Payload       json.RawMessage
 	// Claims are keys the event takes for good, across every stream of
 	// the log (MemoryClaim: a memory id, which clients may choose). The
@@ -183,7 +198,7 @@ func MarshalEvent(p Payload, meta Metadata) (NewEvent, error) {
 	if err != nil {
 		return NewEvent{}, err
 	}
-	e := NewEvent{Type: p.EventType(), SchemaVersion: 1, Actor: meta.Actor, RequestID: meta.RequestID, Payload: raw}
+	e := NewEvent{Type: p.EventType(), SchemaVersion: 1, Actor: meta.Actor, RequestID: meta.RequestID, Source: meta.Source, Payload: raw}
 	if c, ok := p.(ClaimingPayload); ok {
 		e.Claims = c.Claims()
 	}

@@ -62,6 +62,10 @@ type KeywordState interface {
 	ResetKeyword(ctx context.Context) error
 	// LoadKeyword calls fn for every kept memory, in insertion order.
 	LoadKeyword(ctx context.Context, fn func(KeywordSource) error) error
+	// LoadKeywordOf calls fn for each kept memory among memoryIDs, in
+	// insertion order: what a start from an index snapshot reads of the
+	// memories changed since the snapshot's checkpoint.
+	LoadKeywordOf(ctx context.Context, memoryIDs []string, fn func(KeywordSource) error) error
 }
 
 // VectorAgent is an agent's active space.
@@ -140,6 +144,10 @@ type VectorState interface {
 	// memory's current one (forgotten memories included, flagged), in
 	// insertion order.
 	LoadVectors(ctx context.Context, fn func(LoadedVector) error) error
+	// LoadVectorsOf is LoadVectors restricted to the memories among
+	// memoryIDs: what a start from an index snapshot reads of the
+	// memories changed since the snapshot's checkpoint.
+	LoadVectorsOf(ctx context.Context, memoryIDs []string, fn func(LoadedVector) error) error
 }
 
 // ClampedUnixNano is how the index state and the keyword indexes store a

@@ -11,6 +11,7 @@ import (
 	"github.com/engram-memory/engram/domain/agentsettings"
 	"github.com/engram-memory/engram/domain/audit"
 	"github.com/engram-memory/engram/domain/memory"
+	"github.com/engram-memory/engram/domain/webhook"
 )
 
 // AuditProjectionName names the audit read model.
@@ -61,7 +62,7 @@ func applyAuditEvent(ctx context.Context, tx audit.ReadModelTx, e domain.Event) 
 	}
 	return tx.AddEntry(ctx, e.Position, rec.userID, audit.Entry{
 		ID: e.ID, At: e.Time, Operation: rec.operation, AgentID: rec.agentID, MemoryType: rec.memoryType, MemoryID: rec.memoryID,
-		Actor: string(e.Actor.Kind) + ":" + e.Actor.ID, Details: details,
+		Actor: string(e.Actor.Kind) + ":" + e.Actor.ID, Source: string(e.Source), Details: details,
 	})
 }
 
@@ -118,6 +119,9 @@ func auditOf(e domain.Event) (rec auditRecord, ok bool, err error) {
 		return mem(p.AgentRef, "model_switched", "", "", map[string]any{"model": p.Model, "dimensions": p.Dimensions, "job_id": p.JobID})
 	case *agentsettings.SettingsChanged:
 		return mem(p.AgentRef, "settings_changed", "", "", map[string]any{"changed": p.Changed, "settings": p.Settings})
+	case *memory.AgentImported:
+		return mem(p.AgentRef, "import", "", "", map[string]any{"origin": p.Origin, "source_agent_id": p.SourceAgentID,
+			"format": p.Format, "exported_at": p.ExportedAt, "events": p.Events})
 	case *memory.AgentDeleted:
 		return acct(p.UserID, "agent_deleted", map[string]string{"agent_id": p.AgentID})
 	case *account.UserRegistered:
@@ -132,6 +136,11 @@ func auditOf(e domain.Event) (rec auditRecord, ok bool, err error) {
 		return acct(p.UserID, "key_revoked", map[string]any{"key_id": p.KeyID})
 	case *account.APIKeyCycled:
 		return acct(p.UserID, "key_cycled", map[string]any{"old_key_id": p.OldKeyID, "key_id": p.NewKey.KeyID, "prefix": p.NewKey.Prefix})
+	case *webhook.Registered:
+		// Never the secret: the audit trail is shown to the user and exported.
+		return acct(p.UserID, "webhook_created", map[string]any{"webhook_id": p.WebhookID, "url": p.URL, "events": p.Events})
+	case *webhook.Deleted:
+		return acct(p.UserID, "webhook_deleted", map[string]any{"webhook_id": p.WebhookID})
 	case *account.SessionStarted:
 		return acct(p.UserID, "session_started", map[string]any{"session_id": p.SessionID, "key_id": p.KeyID, "expires_at": p.ExpiresAt})
 	}

@@ -144,6 +144,9 @@ func (e *Engine) Run(ctx context.Context) error {
 	f := newFollower(ctx, e)
 	defer f.wait()
 	defer cancel()
+	snapshotsDone := make(chan struct{})
+	go func() { defer close(snapshotsDone); e.saveSnapshotsWhileRunning(ctx) }()
+	defer func() { cancel(); <-snapshotsDone }()
 	var own, leased []Projection
 	for _, p := range e.projections {
 		if e.leased(p.Name()) {

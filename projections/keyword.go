@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/memory"
@@ -31,6 +32,8 @@ type Keyword struct {
 
 	loadMu sync.Mutex
 	loaded bool
+
+	snap *snapshotState
 }
 
 // NewKeyword returns the keyword projection writing to index. With
@@ -40,6 +43,12 @@ func NewKeyword(state domain.KeywordState, index domain.KeywordIndex, loadIndex 
 		logger = slog.New(slog.DiscardHandler)
 	}
 	return &Keyword{state: state, index: index, logger: logger, loadIndex: loadIndex, events: Events()}
+}
+
+// UseSnapshots makes an in-process index start from cfg.Restored (when
+// set) and be saved in snapshots. Call it before the projection starts.
+func (p *Keyword) UseSnapshots(cfg Snapshots) {
+	p.snap = &snapshotState{cfg: cfg, restored: cfg.Restored}
 }
 
 // Name implements Projection.
@@ -64,6 +73,9 @@ func (p *Keyword) Reset(ctx context.Context) error {
 	if err := p.state.ResetKeyword(ctx); err != nil {
 		return err
 	}
+	if err := p.snap.dropped(ctx, KeywordProjectionName); err != nil {
+		return err
+	}
 	p.loaded = true
 	return nil
 }
@@ -76,9 +88,13 @@ func (p *Keyword) Apply(ctx context.Context, events []domain.Event) error {
 	}
 	var w indexWrites
 	p.events.DecodeAll(events)
-	return p.state.ApplyKeyword(ctx, events, func(ctx context.Context, tx domain.KeywordStateTx, e domain.Event) error {
+	err := p.state.ApplyKeyword(ctx, events, func(ctx context.Context, tx domain.KeywordStateTx, e domain.Event) error {
 		return p.apply(ctx, tx, e, &w)
 	}, func(ctx context.Context) error { return w.flush(ctx, p.index, nil, p.logger) })
+	if err == nil {
+		p.snap.applied(len(events))
+	}
+	return err
 }
 
 // indexFromState implements derivedIndex.
@@ -103,6 +119,9 @@ func (p *Keyword) dropIndex(ctx context.Context) error {
 	p.loadMu.Lock()
 	defer p.loadMu.Unlock()
 	p.loaded = false
+	if err := p.snap.dropped(ctx, KeywordProjectionName); err != nil {
+		return err
+	}
 	if err := p.index.DropAll(ctx); err != nil {
 		return fmt.Errorf("keyword: drop index: %w", err)
 	}
@@ -112,13 +131,116 @@ func (p *Keyword) dropIndex(ctx context.Context) error {
 // UnitOfWork implements unitOfWorker.
 func (p *Keyword) UnitOfWork() domain.UnitOfWork { return unitOfWorkOf(p.state) }
 
-// Load fills an in-process index from the state, once.
+// Load fills an in-process index from the state, once: from the image
+// it was restored from and the memories changed after it when it was
+// (UseSnapshots), else from the whole state.
 func (p *Keyword) Load(ctx context.Context) error {
 	p.loadMu.Lock()
 	defer p.loadMu.Unlock()
 	if p.loaded || !p.loadIndex {
 		return nil
 	}
+	if p.snap != nil && p.snap.restored != nil {
+		tag := *p.snap.restored
+		p.snap.restored = nil
+		err := p.catchUp(ctx, tag)
+		if err == nil {
+			p.snap.started.Store(&tag)
+			p.loaded = true
+			return nil
+		}
+		if ctx.Err() != nil {
+			return err
+		}
+		p.logger.Warn("keyword index snapshot not used: refilling the index from the state", "error", err)
+		if err := p.index.DropAll(ctx); err != nil {
+			return fmt.Errorf("keyword: drop index: %w", err)
+		}
+	}
+	if err := p.refill(ctx); err != nil {
+		return err
+	}
+	p.snap.filled()
+	p.loaded = true
+	return nil
+}
+
+// catchUp brings an index restored from the image tag up to the state:
+// the memories the events after the image changed are re-read from the
+// state (upserted, or deleted when the state no longer keeps them), and
+// the agents deleted meanwhile dropped, in log order before the re-reads.
+func (p *Keyword) catchUp(ctx context.Context, tag domain.IndexSnapshot) error {
+	start := time.Now()
+	statePos, err := p.state.KeywordCheckpoint(ctx)
+	if err != nil {
+		return err
+	}
+	var changed changedMemories
+	err = p.snap.tail(ctx, tag, statePos, func(events []domain.Event) error {
+		for _, e := range events {
+			if e.Type == (memory.AgentDeleted{}).EventType() {
+				var ev memory.AgentDeleted
+				if err := e.Decode(&ev); err != nil {
+					return err
+				}
+				if err := p.index.DeleteAgent(ctx, scopeOf(ev.AgentRef)); err != nil {
+					return err
+				}
+				continue
+			}
+			if err := changed.add(e); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	kept := make(map[string]bool, len(changed.ids))
+	err = p.state.LoadKeywordOf(ctx, changed.ids, func(s domain.KeywordSource) error {
+		kept[s.MemoryID] = true
+		if scope := changed.scopes[s.MemoryID]; scope != (domain.IndexScope{UserID: s.UserID, AgentID: s.AgentID}) {
+			if err := p.index.DeleteMemory(ctx, scope, s.MemoryID); err != nil {
+				return err
+			}
+		}
+		return p.index.UpsertDocuments(ctx, keywordDocument(s))
+	})
+	if err != nil {
+		return err
+	}
+	for _, id := range changed.ids {
+		if !kept[id] {
+			if err := p.index.DeleteMemory(ctx, changed.scopes[id], id); err != nil {
+				return err
+			}
+		}
+	}
+	p.logger.Info("keyword index started from its snapshot", snapshotLogArgs(tag, statePos, len(changed.ids), time.Since(start))...)
+	return nil
+}
+
+// StartedFrom reports the snapshot the index started from (ok false: it
+// was filled from the state, or dropped since).
+func (p *Keyword) StartedFrom() (domain.IndexSnapshot, bool) { return p.snap.startedFrom() }
+
+// snapshotDue implements snapshotter.
+func (p *Keyword) snapshotDue(stopping bool) bool { return p.loadIndex && p.snap.due(stopping) }
+
+// SaveSnapshot writes the index's image now (UseSnapshots; else nothing).
+func (p *Keyword) SaveSnapshot(ctx context.Context) error {
+	return p.snap.save(ctx, KeywordProjectionName, p.index, p.isLoaded, p.state.KeywordCheckpoint, p.logger)
+}
+
+func (p *Keyword) isLoaded() bool {
+	p.loadMu.Lock()
+	defer p.loadMu.Unlock()
+	return p.loaded
+}
+
+// refill fills the index from the whole state.
+func (p *Keyword) refill(ctx context.Context) error {
 	const batch = 1024
 	docs := make([]domain.KeywordDocument, 0, batch)
 	flush := func() error {
@@ -139,7 +261,6 @@ func (p *Keyword) Load(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("keyword: load index: %w", err)
 	}
-	p.loaded = true
 	return nil
 }
 

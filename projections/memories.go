@@ -82,7 +82,7 @@ func isAgentEvent(e domain.Event) bool {
 	case *memory.AgentCreated, *memory.MemoryCreated, *memory.MemoryEmbedded, *memory.MemoryUpdated,
 		*memory.MemoryPatched, *memory.MemoryForgotten, *memory.MemoryPurged, *memory.AgentDeleted,
 		*memory.AgentModelSwitched, *memory.MemoryRecovered, *memory.MemoryProtected, *memory.MemoryUnprotected,
-		*memory.MemoryWeakened, *memory.MemoryVerified, *agentsettings.SettingsChanged:
+		*memory.MemoryWeakened, *memory.MemoryVerified, *agentsettings.SettingsChanged, *memory.AgentImported:
 		return true
 	}
 	return false

@@ -2,11 +2,14 @@ package projections
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/domain/memory"
 )
 
 // VectorsProjectionName keys the vector projection's checkpoint.
@@ -32,6 +35,7 @@ type Vectors struct {
 
 	loadMu sync.Mutex
 	loaded bool
+	snap   *snapshotState
 
 	mu     sync.RWMutex
 	agents map[domain.IndexScope]domain.VectorSpace
@@ -48,6 +52,12 @@ func NewVectors(state domain.VectorState, index domain.VectorIndex, loadIndex bo
 		logger = slog.New(slog.DiscardHandler)
 	}
 	return &Vectors{state: state, index: index, logger: logger, loadIndex: loadIndex, events: Events(), agents: map[domain.IndexScope]domain.VectorSpace{}}
+}
+
+// UseSnapshots makes an in-process index start from cfg.Restored (when
+// set) and be saved in snapshots. Call it before the projection starts.
+func (p *Vectors) UseSnapshots(cfg Snapshots) {
+	p.snap = &snapshotState{cfg: cfg, restored: cfg.Restored}
 }
 
 // Name implements Projection.
@@ -76,6 +86,9 @@ func (p *Vectors) Reset(ctx context.Context) error {
 	if err := p.state.ResetVectors(ctx); err != nil {
 		return err
 	}
+	if err := p.snap.dropped(ctx, VectorsProjectionName); err != nil {
+		return err
+	}
 	p.loaded = true
 	return nil
 }
@@ -87,7 +100,11 @@ func (p *Vectors) Apply(ctx context.Context, events []domain.Event) error {
 	if err := p.Load(ctx); err != nil {
 		return err
 	}
-	return p.applyTo(ctx, events, true)
+	if err := p.applyTo(ctx, events, true); err != nil {
+		return err
+	}
+	p.snap.applied(len(events))
+	return nil
 }
 
 // applyTo applies events to the state and, with writeIndex, the index.
@@ -159,6 +176,9 @@ func (p *Vectors) dropIndex(ctx context.Context) error {
 	p.loadMu.Lock()
 	defer p.loadMu.Unlock()
 	p.loaded = false
+	if err := p.snap.dropped(ctx, VectorsProjectionName); err != nil {
+		return err
+	}
 	if err := p.index.DropAll(ctx); err != nil {
 		return fmt.Errorf("vectors: drop index: %w", err)
 	}
@@ -189,17 +209,111 @@ func (p *Vectors) Load(ctx context.Context) error {
 	if err := p.loadAgents(ctx); err != nil {
 		return err
 	}
-	if p.loadIndex {
-		b := &loadBatch{p: p}
-		if err := p.state.LoadVectors(ctx, func(v domain.LoadedVector) error { return b.add(ctx, v) }); err != nil {
-			return fmt.Errorf("vectors: load: %w", err)
+	if !p.loadIndex {
+		p.loaded = true
+		return nil
+	}
+	if p.snap != nil && p.snap.restored != nil {
+		tag := *p.snap.restored
+		p.snap.restored = nil
+		err := p.catchUp(ctx, tag)
+		if err == nil {
+			p.snap.started.Store(&tag)
+			p.loaded = true
+			return nil
 		}
-		if err := b.flush(ctx); err != nil {
-			return fmt.Errorf("vectors: load: %w", err)
+		if ctx.Err() != nil {
+			return err
+		}
+		p.logger.Warn("vector index snapshot not used: refilling the index from the state", "error", err)
+		if err := p.index.DropAll(ctx); err != nil {
+			return fmt.Errorf("vectors: drop index: %w", err)
 		}
 	}
+	b := &loadBatch{p: p}
+	if err := p.state.LoadVectors(ctx, func(v domain.LoadedVector) error { return b.add(ctx, v) }); err != nil {
+		return fmt.Errorf("vectors: load: %w", err)
+	}
+	if err := b.flush(ctx); err != nil {
+		return fmt.Errorf("vectors: load: %w", err)
+	}
+	p.snap.filled()
 	p.loaded = true
 	return nil
+}
+
+// errModelSwitchedSinceSnapshot: a switch re-indexes an agent's memories
+// in another space, which the catch-up does not redo; the index is
+// refilled instead (switches are rare).
+var errModelSwitchedSinceSnapshot = errors.New("an embedding model switch after the image")
+
+// catchUp brings an index restored from the image tag up to the state:
+// the agents deleted after the image are dropped, in log order, then the
+// memories the events after it changed are deleted from the index and
+// their current vectors re-read from the state.
+func (p *Vectors) catchUp(ctx context.Context, tag domain.IndexSnapshot) error {
+	start := time.Now()
+	statePos, err := p.state.VectorsCheckpoint(ctx)
+	if err != nil {
+		return err
+	}
+	var changed changedMemories
+	err = p.snap.tail(ctx, tag, statePos, func(events []domain.Event) error {
+		for _, e := range events {
+			switch e.Type {
+			case memory.AgentModelSwitched{}.EventType():
+				return fmt.Errorf("%w at position %d", errModelSwitchedSinceSnapshot, e.Position)
+			case memory.AgentDeleted{}.EventType():
+				var ev memory.AgentDeleted
+				if err := e.Decode(&ev); err != nil {
+					return err
+				}
+				if err := p.index.DeleteAgent(ctx, scopeOf(ev.AgentRef)); err != nil {
+					return err
+				}
+			default:
+				if err := changed.add(e); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, id := range changed.ids {
+		if err := p.index.DeleteMemory(ctx, changed.scopes[id], id); err != nil {
+			return err
+		}
+	}
+	b := &loadBatch{p: p}
+	if err := p.state.LoadVectorsOf(ctx, changed.ids, func(v domain.LoadedVector) error { return b.add(ctx, v) }); err != nil {
+		return err
+	}
+	if err := b.flush(ctx); err != nil {
+		return err
+	}
+	p.logger.Info("vector index started from its snapshot", snapshotLogArgs(tag, statePos, len(changed.ids), time.Since(start))...)
+	return nil
+}
+
+// StartedFrom reports the snapshot the index started from (ok false: it
+// was filled from the state, or dropped since).
+func (p *Vectors) StartedFrom() (domain.IndexSnapshot, bool) { return p.snap.startedFrom() }
+
+// snapshotDue implements snapshotter.
+func (p *Vectors) snapshotDue(stopping bool) bool { return p.loadIndex && p.snap.due(stopping) }
+
+// SaveSnapshot writes the index's image now (UseSnapshots; else nothing).
+func (p *Vectors) SaveSnapshot(ctx context.Context) error {
+	return p.snap.save(ctx, VectorsProjectionName, p.index, p.isLoaded, p.state.VectorsCheckpoint, p.logger)
+}
+
+func (p *Vectors) isLoaded() bool {
+	p.loadMu.Lock()
+	defer p.loadMu.Unlock()
+	return p.loaded
 }
 
 // LoadAgents reads only each agent's active space from the state, not the

@@ -17,6 +17,14 @@ type Options struct {
 	// Version is Engram's version, announced as the server's.
 	Version string
 	Logger  *slog.Logger
+	// Tools, when set, hears of every tool call (metrics).
+	Tools ToolObserver
+}
+
+// ToolObserver hears of every tool call: the tool's name and whether it
+// failed (an isError result).
+type ToolObserver interface {
+	ToolCalled(tool string, failed bool)
 }
 
 // NewServer returns the MCP server of Engram's tools, resources and
@@ -37,6 +45,7 @@ func NewServer(backend Backend, opts Options) *sdk.Server {
 	})
 	h := &handlers{
 		logger: opts.Logger,
+		calls:  opts.Tools,
 		backend: func(ctx context.Context, extra *sdk.RequestExtra) (context.Context, Backend, string) {
 			if c, ok := callerOf(extra); ok {
 				return WithCaller(ctx, c), backend, c.Agent

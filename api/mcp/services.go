@@ -50,7 +50,7 @@ func (b *serviceBackend) caller(ctx context.Context) Caller {
 
 func (b *serviceBackend) meta(ctx context.Context) domain.Metadata {
 	c := b.caller(ctx)
-	return domain.Metadata{Actor: c.Actor, RequestID: c.RequestID}
+	return domain.Metadata{Actor: c.Actor, RequestID: c.RequestID, Source: domain.SourceMCP}
 }
 
 func (b *serviceBackend) user(ctx context.Context) string { return b.caller(ctx).Actor.UserID }

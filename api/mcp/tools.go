@@ -11,9 +11,17 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/engram-memory/engram/api"
+	"github.com/engram-memory/engram/commands"
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/memory"
 )
+
+// ConsistencyTokenMeta is the key, in the _meta of a tool result whose
+// call wrote, of the consistency token of its last event: what the API's
+// Engram-Consistency-Token header carries. In session mode the tool runs
+// apart from the HTTP request that brought the call, so _meta is the one
+// place that carries the token in every mode.
+const ConsistencyTokenMeta = "engram/consistency_token"
 
 // agentArg is implemented by every tool's arguments: the agent they act on.
 type agentArg interface{ agent() string }
@@ -404,7 +412,10 @@ func addTool[In agentArg, Out any](h *handlers, s *sdk.Server, t *sdk.Tool, run 
 	// more than JSON does.
 	t.InputSchema = schemaJSON(schemaFor[In]())
 	t.OutputSchema = schemaJSON(outputSchemaFor[Out]())
-	s.AddTool(t, func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+	s.AddTool(t, func(ctx context.Context, req *sdk.CallToolRequest) (res *sdk.CallToolResult, err error) {
+		if h.calls != nil {
+			defer func() { h.calls.ToolCalled(t.Name, res == nil || res.IsError) }()
+		}
 		ctx, b, bound := h.backend(ctx, req.Extra)
 		var in In
 		if err := api.DecodeArguments(req.Params.Arguments, &in); err != nil {
@@ -413,11 +424,16 @@ func addTool[In agentArg, Out any](h *handlers, s *sdk.Server, t *sdk.Tool, run 
 		if err := checkAgent(bound, in.agent()); err != nil {
 			return h.failure(ctx, t.Name, err), nil
 		}
+		ctx, written := commands.TrackPositions(ctx)
 		out, text, err := run(ctx, b, in)
 		if err != nil {
 			return h.failure(ctx, t.Name, err), nil
 		}
-		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: text}}, StructuredContent: out}, nil
+		res = &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: text}}, StructuredContent: out}
+		if last := written.Last(); last > 0 {
+			res.Meta = sdk.Meta{ConsistencyTokenMeta: api.FormatConsistencyToken(last)}
+		}
+		return res, nil
 	})
 }
 
@@ -500,4 +516,5 @@ func errorSchema() *jsonschema.Schema {
 type handlers struct {
 	backend func(ctx context.Context, extra *sdk.RequestExtra) (context.Context, Backend, string)
 	logger  *slog.Logger
+	calls   ToolObserver // nil: none
 }

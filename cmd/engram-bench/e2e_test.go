@@ -220,7 +220,7 @@ func testReplay(t *testing.T, bin string) {
 	if filled.Ingest.Memories != 120 || filled.Events < 240 || filled.Cores <= 0 || filled.LoadAverage == "" || filled.EventStore != "sqlite" {
 		t.Fatalf("report: %+v", filled)
 	}
-	names := []string{"all", "accounts", "memories", "keyword", "vectors", "jobs", "provenance", "audit", "suggestions"}
+	names := []string{"all", "accounts", "memories", "keyword", "vectors", "jobs", "provenance", "audit", "suggestions", "webhooks"}
 	if len(filled.Rebuilds) != len(names) {
 		t.Fatalf("rebuilds: %+v", filled.Rebuilds)
 	}

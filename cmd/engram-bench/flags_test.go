@@ -155,6 +155,40 @@ func TestParseReplayFlags(t *testing.T) {
 	}
 }
 
+func TestParseRestartFlags(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		check   func(restartConfig) bool
+		wantErr bool
+	}{
+		{"defaults", []string{"--data-dir", "/tmp/d"}, func(c restartConfig) bool {
+			return c.dataDir == "/tmp/d" && c.runs == 3 && c.tail == 1000 && c.out == "bench-out/restart.json" && c.stack == ""
+		}, false},
+		{"custom", []string{"--data-dir", "/tmp/d", "--runs", "5", "--tail", "0", "--dashboard-stack", "big"}, func(c restartConfig) bool {
+			return c.runs == 5 && c.tail == 0 && c.stack == "big"
+		}, false},
+		{"no data dir", nil, nil, true},
+		{"zero runs", []string{"--data-dir", "/tmp/d", "--runs", "0"}, nil, true},
+		{"negative tail", []string{"--data-dir", "/tmp/d", "--tail", "-1"}, nil, true},
+		{"stray argument", []string{"--data-dir", "/tmp/d", "now"}, nil, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := parseRestartFlags(tc.args, io.Discard)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err = %v", err)
+			}
+			if err != nil && !errors.Is(err, errUsage) {
+				t.Fatalf("error %v is not a usage error", err)
+			}
+			if tc.check != nil && !tc.check(cfg) {
+				t.Fatalf("config %+v", cfg)
+			}
+		})
+	}
+}
+
 func TestRunExitCodes(t *testing.T) {
 	ctx := t.Context()
 	tests := []struct {

@@ -11,14 +11,17 @@ import (
 // "system:embed-queue"): ids only, never a secret. Details hold ids and
 // settings, never memory content or credentials.
 type Entry struct {
-	ID         string          `json:"id"`
-	At         time.Time       `json:"at"`
-	Operation  string          `json:"operation"`
-	AgentID    string          `json:"agent_id,omitempty"`
-	MemoryType string          `json:"memory_type"`
-	MemoryID   string          `json:"memory_id"`
-	Actor      string          `json:"actor"`
-	Details    json.RawMessage `json:"details"`
+	ID         string    `json:"id"`
+	At         time.Time `json:"at"`
+	Operation  string    `json:"operation"`
+	AgentID    string    `json:"agent_id,omitempty"`
+	MemoryType string    `json:"memory_type"`
+	MemoryID   string    `json:"memory_id"`
+	Actor      string    `json:"actor"`
+	// Source is the interface the change came in through (api, mcp, cli,
+	// system); "" for an entry of an event stored before sources were.
+	Source  string          `json:"source,omitempty"`
+	Details json.RawMessage `json:"details"`
 }
 
 // Limits of an audit page.

@@ -194,6 +194,24 @@ type MemoryVerified struct {
 	Reason     string    `json:"reason,omitempty"`
 }
 
+// AgentImported records an import into the agent (commands.Transfer):
+// where the export came from, so that the audit shows the origin of the
+// events the import appended with the importer as their actor.
+type AgentImported struct {
+	AgentRef
+	// Origin is the exporting server as the export's header names it
+	// ("" when the file had no header), SourceAgentID the agent exported.
+	Origin        string    `json:"origin"`
+	SourceAgentID string    `json:"source_agent_id"`
+	Format        string    `json:"format"`
+	ExportedAt    time.Time `json:"exported_at"`
+	// Events counts the events of this request the import appended.
+	Events     int       `json:"events"`
+	ImportedAt time.Time `json:"imported_at"`
+}
+
+func (AgentImported) EventType() string { return "AgentImported" }
+
 func (MemoryRecovered) EventType() string   { return "MemoryRecovered" }
 func (MemoryProtected) EventType() string   { return "MemoryProtected" }
 func (MemoryUnprotected) EventType() string { return "MemoryUnprotected" }
@@ -220,6 +238,7 @@ func Events() []domain.EventDecoder {
 		domain.DecoderOf[MemoryUnprotected](),
 		domain.DecoderOf[MemoryWeakened](),
 		domain.DecoderOf[MemoryVerified](),
+		domain.DecoderOf[AgentImported](),
 	}
 }
 

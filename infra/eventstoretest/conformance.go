@@ -340,6 +340,7 @@ func metadataRoundTrip(t *testing.T, s domain.EventStore) {
 	e.SchemaVersion = 3
 	e.Actor = domain.Actor{Kind: domain.ActorKey, ID: "key-1", UserID: "user-1"}
 	e.RequestID = "req-1"
+	e.Source = domain.SourceMCP
 	if _, err := s.Append(ctx, "f-1", domain.ExpectAny, []domain.NewEvent{e}); err != nil {
 		t.Fatal(err)
 	}
@@ -348,7 +349,7 @@ func metadataRoundTrip(t *testing.T, s domain.EventStore) {
 		t.Fatalf("read: %v", err)
 	}
 	g := got[0]
-	if g.ID != e.ID || !g.Time.Equal(at) || g.SchemaVersion != 3 || g.Actor != e.Actor || g.RequestID != "req-1" || g.Type != "TestHappened" || payloadN(t, g) != 7 || g.Position == 0 {
+	if g.ID != e.ID || !g.Time.Equal(at) || g.SchemaVersion != 3 || g.Actor != e.Actor || g.RequestID != "req-1" || g.Source != domain.SourceMCP || g.Type != "TestHappened" || payloadN(t, g) != 7 || g.Position == 0 {
 		t.Fatalf("round trip mismatch: %+v", g)
 	}
 }

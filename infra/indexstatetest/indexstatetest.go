@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -310,6 +311,51 @@ func RunKeyword(t *testing.T, open func(t *testing.T) domain.KeywordState) {
 		}, cases)
 	})
 
+	t.Run("LoadKeywordOf reads the named memories as LoadKeyword does, in its order", func(t *testing.T) {
+		s := open(t)
+		var ops []func(domain.KeywordStateTx) error
+		ops = append(ops, func(tx domain.KeywordStateTx) error { return errors.Join(tx.PutAgent(ctx, ann), tx.PutAgent(ctx, bob)) })
+		for i, id := range []string{"m1", "m2", "m3", "m4"} {
+			scope := []domain.IndexScope{ann, bob}[i%2]
+			ops = append(ops, func(tx domain.KeywordStateTx) error {
+				_, err := tx.InsertSource(ctx, source(scope, id, "text "+id))
+				return err
+			})
+		}
+		ops = append(ops, func(tx domain.KeywordStateTx) error {
+			src := source(ann, "m3", "changed")
+			src.Forgotten = true
+			return tx.UpdateSource(ctx, src)
+		}, func(tx domain.KeywordStateTx) error { _, err := tx.DeleteSource(ctx, bob, "m2"); return err })
+		if err := step(s, 1, nil, ops...); err != nil {
+			t.Fatal(err)
+		}
+		byID := map[string]domain.KeywordSource{}
+		for _, src := range loaded(t, s) {
+			byID[src.MemoryID] = src
+		}
+		for _, tt := range []struct {
+			ids  []string
+			want []string
+		}{
+			{ids: []string{"m3", "m1", "m2", "gone", "m3"}, want: []string{"m1", "m3"}},
+			{ids: []string{"m4"}, want: []string{"m4"}},
+			{ids: nil, want: nil},
+		} {
+			var got []domain.KeywordSource
+			if err := s.LoadKeywordOf(ctx, tt.ids, func(src domain.KeywordSource) error { got = append(got, src); return nil }); err != nil {
+				t.Fatal(err)
+			}
+			var want []domain.KeywordSource
+			for _, id := range tt.want {
+				want = append(want, byID[id])
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("LoadKeywordOf(%q) = %+v, want %+v", tt.ids, got, want)
+			}
+		}
+	})
+
 	t.Run("checkpoint skips what it covers; a failed index write keeps nothing", func(t *testing.T) {
 		s := open(t)
 		insert := func(id string) func(domain.KeywordStateTx) error {
@@ -581,6 +627,52 @@ func RunVectors(t *testing.T, open func(t *testing.T) domain.VectorState) {
 		runBatchCases(t, open, func(s domain.VectorState, events []domain.Event, fn func(context.Context, domain.VectorStateTx, domain.Event) error) error {
 			return s.ApplyVectors(ctx, events, fn, nil)
 		}, cases)
+	})
+
+	t.Run("LoadVectorsOf reads the named memories' vectors as LoadVectors does, in its order", func(t *testing.T) {
+		s := open(t)
+		err := step(s, 1, nil,
+			func(tx domain.VectorStateTx) error {
+				return errors.Join(tx.PutAgent(ctx, domain.VectorAgent{UserID: ann.UserID, AgentID: ann.AgentID, Space: spaceA}),
+					tx.PutAgent(ctx, domain.VectorAgent{UserID: bob.UserID, AgentID: bob.AgentID, Space: spaceB}))
+			},
+			func(tx domain.VectorStateTx) error {
+				return errors.Join(tx.PutMemory(ctx, memory(ann, "m1", "h1")), tx.PutMemory(ctx, memory(bob, "m2", "h2")), tx.PutMemory(ctx, memory(ann, "m3", "h3")))
+			},
+			func(tx domain.VectorStateTx) error {
+				return errors.Join(tx.PutVector(ctx, "m1", spaceA, "h1", []float32{1, 0, 0}), tx.PutVector(ctx, "m1", spaceB, "h1", []float32{0, 1}),
+					tx.PutVector(ctx, "m2", spaceB, "h2", []float32{1, 1}), tx.PutVector(ctx, "m3", spaceA, "old", []float32{0, 0, 1}))
+			})
+		if err != nil {
+			t.Fatal(err)
+		}
+		all := loaded(t, s)
+		for _, tt := range []struct {
+			ids  []string
+			want []string
+		}{
+			{ids: []string{"m3", "m1", "gone"}, want: []string{"m1"}}, // m3 has no vector of its current text
+			{ids: []string{"m2", "m1"}, want: []string{"m1", "m2"}},
+			{ids: nil, want: nil},
+		} {
+			var got []domain.LoadedVector
+			if err := s.LoadVectorsOf(ctx, tt.ids, func(v domain.LoadedVector) error {
+				v.Vector = append([]float32(nil), v.Vector...)
+				got = append(got, v)
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			var want []domain.LoadedVector
+			for _, v := range all {
+				if slices.Contains(tt.want, v.Memory.MemoryID) {
+					want = append(want, v)
+				}
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("LoadVectorsOf(%q) = %+v, want %+v", tt.ids, got, want)
+			}
+		}
 	})
 
 	t.Run("checkpoint skips what it covers; a failed index write keeps nothing", func(t *testing.T) {

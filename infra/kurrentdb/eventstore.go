@@ -359,6 +359,7 @@ type eventMetadata struct {
 	Time          time.Time    `json:"time"`
 	Actor         domain.Actor `json:"actor"`
 	RequestID     string       `json:"request_id,omitempty"`
+	Source        string       `json:"source,omitempty"`
 	// CorrelationID follows KurrentDB's convention ($correlationId), so its
 	// UI and projections can group one request's events.
 	CorrelationID string `json:"$correlationId,omitempty"`
@@ -393,7 +394,7 @@ func (s *EventStore) Append(ctx context.Context, stream string, expected int64, 
 		if at.IsZero() {
 			at = now
 		}
-		meta, err := json.Marshal(eventMetadata{SchemaVersion: e.SchemaVersion, Time: at.UTC(), Actor: e.Actor, RequestID: e.RequestID, CorrelationID: e.RequestID})
+		meta, err := json.Marshal(eventMetadata{SchemaVersion: e.SchemaVersion, Time: at.UTC(), Actor: e.Actor, RequestID: e.RequestID, Source: string(e.Source), CorrelationID: e.RequestID})
 		if err != nil {
 			return domain.AppendResult{}, fmt.Errorf("kurrentdb: append to %s: metadata: %w", stream, err)
 		}
@@ -478,8 +479,18 @@ func streamState(expected int64) (kdb.StreamState, error) {
 
 // ReadStream implements domain.EventStore.
 func (s *EventStore) ReadStream(ctx context.Context, stream string, from uint64) ([]domain.Event, error) {
+	return s.readStream(ctx, stream, from, math.MaxUint64)
+}
+
+// ReadStreamPage returns up to limit of the stream's events from version
+// from on, in order (commands.SyncLog).
+func (s *EventStore) ReadStreamPage(ctx context.Context, stream string, from uint64, limit int) ([]domain.Event, error) {
+	return s.readStream(ctx, stream, from, uint64(max(limit, 0)))
+}
+
+func (s *EventStore) readStream(ctx context.Context, stream string, from, count uint64) ([]domain.Event, error) {
 	recs, err := s.read(ctx, func(c *kdb.Client) (*kdb.ReadStream, error) {
-		return c.ReadStream(ctx, s.prefix+stream, kdb.ReadStreamOptions{From: kdb.Revision(from)}, math.MaxUint64)
+		return c.ReadStream(ctx, s.prefix+stream, kdb.ReadStreamOptions{From: kdb.Revision(from)}, count)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("kurrentdb: read stream %s: %w", stream, err)
@@ -748,6 +759,7 @@ func (s *EventStore) toEvent(r *kdb.RecordedEvent) (e domain.Event, ok bool, err
 		Time:          meta.Time.UTC(),
 		Actor:         meta.Actor,
 		RequestID:     meta.RequestID,
+		Source:        domain.Source(meta.Source),
 		Payload:       json.RawMessage(r.Data),
 	}, true, nil
 }

@@ -236,3 +236,13 @@ func validID(s string, max int) bool {
 	}
 	return true
 }
+
+// Entries is the number of documents in the index (forgotten ones
+// included), as Meilisearch's index stats count them.
+func (ix *Index) Entries(ctx context.Context) (int, error) {
+	st, err := ix.index.GetStatsWithContext(ctx, nil)
+	if err != nil {
+		return 0, classify(ctx, "stats", err)
+	}
+	return int(st.NumberOfDocuments), nil
+}

@@ -44,9 +44,9 @@ type auditTx struct {
 
 // auditEntryRows are audit_entries rows by column.
 type auditEntryRows struct {
-	position                                                             []int64
-	id, userID, agentID, operation, memoryType, memoryID, actor, details []string
-	at                                                                   []time.Time
+	position                                                                     []int64
+	id, userID, agentID, operation, memoryType, memoryID, actor, source, details []string
+	at                                                                           []time.Time
 }
 
 // auditTypeRows are audit_memories rows by column.
@@ -60,7 +60,7 @@ func (t *auditTx) AddEntry(ctx context.Context, position uint64, userID string, 
 	r.id, r.userID, r.agentID = append(r.id, e.ID), append(r.userID, userID), append(r.agentID, e.AgentID)
 	r.at, r.operation = append(r.at, e.At.UTC()), append(r.operation, e.Operation)
 	r.memoryType, r.memoryID = append(r.memoryType, e.MemoryType), append(r.memoryID, e.MemoryID)
-	r.actor, r.details = append(r.actor, e.Actor), append(r.details, string(e.Details))
+	r.actor, r.source, r.details = append(r.actor, e.Actor), append(r.source, e.Source), append(r.details, string(e.Details))
 	if len(r.position) >= maxRows {
 		return t.queueRows(ctx)
 	}
@@ -83,10 +83,10 @@ const maxRows = 4096
 // as against the table.
 func (t *auditTx) queueRows(ctx context.Context) error {
 	if r := t.entries; len(r.position) > 0 {
-		if err := t.run(ctx, `INSERT INTO audit_entries (position, id, user_id, agent_id, at, operation, memory_type, memory_id, actor, details)
-			SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[])
+		if err := t.run(ctx, `INSERT INTO audit_entries (position, id, user_id, agent_id, at, operation, memory_type, memory_id, actor, source, details)
+			SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[])
 			ON CONFLICT DO NOTHING`,
-			r.position, r.id, r.userID, r.agentID, r.at, r.operation, r.memoryType, r.memoryID, r.actor, r.details); err != nil {
+			r.position, r.id, r.userID, r.agentID, r.at, r.operation, r.memoryType, r.memoryID, r.actor, r.source, r.details); err != nil {
 			return err
 		}
 		t.entries = auditEntryRows{}
@@ -146,7 +146,7 @@ func (a *Audit) Entries(ctx context.Context, q audit.Query) (audit.Page, error) 
 			return audit.Page{}, fmt.Errorf("postgres: audit: %w", err)
 		}
 	}
-	rows, err := a.db.Pool.Query(ctx, `SELECT id, agent_id, at, operation, memory_type, memory_id, actor, details FROM audit_entries
+	rows, err := a.db.Pool.Query(ctx, `SELECT id, agent_id, at, operation, memory_type, memory_id, actor, source, details FROM audit_entries
 		WHERE user_id = $1 AND agent_id = $2 AND ($3 < 0 OR position < $3) ORDER BY position DESC LIMIT $4`,
 		q.UserID, q.AgentID, before, limit+1)
 	if err != nil {
@@ -157,7 +157,7 @@ func (a *Audit) Entries(ctx context.Context, q audit.Query) (audit.Page, error) 
 	for rows.Next() {
 		var en audit.Entry
 		var details string
-		if err := rows.Scan(&en.ID, &en.AgentID, &en.At, &en.Operation, &en.MemoryType, &en.MemoryID, &en.Actor, &details); err != nil {
+		if err := rows.Scan(&en.ID, &en.AgentID, &en.At, &en.Operation, &en.MemoryType, &en.MemoryID, &en.Actor, &en.Source, &details); err != nil {
 			return audit.Page{}, fmt.Errorf("postgres: audit: %w", err)
 		}
 		en.At, en.Details = en.At.UTC(), json.RawMessage(details)

@@ -102,10 +102,10 @@ func (s *EventStore) Append(ctx context.Context, stream string, expected int64, 
 			if payload == nil {
 				payload = []byte{}
 			}
-			batch.Queue(`INSERT INTO events (id, stream, version, type, schema_version, time, actor_kind, actor_id, actor_user_id, request_id, payload)
-				VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11) RETURNING position`,
+			batch.Queue(`INSERT INTO events (id, stream, version, type, schema_version, time, actor_kind, actor_id, actor_user_id, request_id, source, payload)
+				VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12) RETURNING position`,
 				id, stream, current, e.Type, e.SchemaVersion, at.UTC(),
-				string(e.Actor.Kind), e.Actor.ID, e.Actor.UserID, e.RequestID, payload)
+				string(e.Actor.Kind), e.Actor.ID, e.Actor.UserID, e.RequestID, string(e.Source), payload)
 		}
 		br := tx.SendBatch(ctx, batch)
 		var claimKeys []string
@@ -145,11 +145,21 @@ func (s *EventStore) Append(ctx context.Context, stream string, expected int64, 
 	return res, nil
 }
 
-const eventColumns = `position, id, stream, version, type, schema_version, time, actor_kind, actor_id, actor_user_id, request_id, payload`
+const eventColumns = `position, id, stream, version, type, schema_version, time, actor_kind, actor_id, actor_user_id, request_id, source, payload`
 
 // ReadStream implements domain.EventStore.
 func (s *EventStore) ReadStream(ctx context.Context, stream string, from uint64) ([]domain.Event, error) {
 	rows, err := s.db.Pool.Query(ctx, `SELECT `+eventColumns+` FROM events WHERE stream = $1 AND version >= $2 ORDER BY version`, stream, int64(from))
+	if err != nil {
+		return nil, fmt.Errorf("postgres: read stream %s: %w", stream, err)
+	}
+	return scanEvents(rows)
+}
+
+// ReadStreamPage returns up to limit of the stream's events from version
+// from on, in order (commands.SyncLog).
+func (s *EventStore) ReadStreamPage(ctx context.Context, stream string, from uint64, limit int) ([]domain.Event, error) {
+	rows, err := s.db.Pool.Query(ctx, `SELECT `+eventColumns+` FROM events WHERE stream = $1 AND version >= $2 ORDER BY version LIMIT $3`, stream, int64(from), limit)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: read stream %s: %w", stream, err)
 	}
@@ -232,7 +242,7 @@ func scanEvents(rows pgx.Rows) ([]domain.Event, error) {
 		var at time.Time
 		var payload []byte
 		if err := rows.Scan(&position, &e.ID, &e.Stream, &version, &e.Type, &e.SchemaVersion, &at,
-			&actorKind, &e.Actor.ID, &e.Actor.UserID, &e.RequestID, &payload); err != nil {
+			&actorKind, &e.Actor.ID, &e.Actor.UserID, &e.RequestID, &e.Source, &payload); err != nil {
 			return nil, fmt.Errorf("postgres: scan event: %w", err)
 		}
 		e.Position = uint64(position)

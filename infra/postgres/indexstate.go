@@ -44,7 +44,24 @@ const keywordColumns = `memory_id, user_id, agent_id, type, tags, created_ns, bo
 
 // LoadKeyword implements domain.KeywordState.
 func (s *KeywordState) LoadKeyword(ctx context.Context, fn func(domain.KeywordSource) error) error {
-	rows, err := s.db.Pool.Query(ctx, `SELECT `+keywordColumns+` FROM keyword_docs ORDER BY seq`)
+	return s.load(ctx, fn, `SELECT `+keywordColumns+` FROM keyword_docs ORDER BY seq`)
+}
+
+// LoadKeywordOf implements domain.KeywordState.
+func (s *KeywordState) LoadKeywordOf(ctx context.Context, memoryIDs []string, fn func(domain.KeywordSource) error) error {
+	return s.load(ctx, fn, `SELECT `+keywordColumns+` FROM keyword_docs WHERE memory_id = ANY($1) ORDER BY seq`, nonNilIDs(memoryIDs))
+}
+
+// nonNilIDs passes no ids as an empty array, not NULL.
+func nonNilIDs(ids []string) []string {
+	if ids == nil {
+		return []string{}
+	}
+	return ids
+}
+
+func (s *KeywordState) load(ctx context.Context, fn func(domain.KeywordSource) error, query string, args ...any) error {
+	rows, err := s.db.Pool.Query(ctx, query, args...)
 	if err != nil {
 		return fmt.Errorf("keyword: load: %w", err)
 	}
@@ -198,9 +215,21 @@ func (s *VectorState) VectorAgents(ctx context.Context) ([]domain.VectorAgent, e
 
 // LoadVectors implements domain.VectorState.
 func (s *VectorState) LoadVectors(ctx context.Context, fn func(domain.LoadedVector) error) error {
-	rows, err := s.db.Pool.Query(ctx, `SELECT m.memory_id, m.user_id, m.agent_id, m.type, m.tags, m.created_ns, m.text_hash, m.forgotten, v.model, v.dimensions, v.vector
+	return s.load(ctx, fn, `SELECT m.memory_id, m.user_id, m.agent_id, m.type, m.tags, m.created_ns, m.text_hash, m.forgotten, v.model, v.dimensions, v.vector
 FROM vector_vectors AS v JOIN vector_memories AS m ON m.memory_id = v.memory_id AND m.text_hash = v.text_hash
 ORDER BY v.seq`)
+}
+
+// LoadVectorsOf implements domain.VectorState.
+func (s *VectorState) LoadVectorsOf(ctx context.Context, memoryIDs []string, fn func(domain.LoadedVector) error) error {
+	return s.load(ctx, fn, `SELECT m.memory_id, m.user_id, m.agent_id, m.type, m.tags, m.created_ns, m.text_hash, m.forgotten, v.model, v.dimensions, v.vector
+FROM vector_vectors AS v JOIN vector_memories AS m ON m.memory_id = v.memory_id AND m.text_hash = v.text_hash
+WHERE m.memory_id = ANY($1)
+ORDER BY v.seq`, nonNilIDs(memoryIDs))
+}
+
+func (s *VectorState) load(ctx context.Context, fn func(domain.LoadedVector) error, query string, args ...any) error {
+	rows, err := s.db.Pool.Query(ctx, query, args...)
 	if err != nil {
 		return fmt.Errorf("vectors: load: %w", err)
 	}

@@ -35,3 +35,7 @@ func TestMemoriesConformance(t *testing.T) {
 	readmodeltest.RunMemories(t, func(t *testing.T) readmodeltest.Memories { return postgres.NewMemories(openDB(t)) })
 	readmodeltest.RunMemoryQueries(t, func(t *testing.T) readmodeltest.MemoryQueries { return postgres.NewMemories(openDB(t)) })
 }
+
+func TestWebhooksConformance(t *testing.T) {
+	readmodeltest.RunWebhooks(t, func(t *testing.T) readmodeltest.Webhooks { return postgres.NewWebhooks(openDB(t)) })
+}

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -72,6 +73,19 @@ func (s *Suggestions) Suggestion(ctx context.Context, userID, id string) (proces
 		return processing.Suggestion{}, false, err
 	}
 	return list[0], true, nil
+}
+
+// SuggestionOwner tells whose suggestion id is, across users (suggestion
+// ids are global): an import keeps a suggestion's id only when it is free.
+func (s *Suggestions) SuggestionOwner(ctx context.Context, id string) (userID, agentID string, found bool, err error) {
+	err = s.db.Pool.QueryRow(ctx, `SELECT user_id, agent_id FROM suggestions WHERE id = $1`, id).Scan(&userID, &agentID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", "", false, nil
+	}
+	if err != nil {
+		return "", "", false, fmt.Errorf("postgres: suggestion owner: %w", err)
+	}
+	return userID, agentID, true, nil
 }
 
 // ListSuggestions returns the suggestions q selects, newest first.

@@ -719,3 +719,27 @@ func (ix *Index) Ready(ctx context.Context) error {
 	_, err = ix.ownCollections(ctx)
 	return err
 }
+
+// Entries is the number of points in this index's collections (forgotten
+// ones included), an approximate count as Qdrant keeps it.
+func (ix *Index) Entries(ctx context.Context) (int, error) {
+	names, err := ix.ownCollections(ctx)
+	if err != nil {
+		return 0, err
+	}
+	var total uint64
+	for _, name := range names {
+		err := ix.call(ctx, "count in "+name, func(ctx context.Context) error {
+			n, err := ix.client.Count(ctx, &qdrant.CountPoints{CollectionName: name})
+			if isNotFound(err) {
+				n, err = 0, nil
+			}
+			total += n
+			return err
+		})
+		if err != nil {
+			return 0, err
+		}
+	}
+	return int(total), nil
+}

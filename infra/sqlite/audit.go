@@ -28,14 +28,14 @@ var _ audit.ReadModel = (*Audit)(nil)
 func NewAudit(db *DB) *Audit {
 	return &Audit{
 		tableModel: tableModel{db: db, name: auditCheckpoint, tables: auditTables()},
-		entryInserts: newRowInserts(`INSERT INTO audit_entries (position, id, user_id, agent_id, at, operation, memory_type, memory_id, actor, details) VALUES `,
+		entryInserts: newRowInserts(`INSERT INTO audit_entries (position, id, user_id, agent_id, at, operation, memory_type, memory_id, actor, source, details) VALUES `,
 			auditEntryColumns, ` ON CONFLICT DO NOTHING`),
 		typeInserts: newRowInserts(`INSERT INTO audit_memories (memory_id, type) VALUES `, 2, ` ON CONFLICT DO NOTHING`),
 	}
 }
 
 // auditEntryColumns is the number of values of an audit_entries row.
-const auditEntryColumns = 10
+const auditEntryColumns = 11
 
 // auditTables are the read model's tables with their primary keys.
 func auditTables() []exportTable {
@@ -64,7 +64,7 @@ type auditTx struct {
 }
 
 func (t *auditTx) AddEntry(ctx context.Context, position uint64, userID string, e audit.Entry) error {
-	t.entries = append(t.entries, position, e.ID, userID, e.AgentID, memTime(e.At), e.Operation, e.MemoryType, e.MemoryID, e.Actor, string(e.Details))
+	t.entries = append(t.entries, position, e.ID, userID, e.AgentID, memTime(e.At), e.Operation, e.MemoryType, e.MemoryID, e.Actor, e.Source, string(e.Details))
 	return nil
 }
 
@@ -130,7 +130,7 @@ func (a *Audit) Entries(ctx context.Context, q audit.Query) (audit.Page, error) 
 			return audit.Page{}, fmt.Errorf("sqlite: audit: %w", err)
 		}
 	}
-	rows, err := a.db.read.QueryContext(ctx, `SELECT id, agent_id, at, operation, memory_type, memory_id, actor, details FROM audit_entries
+	rows, err := a.db.read.QueryContext(ctx, `SELECT id, agent_id, at, operation, memory_type, memory_id, actor, source, details FROM audit_entries
 		WHERE user_id = ? AND agent_id = ? AND (? < 0 OR position < ?) ORDER BY position DESC LIMIT ?`,
 		q.UserID, q.AgentID, before, before, limit+1)
 	if err != nil {
@@ -141,7 +141,7 @@ func (a *Audit) Entries(ctx context.Context, q audit.Query) (audit.Page, error) 
 	for rows.Next() {
 		var en audit.Entry
 		var at, details string
-		if err := rows.Scan(&en.ID, &en.AgentID, &at, &en.Operation, &en.MemoryType, &en.MemoryID, &en.Actor, &details); err != nil {
+		if err := rows.Scan(&en.ID, &en.AgentID, &at, &en.Operation, &en.MemoryType, &en.MemoryID, &en.Actor, &en.Source, &details); err != nil {
 			return audit.Page{}, fmt.Errorf("sqlite: audit: %w", err)
 		}
 		if en.At, err = parseMemTime(at); err != nil {

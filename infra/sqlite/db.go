@@ -254,26 +254,26 @@ func (db *DB) checkpointWhenIdle() {
 // The connection goes back to NORMAL for the read models afterwards; the
 // next synced commit flushes their unsynced frames as well, since the WAL
 // is one sequential file.
-func (db *DB) logTx(ctx context.Context, fn func(*sql.Tx) error) error {
+func (db *DB) logTx(ctx context.Context, fn func(*sql.Tx) error) (commit time.Duration, err error) {
 	if db.write == nil {
-		return fmt.Errorf("sqlite: database opened read-only")
+		return 0, fmt.Errorf("sqlite: database opened read-only")
 	}
 	defer db.idle.Reset(walIdleCheckpointAfter)
 	if db.durability == Relaxed {
-		return runTx(ctx, db.write, fn)
+		return timedTx(ctx, db.write, fn)
 	}
 	conn, err := db.write.Conn(ctx)
 	if err != nil {
-		return fmt.Errorf("sqlite: writer connection: %w", err)
+		return 0, fmt.Errorf("sqlite: writer connection: %w", err)
 	}
 	defer conn.Close()
 	if _, err := conn.ExecContext(ctx, `PRAGMA synchronous = FULL`); err != nil {
-		return fmt.Errorf("sqlite: synchronous=FULL: %w", err)
+		return 0, fmt.Errorf("sqlite: synchronous=FULL: %w", err)
 	}
-	txErr := runTx(ctx, conn, fn)
+	commit, txErr := timedTx(ctx, conn, fn)
 	// Should this fail, the connection stays at FULL: slower, never less safe.
 	_, _ = conn.ExecContext(context.WithoutCancel(ctx), `PRAGMA synchronous = NORMAL`)
-	return txErr
+	return commit, txErr
 }
 
 // beginner is a *sql.DB or a *sql.Conn.
@@ -282,18 +282,26 @@ type beginner interface {
 }
 
 func runTx(ctx context.Context, b beginner, fn func(*sql.Tx) error) error {
+	_, err := timedTx(ctx, b, fn)
+	return err
+}
+
+// timedTx runs fn in a transaction as runTx does, and says how long its
+// commit took: in the log's transactions, the sync to disk.
+func timedTx(ctx context.Context, b beginner, fn func(*sql.Tx) error) (commit time.Duration, err error) {
 	tx, err := b.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("sqlite: begin: %w", err)
+		return 0, fmt.Errorf("sqlite: begin: %w", err)
 	}
 	if err := fn(tx); err != nil {
 		tx.Rollback()
-		return err
+		return 0, err
 	}
+	start := time.Now()
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("sqlite: commit: %w", err)
+		return 0, fmt.Errorf("sqlite: commit: %w", err)
 	}
-	return nil
+	return time.Since(start), nil
 }
 
 // IsStorageFull reports whether err is SQLite's SQLITE_FULL: a write found

@@ -26,7 +26,21 @@ type EventStore struct {
 	// head leads the next group commit (see Append).
 	mu    sync.Mutex
 	queue []*appendRequest
+
+	// observer hears of every group committed (nil: none); set before the
+	// first Append (ObserveCommits).
+	observer CommitObserver
 }
+
+// CommitObserver hears of every group commit: how many appends it took
+// and how long its commit (with Durable, the sync to disk) took.
+type CommitObserver interface {
+	GroupCommitted(appends int, commit time.Duration)
+}
+
+// ObserveCommits reports every group commit to o (metrics). It must be
+// called before the first Append.
+func (s *EventStore) ObserveCommits(o CommitObserver) { s.observer = o }
 
 var _ domain.EventStore = (*EventStore)(nil)
 
@@ -97,7 +111,7 @@ func (s *EventStore) lead(ctx context.Context) {
 	// The group must not fail because the leader's caller went away.
 	ctx = context.WithoutCancel(ctx)
 	var group []*appendRequest
-	err := s.db.logTx(ctx, func(tx *sql.Tx) error {
+	commit, err := s.db.logTx(ctx, func(tx *sql.Tx) error {
 		// Taken once the writer is ours: whatever queued while the leader
 		// waited for it joins this commit.
 		group = s.takeGroup()
@@ -106,16 +120,19 @@ func (s *EventStore) lead(ctx context.Context) {
 	if group == nil { // the transaction did not start
 		group = s.takeGroup()
 	}
-	committed := false
+	committed := 0
 	for _, r := range group {
 		switch {
 		case err != nil && r.err == nil:
 			r.res, r.err = domain.AppendResult{}, err
 		case r.err == nil:
-			committed = true
+			committed++
 		}
 	}
-	if committed {
+	if committed > 0 && s.observer != nil {
+		s.observer.GroupCommitted(committed, commit)
+	}
+	if committed > 0 {
 		s.appended.broadcast()
 	}
 	s.mu.Lock()
@@ -144,7 +161,7 @@ func (s *EventStore) takeGroup() []*appendRequest {
 // its outcome; it returns an error only when the transaction itself is
 // broken.
 func (s *EventStore) appendGroup(ctx context.Context, tx *sql.Tx, group []*appendRequest) error {
-	insert, err := tx.PrepareContext(ctx, `INSERT INTO events (id, stream, version, type, schema_version, time_ns, actor_kind, actor_id, actor_user_id, request_id, payload) VALUES (?,?,?,?,?,?,?,?,?,?,?)`)
+	insert, err := tx.PrepareContext(ctx, `INSERT INTO events (id, stream, version, type, schema_version, time_ns, actor_kind, actor_id, actor_user_id, request_id, source, payload) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)`)
 	if err != nil {
 		return fmt.Errorf("sqlite: prepare append: %w", err)
 	}
@@ -195,7 +212,7 @@ func appendOne(ctx context.Context, tx *sql.Tx, insert *sql.Stmt, r *appendReque
 			at = now
 		}
 		out, err := insert.ExecContext(ctx, id, r.stream, current, e.Type, e.SchemaVersion, at.UnixNano(),
-			string(e.Actor.Kind), e.Actor.ID, e.Actor.UserID, e.RequestID, []byte(e.Payload))
+			string(e.Actor.Kind), e.Actor.ID, e.Actor.UserID, e.RequestID, string(e.Source), []byte(e.Payload))
 		if err != nil {
 			return domain.AppendResult{}, fmt.Errorf("sqlite: append to %s: %w", r.stream, err)
 		}
@@ -238,11 +255,22 @@ func checkClaims(ctx context.Context, tx *sql.Tx, r *appendRequest) error {
 	return nil
 }
 
-const eventColumns = `position, id, stream, version, type, schema_version, time_ns, actor_kind, actor_id, actor_user_id, request_id, payload`
+const eventColumns = `position, id, stream, version, type, schema_version, time_ns, actor_kind, actor_id, actor_user_id, request_id, source, payload`
 
 // ReadStream implements domain.EventStore.
 func (s *EventStore) ReadStream(ctx context.Context, stream string, from uint64) ([]domain.Event, error) {
 	rows, err := s.db.read.QueryContext(ctx, `SELECT `+eventColumns+` FROM events WHERE stream = ? AND version >= ? ORDER BY version`, stream, from)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: read stream %s: %w", stream, err)
+	}
+	return scanEvents(rows)
+}
+
+// ReadStreamPage returns up to limit of the stream's events from version
+// from on, in order (commands.SyncLog): export and sync read long streams
+// in pages, in constant memory.
+func (s *EventStore) ReadStreamPage(ctx context.Context, stream string, from uint64, limit int) ([]domain.Event, error) {
+	rows, err := s.db.read.QueryContext(ctx, `SELECT `+eventColumns+` FROM events WHERE stream = ? AND version >= ? ORDER BY version LIMIT ?`, stream, from, limit)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: read stream %s: %w", stream, err)
 	}
@@ -281,7 +309,7 @@ func scanEvents(rows *sql.Rows) ([]domain.Event, error) {
 		var actorKind string
 		var payload []byte
 		if err := rows.Scan(&e.Position, &e.ID, &e.Stream, &e.Version, &e.Type, &e.SchemaVersion, &timeNS,
-			&actorKind, &e.Actor.ID, &e.Actor.UserID, &e.RequestID, &payload); err != nil {
+			&actorKind, &e.Actor.ID, &e.Actor.UserID, &e.RequestID, &e.Source, &payload); err != nil {
 			return nil, fmt.Errorf("sqlite: scan event: %w", err)
 		}
 		e.Actor.Kind = domain.ActorKind(actorKind)

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -245,7 +247,11 @@ func TestDurabilitySetsSynchronousOfTheLogCommits(t *testing.T) {
 				}
 				return level
 			}
-			if got := synchronous(db.logTx); got != tc.log {
+			logTx := func(ctx context.Context, fn func(*sql.Tx) error) error {
+				_, err := db.logTx(ctx, fn)
+				return err
+			}
+			if got := synchronous(logTx); got != tc.log {
 				t.Errorf("log commit: synchronous = %d, want %d", got, tc.log)
 			}
 			if got := synchronous(db.WriteTx); got != tc.models {
@@ -259,5 +265,56 @@ func TestOpenRejectsAnUnknownDurability(t *testing.T) {
 	_, err := Open(context.Background(), t.TempDir(), Options{Durability: "sometimes"})
 	if err == nil || !strings.Contains(err.Error(), `"sometimes"`) {
 		t.Fatalf("Open with durability %q: %v, want an error naming it", "sometimes", err)
+	}
+}
+
+// commitLog records what the event store reports of its group commits.
+type commitLog struct {
+	mu      sync.Mutex
+	sizes   []int
+	commits []time.Duration
+}
+
+func (c *commitLog) GroupCommitted(appends int, commit time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.sizes = append(c.sizes, appends)
+	c.commits = append(c.commits, commit)
+}
+
+// TestGroupCommitIsObserved: appends queued while the writer is busy are
+// committed as one group, and the observer hears of it once, with the
+// number of appends it committed (a failed one is not counted) and the
+// time of its commit.
+func TestGroupCommitIsObserved(t *testing.T) {
+	ctx := context.Background()
+	db, err := Open(ctx, t.TempDir(), Options{Durability: Durable})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	s := NewEventStore(db, time.Second)
+	observed := &commitLog{}
+	s.ObserveCommits(observed)
+	if _, err := s.Append(ctx, "alone", domain.ExpectNoStream, namedEvents("first")); err != nil {
+		t.Fatal(err)
+	}
+	appends := []groupAppend{
+		{stream: "alone", expected: 5, events: namedEvents("stale"), wantErr: domain.ErrWrongExpectedVersion},
+	}
+	for i := range 6 {
+		appends = append(appends, groupAppend{stream: fmt.Sprintf("s%d", i), expected: domain.ExpectNoStream, events: namedEvents(fmt.Sprintf("e%d", i))})
+	}
+	queueWhileWriterBusy(t, s, appends)
+
+	observed.mu.Lock()
+	defer observed.mu.Unlock()
+	if want := []int{1, 6}; !slices.Equal(observed.sizes, want) {
+		t.Errorf("group sizes %v, want %v (the lone append, then the six that succeeded together)", observed.sizes, want)
+	}
+	for i, d := range observed.commits {
+		if d <= 0 {
+			t.Errorf("commit %d took %v", i, d)
+		}
 	}
 }

@@ -38,6 +38,26 @@ func (j *Jobs) ActiveJobs(ctx context.Context, limit int) ([]job.View, error) {
 	return j.query(ctx, `SELECT `+jobColumns+` FROM jobs WHERE status IN ('queued', 'running') ORDER BY queued_at, job_id LIMIT ?`, limit)
 }
 
+// CountByStatus counts the jobs in each status (a status no job is in
+// is left out).
+func (j *Jobs) CountByStatus(ctx context.Context) (map[string]int, error) {
+	rows, err := j.db.read.QueryContext(ctx, `SELECT status, COUNT(*) FROM jobs GROUP BY status`)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: count jobs: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var status string
+		var n int
+		if err := rows.Scan(&status, &n); err != nil {
+			return nil, fmt.Errorf("sqlite: count jobs: %w", err)
+		}
+		out[status] = n
+	}
+	return out, rows.Err()
+}
+
 // ActiveJobForAgent returns a queued or running job of the agent, if any.
 func (j *Jobs) ActiveJobForAgent(ctx context.Context, userID, agentID string) (job.View, bool, error) {
 	views, err := j.query(ctx, `SELECT `+jobColumns+` FROM jobs WHERE user_id = ? AND agent_id = ? AND status IN ('queued', 'running') ORDER BY queued_at, job_id LIMIT 1`, userID, agentID)

@@ -52,7 +52,23 @@ func (s *KeywordStore) ResetKeyword(ctx context.Context) error {
 
 // LoadKeyword implements domain.KeywordState.
 func (s *KeywordStore) LoadKeyword(ctx context.Context, fn func(domain.KeywordSource) error) error {
-	rows, err := s.db.read.QueryContext(ctx, `SELECT memory_id, user_id, agent_id, type, tags, created_ns, body, meta, content, forgotten FROM keyword_docs ORDER BY seq`)
+	return s.load(ctx, fn, `SELECT memory_id, user_id, agent_id, type, tags, created_ns, body, meta, content, forgotten FROM keyword_docs ORDER BY seq`)
+}
+
+// LoadKeywordOf implements domain.KeywordState.
+func (s *KeywordStore) LoadKeywordOf(ctx context.Context, memoryIDs []string, fn func(domain.KeywordSource) error) error {
+	ids, err := json.Marshal(nonNil(memoryIDs))
+	if err != nil {
+		return err
+	}
+	// Driven from the ids (CROSS JOIN keeps that order of the loops), so
+	// it reads their rows only, not the table in seq order.
+	return s.load(ctx, fn, `SELECT k.memory_id, k.user_id, k.agent_id, k.type, k.tags, k.created_ns, k.body, k.meta, k.content, k.forgotten
+		FROM (SELECT DISTINCT value AS id FROM json_each(?)) AS ids CROSS JOIN keyword_docs AS k ON k.memory_id = ids.id ORDER BY k.seq`, string(ids))
+}
+
+func (s *KeywordStore) load(ctx context.Context, fn func(domain.KeywordSource) error, query string, args ...any) error {
+	rows, err := s.db.read.QueryContext(ctx, query, args...)
 	if err != nil {
 		return fmt.Errorf("keyword: load: %w", err)
 	}

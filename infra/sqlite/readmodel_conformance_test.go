@@ -31,3 +31,7 @@ func TestSuggestionsConformance(t *testing.T) {
 func TestAuditConformance(t *testing.T) {
 	readmodeltest.RunAudit(t, func(t *testing.T) readmodeltest.Audit { return sqlite.NewAudit(openDB(t)) })
 }
+
+func TestWebhooksConformance(t *testing.T) {
+	readmodeltest.RunWebhooks(t, func(t *testing.T) readmodeltest.Webhooks { return sqlite.NewWebhooks(openDB(t)) })
+}

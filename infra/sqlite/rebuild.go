@@ -44,6 +44,7 @@ func readModelTables() map[string][]exportTable {
 		provenanceCheckpoint:  provenanceTables(),
 		auditCheckpoint:       auditTables(),
 		suggestionsCheckpoint: suggestionsTables(),
+		webhooksCheckpoint:    webhookTables(),
 	}
 }
 

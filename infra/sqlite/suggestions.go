@@ -85,6 +85,19 @@ func (s *Suggestions) Suggestion(ctx context.Context, userID, id string) (proces
 	return list[0], true, nil
 }
 
+// SuggestionOwner tells whose suggestion id is, across users (suggestion
+// ids are global): an import keeps a suggestion's id only when it is free.
+func (s *Suggestions) SuggestionOwner(ctx context.Context, id string) (userID, agentID string, found bool, err error) {
+	err = s.db.read.QueryRowContext(ctx, `SELECT user_id, agent_id FROM suggestions WHERE id = ?`, id).Scan(&userID, &agentID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", "", false, nil
+	}
+	if err != nil {
+		return "", "", false, fmt.Errorf("sqlite: suggestion owner: %w", err)
+	}
+	return userID, agentID, true, nil
+}
+
 // ListSuggestions returns the suggestions q selects.
 func (s *Suggestions) ListSuggestions(ctx context.Context, q processing.SuggestionQuery) ([]processing.Suggestion, error) {
 	where, args := `user_id = ? AND agent_id = ?`, []any{q.UserID, q.AgentID}

@@ -81,9 +81,27 @@ func (s *VectorStore) VectorAgents(ctx context.Context) ([]domain.VectorAgent, e
 // (the order the log inserted them) without a sort; the projection loads
 // before it applies anything, so nothing changes underneath.
 func (s *VectorStore) LoadVectors(ctx context.Context, fn func(domain.LoadedVector) error) error {
-	rows, err := s.db.read.QueryContext(ctx, `SELECT m.memory_id, m.user_id, m.agent_id, m.type, m.tags, m.created_ns, m.text_hash, m.forgotten, v.model, v.dimensions, v.vector
+	return s.load(ctx, fn, `SELECT m.memory_id, m.user_id, m.agent_id, m.type, m.tags, m.created_ns, m.text_hash, m.forgotten, v.model, v.dimensions, v.vector
 FROM vector_vectors AS v JOIN vector_memories AS m ON m.memory_id = v.memory_id AND m.text_hash = v.text_hash
 ORDER BY v.seq`)
+}
+
+// LoadVectorsOf implements domain.VectorState.
+func (s *VectorStore) LoadVectorsOf(ctx context.Context, memoryIDs []string, fn func(domain.LoadedVector) error) error {
+	ids, err := json.Marshal(nonNil(memoryIDs))
+	if err != nil {
+		return err
+	}
+	// Driven from the ids (CROSS JOIN keeps that order of the loops), so
+	// it reads their rows only, not the table in seq order.
+	return s.load(ctx, fn, `SELECT m.memory_id, m.user_id, m.agent_id, m.type, m.tags, m.created_ns, m.text_hash, m.forgotten, v.model, v.dimensions, v.vector
+FROM (SELECT DISTINCT value AS id FROM json_each(?)) AS ids CROSS JOIN vector_memories AS m ON m.memory_id = ids.id
+CROSS JOIN vector_vectors AS v ON v.memory_id = m.memory_id AND v.text_hash = m.text_hash
+ORDER BY v.seq`, string(ids))
+}
+
+func (s *VectorStore) load(ctx context.Context, fn func(domain.LoadedVector) error, query string, args ...any) error {
+	rows, err := s.db.read.QueryContext(ctx, query, args...)
 	if err != nil {
 		return fmt.Errorf("vectors: load: %w", err)
 	}

@@ -125,6 +125,23 @@ func (ix *Index) Collections(prefix string) []string {
 	return out
 }
 
+// Total is the number of documents in every collection.
+func (ix *Index) Total() int {
+	ix.mu.RLock()
+	cols := make([]*collection, 0, len(ix.cols))
+	for _, c := range ix.cols {
+		cols = append(cols, c)
+	}
+	ix.mu.RUnlock()
+	total := 0
+	for _, c := range cols {
+		c.mu.RLock()
+		total += c.live
+		c.mu.RUnlock()
+	}
+	return total
+}
+
 // Len is the number of documents in collection.
 func (ix *Index) Len(collection string) int {
 	c := ix.lookup(collection)

@@ -146,3 +146,7 @@ func (p *Port) Ready(ctx context.Context) error { return ctx.Err() }
 func (p *Port) Len(scope domain.IndexScope) int {
 	return p.ix.Len(collectionOf(scope)) - p.forgotten.Count(scope)
 }
+
+// Entries is the number of documents the index holds, forgotten ones
+// included, over every agent.
+func (p *Port) Entries(ctx context.Context) (int, error) { return p.ix.Total(), ctx.Err() }

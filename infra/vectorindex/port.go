@@ -216,3 +216,7 @@ func (p *Port) CountVectors(ctx context.Context, scope domain.IndexScope, space 
 // Ready implements domain.VectorIndex: an in-process index is always
 // ready.
 func (p *Port) Ready(ctx context.Context) error { return ctx.Err() }
+
+// Entries is the number of vectors the index holds, forgotten ones
+// included, over every agent and space.
+func (p *Port) Entries(ctx context.Context) (int, error) { return p.ix.Stats().Vectors, ctx.Err() }

@@ -110,6 +110,8 @@ type Embedding struct {
 	OpenAIBaseURL, OpenAIAPIKey, OpenAIOrg string
 	// OpenAIExtraModels are models of an OpenAI-compatible server.
 	OpenAIExtraModels []domain.EmbeddingModel
+	// Observe, when set, wraps each provider (metrics, traces).
+	Observe func(domain.EmbeddingProvider) domain.EmbeddingProvider
 }
 
 // Chat chooses the processing pipeline's processor: the chat model of the
@@ -133,6 +135,7 @@ type App struct {
 	// Memories, Sync and Pipeline are the write side (Writes).
 	Memories *commands.Memories
 	Sync     *commands.Sync
+	Transfer *commands.Transfer
 	Pipeline *commands.Pipeline
 	// Embeddings are the embedding commands over the job runner (Workers).
 	Embeddings *commands.Embeddings
@@ -238,6 +241,9 @@ func (a *App) build(ctx context.Context, settings Settings) error {
 		}
 		a.Memories = memories
 		if a.Sync, err = commands.NewSync(commands.SyncDeps{Writer: st.Writer, Log: st.SyncLog, Owners: st.Memories, Memories: memories, MaxPushBytes: settings.SyncMaxPushBytes}); err != nil {
+			return err
+		}
+		if a.Transfer, err = commands.NewTransfer(commands.TransferDeps{Sync: a.Sync, Suggestions: st.Suggestions}); err != nil {
 			return err
 		}
 		if a.Pipeline, err = commands.NewPipeline(commands.PipelineConfig{

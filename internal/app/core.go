@@ -151,6 +151,21 @@ type Config struct {
 	// HOST/pid).
 	NodeID string
 	Logger *slog.Logger
+	// Observe instruments the stack's ports (metrics, traces).
+	Observe Observers
+}
+
+// Observers wrap the ports the requests go through, to measure and trace
+// them; a nil field leaves its port as it is.
+type Observers struct {
+	// Appends wraps the writer's event log, Visibility what the writer
+	// waits on for the projections.
+	Appends    func(domain.EventStore) domain.EventStore
+	Visibility func(commands.Visibility) commands.Visibility
+	// Keyword and Vector wrap the indexes the search queries, given the
+	// backend's name (Embedded, Meilisearch, Qdrant).
+	Keyword func(domain.KeywordIndex, string) domain.KeywordIndex
+	Vector  func(domain.VectorIndex, string) domain.VectorIndex
 }
 
 // Core is one wired Engram storage and projection core: the event log,
@@ -179,8 +194,11 @@ type Core struct {
 	Suggestions SuggestionsReadModel
 	Provenance  ProvenanceReadModel
 	Audit       AuditReadModel
-	Keyword     *projections.Keyword
-	Vectors     *projections.Vectors
+	// Webhooks holds the users' webhooks and the outbox of their
+	// deliveries.
+	Webhooks WebhooksReadModel
+	Keyword  *projections.Keyword
+	Vectors  *projections.Vectors
 	// KeywordIndex and VectorIndex are the search index adapters the
 	// projections write and searches read.
 	KeywordIndex domain.KeywordIndex
@@ -198,6 +216,7 @@ type Core struct {
 	Logger  *slog.Logger
 
 	indexes         Indexes
+	observe         Observers
 	projections     []projections.Projection
 	closeIndexes    func()
 	closeLog        func()
@@ -309,7 +328,13 @@ func Open(ctx context.Context, cfg Config) (*Core, error) {
 		// next to the database rather than in /tmp, which may be a tmpfs.
 		indexCfg.VectorOptions.FloatDir = cfg.DataDir
 	}
-	ix, err := openIndexes(ctx, indexCfg)
+	// A read-only opener never runs the projections, so its indexes stay
+	// empty: it restores no snapshot.
+	restoreFrom := snapshotDir(cfg.DataDir)
+	if cfg.SQLite.ReadOnly {
+		restoreFrom = ""
+	}
+	ix, err := openIndexes(ctx, indexCfg, restoreFrom, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -353,11 +378,13 @@ func Open(ctx context.Context, cfg Config) (*Core, error) {
 		Suggestions:     rm.suggestions,
 		Provenance:      rm.provenance,
 		Audit:           rm.audit,
+		Webhooks:        rm.webhooks,
 		KeywordIndex:    ix.keyword,
 		VectorIndex:     ix.vectors,
 		EmbeddedVectors: ix.embeddedVectors,
 		Logger:          logger,
 		indexes:         cfg.Indexes,
+		observe:         cfg.Observe,
 		closeIndexes:    ix.close,
 		closeLog:        log.close,
 		closeReadModels: rm.close,
@@ -371,7 +398,7 @@ func Open(ctx context.Context, cfg Config) (*Core, error) {
 	shared := s.Postgres
 	if rm.postgres != nil {
 		s.leased = append(s.leased, projections.AccountsProjectionName, projections.MemoriesProjectionName, projections.JobsProjectionName,
-			projections.ProvenanceProjectionName, projections.AuditProjectionName, projections.SuggestionsProjectionName)
+			projections.ProvenanceProjectionName, projections.AuditProjectionName, projections.SuggestionsProjectionName, projections.WebhooksProjectionName)
 	}
 	var keywordState domain.KeywordState = sqlite.NewKeywordStore(db)
 	var vectorState domain.VectorState = sqlite.NewVectorStore(db)
@@ -387,9 +414,11 @@ func Open(ctx context.Context, cfg Config) (*Core, error) {
 	}
 	s.Keyword = projections.NewKeyword(keywordState, ix.keyword, ix.keywordInProcess, logger)
 	s.Vectors = projections.NewVectors(vectorState, ix.vectors, ix.vectorsInProcess, logger)
+	s.useSnapshots(snapshotDir(cfg.DataDir), ix, s.Store, cfg.SQLite.ReadOnly)
 	s.projections = []projections.Projection{
 		projections.NewAccounts(s.Accounts), projections.NewMemories(s.Memories), s.Keyword, s.Vectors,
 		projections.NewJobs(s.Jobs), projections.NewProvenance(s.Provenance), projections.NewAudit(s.Audit), projections.NewSuggestions(s.Suggestions),
+		projections.NewWebhooks(s.Webhooks),
 	}
 	s.Engine = projections.NewEngine(s.Store, logger, s.projections...)
 	if len(s.leased) > 0 {
@@ -415,7 +444,14 @@ func Open(ctx context.Context, cfg Config) (*Core, error) {
 		s.Engine.UseStorageGuard(s.Storage)
 		appends = s.Storage.Appends(s.Store)
 	}
-	s.Writer = commands.NewEventWriter(appends, s.Engine, cfg.VisibilityTimeout)
+	var visible commands.Visibility = s.Engine
+	if o := cfg.Observe; o.Appends != nil {
+		appends = o.Appends(appends)
+	}
+	if o := cfg.Observe; o.Visibility != nil {
+		visible = o.Visibility(visible)
+	}
+	s.Writer = commands.NewEventWriter(appends, visible, cfg.VisibilityTimeout)
 	return s, nil
 }
 
@@ -451,7 +487,10 @@ type indexes struct {
 	// keywordInProcess, vectorsInProcess: that index keeps nothing across
 	// restarts, so its projection fills it from its state at start.
 	keywordInProcess, vectorsInProcess bool
-	closers                            []func()
+	// keywordRestored, vectorsRestored tag the image an in-process index
+	// was restored from (nil: it starts empty).
+	keywordRestored, vectorsRestored *domain.IndexSnapshot
+	closers                          []func()
 }
 
 func (ix *indexes) close() {
@@ -463,8 +502,9 @@ func (ix *indexes) close() {
 // openIndexes builds the chosen index adapters. A remote backend that is
 // down is no error here: the core opens and Backends reports it. Remote
 // indexes keep their contents across restarts, so their projections'
-// checkpoints, not a fill at start, keep them current.
-func openIndexes(ctx context.Context, cfg Indexes) (*indexes, error) {
+// checkpoints, not a fill at start, keep them current. An in-process
+// index is restored from its snapshot in snapDir when one is usable.
+func openIndexes(ctx context.Context, cfg Indexes, snapDir string, logger *slog.Logger) (*indexes, error) {
 	ix := &indexes{}
 	switch cfg.Keyword {
 	case Meilisearch:
@@ -474,7 +514,12 @@ func openIndexes(ctx context.Context, cfg Indexes) (*indexes, error) {
 		}
 		ix.keyword = ki
 	default:
-		ix.keyword, ix.keywordInProcess = textindex.NewPort(textindex.Options{}, cfg.KeywordSaturation), true
+		ix.keywordInProcess = true
+		if restored, tag := restoreKeyword(snapDir, cfg.KeywordSaturation, logger); restored != nil {
+			ix.keyword, ix.keywordRestored = restored, tag
+		} else {
+			ix.keyword = textindex.NewPort(textindex.Options{}, cfg.KeywordSaturation)
+		}
 	}
 	switch cfg.Vector {
 	case Qdrant:
@@ -486,9 +531,16 @@ func openIndexes(ctx context.Context, cfg Indexes) (*indexes, error) {
 		ix.vectors = vi
 		ix.closers = append(ix.closers, func() { _ = vi.Close() })
 	default:
-		vi := vectorindex.New(cfg.VectorOptions)
-		ix.vectors, ix.embeddedVectors, ix.vectorsInProcess = vectorindex.NewPort(vi), vi, true
+		port, tag, release := restoreVectors(snapDir, cfg.VectorOptions, logger)
+		if port == nil {
+			port = vectorindex.NewPort(vectorindex.New(cfg.VectorOptions))
+		}
+		vi := port.Index()
+		ix.vectors, ix.embeddedVectors, ix.vectorsInProcess, ix.vectorsRestored = port, vi, true, tag
 		ix.closers = append(ix.closers, vi.Close)
+		if release != nil {
+			ix.closers = append(ix.closers, release) // after Close: the index reads the mapped image
+		}
 	}
 	return ix, nil
 }
@@ -497,6 +549,9 @@ func openIndexes(ctx context.Context, cfg Indexes) (*indexes, error) {
 func (s *Core) Projections() []projections.Projection {
 	return s.projections
 }
+
+// IndexChoice is the index backends the core was opened with.
+func (s *Core) IndexChoice() Indexes { return s.indexes }
 
 // SharedLog reports whether other nodes append to this core's log.
 func (s *Core) SharedLog() bool { return s.sharedLog }
@@ -590,7 +645,14 @@ func (s *Core) Search(embedder search.Embedder, opts search.Options) (*search.Se
 	opts.RelativeKeywordScores = s.indexes.Keyword == Meilisearch
 	indexProjection := map[string]string{search.SideKeyword: projections.KeywordProjectionName, search.SideVector: projections.VectorsProjectionName}
 	opts.Rebuilding = func(side string) bool { return s.Engine.Rebuilding(indexProjection[side]) }
-	return search.New(s.KeywordIndex, s.VectorIndex, s.Vectors, embedder, s.Memories, s.Logger, opts)
+	keyword, vectors := s.KeywordIndex, s.VectorIndex
+	if s.observe.Keyword != nil {
+		keyword = s.observe.Keyword(keyword, cmp.Or(s.indexes.Keyword, Embedded))
+	}
+	if s.observe.Vector != nil {
+		vectors = s.observe.Vector(vectors, cmp.Or(s.indexes.Vector, Embedded))
+	}
+	return search.New(keyword, vectors, s.Vectors, embedder, s.Memories, s.Logger, opts)
 }
 
 // Backends reports each search index backend's readiness (nil: ready),
@@ -604,6 +666,13 @@ func (s *Core) Backends(ctx context.Context) map[string]error {
 
 // Close releases the indexes, the database and then the data dir.
 func (s *Core) Close() error {
+	if s.Engine != nil {
+		// A clean stop saves the images of the indexes changed since
+		// their last ones, so the next start re-reads nothing.
+		if err := s.Engine.SaveSnapshots(context.Background()); err != nil {
+			s.Logger.Warn("index snapshots not saved at close", "error", err)
+		}
+	}
 	s.closeIndexes()
 	s.closeReadModels()
 	s.closeLog()

@@ -54,7 +54,7 @@ func TestEmbeddedStackReportsItsBackends(t *testing.T) {
 	for _, p := range st.Projections() {
 		names = append(names, p.Name())
 	}
-	want := []string{"accounts", "memories", "keyword", "vectors", "jobs", "provenance", "audit", "suggestions"}
+	want := []string{"accounts", "memories", "keyword", "vectors", "jobs", "provenance", "audit", "suggestions", "webhooks"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("projections %v, want %v", names, want)
 	}

@@ -45,6 +45,11 @@ func NewEmbedCatalog(cfg Embedding) (*embed.Catalog, error) {
 			providers = append(providers, op)
 		}
 	}
+	if cfg.Observe != nil {
+		for i, p := range providers {
+			providers[i] = cfg.Observe(p)
+		}
+	}
 	return embed.NewCatalog(embed.CatalogOptions{Providers: providers, DefaultModel: defaultModel})
 }
 

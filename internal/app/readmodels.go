@@ -11,6 +11,7 @@ import (
 	"github.com/engram-memory/engram/domain/job"
 	"github.com/engram-memory/engram/domain/memory"
 	"github.com/engram-memory/engram/domain/processing"
+	"github.com/engram-memory/engram/domain/webhook"
 	"github.com/engram-memory/engram/infra/postgres"
 	"github.com/engram-memory/engram/infra/sqlite"
 	"github.com/engram-memory/engram/internal/workers"
@@ -97,6 +98,8 @@ type JobsReadModel interface {
 	workers.ActiveJobs
 	query.JobReadModel
 	exporter
+	// CountByStatus counts the jobs in each status (metrics).
+	CountByStatus(ctx context.Context) (map[string]int, error)
 }
 
 // SuggestionsReadModel is the suggestions read model as the core's
@@ -104,6 +107,7 @@ type JobsReadModel interface {
 type SuggestionsReadModel interface {
 	processing.SuggestionsReadModel
 	commands.SuggestionReadModel
+	commands.SuggestionOwners
 	query.SuggestionReadModel
 	exporter
 }
@@ -123,6 +127,15 @@ type AuditReadModel interface {
 	exporter
 }
 
+// WebhooksReadModel is the webhooks read model with its outbox as the
+// stack's consumers read it.
+type WebhooksReadModel interface {
+	webhook.ReadModel
+	webhook.Outbox
+	commands.WebhookReadModel
+	exporter
+}
+
 // readModels are the opened read-model stores and what closes them.
 type readModels struct {
 	accounts    AccountsReadModel
@@ -131,6 +144,7 @@ type readModels struct {
 	suggestions SuggestionsReadModel
 	provenance  ProvenanceReadModel
 	audit       AuditReadModel
+	webhooks    WebhooksReadModel
 	// postgres is the database of PostgreSQL read models (nil in SQLite).
 	postgres *postgres.DB
 	close    func()
@@ -153,13 +167,15 @@ func openReadModels(ctx context.Context, cfg Config, db *sqlite.DB, logDB *postg
 		return &readModels{
 			accounts: postgres.NewAccounts(pg), memories: postgres.NewMemories(pg), jobs: postgres.NewJobs(pg),
 			suggestions: postgres.NewSuggestions(pg), provenance: postgres.NewProvenance(pg), audit: postgres.NewAudit(pg),
+			webhooks: postgres.NewWebhooks(pg),
 			postgres: pg, close: closePG,
 		}, nil
 	default:
 		return &readModels{
 			accounts: sqlite.NewAccounts(db), memories: sqlite.NewMemories(db), jobs: sqlite.NewJobs(db),
 			suggestions: sqlite.NewSuggestions(db), provenance: sqlite.NewProvenance(db), audit: sqlite.NewAudit(db),
-			close: func() {},
+			webhooks: sqlite.NewWebhooks(db),
+			close:    func() {},
 		}, nil
 	}
 }

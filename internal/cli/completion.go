@@ -66,6 +66,7 @@ func completionSpecs(ctx context.Context) []completionSpec {
 		{name: "serve", summary: "run the HTTP API", flags: map[string][]string{"": flagNames(serveFlags(&serveConfig{}))}},
 		{name: "projections", summary: "rebuild read models from the event log, or show their checkpoints", subcommands: []string{"rebuild", "status"}},
 		{name: "models", summary: "convert GloVe word vectors into a local model", subcommands: []string{"import-glove"}},
+		{name: "healthcheck", summary: "check a server's /healthz", flags: map[string][]string{"": flagNames(healthcheckFlags(&healthcheckConfig{}))}},
 		{name: "version", summary: "print the version, commit and Go version"},
 		{name: "help", summary: "list the commands"},
 	}

@@ -166,7 +166,7 @@ func exportAllReadModels(t *testing.T, ctx context.Context, dataDir string) map[
 		Export(context.Context, io.Writer) error
 	}{
 		"accounts": st.Accounts, "memories": st.Memories, "jobs": st.Jobs, "provenance": st.Provenance, "audit": st.Audit,
-		"suggestions": st.Suggestions, "keyword": sqlite.NewKeywordStore(st.DB), "vectors": sqlite.NewVectorStore(st.DB),
+		"suggestions": st.Suggestions, "webhooks": st.Webhooks, "keyword": sqlite.NewKeywordStore(st.DB), "vectors": sqlite.NewVectorStore(st.DB),
 	} {
 		var buf bytes.Buffer
 		if err := model.Export(ctx, &buf); err != nil {

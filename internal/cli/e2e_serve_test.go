@@ -2,7 +2,10 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
+	"os/exec"
+	"strings"
 	"testing"
 )
 
@@ -38,5 +41,26 @@ func TestServeHealthAndGracefulStop(t *testing.T) {
 	}
 	if err := p.Stop(); err != nil {
 		t.Fatalf("SIGTERM exit: %v\n%s", err, p.Log())
+	}
+}
+
+// `engram healthcheck`, the container image's HEALTHCHECK, exits 0 while
+// the server's /healthz answers 200 and 1 once nothing answers.
+func TestHealthcheckCommand(t *testing.T) {
+	p := startServer(t, t.TempDir(), nil)
+	ctx := t.Context()
+	if out, err := runCLI(t, ctx, "healthcheck", "--url", p.BaseURL+"/healthz"); err != nil || strings.TrimSpace(out) != "ok" {
+		t.Fatalf("healthcheck of a live server: %v\n%s", err, out)
+	}
+	if out, err := runCLI(t, ctx, "healthcheck", "--url", p.BaseURL+"/no-such-endpoint"); err == nil {
+		t.Fatalf("healthcheck of a 404 succeeded:\n%s", out)
+	}
+	if err := p.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runCLI(t, ctx, "healthcheck", "--url", p.BaseURL+"/healthz", "--timeout", "2s")
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("healthcheck of a stopped server: %v, want exit 1\n%s", err, out)
 	}
 }

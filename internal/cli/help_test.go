@@ -34,7 +34,7 @@ func runIn(t *testing.T, stdin string, args ...string) (string, string, int) {
 // runWithStdin is run with os.Stdin replaced for the command line.
 func runWithStdin(t *testing.T, stdin string, args []string, stdout, stderr *bytes.Buffer) error {
 	t.Helper()
-	if len(args) > 0 && !slices.Contains([]string{"serve", "projections", "models", "help", "-h", "--help", "version", "--version"}, args[0]) {
+	if len(args) > 0 && !slices.Contains([]string{"serve", "projections", "models", "healthcheck", "help", "-h", "--help", "version", "--version"}, args[0]) {
 		return runStackCommand(t.Context(), args, strings.NewReader(stdin), stdout, stderr)
 	}
 	return run(t.Context(), args, strings.NewReader(""), stdout, stderr)
@@ -89,7 +89,7 @@ func TestCLIHelpListsCommandsAndFlags(t *testing.T) {
 		}
 	}
 	// The server's commands list their flags the same way.
-	for _, cmd := range [][]string{{"serve"}, {"projections", "rebuild"}, {"projections", "status"}, {"models", "import-glove"}} {
+	for _, cmd := range [][]string{{"serve"}, {"projections", "rebuild"}, {"projections", "status"}, {"models", "import-glove"}, {"healthcheck"}} {
 		out, _, code := runIn(t, "", append(cmd, "--help")...)
 		if code != 0 || !strings.Contains(out, "\n  --") || singleDashLongFlag.MatchString(out) {
 			t.Errorf("engram %s --help: exit %d\n%s", strings.Join(cmd, " "), code, out)

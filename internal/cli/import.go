@@ -9,8 +9,6 @@ import (
 	"io"
 	"os"
 
-	"golang.org/x/term"
-
 	"github.com/engram-memory/engram/commands"
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/memory"
@@ -31,21 +29,48 @@ type importItemJSON struct {
 }
 
 func importCommand(ctx context.Context, c *cli, args []string) error {
-	flags := c.flags("import", "FILE|-", "Import memories from a JSON Lines file (or stdin with -): one object per line, shaped like an item of POST /memories/batch ({type, content, tags?, created_at?, derived_from?}). Every line's type, content and tags are checked before anything is written; memories are written 1000 per append. Progress goes to stderr when it is a terminal.")
+	flags := c.flags("import", "FILE|- [--local|--cloud] [--chunk-bytes N]", "Import a JSON Lines file (or stdin with -) of one of two kinds:\n\n"+
+		"  an Engram export (engram export, GET /v1/agents/{id}/export; its first line is {\"header\": …}, {\"event\": …} or {\"memory\": …}):\n"+
+		"    imported losslessly into the stack, or into the cloud agent of the stack's id when the cloud is configured (unless --local),\n"+
+		"    in requests of up to --chunk-bytes, each all or nothing; ids and provenance survive, and importing it again changes nothing;\n"+
+		"  items shaped like POST /memories/batch ({type, content, tags?, created_at?, derived_from?}): new memories in the local stack\n"+
+		"    (source import), every line checked before anything is written, 1000 per append.\n\n"+
+		"Progress goes to stderr when it is a terminal.")
+	localOnly := flags.Bool("local", false, "import an export into the local stack even when the cloud is configured")
+	cloudOnly := flags.Bool("cloud", false, "import an export into the cloud agent of the stack's id")
+	chunkBytes := flags.Int("chunk-bytes", importChunkBytes, "the most bytes one request of an export's import carries (keep it under the server's body limit)")
 	pos, err := c.parse(flags, args, 1, 1)
 	if err != nil {
 		return err
 	}
+	if *chunkBytes < 1 {
+		return usageErrorf("import: --chunk-bytes must be positive")
+	}
 	var in io.Reader = c.stdin
+	var size int64
 	if pos[0] != "-" {
 		f, err := os.Open(pos[0])
 		if err != nil {
 			return err
 		}
 		defer f.Close()
+		if info, err := f.Stat(); err == nil && info.Mode().IsRegular() {
+			size = info.Size()
+		}
 		in = f
 	}
-	items, err := readImport(in)
+	buffered := bufio.NewReaderSize(in, 1<<20)
+	if isTransferFile(buffered) {
+		cl, err := c.transferCloud("import", *localOnly, *cloudOnly)
+		if err != nil {
+			return err
+		}
+		return c.transferImport(ctx, buffered, size, cl, *chunkBytes)
+	}
+	if *cloudOnly {
+		return usageErrorf("import: --cloud takes an Engram export (engram export); a file of memory items is imported into the local stack")
+	}
+	items, err := readImport(buffered)
 	if err != nil {
 		return err
 	}
@@ -131,36 +156,4 @@ func lineError(err error, offset int) error {
 		return c
 	}
 	return err
-}
-
-// progress reports long work on stderr when it is a terminal, on one
-// line rewritten in place; --quiet or a pipe silences it.
-type progress struct {
-	w       io.Writer
-	enabled bool
-	label   string
-	total   int
-	shown   bool
-}
-
-func (c *cli) progress(label string, total int) *progress {
-	f, ok := c.stderr.(*os.File)
-	enabled := ok && !c.quiet && term.IsTerminal(int(f.Fd()))
-	return &progress{w: c.stderr, enabled: enabled, label: label, total: total}
-}
-
-func (p *progress) update(done int) {
-	if !p.enabled {
-		return
-	}
-	fmt.Fprintf(p.w, "\r%s %d/%d (%d%%)", p.label, done, p.total, done*100/max(p.total, 1))
-	p.shown = true
-}
-
-// finish ends the progress line.
-func (p *progress) finish() {
-	if p.shown {
-		fmt.Fprintln(p.w)
-		p.shown = false
-	}
 }

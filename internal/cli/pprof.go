@@ -26,18 +26,47 @@ func servePprof(addr string, logger *slog.Logger) (bound string, stop func(), er
 	if !loopback.Addr(addr) {
 		return "", nil, fmt.Errorf("--pprof-addr %q: only a loopback address is allowed (the profiles are unauthenticated)", addr)
 	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return "", nil, fmt.Errorf("--pprof-addr: listen on %s: %w", addr, err)
-	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.Handle("/debug/pprof/cmdline", redactedCmdline(os.Args))
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	srv := &http.Server{Handler: loopbackHostOnly(mux), ReadHeaderTimeout: 10 * time.Second}
-	logger.Info("pprof serving", "addr", ln.Addr().String())
+	return serveSide("pprof", addr, mux, logger)
+}
+
+// DefaultMetricsAddr is where metrics are served unless --metrics-addr
+// says otherwise: loopback, on the port OpenTelemetry's Prometheus
+// exporters use by default.
+const DefaultMetricsAddr = "127.0.0.1:9464"
+
+// serveMetrics serves the Prometheus metrics at /metrics on addr, a
+// listener of its own. On a loopback address only requests naming a
+// loopback host are answered, as for pprof and the dashboard; any other
+// address is the operator's choice to let a scraper reach it (a pod's
+// port) and is served to whoever can.
+func serveMetrics(addr string, metrics http.Handler, logger *slog.Logger) (bound string, stop func(), err error) {
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return "", nil, fmt.Errorf("--metrics-addr %q: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", metrics)
+	return serveSide("metrics", addr, mux, logger)
+}
+
+// serveSide serves handler on a listener of its own at addr (the --NAME-addr
+// flag's), apart from the API; on a loopback address only requests naming
+// a loopback host are answered. It returns the address it listens on.
+func serveSide(name, addr string, handler http.Handler, logger *slog.Logger) (bound string, stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", nil, fmt.Errorf("--%s-addr: listen on %s: %w", name, addr, err)
+	}
+	if loopback.Addr(addr) {
+		handler = loopbackHostOnly(handler)
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	logger.Info(name+" serving", "addr", ln.Addr().String())
 	go func() { _ = srv.Serve(ln) }()
 	return ln.Addr().String(), func() { _ = srv.Close() }, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/engram-memory/engram/infra/datadir"
 	"github.com/engram-memory/engram/infra/sqlite"
 	"github.com/engram-memory/engram/internal/app"
+	"github.com/engram-memory/engram/projections"
 )
 
 func projectionsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -126,14 +127,17 @@ func projectionsCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 	if err != nil {
 		return err
 	}
-	if err := st.RebuildOffline(ctx, names...); err != nil {
-		return err
-	}
-	elapsed := time.Since(start)
 	rebuilt := names
 	if len(rebuilt) == 0 {
 		rebuilt = engine.Names()
 	}
+	stopBar := rebuildProgress(newProgress(stderr, false, "rebuilt", int(head)).withUnit("events"), engine, rebuilt)
+	err = st.RebuildOffline(ctx, names...)
+	stopBar(err == nil)
+	if err != nil {
+		return err
+	}
+	elapsed := time.Since(start)
 	fmt.Fprintf(stdout, "rebuilt %v from %d events in %s (%.0f events/s)\n", rebuilt, head, elapsed.Round(time.Millisecond), float64(head)/elapsed.Seconds())
 	return nil
 }
@@ -156,4 +160,39 @@ func rebuildOnLiveServer(ctx context.Context, dataDir string, names []string, st
 		fmt.Fprintf(stdout, "rebuilt %s on the live server from %d events in %.3fs (%.0f events/s)\n", res.Projection, res.Events, res.Seconds, float64(res.Events)/res.Seconds)
 	}
 	return nil
+}
+
+// rebuildProgress draws the rebuild's progress, the position the slowest
+// of the rebuilt projections has reached in the log, five times a second
+// until stop is called (complete: the rebuild reached the head).
+func rebuildProgress(bar *progress, engine *projections.Engine, names []string) (stop func(complete bool)) {
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-tick.C:
+				status := engine.Status()
+				slowest := uint64(0)
+				for i, name := range names {
+					if pos := status[name].Position; i == 0 || pos < slowest {
+						slowest = pos
+					}
+				}
+				bar.update(int(slowest))
+			}
+		}
+	}()
+	return func(complete bool) {
+		close(quit)
+		<-done
+		if complete {
+			bar.update(bar.total)
+		}
+		bar.finish()
+	}
 }

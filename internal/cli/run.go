@@ -52,6 +52,7 @@ Commands:
   projections rebuild [NAME] drop and rebuild read models and indexes from the event log
   projections status        show each projection's checkpoint
   models import-glove       convert GloVe word vectors into a local SIF model
+  healthcheck               exit 0 when a server's /healthz answers 200 (the container's HEALTHCHECK)
   version                   print the version, commit and Go version (also --version)
 
 Run 'engram <command> --help' for the flags of a command.
@@ -69,6 +70,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return projectionsCommand(ctx, args[1:], stdout, stderr)
 	case "models":
 		return modelsCommand(ctx, args[1:], stdout, stderr)
+	case "healthcheck":
+		return healthcheckCommand(ctx, args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage+cliUsage())
 		return nil

@@ -61,6 +61,7 @@ type serveConfig struct {
 	LogLevel          string
 	LogFormat         string
 	PprofAddr         string
+	MetricsAddr       string
 	Quotas            memory.Quotas
 	SyncMaxPushBytes  int64
 	Indexes           app.Indexes
@@ -71,6 +72,12 @@ type serveConfig struct {
 	JobLeaseTimeout   time.Duration
 	JobBatchSize      int
 	JobBatchDelay     time.Duration
+	Webhooks          webhookConfig
+
+	// metricsAddrDefault: --metrics-addr was not given, so a default
+	// address another process holds turns metrics off with a warning
+	// instead of failing the start.
+	metricsAddrDefault bool
 }
 
 func serveFlags(cfg *serveConfig) *flag.FlagSet {
@@ -109,6 +116,7 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&cfg.LogFormat, "log-format", "text", "text or json")
 	fs.StringVar(&cfg.PprofAddr, "pprof-addr", "", "serve net/http/pprof (/debug/pprof/) on this separate loopback address, e.g. 127.0.0.1:6060, for profiling; unauthenticated, so only loopback is accepted (default off)")
+	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", DefaultMetricsAddr, "serve Prometheus metrics (/metrics) on this separate address; a loopback address answers only requests naming a loopback host, any other (e.g. :9464 in a pod) is served to whoever reaches it; empty turns metrics off (docs/operations.md#metrics)")
 	fs.IntVar(&cfg.Quotas.MemoriesPerAgent, "quota-memories-per-agent", memory.DefaultMemoriesPerAgent, "memories one agent may keep, forgotten ones included (0: no limit)")
 	fs.IntVar(&cfg.Quotas.AgentsPerUser, "quota-agents-per-user", memory.DefaultAgentsPerUser, "agents one user may have (0: no limit)")
 	fs.Int64Var(&cfg.Quotas.TextBytesPerUser, "quota-text-bytes-per-user", memory.DefaultTextBytesPerUser, "bytes of memory content one user may store (0: no limit)")
@@ -121,6 +129,7 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.DurationVar(&cfg.JobLeaseTimeout, "job-lease-timeout", 5*time.Minute, "how long a running re-embedding job may go without progress before another node takes it over (its node died)")
 	fs.IntVar(&cfg.JobBatchSize, "job-batch-size", 128, "memories a re-embedding job embeds and records per step")
 	fs.DurationVar(&cfg.JobBatchDelay, "job-batch-delay", 0, "pause between two steps of a re-embedding job, to throttle it")
+	webhookFlags(fs, &cfg.Webhooks)
 	return fs
 }
 
@@ -133,6 +142,8 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err := applyLocalConfig(fs, filepath.Join(engramHome(), "config.json")); err != nil {
 		return err
 	}
+	cfg.metricsAddrDefault = true
+	fs.Visit(func(f *flag.Flag) { cfg.metricsAddrDefault = cfg.metricsAddrDefault && f.Name != "metrics-addr" })
 	if err := cfg.readSecretFiles(); err != nil {
 		return err
 	}
@@ -245,6 +256,17 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 			return err
 		}
 		defer stop()
+	}
+	if a.telemetry.metrics != nil {
+		_, stop, err := serveMetrics(cfg.MetricsAddr, a.telemetry.metrics.Handler(), logger)
+		switch {
+		case err != nil && cfg.metricsAddrDefault:
+			logger.Warn("metrics are off: the default --metrics-addr is taken; give --metrics-addr another address (or empty to silence this)", "error", err)
+		case err != nil:
+			return err
+		default:
+			defer stop()
+		}
 	}
 
 	ln = newLimitListener(ln, cfg.MaxConnections)

@@ -146,7 +146,7 @@ func (s *localStack) close() error { return s.app.Close(context.Background()) }
 
 // meta is the metadata of a write made by the command line.
 func (s *localStack) meta() domain.Metadata {
-	return domain.Metadata{Actor: domain.Actor{Kind: domain.ActorUser, ID: localUserID, UserID: localUserID}, RequestID: "cli"}
+	return domain.Metadata{Actor: domain.Actor{Kind: domain.ActorUser, ID: localUserID, UserID: localUserID}, RequestID: "cli", Source: domain.SourceCLI}
 }
 
 // stackConfig is the configuration `engram serve` would run with (its
@@ -162,6 +162,7 @@ func stackConfig(home, dir string) (serveConfig, error) {
 		return cfg, err
 	}
 	cfg.DataDir, cfg.MailOutbox = dir, filepath.Join(dir, "outbox")
+	cfg.MetricsAddr = "" // a local stack is no server: nothing scrapes it
 	cfg.fillFromStandardEnv()
 	return cfg, nil
 }

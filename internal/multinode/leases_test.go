@@ -31,13 +31,13 @@ import (
 var (
 	indexProjections = []string{projections.KeywordProjectionName, projections.VectorsProjectionName}
 	leased           = append([]string{projections.AccountsProjectionName, projections.MemoriesProjectionName, projections.JobsProjectionName,
-		projections.ProvenanceProjectionName, projections.AuditProjectionName, projections.SuggestionsProjectionName}, indexProjections...)
+		projections.ProvenanceProjectionName, projections.AuditProjectionName, projections.SuggestionsProjectionName, projections.WebhooksProjectionName}, indexProjections...)
 )
 
 // TestThreeNodesShareReadModelsAndIndexes runs three nodes over one PostgreSQL
 // database holding the log and the read models (--read-models postgres)
 // and one Meilisearch and one Qdrant (the protocol-level test servers):
-// exactly one node applies each of the eight projections, a write on one
+// exactly one node applies each of the nine projections, a write on one
 // node is searchable with its token on another, keyword and audit are
 // rebuilt live at the request of nodes without their leases while every
 // node takes writes, the node holding the leases is SIGKILLed under load

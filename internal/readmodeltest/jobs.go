@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"maps"
 	"testing"
 	"time"
 
@@ -20,6 +21,8 @@ type Jobs interface {
 	Job(ctx context.Context, userID, jobID string) (job.View, bool, error)
 	ActiveJobs(ctx context.Context, limit int) ([]job.View, error)
 	ActiveJobForAgent(ctx context.Context, userID, agentID string) (job.View, bool, error)
+	// CountByStatus counts the jobs in each status, for the metrics.
+	CountByStatus(ctx context.Context) (map[string]int, error)
 	Export(ctx context.Context, w io.Writer) error
 }
 
@@ -144,6 +147,11 @@ func RunJobs(t *testing.T, open func(t *testing.T) Jobs) {
 		}
 		if _, found, _ := s.ActiveJobForAgent(ctx, "u1", "a1"); found {
 			t.Fatal("a completed job is active")
+		}
+		counts, err := s.CountByStatus(ctx)
+		want := map[string]int{"completed": 1, "cancelled": 1, "failed": 1, "queued": 1}
+		if err != nil || !maps.Equal(counts, want) {
+			t.Fatalf("jobs by status: %v %v, want %v", counts, err, want)
 		}
 	})
 

@@ -189,6 +189,6 @@ func (q *EmbedQueue) embedGroup(ctx context.Context, g []memory.PendingEmbedding
 		payloads[i] = memory.MemoryEmbedded{AgentRef: p.AgentRef, MemoryID: p.MemoryID, Model: p.Model, Dimensions: p.Dimensions,
 			TextHash: p.TextHash, Vector: memory.Vector(vecs[i])}
 	}
-	meta := domain.Metadata{Actor: domain.Actor{Kind: domain.ActorSystem, ID: "embed-queue", UserID: first.UserID}}
+	meta := domain.Metadata{Actor: domain.Actor{Kind: domain.ActorSystem, ID: "embed-queue", UserID: first.UserID}, Source: domain.SourceSystem}
 	return appendInParts(ctx, q.cfg.Writer, memory.AgentStream(first.UserID, first.AgentID), meta, payloads)
 }

@@ -275,6 +275,7 @@ func (r *JobRunner) meta(j *job.Job) domain.Metadata {
 	return domain.Metadata{
 		Actor:     domain.Actor{Kind: domain.ActorSystem, ID: "reembed-runner:" + r.cfg.ID, UserID: j.UserID},
 		RequestID: "job-" + j.ID,
+		Source:    domain.SourceSystem,
 	}
 }
 

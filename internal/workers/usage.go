@@ -129,7 +129,7 @@ func (r *UsageRecorder) snapshot() map[string][]account.KeyUse {
 }
 
 func (r *UsageRecorder) flushUser(ctx context.Context, userID string, uses []account.KeyUse) error {
-	meta := domain.Metadata{Actor: domain.Actor{Kind: domain.ActorSystem, ID: "key-usage", UserID: userID}}
+	meta := domain.Metadata{Actor: domain.Actor{Kind: domain.ActorSystem, ID: "key-usage", UserID: userID}, Source: domain.SourceSystem}
 	// Uses go to a stream of their own, so deciding on a busy account never
 	// replays thousands of them; ExpectAny: recording a use depends on no
 	// state, so it never needs to re-decide.

@@ -12,7 +12,8 @@ SDK = Path(__file__).resolve().parents[1]
 
 
 def test_version_is_the_servers():
-    assert engram.__version__ == (SDK.parents[1] / "VERSION").read_text().strip()
+    release = (SDK.parents[1] / "VERSION").read_text().strip()
+    assert engram.__version__ == release, "src/engram/_version.py is not VERSION: run make sdk-version"
 
 
 def test_sync_resources_are_generated_from_the_async_ones():

@@ -2,7 +2,7 @@
 // consistency token and health.
 import { Transport, anySignal, isNotYetConsistent, sleep, type RequestOptions } from "./core.js";
 import { EngramError } from "./errors.js";
-import { Agents, Audit, Auth, Embeddings, Keys, Memories, Models, Processing, Sessions, Suggestions, Sync } from "./resources.js";
+import { Agents, Audit, Auth, Embeddings, Keys, Memories, Models, Processing, Sessions, Suggestions, Sync, Webhooks } from "./resources.js";
 import type { Health, Readiness, SearchParams, SearchResponse } from "./types.js";
 import { VERSION } from "./version.js";
 
@@ -50,6 +50,7 @@ export class Engram {
   readonly sync: Sync;
   readonly processing: Processing;
   readonly suggestions: Suggestions;
+  readonly webhooks: Webhooks;
 
   private readonly options: ClientOptions;
   private readonly transport: Transport;
@@ -81,6 +82,7 @@ export class Engram {
     this.sync = new Sync(this.transport);
     this.processing = new Processing(this.transport);
     this.suggestions = new Suggestions(this.transport);
+    this.webhooks = new Webhooks(this.transport);
   }
 
   /** The API base URL the client calls. */

@@ -41,6 +41,8 @@ export interface CallSpec {
   path: string;
   query?: Record<string, string | number | boolean | undefined> | undefined;
   body?: unknown;
+  /** A body sent as is, with its content type (JSON Lines of an import). */
+  content?: { type: string; data: string } | undefined;
   auth?: Auth;
   /**
    * Whether sending the call twice does what sending it once does: reads
@@ -127,6 +129,35 @@ export class Transport {
     return url;
   }
 
+  /**
+   * Sends spec and returns the response with its body unread, for a body
+   * streamed as JSON Lines (an export); a failure is thrown as call throws
+   * it. Not retried: a stream cannot be resumed.
+   */
+  async stream(spec: CallSpec): Promise<Response> {
+    const url = this.url(spec);
+    if (!secureURL(url)) {
+      throw new InsecureURLError(`refusing to send a secret over plain http to ${url.host}, which is not loopback; use https`);
+    }
+    if (!this.config.apiKey) throw new EngramError("no API key: pass apiKey or set ENGRAM_API_KEY");
+    const opts = spec.options ?? {};
+    const headers: Record<string, string> = {
+      Accept: "application/x-ndjson",
+      ...this.config.defaultHeaders,
+      Authorization: `Bearer ${this.config.apiKey}`,
+      ...opts.headers,
+    };
+    let resp: Response;
+    try {
+      resp = await this.config.fetch(url, { method: spec.method, headers, signal: opts.signal ?? null, redirect: "error" });
+    } catch (cause) {
+      if (opts.signal?.aborted) throw opts.signal.reason;
+      throw new APIConnectionError(`${spec.method} ${url.pathname}: ${(cause as Error)?.message ?? cause}`, { cause });
+    }
+    if (!resp.ok) throw failure(resp, await resp.text(), false);
+    return resp;
+  }
+
   private async once<T>(spec: CallSpec): Promise<T> {
     const opts = spec.options ?? {};
     const auth = spec.auth ?? "bearer";
@@ -138,6 +169,7 @@ export class Transport {
     }
     const headers: Record<string, string> = { Accept: "application/json", ...this.config.defaultHeaders };
     if (spec.body !== undefined) headers["Content-Type"] = "application/json";
+    if (spec.content !== undefined) headers["Content-Type"] = spec.content.type;
     if (auth === "bearer") {
       if (!this.config.apiKey) {
         throw new EngramError("no API key: pass apiKey or set ENGRAM_API_KEY");
@@ -157,7 +189,7 @@ export class Transport {
       resp = await this.config.fetch(url, {
         method: spec.method,
         headers,
-        body: spec.body === undefined ? null : JSON.stringify(spec.body),
+        body: spec.content !== undefined ? spec.content.data : spec.body === undefined ? null : JSON.stringify(spec.body),
         signal,
         // The API never redirects; following one would resend a secret.
         redirect: "error",

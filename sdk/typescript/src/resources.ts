@@ -47,6 +47,36 @@ export class Keys extends Resource {
   }
 }
 
+/** Webhooks (/webhooks); check their deliveries with `verifyWebhook`. */
+export class Webhooks extends Resource {
+  create(params: T.WebhookCreateParams, options?: RequestOptions): Promise<T.CreatedWebhook> {
+    return this.t.call({ method: "POST", path: "/webhooks", body: params, options });
+  }
+  /** The user's webhooks, oldest first, without secrets. */
+  list(options?: RequestOptions): Promise<{ webhooks: T.Webhook[] }> {
+    return this.t.call({ method: "GET", path: "/webhooks", idempotent: true, options });
+  }
+  /** Deletes the webhook; its pending deliveries are dropped. */
+  delete(webhookID: string, options?: RequestOptions): Promise<T.DeletedWebhook> {
+    return this.t.call({ method: "DELETE", path: `/webhooks/${pathID(webhookID)}`, options });
+  }
+  /** Newest first. `await` for one page; `for await` for every delivery. */
+  deliveries(
+    webhookID: string,
+    params: T.WebhookDeliveryParams = {},
+    options?: RequestOptions,
+  ): PagePromise<T.WebhookDeliveryPage, T.WebhookDelivery> {
+    const { cursor, ...query } = params;
+    const path = `/webhooks/${pathID(webhookID)}/deliveries`;
+    return new PagePromise(
+      (c) => this.t.call({ method: "GET", path, query: { ...query, cursor: c }, idempotent: true, options }),
+      (p) => p.deliveries,
+      (p) => p.next_cursor ?? undefined,
+      cursor,
+    );
+  }
+}
+
 /** The ETag of a memory, for `if_match`. */
 export function etag(memory: Pick<T.Memory, "version">): string {
   return `"${memory.version}"`;
@@ -156,7 +186,82 @@ export class Agents extends Resource {
   anxiety(agentID: string, options?: RequestOptions): Promise<T.AnxietyReport> {
     return this.t.call({ method: "GET", path: `/agents/${pathID(agentID)}/anxiety`, idempotent: true, options });
   }
+  /**
+   * The agent's export, one parsed line at a time as the server streams
+   * it: `{header}` first, then `{event}` lines (the lossless default) or
+   * `{memory}` lines (`format: "memories"`).
+   */
+  async *export(agentID: string, params: T.ExportParams = {}, options?: RequestOptions): AsyncGenerator<T.ExportLine> {
+    const resp = await this.t.stream({ method: "GET", path: `/agents/${pathID(agentID)}/export`, query: { ...params }, options });
+    if (!resp.body) return;
+    const decoder = new TextDecoder();
+    let buffered = "";
+    for await (const chunk of resp.body as unknown as AsyncIterable<Uint8Array>) {
+      buffered += decoder.decode(chunk, { stream: true });
+      let nl: number;
+      while ((nl = buffered.indexOf("\n")) >= 0) {
+        const line = buffered.slice(0, nl).trim();
+        buffered = buffered.slice(nl + 1);
+        if (line) yield JSON.parse(line) as T.ExportLine;
+      }
+    }
+    const rest = (buffered + decoder.decode()).trim();
+    if (rest) yield JSON.parse(rest) as T.ExportLine;
+  }
+  /**
+   * Imports an export (lines as objects or JSON text, from any iterable or
+   * async iterable, e.g. `agents.export` of another server or the lines of
+   * a file) into the agent, in requests of up to `chunkBytes` each: every
+   * request is all or nothing and repeats the header, and importing the
+   * same lines again changes nothing. Resolves to the summed counts.
+   */
+  async import(
+    agentID: string,
+    lines: Iterable<T.ExportLine | string> | AsyncIterable<T.ExportLine | string>,
+    params: T.ImportParams = {},
+    options?: RequestOptions,
+  ): Promise<T.ImportResult> {
+    const limit = params.chunkBytes ?? IMPORT_CHUNK_BYTES;
+    const total: T.ImportResult = { format: "", appended: 0, duplicates: 0, skipped: 0, remapped: 0 };
+    let header = "";
+    let chunk: string[] = [];
+    let size = 0;
+    const send = async () => {
+      const data = header + chunk.join("");
+      chunk = [];
+      size = header.length;
+      const part: T.ImportResult = await this.t.call({
+        method: "POST",
+        path: `/agents/${pathID(agentID)}/import`,
+        content: { type: "application/x-ndjson", data },
+        idempotent: true,
+        options,
+      });
+      total.format = part.format;
+      total.appended += part.appended;
+      total.duplicates += part.duplicates;
+      total.skipped += part.skipped;
+      total.remapped += part.remapped;
+    };
+    for await (const line of lines) {
+      const text = (typeof line === "string" ? line : JSON.stringify(line)).trim();
+      if (!text) continue;
+      if (!header && chunk.length === 0 && text.startsWith('{"header"')) {
+        header = text + "\n";
+        size = header.length;
+        continue;
+      }
+      if (chunk.length > 0 && size + text.length + 1 > limit) await send();
+      chunk.push(text + "\n");
+      size += text.length + 1;
+    }
+    if (chunk.length > 0) await send();
+    return total;
+  }
 }
+
+/** The size of one import request: under the server's default body limit (10 MiB) with room to spare. */
+const IMPORT_CHUNK_BYTES = 4 << 20;
 
 function auditPages(t: Transport, path: string, params: T.AuditParams, options?: RequestOptions): PagePromise<T.AuditPage, T.AuditEntry> {
   const { before, ...query } = params;

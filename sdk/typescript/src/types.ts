@@ -39,6 +39,37 @@ export interface CycledAPIKey {
   new_key_prefix: string;
 }
 
+/** The events a webhook may subscribe to. */
+export type WebhookEvent =
+  | "memory.created"
+  | "memory.updated"
+  | "memory.forgotten"
+  | "suggestion.created"
+  | "job.completed"
+  | "key.revoked";
+export interface Webhook { id: string; url: string; events: WebhookEvent[]; created_at: string }
+/** A new webhook: `secret` signs its deliveries and is shown only here. */
+export interface CreatedWebhook extends Webhook { secret: string }
+export interface WebhookCreateParams { url: string; events: WebhookEvent[] }
+export interface DeletedWebhook { id: string; deleted: boolean }
+export interface WebhookDelivery {
+  /** Also the Engram-Delivery header: the same on every attempt. */
+  id: string;
+  webhook_id: string;
+  event: WebhookEvent;
+  event_id: string;
+  status: "pending" | "delivered" | "failed";
+  attempts: number;
+  created_at: string;
+  next_attempt_at: string | null;
+  /** The receiver's last HTTP status; 0 when none came. */
+  last_status_code: number;
+  last_error: string;
+  delivered_at: string | null;
+}
+export interface WebhookDeliveryPage { deliveries: WebhookDelivery[]; next_cursor: string | null }
+export interface WebhookDeliveryParams { limit?: number; cursor?: string }
+
 // ---- content of the common memory types
 
 export interface RawEntryContent { content: string; source?: "cli" | "mcp" | "sdk" | "import"; processed?: boolean }
@@ -261,6 +292,17 @@ export interface SyncPullParams { agent_id: string; after?: number; limit?: numb
 export interface SyncPushParams { agent_id: string; events: SyncEvent[] }
 export interface SyncPushResult { appended: number; duplicates: number; skipped: number; head: number }
 
+/** The first line of an export. */
+export interface ExportHeader { format: "events" | "memories"; version: number; agent_id: string; origin: string; exported_at: string }
+/** One line of an export: exactly one field is set. */
+export interface ExportLine { header?: ExportHeader; event?: SyncEvent; memory?: Memory }
+export interface ExportParams { format?: "events" | "memories" }
+export interface ImportParams {
+  /** The most bytes one request carries (default 4 MiB). */
+  chunkBytes?: number;
+}
+export interface ImportResult { format: string; appended: number; duplicates: number; skipped: number; remapped: number }
+
 // ---- cognition: settings, provenance, strength, audit, stats
 
 export interface LintRules {
@@ -326,6 +368,8 @@ export interface AuditEntry {
   memory_type: string;
   memory_id: string;
   actor: string;
+  /** the interface the change came in through: api, mcp, cli or system; absent on entries older than sources */
+  source?: string;
   details: unknown;
 }
 export interface AuditPage { entries: AuditEntry[]; next_before: string | null }

@@ -1,2 +1,4 @@
-// The package's version, kept equal to package.json's by a test.
-export const VERSION = "0.0.0-dev";
+// The package's version: the release of engram it belongs to (the
+// repository's VERSION file, stamped by `make sdk-version`; a test checks
+// that package.json, this constant and VERSION agree).
+export const VERSION = "0.1.0";

@@ -141,9 +141,13 @@ describe("configuration", () => {
     assert.equal(typeof ready.backends, "object");
   });
 
-  test("the package version is the one in package.json", async () => {
+  test("the package version is the server's release (VERSION) and package.json's", async () => {
     const { readFileSync } = await import("node:fs");
     const pkg = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8"));
-    assert.equal(VERSION, pkg.version);
+    const lock = JSON.parse(readFileSync(new URL("../package-lock.json", import.meta.url), "utf8"));
+    const release = readFileSync(new URL("../../../VERSION", import.meta.url), "utf8").trim();
+    assert.equal(pkg.version, release, "package.json's version is not VERSION: run make sdk-version");
+    assert.equal(lock.version, release, "package-lock.json's version is not VERSION: run make sdk-version");
+    assert.equal(VERSION, release, "src/version.ts is not VERSION: run make sdk-version");
   });
 });

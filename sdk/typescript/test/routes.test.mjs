@@ -99,6 +99,10 @@ const calls = {
   "PATCH /v1/agents/{agent_id}/settings": (c) => c.agents.updateSettings(id, {}),
   "GET /v1/agents/{agent_id}/audit": async (c) => await c.agents.audit(id),
   "GET /v1/agents/{agent_id}/stats": (c) => c.agents.stats(id),
+  "GET /v1/agents/{agent_id}/export": async (c) => {
+    for await (const _ of c.agents.export(id));
+  },
+  "POST /v1/agents/{agent_id}/import": (c) => c.agents.import(id, [{ header: { format: "events" } }, "{}"]),
   "GET /v1/audit": async (c) => await c.audit.list(),
   "GET /v1/memories/{id}/provenance": (c) => c.memories.provenance(id),
   "POST /v1/memories/{id}/recover": (c) => c.memories.recover(id),
@@ -106,6 +110,10 @@ const calls = {
   "POST /v1/memories/{id}/unprotect": (c) => c.memories.unprotect(id),
   "POST /v1/memories/{id}/weaken": (c) => c.memories.weaken(id),
   "POST /v1/memories/{id}/verify": (c) => c.memories.verify(id),
+  "POST /v1/webhooks": (c) => c.webhooks.create({ url: "https://example.com/hook", events: ["memory.created"] }),
+  "GET /v1/webhooks": (c) => c.webhooks.list(),
+  "DELETE /v1/webhooks/{webhook_id}": (c) => c.webhooks.delete(id),
+  "GET /v1/webhooks/{webhook_id}/deliveries": async (c) => await c.webhooks.deliveries(id),
 };
 
 test("every mounted route has an SDK call, and no call names a route that is not mounted", () => {

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import builtins
 
-from collections.abc import AsyncIterator
+import json
+from collections.abc import AsyncIterator, Iterable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from ._base import Request, body, if_match_header, query, segment
 from ._models import (
@@ -22,11 +23,14 @@ from ._models import (
     AuthStatus,
     CreatedAPIKey,
     CreatedMemory,
+    CreatedWebhook,
     CycledAPIKey,
+    DeletedWebhook,
     Embedding,
     EmbeddingBatch,
     ExhaustResult,
     Forgotten,
+    ImportResult,
     Job,
     JobCreated,
     Memory,
@@ -51,6 +55,9 @@ from ._models import (
     SyncPage,
     SyncPushResult,
     Verification,
+    Webhook,
+    WebhookDelivery,
+    WebhookDeliveryPage,
     from_dict,
 )
 
@@ -68,6 +75,38 @@ def _event(event: SyncEvent | dict[str, Any]) -> dict[str, Any]:
     if isinstance(event, SyncEvent):
         return {"id": event.id, "type": event.type, "time": event.time, "payload": event.payload}
     return event
+
+
+# The size of one import request: under the server's default body limit
+# (10 MiB) with room to spare.
+IMPORT_CHUNK_BYTES = 4 << 20
+
+
+def _import_chunks(lines: Iterable[dict[str, Any] | str | bytes] | IO[Any], chunk_bytes: int) -> Iterable[bytes]:
+    """The lines as request bodies of at most chunk_bytes (a longer line
+    goes alone), each starting with the export's header."""
+    header = b""
+    chunk: builtins.list[bytes] = []
+    size = 0
+    for line in lines:
+        if isinstance(line, dict):
+            raw = json.dumps(line, separators=(",", ":")).encode()
+        elif isinstance(line, str):
+            raw = line.strip().encode()
+        else:
+            raw = bytes(line).strip()
+        if not raw:
+            continue
+        if not header and not chunk and raw.startswith(b'{"header"'):
+            header = raw + b"\n"
+            continue
+        if chunk and size + len(raw) + 1 > chunk_bytes:
+            yield header + b"".join(chunk)
+            chunk, size = [], len(header)
+        chunk.append(raw + b"\n")
+        size += len(raw) + 1
+    if chunk:
+        yield header + b"".join(chunk)
 
 
 class AsyncResource:
@@ -131,6 +170,41 @@ class AsyncKeys(AsyncResource):
         """Replace a key by a new one of the same name in one step."""
         data = await self._call(Request("POST", f"/auth/keys/{segment(key_id)}/cycle"))
         return from_dict(CycledAPIKey, data)
+
+
+class AsyncWebhooks(AsyncResource):
+    """Webhooks: /webhooks. Deliveries are signed; check them with
+    :func:`engram.verify_webhook`."""
+
+    async def create(self, url: str, events: builtins.list[str]) -> CreatedWebhook:
+        """Register a webhook for ``events``; ``secret`` signs its deliveries and is shown only here."""
+        return from_dict(CreatedWebhook, await self._call(Request("POST", "/webhooks", body={"url": url, "events": events})))
+
+    async def list(self) -> builtins.list[Webhook]:
+        """The user's webhooks, oldest first, without secrets."""
+        data = await self._call(Request("GET", "/webhooks", idempotent=True))
+        return [from_dict(Webhook, w) for w in data["webhooks"]]
+
+    async def delete(self, webhook_id: str) -> DeletedWebhook:
+        """Delete a webhook; its pending deliveries are dropped."""
+        data = await self._call(Request("DELETE", f"/webhooks/{segment(webhook_id)}", idempotent=True))
+        return from_dict(DeletedWebhook, data)
+
+    async def deliveries(self, webhook_id: str, *, limit: int | None = None, cursor: str | None = None) -> WebhookDeliveryPage:
+        """One page of the webhook's deliveries, newest first; ``next_cursor`` is None on the last."""
+        req = Request("GET", f"/webhooks/{segment(webhook_id)}/deliveries", params=query(limit=limit, cursor=cursor), idempotent=True)
+        return from_dict(WebhookDeliveryPage, await self._call(req))
+
+    async def iter_deliveries(self, webhook_id: str, *, page_size: int | None = None) -> AsyncIterator[WebhookDelivery]:
+        """Every delivery of the webhook, newest first, page by page."""
+        cursor: str | None = None
+        while True:
+            page = await self.deliveries(webhook_id, limit=page_size, cursor=cursor)
+            for d in page.deliveries:
+                yield d
+            if not page.next_cursor:
+                return
+            cursor = page.next_cursor
 
 
 class AsyncMemories(AsyncResource):
@@ -388,6 +462,49 @@ class AsyncAgents(AsyncResource):
         """The agent's memory anxiety report."""
         data = await self._call(Request("GET", f"/agents/{segment(agent_id)}/anxiety", idempotent=True))
         return from_dict(AnxietyReport, data)
+
+    async def export(self, agent_id: str, *, format: str | None = None) -> AsyncIterator[dict[str, Any]]:
+        """The agent's export, one line (a dict) at a time as the server
+        streams it: ``{"header": ...}`` first, then ``{"event": ...}`` lines
+        (the lossless default) or ``{"memory": ...}`` (``format="memories"``)."""
+        req = Request("GET", f"/agents/{segment(agent_id)}/export", params=query(format=format), idempotent=True)
+        kwargs = self._client._build(req)
+        kwargs["headers"]["Accept"] = "application/x-ndjson"
+        async with self._client._http.stream(**kwargs, timeout=self._client.timeout) as resp:
+            if resp.status_code != 200:
+                await resp.aread()
+                self._client._decode(req, resp)
+            async for line in resp.aiter_lines():
+                if line.strip():
+                    yield json.loads(line)
+
+    async def import_(
+        self,
+        agent_id: str,
+        lines: Iterable[dict[str, Any] | str | bytes] | IO[Any],
+        *,
+        chunk_bytes: int = IMPORT_CHUNK_BYTES,
+    ) -> ImportResult:
+        """Import an export (lines as dicts or JSON text, or a file opened on
+        one) into the agent, in requests of up to ``chunk_bytes`` each: every
+        request is all or nothing and repeats the header, and importing the
+        same lines again changes nothing. Returns the summed counts."""
+        total = ImportResult()
+        for chunk in _import_chunks(lines, chunk_bytes):
+            req = Request(
+                "POST",
+                f"/agents/{segment(agent_id)}/import",
+                content=chunk,
+                headers={"Content-Type": "application/x-ndjson"},
+                idempotent=True,
+            )
+            part = from_dict(ImportResult, await self._call(req))
+            total.format = part.format
+            total.appended += part.appended
+            total.duplicates += part.duplicates
+            total.skipped += part.skipped
+            total.remapped += part.remapped
+        return total
 
 
 class AsyncAudit(AsyncResource):

@@ -41,6 +41,7 @@ class Request:
     authenticated: bool = True
     secret: bool = False
     envelope: bool = True  # False: the OpenAI-compatible route's bare JSON
+    content: bytes | None = None  # a body sent as is (with its Content-Type in headers)
 
 
 def segment(value: str) -> str:
@@ -171,6 +172,8 @@ class BaseClient:
         }
         if req.body is not None:
             kwargs["json"] = req.body
+        if req.content is not None:
+            kwargs["content"] = req.content
         return kwargs
 
     def _retry_delay(self, req: Request, resp: httpx.Response, attempt: int) -> float | None:

@@ -70,6 +70,7 @@ class Engram(BaseClient):
         self.sync = sr.Sync(self)
         self.processing = sr.Processing(self)
         self.suggestions = sr.Suggestions(self)
+        self.webhooks = sr.Webhooks(self)
 
     def with_options(self, **options: Any) -> Engram:
         """A client sharing this one's connections with some options changed
@@ -220,6 +221,7 @@ class AsyncEngram(BaseClient):
         self.sync = ar.AsyncSync(self)
         self.processing = ar.AsyncProcessing(self)
         self.suggestions = ar.AsyncSuggestions(self)
+        self.webhooks = ar.AsyncWebhooks(self)
 
     def with_options(self, **options: Any) -> AsyncEngram:
         """A client sharing this one's connections with some options changed."""

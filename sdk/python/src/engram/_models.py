@@ -147,6 +147,53 @@ class CycledAPIKey(Model):
     new_key_prefix: str = ""
 
 
+# Webhooks
+
+
+@dataclass
+class Webhook(Model):
+    id: str = ""
+    url: str = ""
+    events: list[str] = field(default_factory=list)
+    created_at: datetime | None = None
+
+
+@dataclass
+class CreatedWebhook(Model):
+    id: str = ""
+    url: str = ""
+    events: list[str] = field(default_factory=list)
+    secret: str = ""
+    created_at: datetime | None = None
+
+
+@dataclass
+class DeletedWebhook(Model):
+    id: str = ""
+    deleted: bool = False
+
+
+@dataclass
+class WebhookDelivery(Model):
+    id: str = ""
+    webhook_id: str = ""
+    event: str = ""
+    event_id: str = ""
+    status: str = ""
+    attempts: int = 0
+    created_at: datetime | None = None
+    next_attempt_at: datetime | None = None
+    last_status_code: int = 0
+    last_error: str = ""
+    delivered_at: datetime | None = None
+
+
+@dataclass
+class WebhookDeliveryPage(Model):
+    deliveries: list[WebhookDelivery] = field(default_factory=list)
+    next_cursor: str | None = None
+
+
 # Memories and agents
 
 
@@ -403,6 +450,15 @@ class SyncPushResult(Model):
     head: int = 0
 
 
+@dataclass
+class ImportResult(Model):
+    format: str = ""
+    appended: int = 0
+    duplicates: int = 0
+    skipped: int = 0
+    remapped: int = 0
+
+
 # Cognition
 
 
@@ -464,6 +520,7 @@ class AuditEntry(Model):
     memory_type: str = ""
     memory_id: str = ""
     actor: str = ""
+    source: str = ""  # api, mcp, cli or system; "" on entries older than sources
     details: Any = None
 
 
@@ -642,6 +699,7 @@ __all__ = [
     "SyncEvent",
     "SyncPage",
     "SyncPushResult",
+    "ImportResult",
     "LintRules",
     "PromotionGates",
     "StackSettings",

@@ -1,0 +1,310 @@
+// Package snapshot stores an in-process index's image in a file of the data
+// directory, so that a start loads the image instead of refilling the index
+// from its projection's state (docs/snapshots.md).
+//
+// A file is a header and a body. The header names the index kind and the
+// body's format version, the projection checkpoint the image reflects with
+// the id of the log event at that position (so an image of another log is
+// never taken for this one's), the body's length and its CRC-32C. A file is
+// written to a temporary file in the same directory, synced, renamed over
+// the old one and the directory synced: a crash at any moment leaves the
+// old file or the new one, never a torn one; a torn or damaged file is
+// still refused by the checksum.
+package snapshot
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/engram-memory/engram/domain"
+)
+
+// Errors of Open; a caller falls back to a refill on any of them and logs
+// why.
+var (
+	// ErrMissing: there is no snapshot (it wraps fs.ErrNotExist too).
+	ErrMissing = errors.New("snapshot: missing")
+	// ErrCorrupt: truncated, damaged or not a snapshot at all.
+	ErrCorrupt = errors.New("snapshot: corrupt")
+	// ErrVersion: written by another file or body format version.
+	ErrVersion = errors.New("snapshot: unsupported version")
+	// ErrKind: an image of another index.
+	ErrKind = errors.New("snapshot: wrong kind")
+)
+
+// magic opens every snapshot file; fileVersion is the header's layout.
+const (
+	magic       = "ENGRSNAP"
+	fileVersion = 1
+	// maxString bounds the header's strings, so a damaged length cannot
+	// make Open allocate much.
+	maxString = 256
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Header describes a snapshot's body.
+type Header struct {
+	// Kind names the index ("keyword", "vectors"); Version is its body
+	// format version.
+	Kind    string
+	Version uint32
+	// Checkpoint is the projection checkpoint (a log position) the image
+	// reflects: every event up to it is in the image. EventID is the id of
+	// the log event at that position ("" at 0).
+	Checkpoint uint64
+	EventID    string
+}
+
+// fixed is the header after the magic: file version, body version, body
+// length, checkpoint, CRC-32C of the body, then the kind and event id as
+// length-prefixed strings.
+type fixed struct {
+	FileVersion uint32
+	Version     uint32
+	BodyLen     uint64
+	Checkpoint  uint64
+	BodyCRC     uint32
+	KindLen     uint16
+	EventIDLen  uint16
+}
+
+// Path is the file of the snapshot of kind in dir.
+func Path(dir, kind string) string { return filepath.Join(dir, kind+".snap") }
+
+// Write writes a snapshot of h.Kind to dir atomically: body writes the
+// image, which is checksummed as it streams to a temporary file; the file
+// is synced, renamed to Path(dir, h.Kind) and dir synced. On any error the
+// old snapshot is left as it was.
+func Write(dir string, h Header, body func(io.Writer) error) (err error) {
+	if err := validate(h); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("snapshot: %w", err)
+	}
+	tmp, err := os.CreateTemp(dir, "."+h.Kind+".snap.tmp-*")
+	if err != nil {
+		return fmt.Errorf("snapshot: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = tmp.Close()
+			_ = os.Remove(tmp.Name())
+		}
+	}()
+	// The header goes first with a zero length and checksum, rewritten
+	// once the body is written: the body streams, never held whole.
+	hdr := encodeHeader(h, 0, 0)
+	if _, err := tmp.Write(hdr); err != nil {
+		return fmt.Errorf("snapshot: %w", err)
+	}
+	crc := crc32.New(castagnoli)
+	counted := &countingWriter{w: io.MultiWriter(tmp, crc)}
+	buf := bufio.NewWriterSize(counted, 1<<20)
+	if err := body(buf); err != nil {
+		return fmt.Errorf("snapshot: write %s: %w", h.Kind, err)
+	}
+	if err := buf.Flush(); err != nil {
+		return fmt.Errorf("snapshot: %w", err)
+	}
+	if _, err := tmp.WriteAt(encodeHeader(h, counted.n, crc.Sum32()), 0); err != nil {
+		return fmt.Errorf("snapshot: %w", err)
+	}
+	if err := tmp.Sync(); err != nil {
+		return fmt.Errorf("snapshot: sync: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("snapshot: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), Path(dir, h.Kind)); err != nil {
+		return fmt.Errorf("snapshot: %w", err)
+	}
+	return syncDir(dir)
+}
+
+func validate(h Header) error {
+	if h.Kind == "" || len(h.Kind) > maxString || strings.ContainsAny(h.Kind, `/\`) {
+		return fmt.Errorf("snapshot: invalid kind %q", h.Kind)
+	}
+	if len(h.EventID) > maxString {
+		return fmt.Errorf("snapshot: event id of %d bytes", len(h.EventID))
+	}
+	return nil
+}
+
+func encodeHeader(h Header, bodyLen uint64, crc uint32) []byte {
+	var b bytes.Buffer
+	b.WriteString(magic)
+	_ = binary.Write(&b, binary.LittleEndian, fixed{
+		FileVersion: fileVersion, Version: h.Version, BodyLen: bodyLen, Checkpoint: h.Checkpoint, BodyCRC: crc,
+		KindLen: uint16(len(h.Kind)), EventIDLen: uint16(len(h.EventID)),
+	})
+	b.WriteString(h.Kind)
+	b.WriteString(h.EventID)
+	return b.Bytes()
+}
+
+type countingWriter struct {
+	w io.Writer
+	n uint64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += uint64(n)
+	return n, err
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("snapshot: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("snapshot: sync dir: %w", err)
+	}
+	return nil
+}
+
+// File is an open snapshot: its header and its verified body.
+type File struct {
+	Header Header
+	// Body is the image. It may be a read-only mapping of the file: it is
+	// valid until Close, and must not be written.
+	Body  []byte
+	close func() error
+}
+
+// Close releases the body.
+func (f *File) Close() error {
+	if f.close == nil {
+		return nil
+	}
+	c := f.close
+	f.close, f.Body = nil, nil
+	return c()
+}
+
+// Open opens the snapshot of kind in dir and verifies it: its header, that
+// it holds an image of kind in body format version, and its checksum.
+func Open(dir, kind string, version uint32) (*File, error) {
+	path := Path(dir, kind)
+	data, release, err := mapFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%w: %w", ErrMissing, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: %w", err)
+	}
+	h, body, err := parse(data, kind, version)
+	if err != nil {
+		_ = release()
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &File{Header: h, Body: body, close: release}, nil
+}
+
+func parse(data []byte, kind string, version uint32) (Header, []byte, error) {
+	var f fixed
+	size := len(magic) + binary.Size(f)
+	if len(data) < size || string(data[:len(magic)]) != magic {
+		return Header{}, nil, fmt.Errorf("%w: no snapshot header", ErrCorrupt)
+	}
+	if _, err := binary.Decode(data[len(magic):size], binary.LittleEndian, &f); err != nil {
+		return Header{}, nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	if f.FileVersion != fileVersion {
+		return Header{}, nil, fmt.Errorf("%w: file format %d, this build reads %d", ErrVersion, f.FileVersion, fileVersion)
+	}
+	if f.KindLen > maxString || f.EventIDLen > maxString || len(data) < size+int(f.KindLen)+int(f.EventIDLen) {
+		return Header{}, nil, fmt.Errorf("%w: truncated header", ErrCorrupt)
+	}
+	h := Header{Version: f.Version, Checkpoint: f.Checkpoint}
+	h.Kind = string(data[size : size+int(f.KindLen)])
+	size += int(f.KindLen)
+	h.EventID = string(data[size : size+int(f.EventIDLen)])
+	size += int(f.EventIDLen)
+	if h.Kind != kind {
+		return h, nil, fmt.Errorf("%w: an image of %q, not %q", ErrKind, h.Kind, kind)
+	}
+	if h.Version != version {
+		return h, nil, fmt.Errorf("%w: %s format %d, this build reads %d", ErrVersion, kind, h.Version, version)
+	}
+	body := data[size:]
+	if uint64(len(body)) != f.BodyLen {
+		return h, nil, fmt.Errorf("%w: body of %d bytes, header says %d", ErrCorrupt, len(body), f.BodyLen)
+	}
+	if crc32.Checksum(body, castagnoli) != f.BodyCRC {
+		return h, nil, fmt.Errorf("%w: checksum mismatch", ErrCorrupt)
+	}
+	return h, body, nil
+}
+
+// Dir is the snapshots of one data directory: domain.IndexSnapshots over
+// Write, each kind's body in format version Versions[kind].
+type Dir struct {
+	Path     string
+	Versions map[string]uint32
+}
+
+var _ domain.IndexSnapshots = Dir{}
+
+// SaveIndexSnapshot implements domain.IndexSnapshots.
+func (d Dir) SaveIndexSnapshot(ctx context.Context, kind string, tag domain.IndexSnapshot, image func(io.Writer) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	version, ok := d.Versions[kind]
+	if !ok {
+		return fmt.Errorf("snapshot: no format version for %q", kind)
+	}
+	return Write(d.Path, Header{Kind: kind, Version: version, Checkpoint: tag.Checkpoint, EventID: tag.EventID}, image)
+}
+
+// DeleteIndexSnapshot implements domain.IndexSnapshots.
+func (d Dir) DeleteIndexSnapshot(ctx context.Context, kind string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return Remove(d.Path, kind)
+}
+
+// Remove deletes the snapshot of kind in dir, if any, durably.
+func Remove(dir, kind string) error {
+	err := os.Remove(Path(dir, kind))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("snapshot: %w", err)
+	}
+	return syncDir(dir)
+}
+
+// RemoveTemporary deletes the temporary files of writes a crash
+// interrupted. Only the data dir's owner may call it: another process's
+// write in progress would fail.
+func RemoveTemporary(dir string) error {
+	tmps, err := filepath.Glob(filepath.Join(dir, ".*.snap.tmp-*"))
+	if err != nil {
+		return fmt.Errorf("snapshot: %w", err)
+	}
+	var errs []error
+	for _, t := range tmps {
+		if err := os.Remove(t); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

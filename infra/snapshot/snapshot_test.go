@@ -1,0 +1,159 @@
+package snapshot_test
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/engram-memory/engram/infra/snapshot"
+)
+
+func writeImage(t *testing.T, dir string, h snapshot.Header, body []byte) {
+	t.Helper()
+	if err := snapshot.Write(dir, h, func(w io.Writer) error { _, err := w.Write(body); return err }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestWriteThenOpenReturnsTheImage(t *testing.T) {
+	dir := t.TempDir()
+	h := snapshot.Header{Kind: "keyword", Version: 3, Checkpoint: 42, EventID: "01HZZ"}
+	body := bytes.Repeat([]byte("image "), 100_000)
+	writeImage(t, dir, h, body)
+	f, err := snapshot.Open(dir, "keyword", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if f.Header != h {
+		t.Errorf("header %+v, want %+v", f.Header, h)
+	}
+	if !bytes.Equal(f.Body, body) {
+		t.Error("body differs")
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		t.Errorf("dir holds %d files, want the snapshot alone (no temporary file left)", len(entries))
+	}
+}
+
+func TestWriteReplacesAndAFailedWriteKeepsTheOld(t *testing.T) {
+	dir := t.TempDir()
+	writeImage(t, dir, snapshot.Header{Kind: "vectors", Version: 1, Checkpoint: 1}, []byte("old"))
+	writeImage(t, dir, snapshot.Header{Kind: "vectors", Version: 1, Checkpoint: 2}, []byte("new"))
+	failed := errors.New("index closed")
+	err := snapshot.Write(dir, snapshot.Header{Kind: "vectors", Version: 1, Checkpoint: 3}, func(w io.Writer) error {
+		_, _ = w.Write([]byte("half"))
+		return failed
+	})
+	if !errors.Is(err, failed) {
+		t.Fatalf("Write = %v, want the body's error", err)
+	}
+	f, err := snapshot.Open(dir, "vectors", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if f.Header.Checkpoint != 2 || string(f.Body) != "new" {
+		t.Errorf("after a failed write: checkpoint %d body %q, want 2 %q", f.Header.Checkpoint, f.Body, "new")
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("dir holds %d files after a failed write, want 1", len(entries))
+	}
+}
+
+func TestOpenRefusesBadFiles(t *testing.T) {
+	good := func(t *testing.T, dir string) []byte {
+		writeImage(t, dir, snapshot.Header{Kind: "keyword", Version: 2, Checkpoint: 9, EventID: "e9"}, []byte("the image body"))
+		data, err := os.ReadFile(snapshot.Path(dir, "keyword"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	tests := []struct {
+		name    string
+		damage  func(data []byte) []byte // nil: remove the file
+		kind    string
+		version uint32
+		want    error
+	}{
+		{name: "missing", kind: "keyword", version: 2, want: snapshot.ErrMissing},
+		{name: "empty file", damage: func([]byte) []byte { return nil }, kind: "keyword", version: 2, want: snapshot.ErrCorrupt},
+		{name: "not a snapshot", damage: func([]byte) []byte { return []byte("SQLite format 3\x00 and more bytes than a header holds ....") }, kind: "keyword", version: 2, want: snapshot.ErrCorrupt},
+		{name: "truncated header", damage: func(d []byte) []byte { return d[:20] }, kind: "keyword", version: 2, want: snapshot.ErrCorrupt},
+		{name: "truncated body", damage: func(d []byte) []byte { return d[:len(d)-3] }, kind: "keyword", version: 2, want: snapshot.ErrCorrupt},
+		{name: "trailing bytes", damage: func(d []byte) []byte { return append(d, 0) }, kind: "keyword", version: 2, want: snapshot.ErrCorrupt},
+		{name: "flipped body bit", damage: func(d []byte) []byte { d[len(d)-1] ^= 1; return d }, kind: "keyword", version: 2, want: snapshot.ErrCorrupt},
+		{name: "other file format", damage: func(d []byte) []byte { d[8]++; return d }, kind: "keyword", version: 2, want: snapshot.ErrVersion},
+		{name: "other body version", kind: "keyword", version: 3, want: snapshot.ErrVersion},
+		{name: "other kind", kind: "vectors", version: 2, want: snapshot.ErrKind},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			data := good(t, dir)
+			path := snapshot.Path(dir, "keyword")
+			switch {
+			case tt.name == "missing":
+				if err := os.Remove(path); err != nil {
+					t.Fatal(err)
+				}
+			case tt.damage != nil:
+				if err := os.WriteFile(path, tt.damage(data), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tt.kind != "keyword" { // another kind's file of the same name
+				if err := os.Rename(path, snapshot.Path(dir, tt.kind)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			f, err := snapshot.Open(dir, tt.kind, tt.version)
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("Open = %v, want %v", err, tt.want)
+			}
+			if f != nil {
+				t.Error("a refused snapshot returned a file")
+			}
+		})
+	}
+}
+
+func TestWriteRefusesAnInvalidKind(t *testing.T) {
+	for _, kind := range []string{"", "../escape", `a\b`} {
+		err := snapshot.Write(t.TempDir(), snapshot.Header{Kind: kind}, func(io.Writer) error { return nil })
+		if err == nil {
+			t.Errorf("Write(kind %q) succeeded", kind)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(t.TempDir(), ".snap")); !errors.Is(err, os.ErrNotExist) {
+		t.Error("a file was written")
+	}
+}
+
+func TestRemoveAndRemoveTemporary(t *testing.T) {
+	dir := t.TempDir()
+	writeImage(t, dir, snapshot.Header{Kind: "keyword", Version: 1}, []byte("kept"))
+	writeImage(t, dir, snapshot.Header{Kind: "vectors", Version: 1}, []byte("removed"))
+	torn := filepath.Join(dir, ".vectors.snap.tmp-123")
+	if err := os.WriteFile(torn, []byte("half an image"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := snapshot.RemoveTemporary(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := snapshot.Remove(dir, "vectors"); err != nil {
+		t.Fatal(err)
+	}
+	if err := snapshot.Remove(dir, "vectors"); err != nil {
+		t.Fatalf("removing a missing snapshot: %v", err)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 || entries[0].Name() != "keyword.snap" {
+		t.Fatalf("dir holds %v, want keyword.snap alone", entries)
+	}
+}

@@ -1,0 +1,376 @@
+package textindex
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"math"
+	"slices"
+	"sort"
+
+	"github.com/engram-memory/engram/domain"
+)
+
+// SnapshotVersion is the format version of the image WriteSnapshot
+// writes; ReadSnapshot reads this version only.
+const SnapshotVersion = 1
+
+// errImage: the image is not one this build wrote.
+var errImage = errors.New("textindex: malformed snapshot")
+
+// WriteSnapshot writes an image of the index: its collections (postings,
+// blocks, slots, statistics) as they are, so that ReadSnapshot restores
+// them without tokenising a document, and the forgotten flags.
+//
+// Each collection is copied under its read lock (clone: its arrays
+// memcpy'd, its strings shared), which holds back writes to that one agent
+// for the copy alone; it is encoded and written to w outside any lock.
+// Writes to other agents go on meanwhile, so the image is not of one
+// instant: it holds at least every write made before WriteSnapshot was
+// called, and perhaps some made during it. A projection tags it with a checkpoint read
+// before the call and re-derives everything after it, so those extra
+// writes are harmless.
+func (p *Port) WriteSnapshot(w io.Writer) error {
+	var e encoder
+	e.u32(p.ix.metaUnits)
+	names := p.ix.Collections("")
+	e.u32(uint32(len(names)))
+	if _, err := w.Write(e.take()); err != nil {
+		return err
+	}
+	for _, name := range names {
+		c := p.ix.lookup(name)
+		if c == nil { // dropped since it was listed: an empty collection
+			c = newCollection(p.ix.metaUnits)
+		}
+		e.str(name)
+		c.mu.RLock()
+		image, terms := c.clone()
+		c.mu.RUnlock()
+		image.encode(&e, terms)
+		if _, err := w.Write(e.take()); err != nil {
+			return err
+		}
+	}
+	all := p.forgotten.All()
+	scopes := make([]domain.IndexScope, 0, len(all))
+	for s := range all {
+		scopes = append(scopes, s)
+	}
+	sort.Slice(scopes, func(i, j int) bool {
+		return scopes[i].UserID < scopes[j].UserID || scopes[i].UserID == scopes[j].UserID && scopes[i].AgentID < scopes[j].AgentID
+	})
+	e.u32(uint32(len(scopes)))
+	for _, s := range scopes {
+		e.str(s.UserID)
+		e.str(s.AgentID)
+		e.strs(all[s])
+	}
+	_, err := w.Write(e.take())
+	return err
+}
+
+// ReadSnapshot returns the embedded keyword index WriteSnapshot imaged in
+// data, with opts and saturation as NewPort takes them. It keeps no
+// reference into data, which may be unmapped once it returns. An image
+// written with another metadata weight is refused: its term frequencies
+// would not be the ones opts give.
+func ReadSnapshot(data []byte, opts Options, saturation float64) (*Port, error) {
+	p := NewPort(opts, saturation)
+	d := decoder{b: data}
+	if units := d.u32(); d.err == nil && units != p.ix.metaUnits {
+		return nil, fmt.Errorf("%w: metadata weight %d/%d, configured %d/%d", errImage, units, fieldScale, p.ix.metaUnits, fieldScale)
+	}
+	n := d.count(1)
+	for range n {
+		name := d.str()
+		c := decodeCollection(&d, p.ix.metaUnits)
+		if d.err != nil {
+			break
+		}
+		p.ix.cols[name] = c
+	}
+	scopes := d.count(2)
+	for range scopes {
+		scope := domain.IndexScope{UserID: d.str(), AgentID: d.str()}
+		for _, id := range d.strs() {
+			p.forgotten.Mark(scope, id, true)
+		}
+	}
+	if d.err == nil && len(d.b) != 0 {
+		d.err = fmt.Errorf("%w: %d bytes after the image", errImage, len(d.b))
+	}
+	if d.err != nil {
+		return nil, d.err
+	}
+	return p, nil
+}
+
+// clone copies what encode reads; c is read-locked. The arrays writes
+// change in place (postings and blocks rewritten by a compaction, the
+// statistics, the per-slot columns) are copied, postings and blocks into
+// one backing array each; strings and the inner arrays of tags and
+// docTerms, which writes replace but never change, are shared.
+// terms lists the term ids' words (the inverse of termID, which the copy
+// leaves out).
+func (c *collection) clone() (d *collection, terms []string) {
+	total, totalBlocks := 0, 0
+	for id := range c.postings {
+		total += len(c.postings[id])
+		totalBlocks += len(c.blocks[id])
+	}
+	postings, blocks := make([]posting, 0, total), make([]block, 0, totalBlocks)
+	terms = make([]string, len(c.postings))
+	for term, id := range c.termID {
+		terms[id] = term
+	}
+	d = &collection{
+		metaUnits: c.metaUnits,
+		postings:  make([][]posting, len(c.postings)), blocks: make([][]block, len(c.blocks)), df: slices.Clone(c.df),
+		ids: slices.Clone(c.ids), dead: slices.Clone(c.dead), length: slices.Clone(c.length), created: slices.Clone(c.created),
+		types: slices.Clone(c.types), tags: slices.Clone(c.tags), docTerms: slices.Clone(c.docTerms), bigTF: maps.Clone(c.bigTF),
+		live: c.live, nDead: c.nDead, totalLen: c.totalLen,
+	}
+	for id, list := range c.postings {
+		start := len(postings)
+		postings = append(postings, list...)
+		d.postings[id] = postings[start:len(postings):len(postings)]
+		startBlocks := len(blocks)
+		blocks = append(blocks, c.blocks[id]...)
+		d.blocks[id] = blocks[startBlocks:len(blocks):len(blocks)]
+	}
+	return d, terms
+}
+
+// encode appends the image of the collection, whose term ids' words are
+// terms, to e.
+func (c *collection) encode(e *encoder, terms []string) {
+	e.u32(uint32(len(terms)))
+	for id, term := range terms {
+		e.str(term)
+		e.u32(uint32(c.df[id]))
+		list := c.postings[id]
+		e.u32(uint32(len(list)))
+		for _, p := range list {
+			e.u32(p.slot)
+			e.u16(p.tf)
+			e.u16(p.length)
+		}
+		blocks := c.blocks[id]
+		e.u32(uint32(len(blocks)))
+		for _, bl := range blocks {
+			e.u32(bl.last)
+			e.u32(bl.maxTF)
+			e.u32(bl.minLen)
+		}
+	}
+	e.u32(uint32(len(c.ids)))
+	for slot, id := range c.ids {
+		e.str(id)
+		e.bool(c.dead[slot])
+		e.u32(c.length[slot])
+		e.u64(uint64(c.created[slot]))
+		e.str(c.types[slot])
+		e.strs(c.tags[slot])
+		e.u32(uint32(len(c.docTerms[slot])))
+		for _, t := range c.docTerms[slot] {
+			e.u32(t)
+		}
+	}
+	e.u32(uint32(len(c.bigTF)))
+	for key, tf := range c.bigTF {
+		e.u64(key)
+		e.u32(tf)
+	}
+	e.u64(uint64(c.live))
+	e.u64(uint64(c.nDead))
+	e.u64(uint64(c.totalLen))
+}
+
+// decodeCollection reads a collection encode wrote, checking that every
+// slot and term it refers to exists, so a bad image fails here rather than
+// in a search.
+func decodeCollection(d *decoder, metaUnits uint32) *collection {
+	c := newCollection(metaUnits)
+	nTerms := d.count(4)
+	c.postings, c.blocks, c.df = make([][]posting, nTerms), make([][]block, nTerms), make([]int32, nTerms)
+	for id := range nTerms {
+		c.termID[d.str()] = uint32(id)
+		c.df[id] = int32(d.u32())
+		list := make([]posting, d.count(8))
+		for i := range list {
+			list[i] = posting{slot: d.u32(), tf: d.u16(), length: d.u16()}
+		}
+		c.postings[id] = list
+		blocks := make([]block, d.count(12))
+		for i := range blocks {
+			blocks[i] = block{last: d.u32(), maxTF: d.u32(), minLen: d.u32()}
+		}
+		c.blocks[id] = blocks
+		if d.err != nil {
+			return nil
+		}
+	}
+	nSlots := d.count(4)
+	c.ids, c.dead, c.length = make([]string, nSlots), make([]bool, nSlots), make([]uint32, nSlots)
+	c.created, c.types, c.tags, c.docTerms = make([]int64, nSlots), make([]string, nSlots), make([][]string, nSlots), make([][]uint32, nSlots)
+	types := map[string]string{} // a handful of types: one string each
+	for slot := range nSlots {
+		c.ids[slot], c.dead[slot], c.length[slot], c.created[slot] = d.str(), d.bool(), d.u32(), int64(d.u64())
+		t := d.str()
+		if interned, ok := types[t]; ok {
+			t = interned
+		} else {
+			types[t] = t
+		}
+		c.types[slot], c.tags[slot] = t, d.strs()
+		if n := d.count(4); n > 0 {
+			terms := make([]uint32, n)
+			for i := range terms {
+				if terms[i] = d.u32(); int(terms[i]) >= nTerms {
+					d.fail("a document's term %d of %d", terms[i], nTerms)
+				}
+			}
+			c.docTerms[slot] = terms
+		}
+		if d.err != nil {
+			return nil
+		}
+		if !c.dead[slot] {
+			c.slotOf[c.ids[slot]] = uint32(slot)
+		}
+	}
+	for _, list := range c.postings {
+		for _, p := range list {
+			if int(p.slot) >= nSlots {
+				d.fail("a posting of slot %d of %d", p.slot, nSlots)
+				return nil
+			}
+		}
+	}
+	for range d.count(12) {
+		key, tf := d.u64(), d.u32()
+		c.bigTF[key] = tf
+	}
+	c.live, c.nDead, c.totalLen = int(d.u64()), int(d.u64()), int64(d.u64())
+	if d.err == nil && (c.live != len(c.slotOf) || c.live+c.nDead != nSlots) {
+		d.fail("%d live and %d dead documents in %d slots", c.live, c.nDead, nSlots)
+	}
+	return c
+}
+
+// encoder appends little-endian fields to a buffer.
+type encoder struct{ b []byte }
+
+func (e *encoder) take() []byte {
+	b := e.b
+	e.b = e.b[:0:0]
+	return b
+}
+func (e *encoder) u16(v uint16) { e.b = binary.LittleEndian.AppendUint16(e.b, v) }
+func (e *encoder) u32(v uint32) { e.b = binary.LittleEndian.AppendUint32(e.b, v) }
+func (e *encoder) u64(v uint64) { e.b = binary.LittleEndian.AppendUint64(e.b, v) }
+func (e *encoder) str(s string) {
+	e.b = binary.AppendUvarint(e.b, uint64(len(s)))
+	e.b = append(e.b, s...)
+}
+func (e *encoder) strs(ss []string) {
+	e.u32(uint32(len(ss)))
+	for _, s := range ss {
+		e.str(s)
+	}
+}
+func (e *encoder) bool(v bool) {
+	if v {
+		e.b = append(e.b, 1)
+	} else {
+		e.b = append(e.b, 0)
+	}
+}
+
+// decoder reads what encoder wrote; the first error sticks and every
+// later read returns zero.
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) fail(format string, args ...any) {
+	if d.err == nil {
+		d.err = fmt.Errorf("%w: "+format, append([]any{errImage}, args...)...)
+	}
+}
+
+func (d *decoder) next(n int) []byte {
+	if d.err != nil {
+		return nil
+	}
+	if n > len(d.b) {
+		d.fail("truncated")
+		return nil
+	}
+	b := d.b[:n]
+	d.b = d.b[n:]
+	return b
+}
+
+func (d *decoder) u16() uint16 {
+	if b := d.next(2); b != nil {
+		return binary.LittleEndian.Uint16(b)
+	}
+	return 0
+}
+func (d *decoder) u32() uint32 {
+	if b := d.next(4); b != nil {
+		return binary.LittleEndian.Uint32(b)
+	}
+	return 0
+}
+func (d *decoder) u64() uint64 {
+	if b := d.next(8); b != nil {
+		return binary.LittleEndian.Uint64(b)
+	}
+	return 0
+}
+func (d *decoder) bool() bool {
+	b := d.next(1)
+	return b != nil && b[0] != 0
+}
+
+// count reads a length of items of at least minSize bytes each, refusing
+// one the rest of the image cannot hold (so a bad length never allocates).
+func (d *decoder) count(minSize int) int {
+	n := d.u32()
+	if d.err == nil && uint64(n)*uint64(minSize) > uint64(len(d.b)) {
+		d.fail("%d items in %d bytes", n, len(d.b))
+		return 0
+	}
+	return int(n)
+}
+
+func (d *decoder) str() string {
+	if d.err != nil {
+		return ""
+	}
+	n, k := binary.Uvarint(d.b)
+	if k <= 0 || n > math.MaxInt32 {
+		d.fail("bad string length")
+		return ""
+	}
+	d.b = d.b[k:]
+	return string(d.next(int(n)))
+}
+
+func (d *decoder) strs() []string {
+	n := d.count(1)
+	if n == 0 {
+		return nil
+	}
+	out := make([]string, n)
+	for i := range out {
+		out[i] = d.str()
+	}
+	return out
+}

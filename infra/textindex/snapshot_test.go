@@ -1,0 +1,200 @@
+package textindex
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/engram-memory/engram/domain"
+)
+
+// An index read from its snapshot answers every search exactly as the
+// index it was written from (documents, order, scores to the bit), for
+// every filter and with or without forgotten memories, and goes on doing
+// so as both take the same further writes (replacing, deleting, forgetting
+// and compacting on the restored arrays).
+func TestSnapshotRestoresAnIndexThatSearchesTheSame(t *testing.T) {
+	ctx := context.Background()
+	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	for seed := range uint64(6) {
+		rng := rand.New(rand.NewPCG(seed, 27))
+		vocab := make([]string, 2+rng.IntN(300))
+		for i := range vocab {
+			vocab[i] = fmt.Sprintf("w%dz", i)
+		}
+		word := func(rng *rand.Rand) string { return vocab[rng.IntN(len(vocab))] }
+		text := func(rng *rand.Rand) string {
+			n := 1 + rng.IntN(10)
+			if rng.IntN(400) == 0 {
+				n = 17000 // past a posting's 16 bits
+			}
+			words := make([]string, n)
+			for i := range words {
+				words[i] = word(rng)
+			}
+			return strings.Join(words, " ")
+		}
+		scopes := []domain.IndexScope{{UserID: "u1", AgentID: "a"}, {UserID: "u1", AgentID: "b"}, {UserID: "u2", AgentID: "a"}}
+		doc := func(i int, rng *rand.Rand) domain.KeywordDocument {
+			s := scopes[i%len(scopes)]
+			return domain.KeywordDocument{MemoryID: fmt.Sprintf("m%05d", i), UserID: s.UserID, AgentID: s.AgentID,
+				Type: []string{"note", "fact", "belief"}[rng.IntN(3)], Tags: []string{fmt.Sprintf("t%d", rng.IntN(4))}[:rng.IntN(2)],
+				CreatedAt: t0.Add(time.Duration(rng.IntN(100)) * time.Hour), Text: text(rng), Meta: word(rng), Forgotten: rng.IntN(8) == 0}
+		}
+		writes := func(p *Port, n, docs int, rng *rand.Rand) {
+			for range n {
+				i := rng.IntN(docs)
+				s := scopes[i%len(scopes)]
+				var err error
+				switch rng.IntN(4) {
+				case 0:
+					err = p.DeleteMemory(ctx, s, fmt.Sprintf("m%05d", i))
+				case 1:
+					err = p.SetForgotten(ctx, s, fmt.Sprintf("m%05d", i), rng.IntN(2) == 0)
+				default:
+					err = p.UpsertDocuments(ctx, doc(i, rng))
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		opts := Options{MetaWeight: []float64{-1, 0, 2}[rng.IntN(3)]}
+		orig := NewPort(opts, 0)
+		docs := 50 + rng.IntN(800)
+		for i := range docs {
+			if err := orig.UpsertDocuments(ctx, doc(i, rng)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		writes(orig, docs, docs, rng) // dead slots, compactions, forgotten flags
+		var img bytes.Buffer
+		if err := orig.WriteSnapshot(&img); err != nil {
+			t.Fatal(err)
+		}
+		restored, err := ReadSnapshot(bytes.Clone(img.Bytes()), opts, 0)
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		same := func(stage string) {
+			for q := range 60 {
+				query := domain.KeywordQuery{Scope: scopes[q%len(scopes)], Text: word(rng) + " " + word(rng), Limit: 1 + rng.IntN(40)}
+				switch rng.IntN(5) {
+				case 0:
+					query.Filter.Types = []string{"fact"}
+				case 1:
+					query.Filter.Tags = []string{"t1"}
+				case 2:
+					query.Filter.CreatedAfter, query.Filter.CreatedBefore = t0.Add(10*time.Hour), t0.Add(60*time.Hour)
+				case 3:
+					query.MinScore = 0.2
+				}
+				query.Filter.IncludeForgotten = rng.IntN(2) == 0
+				want, err1 := orig.SearchKeyword(ctx, query)
+				got, err2 := restored.SearchKeyword(ctx, query)
+				if err1 != nil || err2 != nil {
+					t.Fatal(err1, err2)
+				}
+				if !reflect.DeepEqual(got, want) {
+					t.Fatalf("seed %d %s: %+v\nrestored: %v\noriginal: %v", seed, stage, query, got, want)
+				}
+			}
+			for _, s := range scopes {
+				if a, b := restored.Len(s), orig.Len(s); a != b {
+					t.Fatalf("seed %d %s: Len(%v) = %d, original %d", seed, stage, s, a, b)
+				}
+			}
+		}
+		same("restored")
+		further := rng.Uint64()
+		writes(orig, docs, docs, rand.New(rand.NewPCG(further, 1)))
+		writes(restored, docs, docs, rand.New(rand.NewPCG(further, 1)))
+		same("after further writes")
+	}
+}
+
+func TestReadSnapshotRefusesWhatItCannotRestore(t *testing.T) {
+	ctx := context.Background()
+	p := NewPort(Options{}, 0)
+	if err := p.UpsertDocuments(ctx, domain.KeywordDocument{MemoryID: "m1", UserID: "u", AgentID: "a", Type: "fact", Text: "heron quarry", Meta: "birds"}); err != nil {
+		t.Fatal(err)
+	}
+	var img bytes.Buffer
+	if err := p.WriteSnapshot(&img); err != nil {
+		t.Fatal(err)
+	}
+	data := img.Bytes()
+	tests := []struct {
+		name string
+		data []byte
+		opts Options
+	}{
+		{name: "another metadata weight", data: data, opts: Options{MetaWeight: 1}},
+		{name: "truncated", data: data[:len(data)-1]},
+		{name: "trailing bytes", data: append(bytes.Clone(data), 0)},
+		{name: "empty", data: nil},
+		{name: "a huge count", data: append(bytes.Clone(data[:4]), 0xff, 0xff, 0xff, 0x7f)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := ReadSnapshot(tt.data, tt.opts, 0); !errors.Is(err, errImage) {
+				t.Errorf("ReadSnapshot = %v, want a malformed-image error", err)
+			}
+		})
+	}
+}
+
+// Images written while other goroutines write (adding, replacing,
+// deleting and compacting in the same collections) are each a valid
+// index (under -race: the copy under the read lock is the only reading of
+// the live arrays).
+func TestSnapshotWhileWriting(t *testing.T) {
+	ctx := context.Background()
+	p := NewPort(Options{}, 0)
+	scopes := []domain.IndexScope{{UserID: "u", AgentID: "a"}, {UserID: "u", AgentID: "b"}}
+	done := make(chan struct{})
+	var writers sync.WaitGroup
+	for w := range 2 {
+		writers.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(w), 9))
+			for i := 0; ; i++ {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				s := scopes[rng.IntN(len(scopes))]
+				id := fmt.Sprintf("m%d", rng.IntN(600))
+				var err error
+				if rng.IntN(3) == 0 {
+					err = p.DeleteMemory(ctx, s, id)
+				} else {
+					err = p.UpsertDocuments(ctx, domain.KeywordDocument{MemoryID: id, UserID: s.UserID, AgentID: s.AgentID, Type: "note",
+						Text: fmt.Sprintf("heron quarry %d word%d", i, rng.IntN(50)), Forgotten: rng.IntN(5) == 0})
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	for range 30 {
+		var img bytes.Buffer
+		if err := p.WriteSnapshot(&img); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ReadSnapshot(img.Bytes(), Options{}, 0); err != nil {
+			t.Fatalf("an image written during writes: %v", err)
+		}
+	}
+	close(done)
+	writers.Wait()
+}

@@ -1,0 +1,110 @@
+package app
+
+import (
+	"errors"
+	"log/slog"
+	"path/filepath"
+	"time"
+
+	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/infra/snapshot"
+	"github.com/engram-memory/engram/infra/textindex"
+	"github.com/engram-memory/engram/infra/vectorindex"
+	"github.com/engram-memory/engram/projections"
+)
+
+// snapshotDir holds the embedded indexes' snapshots (docs/snapshots.md);
+// "" (no data dir) keeps none.
+func snapshotDir(dataDir string) string {
+	if dataDir == "" {
+		return ""
+	}
+	return filepath.Join(dataDir, "snapshots")
+}
+
+// snapshotVersions are the body format versions this build writes and
+// reads, by index kind (the projection's name).
+var snapshotVersions = map[string]uint32{
+	projections.KeywordProjectionName: textindex.SnapshotVersion,
+	projections.VectorsProjectionName: vectorindex.SnapshotVersion,
+}
+
+// openSnapshot opens the snapshot of kind in dir, or says why not in the
+// log (a missing one at info: a first start; any other at warn).
+func openSnapshot(dir, kind string, logger *slog.Logger) *snapshot.File {
+	f, err := snapshot.Open(dir, kind, snapshotVersions[kind])
+	switch {
+	case errors.Is(err, snapshot.ErrMissing):
+		logger.Info("no index snapshot: the index is filled from its state", "index", kind)
+	case err != nil:
+		logger.Warn("index snapshot not used: the index is filled from its state", "index", kind, "error", err)
+	}
+	return f
+}
+
+func tagOf(f *snapshot.File) *domain.IndexSnapshot {
+	return &domain.IndexSnapshot{Checkpoint: f.Header.Checkpoint, EventID: f.Header.EventID}
+}
+
+// restoreKeyword returns the embedded keyword index restored from its
+// snapshot in dir and the image's tag, or nil when there is none usable.
+func restoreKeyword(dir string, saturation float64, logger *slog.Logger) (*textindex.Port, *domain.IndexSnapshot) {
+	if dir == "" {
+		return nil, nil
+	}
+	f := openSnapshot(dir, projections.KeywordProjectionName, logger)
+	if f == nil {
+		return nil, nil
+	}
+	defer f.Close() // the index keeps nothing of the body
+	start := time.Now()
+	p, err := textindex.ReadSnapshot(f.Body, textindex.Options{}, saturation)
+	if err != nil {
+		logger.Warn("index snapshot not used: the index is filled from its state", "index", projections.KeywordProjectionName, "error", err)
+		return nil, nil
+	}
+	logger.Info("index snapshot read", "index", projections.KeywordProjectionName, "bytes", len(f.Body), "took", time.Since(start).Round(time.Millisecond))
+	return p, tagOf(f)
+}
+
+// restoreVectors returns the embedded vector index restored from its
+// snapshot in dir, the image's tag, and a release of the image, to call
+// after the index is closed: the index reads its big arrays in place from
+// the mapped body. All nil when there is none usable.
+func restoreVectors(dir string, opts vectorindex.Options, logger *slog.Logger) (*vectorindex.Port, *domain.IndexSnapshot, func()) {
+	if dir == "" {
+		return nil, nil, nil
+	}
+	f := openSnapshot(dir, projections.VectorsProjectionName, logger)
+	if f == nil {
+		return nil, nil, nil
+	}
+	start := time.Now()
+	p, err := vectorindex.ReadSnapshot(f.Body, opts)
+	if err != nil {
+		_ = f.Close()
+		logger.Warn("index snapshot not used: the index is filled from its state", "index", projections.VectorsProjectionName, "error", err)
+		return nil, nil, nil
+	}
+	logger.Info("index snapshot read", "index", projections.VectorsProjectionName, "bytes", len(f.Body), "took", time.Since(start).Round(time.Millisecond))
+	return p, tagOf(f), func() { _ = f.Close() }
+}
+
+// useSnapshots gives the in-process index projections their snapshots:
+// the image each was restored from, and where to save new ones. A
+// read-only opener neither fills its indexes nor writes images.
+func (s *Core) useSnapshots(dir string, ix *indexes, log projections.EventReader, readOnly bool) {
+	if dir == "" || readOnly {
+		return
+	}
+	files := snapshot.Dir{Path: dir, Versions: snapshotVersions}
+	if err := snapshot.RemoveTemporary(dir); err != nil {
+		s.Logger.Warn("snapshot temporary files of an interrupted write not removed", "error", err)
+	}
+	if ix.keywordInProcess {
+		s.Keyword.UseSnapshots(projections.Snapshots{Files: files, Log: log, Restored: ix.keywordRestored})
+	}
+	if ix.vectorsInProcess {
+		s.Vectors.UseSnapshots(projections.Snapshots{Files: files, Log: log, Restored: ix.vectorsRestored})
+	}
+}

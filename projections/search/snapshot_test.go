@@ -1,0 +1,223 @@
+package search_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/engram-memory/engram/domain/memory"
+	"github.com/engram-memory/engram/internal/app/searchtest"
+	"github.com/engram-memory/engram/projections/search"
+)
+
+// tailHistory changes the log after a snapshot: new memories in old and
+// new agents, every kind of change to them and to memories the snapshot
+// holds, and an agent the snapshot holds deleted and created again.
+func tailHistory(t *testing.T, s *searchtest.Env, earlier []string) {
+	ctx := context.Background()
+	m := searchtest.Meta("u1")
+	var made []string
+	for i := range 16 {
+		agent := []string{"shared", "late"}[i%2]
+		made = append(made, s.Note(t, "u1", agent, fmt.Sprintf("kubernetes garden tail item %d", i), []string{fmt.Sprintf("t%d", i%3)}, t0.Add(time.Duration(i%5)*time.Hour)))
+	}
+	steps := []func() error{
+		func() error { _, err := s.Memories.Forget(ctx, m, made[0], nil); return err },
+		func() error { return s.Memories.Purge(ctx, m, made[1], nil) },
+		func() error {
+			_, err := s.Memories.Patch(ctx, m, made[2], patchContent(`{"content": "quarterly planning moved the tail item"}`))
+			return err
+		},
+		func() error {
+			_, err := s.Memories.Patch(ctx, m, made[3], commandsPatchTags([]string{"t9"}))
+			return err
+		},
+		func() error { _, err := s.Memories.Forget(ctx, m, earlier[0], nil); return err },
+		func() error { _, err := s.Memories.Recover(ctx, m, earlier[1], nil); return err },
+		func() error { return s.Memories.Purge(ctx, m, earlier[2], nil) },
+		func() error {
+			_, err := s.Memories.Patch(ctx, m, earlier[3], patchContent(`{"content": "database outage rewrote this snapshot item"}`))
+			return err
+		},
+		func() error { return s.Memories.DeleteAgent(ctx, searchtest.Meta("u2"), "doomed") },
+	}
+	for i, step := range steps {
+		if err := step(); err != nil {
+			t.Fatalf("tail step %d: %v", i, err)
+		}
+	}
+	s.Note(t, "u2", "doomed", "heron quarry in the agent created again", nil, t0)
+}
+
+// tailProbes add the agents and memories of tailHistory to probes.
+var tailProbes = []search.Request{
+	{UserID: "u1", AgentID: "late", Query: "kubernetes garden", Limit: 100},
+	{UserID: "u1", AgentID: "late", Query: "tail item", Limit: 100, IncludeForgotten: true, Filter: search.Filter{Tags: []string{"t1"}}},
+	{UserID: "u1", AgentID: "shared", Query: "tail item planning outage", Limit: 100, IncludeForgotten: true},
+	{UserID: "u1", AgentID: "shared", Query: "item", Limit: 100, Filter: search.Filter{CreatedAfter: t0.Add(time.Hour), CreatedBefore: t0.Add(4 * time.Hour), Types: []memory.Type{memory.Note}}},
+	{UserID: "u2", AgentID: "doomed", Query: "heron quarry", IncludeForgotten: true},
+}
+
+func snapshotAll(t *testing.T, s *searchtest.Env) []search.Response {
+	out := snapshot(t, s)
+	for _, p := range tailProbes {
+		for _, mode := range allModes {
+			p.Mode, p.Explain = mode, true
+			out = append(out, run(t, s, p))
+		}
+	}
+	return out
+}
+
+func copyDir(t *testing.T, from, to string) {
+	t.Helper()
+	if out, err := exec.Command("cp", "-a", from+"/.", to).CombinedOutput(); err != nil {
+		t.Fatalf("copy %s: %v: %s", from, err, out)
+	}
+}
+
+func sameResponses(t *testing.T, what string, got, want []search.Response) {
+	t.Helper()
+	for i := range want {
+		if !reflect.DeepEqual(got[i], want[i]) {
+			g, w := ids(got[i]), ids(want[i])
+			at := 0
+			for at < len(g) && at < len(w) && g[at] == w[at] {
+				at++
+			}
+			t.Fatalf("%s: probe %d differs from result %d on:\ngot  %v\nwant %v\n(%d and %d results; first got %+v\nfirst want %+v)", what, i, at,
+				g[at:min(len(g), at+3)], w[at:min(len(w), at+3)], len(g), len(w), firstFrom(got[i], at), firstFrom(want[i], at))
+		}
+	}
+}
+
+// A start from index snapshots older than the state (re-reading what the
+// log changed after them) serves every probe, in every mode and with
+// every filter, exactly as a start that refills the indexes from the
+// state, and as the stack did before it stopped; and so it goes on after
+// a write (read-your-writes).
+func TestStartFromSnapshotsEqualsRefill(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := searchtest.Open(ctx, dir, frozen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	history(t, s)
+	for i := range 3 {
+		s.Note(t, "u2", "doomed", fmt.Sprintf("heron quarry %d in an agent deleted after the snapshot", i), nil, t0)
+	}
+	var earlier []string
+	for i := range 4 {
+		earlier = append(earlier, s.Note(t, "u1", "shared", fmt.Sprintf("snapshot item %d kubernetes", i), []string{"t1"}, t0.Add(time.Duration(i)*time.Hour)))
+	}
+	if _, err := s.Memories.Forget(ctx, searchtest.Meta("u1"), earlier[1], nil); err != nil {
+		t.Fatal(err)
+	}
+	s.Close() // a clean stop saves the images
+	old := t.TempDir()
+	copyDir(t, filepath.Join(dir, "snapshots"), old)
+
+	s, err = searchtest.Open(ctx, dir, frozen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s.Keyword.StartedFrom(); !ok {
+		t.Fatal("the keyword index did not start from its snapshot")
+	}
+	tailHistory(t, s, earlier)
+	live := snapshotAll(t, s)
+	s.Close()
+	// As after a crash: the images are older than the state.
+	if err := os.RemoveAll(filepath.Join(dir, "snapshots")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "snapshots"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	copyDir(t, old, filepath.Join(dir, "snapshots"))
+	refillDir := t.TempDir()
+	copyDir(t, dir, refillDir)
+	if err := os.RemoveAll(filepath.Join(refillDir, "snapshots")); err != nil {
+		t.Fatal(err)
+	}
+
+	fromImage, err := searchtest.Open(ctx, dir, frozen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fromImage.Close()
+	refilled, err := searchtest.Open(ctx, refillDir, frozen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer refilled.Close()
+	tag, ok := fromImage.Keyword.StartedFrom()
+	if !ok {
+		t.Fatal("the keyword index did not start from its (older) snapshot")
+	}
+	if _, ok := fromImage.Vectors.StartedFrom(); !ok {
+		t.Fatal("the vector index did not start from its (older) snapshot")
+	}
+	if pos, _ := fromImage.Keyword.Position(ctx); tag.Checkpoint >= pos {
+		t.Fatalf("the image is at %d, the state at %d: no tail was re-read", tag.Checkpoint, pos)
+	}
+	if _, ok := refilled.Vectors.StartedFrom(); ok {
+		t.Fatal("the stack without snapshots claims to have started from one")
+	}
+	if _, ok := refilled.Keyword.StartedFrom(); ok {
+		t.Fatal("the stack without snapshots claims to have started from one")
+	}
+	want := snapshotAll(t, refilled)
+	if n := len(want[len(want)-len(tailProbes)*len(allModes)].Results); n < 5 {
+		t.Fatalf("the tail's probe finds too little to compare: %d", n)
+	}
+	sameResponses(t, "started from the snapshot, against a refill", snapshotAll(t, fromImage), want)
+	sameResponses(t, "a refill, against the stack before it stopped", want, live)
+
+	// The same write to both: the new memory's ids differ, so the
+	// refilled stack's is renamed to the other's before comparing.
+	mine := fromImage.Note(t, "u1", "late", "read your writes heron kubernetes", []string{"t1"}, t0)
+	theirs := refilled.Note(t, "u1", "late", "read your writes heron kubernetes", []string{"t1"}, t0)
+	summary := func(rs []search.Response, rename string) string {
+		var b strings.Builder
+		for _, r := range rs {
+			for _, res := range r.Results {
+				explain, err := json.Marshal(res.Explain)
+				if err != nil {
+					t.Fatal(err)
+				}
+				id := res.Memory.ID
+				if id == rename {
+					id = mine
+				}
+				fmt.Fprintf(&b, "%s %v %v %s\n", id, res.Score, res.Strength, explain)
+			}
+			b.WriteString("--\n")
+		}
+		return b.String()
+	}
+	got, want2 := summary(snapshotAll(t, fromImage), ""), summary(snapshotAll(t, refilled), theirs)
+	if !strings.Contains(got, mine) {
+		t.Fatal("the write is not read back")
+	}
+	if got != want2 {
+		t.Fatalf("after a write, the stack started from the snapshot answers otherwise than the refilled one:\n%s\nwant\n%s", got, want2)
+	}
+}
+
+func firstFrom(r search.Response, at int) any {
+	if at >= len(r.Results) {
+		return nil
+	}
+	x := r.Results[at]
+	explain, _ := json.Marshal(x.Explain)
+	return fmt.Sprintf("%s %v %s", x.Memory.ID, x.Score, explain)
+}

@@ -1,0 +1,363 @@
+package projections
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/domain/memory"
+)
+
+// Snapshots configure an in-process index projection's snapshots
+// (docs/snapshots.md): images of its index saved in the data directory,
+// from which the next start restores the index and re-reads from the state
+// only the memories the log changed after the image, instead of refilling
+// the index from the whole state.
+type Snapshots struct {
+	Files domain.IndexSnapshots
+	// Log is read for the events after an image's checkpoint, and to tag
+	// an image with the id of the event at its checkpoint.
+	Log EventReader
+	// Restored is the image the index was built from at start (nil: the
+	// index starts empty and is refilled).
+	Restored *domain.IndexSnapshot
+	// Every is how many applied events make a new image due (0: 10000).
+	Every uint64
+}
+
+// EventReader reads the log (domain.EventStore's ReadAll).
+type EventReader interface {
+	ReadAll(ctx context.Context, after uint64, limit int) ([]domain.Event, error)
+}
+
+// DefaultSnapshotEvery is Snapshots.Every's default: at a few thousand
+// events a second, an image every few seconds of writes; a start after a
+// crash then re-reads at most that many events' memories.
+const DefaultSnapshotEvery = 10000
+
+// indexImager is an in-process index that writes its image.
+type indexImager interface {
+	WriteSnapshot(w io.Writer) error
+}
+
+// snapshotter is a projection whose index is saved in snapshots; the
+// engine saves one when due, in the background.
+type snapshotter interface {
+	Name() string
+	// snapshotDue: a new image is due (stopping: the process ends, so any
+	// change since the last image makes one due).
+	snapshotDue(stopping bool) bool
+	SaveSnapshot(ctx context.Context) error
+}
+
+// snapshotState is what a projection keeps of its snapshots.
+type snapshotState struct {
+	cfg Snapshots
+	// since counts events applied since the last image; refilled is set
+	// when the index was refilled or reset since (an image is due at
+	// once: the next start would refill it again).
+	since    atomic.Uint64
+	refilled atomic.Bool
+	// generation changes when the index is dropped or reset: an image
+	// being written across that is thrown away.
+	generation atomic.Uint64
+	// restored is taken by Load (under the projection's loadMu); started
+	// is the image the index started from, once Load used it.
+	restored *domain.IndexSnapshot
+	started  atomic.Pointer[domain.IndexSnapshot]
+}
+
+// startedFrom is the image the index started from (ok false: it was
+// refilled from the state).
+func (s *snapshotState) startedFrom() (domain.IndexSnapshot, bool) {
+	if s == nil {
+		return domain.IndexSnapshot{}, false
+	}
+	tag := s.started.Load()
+	if tag == nil {
+		return domain.IndexSnapshot{}, false
+	}
+	return *tag, true
+}
+
+func (s *snapshotState) enabled() bool { return s != nil && s.cfg.Files != nil && s.cfg.Log != nil }
+
+func (s *snapshotState) applied(n int) {
+	if s.enabled() {
+		s.since.Add(uint64(n))
+	}
+}
+
+func (s *snapshotState) due(stopping bool) bool {
+	if !s.enabled() {
+		return false
+	}
+	if s.refilled.Load() {
+		return true
+	}
+	since := s.since.Load()
+	if stopping {
+		return since > 0
+	}
+	return since >= cmpOr(s.cfg.Every, DefaultSnapshotEvery)
+}
+
+func cmpOr(v, def uint64) uint64 {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+// dropped records that the index was emptied for a rebuild of its state:
+// an image in progress is discarded, a restored image is not used, and
+// the saved one is deleted, since the rebuilt state may differ from the
+// one it was taken of (a rebuild often follows a change of what is
+// indexed). Until a new image is saved a start refills the index.
+func (s *snapshotState) dropped(ctx context.Context, kind string) error {
+	if s == nil {
+		return nil
+	}
+	s.generation.Add(1)
+	s.restored = nil
+	s.started.Store(nil)
+	s.refilled.Store(true)
+	if s.cfg.Files == nil {
+		return nil
+	}
+	if err := s.cfg.Files.DeleteIndexSnapshot(ctx, kind); err != nil {
+		return fmt.Errorf("%s: delete its snapshot: %w", kind, err)
+	}
+	return nil
+}
+
+// filled records that the index was filled from the whole state: an
+// image is due at once, or the next start would refill it again.
+func (s *snapshotState) filled() {
+	if s != nil {
+		s.refilled.Store(true)
+	}
+}
+
+// errIndexChanged: the index was dropped while its image was written.
+var errIndexChanged = errors.New("the index was dropped while its image was written")
+
+// save writes the index's image tagged with the state's checkpoint, read
+// before the image: every index write of an event up to it was made before
+// its state committed, so the image holds it. The image may hold later
+// writes too (a batch in progress); the next start re-reads the memories
+// of every event after the checkpoint from the state, and the engine
+// applies again what the state had not committed, so they are harmless.
+func (s *snapshotState) save(ctx context.Context, kind string, index any, loaded func() bool, checkpoint func(context.Context) (uint64, error), logger *slog.Logger) error {
+	imager, ok := index.(indexImager)
+	if !s.enabled() || !ok || !loaded() {
+		return nil
+	}
+	gen := s.generation.Load()
+	pos, err := checkpoint(ctx)
+	if err != nil {
+		return fmt.Errorf("%s snapshot: %w", kind, err)
+	}
+	tag := domain.IndexSnapshot{Checkpoint: pos}
+	if pos > 0 {
+		if tag.EventID, err = s.eventID(ctx, pos); err != nil {
+			return fmt.Errorf("%s snapshot: %w", kind, err)
+		}
+	}
+	since, refilled := s.since.Load(), s.refilled.Load()
+	start := time.Now()
+	err = s.cfg.Files.SaveIndexSnapshot(ctx, kind, tag, func(w io.Writer) error {
+		if err := imager.WriteSnapshot(w); err != nil {
+			return err
+		}
+		if s.generation.Load() != gen || !loaded() {
+			return errIndexChanged
+		}
+		return nil
+	})
+	if errors.Is(err, errIndexChanged) {
+		return nil // a refill follows, which makes the next one due
+	}
+	if err != nil {
+		return err
+	}
+	s.since.Add(-since)
+	if refilled {
+		s.refilled.CompareAndSwap(true, false)
+	}
+	logger.Debug("index snapshot saved", "index", kind, "checkpoint", pos, "took", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// eventID is the id of the log event at pos.
+func (s *snapshotState) eventID(ctx context.Context, pos uint64) (string, error) {
+	events, err := s.cfg.Log.ReadAll(ctx, pos-1, 1)
+	if err != nil {
+		return "", err
+	}
+	if len(events) == 0 || events[0].Position != pos {
+		return "", fmt.Errorf("no log event at position %d", pos)
+	}
+	return events[0].ID, nil
+}
+
+// errStaleSnapshot marks why a snapshot cannot be used.
+var errStaleSnapshot = errors.New("stale snapshot")
+
+// tail calls fn with the events after the image's checkpoint up to the
+// state's position, in pages, after checking that the image is of this
+// log and not ahead of the state (a state rebuilt, reset or restored
+// since).
+func (s *snapshotState) tail(ctx context.Context, tag domain.IndexSnapshot, statePos uint64, fn func([]domain.Event) error) error {
+	if err := s.walkTail(ctx, tag, statePos, fn); err != nil {
+		return err
+	}
+	// An image is due once the tail is as long as the events between
+	// images (the next start would re-read it all again), and at a clean
+	// stop whatever its length.
+	if tag.Checkpoint < statePos {
+		s.applied(int(statePos - tag.Checkpoint))
+	}
+	return nil
+}
+
+func (s *snapshotState) walkTail(ctx context.Context, tag domain.IndexSnapshot, statePos uint64, fn func([]domain.Event) error) error {
+	if tag.Checkpoint > statePos {
+		return fmt.Errorf("%w: the image is at position %d, the state at %d (reset, rebuilt or restored since)", errStaleSnapshot, tag.Checkpoint, statePos)
+	}
+	if tag.Checkpoint > 0 {
+		id, err := s.eventID(ctx, tag.Checkpoint)
+		if err != nil {
+			return fmt.Errorf("%w: %w", errStaleSnapshot, err)
+		}
+		if id != tag.EventID {
+			return fmt.Errorf("%w: the image is of another log (event %s at position %d, the image names %s)", errStaleSnapshot, id, tag.Checkpoint, tag.EventID)
+		}
+	}
+	const page = 1000
+	for after := tag.Checkpoint; after < statePos; {
+		events, err := s.cfg.Log.ReadAll(ctx, after, page)
+		if err != nil {
+			return err
+		}
+		if len(events) == 0 {
+			return fmt.Errorf("%w: the log ends at %d, before the state's position %d", errStaleSnapshot, after, statePos)
+		}
+		n := len(events)
+		for n > 0 && events[n-1].Position > statePos {
+			n--
+		}
+		if n > 0 {
+			if err := fn(events[:n]); err != nil {
+				return err
+			}
+		}
+		after = events[len(events)-1].Position
+	}
+	return nil
+}
+
+// changedMemories collects what the events after an image changed: the
+// memories to re-read from the state, in first-change order, and the
+// agents deleted.
+type changedMemories struct {
+	ids    []string
+	scopes map[string]domain.IndexScope
+}
+
+// memoryEventTypes are the events that change one memory in an index.
+var memoryEventTypes = map[string]bool{
+	memory.MemoryCreated{}.EventType(): true, memory.MemoryEmbedded{}.EventType(): true, memory.MemoryUpdated{}.EventType(): true,
+	memory.MemoryPatched{}.EventType(): true, memory.MemoryForgotten{}.EventType(): true, memory.MemoryRecovered{}.EventType(): true,
+	memory.MemoryPurged{}.EventType(): true,
+}
+
+// memoryRef is what every memory event names.
+type memoryRef struct {
+	memory.AgentRef
+	MemoryID string `json:"memory_id"`
+}
+
+// add records e's memory, if it names one.
+func (c *changedMemories) add(e domain.Event) error {
+	if !memoryEventTypes[e.Type] {
+		return nil
+	}
+	var ref memoryRef
+	if err := json.Unmarshal(e.Payload, &ref); err != nil {
+		return fmt.Errorf("%s at %d: %w", e.Type, e.Position, err)
+	}
+	if c.scopes == nil {
+		c.scopes = map[string]domain.IndexScope{}
+	}
+	if _, seen := c.scopes[ref.MemoryID]; !seen {
+		c.ids = append(c.ids, ref.MemoryID)
+	}
+	c.scopes[ref.MemoryID] = scopeOf(ref.AgentRef)
+	return nil
+}
+
+// snapshotLogArgs describe a start from an image, for the log.
+func snapshotLogArgs(tag domain.IndexSnapshot, statePos uint64, changed int, took time.Duration) []any {
+	return []any{"checkpoint", tag.Checkpoint, "state_position", statePos, "memories_reread", changed, "took", took.Round(time.Millisecond)}
+}
+
+// snapshotCheck is how often the engine checks whether an image is due.
+const snapshotCheck = time.Second
+
+func (e *Engine) snapshotters() []snapshotter {
+	var out []snapshotter
+	for _, p := range e.projections {
+		if s, ok := p.(snapshotter); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// saveSnapshotsWhileRunning saves the images that come due, one at a
+// time, until ctx ends: a goroutine of its own, so no write waits for an
+// image.
+func (e *Engine) saveSnapshotsWhileRunning(ctx context.Context) {
+	snaps := e.snapshotters()
+	if len(snaps) == 0 {
+		return
+	}
+	tick := time.NewTicker(snapshotCheck)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		for _, s := range snaps {
+			if s.snapshotDue(false) {
+				if err := s.SaveSnapshot(ctx); err != nil && ctx.Err() == nil {
+					e.logger.Warn("index snapshot not saved", "projection", s.Name(), "error", err)
+				}
+			}
+		}
+	}
+}
+
+// SaveSnapshots saves the image of every in-process index that changed
+// since its last one: at a clean stop, so the next start restores it
+// with nothing to re-read.
+func (e *Engine) SaveSnapshots(ctx context.Context) error {
+	var errs []error
+	for _, s := range e.snapshotters() {
+		if s.snapshotDue(true) {
+			if err := s.SaveSnapshot(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", s.Name(), err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
