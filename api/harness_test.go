@@ -191,7 +191,10 @@ func newStack(t testing.TB, opts stackOptions) *stack {
 		opts.runner.ID = "test-runner"
 	}
 	if opts.runner.PollInterval == 0 {
-		opts.runner.PollInterval = 20 * time.Millisecond
+		// Creating a job kicks the runner and a retry wakes it when due,
+		// so the poll is only a fallback; every poll is a query, which
+		// under the race detector costs the whole package CPU time.
+		opts.runner.PollInterval = harnessIdlePoll
 	}
 	if opts.runner.RetryBackoff == 0 {
 		opts.runner.RetryBackoff = time.Millisecond
@@ -211,7 +214,9 @@ func newStack(t testing.TB, opts stackOptions) *stack {
 	ctx := context.Background()
 
 	// Storage, indexes and projections, as the server wires them.
-	cfg := app.Config{DataDir: s.dataDir, GroupCommit: 10 * time.Millisecond, VisibilityTimeout: opts.visibilityTimeout, Logger: s.logger}
+	// GroupCommit is the SQLite log's poll for appends by another process;
+	// this stack's own appends wake its subscribers at once.
+	cfg := app.Config{DataDir: s.dataDir, GroupCommit: harnessIdlePoll, VisibilityTimeout: opts.visibilityTimeout, Logger: s.logger}
 	if opts.postgres {
 		cfg.EventStore = app.EventStore{Backend: app.PostgresLog, URL: postgresServer(t).Database(t)}
 		cfg.ReadModels = app.ReadModels{Backend: app.PostgresReadModels}
@@ -511,6 +516,10 @@ func (p *testProvider) Embed(ctx context.Context, req domain.EmbedRequest) (doma
 // tests look for.
 const harnessVisibilityTimeout = 2 * time.Minute
 
+// harnessIdlePoll is how often the stacks' job runner and event log look
+// for work nobody signalled (the servers' defaults are 2 s and 500 ms).
+const harnessIdlePoll = 250 * time.Millisecond
+
 // testClock is the service clock; tests move it forward to expire tokens
 // and sessions without sleeping.
 type testClock struct{ offset atomic.Int64 }
@@ -773,6 +782,12 @@ func (s *stack) export(t testing.TB) []byte {
 	return buf.Bytes()
 }
 
+// waitPoll is the pause between two looks of memEventually and waitJob:
+// each look is an HTTP exchange checked against the OpenAPI document,
+// dear under the race detector, so the loops look a few times per wait
+// rather than hundreds.
+const waitPoll = 20 * time.Millisecond
+
 // memEventually polls cond until it holds or a few seconds pass.
 func memEventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
@@ -781,7 +796,7 @@ func memEventually(t testing.TB, what string, cond func() bool) {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting until %s", what)
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(waitPoll)
 	}
 }
 
@@ -856,7 +871,7 @@ func (s *stack) waitJob(bearer, jobID string, cond func(map[string]any) bool) ma
 		if time.Now().After(deadline) {
 			s.t.Fatalf("job %s never reached the expected state: %v", jobID, d)
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(waitPoll)
 	}
 }
 
