@@ -41,10 +41,17 @@ var (
 	ErrKind = errors.New("snapshot: wrong kind")
 )
 
-// magic opens every snapshot file; fileVersion is the header's layout.
+// magic opens every snapshot file; fileVersion is the header's layout
+// (version 1 had no padding before the body).
 const (
 	magic       = "ENGRSNAP"
-	fileVersion = 1
+	fileVersion = 2
+	// BodyAlign is the file offset alignment of the body: the header is
+	// padded with zero bytes to a multiple of it, so a mapped body (mmap
+	// returns page-aligned memory) starts 64-byte aligned and an index can
+	// use its arrays in place (vectorindex.ReadSnapshot does only when
+	// they are 8-byte aligned).
+	BodyAlign = 64
 	// maxString bounds the header's strings, so a damaged length cannot
 	// make Open allocate much.
 	maxString = 256
@@ -67,7 +74,7 @@ type Header struct {
 
 // fixed is the header after the magic: file version, body version, body
 // length, checkpoint, CRC-32C of the body, then the kind and event id as
-// length-prefixed strings.
+// length-prefixed strings, then zero bytes up to a multiple of BodyAlign.
 type fixed struct {
 	FileVersion uint32
 	Version     uint32
@@ -151,8 +158,13 @@ func encodeHeader(h Header, bodyLen uint64, crc uint32) []byte {
 	})
 	b.WriteString(h.Kind)
 	b.WriteString(h.EventID)
+	b.Write(make([]byte, padding(b.Len())))
 	return b.Bytes()
 }
+
+// padding is the number of zero bytes that bring a header of n bytes to a
+// multiple of BodyAlign.
+func padding(n int) int { return (BodyAlign-n%BodyAlign)%BodyAlign + 3 }
 
 type countingWriter struct {
 	w io.Writer
@@ -235,6 +247,11 @@ func parse(data []byte, kind string, version uint32) (Header, []byte, error) {
 	size += int(f.KindLen)
 	h.EventID = string(data[size : size+int(f.EventIDLen)])
 	size += int(f.EventIDLen)
+	pad := padding(size)
+	if len(data) < size+pad || !bytes.Equal(data[size:size+pad], make([]byte, pad)) {
+		return Header{}, nil, fmt.Errorf("%w: bad header padding", ErrCorrupt)
+	}
+	size += pad
 	if h.Kind != kind {
 		return h, nil, fmt.Errorf("%w: an image of %q, not %q", ErrKind, h.Kind, kind)
 	}

@@ -2,11 +2,14 @@ package snapshot_test
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/engram-memory/engram/infra/snapshot"
 )
@@ -38,6 +41,50 @@ func TestWriteThenOpenReturnsTheImage(t *testing.T) {
 	if len(entries) != 1 {
 		t.Errorf("dir holds %d files, want the snapshot alone (no temporary file left)", len(entries))
 	}
+}
+
+// TestBodyStartsAligned: whatever the lengths of the kind and the event
+// id, the body starts at a multiple of snapshot.BodyAlign in the file, so a
+// mapped body is aligned and an index can use its arrays in place.
+func TestBodyStartsAligned(t *testing.T) {
+	body := []byte("aligned body")
+	for _, eventID := range []string{"", "e", "01HZZ", "0192f5c4-1d2e-7a3b-8c4d-5e6f7a8b9c0d", strings.Repeat("x", 64), strings.Repeat("y", 250)} {
+		for _, kind := range []string{"keyword", "vectors", "k"} {
+			dir := t.TempDir()
+			writeImage(t, dir, snapshot.Header{Kind: kind, Version: 1, Checkpoint: 7, EventID: eventID}, body)
+			data, err := os.ReadFile(snapshot.Path(dir, kind))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if off := len(data) - len(body); off%snapshot.BodyAlign != 0 {
+				t.Errorf("kind %q, event id of %d bytes: body at file offset %d, not a multiple of %d", kind, len(eventID), off, snapshot.BodyAlign)
+			}
+			f, err := snapshot.Open(dir, kind, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if addr := uintptr(unsafe.Pointer(&f.Body[0])); addr%8 != 0 {
+				t.Errorf("kind %q, event id of %d bytes: opened body at address %#x, not 8-byte aligned", kind, len(eventID), addr)
+			}
+			if string(f.Body) != string(body) {
+				t.Errorf("body %q, want %q", f.Body, body)
+			}
+			f.Close()
+		}
+	}
+}
+
+// unpadded rewrites a file in format 1's layout: the same header without
+// the padding before the body.
+func unpadded(d []byte) []byte {
+	const fixedEnd = 8 + 4 + 4 + 8 + 8 + 4 + 2 + 2 // magic and the fixed fields
+	kindLen := int(binary.LittleEndian.Uint16(d[fixedEnd-4:]))
+	idLen := int(binary.LittleEndian.Uint16(d[fixedEnd-2:]))
+	strEnd := fixedEnd + kindLen + idLen
+	pad := (snapshot.BodyAlign - strEnd%snapshot.BodyAlign) % snapshot.BodyAlign
+	out := append([]byte(nil), d[:strEnd]...)
+	binary.LittleEndian.PutUint32(out[8:], 1)
+	return append(out, d[strEnd+pad:]...)
 }
 
 func TestWriteReplacesAndAFailedWriteKeepsTheOld(t *testing.T) {
@@ -89,6 +136,8 @@ func TestOpenRefusesBadFiles(t *testing.T) {
 		{name: "trailing bytes", damage: func(d []byte) []byte { return append(d, 0) }, kind: "keyword", version: 2, want: snapshot.ErrCorrupt},
 		{name: "flipped body bit", damage: func(d []byte) []byte { d[len(d)-1] ^= 1; return d }, kind: "keyword", version: 2, want: snapshot.ErrCorrupt},
 		{name: "other file format", damage: func(d []byte) []byte { d[8]++; return d }, kind: "keyword", version: 2, want: snapshot.ErrVersion},
+		{name: "damaged header padding", damage: func(d []byte) []byte { d[len(d)-len("the image body")-1] = 1; return d }, kind: "keyword", version: 2, want: snapshot.ErrCorrupt},
+		{name: "file format 1 (no padding before the body)", damage: func(d []byte) []byte { return unpadded(d) }, kind: "keyword", version: 2, want: snapshot.ErrVersion},
 		{name: "other body version", kind: "keyword", version: 3, want: snapshot.ErrVersion},
 		{name: "other kind", kind: "vectors", version: 2, want: snapshot.ErrKind},
 	}

@@ -65,7 +65,10 @@ type collection struct {
 	// read-only mapping). lent: a snapshot being written reads them
 	// without the lock. The next write copies them first (ownArrays).
 	borrowed bool
-	lent     atomic.Bool
+	// inPlace: borrowed, and the arrays that need alignment (the 8-byte
+	// ones too) alias the snapshot's bytes rather than a copy of them.
+	inPlace bool
+	lent    atomic.Bool
 	// published is signalled (with c.mu as its lock) whenever the graph
 	// grows, the indexer stops or the collection is dropped: writers held
 	// back by Options.MaxTail wait on it.
@@ -326,7 +329,7 @@ func (c *collection) ownArrays() {
 	if !c.stable {
 		c.vecs = slices.Clone(c.vecs)
 	}
-	c.borrowed = false
+	c.borrowed, c.inPlace = false, false
 	c.lent.Store(false)
 }
 

@@ -273,6 +273,7 @@ func (d *decoder) collection() *collection {
 	for _, b := range borrowed {
 		c.borrowed = c.borrowed || b
 	}
+	c.inPlace = borrowed[2] // the int64 creation times: 8-byte aligned
 	if d.err == nil {
 		d.check(c)
 	}

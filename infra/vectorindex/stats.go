@@ -37,6 +37,10 @@ type CollectionStats struct {
 	FileBytes int64
 	// QuantizeError is why a collection that should be quantised is not.
 	QuantizeError string
+	// InPlace: its arrays are read in place from the snapshot bytes it was
+	// loaded from (ReadSnapshot of 8-byte aligned bytes), not copied to the
+	// heap; the first write copies them.
+	InPlace bool
 }
 
 // Stats takes each collection's read lock in turn; figures are a consistent
@@ -84,7 +88,7 @@ const (
 )
 
 func (c *collection) stats() CollectionStats {
-	cs := CollectionStats{Name: c.name, Dim: c.dim, Vectors: c.live(), Tombstones: c.nDead, Mode: ModeFlat}
+	cs := CollectionStats{Name: c.name, Dim: c.dim, Vectors: c.live(), Tombstones: c.nDead, Mode: ModeFlat, InPlace: c.inPlace}
 	cs.VectorBytes = int64(c.live()) * int64(c.dim) * 4
 	if c.graph != nil {
 		cs.Indexed = c.graph.n

@@ -105,6 +105,40 @@ func crashProbes(t *testing.T, s *searchtest.Env) []search.Response {
 	return out
 }
 
+// settle waits until s embedded what the killed child left pending and
+// every projection applied the resulting events, and returns how many
+// memories were pending at first. A patch whose provider call fails or
+// times out (a loaded machine) leaves its memory pending; each restart's
+// embedding queue then embeds it in the background. Probed before that,
+// the restart that got there first had a vector hit the other lacked:
+// the two must be compared at the same history.
+func settle(t *testing.T, s *searchtest.Env) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	first := -1
+	for {
+		pending, err := s.ReadModel.PendingEmbeddings(ctx, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if first < 0 {
+			first = len(pending)
+		}
+		head, err := s.Store.Head(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Engine.WaitFor(ctx, head); err != nil {
+			t.Fatal(err)
+		}
+		if len(pending) == 0 {
+			return first
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // TestKilledWhileSavingSnapshots kills a process that saves both indexes'
 // snapshots back to back while it writes (a real child, SIGKILL) at
 // random moments: every restart, from whatever images the kills left,
@@ -150,7 +184,9 @@ func TestKilledWhileSavingSnapshots(t *testing.T) {
 		}
 		_, keywordImage := fromImage.Keyword.StartedFrom()
 		_, vectorImage := fromImage.Vectors.StartedFrom()
-		t.Logf("round %d: killed after %s; a write in progress: %v; started from images: keyword %v, vectors %v", round, after, len(tmps) > 0, keywordImage, vectorImage)
+		pending := settle(t, fromImage)
+		settle(t, refilled)
+		t.Logf("round %d: killed after %s; a write in progress: %v; started from images: keyword %v, vectors %v; %d memories left pending embedding", round, after, len(tmps) > 0, keywordImage, vectorImage, pending)
 		sameResponses(t, fmt.Sprintf("round %d, killed after %s", round, after), crashProbes(t, fromImage), crashProbes(t, refilled))
 		if tmps, _ := filepath.Glob(filepath.Join(dir, "snapshots", ".*.snap.tmp-*")); len(tmps) > 0 {
 			t.Fatalf("round %d: temporary files left after the restart: %v", round, tmps)

@@ -2,6 +2,7 @@ package search_test
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/engram-memory/engram/domain/memory"
+	snapfile "github.com/engram-memory/engram/infra/snapshot"
 	"github.com/engram-memory/engram/internal/app/searchtest"
 	"github.com/engram-memory/engram/projections/search"
 )
@@ -220,4 +222,65 @@ func firstFrom(r search.Response, at int) any {
 	x := r.Results[at]
 	explain, _ := json.Marshal(x.Explain)
 	return fmt.Sprintf("%s %v %s", x.Memory.ID, x.Score, explain)
+}
+
+// An image in file format 1 (the header unpadded, the body unaligned) is
+// not used: the index is refilled and answers as before, and the next
+// clean stop replaces the image with one of the current format, which
+// the start after it uses.
+func TestSnapshotOfAnEarlierFileFormatIsRefilled(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := searchtest.Open(ctx, dir, frozen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	history(t, s)
+	want := probeAll(t, s)
+	s.Close()
+	for _, kind := range []string{"keyword", "vectors"} {
+		path := filepath.Join(dir, "snapshots", kind+".snap")
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, formatOne(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, wantImage := range []bool{false, true} {
+		s, err := searchtest.Open(ctx, dir, frozen)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, keywordImage := s.Keyword.StartedFrom()
+		_, vectorImage := s.Vectors.StartedFrom()
+		if keywordImage != wantImage || vectorImage != wantImage {
+			t.Errorf("start %d: started from images: keyword %v, vectors %v; want %v", i, keywordImage, vectorImage, wantImage)
+		}
+		sameResponses(t, fmt.Sprintf("start %d", i), probeAll(t, s), want)
+		s.Close()
+	}
+}
+
+// formatOne rewrites a snapshot file in file format 1's layout: the same
+// header without the zero padding before the body.
+func formatOne(d []byte) []byte {
+	const fixedEnd = 8 + 4 + 4 + 8 + 8 + 4 + 2 + 2 // magic and the fixed fields
+	strEnd := fixedEnd + int(binary.LittleEndian.Uint16(d[fixedEnd-4:])) + int(binary.LittleEndian.Uint16(d[fixedEnd-2:]))
+	bodyAt := strEnd
+	for bodyAt%snapfile.BodyAlign != 0 {
+		bodyAt++
+	}
+	out := append([]byte(nil), d[:strEnd]...)
+	binary.LittleEndian.PutUint32(out[8:], 1)
+	return append(out, d[bodyAt:]...)
+}
+
+func probeAll(t *testing.T, s *searchtest.Env) []search.Response {
+	out := make([]search.Response, 0, len(probes))
+	for _, req := range probes {
+		out = append(out, run(t, s, req))
+	}
+	return out
 }
