@@ -164,7 +164,7 @@ func encodeHeader(h Header, bodyLen uint64, crc uint32) []byte {
 
 // padding is the number of zero bytes that bring a header of n bytes to a
 // multiple of BodyAlign.
-func padding(n int) int { return (BodyAlign-n%BodyAlign)%BodyAlign + 3 }
+func padding(n int) int { return (BodyAlign - n%BodyAlign) % BodyAlign }
 
 type countingWriter struct {
 	w io.Writer
