@@ -48,6 +48,10 @@ func TestSchemathesis(t *testing.T) {
 		"--seed", "20261129",
 		"--workers", "1",
 		"--exclude-path", "/mcp",
+		// schemathesis has no serializer for application/x-ndjson request
+		// bodies; the import's refusals (bad lines, media type, size,
+		// quota, another tenant) are tested in api/transfer_test.go.
+		"--exclude-path", "/v1/agents/{agent_id}/import",
 		"--no-color",
 	)
 	cmd.Dir = t.TempDir()
