@@ -8,12 +8,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/engram-memory/engram/commands"
+	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/internal/app/searchtest"
 	"github.com/engram-memory/engram/projections/search"
 )
@@ -87,10 +89,16 @@ func snapshotChild(dir string) int {
 	}
 }
 
-// crashProbes search the child's agents in every mode with filters.
-func crashProbes(t *testing.T, s *searchtest.Env) []search.Response {
-	var out []search.Response
+// crashProbes search the child's agents in every mode with filters. An
+// agent the child was killed before creating is reported as missing
+// rather than probed: both restarts must agree on which are.
+func crashProbes(t *testing.T, s *searchtest.Env) (out []search.Response, missing []string) {
 	for _, agent := range []string{"a", "b"} {
+		_, err := s.Search.Search(context.Background(), search.Request{UserID: "u1", AgentID: agent, Query: "kubernetes", Mode: search.ModeKeyword, Limit: 1})
+		if domain.ErrorKind(err) == domain.KindNotFound {
+			missing = append(missing, agent)
+			continue
+		}
 		for _, req := range []search.Request{
 			{Query: "kubernetes garden", Limit: 50},
 			{Query: "heron review", Limit: 50, IncludeForgotten: true},
@@ -102,7 +110,7 @@ func crashProbes(t *testing.T, s *searchtest.Env) []search.Response {
 			}
 		}
 	}
-	return out
+	return out, missing
 }
 
 // settle waits until s embedded what the killed child left pending and
@@ -187,7 +195,12 @@ func TestKilledWhileSavingSnapshots(t *testing.T) {
 		pending := settle(t, fromImage)
 		settle(t, refilled)
 		t.Logf("round %d: killed after %s; a write in progress: %v; started from images: keyword %v, vectors %v; %d memories left pending embedding", round, after, len(tmps) > 0, keywordImage, vectorImage, pending)
-		sameResponses(t, fmt.Sprintf("round %d, killed after %s", round, after), crashProbes(t, fromImage), crashProbes(t, refilled))
+		imaged, imagedMissing := crashProbes(t, fromImage)
+		truth, truthMissing := crashProbes(t, refilled)
+		if !slices.Equal(imagedMissing, truthMissing) {
+			t.Fatalf("round %d: agents missing after the start from images %v, after the refill %v", round, imagedMissing, truthMissing)
+		}
+		sameResponses(t, fmt.Sprintf("round %d, killed after %s", round, after), imaged, truth)
 		if tmps, _ := filepath.Glob(filepath.Join(dir, "snapshots", ".*.snap.tmp-*")); len(tmps) > 0 {
 			t.Fatalf("round %d: temporary files left after the restart: %v", round, tmps)
 		}
