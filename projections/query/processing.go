@@ -78,7 +78,7 @@ type ProcessingView struct {
 	Config    processing.Config         `json:"config"`
 	Processor processorJSON             `json:"processor"`
 	Triggers  []processing.TriggerState `json:"triggers"`
-	Runs      []processing.PassRecorded `json:"runs"`
+	Runs      []processing.Pass         `json:"runs"`
 	Raw       RawProcessingState        `json:"raw"`
 }
 
