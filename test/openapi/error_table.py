@@ -98,9 +98,8 @@ def main(files):
             name = f"Failure{status}-" + "-".join(codes)
             components.setdefault(name, response(status, codes))
             responses[str(status)] = {"$ref": "#/components/responses/" + name}
-    used = json.dumps(doc["paths"])
-    if f'"{FAILURE}"' not in used:
-        del components["Failure"]
+    if f'"{FAILURE}"' not in json.dumps(doc["paths"]):
+        components.pop("Failure", None)  # the catch-all the first run replaced
     doc["components"]["responses"] = dict(sorted(components.items()))
     with open(DOC, "w", encoding="utf-8") as f:
         f.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
