@@ -127,7 +127,7 @@ GOVULNCHECK ?= golang.org/x/vuln/cmd/govulncheck@v1.9.0
 # make test runs a short fuzzing pass of the same.
 fuzz-api: test-deps
 	PATH="$(PYTOOLS)/bin:$$PATH" ENGRAM_TEST_FUZZ_API_EXAMPLES=$${ENGRAM_TEST_FUZZ_API_EXAMPLES:-50} ENGRAM_TEST_FUZZ_API_PHASES=examples,coverage,fuzzing \
-		go test -count=1 -timeout 30m -run '^TestSchemathesis$$' -v ./internal/cli
+		go test -count=1 -timeout 60m -run '^TestSchemathesis$$' -v ./internal/cli
 
 vulncheck:
 	$(GO) run $(GOVULNCHECK) ./...
