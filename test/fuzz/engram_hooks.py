@@ -63,9 +63,8 @@ _turns: dict[tuple[str, str, str], Iterator[str]] = {}
 
 
 def seeded_id(method: str, path: str, name: str) -> str | None:
-    ids = ROUTE_IDS.get((method, path)) if name in ("agent_id", "id", "key_id", "webhook_id") else None
-    if ids is None:
-        ids = DEFAULT_IDS.get(name)
+    # Every route listed in ROUTE_IDS has one path parameter.
+    ids = ROUTE_IDS.get((method, path), DEFAULT_IDS.get(name))
     if not ids:
         return None
     turn = _turns.setdefault((method, path, name), itertools.cycle(ids))
