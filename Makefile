@@ -43,11 +43,11 @@ RACE_SMOKE ?= TestKillMidLoadLosesNoAcknowledgedWrite|TestLiveRebuildOfOneProjec
 # stays on everywhere.
 RACE ?= -race -gcflags=modernc.org/sqlite/lib=-d=checkptr=0
 
-# The vector index's recall tests (infra/vectorindex/recall_test.go, built
+# The vector index's quality tests (infra/vectorindex/quality_test.go, built
 # without -race only) prove the graph's quality, not its safety under
 # concurrency, and the race detector makes them ten times dearer; they run
 # in a pass of their own without it. A test added to that file goes here.
-NORACE_TESTS ?= TestHNSWRecall|TestFilteredSearchReturnsK|TestDuplicateGroupsStayNavigable
+NORACE_TESTS ?= TestHNSWRecall|TestFilteredSearchReturnsK|TestDuplicateGroupsStayNavigable|TestMemoryWithinBudget
 
 test: lint test-deps
 	$(GO) build -o $(TEST_BIN) ./cmd/engram
