@@ -29,18 +29,21 @@ func TestNewBuildsOnlyThePartsAskedFor(t *testing.T) {
 	cases := []struct {
 		name          string
 		parts         app.Parts
+		held          app.Held
 		want, notWant []string
 	}{
-		{"the core alone", 0, nil, []string{app.ComponentProjectionEngine, app.ComponentKeywordIndex, app.ComponentEmbeddingModels}},
-		{"queries", app.Queries, nil, []string{app.ComponentProjectionEngine, app.ComponentKeywordIndex, app.ComponentVectorIndex, app.ComponentEmbeddingModels}},
-		{"keyword search", app.KeywordSearch, []string{app.ComponentKeywordIndex}, []string{app.ComponentProjectionEngine, app.ComponentVectorIndex, app.ComponentEmbeddingModels, app.ComponentJobRunner}},
-		{"search", app.Search, []string{app.ComponentKeywordIndex, app.ComponentVectorIndex, app.ComponentEmbeddingModels}, []string{app.ComponentProjectionEngine, app.ComponentJobRunner, app.ComponentEmbedQueue}},
-		{"writes", app.Writes, []string{app.ComponentProjectionEngine, app.ComponentEmbeddingModels}, []string{app.ComponentJobRunner, app.ComponentEmbedQueue, app.ComponentMailer, app.ComponentUsageRecorder}},
-		{"server", app.Server, []string{app.ComponentProjectionEngine, app.ComponentJobRunner, app.ComponentEmbedQueue, app.ComponentMailer, app.ComponentUsageRecorder}, nil},
+		{"the core alone", 0, 0, nil, []string{app.ComponentProjectionEngine, app.ComponentKeywordIndex, app.ComponentEmbeddingModels}},
+		{"queries", app.Queries, 0, nil, []string{app.ComponentProjectionEngine, app.ComponentKeywordIndex, app.ComponentVectorIndex, app.ComponentEmbeddingModels}},
+		{"keyword search", app.KeywordSearch, 0, []string{app.ComponentKeywordIndex}, []string{app.ComponentProjectionEngine, app.ComponentVectorIndex, app.ComponentEmbeddingModels, app.ComponentJobRunner}},
+		{"search", app.Search, 0, []string{app.ComponentKeywordIndex, app.ComponentVectorIndex, app.ComponentEmbeddingModels}, []string{app.ComponentProjectionEngine, app.ComponentJobRunner, app.ComponentEmbedQueue}},
+		{"writes", app.Writes, 0, []string{app.ComponentProjectionEngine, app.ComponentEmbeddingModels}, []string{app.ComponentJobRunner, app.ComponentEmbedQueue, app.ComponentMailer, app.ComponentUsageRecorder}},
+		{"server", app.Server, 0, []string{app.ComponentProjectionEngine, app.ComponentJobRunner, app.ComponentEmbedQueue, app.ComponentMailer, app.ComponentUsageRecorder}, nil},
+		// Held workers are built for the caller to run or step, not started.
+		{"server with held workers", app.Server, app.HoldEmbedQueue | app.HoldJobRunner | app.HoldUsageRecorder, []string{app.ComponentProjectionEngine, app.ComponentMailer}, []string{app.ComponentJobRunner, app.ComponentEmbedQueue, app.ComponentUsageRecorder}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			a, err := app.New(context.Background(), app.Settings{Config: app.Config{DataDir: dir}, MailOutbox: t.TempDir()}, tc.parts)
+			a, err := app.New(context.Background(), app.Settings{Config: app.Config{DataDir: dir}, MailOutbox: t.TempDir(), Held: tc.held}, tc.parts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -59,6 +62,9 @@ func TestNewBuildsOnlyThePartsAskedFor(t *testing.T) {
 			if (a.Memories != nil) != (tc.parts&app.Writes != 0) || (a.Search != nil) != (tc.parts&(app.Search|app.KeywordSearch) != 0) ||
 				(a.Queries != nil) != (tc.parts&app.Queries != 0) || (a.Accounts != nil) != (tc.parts&app.Accounts != 0) {
 				t.Errorf("parts %b built memories %v, search %v, queries %v, accounts %v", tc.parts, a.Memories != nil, a.Search != nil, a.Queries != nil, a.Accounts != nil)
+			}
+			if workers := tc.parts&app.Workers != 0; (a.EmbedQueue != nil) != workers || (a.JobRunner != nil) != workers {
+				t.Errorf("parts %b built the queue %v and the runner %v", tc.parts, a.EmbedQueue != nil, a.JobRunner != nil)
 			}
 		})
 	}
