@@ -29,7 +29,9 @@ import (
 // (apimcp.SDKHTTPHandler): the direct path's gain.
 func BenchmarkMCPSearch(b *testing.B) {
 	s := newMCPBenchStack(b, false)
-	query := func(i int) string { return mcpBenchWords[i%len(mcpBenchWords)] + " " + mcpBenchWords[(i+3)%len(mcpBenchWords)] }
+	query := func(i int) string {
+		return mcpBenchWords[i%len(mcpBenchWords)] + " " + mcpBenchWords[(i+3)%len(mcpBenchWords)]
+	}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
 	statelessCalls := func(s *stack) func() func(i int) error {
 		return func() func(i int) error {

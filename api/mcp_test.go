@@ -878,10 +878,10 @@ func TestMCPDirectCallsAnswerAsTheSDK(t *testing.T) {
 		{"fractional id", call("17.5", "memory_status", `{"agent_id":"claire"}`), "memory_status"},
 	}
 	type answer struct {
-		Status                     int
+		Status                    int
 		ContentType, CacheControl string
-		Token                      string
-		Body                       string
+		Token                     string
+		Body                      string
 	}
 	answers := func(sdkOnly bool) []answer {
 		s := newStack(t, stackOptions{fixedAuth: true, mcpSDKOnly: sdkOnly})

@@ -425,6 +425,7 @@ func addTool[In agentArg, Out any](h *handlers, s *Server, t *sdk.Tool, run func
 			return h.failure(ctx, t.Name, err)
 		}
 		ctx, written := commands.TrackPositions(ctx)
+		ctx, relayed := trackRelayedTokens(ctx)
 		out, text, err := run(ctx, b, in)
 		if err != nil {
 			return h.failure(ctx, t.Name, err)
@@ -432,11 +433,15 @@ func addTool[In agentArg, Out any](h *handlers, s *Server, t *sdk.Tool, run func
 		res = &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: text}}, StructuredContent: out}
 		if last := written.Last(); last > 0 {
 			res.Meta = sdk.Meta{ConsistencyTokenMeta: api.FormatConsistencyToken(last)}
+		} else if token := relayed.lastToken(); token != "" {
+			res.Meta = sdk.Meta{ConsistencyTokenMeta: token}
 		}
 		return res
 	}
 	s.direct.tools[t.Name] = call
-	s.AddTool(t, func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) { return call(ctx, req), nil })
+	s.AddTool(t, func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		return call(ctx, req), nil
+	})
 }
 
 // checkAgent checks agent_id as POST /v1/search does (required, agent id
