@@ -123,7 +123,7 @@ func actor(ctx context.Context) domain.Actor {
 
 // meta is the event metadata of the request.
 func meta(r *http.Request) domain.Metadata {
-	return domain.Metadata{Actor: actor(r.Context()), RequestID: requestID(r.Context()), Source: domain.SourceAPI}
+	return domain.Metadata{Actor: actor(r.Context()), RequestID: requestID(r.Context()), Source: source(r.Context())}
 }
 
 func rateLimited() error {

@@ -130,6 +130,9 @@ type stackOptions struct {
 	// fixedAuth authenticates the fixed bearer strings aliceKey and bobKey
 	// instead of account credentials.
 	fixedAuth bool
+	// mcpSDKOnly serves /mcp with apimcp.SDKHTTPHandler: every request
+	// through the SDK, stateless tool calls included.
+	mcpSDKOnly bool
 
 	// Accounts.
 	smtp       bool // send mail over a test SMTP server instead of the outbox
@@ -412,7 +415,11 @@ func (s *stack) newHandler() http.Handler {
 	if s.opts.fixedAuth {
 		auth = fixedAuth{aliceKey: alice, bobKey: bob}
 	}
-	mcpHandler := apimcp.HTTPHandler(apimcp.NewServer(apimcp.NewServiceBackend(s.mcp, apimcp.Caller{}), apimcp.Options{Version: "test", Logger: s.logger}), s.logger)
+	mcpServer := apimcp.NewServer(apimcp.NewServiceBackend(s.mcp, apimcp.Caller{}), apimcp.Options{Version: "test", Logger: s.logger})
+	mcpHandler := apimcp.HTTPHandler(mcpServer, s.logger)
+	if s.opts.mcpSDKOnly {
+		mcpHandler = apimcp.SDKHTTPHandler(mcpServer, s.logger)
+	}
 	return api.New(api.Config{
 		Logger:        s.logger,
 		MaxBodyBytes:  s.opts.maxBody,

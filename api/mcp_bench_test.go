@@ -20,22 +20,26 @@ import (
 // mcpBenchCorpus notes, as POST /v1/search ("rest") and as the MCP tool
 // search_memories over /mcp, statelessly (2026-07-28) and in a session
 // (2025-11-25), with 8 clients at once on the loopback server in process.
-// p50_µs and p99_µs are the round trips' percentiles; the MCP layer's cost
-// is the difference to rest.
+// p50_µs and p99_µs are the round trips' percentiles, cpu_µs/op the
+// process's CPU time (server and client) per call; the MCP layer's cost is
+// the difference to rest. "mcp-http" sends the calls as plain HTTP
+// requests, read as plainly as rest reads its answers: the server's cost
+// alone. "mcp-http 2026-07-28 sdk-only" is the same as "mcp-http
+// 2026-07-28" on a stack whose /mcp leaves every call to the SDK
+// (apimcp.SDKHTTPHandler): the direct path's gain.
 func BenchmarkMCPSearch(b *testing.B) {
-	const mcpBenchCorpus = 2000
-	s := newStack(b, stackOptions{fixedAuth: true, discardLogs: true})
-	words := []string{"latency", "cache", "deploy", "billing", "postgres", "vacuum", "kubernetes", "drain", "queue", "index"}
-	for start := 0; start < mcpBenchCorpus; start += memory.MaxBatch {
-		var batch []any
-		for i := start; i < min(start+memory.MaxBatch, mcpBenchCorpus); i++ {
-			batch = append(batch, map[string]any{"type": "note", "content": map[string]any{
-				"content": fmt.Sprintf("note %d about %s and %s in service %d", i, words[i%len(words)], words[(i/7)%len(words)], i%31)}})
-		}
-		s.request(b, "POST", "/v1/memories/batch", aliceKey, map[string]any{"agent_id": "claire", "memories": batch}).must(b, http.StatusCreated, nil)
+	s := newMCPBenchStack(b, false)
+	query := func(i int) string {
+		return mcpBenchWords[i%len(mcpBenchWords)] + " " + mcpBenchWords[(i+3)%len(mcpBenchWords)]
 	}
-	query := func(i int) string { return words[i%len(words)] + " " + words[(i+3)%len(words)] }
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
+	statelessCalls := func(s *stack) func() func(i int) error {
+		return func() func(i int) error {
+			return func(i int) error {
+				return readOK(client.Do(rawStatelessCall(s.srv.URL, i, query(i))))
+			}
+		}
+	}
 
 	b.Run("rest", func(b *testing.B) {
 		benchLatencies(b, func() func(i int) error {
@@ -59,6 +63,8 @@ func BenchmarkMCPSearch(b *testing.B) {
 			}
 		})
 	})
+	b.Run("mcp-http 2026-07-28", func(b *testing.B) { benchLatencies(b, statelessCalls(s)) })
+	b.Run("mcp-http 2026-07-28 sdk-only", func(b *testing.B) { benchLatencies(b, statelessCalls(newMCPBenchStack(b, true))) })
 	for _, rev := range mcpRevisions {
 		b.Run("mcp-sdk "+rev.requested, func(b *testing.B) {
 			benchLatencies(b, func() func(i int) error {
@@ -80,6 +86,39 @@ func BenchmarkMCPSearch(b *testing.B) {
 	}
 }
 
+// mcpBenchCorpus is how many notes BenchmarkMCPSearch's agent holds, and
+// mcpBenchWords the words they and the queries are made of.
+const mcpBenchCorpus = 2000
+
+var mcpBenchWords = []string{"latency", "cache", "deploy", "billing", "postgres", "vacuum", "kubernetes", "drain", "queue", "index"}
+
+// newMCPBenchStack is a stack whose agent claire holds mcpBenchCorpus
+// notes; sdkOnly serves /mcp with apimcp.SDKHTTPHandler.
+func newMCPBenchStack(b *testing.B, sdkOnly bool) *stack {
+	s := newStack(b, stackOptions{fixedAuth: true, discardLogs: true, mcpSDKOnly: sdkOnly})
+	words := mcpBenchWords
+	for start := 0; start < mcpBenchCorpus; start += memory.MaxBatch {
+		var batch []any
+		for i := start; i < min(start+memory.MaxBatch, mcpBenchCorpus); i++ {
+			batch = append(batch, map[string]any{"type": "note", "content": map[string]any{
+				"content": fmt.Sprintf("note %d about %s and %s in service %d", i, words[i%len(words)], words[(i/7)%len(words)], i%31)}})
+		}
+		s.request(b, "POST", "/v1/memories/batch", aliceKey, map[string]any{"agent_id": "claire", "memories": batch}).must(b, http.StatusCreated, nil)
+	}
+	return s
+}
+
+// rawStatelessCall is search_memories as a 2026-07-28 client sends it: no
+// session, the revision in a header and in _meta.
+func rawStatelessCall(base string, id int, query string) *http.Request {
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"search_memories","arguments":{"agent_id":"claire","query":%q,"limit":10},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`, id, query)
+	req := rawMCPRequest(base, "", body)
+	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", "tools/call")
+	req.Header.Set("Mcp-Name", "search_memories")
+	return req
+}
+
 // readOK reads a round trip's answer to its end, as a client using it
 // would, and wants 200 OK.
 func readOK(res *http.Response, err error) error {
@@ -87,9 +126,9 @@ func readOK(res *http.Response, err error) error {
 		return err
 	}
 	defer res.Body.Close()
-	_, err = io.Copy(io.Discard, res.Body)
+	body, err := io.ReadAll(res.Body)
 	if res.StatusCode != http.StatusOK {
-		return fmt.Errorf("status %d", res.StatusCode)
+		return fmt.Errorf("status %d: %s", res.StatusCode, body)
 	}
 	return err
 }
@@ -110,6 +149,7 @@ func benchLatencies(b *testing.B, newClient func() func(i int) error) {
 		wg        sync.WaitGroup
 	)
 	b.ResetTimer()
+	cpuBefore := cpuSeconds()
 	for c := range clients {
 		wg.Add(1)
 		go func() {
@@ -136,6 +176,7 @@ func benchLatencies(b *testing.B, newClient func() func(i int) error) {
 	}
 	wg.Wait()
 	b.StopTimer()
+	b.ReportMetric((cpuSeconds()-cpuBefore)*1e6/float64(b.N), "cpu_µs/op")
 	slices.Sort(latencies)
 	if len(latencies) > 0 {
 		b.ReportMetric(float64(latencies[len(latencies)/2].Microseconds()), "p50_µs")

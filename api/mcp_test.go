@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -842,3 +844,95 @@ func TestMCPConsistencyToken(t *testing.T) {
 		})
 	}
 }
+
+// /mcp answers a stateless (2026-07-28) tools/call in the HTTP request's
+// goroutine, without the SDK's per-request session; what it answers must
+// be what the SDK answers. Two stacks holding the same memory, one served
+// wholly by the SDK, get the same requests — plain calls the direct path
+// takes, and calls it leaves to the SDK — and must give the same status,
+// headers and body, ids and times aside.
+func TestMCPDirectCallsAnswerAsTheSDK(t *testing.T) {
+	const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`
+	call := func(id, name, args string) string {
+		return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"` + name + `","arguments":` + args + `,` + meta + `}}`
+	}
+	cases := []struct {
+		name       string
+		body       string
+		nameHeader string // Mcp-Name
+	}{
+		{"search", call("7", "search_memories", `{"agent_id":"claire","query":"cache latency","limit":5}`), "search_memories"},
+		{"string id", call(`"abc"`, "search_memories", `{"agent_id":"claire","query":"cache"}`), "search_memories"},
+		{"write, with a consistency token", call("8", "add_memory", `{"agent_id":"claire","type":"belief","content":{"statement":"caches help"}}`), "add_memory"},
+		{"tool failure", call("9", "search_memories", `{"agent_id":"claire","query":"cache","limit":0}`), "search_memories"},
+		{"unknown argument", call("10", "get_memory", `{"agent_id":"claire","type":"note","id":"x","colour":"red"}`), "get_memory"},
+		{"another user's agent", call("11", "memory_status", `{"agent_id":"bobs"}`), "memory_status"},
+		{"no arguments", `{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"memory_status",` + meta + `}}`, "memory_status"},
+		{"unknown tool", call("13", "nope", `{}`), "nope"},
+		{"Mcp-Name mismatch", call("14", "search_memories", `{"agent_id":"claire","query":"cache"}`), "get_memory"},
+		{"no protocol version in _meta", `{"jsonrpc":"2.0","id":15,"method":"tools/call","params":{"name":"memory_status","arguments":{"agent_id":"claire"}}}`, "memory_status"},
+		{"unknown member", `{"jsonrpc":"2.0","id":16,"method":"tools/call","params":{"name":"memory_status","arguments":{"agent_id":"claire"},"task":{},` + meta + `}}`, "memory_status"},
+		{"no client capabilities", `{"jsonrpc":"2.0","id":18,"method":"tools/call","params":{"name":"memory_status","arguments":{"agent_id":"claire"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`, "memory_status"},
+		{"client info not an object", `{"jsonrpc":"2.0","id":19,"method":"tools/call","params":{"name":"memory_status","arguments":{"agent_id":"claire"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":"t","io.modelcontextprotocol/clientCapabilities":{}}}}`, "memory_status"},
+		{"only client capabilities", `{"jsonrpc":"2.0","id":20,"method":"tools/call","params":{"name":"memory_status","arguments":{"agent_id":"claire"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"roots":{"listChanged":true}}}}}`, "memory_status"},
+		{"fractional id", call("17.5", "memory_status", `{"agent_id":"claire"}`), "memory_status"},
+	}
+	type answer struct {
+		Status                    int
+		ContentType, CacheControl string
+		Token                     string
+		Body                      string
+	}
+	answers := func(sdkOnly bool) []answer {
+		s := newStack(t, stackOptions{fixedAuth: true, mcpSDKOnly: sdkOnly})
+		s.request(t, "POST", "/v1/memories", aliceKey, map[string]any{"agent_id": "claire", "type": "note", "content": map[string]any{"content": "the cache cut latency"}}).must(t, http.StatusCreated, nil)
+		s.request(t, "POST", "/v1/memories", bobKey, map[string]any{"agent_id": "bobs", "type": "note", "content": map[string]any{"content": "bob's"}}).must(t, http.StatusCreated, nil)
+		var out []answer
+		for _, c := range cases {
+			req, _ := http.NewRequest("POST", s.srv.URL+"/mcp", strings.NewReader(c.body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Set("Authorization", "Bearer "+aliceKey)
+			req.Header.Set("Mcp-Protocol-Version", apimcp.StatelessRevision)
+			req.Header.Set("Mcp-Method", "tools/call")
+			req.Header.Set("Mcp-Name", c.nameHeader)
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, err := io.ReadAll(res.Body)
+			res.Body.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, answer{res.StatusCode, res.Header.Get("Content-Type"), res.Header.Get("Cache-Control"), res.Header.Get("Engram-Consistency-Token"), anonymous(string(body))})
+		}
+		return out
+	}
+	direct, reference := answers(false), answers(true)
+	for i, c := range cases {
+		if direct[i] != reference[i] {
+			t.Errorf("%s:\n direct %+v\n sdk    %+v", c.name, direct[i], reference[i])
+		}
+	}
+	if !strings.Contains(direct[0].Body, `the cache cut latency`) || !strings.HasPrefix(direct[2].Token, "v1.") {
+		t.Fatalf("the plain calls did not run: search %s, write token %q", direct[0].Body, direct[2].Token)
+	}
+}
+
+// anonymous is an answer with its memory ids, times, request ids and
+// strengths (which decay with the seconds since the write) replaced by
+// placeholders, so that two stacks' answers compare.
+func anonymous(body string) string {
+	body = uuidPattern.ReplaceAllString(body, "<id>")
+	body = timePattern.ReplaceAllString(body, "<time>")
+	body = strengthPattern.ReplaceAllString(body, `"strength":<strength>`)
+	return requestIDPattern.ReplaceAllString(body, "<request>")
+}
+
+var (
+	uuidPattern      = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+	timePattern      = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)`)
+	requestIDPattern = regexp.MustCompile(`req_[0-9a-f]+`)
+	strengthPattern  = regexp.MustCompile(`"strength":[0-9.eE+-]+`)
+)

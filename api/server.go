@@ -131,6 +131,7 @@ func (s *Server) Handler() http.Handler {
 	})
 	r.Get("/readyz", s.readyz)
 	r.Route("/v1", func(r chi.Router) {
+		r.Use(s.withSource)
 		r.Get("/openapi.json", serveOpenAPI)
 		s.accountRoutes(r)
 		s.memoryRoutes(r)

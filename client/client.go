@@ -25,6 +25,7 @@ type Client struct {
 	apiKey    string
 	http      *http.Client
 	userAgent string
+	source    string // Engram-Source; "" sends none
 }
 
 // Option configures a Client.
@@ -152,6 +153,7 @@ func (c *Client) callWithHeader(ctx context.Context, method, path string, query 
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return decodeError(resp)
 	}
+	recordToken(ctx, resp.Header.Get(consistencyTokenHeader))
 	// Decoding straight into out through the envelope avoids a second
 	// pass over large bodies (embedding batches).
 	env := struct {
@@ -206,6 +208,9 @@ func (c *Client) send(ctx context.Context, method, path string, query url.Values
 		req.Header.Set("Accept", "application/json")
 	}
 	req.Header.Set("User-Agent", c.userAgent)
+	if c.source != "" {
+		req.Header.Set(sourceHeader, c.source)
+	}
 	switch {
 	case isRaw:
 		req.Header.Set("Content-Type", raw.contentType)

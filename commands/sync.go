@@ -179,6 +179,7 @@ func (s *Sync) Pull(ctx context.Context, userID, agentID string, after uint64, l
 // embedding queue). The cloud's log is the order of record: the last
 // change of a memory in it wins.
 func (s *Sync) Push(ctx context.Context, meta domain.Metadata, agentID string, events []SyncEvent) (SyncPushResult, error) {
+	meta.Source = domain.SourceSync
 	userID, err := userOf(meta)
 	if err != nil {
 		return SyncPushResult{}, err

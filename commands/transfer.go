@@ -341,6 +341,7 @@ type ImportResult struct {
 // memory events, so that a promotion finds its suggestion; should the
 // second append fail, repeating the import completes it.
 func (t *Transfer) Import(ctx context.Context, meta domain.Metadata, agentID string, header ExportHeader, lines []ExportLine) (ImportResult, error) {
+	meta.Source = domain.SourceImport
 	userID, err := userOf(meta)
 	if err != nil {
 		return ImportResult{}, err

@@ -27,7 +27,10 @@ type Actor struct {
 }
 
 // Source is the interface a command came in through, which its events
-// record beside the actor (the audit trail shows it).
+// record beside the actor (the audit trail shows it). Events a sync or an
+// import copies into a log say so instead (sync, import): they are another
+// log's history replayed, not a decision made through an interface, and the
+// actor and request id still say who sent them.
 type Source string
 
 // The sources. An event stored before sources were recorded has none ("").
@@ -35,6 +38,8 @@ const (
 	SourceAPI    Source = "api"    // the REST API (SDKs, the dashboard)
 	SourceMCP    Source = "mcp"    // an MCP tool, over stdio or /mcp
 	SourceCLI    Source = "cli"    // the engram command line on a local stack
+	SourceSync   Source = "sync"   // a sync push (or a pull applied to a local stack), whatever carried it
+	SourceImport Source = "import" // an agent import, whatever carried it
 	SourceSystem Source = "system" // a background worker (processing, embedding, usage)
 )
 

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -54,5 +55,40 @@ func tokenInfo(c Caller) *auth.TokenInfo {
 	return &auth.TokenInfo{
 		UserID: c.Actor.UserID + "\x00" + c.Agent,
 		Extra:  map[string]any{tokenExtraCaller: c},
+	}
+}
+
+// relayedTokens holds, for one tool call, the consistency token of the last
+// write its Backend made through another server.
+type relayedTokens struct {
+	mu   sync.Mutex
+	last string
+}
+
+type relayedTokensKey struct{}
+
+// trackRelayedTokens returns ctx collecting the tokens a Backend reports
+// with ReportConsistencyToken during one tool call.
+func trackRelayedTokens(ctx context.Context) (context.Context, *relayedTokens) {
+	t := &relayedTokens{}
+	return context.WithValue(ctx, relayedTokensKey{}, t), t
+}
+
+func (t *relayedTokens) lastToken() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.last
+}
+
+// ReportConsistencyToken tells the tool call ctx belongs to the
+// consistency token of a write its Backend made through another server
+// (the stdio cloud backend relays the API's Engram-Consistency-Token): the
+// call's result names the last one in _meta, as it names the position of
+// a write made here.
+func ReportConsistencyToken(ctx context.Context, token string) {
+	if t, ok := ctx.Value(relayedTokensKey{}).(*relayedTokens); ok && token != "" {
+		t.mu.Lock()
+		t.last = token
+		t.mu.Unlock()
 	}
 }

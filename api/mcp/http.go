@@ -32,8 +32,19 @@ const sessionIdleTimeout = 30 * time.Minute
 // initialize handshake, then Mcp-Session-Id) in session mode, so a client of
 // either revision negotiates as the spec has it. A session is tied to the
 // user and binding that opened it.
-func HTTPHandler(server *sdk.Server, logger *slog.Logger) http.Handler {
-	getServer := func(*http.Request) *sdk.Server { return server }
+func HTTPHandler(server *Server, logger *slog.Logger) http.Handler {
+	return httpHandler(server, logger, true)
+}
+
+// SDKHTTPHandler is HTTPHandler with every request served by the SDK,
+// stateless calls included: the reference the direct path must answer
+// alike (TestMCPDirectCallsAnswerAsTheSDK).
+func SDKHTTPHandler(server *Server, logger *slog.Logger) http.Handler {
+	return httpHandler(server, logger, false)
+}
+
+func httpHandler(server *Server, logger *slog.Logger, direct bool) http.Handler {
+	getServer := func(*http.Request) *sdk.Server { return server.Server }
 	// The API already bounds request bodies (Config.MaxBodyBytes). The
 	// SDK's DNS-rebinding guard (a loopback listener refusing other Host
 	// names) is off: every request here carries a bearer credential a
@@ -57,6 +68,9 @@ func HTTPHandler(server *sdk.Server, logger *slog.Logger) http.Handler {
 			w.Header().Set("Allow", "POST, DELETE")
 			http.Error(w, "this server sends no server-initiated messages: POST requests only", http.StatusMethodNotAllowed)
 		case r.Header.Get("Mcp-Protocol-Version") >= StatelessRevision:
+			if direct && server.direct.serve(w, r) {
+				return
+			}
 			stateless.ServeHTTP(w, r)
 		default:
 			sessions.ServeHTTP(w, r)

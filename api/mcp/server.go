@@ -27,11 +27,19 @@ type ToolObserver interface {
 	ToolCalled(tool string, failed bool)
 }
 
+// Server is Engram's MCP server: the SDK's, which serves every transport,
+// and its tool calls as HTTPHandler answers the stateless revision's
+// calls directly (see directCalls).
+type Server struct {
+	*sdk.Server
+	direct directCalls
+}
+
 // NewServer returns the MCP server of Engram's tools, resources and
 // session_start prompt over backend. Over HTTP each request's caller (its
 // credential's user and the connection's agent binding) reaches backend in
 // the context (CallerFrom); over stdio there is none, and opts.Agent binds.
-func NewServer(backend Backend, opts Options) *sdk.Server {
+func NewServer(backend Backend, opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -39,10 +47,11 @@ func NewServer(backend Backend, opts Options) *sdk.Server {
 	if opts.Agent != "" {
 		guide += fmt.Sprintf(" This server serves agent %q only: pass it as agent_id.", opts.Agent)
 	}
-	s := sdk.NewServer(&sdk.Implementation{Name: "engram", Title: "Engram memory", Version: opts.Version}, &sdk.ServerOptions{
-		Logger:       opts.Logger,
-		Instructions: guide,
-	})
+	impl := &sdk.Implementation{Name: "engram", Title: "Engram memory", Version: opts.Version}
+	s := &Server{
+		Server: sdk.NewServer(impl, &sdk.ServerOptions{Logger: opts.Logger, Instructions: guide}),
+		direct: directCalls{tools: map[string]toolCall{}, impl: impl},
+	}
 	h := &handlers{
 		logger: opts.Logger,
 		calls:  opts.Tools,
@@ -54,8 +63,8 @@ func NewServer(backend Backend, opts Options) *sdk.Server {
 		},
 	}
 	h.tools(s)
-	h.resources(s)
-	h.prompts(s)
+	h.resources(s.Server)
+	h.prompts(s.Server)
 	return s
 }
 

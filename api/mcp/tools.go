@@ -136,7 +136,7 @@ type StatusResult struct {
 const pendingSuggestionsShown = 20
 
 // tools registers the tools on s.
-func (h *handlers) tools(s *sdk.Server) {
+func (h *handlers) tools(s *Server) {
 	readOnly := &sdk.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)}
 	// additive tools add something new on each call; destructive ones
 	// change or forget a memory, to the same end when repeated.
@@ -405,35 +405,42 @@ func ptr[T any](v T) *T { return &v }
 // to run; its answer is the structured content and the text the model
 // reads, its error an isError result carrying the API's error code and
 // message.
-func addTool[In agentArg, Out any](h *handlers, s *sdk.Server, t *sdk.Tool, run func(context.Context, Backend, In) (Out, string, error)) {
+func addTool[In agentArg, Out any](h *handlers, s *Server, t *sdk.Tool, run func(context.Context, Backend, In) (Out, string, error)) {
 	// The schemas are kept as JSON: on every call of the 2026-07-28
 	// revision the SDK reads the input schema's properties (for its
 	// Mcp-Param headers) by marshalling it, which a schema tree costs far
 	// more than JSON does.
 	t.InputSchema = schemaJSON(schemaFor[In]())
 	t.OutputSchema = schemaJSON(outputSchemaFor[Out]())
-	s.AddTool(t, func(ctx context.Context, req *sdk.CallToolRequest) (res *sdk.CallToolResult, err error) {
+	call := func(ctx context.Context, req *sdk.CallToolRequest) (res *sdk.CallToolResult) {
 		if h.calls != nil {
 			defer func() { h.calls.ToolCalled(t.Name, res == nil || res.IsError) }()
 		}
 		ctx, b, bound := h.backend(ctx, req.Extra)
 		var in In
 		if err := api.DecodeArguments(req.Params.Arguments, &in); err != nil {
-			return h.failure(ctx, t.Name, err), nil
+			return h.failure(ctx, t.Name, err)
 		}
 		if err := checkAgent(bound, in.agent()); err != nil {
-			return h.failure(ctx, t.Name, err), nil
+			return h.failure(ctx, t.Name, err)
 		}
 		ctx, written := commands.TrackPositions(ctx)
+		ctx, relayed := trackRelayedTokens(ctx)
 		out, text, err := run(ctx, b, in)
 		if err != nil {
-			return h.failure(ctx, t.Name, err), nil
+			return h.failure(ctx, t.Name, err)
 		}
 		res = &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: text}}, StructuredContent: out}
 		if last := written.Last(); last > 0 {
 			res.Meta = sdk.Meta{ConsistencyTokenMeta: api.FormatConsistencyToken(last)}
+		} else if token := relayed.lastToken(); token != "" {
+			res.Meta = sdk.Meta{ConsistencyTokenMeta: token}
 		}
-		return res, nil
+		return res
+	}
+	s.direct.tools[t.Name] = call
+	s.AddTool(t, func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		return call(ctx, req), nil
 	})
 }
 

@@ -24,7 +24,11 @@ func startCloud(t *testing.T) *testserver.Server {
 	env := []string{"ENGRAM_HOME=" + t.TempDir(), "OPENAI_API_KEY=", "OPENAI_BASE_URL="}
 	var cfg serveConfig
 	serveFlags(&cfg).VisitAll(func(f *flag.Flag) {
-		if f.Name != "addr" && f.Name != "data-dir" {
+		switch f.Name {
+		case "addr", "data-dir":
+		case "metrics-addr": // the default port is taken by any other engram serve on the machine
+			env = append(env, envName(f.Name)+"=127.0.0.1:0")
+		default:
 			env = append(env, envName(f.Name)+"="+f.DefValue)
 		}
 	})

@@ -34,10 +34,20 @@ func (c *cli) cloudMCPBackend(cl *cloud) (mcp.Backend, error) {
 		return nil, err
 	}
 	return newCloudBackend(client.New(cl.settings.baseURL, cl.creds.APIKey,
-		client.WithHTTPClient(&http.Client{Timeout: time.Minute}), client.WithUserAgent("engram-mcp"))), nil
+		client.WithHTTPClient(&http.Client{Timeout: time.Minute}), client.WithUserAgent("engram-mcp"), client.WithSource(client.SourceMCP))), nil
+}
+
+// relayTokens returns ctx collecting the consistency tokens of the API's
+// answers, and what hands the last one to the tool call (its result's
+// _meta), as a local write's position is.
+func relayTokens(ctx context.Context) (context.Context, func()) {
+	tracked, tokens := client.TrackTokens(ctx)
+	return tracked, func() { mcp.ReportConsistencyToken(ctx, tokens.Last()) }
 }
 
 func (b *cloudBackend) AddMemory(ctx context.Context, in mcp.NewMemory) (mcp.Created, error) {
+	ctx, relay := relayTokens(ctx)
+	defer relay()
 	created, err := b.api.CreateMemory(ctx, client.CreateMemoryRequest{
 		AgentID: in.AgentID, Type: in.Type, Content: in.Content, Tags: in.Tags, DerivedFrom: in.DerivedFrom,
 	})
@@ -141,6 +151,8 @@ func (b *cloudBackend) ListMemories(ctx context.Context, q mcp.ListQuery) (mcp.M
 }
 
 func (b *cloudBackend) UpdateMemory(ctx context.Context, id string, version int64, p mcp.Patch) (mcp.Memory, error) {
+	ctx, relay := relayTokens(ctx)
+	defer relay()
 	req := client.UpdateMemoryRequest{Tags: p.Tags, IfMatch: etag(version)}
 	if len(p.Content) > 0 {
 		req.Content = p.Content
@@ -153,6 +165,8 @@ func (b *cloudBackend) UpdateMemory(ctx context.Context, id string, version int6
 }
 
 func (b *cloudBackend) ForgetMemory(ctx context.Context, id string, version int64) (mcp.Memory, error) {
+	ctx, relay := relayTokens(ctx)
+	defer relay()
 	if _, err := b.api.ForgetMemory(ctx, id, client.ForgetOptions{IfMatch: etag(version)}); err != nil {
 		return mcp.Memory{}, cloudError(err)
 	}
@@ -194,6 +208,8 @@ func (b *cloudBackend) Suggestion(ctx context.Context, id string) (mcp.Suggestio
 }
 
 func (b *cloudBackend) AcceptSuggestion(ctx context.Context, id string) (mcp.Accepted, error) {
+	ctx, relay := relayTokens(ctx)
+	defer relay()
 	a, err := b.api.AcceptSuggestion(ctx, id, client.AcceptOptions{})
 	if err != nil {
 		return mcp.Accepted{}, cloudError(err)
@@ -206,6 +222,8 @@ func (b *cloudBackend) AcceptSuggestion(ctx context.Context, id string) (mcp.Acc
 }
 
 func (b *cloudBackend) RejectSuggestion(ctx context.Context, id, reason string) (mcp.Suggestion, error) {
+	ctx, relay := relayTokens(ctx)
+	defer relay()
 	s, err := b.api.RejectSuggestion(ctx, id, reason)
 	if err != nil {
 		return mcp.Suggestion{}, cloudError(err)

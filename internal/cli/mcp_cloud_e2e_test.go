@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"os/exec"
 	"slices"
 	"strings"
@@ -280,4 +281,64 @@ func TestMCPStdioCloudMode(t *testing.T) {
 	if after, _ := api.Stats(context.Background(), "claire"); after.Total != stats.Total {
 		t.Fatalf("--local wrote to the cloud: %d memories, were %d", after.Total, stats.Total)
 	}
+}
+
+// `engram mcp` on the cloud writes as the local and HTTP modes do: the
+// API audits its writes with source mcp (the client declares it with
+// Engram-Source), and a tool that wrote names the API's consistency token
+// in its result's _meta; a read names none.
+func TestMCPStdioCloudWritesAsMCP(t *testing.T) {
+	srv := startCloud(t)
+	h := newCLIHome(t)
+	key := loginCLI(t, h, srv, "mcp-source@example.com")
+	cmd := exec.Command(binPath, "mcp", "-s", "claire")
+	cmd.Env = h.env
+	s := connectMCP(t, &sdk.CommandTransport{Command: cmd})
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	added, err := s.cs.CallTool(ctx, &sdk.CallToolParams{Name: "add_memory", Arguments: map[string]any{"agent_id": "claire", "type": "note", "content": map[string]any{"content": "written from stdio"}}})
+	if err != nil || added.IsError {
+		t.Fatalf("add_memory: %v %v", added, err)
+	}
+	if token, _ := added.Meta[mcp.ConsistencyTokenMeta].(string); !strings.HasPrefix(token, "v1.") {
+		t.Fatalf("add_memory _meta %v: no consistency token", added.Meta)
+	}
+	searched, err := s.cs.CallTool(ctx, &sdk.CallToolParams{Name: "search_memories", Arguments: map[string]any{"agent_id": "claire", "query": "stdio"}})
+	if err != nil || searched.IsError {
+		t.Fatalf("search_memories: %v %v", searched, err)
+	}
+	if _, ok := searched.Meta[mcp.ConsistencyTokenMeta]; ok {
+		t.Fatalf("search_memories wrote nothing but names a token: %v", searched.Meta)
+	}
+	id := added.StructuredContent.(map[string]any)["id"].(string)
+
+	req, _ := http.NewRequestWithContext(ctx, "GET", srv.APIURL()+"/agents/claire/audit", nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var page struct {
+		Data struct {
+			Entries []struct {
+				Operation string `json:"operation"`
+				MemoryID  string `json:"memory_id"`
+				Source    string `json:"source"`
+			} `json:"entries"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&page); err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("audit: %d %v", res.StatusCode, err)
+	}
+	for _, e := range page.Data.Entries {
+		if e.MemoryID == id && e.Operation == "create" {
+			if e.Source != "mcp" {
+				t.Fatalf("the cloud audits the stdio write with source %q, want mcp", e.Source)
+			}
+			return
+		}
+	}
+	t.Fatalf("no create entry of %s in the audit: %+v", id, page.Data.Entries)
 }

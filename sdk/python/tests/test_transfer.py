@@ -28,6 +28,9 @@ def test_export_import_round_trip(client, agent_id):
     result = client.agents.import_(copy, lines, chunk_bytes=2048)
     assert result.appended == len(lines) - 1 and result.duplicates == 0
     assert _contents(client, copy) == _contents(client, agent_id)
+    # The copy's events are audited as the import's, the original's as the API's.
+    assert {e.source for e in client.agents.audit(copy, limit=100).entries} == {"import"}
+    assert {e.source for e in client.agents.audit(agent_id, limit=100).entries} == {"api"}
 
     # From a file, again: nothing changes.
     text = "\n".join(json.dumps(line) for line in lines) + "\n"

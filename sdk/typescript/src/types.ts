@@ -370,10 +370,16 @@ export interface AuditEntry {
   memory_type: string;
   memory_id: string;
   actor: string;
-  /** the interface the change came in through: api, mcp, cli or system; absent on entries older than sources */
-  source?: string;
+  /** the interface the change came in through; absent on entries older than sources */
+  source?: EventSource;
   details: unknown;
 }
+/**
+ * The interface a change came in through: api (REST, the SDKs, the dashboard), mcp (an MCP
+ * tool), cli (the command line on a local stack), sync (events a sync copied into the log),
+ * import (events an agent import copied into the log) or system (background workers).
+ */
+export type EventSource = "api" | "mcp" | "cli" | "sync" | "import" | "system";
 export interface AuditPage { entries: AuditEntry[]; next_before: string | null }
 export interface AuditParams { limit?: number; before?: string }
 export interface Stats {

@@ -39,6 +39,9 @@ test("export streams lines; import takes them back, chunked and idempotent", asy
   const first = await client.agents.import("copy", client.agents.export("source"), { chunkBytes: 2048 });
   assert.equal(first.appended, lines.length - 1);
   assert.deepEqual(await contents("copy"), await contents("source"));
+  const audited = await collect(client.agents.audit("copy"));
+  assert.ok(audited.length > 0 && audited.every((e) => e.source === "import"), JSON.stringify(audited.map((e) => e.source)));
+  assert.ok((await collect(client.agents.audit("source"))).every((e) => e.source === "api"));
 
   const file = lines.map((l) => JSON.stringify(l)).join("\n") + "\n";
   const again = await client.agents.import("copy", file.split("\n"));

@@ -520,7 +520,10 @@ class AuditEntry(Model):
     memory_type: str = ""
     memory_id: str = ""
     actor: str = ""
-    source: str = ""  # api, mcp, cli or system; "" on entries older than sources
+    # the interface the change came in through: api, mcp, cli, sync (copied in
+    # by a sync), import (copied in by an agent import) or system; "" on
+    # entries older than sources
+    source: str = ""
     details: Any = None
 
 

@@ -1,0 +1,120 @@
+package api_test
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/engram-memory/engram/api"
+)
+
+// Events a sync push or an import copies into the log are audited with
+// source sync and import, not with the interface that carried them (both
+// came over REST here); a write through REST says api.
+func TestAuditSourceOfSyncAndImport(t *testing.T) {
+	s := newStack(t, stackOptions{fixedAuth: true})
+	var written struct {
+		ID string `json:"id"`
+	}
+	s.request(t, "POST", "/v1/memories", aliceKey, map[string]any{"agent_id": "claire", "type": "note", "content": map[string]any{"content": "written"}}).must(t, http.StatusCreated, &written)
+	pushed := uuid.NewString()
+	s.push(t, aliceKey, "claire", syncEvent("MemoryCreated", map[string]any{"memory_id": pushed, "type": "note", "content": map[string]any{"content": "pushed"}})).must(t, http.StatusOK, nil)
+	status, export := s.exportAgent(t, aliceKey, "claire", "")
+	if status != http.StatusOK {
+		t.Fatalf("export: %d %s", status, export)
+	}
+	s.importAgent(t, aliceKey, "copy", export).must(t, http.StatusOK, nil)
+
+	sources := func(agent string) map[string]string { // operation and memory id → source
+		var page struct {
+			Entries []struct {
+				Operation string `json:"operation"`
+				MemoryID  string `json:"memory_id"`
+				Source    string `json:"source"`
+			} `json:"entries"`
+		}
+		s.request(t, "GET", "/v1/agents/"+agent+"/audit?limit=1000", aliceKey, nil).must(t, http.StatusOK, &page)
+		out := map[string]string{}
+		for _, e := range page.Entries {
+			out[e.Operation+" "+e.MemoryID] = e.Source
+		}
+		return out
+	}
+	claire := sources("claire")
+	for _, c := range []struct{ name, got, want string }{
+		{"REST create", claire["create "+written.ID], "api"},
+		{"pushed create", claire["create "+pushed], "sync"},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s: source %q, want %q (%v)", c.name, c.got, c.want, claire)
+		}
+	}
+	// The import maps the ids claire holds; every entry of the copy is
+	// the import's.
+	imported := sources("copy")
+	creates := 0
+	for entry, source := range imported {
+		if source != "import" {
+			t.Errorf("imported %s: source %q, want import", entry, source)
+		}
+		if strings.HasPrefix(entry, "create ") {
+			creates++
+		}
+	}
+	if _, ok := imported["import "]; !ok || creates != 2 {
+		t.Fatalf("the copy's audit %v: want the import and 2 creates", imported)
+	}
+}
+
+// A client relaying another interface over the API declares it with
+// Engram-Source (engram mcp --cloud sends mcp): its writes are audited
+// with it. Only api and mcp may be claimed; another value is refused and
+// names the header.
+func TestAuditSourceAClientDeclares(t *testing.T) {
+	s := newStack(t, stackOptions{fixedAuth: true})
+	create := func(source, content string) response {
+		body, _ := json.Marshal(map[string]any{"agent_id": "claire", "type": "note", "content": map[string]any{"content": content}})
+		req, _ := http.NewRequest("POST", s.srv.URL+"/v1/memories", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+aliceKey)
+		if source != "" {
+			req.Header.Set(api.SourceHeader, source)
+		}
+		return s.sendAs(t, req)
+	}
+	ids := map[string]string{} // memory id → the source declared
+	for _, source := range []string{"", "api", "mcp"} {
+		ids[create(source, "declared "+source).must(t, http.StatusCreated, nil).str("id")] = source
+	}
+	for _, claimed := range []string{"system", "cli", "sync", "import", "MCP", "anything"} {
+		create(claimed, "refused").invalid(t, api.SourceHeader)
+	}
+	var page struct {
+		Entries []struct {
+			Operation string `json:"operation"`
+			MemoryID  string `json:"memory_id"`
+			Source    string `json:"source"`
+		} `json:"entries"`
+	}
+	s.request(t, "GET", "/v1/agents/claire/audit", aliceKey, nil).must(t, http.StatusOK, &page)
+	audited := 0
+	for _, e := range page.Entries {
+		declared, ok := ids[e.MemoryID]
+		if !ok || e.Operation != "create" {
+			continue
+		}
+		audited++
+		want := cmp.Or(declared, "api")
+		if e.Source != want {
+			t.Errorf("a write declaring %q is audited with source %q, want %q", declared, e.Source, want)
+		}
+	}
+	if audited != len(ids) {
+		t.Fatalf("%d of %d writes audited: %+v", audited, len(ids), page.Entries)
+	}
+}
