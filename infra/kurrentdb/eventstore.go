@@ -417,6 +417,29 @@ func (s *EventStore) Append(ctx context.Context, stream string, expected int64, 
 	return s.appendEvents(ctx, stream, state, data, size)
 }
 
+// AppendStreams implements domain.EventStore as far as KurrentDB before
+// 25.1 can (see claims.go for why Engram does not use the v2 multi-stream
+// append): the parts one by one, each atomic, stopping at the first that
+// fails; the parts before it stay, and the error is a
+// *domain.PartialAppendError when any did.
+func (s *EventStore) AppendStreams(ctx context.Context, parts []domain.StreamAppend) ([]domain.AppendResult, error) {
+	if err := domain.CheckStreamAppends(parts); err != nil {
+		return nil, fmt.Errorf("kurrentdb: %w", err)
+	}
+	out := make([]domain.AppendResult, len(parts))
+	for i, p := range parts {
+		res, err := s.Append(ctx, p.Stream, p.Expected, p.Events)
+		if err != nil {
+			if i > 0 {
+				return nil, &domain.PartialAppendError{Landed: i, Err: err}
+			}
+			return nil, err
+		}
+		out[i] = res
+	}
+	return out, nil
+}
+
 // appendEvents appends data to stream in one write if the stream is in
 // state; size is data's in KurrentDB's measure.
 func (s *EventStore) appendEvents(ctx context.Context, stream string, state kdb.StreamState, data []kdb.EventData, size int) (domain.AppendResult, error) {

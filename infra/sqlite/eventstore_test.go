@@ -22,9 +22,11 @@ func openDB(t testing.TB) *sqlite.DB {
 }
 
 func TestEventStoreConformance(t *testing.T) {
-	eventstoretest.Run(t, func(t *testing.T) domain.EventStore {
+	open := func(t *testing.T) domain.EventStore {
 		return sqlite.NewEventStore(openDB(t), 50*time.Millisecond)
-	})
+	}
+	eventstoretest.Run(t, open)
+	eventstoretest.RunAtomicAcrossStreams(t, open)
 }
 
 func TestEventStreamsAndStreamVersion(t *testing.T) {
