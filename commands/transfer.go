@@ -337,9 +337,9 @@ type ImportResult struct {
 // duplicates: importing a file twice changes nothing.
 //
 // The cognition events (suggestions, processing passes and settings,
-// anxiety levels) are appended to the agent's cognition stream, before the
-// memory events, so that a promotion finds its suggestion; should the
-// second append fail, repeating the import completes it.
+// anxiety levels) go to the agent's cognition stream, before the memory
+// events, so that a promotion finds its suggestion, in the same write
+// (commit).
 func (t *Transfer) Import(ctx context.Context, meta domain.Metadata, agentID string, header ExportHeader, lines []ExportLine) (ImportResult, error) {
 	userID, err := userOf(meta)
 	if err != nil {
@@ -401,17 +401,34 @@ func (t *Transfer) Import(ctx context.Context, meta domain.Metadata, agentID str
 			Format: header.Format, ExportedAt: header.ExportedAt, Events: appended, ImportedAt: p.now}); err != nil {
 			return res, err
 		}
-		if len(cog.out) > 0 {
-			if _, err := s.d.Writer.Store().Append(ctx, cog.stream, cog.version, cog.out); err != nil {
-				return res, err
-			}
-		}
-		if _, err := s.commit(ctx, d); err != nil {
+		if err := t.commit(ctx, d, cog); err != nil {
 			return res, err
 		}
 		res.Appended = appended
 		return res, nil
 	})
+}
+
+// commit appends an import in one write: the cognition events first (a
+// promotion must find its suggestion), then the memory events, each
+// stream at the version it was decided at. On SQLite and PostgreSQL the
+// two are stored together or not at all; on KurrentDB, which appends one
+// stream at a time, a refused memory part leaves the cognition part,
+// which repeating the import completes (domain.EventStore.AppendStreams).
+func (t *Transfer) commit(ctx context.Context, d pushDecision, cog *cognitionPlan) error {
+	var parts []domain.StreamAppend
+	if len(cog.out) > 0 {
+		parts = append(parts, domain.StreamAppend{Stream: cog.stream, Expected: cog.version, Events: cog.out})
+	}
+	parts = append(parts, domain.StreamAppend{Stream: d.stream, Expected: d.version, Events: d.plan.out})
+	w := t.d.Sync.d.Writer
+	appended, err := w.Store().AppendStreams(ctx, parts)
+	if err != nil {
+		// A memory id the log has claimed that no read model shows (see
+		// Sync.commit) refuses the whole import.
+		return takenMemoryID(err)
+	}
+	return w.Await(ctx, appended[len(appended)-1].LastPosition)
 }
 
 // importOrder is the order the lines are imported in: events in the
