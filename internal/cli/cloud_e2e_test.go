@@ -24,7 +24,13 @@ func startCloud(t *testing.T) *testserver.Server {
 	env := []string{"ENGRAM_HOME=" + t.TempDir(), "OPENAI_API_KEY=", "OPENAI_BASE_URL="}
 	var cfg serveConfig
 	serveFlags(&cfg).VisitAll(func(f *flag.Flag) {
-		if f.Name != "addr" && f.Name != "data-dir" {
+		switch f.Name {
+		case "addr", "data-dir":
+		case "metrics-addr":
+			// Not the default's fixed port: another server on the
+			// machine may hold it.
+			env = append(env, envName(f.Name)+"=127.0.0.1:0")
+		default:
 			env = append(env, envName(f.Name)+"="+f.DefValue)
 		}
 	})
