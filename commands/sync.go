@@ -84,6 +84,9 @@ type SyncLog interface {
 // ids are global); infra/sqlite.Memories implements it.
 type MemoryOwners interface {
 	MemoryOwner(ctx context.Context, id string) (userID, agentID string, found bool, err error)
+	// OwnersOf is MemoryOwner of many ids in one read: the ids no memory
+	// has are left out.
+	OwnersOf(ctx context.Context, ids []string) (map[string]memory.AgentRef, error)
 }
 
 // SyncDeps are the dependencies of Sync.
@@ -203,7 +206,7 @@ func (s *Sync) Push(ctx context.Context, meta domain.Metadata, agentID string, e
 	}
 	ref := memory.AgentRef{UserID: userID, AgentID: agentID}
 	return untilDecided(ctx, s, agentID, func() (SyncPushResult, error) {
-		d, err := s.decide(ctx, meta, ref, events)
+		d, err := s.decide(ctx, meta, ref, events, nil)
 		if err != nil {
 			return d.res, err
 		}
@@ -255,8 +258,9 @@ type pushDecision struct {
 }
 
 // decide checks every event and plans those the agent's log does not
-// hold yet.
-func (s *Sync) decide(ctx context.Context, meta domain.Metadata, ref memory.AgentRef, events []SyncEvent) (pushDecision, error) {
+// hold yet. owned, when the caller read it ahead (an import), says for
+// memory ids whether a memory has them (see pushPlan.owned).
+func (s *Sync) decide(ctx context.Context, meta domain.Metadata, ref memory.AgentRef, events []SyncEvent, owned map[string]bool) (pushDecision, error) {
 	stream := memory.AgentStream(ref.UserID, ref.AgentID)
 	d := pushDecision{stream: stream}
 	res := &d.res
@@ -276,6 +280,7 @@ func (s *Sync) decide(ctx context.Context, meta domain.Metadata, ref memory.Agen
 	if err != nil {
 		return d, err
 	}
+	p.owned = owned
 	d.plan = p
 	seen := map[string]SyncEvent{}
 	for i, ev := range events {

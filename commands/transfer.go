@@ -377,7 +377,7 @@ func (t *Transfer) Import(ctx context.Context, meta domain.Metadata, agentID str
 	s := t.d.Sync
 	return untilDecided(ctx, s, agentID, func() (ImportResult, error) {
 		res := ImportResult{Format: header.Format, Remapped: ids.remapped}
-		d, err := s.decide(ctx, meta, ref, memEvents)
+		d, err := s.decide(ctx, meta, ref, memEvents, ids.owned)
 		if err != nil {
 			return res, atLine(err, memAt, header)
 		}
@@ -507,6 +507,9 @@ type idMap struct {
 	ref      memory.AgentRef
 	ids      map[string]string
 	remapped int
+	// owned says, for every memory id the import names after the mapping,
+	// whether a memory has it (read in two queries, not one per id).
+	owned map[string]bool
 }
 
 // derive is the id an import into ref gives id of kind.
@@ -599,25 +602,44 @@ func (t *Transfer) mapIDs(ctx context.Context, ref memory.AgentRef, lines []Expo
 		}
 	}
 	owners := t.d.Sync.d.Owners
+	var named []string
 	for id := range memIDs {
-		if id == "" || sugIDs[id] {
-			continue // a pass's refs name suggestions as well as memories
+		if id != "" && !sugIDs[id] { // a pass's refs name suggestions as well as memories
+			named = append(named, id)
 		}
+	}
+	held, err := owners.OwnersOf(ctx, named)
+	if err != nil {
+		return nil, err
+	}
+	m.owned = make(map[string]bool, len(named))
+	var derived []string
+	for _, id := range named {
 		if s, ok := promoted[id]; ok {
 			if to, ok := m.ids[s]; ok {
 				m.ids[id] = PromotedMemoryID(to)
 				m.remapped++
+				derived = append(derived, m.ids[id])
 				continue
 			}
 		}
-		userID, agentID, found, err := owners.MemoryOwner(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		if elsewhere[id] || (found && (userID != ref.UserID || agentID != ref.AgentID)) {
+		owner, found := held[id]
+		if elsewhere[id] || (found && owner != ref) {
 			m.ids[id] = m.derive("memory", id)
 			m.remapped++
+			derived = append(derived, m.ids[id])
+			continue
 		}
+		m.owned[id] = found
+	}
+	// A mapped id is held only if an earlier import of the same file
+	// made it.
+	held, err = owners.OwnersOf(ctx, derived)
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range derived {
+		_, m.owned[id] = held[id]
 	}
 	return m, nil
 }
