@@ -479,3 +479,49 @@ func TestTransferRestoresADeletedAgent(t *testing.T) {
 		t.Fatalf("a repeated restore appended %d", again.Appended)
 	}
 }
+
+// TestTransferRestoresIntoTheDeletedAgentsID: an export restored into the
+// agent id it was taken from, after that agent was deleted, brings it back
+// whole (reads, the three search modes, provenance, suggestions, audit:
+// agentSnapshot), although the log holds every event id of the file in
+// the agent's own streams: those belong to the deleted agent, and
+// duplicates are judged among the live agent's events only. A repeat, or
+// a second restore after a second delete, works the same.
+func TestTransferRestoresIntoTheDeletedAgentsID(t *testing.T) {
+	s := newStack(t, stackOptions{})
+	_, key := s.user(t, "restore-same@example.com")
+	buildRichAgent(t, s, key, "claire")
+	_, export := s.exportAgent(t, key, "claire", "")
+	want := agentSnapshot(t, s, key, "claire")
+	for round := 1; round <= 2; round++ {
+		s.request(t, "DELETE", "/v1/agents/claire", key, nil).must(t, http.StatusOK, nil)
+		var res importResult
+		s.importAgent(t, key, "claire", export).must(t, http.StatusOK, &res)
+		if res.Appended == 0 || res.Duplicates != 0 {
+			t.Fatalf("round %d: restore %+v, want every event appended, none a duplicate", round, res)
+		}
+		if got := agentSnapshot(t, s, key, "claire"); got != want {
+			t.Fatalf("round %d: the restored agent differs:\n--- exported\n%s\n--- restored\n%s", round, want, got)
+		}
+		var again importResult
+		s.importAgent(t, key, "claire", export).must(t, http.StatusOK, &again)
+		if again.Appended != 0 {
+			t.Fatalf("round %d: a repeated restore appended %d", round, again.Appended)
+		}
+		var audit struct {
+			Entries []struct {
+				Operation string `json:"operation"`
+			} `json:"entries"`
+		}
+		s.request(t, "GET", "/v1/agents/claire/audit?limit=1000", key, nil).must(t, http.StatusOK, &audit)
+		imports := 0
+		for _, e := range audit.Entries {
+			if e.Operation == "import" {
+				imports++
+			}
+		}
+		if imports != 1 {
+			t.Fatalf("round %d: the audit shows %d imports, want the restore's one", round, imports)
+		}
+	}
+}

@@ -74,6 +74,11 @@ func ToSyncEvent(e domain.Event) (SyncEvent, error) {
 // reading payloads. infra/sqlite.EventStore implements it.
 type SyncLog interface {
 	EventStreams(ctx context.Context, ids []string) (map[string]string, error)
+	// EventPlaces is EventStreams with each event's position.
+	EventPlaces(ctx context.Context, ids []string) (map[string]domain.EventPlace, error)
+	// LastOfType is the position of the stream's last event of type typ,
+	// 0 when it has none.
+	LastOfType(ctx context.Context, stream, typ string) (uint64, error)
 	StreamVersion(ctx context.Context, stream string) (int64, error)
 	// ReadStreamPage returns up to limit of a stream's events from
 	// version from on, in order: long streams are read in pages.

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -349,11 +350,15 @@ func (t *Transfer) Import(ctx context.Context, meta domain.Metadata, agentID str
 		return ImportResult{}, err
 	}
 	ref := memory.AgentRef{UserID: userID, AgentID: agentID}
-	elsewhere, err := t.createdElsewhere(ctx, ref, lines)
+	live, err := t.incarnationOf(ctx, ref)
 	if err != nil {
 		return ImportResult{}, err
 	}
-	ids, err := t.mapIDs(ctx, ref, lines, elsewhere)
+	elsewhere, err := t.createdElsewhere(ctx, live, lines)
+	if err != nil {
+		return ImportResult{}, err
+	}
+	ids, err := t.mapIDs(ctx, ref, live, lines, elsewhere)
 	if err != nil {
 		return ImportResult{}, err
 	}
@@ -370,7 +375,7 @@ func (t *Transfer) Import(ctx context.Context, meta domain.Metadata, agentID str
 		}
 		events = append(events, evs...)
 	}
-	if err := ids.mapEventIDs(ctx, t.d.Sync.d.Log, ref, events); err != nil {
+	if err := ids.mapEventIDs(ctx, t.d.Sync.d.Log, live, events); err != nil {
 		return ImportResult{}, err
 	}
 	memEvents, cogEvents, memAt, cogAt := splitStreams(events, at)
@@ -502,9 +507,46 @@ func splitStreams(events []SyncEvent, at []int) (mem, cog []SyncEvent, memAt, co
 // already (uuid v5).
 var importIDSpace = uuid.MustParse("6f1c7a52-3c55-4d1e-9a0e-2f5b3d7c9e41")
 
+// incarnation tells the events of the agent as it lives now from those of
+// an earlier agent of the same name that was deleted: the log keeps those
+// in the same two streams, before the agent's last AgentDeleted. An import
+// judges duplicates among the live agent's events only, so restoring an
+// export into the agent it was taken from, after deleting it, restores it
+// whole (its old events, memory ids and suggestion ids get ids of their
+// own, as if another stream held them).
+type incarnation struct {
+	mem, cog  string
+	deletedAt uint64 // the position of the last AgentDeleted; 0: never deleted
+}
+
+func (t *Transfer) incarnationOf(ctx context.Context, ref memory.AgentRef) (incarnation, error) {
+	in := incarnation{mem: memory.AgentStream(ref.UserID, ref.AgentID), cog: processing.Stream(ref.UserID, ref.AgentID)}
+	var err error
+	in.deletedAt, err = t.d.Sync.d.Log.LastOfType(ctx, in.mem, memory.AgentDeleted{}.EventType())
+	return in, err
+}
+
+// stream is the agent's stream for an event of type typ.
+func (in incarnation) stream(typ string) string {
+	if cognitionTypes[typ] {
+		return in.cog
+	}
+	return in.mem
+}
+
+// outside reports whether the log's event at p, with the id of an
+// imported event of type typ, is not the live agent's event of that id.
+func (in incarnation) outside(p domain.EventPlace, typ string) bool {
+	return p.Stream != in.stream(typ) || p.Position <= in.deletedAt
+}
+
 // idMap maps the ids of an export to those of the import.
 type idMap struct {
-	ref      memory.AgentRef
+	ref memory.AgentRef
+	// epoch is the live agent's incarnation (its last deletion's
+	// position), part of every derived id once the agent was deleted, so
+	// that a second restore does not meet the ids of the first.
+	epoch    uint64
 	ids      map[string]string
 	remapped int
 	// owned says, for every memory id the import names after the mapping,
@@ -514,7 +556,11 @@ type idMap struct {
 
 // derive is the id an import into ref gives id of kind.
 func (m *idMap) derive(kind, id string) string {
-	return uuid.NewSHA1(importIDSpace, []byte(kind+"\x00"+m.ref.UserID+"\x00"+m.ref.AgentID+"\x00"+id)).String()
+	name := kind + "\x00" + m.ref.UserID + "\x00" + m.ref.AgentID + "\x00" + id
+	if m.epoch > 0 {
+		name += "\x00" + strconv.FormatUint(m.epoch, 10)
+	}
+	return uuid.NewSHA1(importIDSpace, []byte(name)).String()
 }
 
 func (m *idMap) id(id string) string {
@@ -540,8 +586,8 @@ func (m *idMap) refString(r string) string {
 // agent, so the same id maps the same way in every request. A memory
 // accepted from a suggestion takes the id the acceptance gives it
 // (PromotedMemoryID) from the suggestion's new id.
-func (t *Transfer) mapIDs(ctx context.Context, ref memory.AgentRef, lines []ExportLine, elsewhere map[string]bool) (*idMap, error) {
-	m := &idMap{ref: ref, ids: map[string]string{}}
+func (t *Transfer) mapIDs(ctx context.Context, ref memory.AgentRef, live incarnation, lines []ExportLine, elsewhere map[string]bool) (*idMap, error) {
+	m := &idMap{ref: ref, epoch: live.deletedAt, ids: map[string]string{}}
 	memIDs, sugIDs := map[string]bool{}, map[string]bool{}
 	promoted := map[string]string{} // memory id → the suggestion it was accepted from
 	for _, l := range lines {
@@ -645,11 +691,12 @@ func (t *Transfer) mapIDs(ctx context.Context, ref memory.AgentRef, lines []Expo
 }
 
 // createdElsewhere are the memories and suggestions whose creation, in
-// the lines, is an event the log holds in another stream: the same event
-// created them there, so their ids are taken for good (a memory id is
-// claimed in the log, domain.MemoryClaim) even when no read model shows
-// them any more (purged, or their agent deleted).
-func (t *Transfer) createdElsewhere(ctx context.Context, ref memory.AgentRef, lines []ExportLine) (map[string]bool, error) {
+// the lines, is an event the log holds outside the live agent (another
+// stream, or an earlier agent of the same name): the same event created
+// them there, so their ids are taken for good (a memory id is claimed in
+// the log, domain.MemoryClaim) even when no read model shows them any more
+// (purged, or their agent deleted).
+func (t *Transfer) createdElsewhere(ctx context.Context, live incarnation, lines []ExportLine) (map[string]bool, error) {
 	creates := func(l ExportLine) bool {
 		return l.Event != nil && (l.Event.Type == (memory.MemoryCreated{}).EventType() || l.Event.Type == (processing.SuggestionCreated{}).EventType())
 	}
@@ -663,7 +710,7 @@ func (t *Transfer) createdElsewhere(ctx context.Context, ref memory.AgentRef, li
 	if len(ids) == 0 {
 		return out, nil
 	}
-	streams, err := t.d.Sync.d.Log.EventStreams(ctx, ids)
+	places, err := t.d.Sync.d.Log.EventPlaces(ctx, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -671,11 +718,7 @@ func (t *Transfer) createdElsewhere(ctx context.Context, ref memory.AgentRef, li
 		if !creates(l) {
 			continue
 		}
-		target := memory.AgentStream(ref.UserID, ref.AgentID)
-		if cognitionTypes[l.Event.Type] {
-			target = processing.Stream(ref.UserID, ref.AgentID)
-		}
-		if in, ok := streams[l.Event.ID]; ok && in != target {
+		if at, ok := places[l.Event.ID]; ok && live.outside(at, l.Event.Type) {
 			var created struct {
 				MemoryID     string `json:"memory_id"`
 				SuggestionID string `json:"suggestion_id"`
@@ -688,24 +731,20 @@ func (t *Transfer) createdElsewhere(ctx context.Context, ref memory.AgentRef, li
 	return out, nil
 }
 
-// mapEventIDs gives each event whose id another stream holds an id derived
-// from it and the target stream.
-func (m *idMap) mapEventIDs(ctx context.Context, log SyncLog, ref memory.AgentRef, events []SyncEvent) error {
+// mapEventIDs gives each event whose id the log holds outside the live
+// agent (another stream, or an earlier agent of the same name) an id
+// derived from it and the agent.
+func (m *idMap) mapEventIDs(ctx context.Context, log SyncLog, live incarnation, events []SyncEvent) error {
 	ids := make([]string, len(events))
 	for i, ev := range events {
 		ids[i] = ev.ID
 	}
-	streams, err := log.EventStreams(ctx, ids)
+	places, err := log.EventPlaces(ctx, ids)
 	if err != nil {
 		return err
 	}
-	memStream, cogStream := memory.AgentStream(ref.UserID, ref.AgentID), processing.Stream(ref.UserID, ref.AgentID)
 	for i, ev := range events {
-		want := memStream
-		if cognitionTypes[ev.Type] {
-			want = cogStream
-		}
-		if in, ok := streams[ev.ID]; ok && in != want {
+		if at, ok := places[ev.ID]; ok && live.outside(at, ev.Type) {
 			events[i].ID = m.derive("event", ev.ID)
 		}
 	}

@@ -159,6 +159,12 @@ type AppendResult struct {
 	LastPosition uint64
 }
 
+// EventPlace is where the log holds an event: its stream and position.
+type EventPlace struct {
+	Stream   string
+	Position uint64
+}
+
 // StreamAppend is one stream's part of EventStore.AppendStreams.
 type StreamAppend struct {
 	Stream   string

@@ -934,6 +934,24 @@ func (s *EventStore) subscribeOnce(ctx context.Context, after *uint64, handle fu
 	}
 }
 
+// LastOfType is the position of the stream's last event of type typ, 0
+// when it has none (commands.SyncLog). KurrentDB has no index by type: the
+// stream is read, which only an import into an agent that was deleted
+// asks for.
+func (s *EventStore) LastOfType(ctx context.Context, stream, typ string) (uint64, error) {
+	events, err := s.ReadStream(ctx, stream, 0)
+	if err != nil {
+		return 0, err
+	}
+	var pos uint64
+	for _, e := range events {
+		if e.Type == typ {
+			pos = e.Position
+		}
+	}
+	return pos, nil
+}
+
 // StreamVersion is the version of a stream's last event, -1 when the
 // stream does not exist (commands.SyncLog).
 func (s *EventStore) StreamVersion(ctx context.Context, stream string) (int64, error) {
@@ -955,11 +973,21 @@ func (s *EventStore) StreamVersion(ctx context.Context, stream string) (int64, e
 // Engram's part of $all until every id is found or the log ends: a cost
 // proportional to the log, paid once per sync push.
 func (s *EventStore) EventStreams(ctx context.Context, ids []string) (map[string]string, error) {
+	places, err := s.EventPlaces(ctx, ids)
+	out := make(map[string]string, len(places))
+	for id, p := range places {
+		out[id] = p.Stream
+	}
+	return out, err
+}
+
+// EventPlaces is EventStreams with each event's position (commands.SyncLog).
+func (s *EventStore) EventPlaces(ctx context.Context, ids []string) (map[string]domain.EventPlace, error) {
 	want := make(map[string]bool, len(ids))
 	for _, id := range ids {
 		want[id] = true
 	}
-	out := make(map[string]string, len(ids))
+	out := make(map[string]domain.EventPlace, len(ids))
 	var after uint64
 	for len(out) < len(want) {
 		page, err := s.ReadAll(ctx, after, eventlog.FollowBatch)
@@ -971,7 +999,7 @@ func (s *EventStore) EventStreams(ctx context.Context, ids []string) (map[string
 		}
 		for _, e := range page {
 			if want[e.ID] {
-				out[e.ID] = e.Stream
+				out[e.ID] = domain.EventPlace{Stream: e.Stream, Position: e.Position}
 			}
 		}
 		after = page[len(page)-1].Position

@@ -306,23 +306,47 @@ func scanEvents(rows pgx.Rows) ([]domain.Event, error) {
 // EventStreams returns the stream of each of ids that the log holds;
 // absent ids are left out (sync's duplicate and ownership check).
 func (s *EventStore) EventStreams(ctx context.Context, ids []string) (map[string]string, error) {
-	out := make(map[string]string, len(ids))
-	rows, err := s.db.Pool.Query(ctx, `SELECT id, stream FROM events WHERE id = ANY($1)`, ids)
+	places, err := s.EventPlaces(ctx, ids)
+	out := make(map[string]string, len(places))
+	for id, p := range places {
+		out[id] = p.Stream
+	}
+	return out, err
+}
+
+// EventPlaces returns the stream and position of each of ids that the log
+// holds; absent ids are left out (commands.SyncLog).
+func (s *EventStore) EventPlaces(ctx context.Context, ids []string) (map[string]domain.EventPlace, error) {
+	out := make(map[string]domain.EventPlace, len(ids))
+	rows, err := s.db.Pool.Query(ctx, `SELECT id, stream, position FROM events WHERE id = ANY($1)`, ids)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: event streams: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var id, stream string
-		if err := rows.Scan(&id, &stream); err != nil {
+		var id string
+		var p domain.EventPlace
+		var pos int64
+		if err := rows.Scan(&id, &p.Stream, &pos); err != nil {
 			return nil, fmt.Errorf("postgres: event streams: %w", err)
 		}
-		out[id] = stream
+		p.Position = uint64(pos)
+		out[id] = p
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("postgres: event streams: %w", err)
 	}
 	return out, nil
+}
+
+// LastOfType is the position of the stream's last event of type typ, 0
+// when it has none (commands.SyncLog).
+func (s *EventStore) LastOfType(ctx context.Context, stream, typ string) (uint64, error) {
+	var pos int64
+	if err := s.db.Pool.QueryRow(ctx, `SELECT COALESCE(MAX(position), 0) FROM events WHERE stream = $1 AND type = $2`, stream, typ).Scan(&pos); err != nil {
+		return 0, fmt.Errorf("postgres: last event of a type: %w", err)
+	}
+	return uint64(pos), nil
 }
 
 // StreamVersion is the version of a stream's last event, -1 when the

@@ -392,24 +392,41 @@ func (s *signal) broadcast() {
 // absent ids are left out. Sync uses it to skip events it already has and
 // to refuse ids another stream owns, without reading any payload.
 func (s *EventStore) EventStreams(ctx context.Context, ids []string) (map[string]string, error) {
-	out := make(map[string]string, len(ids))
+	places, err := s.EventPlaces(ctx, ids)
+	return streamsOf(places), err
+}
+
+// streamsOf keeps the streams of places.
+func streamsOf(places map[string]domain.EventPlace) map[string]string {
+	out := make(map[string]string, len(places))
+	for id, p := range places {
+		out[id] = p.Stream
+	}
+	return out
+}
+
+// EventPlaces returns the stream and position of each of ids that the log
+// holds; absent ids are left out (commands.SyncLog).
+func (s *EventStore) EventPlaces(ctx context.Context, ids []string) (map[string]domain.EventPlace, error) {
+	out := make(map[string]domain.EventPlace, len(ids))
 	for start := 0; start < len(ids); start += memIDChunk {
 		chunk := ids[start:min(start+memIDChunk, len(ids))]
 		args := make([]any, len(chunk))
 		for i, id := range chunk {
 			args[i] = id
 		}
-		rows, err := s.db.read.QueryContext(ctx, `SELECT id, stream FROM events WHERE id IN (`+memPlaceholders(len(chunk))+`)`, args...)
+		rows, err := s.db.read.QueryContext(ctx, `SELECT id, stream, position FROM events WHERE id IN (`+memPlaceholders(len(chunk))+`)`, args...)
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: event streams: %w", err)
 		}
 		for rows.Next() {
-			var id, stream string
-			if err := rows.Scan(&id, &stream); err != nil {
+			var id string
+			var p domain.EventPlace
+			if err := rows.Scan(&id, &p.Stream, &p.Position); err != nil {
 				rows.Close()
 				return nil, fmt.Errorf("sqlite: event streams: %w", err)
 			}
-			out[id] = stream
+			out[id] = p
 		}
 		if err := rows.Close(); err != nil {
 			return nil, err
@@ -419,6 +436,16 @@ func (s *EventStore) EventStreams(ctx context.Context, ids []string) (map[string
 		}
 	}
 	return out, nil
+}
+
+// LastOfType is the position of the stream's last event of type typ, 0
+// when it has none (commands.SyncLog).
+func (s *EventStore) LastOfType(ctx context.Context, stream, typ string) (uint64, error) {
+	var pos uint64
+	if err := s.db.read.QueryRowContext(ctx, `SELECT COALESCE(MAX(position), 0) FROM events WHERE stream = ? AND type = ?`, stream, typ).Scan(&pos); err != nil {
+		return 0, fmt.Errorf("sqlite: last event of a type: %w", err)
+	}
+	return pos, nil
 }
 
 // StreamVersion is the version of a stream's last event, -1 when the
