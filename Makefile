@@ -43,9 +43,16 @@ RACE_SMOKE ?= TestKillMidLoadLosesNoAcknowledgedWrite|TestLiveRebuildOfOneProjec
 # stays on everywhere.
 RACE ?= -race -gcflags=modernc.org/sqlite/lib=-d=checkptr=0
 
+# The vector index's quality tests (infra/vectorindex/quality_test.go, built
+# without -race only) prove the graph's quality, not its safety under
+# concurrency, and the race detector makes them ten times dearer; they run
+# in a pass of their own without it. A test added to that file goes here.
+NORACE_TESTS ?= TestHNSWRecall|TestFilteredSearchReturnsK|TestDuplicateGroupsStayNavigable|TestMemoryWithinBudget
+
 test: lint test-deps
 	$(GO) build -o $(TEST_BIN) ./cmd/engram
 	PATH="$(PYTOOLS)/bin:$$PATH" ENGRAM_TEST_BINARY=$(TEST_BIN) $(GO) test $(RACE) -count=1 -timeout 20m ./...
+	$(GO) test -count=1 -timeout 10m -run '^($(NORACE_TESTS))$$' ./infra/vectorindex
 	$(GO) build $(RACE) -o $(RACE_BIN) ./cmd/engram
 	ENGRAM_TEST_BINARY=$(RACE_BIN) $(GO) test $(RACE) -count=1 -timeout 10m -run '^($(RACE_SMOKE))$$' ./internal/cli
 	ENGRAM_TEST_BINARY=$(TEST_BIN) $(MAKE) test-typescript
