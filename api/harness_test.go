@@ -392,10 +392,14 @@ func (s *stack) smtpURL() string {
 }
 
 // startWebhooks runs a webhook dispatcher with cfg over the stack's outbox
-// until stopWebhooks.
+// until stopWebhooks; it posts with the loopback client unless cfg names a
+// poster.
 func (s *stack) startWebhooks(cfg workers.WebhookDispatcherConfig) {
 	s.t.Helper()
-	cfg.Outbox, cfg.Poster, cfg.Logger = s.wired.Webhooks, webhookClient(), s.logger
+	cfg.Outbox, cfg.Logger = s.wired.Webhooks, s.logger
+	if cfg.Poster == nil {
+		cfg.Poster = webhookClient()
+	}
 	dispatcher, err := workers.NewWebhookDispatcher(cfg)
 	if err != nil {
 		s.t.Fatal(err)

@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,8 +13,11 @@ import (
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/google/uuid"
 
+	"github.com/engram-memory/engram/commands"
 	"github.com/engram-memory/engram/domain/memory"
+	"github.com/engram-memory/engram/domain/processing"
 )
 
 func init() {
@@ -392,6 +396,67 @@ func TestTransferRefusals(t *testing.T) {
 	})
 }
 
+// TestTransferIsOneWrite: an import whose memory events the log refuses
+// at the append (a memory id the log has claimed for good, which no read
+// model shows since its memory was purged, so the checks before the
+// append pass) stores nothing, its cognition events included: the memory
+// and cognition streams are appended in one write.
+func TestTransferIsOneWrite(t *testing.T) {
+	s := newStack(t, stackOptions{})
+	user, key := s.user(t, "one-write@example.com")
+	buildRichAgent(t, s, key, "claire")
+	_, export := s.exportAgent(t, key, "claire", "")
+
+	// The file as another server would have written it: the same memory
+	// ids, other event ids (so none of its events is found in this log).
+	var purged string
+	var lines [][]byte
+	cognition := 0
+	for _, raw := range bytes.Split(bytes.TrimSpace(export), []byte("\n")) {
+		var l commands.ExportLine
+		if err := json.Unmarshal(raw, &l); err != nil {
+			t.Fatal(err)
+		}
+		if l.Event != nil {
+			l.Event.ID = uuid.NewString()
+			var p struct {
+				MemoryID string            `json:"memory_id"`
+				Promotes *memory.Promotion `json:"promotes"`
+			}
+			_ = json.Unmarshal(l.Event.Payload, &p)
+			// A memory accepted from a suggestion takes its id from the
+			// suggestion's, which is mapped: not that one.
+			if l.Event.Type == (memory.MemoryCreated{}).EventType() && p.Promotes == nil && purged == "" {
+				purged = p.MemoryID
+			}
+			if l.Event.Type == (processing.SuggestionCreated{}).EventType() || l.Event.Type == (processing.PassRecorded{}).EventType() {
+				cognition++
+			}
+		}
+		out, err := json.Marshal(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, out)
+	}
+	if purged == "" || cognition == 0 {
+		t.Fatalf("the export holds no memory of its own (%q) or no cognition events (%d)", purged, cognition)
+	}
+	s.request(t, "DELETE", "/v1/memories/"+purged+"?purge=true", key, nil).must(t, http.StatusOK, nil)
+
+	r := s.importAgent(t, key, "copy", append(bytes.Join(lines, []byte("\n")), '\n'))
+	wantError(t, r, http.StatusConflict, "memory_exists")
+	for _, stream := range []string{memory.AgentStream(user, "copy"), processing.Stream(user, "copy")} {
+		events, err := s.store.ReadStream(context.Background(), stream, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(events) != 0 {
+			t.Fatalf("a refused import left %d events in %s", len(events), stream)
+		}
+	}
+}
+
 // TestTransferRestoresADeletedAgent exports an agent, deletes it, and
 // imports the export into another agent of the same user: the ids of the
 // deleted memories stay claimed in the log, so they are mapped, and the
@@ -412,5 +477,51 @@ func TestTransferRestoresADeletedAgent(t *testing.T) {
 	s.importAgent(t, key, "restored", export).must(t, http.StatusOK, &again)
 	if again.Appended != 0 {
 		t.Fatalf("a repeated restore appended %d", again.Appended)
+	}
+}
+
+// TestTransferRestoresIntoTheDeletedAgentsID: an export restored into the
+// agent id it was taken from, after that agent was deleted, brings it back
+// whole (reads, the three search modes, provenance, suggestions, audit:
+// agentSnapshot), although the log holds every event id of the file in
+// the agent's own streams: those belong to the deleted agent, and
+// duplicates are judged among the live agent's events only. A repeat, or
+// a second restore after a second delete, works the same.
+func TestTransferRestoresIntoTheDeletedAgentsID(t *testing.T) {
+	s := newStack(t, stackOptions{})
+	_, key := s.user(t, "restore-same@example.com")
+	buildRichAgent(t, s, key, "claire")
+	_, export := s.exportAgent(t, key, "claire", "")
+	want := agentSnapshot(t, s, key, "claire")
+	for round := 1; round <= 2; round++ {
+		s.request(t, "DELETE", "/v1/agents/claire", key, nil).must(t, http.StatusOK, nil)
+		var res importResult
+		s.importAgent(t, key, "claire", export).must(t, http.StatusOK, &res)
+		if res.Appended == 0 || res.Duplicates != 0 {
+			t.Fatalf("round %d: restore %+v, want every event appended, none a duplicate", round, res)
+		}
+		if got := agentSnapshot(t, s, key, "claire"); got != want {
+			t.Fatalf("round %d: the restored agent differs:\n--- exported\n%s\n--- restored\n%s", round, want, got)
+		}
+		var again importResult
+		s.importAgent(t, key, "claire", export).must(t, http.StatusOK, &again)
+		if again.Appended != 0 {
+			t.Fatalf("round %d: a repeated restore appended %d", round, again.Appended)
+		}
+		var audit struct {
+			Entries []struct {
+				Operation string `json:"operation"`
+			} `json:"entries"`
+		}
+		s.request(t, "GET", "/v1/agents/claire/audit?limit=1000", key, nil).must(t, http.StatusOK, &audit)
+		imports := 0
+		for _, e := range audit.Entries {
+			if e.Operation == "import" {
+				imports++
+			}
+		}
+		if imports != 1 {
+			t.Fatalf("round %d: the audit shows %d imports, want the restore's one", round, imports)
+		}
 	}
 }

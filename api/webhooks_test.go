@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -420,6 +422,48 @@ func TestAStoppingDispatcherGivesItsAttemptBack(t *testing.T) {
 	s.waitDeliveries(t, key, hook.ID, func(ds []deliveryJSON) bool {
 		return len(ds) == 1 && ds[0].Status == "delivered" && ds[0].Attempts == 1
 	})
+}
+
+// panickingPoster is a sender with a bug: every attempt panics.
+type panickingPoster struct{ calls atomic.Int32 }
+
+func (p *panickingPoster) Post(context.Context, webhook.Pending, time.Time) (int, error) {
+	p.calls.Add(1)
+	panic("a bug in the sender")
+}
+
+// TestAPanickingSenderFailsTheDeliveryAfterItsAttempts: a sender that
+// panics has failed an attempt, counted and retried with backoff like any
+// other, so a poison delivery is failed after MaxAttempts rather than
+// retried for ever at each claim's expiry (the attempt timeout plus a
+// minute) with no attempt counted.
+func TestAPanickingSenderFailsTheDeliveryAfterItsAttempts(t *testing.T) {
+	s := newStack(t, stackOptions{})
+	_, key := s.user(t, "alice@example.com")
+	rc := newReceiver(t)
+	hook := s.createWebhook(t, key, rc.srv.URL, "memory.created")
+	s.create(t, key, "a", "note", map[string]any{"content": "poison"})
+	poster := &panickingPoster{}
+	cfg := fastWebhooks(3, 20*time.Millisecond)
+	cfg.Poster = poster
+	s.startWebhooks(cfg)
+	ds := s.waitDeliveries(t, key, hook.ID, func(ds []deliveryJSON) bool { return len(ds) == 1 && ds[0].Status == "failed" })
+	if ds[0].Attempts != 3 || ds[0].NextAttemptAt != nil {
+		t.Fatalf("delivery %+v, want failed after 3 attempts with none due", ds[0])
+	}
+	var raw struct {
+		Deliveries []struct {
+			LastError string `json:"last_error"`
+		} `json:"deliveries"`
+	}
+	s.request(t, "GET", "/v1/webhooks/"+hook.ID+"/deliveries", key, nil).must(t, http.StatusOK, &raw)
+	if e := raw.Deliveries[0].LastError; e == "" || strings.Contains(e, "a bug in the sender") {
+		t.Fatalf("last_error %q, want the failure named without the panic's value (that is for the server log)", e)
+	}
+	if n := poster.calls.Load(); n != 3 {
+		t.Fatalf("the sender was called %d times, want 3", n)
+	}
+
 }
 
 // TestABusyDispatcherClaimsAgainAsAttemptsEnd: with every slot taken,

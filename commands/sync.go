@@ -74,6 +74,11 @@ func ToSyncEvent(e domain.Event) (SyncEvent, error) {
 // reading payloads. infra/sqlite.EventStore implements it.
 type SyncLog interface {
 	EventStreams(ctx context.Context, ids []string) (map[string]string, error)
+	// EventPlaces is EventStreams with each event's position.
+	EventPlaces(ctx context.Context, ids []string) (map[string]domain.EventPlace, error)
+	// LastOfType is the position of the stream's last event of type typ,
+	// 0 when it has none.
+	LastOfType(ctx context.Context, stream, typ string) (uint64, error)
 	StreamVersion(ctx context.Context, stream string) (int64, error)
 	// ReadStreamPage returns up to limit of a stream's events from
 	// version from on, in order: long streams are read in pages.
@@ -84,6 +89,9 @@ type SyncLog interface {
 // ids are global); infra/sqlite.Memories implements it.
 type MemoryOwners interface {
 	MemoryOwner(ctx context.Context, id string) (userID, agentID string, found bool, err error)
+	// OwnersOf is MemoryOwner of many ids in one read: the ids no memory
+	// has are left out.
+	OwnersOf(ctx context.Context, ids []string) (map[string]memory.AgentRef, error)
 }
 
 // SyncDeps are the dependencies of Sync.
@@ -204,7 +212,7 @@ func (s *Sync) Push(ctx context.Context, meta domain.Metadata, agentID string, e
 	}
 	ref := memory.AgentRef{UserID: userID, AgentID: agentID}
 	return untilDecided(ctx, s, agentID, func() (SyncPushResult, error) {
-		d, err := s.decide(ctx, meta, ref, events)
+		d, err := s.decide(ctx, meta, ref, events, nil)
 		if err != nil {
 			return d.res, err
 		}
@@ -256,8 +264,9 @@ type pushDecision struct {
 }
 
 // decide checks every event and plans those the agent's log does not
-// hold yet.
-func (s *Sync) decide(ctx context.Context, meta domain.Metadata, ref memory.AgentRef, events []SyncEvent) (pushDecision, error) {
+// hold yet. owned, when the caller read it ahead (an import), says for
+// memory ids whether a memory has them (see pushPlan.owned).
+func (s *Sync) decide(ctx context.Context, meta domain.Metadata, ref memory.AgentRef, events []SyncEvent, owned map[string]bool) (pushDecision, error) {
 	stream := memory.AgentStream(ref.UserID, ref.AgentID)
 	d := pushDecision{stream: stream}
 	res := &d.res
@@ -277,6 +286,7 @@ func (s *Sync) decide(ctx context.Context, meta domain.Metadata, ref memory.Agen
 	if err != nil {
 		return d, err
 	}
+	p.owned = owned
 	d.plan = p
 	seen := map[string]SyncEvent{}
 	for i, ev := range events {

@@ -56,6 +56,11 @@ type pushPlan struct {
 	textAdded   int64 // content bytes the push adds to the user's total so far
 	out         []domain.NewEvent
 	synthesized int // AgentCreated events the push needed but did not carry
+	// owned says, for the memory ids read ahead in one query, whether a
+	// memory has the id (an import reads all of its ids at once; others
+	// are read one by one). The log's claim on every created id still
+	// refuses one that a write took since.
+	owned map[string]bool
 }
 
 func (s *Sync) newPushPlan(ctx context.Context, ref memory.AgentRef, meta domain.Metadata) (*pushPlan, error) {
@@ -299,9 +304,12 @@ func (p *pushPlan) checkCreated(ctx context.Context, m *memory.MemoryCreated) er
 	if err := p.addText(int64(len(it.content))); err != nil {
 		return err
 	}
-	_, _, taken, err := p.s.d.Owners.MemoryOwner(ctx, m.MemoryID)
-	if err != nil {
-		return err
+	taken, known := p.owned[m.MemoryID]
+	if !known {
+		var err error
+		if _, _, taken, err = p.s.d.Owners.MemoryOwner(ctx, m.MemoryID); err != nil {
+			return err
+		}
 	}
 	if _, twice := p.types[m.MemoryID]; taken || twice {
 		return errMemoryIDTaken(m.MemoryID)

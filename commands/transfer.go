@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -337,9 +338,9 @@ type ImportResult struct {
 // duplicates: importing a file twice changes nothing.
 //
 // The cognition events (suggestions, processing passes and settings,
-// anxiety levels) are appended to the agent's cognition stream, before the
-// memory events, so that a promotion finds its suggestion; should the
-// second append fail, repeating the import completes it.
+// anxiety levels) go to the agent's cognition stream, before the memory
+// events, so that a promotion finds its suggestion, in the same write
+// (commit).
 func (t *Transfer) Import(ctx context.Context, meta domain.Metadata, agentID string, header ExportHeader, lines []ExportLine) (ImportResult, error) {
 	meta.Source = domain.SourceImport
 	userID, err := userOf(meta)
@@ -350,11 +351,15 @@ func (t *Transfer) Import(ctx context.Context, meta domain.Metadata, agentID str
 		return ImportResult{}, err
 	}
 	ref := memory.AgentRef{UserID: userID, AgentID: agentID}
-	elsewhere, err := t.createdElsewhere(ctx, ref, lines)
+	live, err := t.incarnationOf(ctx, ref)
 	if err != nil {
 		return ImportResult{}, err
 	}
-	ids, err := t.mapIDs(ctx, ref, lines, elsewhere)
+	elsewhere, err := t.createdElsewhere(ctx, live, lines)
+	if err != nil {
+		return ImportResult{}, err
+	}
+	ids, err := t.mapIDs(ctx, ref, live, lines, elsewhere)
 	if err != nil {
 		return ImportResult{}, err
 	}
@@ -371,14 +376,14 @@ func (t *Transfer) Import(ctx context.Context, meta domain.Metadata, agentID str
 		}
 		events = append(events, evs...)
 	}
-	if err := ids.mapEventIDs(ctx, t.d.Sync.d.Log, ref, events); err != nil {
+	if err := ids.mapEventIDs(ctx, t.d.Sync.d.Log, live, events); err != nil {
 		return ImportResult{}, err
 	}
 	memEvents, cogEvents, memAt, cogAt := splitStreams(events, at)
 	s := t.d.Sync
 	return untilDecided(ctx, s, agentID, func() (ImportResult, error) {
 		res := ImportResult{Format: header.Format, Remapped: ids.remapped}
-		d, err := s.decide(ctx, meta, ref, memEvents)
+		d, err := s.decide(ctx, meta, ref, memEvents, ids.owned)
 		if err != nil {
 			return res, atLine(err, memAt, header)
 		}
@@ -402,17 +407,34 @@ func (t *Transfer) Import(ctx context.Context, meta domain.Metadata, agentID str
 			Format: header.Format, ExportedAt: header.ExportedAt, Events: appended, ImportedAt: p.now}); err != nil {
 			return res, err
 		}
-		if len(cog.out) > 0 {
-			if _, err := s.d.Writer.Store().Append(ctx, cog.stream, cog.version, cog.out); err != nil {
-				return res, err
-			}
-		}
-		if _, err := s.commit(ctx, d); err != nil {
+		if err := t.commit(ctx, d, cog); err != nil {
 			return res, err
 		}
 		res.Appended = appended
 		return res, nil
 	})
+}
+
+// commit appends an import in one write: the cognition events first (a
+// promotion must find its suggestion), then the memory events, each
+// stream at the version it was decided at. On SQLite and PostgreSQL the
+// two are stored together or not at all; on KurrentDB, which appends one
+// stream at a time, a refused memory part leaves the cognition part,
+// which repeating the import completes (domain.EventStore.AppendStreams).
+func (t *Transfer) commit(ctx context.Context, d pushDecision, cog *cognitionPlan) error {
+	var parts []domain.StreamAppend
+	if len(cog.out) > 0 {
+		parts = append(parts, domain.StreamAppend{Stream: cog.stream, Expected: cog.version, Events: cog.out})
+	}
+	parts = append(parts, domain.StreamAppend{Stream: d.stream, Expected: d.version, Events: d.plan.out})
+	w := t.d.Sync.d.Writer
+	appended, err := w.Store().AppendStreams(ctx, parts)
+	if err != nil {
+		// A memory id the log has claimed that no read model shows (see
+		// Sync.commit) refuses the whole import.
+		return takenMemoryID(err)
+	}
+	return w.Await(ctx, appended[len(appended)-1].LastPosition)
 }
 
 // importOrder is the order the lines are imported in: events in the
@@ -486,16 +508,60 @@ func splitStreams(events []SyncEvent, at []int) (mem, cog []SyncEvent, memAt, co
 // already (uuid v5).
 var importIDSpace = uuid.MustParse("6f1c7a52-3c55-4d1e-9a0e-2f5b3d7c9e41")
 
+// incarnation tells the events of the agent as it lives now from those of
+// an earlier agent of the same name that was deleted: the log keeps those
+// in the same two streams, before the agent's last AgentDeleted. An import
+// judges duplicates among the live agent's events only, so restoring an
+// export into the agent it was taken from, after deleting it, restores it
+// whole (its old events, memory ids and suggestion ids get ids of their
+// own, as if another stream held them).
+type incarnation struct {
+	mem, cog  string
+	deletedAt uint64 // the position of the last AgentDeleted; 0: never deleted
+}
+
+func (t *Transfer) incarnationOf(ctx context.Context, ref memory.AgentRef) (incarnation, error) {
+	in := incarnation{mem: memory.AgentStream(ref.UserID, ref.AgentID), cog: processing.Stream(ref.UserID, ref.AgentID)}
+	var err error
+	in.deletedAt, err = t.d.Sync.d.Log.LastOfType(ctx, in.mem, memory.AgentDeleted{}.EventType())
+	return in, err
+}
+
+// stream is the agent's stream for an event of type typ.
+func (in incarnation) stream(typ string) string {
+	if cognitionTypes[typ] {
+		return in.cog
+	}
+	return in.mem
+}
+
+// outside reports whether the log's event at p, with the id of an
+// imported event of type typ, is not the live agent's event of that id.
+func (in incarnation) outside(p domain.EventPlace, typ string) bool {
+	return p.Stream != in.stream(typ) || p.Position <= in.deletedAt
+}
+
 // idMap maps the ids of an export to those of the import.
 type idMap struct {
-	ref      memory.AgentRef
+	ref memory.AgentRef
+	// epoch is the live agent's incarnation (its last deletion's
+	// position), part of every derived id once the agent was deleted, so
+	// that a second restore does not meet the ids of the first.
+	epoch    uint64
 	ids      map[string]string
 	remapped int
+	// owned says, for every memory id the import names after the mapping,
+	// whether a memory has it (read in two queries, not one per id).
+	owned map[string]bool
 }
 
 // derive is the id an import into ref gives id of kind.
 func (m *idMap) derive(kind, id string) string {
-	return uuid.NewSHA1(importIDSpace, []byte(kind+"\x00"+m.ref.UserID+"\x00"+m.ref.AgentID+"\x00"+id)).String()
+	name := kind + "\x00" + m.ref.UserID + "\x00" + m.ref.AgentID + "\x00" + id
+	if m.epoch > 0 {
+		name += "\x00" + strconv.FormatUint(m.epoch, 10)
+	}
+	return uuid.NewSHA1(importIDSpace, []byte(name)).String()
 }
 
 func (m *idMap) id(id string) string {
@@ -521,8 +587,8 @@ func (m *idMap) refString(r string) string {
 // agent, so the same id maps the same way in every request. A memory
 // accepted from a suggestion takes the id the acceptance gives it
 // (PromotedMemoryID) from the suggestion's new id.
-func (t *Transfer) mapIDs(ctx context.Context, ref memory.AgentRef, lines []ExportLine, elsewhere map[string]bool) (*idMap, error) {
-	m := &idMap{ref: ref, ids: map[string]string{}}
+func (t *Transfer) mapIDs(ctx context.Context, ref memory.AgentRef, live incarnation, lines []ExportLine, elsewhere map[string]bool) (*idMap, error) {
+	m := &idMap{ref: ref, epoch: live.deletedAt, ids: map[string]string{}}
 	memIDs, sugIDs := map[string]bool{}, map[string]bool{}
 	promoted := map[string]string{} // memory id → the suggestion it was accepted from
 	for _, l := range lines {
@@ -583,35 +649,55 @@ func (t *Transfer) mapIDs(ctx context.Context, ref memory.AgentRef, lines []Expo
 		}
 	}
 	owners := t.d.Sync.d.Owners
+	var named []string
 	for id := range memIDs {
-		if id == "" || sugIDs[id] {
-			continue // a pass's refs name suggestions as well as memories
+		if id != "" && !sugIDs[id] { // a pass's refs name suggestions as well as memories
+			named = append(named, id)
 		}
+	}
+	held, err := owners.OwnersOf(ctx, named)
+	if err != nil {
+		return nil, err
+	}
+	m.owned = make(map[string]bool, len(named))
+	var derived []string
+	for _, id := range named {
 		if s, ok := promoted[id]; ok {
 			if to, ok := m.ids[s]; ok {
 				m.ids[id] = PromotedMemoryID(to)
 				m.remapped++
+				derived = append(derived, m.ids[id])
 				continue
 			}
 		}
-		userID, agentID, found, err := owners.MemoryOwner(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		if elsewhere[id] || (found && (userID != ref.UserID || agentID != ref.AgentID)) {
+		owner, found := held[id]
+		if elsewhere[id] || (found && owner != ref) {
 			m.ids[id] = m.derive("memory", id)
 			m.remapped++
+			derived = append(derived, m.ids[id])
+			continue
 		}
+		m.owned[id] = found
+	}
+	// A mapped id is held only if an earlier import of the same file
+	// made it.
+	held, err = owners.OwnersOf(ctx, derived)
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range derived {
+		_, m.owned[id] = held[id]
 	}
 	return m, nil
 }
 
 // createdElsewhere are the memories and suggestions whose creation, in
-// the lines, is an event the log holds in another stream: the same event
-// created them there, so their ids are taken for good (a memory id is
-// claimed in the log, domain.MemoryClaim) even when no read model shows
-// them any more (purged, or their agent deleted).
-func (t *Transfer) createdElsewhere(ctx context.Context, ref memory.AgentRef, lines []ExportLine) (map[string]bool, error) {
+// the lines, is an event the log holds outside the live agent (another
+// stream, or an earlier agent of the same name): the same event created
+// them there, so their ids are taken for good (a memory id is claimed in
+// the log, domain.MemoryClaim) even when no read model shows them any more
+// (purged, or their agent deleted).
+func (t *Transfer) createdElsewhere(ctx context.Context, live incarnation, lines []ExportLine) (map[string]bool, error) {
 	creates := func(l ExportLine) bool {
 		return l.Event != nil && (l.Event.Type == (memory.MemoryCreated{}).EventType() || l.Event.Type == (processing.SuggestionCreated{}).EventType())
 	}
@@ -625,7 +711,7 @@ func (t *Transfer) createdElsewhere(ctx context.Context, ref memory.AgentRef, li
 	if len(ids) == 0 {
 		return out, nil
 	}
-	streams, err := t.d.Sync.d.Log.EventStreams(ctx, ids)
+	places, err := t.d.Sync.d.Log.EventPlaces(ctx, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -633,11 +719,7 @@ func (t *Transfer) createdElsewhere(ctx context.Context, ref memory.AgentRef, li
 		if !creates(l) {
 			continue
 		}
-		target := memory.AgentStream(ref.UserID, ref.AgentID)
-		if cognitionTypes[l.Event.Type] {
-			target = processing.Stream(ref.UserID, ref.AgentID)
-		}
-		if in, ok := streams[l.Event.ID]; ok && in != target {
+		if at, ok := places[l.Event.ID]; ok && live.outside(at, l.Event.Type) {
 			var created struct {
 				MemoryID     string `json:"memory_id"`
 				SuggestionID string `json:"suggestion_id"`
@@ -650,24 +732,20 @@ func (t *Transfer) createdElsewhere(ctx context.Context, ref memory.AgentRef, li
 	return out, nil
 }
 
-// mapEventIDs gives each event whose id another stream holds an id derived
-// from it and the target stream.
-func (m *idMap) mapEventIDs(ctx context.Context, log SyncLog, ref memory.AgentRef, events []SyncEvent) error {
+// mapEventIDs gives each event whose id the log holds outside the live
+// agent (another stream, or an earlier agent of the same name) an id
+// derived from it and the agent.
+func (m *idMap) mapEventIDs(ctx context.Context, log SyncLog, live incarnation, events []SyncEvent) error {
 	ids := make([]string, len(events))
 	for i, ev := range events {
 		ids[i] = ev.ID
 	}
-	streams, err := log.EventStreams(ctx, ids)
+	places, err := log.EventPlaces(ctx, ids)
 	if err != nil {
 		return err
 	}
-	memStream, cogStream := memory.AgentStream(ref.UserID, ref.AgentID), processing.Stream(ref.UserID, ref.AgentID)
 	for i, ev := range events {
-		want := memStream
-		if cognitionTypes[ev.Type] {
-			want = cogStream
-		}
-		if in, ok := streams[ev.ID]; ok && in != want {
+		if at, ok := places[ev.ID]; ok && live.outside(at, ev.Type) {
 			events[i].ID = m.derive("event", ev.ID)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"time"
 )
@@ -163,6 +164,53 @@ type AppendResult struct {
 	LastPosition uint64
 }
 
+// EventPlace is where the log holds an event: its stream and position.
+type EventPlace struct {
+	Stream   string
+	Position uint64
+}
+
+// StreamAppend is one stream's part of EventStore.AppendStreams.
+type StreamAppend struct {
+	Stream   string
+	Expected int64
+	Events   []NewEvent
+}
+
+// PartialAppendError is AppendStreams' failure on a log that appends one
+// stream at a time (KurrentDB): the first Landed parts were stored, and
+// Err is why the next one was not.
+type PartialAppendError struct {
+	Landed int
+	Err    error
+}
+
+func (e *PartialAppendError) Error() string {
+	return fmt.Sprintf("%d part(s) of a multi-stream append were stored, then: %v", e.Landed, e.Err)
+}
+
+func (e *PartialAppendError) Unwrap() error { return e.Err }
+
+// CheckStreamAppends refuses an AppendStreams call with no parts, a part
+// with no events, or two parts for one stream (their expected versions
+// could not both hold): what every adapter checks first.
+func CheckStreamAppends(parts []StreamAppend) error {
+	if len(parts) == 0 {
+		return errors.New("append: no streams")
+	}
+	seen := map[string]bool{}
+	for _, p := range parts {
+		if len(p.Events) == 0 {
+			return fmt.Errorf("append to %s: no events", p.Stream)
+		}
+		if seen[p.Stream] {
+			return fmt.Errorf("append: stream %s named twice in one append", p.Stream)
+		}
+		seen[p.Stream] = true
+	}
+	return nil
+}
+
 // StreamReader reads one stream of the log: what folding an aggregate
 // needs.
 type StreamReader interface {
@@ -178,6 +226,16 @@ type EventStore interface {
 	// Append writes events atomically to one stream if its current version
 	// matches expected (ExpectAny, ExpectNoStream or an exact version).
 	Append(ctx context.Context, stream string, expected int64, events []NewEvent) (AppendResult, error)
+	// AppendStreams appends to several streams in one write: the parts in
+	// order (each part's events land after the previous part's), each
+	// checked against its expected version, the claims of every part
+	// checked together, and one result per part. SQLite and PostgreSQL
+	// commit every part or none (one transaction). KurrentDB can append
+	// to one stream atomically only (multi-stream appends came with 25.1,
+	// which Engram does not require): it appends the parts one by one and
+	// stops at the first that fails, so the parts before it stay, and the
+	// error is a *PartialAppendError saying how many landed.
+	AppendStreams(ctx context.Context, parts []StreamAppend) ([]AppendResult, error)
 	StreamReader
 	// ReadAll returns up to limit events with Position > after, in order.
 	ReadAll(ctx context.Context, after uint64, limit int) ([]Event, error)

@@ -234,8 +234,8 @@ func (g *Guard) setFrom(reason error, remote bool) {
 	g.changed = make(chan struct{})
 }
 
-// Appends returns store with its Append refused at once while storage is
-// full, and an Append that failed for want of space marking it full; both
+// Appends returns store with its appends (Append, AppendStreams) refused
+// at once while storage is full, and an append that failed for want of space marking it full; both
 // answer KindStorageFull (nothing was stored).
 func (g *Guard) Appends(store domain.EventStore) domain.EventStore {
 	return guardedStore{EventStore: store, guard: g}
@@ -251,6 +251,17 @@ func (s guardedStore) Append(ctx context.Context, stream string, expected int64,
 		return domain.AppendResult{}, refusal(full)
 	}
 	res, err := s.EventStore.Append(ctx, stream, expected, events)
+	if err = s.guard.Check(err); errors.Is(err, domain.ErrStorageFull) {
+		return res, refusal(err)
+	}
+	return res, err
+}
+
+func (s guardedStore) AppendStreams(ctx context.Context, parts []domain.StreamAppend) ([]domain.AppendResult, error) {
+	if full := s.guard.Full(ctx); full != nil {
+		return nil, refusal(full)
+	}
+	res, err := s.EventStore.AppendStreams(ctx, parts)
 	if err = s.guard.Check(err); errors.Is(err, domain.ErrStorageFull) {
 		return res, refusal(err)
 	}

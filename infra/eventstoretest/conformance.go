@@ -26,6 +26,102 @@ func Run(t *testing.T, open func(t *testing.T) domain.EventStore) {
 	t.Run("MetadataRoundTrip", func(t *testing.T) { metadataRoundTrip(t, open(t)) })
 	t.Run("Claims", func(t *testing.T) { claims(t, open(t)) })
 	t.Run("ConcurrentClaimsOneWinner", func(t *testing.T) { concurrentClaimsOneWinner(t, open(t)) })
+	t.Run("AppendStreams", func(t *testing.T) { appendStreams(t, open(t)) })
+}
+
+// RunAtomicAcrossStreams is the part of the suite for the logs whose
+// AppendStreams commits every part or none (SQLite, PostgreSQL; not
+// KurrentDB before 25.1, see domain.EventStore).
+func RunAtomicAcrossStreams(t *testing.T, open func(t *testing.T) domain.EventStore) {
+	t.Run("AppendStreamsAllOrNothing", func(t *testing.T) { appendStreamsAllOrNothing(t, open(t)) })
+}
+
+// appendStreams: the parts land in order, one result per part; a part
+// refused as the first stores nothing; an empty call or a stream named
+// twice is refused.
+func appendStreams(t *testing.T, s domain.EventStore) {
+	ctx := context.Background()
+	res, err := s.AppendStreams(ctx, []domain.StreamAppend{
+		{Stream: "m-1", Expected: domain.ExpectNoStream, Events: newEvents(2, 0)},
+		{Stream: "m-2", Expected: domain.ExpectAny, Events: newEvents(3, 2)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 2 || res[0].NextExpectedVersion != 1 || res[1].NextExpectedVersion != 2 || res[0].LastPosition >= res[1].LastPosition {
+		t.Fatalf("results %+v, want versions 1 and 2, the first part before the second", res)
+	}
+	all, err := s.ReadAll(ctx, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []int
+	for _, e := range all {
+		if e.Stream == "m-1" || e.Stream == "m-2" {
+			order = append(order, payloadN(t, e))
+		}
+	}
+	if fmt.Sprint(order) != "[0 1 2 3 4]" {
+		t.Fatalf("the log holds %v, want the parts' events in order [0 1 2 3 4]", order)
+	}
+	if all[len(all)-1].Position != res[1].LastPosition {
+		t.Fatalf("last position %d, want the second part's %d", all[len(all)-1].Position, res[1].LastPosition)
+	}
+	_, err = s.AppendStreams(ctx, []domain.StreamAppend{
+		{Stream: "m-1", Expected: 0, Events: newEvents(1, 5)},
+		{Stream: "m-3", Expected: domain.ExpectNoStream, Events: newEvents(1, 6)},
+	})
+	if !errors.Is(err, domain.ErrWrongExpectedVersion) {
+		t.Fatalf("a stale first part: err = %v, want ErrWrongExpectedVersion", err)
+	}
+	for _, bad := range [][]domain.StreamAppend{
+		nil,
+		{{Stream: "m-3", Expected: domain.ExpectAny}},
+		{{Stream: "m-3", Expected: domain.ExpectAny, Events: newEvents(1, 7)}, {Stream: "m-3", Expected: domain.ExpectAny, Events: newEvents(1, 8)}},
+	} {
+		if _, err := s.AppendStreams(ctx, bad); err == nil {
+			t.Fatalf("AppendStreams(%d parts) stored, want refused", len(bad))
+		}
+	}
+	if events, _ := s.ReadStream(ctx, "m-3", 0); len(events) != 0 {
+		t.Fatalf("m-3 holds %d events, want none (every append to it was refused)", len(events))
+	}
+}
+
+// appendStreamsAllOrNothing: a later part refused (a stale version, a
+// taken claim, a key that an earlier part claims too) stores nothing of
+// the parts before it.
+func appendStreamsAllOrNothing(t *testing.T, s domain.EventStore) {
+	ctx := context.Background()
+	if _, err := s.Append(ctx, "n-0", domain.ExpectNoStream, claiming(0, "memory/taken")); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name  string
+		later domain.StreamAppend
+		want  error
+	}{
+		{"a stale version", domain.StreamAppend{Stream: "n-0", Expected: domain.ExpectNoStream, Events: newEvents(1, 2)}, domain.ErrWrongExpectedVersion},
+		{"a taken claim", domain.StreamAppend{Stream: "n-2", Expected: domain.ExpectNoStream, Events: claiming(2, "memory/taken")}, domain.ErrClaimTaken},
+		{"a key of the first part", domain.StreamAppend{Stream: "n-2", Expected: domain.ExpectNoStream, Events: claiming(2, "memory/first")}, domain.ErrClaimTaken},
+	} {
+		_, err := s.AppendStreams(ctx, []domain.StreamAppend{
+			{Stream: "n-1", Expected: domain.ExpectNoStream, Events: claiming(1, "memory/first")},
+			c.later,
+		})
+		if !errors.Is(err, c.want) {
+			t.Fatalf("%s: err = %v, want %v", c.name, err, c.want)
+		}
+		for _, stream := range []string{"n-1", "n-2"} {
+			if events, _ := s.ReadStream(ctx, stream, 0); len(events) != 0 {
+				t.Fatalf("%s: %s holds %d events, want none: the append was refused whole", c.name, stream, len(events))
+			}
+		}
+	}
+	// The first part's key stayed free.
+	if _, err := s.Append(ctx, "n-1", domain.ExpectNoStream, claiming(3, "memory/first")); err != nil {
+		t.Fatalf("the key of a refused append: %v", err)
+	}
 }
 
 type testPayload struct {

@@ -417,6 +417,29 @@ func (s *EventStore) Append(ctx context.Context, stream string, expected int64, 
 	return s.appendEvents(ctx, stream, state, data, size)
 }
 
+// AppendStreams implements domain.EventStore as far as KurrentDB before
+// 25.1 can (see claims.go for why Engram does not use the v2 multi-stream
+// append): the parts one by one, each atomic, stopping at the first that
+// fails; the parts before it stay, and the error is a
+// *domain.PartialAppendError when any did.
+func (s *EventStore) AppendStreams(ctx context.Context, parts []domain.StreamAppend) ([]domain.AppendResult, error) {
+	if err := domain.CheckStreamAppends(parts); err != nil {
+		return nil, fmt.Errorf("kurrentdb: %w", err)
+	}
+	out := make([]domain.AppendResult, len(parts))
+	for i, p := range parts {
+		res, err := s.Append(ctx, p.Stream, p.Expected, p.Events)
+		if err != nil {
+			if i > 0 {
+				return nil, &domain.PartialAppendError{Landed: i, Err: err}
+			}
+			return nil, err
+		}
+		out[i] = res
+	}
+	return out, nil
+}
+
 // appendEvents appends data to stream in one write if the stream is in
 // state; size is data's in KurrentDB's measure.
 func (s *EventStore) appendEvents(ctx context.Context, stream string, state kdb.StreamState, data []kdb.EventData, size int) (domain.AppendResult, error) {
@@ -911,6 +934,24 @@ func (s *EventStore) subscribeOnce(ctx context.Context, after *uint64, handle fu
 	}
 }
 
+// LastOfType is the position of the stream's last event of type typ, 0
+// when it has none (commands.SyncLog). KurrentDB has no index by type: the
+// stream is read, which only an import into an agent that was deleted
+// asks for.
+func (s *EventStore) LastOfType(ctx context.Context, stream, typ string) (uint64, error) {
+	events, err := s.ReadStream(ctx, stream, 0)
+	if err != nil {
+		return 0, err
+	}
+	var pos uint64
+	for _, e := range events {
+		if e.Type == typ {
+			pos = e.Position
+		}
+	}
+	return pos, nil
+}
+
 // StreamVersion is the version of a stream's last event, -1 when the
 // stream does not exist (commands.SyncLog).
 func (s *EventStore) StreamVersion(ctx context.Context, stream string) (int64, error) {
@@ -932,11 +973,21 @@ func (s *EventStore) StreamVersion(ctx context.Context, stream string) (int64, e
 // Engram's part of $all until every id is found or the log ends: a cost
 // proportional to the log, paid once per sync push.
 func (s *EventStore) EventStreams(ctx context.Context, ids []string) (map[string]string, error) {
+	places, err := s.EventPlaces(ctx, ids)
+	out := make(map[string]string, len(places))
+	for id, p := range places {
+		out[id] = p.Stream
+	}
+	return out, err
+}
+
+// EventPlaces is EventStreams with each event's position (commands.SyncLog).
+func (s *EventStore) EventPlaces(ctx context.Context, ids []string) (map[string]domain.EventPlace, error) {
 	want := make(map[string]bool, len(ids))
 	for _, id := range ids {
 		want[id] = true
 	}
-	out := make(map[string]string, len(ids))
+	out := make(map[string]domain.EventPlace, len(ids))
 	var after uint64
 	for len(out) < len(want) {
 		page, err := s.ReadAll(ctx, after, eventlog.FollowBatch)
@@ -948,7 +999,7 @@ func (s *EventStore) EventStreams(ctx context.Context, ids []string) (map[string
 		}
 		for _, e := range page {
 			if want[e.ID] {
-				out[e.ID] = e.Stream
+				out[e.ID] = domain.EventPlace{Stream: e.Stream, Position: e.Position}
 			}
 		}
 		after = page[len(page)-1].Position

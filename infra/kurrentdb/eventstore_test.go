@@ -75,6 +75,29 @@ func TestEventStoreConformance(t *testing.T) {
 	eventstoretest.Run(t, func(t *testing.T) domain.EventStore { return open(t, target) })
 }
 
+// TestAppendStreamsIsAtomicPerStream is what KurrentDB guarantees of a
+// multi-stream append (domain.EventStore.AppendStreams): the parts one by
+// one, each whole; a later part refused leaves the parts before it, and
+// the error says how many landed.
+func TestAppendStreamsIsAtomicPerStream(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, target)
+	if _, err := s.Append(ctx, "p-2", domain.ExpectNoStream, []domain.NewEvent{event(0)}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.AppendStreams(ctx, []domain.StreamAppend{
+		{Stream: "p-1", Expected: domain.ExpectNoStream, Events: []domain.NewEvent{event(1), event(2)}},
+		{Stream: "p-2", Expected: domain.ExpectNoStream, Events: []domain.NewEvent{event(3)}},
+	})
+	var partial *domain.PartialAppendError
+	if !errors.As(err, &partial) || partial.Landed != 1 || !errors.Is(err, domain.ErrWrongExpectedVersion) {
+		t.Fatalf("err = %v, want a PartialAppendError with 1 part landed, wrapping the wrong expected version", err)
+	}
+	if events, err := s.ReadStream(ctx, "p-1", 0); err != nil || len(events) != 2 {
+		t.Fatalf("the first part: %d events, %v; want both stored", len(events), err)
+	}
+}
+
 func event(n int) domain.NewEvent {
 	return domain.NewEvent{Type: "TestHappened", SchemaVersion: 1, Actor: domain.Actor{Kind: domain.ActorSystem, ID: "test"}, Payload: []byte(fmt.Sprintf(`{"n":%d}`, n))}
 }

@@ -21,16 +21,31 @@ type countedStore struct {
 
 func (s countedStore) Append(ctx context.Context, stream string, expected int64, events []domain.NewEvent) (domain.AppendResult, error) {
 	res, err := s.EventStore.Append(ctx, stream, expected, events)
+	s.count(err, len(events))
+	return res, err
+}
+
+// AppendStreams counts one append, of all the parts' events.
+func (s countedStore) AppendStreams(ctx context.Context, parts []domain.StreamAppend) ([]domain.AppendResult, error) {
+	res, err := s.EventStore.AppendStreams(ctx, parts)
+	events := 0
+	for _, p := range parts {
+		events += len(p.Events)
+	}
+	s.count(err, events)
+	return res, err
+}
+
+func (s countedStore) count(err error, events int) {
 	switch {
 	case err == nil:
 		s.m.appends.WithLabelValues("ok").Inc()
-		s.m.appendedEvents.Add(float64(len(events)))
+		s.m.appendedEvents.Add(float64(events))
 	case errors.Is(err, domain.ErrWrongExpectedVersion):
 		s.m.appends.WithLabelValues("conflict").Inc()
 	default:
 		s.m.appends.WithLabelValues("error").Inc()
 	}
-	return res, err
 }
 
 // Visibility is what a write waits on for its events to be applied (the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -51,97 +52,141 @@ func NewEventStore(db *DB, pollInterval time.Duration) *EventStore {
 
 // Append implements domain.EventStore.
 func (s *EventStore) Append(ctx context.Context, stream string, expected int64, events []domain.NewEvent) (domain.AppendResult, error) {
-	if len(events) == 0 {
-		return domain.AppendResult{}, fmt.Errorf("postgres: append to %s: no events", stream)
+	res, err := s.AppendStreams(ctx, []domain.StreamAppend{{Stream: stream, Expected: expected, Events: events}})
+	if err != nil {
+		return domain.AppendResult{}, err
+	}
+	return res[0], nil
+}
+
+// AppendStreams implements domain.EventStore: every part in one
+// transaction, so they are committed together or not at all.
+func (s *EventStore) AppendStreams(ctx context.Context, parts []domain.StreamAppend) ([]domain.AppendResult, error) {
+	if err := domain.CheckStreamAppends(parts); err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	events := parts[0].Events
+	for _, p := range parts[1:] {
+		events = append(slices.Clip(events), p.Events...)
 	}
 	claims, err := domain.AppendClaims(events)
 	if err != nil {
-		return domain.AppendResult{}, fmt.Errorf("postgres: append to %s: %w", stream, err)
+		return nil, fmt.Errorf("postgres: append to %s: %w", parts[0].Stream, err)
 	}
-	var res domain.AppendResult
+	out := make([]domain.AppendResult, len(parts))
 	err = pgx.BeginFunc(ctx, s.db.Pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, appendLock); err != nil {
 			return fmt.Errorf("postgres: append lock: %w", err)
 		}
-		// The advisory lock already serialises appends; FOR UPDATE keeps the
-		// stream check correct on its own should that lock ever be relaxed.
-		current := int64(-1)
-		err := tx.QueryRow(ctx, `SELECT version FROM streams WHERE stream = $1 FOR UPDATE`, stream).Scan(&current)
-		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("postgres: read stream version: %w", err)
-		}
-		if expected != domain.ExpectAny && expected != current {
-			return fmt.Errorf("append to %s: expected version %d, stream is at %d: %w", stream, expected, current, domain.ErrWrongExpectedVersion)
+		// Versions first, then claims, as every log answers: a stale
+		// decision is told it is stale rather than what its claims met.
+		versions := make([]int64, len(parts))
+		for i, p := range parts {
+			v, err := expectedVersion(ctx, tx, p)
+			if err != nil {
+				return err
+			}
+			versions[i] = v
 		}
 		// Under the append lock no other append can claim between this
-		// check and the insert below; the primary key would refuse it
+		// check and the inserts below; the primary key would refuse it
 		// anyway.
 		if len(claims) > 0 {
 			var taken string
 			err := tx.QueryRow(ctx, `SELECT key FROM claims WHERE key = ANY($1) LIMIT 1`, claims).Scan(&taken)
 			if err == nil {
-				return fmt.Errorf("postgres: append to %s: %w", stream, &domain.ClaimTakenError{Key: taken})
+				return fmt.Errorf("postgres: append to %s: %w", parts[0].Stream, &domain.ClaimTakenError{Key: taken})
 			}
 			if !errors.Is(err, pgx.ErrNoRows) {
 				return fmt.Errorf("postgres: read claims: %w", err)
 			}
 		}
-		now := s.now().UTC()
-		batch := &pgx.Batch{}
-		for _, e := range events {
-			current++
-			id := e.ID
-			if id == "" {
-				id = uuid.Must(uuid.NewV7()).String()
+		for i, p := range parts {
+			res, err := s.appendPart(ctx, tx, p.Stream, versions[i], p.Events)
+			if err != nil {
+				return err
 			}
-			at := e.Time
-			if at.IsZero() {
-				at = now
-			}
-			payload := []byte(e.Payload)
-			if payload == nil {
-				payload = []byte{}
-			}
-			batch.Queue(`INSERT INTO events (id, stream, version, type, schema_version, time, actor_kind, actor_id, actor_user_id, request_id, source, payload)
-				VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12) RETURNING position`,
-				id, stream, current, e.Type, e.SchemaVersion, at.UTC(),
-				string(e.Actor.Kind), e.Actor.ID, e.Actor.UserID, e.RequestID, string(e.Source), payload)
-		}
-		br := tx.SendBatch(ctx, batch)
-		var claimKeys []string
-		var claimPositions []int64
-		for _, e := range events {
-			var pos int64
-			if err := br.QueryRow().Scan(&pos); err != nil {
-				br.Close()
-				return fmt.Errorf("postgres: append to %s: %w", stream, err)
-			}
-			res.LastPosition = uint64(pos)
-			for _, key := range e.Claims {
-				claimKeys, claimPositions = append(claimKeys, key), append(claimPositions, pos)
-			}
-		}
-		if err := br.Close(); err != nil {
-			return fmt.Errorf("postgres: append to %s: %w", stream, err)
-		}
-		if len(claimKeys) > 0 {
-			if _, err := tx.Exec(ctx, `INSERT INTO claims (key, position) SELECT * FROM unnest($1::text[], $2::bigint[])`, claimKeys, claimPositions); err != nil {
-				return fmt.Errorf("postgres: record claims of %s: %w", stream, err)
-			}
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO streams (stream, version) VALUES ($1, $2) ON CONFLICT (stream) DO UPDATE SET version = excluded.version`, stream, current); err != nil {
-			return fmt.Errorf("postgres: bump stream version: %w", err)
+			out[i] = res
 		}
 		// Delivered to listeners only when (and if) the transaction commits.
 		if _, err := tx.Exec(ctx, `SELECT pg_notify($1, '')`, notifyChannel); err != nil {
 			return fmt.Errorf("postgres: notify append: %w", err)
 		}
-		res.NextExpectedVersion = current
 		return nil
 	})
 	if err != nil {
-		return domain.AppendResult{}, err
+		return nil, err
 	}
+	return out, nil
+}
+
+// expectedVersion is the version of p's stream, if p expects it.
+func expectedVersion(ctx context.Context, tx pgx.Tx, p domain.StreamAppend) (int64, error) {
+	// The advisory lock already serialises appends; FOR UPDATE keeps the
+	// stream check correct on its own should that lock ever be relaxed.
+	current := int64(-1)
+	err := tx.QueryRow(ctx, `SELECT version FROM streams WHERE stream = $1 FOR UPDATE`, p.Stream).Scan(&current)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return 0, fmt.Errorf("postgres: read stream version: %w", err)
+	}
+	if p.Expected != domain.ExpectAny && p.Expected != current {
+		return 0, fmt.Errorf("append to %s: expected version %d, stream is at %d: %w", p.Stream, p.Expected, current, domain.ErrWrongExpectedVersion)
+	}
+	return current, nil
+}
+
+// appendPart writes one stream's events after its version current, inside
+// the append's transaction, which holds the append lock and has checked
+// the versions and the claims.
+func (s *EventStore) appendPart(ctx context.Context, tx pgx.Tx, stream string, current int64, events []domain.NewEvent) (domain.AppendResult, error) {
+	var res domain.AppendResult
+	now := s.now().UTC()
+	batch := &pgx.Batch{}
+	for _, e := range events {
+		current++
+		id := e.ID
+		if id == "" {
+			id = uuid.Must(uuid.NewV7()).String()
+		}
+		at := e.Time
+		if at.IsZero() {
+			at = now
+		}
+		payload := []byte(e.Payload)
+		if payload == nil {
+			payload = []byte{}
+		}
+		batch.Queue(`INSERT INTO events (id, stream, version, type, schema_version, time, actor_kind, actor_id, actor_user_id, request_id, source, payload)
+			VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12) RETURNING position`,
+			id, stream, current, e.Type, e.SchemaVersion, at.UTC(),
+			string(e.Actor.Kind), e.Actor.ID, e.Actor.UserID, e.RequestID, string(e.Source), payload)
+	}
+	br := tx.SendBatch(ctx, batch)
+	var claimKeys []string
+	var claimPositions []int64
+	for _, e := range events {
+		var pos int64
+		if err := br.QueryRow().Scan(&pos); err != nil {
+			br.Close()
+			return domain.AppendResult{}, fmt.Errorf("postgres: append to %s: %w", stream, err)
+		}
+		res.LastPosition = uint64(pos)
+		for _, key := range e.Claims {
+			claimKeys, claimPositions = append(claimKeys, key), append(claimPositions, pos)
+		}
+	}
+	if err := br.Close(); err != nil {
+		return domain.AppendResult{}, fmt.Errorf("postgres: append to %s: %w", stream, err)
+	}
+	if len(claimKeys) > 0 {
+		if _, err := tx.Exec(ctx, `INSERT INTO claims (key, position) SELECT * FROM unnest($1::text[], $2::bigint[])`, claimKeys, claimPositions); err != nil {
+			return domain.AppendResult{}, fmt.Errorf("postgres: record claims of %s: %w", stream, err)
+		}
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO streams (stream, version) VALUES ($1, $2) ON CONFLICT (stream) DO UPDATE SET version = excluded.version`, stream, current); err != nil {
+		return domain.AppendResult{}, fmt.Errorf("postgres: bump stream version: %w", err)
+	}
+	res.NextExpectedVersion = current
 	return res, nil
 }
 
@@ -261,23 +306,47 @@ func scanEvents(rows pgx.Rows) ([]domain.Event, error) {
 // EventStreams returns the stream of each of ids that the log holds;
 // absent ids are left out (sync's duplicate and ownership check).
 func (s *EventStore) EventStreams(ctx context.Context, ids []string) (map[string]string, error) {
-	out := make(map[string]string, len(ids))
-	rows, err := s.db.Pool.Query(ctx, `SELECT id, stream FROM events WHERE id = ANY($1)`, ids)
+	places, err := s.EventPlaces(ctx, ids)
+	out := make(map[string]string, len(places))
+	for id, p := range places {
+		out[id] = p.Stream
+	}
+	return out, err
+}
+
+// EventPlaces returns the stream and position of each of ids that the log
+// holds; absent ids are left out (commands.SyncLog).
+func (s *EventStore) EventPlaces(ctx context.Context, ids []string) (map[string]domain.EventPlace, error) {
+	out := make(map[string]domain.EventPlace, len(ids))
+	rows, err := s.db.Pool.Query(ctx, `SELECT id, stream, position FROM events WHERE id = ANY($1)`, ids)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: event streams: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var id, stream string
-		if err := rows.Scan(&id, &stream); err != nil {
+		var id string
+		var p domain.EventPlace
+		var pos int64
+		if err := rows.Scan(&id, &p.Stream, &pos); err != nil {
 			return nil, fmt.Errorf("postgres: event streams: %w", err)
 		}
-		out[id] = stream
+		p.Position = uint64(pos)
+		out[id] = p
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("postgres: event streams: %w", err)
 	}
 	return out, nil
+}
+
+// LastOfType is the position of the stream's last event of type typ, 0
+// when it has none (commands.SyncLog).
+func (s *EventStore) LastOfType(ctx context.Context, stream, typ string) (uint64, error) {
+	var pos int64
+	if err := s.db.Pool.QueryRow(ctx, `SELECT COALESCE(MAX(position), 0) FROM events WHERE stream = $1 AND type = $2`, stream, typ).Scan(&pos); err != nil {
+		return 0, fmt.Errorf("postgres: last event of a type: %w", err)
+	}
+	return uint64(pos), nil
 }
 
 // StreamVersion is the version of a stream's last event, -1 when the

@@ -77,9 +77,11 @@ func withSearchPath(t testing.TB, base, schema string) string {
 
 func TestEventStoreConformance(t *testing.T) {
 	pg.URL(t) // skips, saying why, without a server
-	eventstoretest.Run(t, func(t *testing.T) domain.EventStore {
+	open := func(t *testing.T) domain.EventStore {
 		return postgres.NewEventStore(openDB(t), 50*time.Millisecond)
-	})
+	}
+	eventstoretest.Run(t, open)
+	eventstoretest.RunAtomicAcrossStreams(t, open)
 }
 
 // TestPayloadBytesExact checks the log keeps payload bytes as given (BYTEA,

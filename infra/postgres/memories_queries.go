@@ -175,6 +175,29 @@ func (m *Memories) MemoryOwner(ctx context.Context, id string) (userID, agentID 
 	return userID, agentID, true, nil
 }
 
+// OwnersOf returns the user and agent of each of ids that a memory has,
+// whoever they are; other ids are left out.
+func (m *Memories) OwnersOf(ctx context.Context, ids []string) (map[string]memory.AgentRef, error) {
+	rows, err := m.db.Pool.Query(ctx, `SELECT id, user_id, agent_id FROM memories WHERE id = ANY($1)`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: memory owners: %w", err)
+	}
+	defer rows.Close()
+	out := make(map[string]memory.AgentRef, len(ids))
+	for rows.Next() {
+		var id string
+		var ref memory.AgentRef
+		if err := rows.Scan(&id, &ref.UserID, &ref.AgentID); err != nil {
+			return nil, fmt.Errorf("postgres: memory owners: %w", err)
+		}
+		out[id] = ref
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: memory owners: %w", err)
+	}
+	return out, nil
+}
+
 // MemoriesByID returns the memories among ids that belong to the user's
 // agent and are not forgotten, keyed by id; other ids are absent.
 func (m *Memories) MemoriesByID(ctx context.Context, userID, agentID string, ids []string) (map[string]memory.View, error) {

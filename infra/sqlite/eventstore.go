@@ -48,14 +48,13 @@ var _ domain.EventStore = (*EventStore)(nil)
 // is not held up indefinitely by the ones queued behind it.
 const maxGroup = 256
 
-// appendRequest is one caller's Append while it waits in the queue.
+// appendRequest is one caller's Append (or AppendStreams) while it waits
+// in the queue.
 type appendRequest struct {
-	ctx      context.Context
-	stream   string
-	expected int64
-	events   []domain.NewEvent
+	ctx   context.Context
+	parts []domain.StreamAppend
 
-	res domain.AppendResult
+	res []domain.AppendResult // one per part
 	err error
 	// wake is closed once: when the request is done (done set first) or
 	// when it has become the head of the queue and must lead a commit.
@@ -84,13 +83,24 @@ func NewEventStore(db *DB, pollInterval time.Duration) *EventStore {
 // error; once in a group it is committed with it, and its caller waits for
 // that outcome (at most one commit away) rather than leave not knowing it.
 func (s *EventStore) Append(ctx context.Context, stream string, expected int64, events []domain.NewEvent) (domain.AppendResult, error) {
-	if len(events) == 0 {
-		return domain.AppendResult{}, fmt.Errorf("sqlite: append to %s: no events", stream)
+	res, err := s.AppendStreams(ctx, []domain.StreamAppend{{Stream: stream, Expected: expected, Events: events}})
+	if err != nil {
+		return domain.AppendResult{}, err
+	}
+	return res[0], nil
+}
+
+// AppendStreams implements domain.EventStore: the parts are one append of
+// a group commit, in one savepoint, so they are stored together or not at
+// all.
+func (s *EventStore) AppendStreams(ctx context.Context, parts []domain.StreamAppend) ([]domain.AppendResult, error) {
+	if err := domain.CheckStreamAppends(parts); err != nil {
+		return nil, fmt.Errorf("sqlite: %w", err)
 	}
 	if err := ctx.Err(); err != nil {
-		return domain.AppendResult{}, fmt.Errorf("sqlite: append to %s: %w", stream, err)
+		return nil, fmt.Errorf("sqlite: append to %s: %w", parts[0].Stream, err)
 	}
-	req := &appendRequest{ctx: ctx, stream: stream, expected: expected, events: events, wake: make(chan struct{})}
+	req := &appendRequest{ctx: ctx, parts: parts, wake: make(chan struct{})}
 	s.mu.Lock()
 	s.queue = append(s.queue, req)
 	leads := len(s.queue) == 1
@@ -124,7 +134,7 @@ func (s *EventStore) lead(ctx context.Context) {
 	for _, r := range group {
 		switch {
 		case err != nil && r.err == nil:
-			r.res, r.err = domain.AppendResult{}, err
+			r.res, r.err = nil, err
 		case r.err == nil:
 			committed++
 		}
@@ -169,13 +179,13 @@ func (s *EventStore) appendGroup(ctx context.Context, tx *sql.Tx, group []*appen
 	now := s.now().UTC()
 	for _, r := range group {
 		if err := r.ctx.Err(); err != nil {
-			r.err = fmt.Errorf("sqlite: append to %s: %w", r.stream, err)
+			r.err = fmt.Errorf("sqlite: append to %s: %w", r.parts[0].Stream, err)
 			continue
 		}
 		if _, err := tx.ExecContext(ctx, `SAVEPOINT append`); err != nil {
 			return fmt.Errorf("sqlite: savepoint: %w", err)
 		}
-		r.res, r.err = appendOne(ctx, tx, insert, r, now)
+		r.res, r.err = appendParts(ctx, tx, insert, r, now)
 		if r.err != nil {
 			if _, err := tx.ExecContext(ctx, `ROLLBACK TO append`); err != nil {
 				return fmt.Errorf("sqlite: roll back to savepoint: %w", err)
@@ -188,20 +198,49 @@ func (s *EventStore) appendGroup(ctx context.Context, tx *sql.Tx, group []*appen
 	return nil
 }
 
-func appendOne(ctx context.Context, tx *sql.Tx, insert *sql.Stmt, r *appendRequest, now time.Time) (domain.AppendResult, error) {
-	current := int64(-1)
-	err := tx.QueryRowContext(ctx, `SELECT version FROM streams WHERE stream = ?`, r.stream).Scan(&current)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return domain.AppendResult{}, fmt.Errorf("sqlite: read stream version: %w", err)
-	}
-	if r.expected != domain.ExpectAny && r.expected != current {
-		return domain.AppendResult{}, fmt.Errorf("append to %s: expected version %d, stream is at %d: %w", r.stream, r.expected, current, domain.ErrWrongExpectedVersion)
+// appendParts writes the parts of r in order; the caller's savepoint
+// undoes them all should one fail.
+// Versions first, then claims, as every log answers: a stale decision is
+// told it is stale rather than what its claims met.
+func appendParts(ctx context.Context, tx *sql.Tx, insert *sql.Stmt, r *appendRequest, now time.Time) ([]domain.AppendResult, error) {
+	versions := make([]int64, len(r.parts))
+	for i, p := range r.parts {
+		var err error
+		if versions[i], err = expectedVersion(ctx, tx, p); err != nil {
+			return nil, err
+		}
 	}
 	if err := checkClaims(ctx, tx, r); err != nil {
-		return domain.AppendResult{}, err
+		return nil, err
 	}
+	out := make([]domain.AppendResult, len(r.parts))
+	for i, part := range r.parts {
+		res, err := appendOne(ctx, tx, insert, part, versions[i], now)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = res
+	}
+	return out, nil
+}
+
+// expectedVersion is the version of p's stream, if p expects it.
+func expectedVersion(ctx context.Context, tx *sql.Tx, p domain.StreamAppend) (int64, error) {
+	current := int64(-1)
+	err := tx.QueryRowContext(ctx, `SELECT version FROM streams WHERE stream = ?`, p.Stream).Scan(&current)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("sqlite: read stream version: %w", err)
+	}
+	if p.Expected != domain.ExpectAny && p.Expected != current {
+		return 0, fmt.Errorf("append to %s: expected version %d, stream is at %d: %w", p.Stream, p.Expected, current, domain.ErrWrongExpectedVersion)
+	}
+	return current, nil
+}
+
+// appendOne writes r's events after its stream's version current.
+func appendOne(ctx context.Context, tx *sql.Tx, insert *sql.Stmt, r domain.StreamAppend, current int64, now time.Time) (domain.AppendResult, error) {
 	var res domain.AppendResult
-	for _, e := range r.events {
+	for _, e := range r.Events {
 		current++
 		id := e.ID
 		if id == "" {
@@ -211,10 +250,10 @@ func appendOne(ctx context.Context, tx *sql.Tx, insert *sql.Stmt, r *appendReque
 		if at.IsZero() {
 			at = now
 		}
-		out, err := insert.ExecContext(ctx, id, r.stream, current, e.Type, e.SchemaVersion, at.UnixNano(),
+		out, err := insert.ExecContext(ctx, id, r.Stream, current, e.Type, e.SchemaVersion, at.UnixNano(),
 			string(e.Actor.Kind), e.Actor.ID, e.Actor.UserID, e.RequestID, string(e.Source), []byte(e.Payload))
 		if err != nil {
-			return domain.AppendResult{}, fmt.Errorf("sqlite: append to %s: %w", r.stream, err)
+			return domain.AppendResult{}, fmt.Errorf("sqlite: append to %s: %w", r.Stream, err)
 		}
 		pos, err := out.LastInsertId()
 		if err != nil {
@@ -223,30 +262,35 @@ func appendOne(ctx context.Context, tx *sql.Tx, insert *sql.Stmt, r *appendReque
 		res.LastPosition = uint64(pos)
 		for _, key := range e.Claims {
 			if _, err := tx.ExecContext(ctx, `INSERT INTO claims (key, position) VALUES (?, ?)`, key, pos); err != nil {
-				return domain.AppendResult{}, fmt.Errorf("sqlite: record claim of %s: %w", r.stream, err)
+				return domain.AppendResult{}, fmt.Errorf("sqlite: record claim of %s: %w", r.Stream, err)
 			}
 		}
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO streams (stream, version) VALUES (?, ?) ON CONFLICT (stream) DO UPDATE SET version = excluded.version`, r.stream, current); err != nil {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO streams (stream, version) VALUES (?, ?) ON CONFLICT (stream) DO UPDATE SET version = excluded.version`, r.Stream, current); err != nil {
 		return domain.AppendResult{}, fmt.Errorf("sqlite: bump stream version: %w", err)
 	}
 	res.NextExpectedVersion = current
 	return res, nil
 }
 
-// checkClaims refuses r if its events claim a key twice or a key that the
-// log (this transaction included: the appends before r in its group) has
-// claimed already.
+// checkClaims refuses r if its events (of every part) claim a key twice
+// or a key that the log (this transaction included: the appends before r
+// in its group) has claimed already.
 func checkClaims(ctx context.Context, tx *sql.Tx, r *appendRequest) error {
-	claims, err := domain.AppendClaims(r.events)
+	events := r.parts[0].Events
+	for _, p := range r.parts[1:] {
+		events = append(slices.Clip(events), p.Events...)
+	}
+	stream := r.parts[0].Stream
+	claims, err := domain.AppendClaims(events)
 	if err != nil {
-		return fmt.Errorf("sqlite: append to %s: %w", r.stream, err)
+		return fmt.Errorf("sqlite: append to %s: %w", stream, err)
 	}
 	for _, key := range claims {
 		var taken int
 		err := tx.QueryRowContext(ctx, `SELECT 1 FROM claims WHERE key = ?`, key).Scan(&taken)
 		if err == nil {
-			return fmt.Errorf("sqlite: append to %s: %w", r.stream, &domain.ClaimTakenError{Key: key})
+			return fmt.Errorf("sqlite: append to %s: %w", stream, &domain.ClaimTakenError{Key: key})
 		}
 		if !errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("sqlite: read claims: %w", err)
@@ -348,24 +392,41 @@ func (s *signal) broadcast() {
 // absent ids are left out. Sync uses it to skip events it already has and
 // to refuse ids another stream owns, without reading any payload.
 func (s *EventStore) EventStreams(ctx context.Context, ids []string) (map[string]string, error) {
-	out := make(map[string]string, len(ids))
+	places, err := s.EventPlaces(ctx, ids)
+	return streamsOf(places), err
+}
+
+// streamsOf keeps the streams of places.
+func streamsOf(places map[string]domain.EventPlace) map[string]string {
+	out := make(map[string]string, len(places))
+	for id, p := range places {
+		out[id] = p.Stream
+	}
+	return out
+}
+
+// EventPlaces returns the stream and position of each of ids that the log
+// holds; absent ids are left out (commands.SyncLog).
+func (s *EventStore) EventPlaces(ctx context.Context, ids []string) (map[string]domain.EventPlace, error) {
+	out := make(map[string]domain.EventPlace, len(ids))
 	for start := 0; start < len(ids); start += memIDChunk {
 		chunk := ids[start:min(start+memIDChunk, len(ids))]
 		args := make([]any, len(chunk))
 		for i, id := range chunk {
 			args[i] = id
 		}
-		rows, err := s.db.read.QueryContext(ctx, `SELECT id, stream FROM events WHERE id IN (`+memPlaceholders(len(chunk))+`)`, args...)
+		rows, err := s.db.read.QueryContext(ctx, `SELECT id, stream, position FROM events WHERE id IN (`+memPlaceholders(len(chunk))+`)`, args...)
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: event streams: %w", err)
 		}
 		for rows.Next() {
-			var id, stream string
-			if err := rows.Scan(&id, &stream); err != nil {
+			var id string
+			var p domain.EventPlace
+			if err := rows.Scan(&id, &p.Stream, &p.Position); err != nil {
 				rows.Close()
 				return nil, fmt.Errorf("sqlite: event streams: %w", err)
 			}
-			out[id] = stream
+			out[id] = p
 		}
 		if err := rows.Close(); err != nil {
 			return nil, err
@@ -375,6 +436,16 @@ func (s *EventStore) EventStreams(ctx context.Context, ids []string) (map[string
 		}
 	}
 	return out, nil
+}
+
+// LastOfType is the position of the stream's last event of type typ, 0
+// when it has none (commands.SyncLog).
+func (s *EventStore) LastOfType(ctx context.Context, stream, typ string) (uint64, error) {
+	var pos uint64
+	if err := s.db.read.QueryRowContext(ctx, `SELECT COALESCE(MAX(position), 0) FROM events WHERE stream = ? AND type = ?`, stream, typ).Scan(&pos); err != nil {
+		return 0, fmt.Errorf("sqlite: last event of a type: %w", err)
+	}
+	return pos, nil
 }
 
 // StreamVersion is the version of a stream's last event, -1 when the

@@ -22,9 +22,11 @@ func openDB(t testing.TB) *sqlite.DB {
 }
 
 func TestEventStoreConformance(t *testing.T) {
-	eventstoretest.Run(t, func(t *testing.T) domain.EventStore {
+	open := func(t *testing.T) domain.EventStore {
 		return sqlite.NewEventStore(openDB(t), 50*time.Millisecond)
-	})
+	}
+	eventstoretest.Run(t, open)
+	eventstoretest.RunAtomicAcrossStreams(t, open)
 }
 
 func TestEventStreamsAndStreamVersion(t *testing.T) {
@@ -55,6 +57,21 @@ func TestEventStreamsAndStreamVersion(t *testing.T) {
 	}
 	if len(got) != 2 || got["e1"] != "a" || got["e3"] != "b" {
 		t.Fatalf("EventStreams = %v, want e1→a, e3→b", got)
+	}
+	places, err := store.EventPlaces(ctx, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(places) != 2 || places["e1"] != (domain.EventPlace{Stream: "a", Position: 1}) || places["e3"] != (domain.EventPlace{Stream: "b", Position: 3}) {
+		t.Fatalf("EventPlaces = %v, want e1 at a/1, e3 at b/3", places)
+	}
+	for _, c := range []struct {
+		stream, typ string
+		want        uint64
+	}{{"a", "T", 2}, {"b", "T", 3}, {"a", "Other", 0}, {"missing", "T", 0}} {
+		if pos, err := store.LastOfType(ctx, c.stream, c.typ); err != nil || pos != c.want {
+			t.Fatalf("LastOfType(%s, %s) = %d, %v; want %d", c.stream, c.typ, pos, err, c.want)
+		}
 	}
 }
 

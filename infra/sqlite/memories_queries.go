@@ -197,6 +197,40 @@ func (m *Memories) MemoryOwner(ctx context.Context, id string) (userID, agentID 
 	return userID, agentID, true, nil
 }
 
+// OwnersOf returns the user and agent of each of ids that a memory has,
+// whoever they are; other ids are left out. An import asks for all its
+// memory ids at once rather than one query per id.
+func (m *Memories) OwnersOf(ctx context.Context, ids []string) (map[string]memory.AgentRef, error) {
+	out := make(map[string]memory.AgentRef, len(ids))
+	for start := 0; start < len(ids); start += memIDChunk {
+		chunk := ids[start:min(start+memIDChunk, len(ids))]
+		args := make([]any, len(chunk))
+		for i, id := range chunk {
+			args[i] = id
+		}
+		rows, err := m.db.read.QueryContext(ctx, `SELECT id, user_id, agent_id FROM memories WHERE id IN (`+memPlaceholders(len(chunk))+`)`, args...)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: memory owners: %w", err)
+		}
+		for rows.Next() {
+			var id string
+			var ref memory.AgentRef
+			if err := rows.Scan(&id, &ref.UserID, &ref.AgentID); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("sqlite: memory owners: %w", err)
+			}
+			out[id] = ref
+		}
+		if err := rows.Close(); err != nil {
+			return nil, err
+		}
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("sqlite: memory owners: %w", err)
+		}
+	}
+	return out, nil
+}
+
 // memIDChunk bounds the bound parameters of one IN (...) query.
 const memIDChunk = 500
 

@@ -10,7 +10,7 @@ import (
 )
 
 // EventStore traces every append to store as a span "event_log.append"
-// with the number of events; everything else passes through. The stream
+// with the number of events (and of streams, for a multi-stream append); everything else passes through. The stream
 // is not recorded: its name carries tenant ids.
 func EventStore(store domain.EventStore) domain.EventStore { return tracedStore{EventStore: store} }
 
@@ -21,6 +21,20 @@ func (s tracedStore) Append(ctx context.Context, stream string, expected int64, 
 	res, err := s.EventStore.Append(ctx, stream, expected, events)
 	if err == nil {
 		span.SetAttributes(attribute.Int64("engram.log.position", int64(res.LastPosition)))
+	}
+	end(span, err)
+	return res, err
+}
+
+func (s tracedStore) AppendStreams(ctx context.Context, parts []domain.StreamAppend) ([]domain.AppendResult, error) {
+	events := 0
+	for _, p := range parts {
+		events += len(p.Events)
+	}
+	ctx, span := child(ctx, "event_log.append", trace.SpanKindClient, attribute.Int("engram.events", events), attribute.Int("engram.streams", len(parts)))
+	res, err := s.EventStore.AppendStreams(ctx, parts)
+	if err == nil {
+		span.SetAttributes(attribute.Int64("engram.log.position", int64(res[len(res)-1].LastPosition)))
 	}
 	end(span, err)
 	return res, err

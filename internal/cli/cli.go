@@ -100,6 +100,7 @@ func cliCommands() []cliCommand {
 		{"status", "", "summarise the stack and the cloud", statusCommand, nil},
 		{"import", "FILE|- [--local|--cloud]", "import an export (lossless) or memory items from a JSON Lines file", importCommand, nil},
 		{"export", "[--format events|memories] [--output FILE] [--local|--cloud]", "export the stack as JSON Lines (lossless by default)", exportCommand, nil},
+		{"reembed", "[--model M] [--type T]… [--wait] [--local|--cloud]", "re-embed the stack's memories with a model (a job; --wait follows it)", reembedCommand, nil},
 		{"sync", "push|pull|status|run", "replicate the stack with the cloud agent of the same id", syncCommand, []string{"push", "pull", "status", "run"}},
 		{"edit", "ID --FIELD VALUE… [--tag T]… [--unset FIELD]…", "change a memory's content or tags", editCommand, nil},
 		{"process", "[--force] [--transition T] | exhaust [--max-cycles N] [--no-auto-promote]", "run a processing pass (exhaust: until nothing more comes of it)", processCommand, []string{"exhaust"}},

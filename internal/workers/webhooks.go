@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
@@ -153,7 +154,7 @@ func (d *WebhookDispatcher) deliver(msg *message.Message) error {
 	}
 	ctx := msg.Context()
 	attemptCtx, cancel := context.WithTimeout(ctx, d.cfg.AttemptTimeout)
-	status, err := d.cfg.Poster.Post(attemptCtx, p, d.cfg.Now())
+	status, err := d.post(attemptCtx, p)
 	cancel()
 	if ctx.Err() != nil {
 		return d.cfg.Outbox.Release(context.WithoutCancel(ctx), p.ID)
@@ -175,6 +176,26 @@ func (d *WebhookDispatcher) deliver(msg *message.Message) error {
 	}
 	return d.cfg.Outbox.Record(context.WithoutCancel(ctx), p.ID, o)
 }
+
+// post makes one attempt. A sender that panics has failed the attempt:
+// the panic is an error, recorded and retried with backoff like any
+// other, so a delivery that always panics is failed after MaxAttempts
+// rather than left to the claim's expiry, which counts no attempt and
+// would retry it for ever.
+func (d *WebhookDispatcher) post(ctx context.Context, p webhook.Pending) (status int, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			d.cfg.Logger.Error("webhook sender panicked", "delivery_id", p.ID, "webhook_id", p.WebhookID, "panic", r, "stack", string(debug.Stack()))
+			// The delivery log is the user's: it says what failed, the
+			// server log says why.
+			status, err = 0, errSenderPanicked
+		}
+	}()
+	return d.cfg.Poster.Post(ctx, p, d.cfg.Now())
+}
+
+// errSenderPanicked is the error an attempt whose sender panicked records.
+var errSenderPanicked = errors.New("the attempt failed inside the server (its log has the details)")
 
 // outboxSubscriber is a watermill Subscriber over the outbox: it claims
 // due deliveries while fewer than Concurrency are in flight, and sends
