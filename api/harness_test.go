@@ -381,14 +381,16 @@ func (s *stack) wire(c *embed.Catalog, rc workers.RunnerConfig) {
 	if s.opts.processor != nil {
 		processor = s.opts.processor
 	}
+	// One fold of the cognition streams for both sides, as internal/app wires it.
+	states := processing.NewSnapshots(s.store)
 	s.pipeline, err = commands.NewPipeline(commands.PipelineConfig{
-		Writer: s.writer, Memories: s.memories, Suggestions: s.suggest, Creator: s.memCmds, Processor: processor, Now: s.clock.Now, Logger: s.logger,
+		Writer: s.writer, Memories: s.memories, Suggestions: s.suggest, Creator: s.memCmds, Processor: processor, States: states, Now: s.clock.Now, Logger: s.logger,
 	})
 	if err != nil {
 		s.t.Fatal(err)
 	}
 	s.queries, err = query.New(query.Config{
-		Memories: s.memories, Suggestions: s.suggest, Provenance: s.prov, Audit: s.audit, Jobs: s.jobs, Log: s.store,
+		Memories: s.memories, Suggestions: s.suggest, Provenance: s.prov, Audit: s.audit, Jobs: s.jobs, States: states,
 		Processor: processor.Info(), Catalog: c, Similar: searcher, Now: s.clock.Now,
 	})
 	if err != nil {

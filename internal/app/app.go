@@ -247,7 +247,7 @@ func (a *App) build(ctx context.Context, settings Settings) error {
 			return err
 		}
 		if a.Pipeline, err = commands.NewPipeline(commands.PipelineConfig{
-			Writer: st.Writer, Memories: st.Memories, Suggestions: st.Suggestions, Creator: memories, Processor: a.Processor, Logger: a.logger,
+			Writer: st.Writer, Memories: st.Memories, Suggestions: st.Suggestions, Creator: memories, Processor: a.Processor, States: st.ProcessingStates, Logger: a.logger,
 		}); err != nil {
 			return err
 		}
