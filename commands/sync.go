@@ -13,6 +13,7 @@ import (
 
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/memory"
+	"github.com/engram-memory/engram/domain/processing"
 )
 
 // Limits of sync.
@@ -106,6 +107,8 @@ type SyncDeps struct {
 // caller's own agent only.
 type Sync struct {
 	d SyncDeps
+	// cognitionEvents decodes the processing events an import carries.
+	cognitionEvents *domain.EventRegistry
 }
 
 // NewSync returns the sync commands.
@@ -119,7 +122,11 @@ func NewSync(d SyncDeps) (*Sync, error) {
 	if d.MaxPushBytes == 0 {
 		d.MaxPushBytes = DefaultMaxSyncPushBytes
 	}
-	return &Sync{d: d}, nil
+	cognition, err := domain.NewEventRegistry(processing.Events())
+	if err != nil {
+		return nil, fmt.Errorf("commands: sync: %w", err)
+	}
+	return &Sync{d: d, cognitionEvents: cognition}, nil
 }
 
 func (s *Sync) reader() MemoryReadModel { return s.d.Memories.cfg.Reader }
