@@ -25,7 +25,6 @@ import (
 // types apart by their names (issue 23); the list only shrinks. A file
 // that no longer does must leave it, so the test holds the line behind it.
 var stringDispatchLeft = []string{
-	"commands/sync_push.go",
 	"commands/transfer.go",
 	"internal/cli/sync.go",
 	"projections/keyword.go",
