@@ -36,6 +36,8 @@ type Vectors struct {
 	loadMu sync.Mutex
 	loaded bool
 	snap   *snapshotState
+	// skipIndex: this process does not search the index (SkipIndex).
+	skipIndex bool
 
 	mu     sync.RWMutex
 	agents map[domain.IndexScope]domain.VectorSpace
@@ -66,8 +68,10 @@ func (p *Vectors) Name() string { return VectorsProjectionName }
 // Position implements Projection. The engine asks before feeding events,
 // so this is where the agents (and an in-process index) are loaded.
 func (p *Vectors) Position(ctx context.Context) (uint64, error) {
-	if err := p.Load(ctx); err != nil {
-		return 0, err
+	if !p.skipIndex {
+		if err := p.Load(ctx); err != nil {
+			return 0, err
+		}
 	}
 	return p.state.VectorsCheckpoint(ctx)
 }
@@ -97,6 +101,9 @@ func (p *Vectors) Reset(ctx context.Context) error {
 // and checkpoint commit; the agents' spaces, which searches read, change
 // only after it.
 func (p *Vectors) Apply(ctx context.Context, events []domain.Event) error {
+	if p.skipIndex {
+		return p.applyState(ctx, events)
+	}
 	if err := p.Load(ctx); err != nil {
 		return err
 	}
@@ -158,7 +165,7 @@ func (p *Vectors) Follow(ctx context.Context) (uint64, error) {
 }
 
 // indexFromState implements derivedIndex.
-func (p *Vectors) indexFromState() bool { return p.loadIndex }
+func (p *Vectors) indexFromState() bool { return p.loadIndex && !p.skipIndex }
 
 // statePosition implements derivedIndex.
 func (p *Vectors) statePosition(ctx context.Context) (uint64, error) {

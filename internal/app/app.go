@@ -42,7 +42,9 @@ const (
 	// Writes is the write side: the memory commands, sync and the
 	// processing pipeline, with the projection engine running so that each
 	// write is applied before it returns. It loads the embedding models
-	// (a capture embeds inline) but starts no background worker.
+	// (a capture embeds inline) but starts no background worker. Without
+	// Search (or KeywordSearch) the engine applies the in-process indexes'
+	// state alone and loads no index.
 	Writes
 	// Workers are the background workers of a server: the embedding queue
 	// (memories that could not be embedded inline), the re-embedding job
@@ -55,6 +57,18 @@ const (
 
 // Server is every part: what `engram serve` runs.
 const Server = Queries | Search | Writes | Workers | Accounts
+
+// unsearched names the in-process indexes no part asked for searches: a
+// local capture or read neither loads them nor, with Writes, writes them;
+// their projections advance their state alone (docs/snapshots.md). The
+// core alone (no part: the maintenance commands, which drive the engine
+// themselves) keeps both.
+func (p Parts) unsearched() Unsearched {
+	if p == 0 {
+		return Unsearched{}
+	}
+	return Unsearched{Keyword: p&(Search|KeywordSearch) == 0, Vector: p&Search == 0}
+}
 
 // Components named by App.Components: what was loaded, built or started.
 const (
@@ -168,7 +182,9 @@ func New(ctx context.Context, settings Settings, parts Parts) (*App, error) {
 	if parts&Accounts != 0 && parts&Workers == 0 {
 		return nil, errors.New("app: Accounts needs Workers (key usage goes through the usage recorder)")
 	}
-	core, err := Open(ctx, settings.Config)
+	cfg := settings.Config
+	cfg.Unsearched = parts.unsearched()
+	core, err := Open(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
