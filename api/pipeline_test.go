@@ -578,7 +578,7 @@ func (s *stack) node(t *testing.T) *commands.Pipeline {
 	}
 	p, err := commands.NewPipeline(commands.PipelineConfig{
 		Writer: s.writer, Memories: s.memories, Suggestions: s.suggest, Creator: mem,
-		Processor: processing.NewRuleExtractor(), Now: s.clock.Now, Logger: s.logger,
+		Processor: processing.NewRuleExtractor(), States: processing.NewSnapshots(s.store), Now: s.clock.Now, Logger: s.logger,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -173,6 +173,10 @@ func testSyncPushObeysTheWriteRules(t *testing.T, s *stack) {
 			}
 			return evs
 		}, http.StatusRequestEntityTooLarge, "push_too_large", ""},
+		{"a payload field its type does not have", func(t *testing.T, _ string) []commands.SyncEvent {
+			return []commands.SyncEvent{pushedNote("fine"), syncEvent("MemoryCreated", map[string]any{
+				"memory_id": uuid.NewString(), "type": "note", "content": map[string]any{"content": "x"}, "colour": "blue"})}
+		}, http.StatusBadRequest, "invalid_request", "events[1].payload"},
 		{"an event type sync does not carry", func(t *testing.T, _ string) []commands.SyncEvent {
 			return []commands.SyncEvent{pushedNote("fine"), syncEvent("SuggestionCreated", map[string]any{"suggestion_id": uuid.NewString()})}
 		}, http.StatusBadRequest, "invalid_request", "events[1].type"},

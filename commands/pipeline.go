@@ -25,8 +25,11 @@ type PipelineConfig struct {
 	Suggestions SuggestionReadModel // required
 	Creator     MemoryCreator       // required
 	Processor   Processor           // required: a chat model, or the rule extractor
-	Now         func() time.Time    // default time.Now
-	Logger      *slog.Logger        // nil discards
+	// States folds the agents' cognition streams (required): the
+	// composition root shares one with the read side (query.Config).
+	States *processing.Snapshots
+	Now    func() time.Time // default time.Now
+	Logger *slog.Logger     // nil discards
 }
 
 // Pipeline runs the processing pipeline and the suggestion lifecycle of
@@ -35,16 +38,15 @@ type PipelineConfig struct {
 // one server, the commands of one agent are serialized so that a pass and
 // an accept never decide on the same state.
 type Pipeline struct {
-	cfg       PipelineConfig
-	logger    *slog.Logger
-	locks     [userLockStripes]sync.Mutex
-	snapshots *processing.Snapshots
+	cfg    PipelineConfig
+	logger *slog.Logger
+	locks  [userLockStripes]sync.Mutex
 }
 
 // NewPipeline checks cfg.
 func NewPipeline(cfg PipelineConfig) (*Pipeline, error) {
-	if cfg.Writer == nil || cfg.Memories == nil || cfg.Suggestions == nil || cfg.Creator == nil || cfg.Processor == nil {
-		return nil, errors.New("commands: the pipeline needs a writer, the memories and suggestions read models, a memory creator and a processor")
+	if cfg.Writer == nil || cfg.Memories == nil || cfg.Suggestions == nil || cfg.Creator == nil || cfg.Processor == nil || cfg.States == nil {
+		return nil, errors.New("commands: the pipeline needs a writer, the memories and suggestions read models, a memory creator, a processor and the processing states")
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -53,7 +55,7 @@ func NewPipeline(cfg PipelineConfig) (*Pipeline, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Pipeline{cfg: cfg, logger: logger, snapshots: processing.NewSnapshots(cfg.Writer.Store())}, nil
+	return &Pipeline{cfg: cfg, logger: logger}, nil
 }
 
 func (c *Pipeline) now() time.Time { return c.cfg.Now().UTC() }
@@ -90,7 +92,7 @@ func (c *Pipeline) load(ctx context.Context, userID, agentID string) (agentState
 		return agentState{}, domain.NotFound("agent")
 	}
 	ref := processing.AgentRef{UserID: userID, AgentID: agentID, AgentCreatedAt: agent.CreatedAt}
-	st, err := c.snapshots.Load(ctx, ref)
+	st, err := c.cfg.States.Load(ctx, ref)
 	if err != nil {
 		return agentState{}, err
 	}

@@ -12,7 +12,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/domain/agentsettings"
 	"github.com/engram-memory/engram/domain/memory"
+	"github.com/engram-memory/engram/domain/processing"
 )
 
 // Limits of sync.
@@ -114,6 +116,9 @@ type SyncDeps struct {
 // caller's own agent only.
 type Sync struct {
 	d SyncDeps
+	// pushEvents decodes the memory and settings events a push carries,
+	// cognitionEvents the processing events an import carries.
+	pushEvents, cognitionEvents *domain.EventRegistry
 }
 
 // NewSync returns the sync commands.
@@ -127,7 +132,15 @@ func NewSync(d SyncDeps) (*Sync, error) {
 	if d.MaxPushBytes == 0 {
 		d.MaxPushBytes = DefaultMaxSyncPushBytes
 	}
-	return &Sync{d: d}, nil
+	push, err := domain.NewEventRegistry(memory.Events(), agentsettings.Events())
+	if err != nil {
+		return nil, fmt.Errorf("commands: sync: %w", err)
+	}
+	cognition, err := domain.NewEventRegistry(processing.Events())
+	if err != nil {
+		return nil, fmt.Errorf("commands: sync: %w", err)
+	}
+	return &Sync{d: d, pushEvents: push, cognitionEvents: cognition}, nil
 }
 
 func (s *Sync) reader() MemoryReadModel { return s.d.Memories.cfg.Reader }
@@ -353,16 +366,6 @@ func checkCanonicalUUID(field, id string) error {
 	u, err := uuid.Parse(id)
 	if err != nil || u == uuid.Nil || u.String() != id {
 		return domain.Invalid(field, "%s must be a UUID in canonical form (lower-case hex, hyphenated, not the nil UUID), got %q", field, id)
-	}
-	return nil
-}
-
-// decodeSyncPayload decodes a payload strictly: unknown fields are errors.
-func decodeSyncPayload(raw json.RawMessage, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return domain.Invalid("payload", "payload does not match its type: %v", err)
 	}
 	return nil
 }

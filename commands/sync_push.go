@@ -86,34 +86,26 @@ func (p *pushPlan) add(ctx context.Context, ev SyncEvent) (kept bool, err error)
 	if err := p.notInFuture("time", ev.Time); err != nil {
 		return false, err
 	}
+	decoded, err := p.s.pushEvents.DecodeStrict(domain.Event{Type: ev.Type, Time: ev.Time, Payload: ev.Payload})
+	if err != nil {
+		return false, domain.Invalid("payload", "payload does not match its type: %v", err)
+	}
 	var payload domain.Payload
-	switch ev.Type {
-	case memory.AgentCreated{}.EventType():
+	switch m := decoded.(type) {
+	case *memory.AgentCreated:
 		if p.agentExists {
 			return false, nil
 		}
-		var a memory.AgentCreated
-		if err := decodeSyncPayload(ev.Payload, &a); err != nil {
+		if err := p.notInFuture("payload.created_at", m.CreatedAt); err != nil {
 			return false, err
 		}
-		if err := p.notInFuture("payload.created_at", a.CreatedAt); err != nil {
+		return true, p.createAgent(ev.ID, ev.Time, m.CreatedAt)
+	case *memory.MemoryCreated:
+		if err := p.checkCreated(ctx, m); err != nil {
 			return false, err
 		}
-		return true, p.createAgent(ev.ID, ev.Time, a.CreatedAt)
-	case memory.MemoryCreated{}.EventType():
-		var m memory.MemoryCreated
-		if err := decodeSyncPayload(ev.Payload, &m); err != nil {
-			return false, err
-		}
-		if err := p.checkCreated(ctx, &m); err != nil {
-			return false, err
-		}
-		payload = m
-	case memory.MemoryEmbedded{}.EventType():
-		var m memory.MemoryEmbedded
-		if err := decodeSyncPayload(ev.Payload, &m); err != nil {
-			return false, err
-		}
+		payload = *m
+	case *memory.MemoryEmbedded:
 		if _, known, err := p.typeOf(ctx, m.MemoryID); err != nil || !known {
 			return false, err
 		}
@@ -124,12 +116,8 @@ func (p *pushPlan) add(ctx context.Context, ev SyncEvent) (kept bool, err error)
 			return false, err
 		}
 		m.JobID = ""
-		payload = m
-	case memory.MemoryUpdated{}.EventType():
-		var m memory.MemoryUpdated
-		if err := decodeSyncPayload(ev.Payload, &m); err != nil {
-			return false, err
-		}
+		payload = *m
+	case *memory.MemoryUpdated:
 		t, known, err := p.changeOf(ctx, m.MemoryID, "payload.updated_at", m.UpdatedAt)
 		if err != nil || !known {
 			return false, err
@@ -137,25 +125,17 @@ func (p *pushPlan) add(ctx context.Context, ev SyncEvent) (kept bool, err error)
 		if m.Content, m.Tags, m.TextHash, err = p.replaceContent(ctx, t, m.MemoryID, m.Content, m.Tags); err != nil {
 			return false, err
 		}
-		payload = m
-	case memory.MemoryPatched{}.EventType():
-		var m memory.MemoryPatched
-		if err := decodeSyncPayload(ev.Payload, &m); err != nil {
-			return false, err
-		}
+		payload = *m
+	case *memory.MemoryPatched:
 		t, known, err := p.changeOf(ctx, m.MemoryID, "payload.updated_at", m.UpdatedAt)
 		if err != nil || !known {
 			return false, err
 		}
-		if m.TextHash, err = p.patchContent(ctx, t, &m); err != nil {
+		if m.TextHash, err = p.patchContent(ctx, t, m); err != nil {
 			return false, err
 		}
-		payload = m
-	case memory.MemoryRecovered{}.EventType():
-		var m memory.MemoryRecovered
-		if err := decodeSyncPayload(ev.Payload, &m); err != nil {
-			return false, err
-		}
+		payload = *m
+	case *memory.MemoryRecovered:
 		t, known, err := p.changeOf(ctx, m.MemoryID, "payload.recovered_at", m.RecoveredAt)
 		if err != nil || !known {
 			return false, err
@@ -170,38 +150,34 @@ func (p *pushPlan) add(ctx context.Context, ev SyncEvent) (kept bool, err error)
 		if m.Content, m.Tags, m.TextHash, err = p.replaceContent(ctx, t, m.MemoryID, m.Content, m.Tags); err != nil {
 			return false, err
 		}
-		payload = m
-	case memory.MemoryProtected{}.EventType():
-		payload, err = planChange(ctx, p, ev.Payload, func(m memory.MemoryProtected) memoryChange {
+		payload = *m
+	case *memory.MemoryProtected:
+		payload, err = planChange(ctx, p, *m, func(m memory.MemoryProtected) memoryChange {
 			return memoryChange{memoryID: m.MemoryID, atField: "payload.at", at: m.At, strength: &m.Strength}
 		})
-	case memory.MemoryUnprotected{}.EventType():
-		payload, err = planChange(ctx, p, ev.Payload, func(m memory.MemoryUnprotected) memoryChange {
+	case *memory.MemoryUnprotected:
+		payload, err = planChange(ctx, p, *m, func(m memory.MemoryUnprotected) memoryChange {
 			return memoryChange{memoryID: m.MemoryID, atField: "payload.at", at: m.At, strength: &m.Strength}
 		})
-	case memory.MemoryWeakened{}.EventType():
-		payload, err = planChange(ctx, p, ev.Payload, func(m memory.MemoryWeakened) memoryChange {
+	case *memory.MemoryWeakened:
+		payload, err = planChange(ctx, p, *m, func(m memory.MemoryWeakened) memoryChange {
 			return memoryChange{memoryID: m.MemoryID, atField: "payload.at", at: m.At, strength: &m.Strength,
 				invalid: StrengthChange{By: &m.By, Reason: m.Reason}.validate(true)}
 		})
-	case memory.MemoryVerified{}.EventType():
-		payload, err = planChange(ctx, p, ev.Payload, func(m memory.MemoryVerified) memoryChange {
+	case *memory.MemoryVerified:
+		payload, err = planChange(ctx, p, *m, func(m memory.MemoryVerified) memoryChange {
 			return memoryChange{memoryID: m.MemoryID, atField: "payload.verified_at", at: m.VerifiedAt, strength: &m.Strength,
 				invalid: StrengthChange{Reason: m.Reason}.validate(false)}
 		})
-	case memory.MemoryForgotten{}.EventType():
-		payload, err = planChange(ctx, p, ev.Payload, func(m memory.MemoryForgotten) memoryChange {
+	case *memory.MemoryForgotten:
+		payload, err = planChange(ctx, p, *m, func(m memory.MemoryForgotten) memoryChange {
 			return memoryChange{memoryID: m.MemoryID, atField: "payload.forgotten_at", at: m.ForgottenAt}
 		})
-	case memory.MemoryPurged{}.EventType():
-		payload, err = planChange(ctx, p, ev.Payload, func(m memory.MemoryPurged) memoryChange {
+	case *memory.MemoryPurged:
+		payload, err = planChange(ctx, p, *m, func(m memory.MemoryPurged) memoryChange {
 			return memoryChange{memoryID: m.MemoryID}
 		})
-	case agentsettings.SettingsChanged{}.EventType():
-		var m agentsettings.SettingsChanged
-		if err := decodeSyncPayload(ev.Payload, &m); err != nil {
-			return false, err
-		}
+	case *agentsettings.SettingsChanged:
 		if err := m.Settings.Validate(); err != nil {
 			return false, inPayload(err)
 		}
@@ -214,17 +190,13 @@ func (p *pushPlan) add(ctx context.Context, ev SyncEvent) (kept bool, err error)
 		if err := m.Settings.CheckMemoryWrite(p.ref.AgentID); err != nil {
 			p.notWritable = err
 		}
-		payload = m
-	case memory.AgentImported{}.EventType():
-		var m memory.AgentImported
-		if err := decodeSyncPayload(ev.Payload, &m); err != nil {
-			return false, err
-		}
+		payload = *m
+	case *memory.AgentImported:
 		if err := p.notInFuture("payload.imported_at", m.ImportedAt); err != nil {
 			return false, err
 		}
-		payload = m
-	case memory.AgentDeleted{}.EventType(), memory.AgentModelSwitched{}.EventType():
+		payload = *m
+	case *memory.AgentDeleted, *memory.AgentModelSwitched:
 		return false, nil
 	default:
 		return false, domain.Invalid("type", "sync does not carry events of type %q", ev.Type)
@@ -420,11 +392,7 @@ type memoryChange struct {
 // planChange decodes a pushed change of an existing memory as an E and
 // checks it as changeOf does, then its other fields and its strength. The
 // payload is nil, with no error, for a memory the agent does not have.
-func planChange[E domain.Payload](ctx context.Context, p *pushPlan, raw json.RawMessage, changeIn func(E) memoryChange) (domain.Payload, error) {
-	var m E
-	if err := decodeSyncPayload(raw, &m); err != nil {
-		return nil, err
-	}
+func planChange[E domain.Payload](ctx context.Context, p *pushPlan, m E, changeIn func(E) memoryChange) (domain.Payload, error) {
 	c := changeIn(m)
 	if _, known, err := p.changeOf(ctx, c.memoryID, c.atField, c.at); err != nil || !known {
 		return nil, err

@@ -120,60 +120,25 @@ func (c *cognitionPlan) add(ctx context.Context, ev SyncEvent) error {
 	if err := p.notInFuture("time", ev.Time); err != nil {
 		return err
 	}
-	var payload domain.Payload
-	switch ev.Type {
-	case processing.ConfigChanged{}.EventType():
-		var m processing.ConfigChanged
-		if err := decodeSyncPayload(ev.Payload, &m); err != nil {
+	payload, err := c.t.d.Sync.cognitionEvents.DecodeStrict(domain.Event{Type: ev.Type, Time: ev.Time, Payload: ev.Payload})
+	if err != nil {
+		return domain.Invalid("payload", "payload does not match its type: %v", err)
+	}
+	// Each event is the agent's (its AgentRef is set here) and happened
+	// no later than now (the field named by its case).
+	var atField string
+	var at time.Time
+	switch m := payload.(type) {
+	case *processing.ConfigChanged:
+		m.AgentRef, atField, at = c.ref, "payload.changed_at", m.ChangedAt
+	case *processing.PassRecorded:
+		m.AgentRef, atField, at = c.ref, "payload.at", m.At
+	case *processing.SuggestionCreated:
+		if err := c.checkCreated(ctx, m); err != nil {
 			return err
 		}
-		if err := p.notInFuture("payload.changed_at", m.ChangedAt); err != nil {
-			return err
-		}
-		m.AgentRef = c.ref
-		payload = m
-	case processing.PassRecorded{}.EventType():
-		var m processing.PassRecorded
-		if err := decodeSyncPayload(ev.Payload, &m); err != nil {
-			return err
-		}
-		if err := p.notInFuture("payload.at", m.At); err != nil {
-			return err
-		}
-		m.AgentRef = c.ref
-		payload = m
-	case processing.SuggestionCreated{}.EventType():
-		var m processing.SuggestionCreated
-		if err := decodeSyncPayload(ev.Payload, &m); err != nil {
-			return err
-		}
-		if err := checkCanonicalUUID("payload.suggestion_id", m.SuggestionID); err != nil {
-			return err
-		}
-		if _, ok := memory.ParseType(m.MemoryType); !ok {
-			return domain.Invalid("payload.memory_type", "memory_type %q is not a memory type", m.MemoryType)
-		}
-		if !(m.Confidence >= 0 && m.Confidence <= 1) {
-			return domain.Invalid("payload.confidence", "confidence must be between 0 and 1")
-		}
-		refs, err := memory.ParseRefs("payload.sources", m.Sources)
-		if err != nil {
-			return err
-		}
-		if err := p.checkRefs(ctx, "payload.sources", refs); err != nil {
-			return err
-		}
-		if err := p.notInFuture("payload.created_at", m.CreatedAt); err != nil {
-			return err
-		}
-		c.suggestions[m.SuggestionID] = true
-		m.AgentRef = c.ref
-		payload = m
-	case processing.SuggestionResolved{}.EventType():
-		var m processing.SuggestionResolved
-		if err := decodeSyncPayload(ev.Payload, &m); err != nil {
-			return err
-		}
+		m.AgentRef, atField, at = c.ref, "payload.created_at", m.CreatedAt
+	case *processing.SuggestionResolved:
 		switch m.Status {
 		case processing.Promoted, processing.Modified, processing.Rejected, processing.Dismissed:
 		default:
@@ -182,23 +147,17 @@ func (c *cognitionPlan) add(ctx context.Context, ev SyncEvent) error {
 		if err := c.checkSuggestion(ctx, m.SuggestionID); err != nil {
 			return err
 		}
-		if err := p.notInFuture("payload.resolved_at", m.ResolvedAt); err != nil {
-			return err
-		}
-		m.AgentRef = c.ref
-		payload = m
-	case processing.AnxietyLevelRecorded{}.EventType():
-		var m processing.AnxietyLevelRecorded
-		if err := decodeSyncPayload(ev.Payload, &m); err != nil {
-			return err
-		}
-		if err := p.notInFuture("payload.at", m.At); err != nil {
-			return err
-		}
-		m.AgentRef = c.ref
-		payload = m
+		m.AgentRef, atField, at = c.ref, "payload.resolved_at", m.ResolvedAt
+	case *processing.AnxietyLevelRecorded:
+		m.AgentRef, atField, at = c.ref, "payload.at", m.At
 	default:
 		return domain.Invalid("type", "an import does not carry events of type %q", ev.Type)
+	}
+	if err := p.notInFuture(atField, at); err != nil {
+		return err
+	}
+	if m, ok := payload.(*processing.SuggestionCreated); ok {
+		c.suggestions[m.SuggestionID] = true
 	}
 	e, err := domain.MarshalEvent(payload, p.meta)
 	if err != nil {
@@ -207,6 +166,26 @@ func (c *cognitionPlan) add(ctx context.Context, ev SyncEvent) error {
 	e.ID, e.Time = ev.ID, ev.Time.UTC()
 	c.out = append(c.out, e)
 	return nil
+}
+
+// checkCreated checks an imported suggestion as processing makes one:
+// its id, memory type, confidence, and sources naming memories of the
+// agent.
+func (c *cognitionPlan) checkCreated(ctx context.Context, m *processing.SuggestionCreated) error {
+	if err := checkCanonicalUUID("payload.suggestion_id", m.SuggestionID); err != nil {
+		return err
+	}
+	if _, ok := memory.ParseType(m.MemoryType); !ok {
+		return domain.Invalid("payload.memory_type", "memory_type %q is not a memory type", m.MemoryType)
+	}
+	if !(m.Confidence >= 0 && m.Confidence <= 1) {
+		return domain.Invalid("payload.confidence", "confidence must be between 0 and 1")
+	}
+	refs, err := memory.ParseRefs("payload.sources", m.Sources)
+	if err != nil {
+		return err
+	}
+	return c.p.checkRefs(ctx, "payload.sources", refs)
 }
 
 // checkSuggestion makes sure id names a suggestion of the agent: created

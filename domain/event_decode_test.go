@@ -84,3 +84,47 @@ func TestRegistryRefusesATypeRegisteredTwice(t *testing.T) {
 		t.Fatal("a type registered twice was accepted")
 	}
 }
+
+// A payload from outside the log (a sync push, an import) is decoded
+// strictly: a field its type does not have is refused, where the log's
+// decoding ignores it; an unknown type is no payload and no error; a
+// deriving decoder derives for both.
+func TestRegistryDecodeStrict(t *testing.T) {
+	r, err := domain.NewEventRegistry([]domain.EventDecoder{domain.DecoderDeriving(func(_ domain.Event, g *greeting) {
+		g.Tags = append(g.Tags, "derived")
+	})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name     string
+		event    domain.Event
+		wantText string // "" when no payload is wanted
+		wantErr  bool
+	}{
+		{"a known type", domain.Event{Type: "Greeted", Payload: []byte(`{"text":"hi"}`)}, "hi", false},
+		{"a field the type does not have", domain.Event{Type: "Greeted", Payload: []byte(`{"text":"hi","extra":1}`)}, "", true},
+		{"a payload that does not parse", domain.Event{Type: "Greeted", Payload: []byte(`{"text":`)}, "", true},
+		{"an unknown type", domain.Event{Type: "Waved", Payload: []byte(`{"text":"hi"}`)}, "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := r.DecodeStrict(tt.event)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("DecodeStrict error = %v, want error %v", err, tt.wantErr)
+			}
+			g, _ := p.(*greeting)
+			switch {
+			case tt.wantText == "" && p != nil:
+				t.Fatalf("DecodeStrict = %#v, want no payload", p)
+			case tt.wantText != "" && (g == nil || g.Text != tt.wantText || len(g.Tags) != 1 || g.Tags[0] != "derived"):
+				t.Fatalf("DecodeStrict = %#v, want *greeting %q with its derived tag", p, tt.wantText)
+			}
+		})
+	}
+	// The log's own decoding ignores the unknown field, and derives too.
+	lenient, _ := r.Decode(domain.Event{Type: "Greeted", Payload: []byte(`{"text":"hi","extra":1}`)}).Decoded()
+	if g, ok := lenient.(*greeting); !ok || g.Text != "hi" || len(g.Tags) != 1 {
+		t.Fatalf("Decode = %#v, want *greeting \"hi\" with its derived tag", lenient)
+	}
+}

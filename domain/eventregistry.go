@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 )
@@ -10,8 +11,11 @@ import (
 // function); an EventRegistry is composed from such lists.
 type EventDecoder struct {
 	// Type is the event type it decodes (Payload.EventType).
-	Type   string
-	decode func(Event) (Payload, error)
+	Type string
+	// newPayload is a new, zero *T to decode into; derive, when set, fills
+	// what the payload derives from the event beyond its JSON.
+	newPayload func() Payload
+	derive     func(Event, Payload)
 }
 
 // DecoderOf decodes events of payload type T into a *T.
@@ -19,38 +23,38 @@ func DecoderOf[T any, P interface {
 	*T
 	Payload
 }]() EventDecoder {
-	return EventDecoder{Type: P(new(T)).EventType(), decode: func(e Event) (Payload, error) {
-		p := P(new(T))
-		if err := json.Unmarshal(e.Payload, p); err != nil {
-			return nil, err
-		}
-		return p, nil
-	}}
+	return EventDecoder{Type: P(new(T)).EventType(), newPayload: func() Payload { return P(new(T)) }}
 }
 
-// DecoderFunc decodes events of eventType with decode, for a payload that
-// derives values from the event beyond its JSON once for every reader.
-func DecoderFunc(eventType string, decode func(Event) (Payload, error)) EventDecoder {
-	return EventDecoder{Type: eventType, decode: decode}
+// DecoderDeriving decodes events of payload type T into a *T and then has
+// derive fill the values the payload derives from the event beyond its
+// JSON, once for every reader.
+func DecoderDeriving[T any, P interface {
+	*T
+	Payload
+}](derive func(e Event, p P)) EventDecoder {
+	d := DecoderOf[T, P]()
+	d.derive = func(e Event, p Payload) { derive(e, p.(P)) }
+	return d
 }
 
 // EventRegistry knows how to decode the event types registered with it.
 // It is built once by the composition that reads the log (the projection
 // engine) and never changes after.
 type EventRegistry struct {
-	decoders map[string]func(Event) (Payload, error)
+	decoders map[string]EventDecoder
 }
 
 // NewEventRegistry registers the decoders of every list; a type registered
 // twice is an error, since which decoder wins would be an accident.
 func NewEventRegistry(lists ...[]EventDecoder) (*EventRegistry, error) {
-	r := &EventRegistry{decoders: map[string]func(Event) (Payload, error){}}
+	r := &EventRegistry{decoders: map[string]EventDecoder{}}
 	for _, list := range lists {
 		for _, d := range list {
 			if _, dup := r.decoders[d.Type]; dup {
 				return nil, fmt.Errorf("event registry: %q registered twice", d.Type)
 			}
-			r.decoders[d.Type] = d.decode
+			r.decoders[d.Type] = d
 		}
 	}
 	return r, nil
@@ -73,13 +77,46 @@ func (r *EventRegistry) Decode(e Event) Event {
 		return e
 	}
 	d := &decoding{}
-	if decode := r.decoders[e.Type]; decode != nil {
-		if d.payload, d.err = decode(e); d.err != nil {
+	if dec, ok := r.decoders[e.Type]; ok {
+		if d.payload, d.err = dec.decode(e, json.Unmarshal); d.err != nil {
 			d.payload, d.err = nil, fmt.Errorf("decode %s at %d: %w", e.Type, e.Position, d.err)
 		}
 	}
 	e.decoding = d
 	return e
+}
+
+// DecodeStrict decodes the payload of an event that comes from outside
+// the log (a sync push, an import) into its registered type, as Decode
+// does, except that a field the type does not have is an error: from a
+// client it is a mistake to report, where in the log it would be a newer
+// writer's addition to ignore. The payload is nil, with no error, for a
+// type the registry does not know.
+func (r *EventRegistry) DecodeStrict(e Event) (Payload, error) {
+	dec, ok := r.decoders[e.Type]
+	if !ok {
+		return nil, nil
+	}
+	return dec.decode(e, unmarshalStrict)
+}
+
+// decode unmarshals e's payload into a new value of d's type.
+func (d EventDecoder) decode(e Event, unmarshal func([]byte, any) error) (Payload, error) {
+	p := d.newPayload()
+	if err := unmarshal(e.Payload, p); err != nil {
+		return nil, err
+	}
+	if d.derive != nil {
+		d.derive(e, p)
+	}
+	return p, nil
+}
+
+// unmarshalStrict is json.Unmarshal refusing unknown fields.
+func unmarshalStrict(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
 }
 
 // DecodeAll decodes in place the events of events no registry decoded

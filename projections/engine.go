@@ -253,18 +253,12 @@ func (e *Engine) run(ctx context.Context, f *logFollower, projections []Projecti
 	return ctx.Err()
 }
 
+// handler applies a delivered batch to p alone, index and state, through
+// the one apply path (applyBatch).
 func (e *Engine) handler(p Projection) message.NoPublishHandlerFunc {
+	live := applyGroup{projections: []Projection{p}}
 	return func(msg *message.Message) error {
-		events := batchOf(msg)
-		if err := p.Apply(msg.Context(), events); err != nil {
-			if e.storage != nil {
-				err = e.storage.Check(err)
-			}
-			return fmt.Errorf("projections: %s from %d: %w", p.Name(), events[0].Position, err)
-		}
-		e.applied(p.Name(), len(events))
-		e.advance(p.Name(), events[len(events)-1].Position)
-		return nil
+		return e.applyBatch(msg.Context(), live, batchOf(msg))
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/internal/pause"
 )
 
 // The live delivery path. One follower per running engine reads the log
@@ -110,7 +111,7 @@ func (f *logFollower) follow(after uint64) {
 			return
 		}
 		f.logger.Error("projections: following the log failed; following again", "after", after, "error", err)
-		if !sleep(f.ctx, f.retryDelay) {
+		if !pause.For(f.ctx, f.retryDelay) {
 			return
 		}
 	}
@@ -257,7 +258,7 @@ func (s *memberSubscriber) Subscribe(ctx context.Context, topic string) (<-chan 
 			}
 			if err != nil {
 				s.e.logger.Error("projections: catching up from the log failed; trying again", "projection", topic, "after", after, "error", err)
-				if !sleep(ctx, s.retryDelay) {
+				if !pause.For(ctx, s.retryDelay) {
 					return
 				}
 				continue
@@ -307,7 +308,7 @@ func (s *memberSubscriber) deliver(ctx context.Context, out chan<- *message.Mess
 			delay = s.retryDelay
 			continue
 		}
-		if !sleep(ctx, delay) {
+		if !pause.For(ctx, delay) {
 			return ctx.Err()
 		}
 		delay = min(2*delay, max(s.maxRetryDelay, s.retryDelay))

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/internal/pause"
 )
 
 // Leasing makes projections whose store several nodes share run on one
@@ -181,7 +182,7 @@ func (e *Engine) runLeased(ctx context.Context, f *logFollower, p Projection) er
 		}
 		if err != nil && !errors.Is(err, context.Canceled) {
 			e.logger.Error("leased projection stopped; giving its lease up", "projection", name, "error", err)
-			if !sleep(ctx, e.retryDelay) {
+			if !pause.For(ctx, e.retryDelay) {
 				return ctx.Err()
 			}
 			continue
@@ -208,7 +209,7 @@ func (e *Engine) awaitLease(ctx context.Context, p Projection) (domain.Lease, er
 			return nil, ctx.Err()
 		}
 		e.logger.Warn("projection lease: acquire failed; retrying", "projection", p.Name(), "error", err)
-		if !sleep(ctx, e.retryDelay) {
+		if !pause.For(ctx, e.retryDelay) {
 			return nil, ctx.Err()
 		}
 	}
@@ -293,7 +294,7 @@ func (e *Engine) listen(ctx context.Context) {
 			return
 		}
 		e.logger.Warn("leased projections: listening for changes failed; polling until it listens again", "error", err)
-		if !sleep(ctx, e.retryDelay) {
+		if !pause.For(ctx, e.retryDelay) {
 			return
 		}
 	}
@@ -304,17 +305,5 @@ func (e *Engine) setHolder(name, holder string) {
 	defer e.mu.Unlock()
 	if st := e.leaseStatus[name]; st != nil {
 		st.Holder, st.HeldHere = holder, holder != "" && holder == e.leasing.Node
-	}
-}
-
-// sleep waits d or until ctx ends; it reports whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/internal/pause"
 )
 
 // A live rebuild of a leased projection: any node records the request in
@@ -100,7 +101,7 @@ func (e *Engine) runRequestedRebuild(ctx context.Context, name string, rebuild d
 	if err := e.leasing.Rebuilds.Start(ctx, name, rebuild.ID, node); err != nil {
 		if ctx.Err() == nil {
 			e.logger.Warn("live rebuild: recording its start", "projection", name, "error", err)
-			sleep(ctx, e.retryDelay)
+			pause.For(ctx, e.retryDelay)
 		}
 		return false
 	}
@@ -121,7 +122,7 @@ func (e *Engine) runRequestedRebuild(ctx context.Context, name string, rebuild d
 	if err := e.leasing.Rebuilds.Finish(ctx, name, rebuild.ID, node, events, failure); err != nil {
 		// Still running in the record: the next look starts it again.
 		e.logger.Warn("live rebuild: recording its end", "projection", name, "error", err)
-		sleep(ctx, e.retryDelay)
+		pause.For(ctx, e.retryDelay)
 		return false
 	}
 	e.setSharedRebuild(name, false)

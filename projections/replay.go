@@ -11,12 +11,13 @@ import (
 	"github.com/engram-memory/engram/domain"
 )
 
-// The bulk replay path of Rebuild and CatchUp. It reads the log as the
-// live path does, once, decoded once (readChunk); a replay knows the whole
-// range up front, so it reads in larger chunks, applies each chunk to
-// every selected projection directly rather than through the router (there
-// is nothing to park: a failure ends the replay), and the read models of
-// one database apply a chunk in one transaction (domain.UnitOfWork).
+// The bulk replay path of Rebuild and CatchUp. It reads the log as a live
+// projection catching up does, once, decoded once (readChunk), and applies
+// each chunk as the live handler applies a batch (applyBatch). A replay
+// knows the whole range up front, so it reads in larger chunks, one ahead
+// of the apply; it does not go through the router (there is nothing to
+// park: a failure ends the replay); and the read models of one database
+// apply a chunk in one transaction (domain.UnitOfWork).
 
 // Chunk sizes: how many events a replay reads and applies at a time.
 // Offline, large enough that a transaction's fixed costs (begin,
@@ -73,11 +74,15 @@ func (e *Engine) RebuildOffline(ctx context.Context, names ...string) error {
 	return e.rebuild(ctx, false, names)
 }
 
-// replayGroup is the projections that apply a chunk together: those of
+// applyGroup is the projections that apply a batch together: those of
 // one unit of work in one transaction, any other alone (unit nil).
-type replayGroup struct {
+type applyGroup struct {
 	unit        domain.UnitOfWork
 	projections []Projection
+	// stateOnly: a derived index (derivedIndex) gets its state and
+	// checkpoint alone, as a replay, which refills the index once at the
+	// end, applies it; live, the index is written with its state.
+	stateOnly bool
 }
 
 // replay applies the log after the lowest checkpoint of selected up to
@@ -119,7 +124,7 @@ func (e *Engine) replay(ctx context.Context, selected []Projection, head uint64,
 			return fmt.Errorf("projections: replay: read log after %d: %w", from, c.err)
 		}
 		for _, g := range groups {
-			if err := e.applyChunk(ctx, g, c.events); err != nil {
+			if err := e.applyBatch(ctx, g, c.events); err != nil {
 				return err
 			}
 		}
@@ -149,9 +154,9 @@ func (e *Engine) dropDerivedIndexes(ctx context.Context, selected []Projection, 
 }
 
 // replayGroups groups the projections by the unit of work they join,
-// keeping their order.
-func replayGroups(selected []Projection) []replayGroup {
-	var groups []replayGroup
+// keeping their order; a replay applies derived indexes' state alone.
+func replayGroups(selected []Projection) []applyGroup {
+	var groups []applyGroup
 	byUnit := map[domain.UnitOfWork]int{}
 	for _, p := range selected {
 		var unit domain.UnitOfWork
@@ -165,23 +170,31 @@ func replayGroups(selected []Projection) []replayGroup {
 		if unit != nil {
 			byUnit[unit] = len(groups)
 		}
-		groups = append(groups, replayGroup{unit: unit, projections: []Projection{p}})
+		groups = append(groups, applyGroup{unit: unit, projections: []Projection{p}, stateOnly: true})
 	}
 	return groups
 }
 
-// applyChunk applies events to the group's projections, in one unit of
-// work when they share one, and then reports their progress.
-func (e *Engine) applyChunk(ctx context.Context, g replayGroup, events []domain.Event) error {
+// applyBatch applies events to the group's projections, in one unit of
+// work when they share one, and only once that has succeeded reports
+// their progress (the checkpoints it advanced). It is the one way a batch
+// reaches a projection: the live handler (batches from the follower, or
+// read from the log while a projection catches up), CatchUp and the
+// rebuilds (chunks read ahead of it) differ only in where the batches come
+// from and in the group.
+func (e *Engine) applyBatch(ctx context.Context, g applyGroup, events []domain.Event) error {
 	applyAll := func(ctx context.Context) error {
 		for _, p := range g.projections {
 			var err error
-			if d, ok := p.(derivedIndex); ok && d.indexFromState() {
+			if d, ok := p.(derivedIndex); ok && g.stateOnly && d.indexFromState() {
 				err = d.applyState(ctx, events)
 			} else {
 				err = p.Apply(ctx, events)
 			}
 			if err != nil {
+				if e.storage != nil {
+					err = e.storage.Check(err)
+				}
 				return fmt.Errorf("projections: %s from %d: %w", p.Name(), events[0].Position, err)
 			}
 		}

@@ -108,3 +108,29 @@ func TestEngineHoldsABatchWhileStorageIsFull(t *testing.T) {
 		t.Errorf("after space was freed: %d tries, applied up to %d; want 2 tries up to %d", attempts, at, pos)
 	}
 }
+
+// A replay applies its chunks as live delivery applies a batch (one apply
+// path): a chunk that fails for want of space comes back marked
+// domain.ErrStorageFull, and the guard records that storage is full, so
+// `engram projections rebuild` is told what the server would have been.
+func TestReplayOnAFullDiskSaysStorageIsFull(t *testing.T) {
+	disk := tmpfstest.Mount(t, 24<<20)
+	tmpfstest.Fill(t, filepath.Join(disk, "filler"))
+
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	guard := diskspace.New(diskspace.Options{Dir: disk, Logger: logger})
+	store := newStore(t)
+	engine := projections.NewEngine(store, logger, &fileProjection{dir: disk})
+	engine.UseStorageGuard(guard)
+	appendN(t, store, 1)
+	ctx := context.Background()
+
+	for name, replay := range map[string]func(context.Context, ...string) error{"CatchUp": engine.CatchUp, "Rebuild": engine.Rebuild} {
+		if err := replay(ctx); !errors.Is(err, domain.ErrStorageFull) {
+			t.Errorf("%s on a full disk: %v, want an error marked domain.ErrStorageFull", name, err)
+		}
+	}
+	if guard.Full(ctx) == nil {
+		t.Error("after the replays failed on a full disk, the guard does not say storage is full")
+	}
+}

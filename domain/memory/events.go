@@ -225,7 +225,7 @@ func (MemoryVerified) EventType() string    { return "MemoryVerified" }
 func Events() []domain.EventDecoder {
 	return []domain.EventDecoder{
 		domain.DecoderOf[AgentCreated](),
-		domain.DecoderFunc(MemoryCreated{}.EventType(), decodeMemoryCreated),
+		domain.DecoderDeriving(deriveMemoryCreated),
 		domain.DecoderOf[MemoryEmbedded](),
 		domain.DecoderOf[MemoryUpdated](),
 		domain.DecoderOf[MemoryPatched](),
@@ -242,13 +242,9 @@ func Events() []domain.EventDecoder {
 	}
 }
 
-func decodeMemoryCreated(e domain.Event) (domain.Payload, error) {
-	var p MemoryCreated
-	if err := json.Unmarshal(e.Payload, &p); err != nil {
-		return nil, err
-	}
+// deriveMemoryCreated computes a created memory's derived values.
+func deriveMemoryCreated(e domain.Event, p *MemoryCreated) {
 	if d, ok := Derive(p.Type, p.Content, p.Tags, e.Time); ok {
 		p.Derived = &d
 	}
-	return &p, nil
 }

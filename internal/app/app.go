@@ -313,7 +313,7 @@ func (a *App) build(ctx context.Context, settings Settings) error {
 			return err
 		}
 		if a.Pipeline, err = commands.NewPipeline(commands.PipelineConfig{
-			Writer: st.Writer, Memories: st.Memories, Suggestions: st.Suggestions, Creator: memories, Processor: a.Processor, Logger: a.logger, Now: settings.Now,
+			Writer: st.Writer, Memories: st.Memories, Suggestions: st.Suggestions, Creator: memories, Processor: a.Processor, States: st.ProcessingStates, Logger: a.logger, Now: settings.Now,
 		}); err != nil {
 			return err
 		}

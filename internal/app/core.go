@@ -17,6 +17,7 @@ import (
 
 	"github.com/engram-memory/engram/commands"
 	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/domain/processing"
 	"github.com/engram-memory/engram/infra/datadir"
 	"github.com/engram-memory/engram/infra/diskspace"
 	"github.com/engram-memory/engram/infra/kurrentdb"
@@ -219,6 +220,9 @@ type Core struct {
 	EmbeddedVectors *vectorindex.Index
 	Engine          *projections.Engine
 	Writer          *commands.EventWriter
+	// ProcessingStates keeps the agents' cognition streams folded, for the
+	// write side's pipeline and the read side's processing queries alike.
+	ProcessingStates *processing.Snapshots
 	// Storage knows whether the storage is full: the Writer's appends are
 	// refused and the Engine's failed batches held while it is (nil when
 	// opened read-only).
@@ -472,6 +476,7 @@ func Open(ctx context.Context, cfg Config) (*Core, error) {
 		visible = o.Visibility(visible)
 	}
 	s.Writer = commands.NewEventWriter(appends, visible, cfg.VisibilityTimeout)
+	s.ProcessingStates = processing.NewSnapshots(s.Store)
 	return s, nil
 }
 

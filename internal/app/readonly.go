@@ -12,9 +12,9 @@ import (
 // Queries is the read side (projections/query) over the core's read
 // models and log. cfg brings what the core does not hold: the processor
 // the processing view reports, the model catalog, vector search, the
-// clock; its read-model fields and log are the core's.
+// clock; its read-model fields and processing states are the core's.
 func (s *Core) Queries(cfg query.Config) (*query.Service, error) {
-	cfg.Memories, cfg.Suggestions, cfg.Provenance, cfg.Audit, cfg.Jobs, cfg.Log = s.Memories, s.Suggestions, s.Provenance, s.Audit, s.Jobs, s.Store
+	cfg.Memories, cfg.Suggestions, cfg.Provenance, cfg.Audit, cfg.Jobs, cfg.States = s.Memories, s.Suggestions, s.Provenance, s.Audit, s.Jobs, s.ProcessingStates
 	return query.New(cfg)
 }
 

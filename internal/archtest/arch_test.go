@@ -39,6 +39,7 @@ var layers = []struct {
 	{"internal/pgtest", 1},
 	{"internal/testserver", 1},
 	{"internal/tmpfstest", 1},
+	{"internal/pause", 1},
 	// Read models and their feeding, the read side, the write side, and
 	// the background work.
 	{"projections", 2},

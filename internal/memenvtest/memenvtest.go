@@ -15,6 +15,7 @@ import (
 
 	"github.com/engram-memory/engram/commands"
 	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/domain/processing"
 	"github.com/engram-memory/engram/infra/embed/local"
 	"github.com/engram-memory/engram/infra/sqlite"
 	"github.com/engram-memory/engram/internal/workers"
@@ -74,7 +75,7 @@ func NewOn(t testing.TB, log domain.EventStore) *Env {
 	}
 	e.Memories = e.NewMemories(t, e.ReadModel)
 	e.Queries, err = query.New(query.Config{Memories: e.ReadModel, Suggestions: sqlite.NewSuggestions(db), Provenance: sqlite.NewProvenance(db),
-		Audit: sqlite.NewAudit(db), Jobs: sqlite.NewJobs(db), Log: e.Store})
+		Audit: sqlite.NewAudit(db), Jobs: sqlite.NewJobs(db), States: processing.NewSnapshots(e.Store)})
 	if err != nil {
 		t.Fatal(err)
 	}

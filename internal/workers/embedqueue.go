@@ -9,6 +9,7 @@ import (
 
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/memory"
+	"github.com/engram-memory/engram/internal/pause"
 )
 
 // Defaults of EmbedQueueConfig.
@@ -98,7 +99,7 @@ func (q *EmbedQueue) Run(ctx context.Context) error {
 		if err != nil {
 			backoff = min(max(2*backoff, q.cfg.MinBackoff), q.cfg.MaxBackoff)
 			q.logger.WarnContext(ctx, "embedding queue paused", "retry_in", backoff.String(), "embedded", n, "error", err)
-			if !sleep(ctx, backoff) {
+			if !pause.For(ctx, backoff) {
 				return ctx.Err()
 			}
 			continue

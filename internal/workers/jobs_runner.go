@@ -12,6 +12,7 @@ import (
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/job"
 	"github.com/engram-memory/engram/domain/memory"
+	"github.com/engram-memory/engram/internal/pause"
 )
 
 // RunnerConfig tunes a JobRunner. Zero values take the defaults.
@@ -143,7 +144,7 @@ func (r *JobRunner) Run(ctx context.Context) error {
 			did = false
 		}
 		if did {
-			if r.cfg.BatchDelay > 0 && !sleep(ctx, r.cfg.BatchDelay) {
+			if r.cfg.BatchDelay > 0 && !pause.For(ctx, r.cfg.BatchDelay) {
 				return ctx.Err()
 			}
 			continue
@@ -173,18 +174,6 @@ func (r *JobRunner) idleWait() time.Duration {
 		}
 	}
 	return wait
-}
-
-// sleep waits d or until ctx ends; it reports whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
 
 // activeScan bounds how many active jobs one Step considers.

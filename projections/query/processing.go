@@ -31,7 +31,7 @@ func (s *Service) load(ctx context.Context, userID, agentID string) (agentState,
 		return agentState{}, domain.NotFound("agent")
 	}
 	ref := processing.AgentRef{UserID: userID, AgentID: agentID, AgentCreatedAt: agent.CreatedAt}
-	st, err := s.snapshots.Load(ctx, ref)
+	st, err := s.cfg.States.Load(ctx, ref)
 	if err != nil {
 		return agentState{}, err
 	}

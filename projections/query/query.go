@@ -81,9 +81,11 @@ type Config struct {
 	Provenance  ProvenanceReadModel // required
 	Audit       AuditReadModel      // required
 	Jobs        JobReadModel        // required
-	// Log holds the agents' cognition streams, which the processing
-	// queries fold. Required.
-	Log domain.StreamReader
+	// States folds the agents' cognition streams for the processing
+	// queries. Required; the composition root gives the write side
+	// (commands.PipelineConfig) the same one, so an agent's state is
+	// folded and kept once per process.
+	States *processing.Snapshots
 	// Processor is what the processing view reports as the processor the
 	// passes run.
 	Processor processing.ProcessorInfo
@@ -97,19 +99,18 @@ type Config struct {
 
 // Service answers every query. None of them writes anything.
 type Service struct {
-	cfg       Config
-	snapshots *processing.Snapshots
+	cfg Config
 }
 
 // New checks cfg.
 func New(cfg Config) (*Service, error) {
-	if cfg.Memories == nil || cfg.Suggestions == nil || cfg.Provenance == nil || cfg.Audit == nil || cfg.Jobs == nil || cfg.Log == nil {
-		return nil, errors.New("query: the queries need the memories, suggestions, provenance, audit and jobs read models and the log")
+	if cfg.Memories == nil || cfg.Suggestions == nil || cfg.Provenance == nil || cfg.Audit == nil || cfg.Jobs == nil || cfg.States == nil {
+		return nil, errors.New("query: the queries need the memories, suggestions, provenance, audit and jobs read models and the processing states")
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Service{cfg: cfg, snapshots: processing.NewSnapshots(cfg.Log)}, nil
+	return &Service{cfg: cfg}, nil
 }
 
 func (s *Service) now() time.Time { return s.cfg.Now().UTC() }

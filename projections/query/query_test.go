@@ -8,6 +8,7 @@ import (
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/audit"
 	"github.com/engram-memory/engram/domain/memory"
+	"github.com/engram-memory/engram/domain/processing"
 	"github.com/engram-memory/engram/infra/sqlite"
 	"github.com/engram-memory/engram/projections/query"
 )
@@ -23,7 +24,7 @@ func newQueries(t *testing.T) *query.Service {
 	t.Cleanup(func() { db.Close() })
 	q, err := query.New(query.Config{
 		Memories: sqlite.NewMemories(db), Suggestions: sqlite.NewSuggestions(db), Provenance: sqlite.NewProvenance(db),
-		Audit: sqlite.NewAudit(db), Jobs: sqlite.NewJobs(db), Log: sqlite.NewEventStore(db, time.Millisecond),
+		Audit: sqlite.NewAudit(db), Jobs: sqlite.NewJobs(db), States: processing.NewSnapshots(sqlite.NewEventStore(db, time.Millisecond)),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,126 @@
+package archtest
+
+import (
+	"go/ast"
+	"go/build"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/domain/account"
+	"github.com/engram-memory/engram/domain/agentsettings"
+	"github.com/engram-memory/engram/domain/job"
+	"github.com/engram-memory/engram/domain/memory"
+	"github.com/engram-memory/engram/domain/processing"
+	"github.com/engram-memory/engram/domain/webhook"
+)
+
+// stringDispatchLeft are the files outside domain/ that still tell event
+// types apart by their names (issue 23); the list only shrinks. A file
+// that no longer does must leave it, so the test holds the line behind it.
+var stringDispatchLeft = []string{
+	"commands/transfer.go",
+	"internal/cli/sync.go",
+	"projections/keyword.go",
+	"projections/snapshots.go",
+	"projections/vectors.go",
+}
+
+// Outside the domain, events are told apart by decoding them through an
+// event registry and a type switch on the payload, not by their type
+// names: no `T{}.EventType()` to compare a type with, and no event type's
+// name as a string literal in a comparison or a case. (A name kept as a
+// string is a second registry that drifts from the first.)
+func TestEventTypesAreNotDispatchedByName(t *testing.T) {
+	names := map[string]bool{}
+	for _, list := range [][]domain.EventDecoder{memory.Events(), agentsettings.Events(), processing.Events(), job.Events(), account.Events(), webhook.Events()} {
+		for _, d := range list {
+			names[d.Type] = true
+		}
+	}
+	root := moduleRoot(t)
+	found := map[string][]string{}
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel := filepath.ToSlash(strings.TrimPrefix(path, root+string(filepath.Separator)))
+		if d.IsDir() {
+			if name := d.Name(); path != root && (strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") || name == "testdata" || rel == "domain") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(rel, ".go") || strings.HasSuffix(rel, "_test.go") {
+			return nil
+		}
+		if ok, err := build.Default.MatchFile(filepath.Dir(path), d.Name()); err != nil || !ok {
+			return err
+		}
+		for _, pos := range dispatchByName(t, path, names) {
+			found[rel] = append(found[rel], pos)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range sortedKeys(found) {
+		if !slices.Contains(stringDispatchLeft, file) {
+			t.Errorf("%s tells event types apart by name at %s: decode through the event registry and switch on the payload's type", file, strings.Join(found[file], ", "))
+		}
+	}
+	for _, file := range stringDispatchLeft {
+		if _, ok := found[file]; !ok {
+			t.Errorf("%s no longer dispatches on event type names: take it off stringDispatchLeft", file)
+		}
+	}
+}
+
+// dispatchByName returns the lines of the file at path that name an event
+// type to tell events apart: a `T{}.EventType()` call, or a string literal
+// of names in a comparison (== or !=) or a case of a switch.
+func dispatchByName(t *testing.T, path string, names map[string]bool) []string {
+	t.Helper()
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	at := func(n ast.Node) { lines = append(lines, "line "+strconv.Itoa(fset.Position(n.Pos()).Line)) }
+	isName := func(e ast.Expr) bool {
+		lit, ok := e.(*ast.BasicLit)
+		if !ok || lit.Kind != token.STRING {
+			return false
+		}
+		s, err := strconv.Unquote(lit.Value)
+		return err == nil && names[s]
+	}
+	ast.Inspect(f, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.CallExpr:
+			if sel, ok := ast.Unparen(n.Fun).(*ast.SelectorExpr); ok && sel.Sel.Name == "EventType" && len(n.Args) == 0 {
+				if _, lit := ast.Unparen(sel.X).(*ast.CompositeLit); lit {
+					at(n)
+				}
+			}
+		case *ast.BinaryExpr:
+			if (n.Op == token.EQL || n.Op == token.NEQ) && (isName(n.X) || isName(n.Y)) {
+				at(n)
+			}
+		case *ast.CaseClause:
+			if slices.ContainsFunc(n.List, isName) {
+				at(n)
+			}
+		}
+		return true
+	})
+	return lines
+}
