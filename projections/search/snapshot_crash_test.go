@@ -1,10 +1,12 @@
 package search_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -38,6 +40,12 @@ func TestMain(m *testing.M) {
 
 var crashWords = []string{"kubernetes", "garden", "heron", "quarry", "outage", "planning", "tomatoes", "deploy", "budget", "review"}
 
+// childReady is what a child prints once open, before it writes: the
+// kill is timed from then, not from its start, which takes seconds on a
+// loaded machine (a kill timed from the start could land before any
+// write, and the round would test nothing).
+const childReady = "snapshot child ready"
+
 // snapshotChild writes memories (creating, patching, forgetting and
 // purging them) while it saves both indexes' images back to back, until
 // it is killed.
@@ -48,6 +56,7 @@ func snapshotChild(dir string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	fmt.Println(childReady)
 	go func() {
 		for {
 			if err := env.Keyword.SaveSnapshot(ctx); err != nil {
@@ -151,9 +160,33 @@ func TestKilledWhileSavingSnapshots(t *testing.T) {
 		cmd.Env = append(os.Environ(), snapshotChildEnv+"="+dir)
 		var stderr strings.Builder
 		cmd.Stderr = &stderr
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		started := time.Now()
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
+		ready := make(chan bool, 1)
+		go func() {
+			line, _ := bufio.NewReader(stdout).ReadString('\n')
+			ready <- strings.TrimSpace(line) == childReady
+			_, _ = io.Copy(io.Discard, stdout)
+		}()
+		select {
+		case ok := <-ready:
+			if !ok {
+				_ = cmd.Process.Signal(syscall.SIGKILL)
+				_ = cmd.Wait()
+				t.Fatalf("round %d: the child did not open: %s", round, stderr.String())
+			}
+		case <-time.After(2 * time.Minute):
+			_ = cmd.Process.Signal(syscall.SIGKILL)
+			_ = cmd.Wait()
+			t.Fatalf("round %d: the child did not open in 2 minutes", round)
+		}
+		opened := time.Since(started)
 		after := time.Duration(800+rng.IntN(1500)) * time.Millisecond
 		time.Sleep(after)
 		_ = cmd.Process.Signal(syscall.SIGKILL)
@@ -187,7 +220,12 @@ func TestKilledWhileSavingSnapshots(t *testing.T) {
 		noneLeftPending(t, fmt.Sprintf("round %d, refilled", round), refilled)
 		_, keywordImage := fromImage.Keyword.StartedFrom()
 		_, vectorImage := fromImage.Vectors.StartedFrom()
-		t.Logf("round %d: killed after %s; a write in progress: %v; started from images: keyword %v, vectors %v", round, after, len(tmps) > 0, keywordImage, vectorImage)
+		head, err := refilled.Store.Head(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("round %d: the child opened in %s and was killed %s later; a write in progress: %v; started from images: keyword %v, vectors %v; log head %d",
+			round, opened.Round(time.Millisecond), after, len(tmps) > 0, keywordImage, vectorImage, head)
 		imaged, imagedMissing := crashProbes(t, fromImage)
 		truth, truthMissing := crashProbes(t, refilled)
 		if !slices.Equal(imagedMissing, truthMissing) {
