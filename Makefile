@@ -43,9 +43,16 @@ RACE_SMOKE ?= TestKillMidLoadLosesNoAcknowledgedWrite|TestLiveRebuildOfOneProjec
 # stays on everywhere.
 RACE ?= -race -gcflags=modernc.org/sqlite/lib=-d=checkptr=0
 
+# The vector index's quality tests (infra/vectorindex/quality_test.go, built
+# without -race only) prove the graph's quality, not its safety under
+# concurrency, and the race detector makes them ten times dearer; they run
+# in a pass of their own without it. A test added to that file goes here.
+NORACE_TESTS ?= TestHNSWRecall|TestFilteredSearchReturnsK|TestDuplicateGroupsStayNavigable|TestMemoryWithinBudget
+
 test: lint test-deps
 	$(GO) build -o $(TEST_BIN) ./cmd/engram
 	PATH="$(PYTOOLS)/bin:$$PATH" ENGRAM_TEST_BINARY=$(TEST_BIN) $(GO) test $(RACE) -count=1 -timeout 20m ./...
+	$(GO) test -count=1 -timeout 10m -run '^($(NORACE_TESTS))$$' ./infra/vectorindex
 	$(GO) build $(RACE) -o $(RACE_BIN) ./cmd/engram
 	ENGRAM_TEST_BINARY=$(RACE_BIN) $(GO) test $(RACE) -count=1 -timeout 10m -run '^($(RACE_SMOKE))$$' ./internal/cli
 	ENGRAM_TEST_BINARY=$(TEST_BIN) $(MAKE) test-typescript
@@ -122,10 +129,12 @@ GOVULNCHECK ?= golang.org/x/vuln/cmd/govulncheck@v1.9.0
 
 # fuzz-api fuzzes the API of the real binary from its OpenAPI document
 # with schemathesis (installed by test-deps), with a fixed budget and
-# seed; make test runs a short fuzzing pass of the same.
+# seed, over data seeded through the API: as its owner, then as another
+# user who must get none of it (TestSchemathesis, test/fuzz/engram_hooks.py);
+# make test runs a short fuzzing pass of the same.
 fuzz-api: test-deps
 	PATH="$(PYTOOLS)/bin:$$PATH" ENGRAM_TEST_FUZZ_API_EXAMPLES=$${ENGRAM_TEST_FUZZ_API_EXAMPLES:-50} ENGRAM_TEST_FUZZ_API_PHASES=examples,coverage,fuzzing \
-		go test -count=1 -timeout 30m -run '^TestSchemathesis$$' -v ./internal/cli
+		go test -count=1 -timeout 60m -run '^TestSchemathesis$$' -v ./internal/cli
 
 vulncheck:
 	$(GO) run $(GOVULNCHECK) ./...

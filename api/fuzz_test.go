@@ -52,7 +52,7 @@ func FuzzRequestDecoders(f *testing.F) {
 		f.Add(uint8(i), []byte(`[]`))
 	}
 	s := newStack(f, stackOptions{fixedAuth: true, discardLogs: true})
-	handler := *s.handler.Load()
+	handler := s.handler
 	f.Fuzz(func(t *testing.T, route uint8, input []byte) {
 		r := fuzzRoutes[int(route)%len(fuzzRoutes)]
 		req := httptest.NewRequest(r.method, r.path, nil)

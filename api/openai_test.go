@@ -133,8 +133,7 @@ func TestEngramAsOpenAIProvider(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	second := newStack(t, stackOptions{fixedAuth: true, noRun: true})
-	second.wire(newCatalog(t, provider, local.BuiltinModelName), workers.RunnerConfig{ID: "second"})
+	second := newStack(t, stackOptions{fixedAuth: true, noRun: true, runner: workers.RunnerConfig{ID: "second"}, providers: []domain.EmbeddingProvider{provider}})
 
 	texts := []string{"the team deployed release 7", "alice prefers tea"}
 	for _, text := range texts {

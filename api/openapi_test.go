@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +20,8 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/engram-memory/engram/api"
+	"github.com/engram-memory/engram/api/httpstatus"
+	"github.com/engram-memory/engram/domain"
 )
 
 // openAPIDoc is the document, loaded and validated as OpenAPI 3.1, with a
@@ -87,7 +91,7 @@ func TestOpenAPIDocumentsEveryMountedRoute(t *testing.T) {
 	d := loadOpenAPI(t)
 	s := newStack(t, stackOptions{fixedAuth: true, noRun: true})
 	methods := map[string][]string{} // path → mounted methods
-	err := chi.Walk((*s.handler.Load()).(chi.Routes), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+	err := chi.Walk(s.handler.(chi.Routes), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
 		if route != "/" {
 			route = strings.TrimSuffix(route, "/")
 		}
@@ -148,6 +152,7 @@ func validatingHandler(t testing.TB, d *openAPIDoc, next http.Handler) http.Hand
 			// Too big to keep, cut off by the client, or no body.
 			return
 		}
+		recordFailure(t, route.Operation.OperationID, rec.status, rec.body.Bytes())
 		ctx := context.Background()
 		input := &openapi3filter.RequestValidationInput{
 			Request: r.Clone(ctx), PathParams: params, Route: route,
@@ -224,3 +229,83 @@ func (w *teeWriter) Write(p []byte) (int, error) {
 }
 
 func (w *teeWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// TestOpenAPIErrorStatusesFollowTheErrorTable: a documented error code
+// that is an error kind is documented with the status the one error table
+// (api/httpstatus) gives it.
+func TestOpenAPIErrorStatusesFollowTheErrorTable(t *testing.T) {
+	d := loadOpenAPI(t)
+	checked := 0
+	for path, item := range d.doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			for status, ref := range op.Responses.Map() {
+				for _, code := range documentedCodes(ref) {
+					kind := domain.Kind(code)
+					if httpstatus.Of(kind) == http.StatusInternalServerError && kind != domain.KindInternal {
+						continue // a finer code, or not a kind
+					}
+					checked++
+					if want := strconv.Itoa(httpstatus.Of(kind)); status != want {
+						t.Errorf("%s %s documents %s with status %s; the error table says %s", method, path, code, status, want)
+					}
+				}
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no error code documented per status")
+	}
+}
+
+// documentedCodes is the code enum of a failure response.
+func documentedCodes(ref *openapi3.ResponseRef) []string {
+	if ref == nil || ref.Value == nil || ref.Value.Content.Get("application/json") == nil {
+		return nil
+	}
+	var codes []string
+	for _, part := range ref.Value.Content.Get("application/json").Schema.Value.AllOf {
+		e := part.Value.Properties["error"]
+		if e == nil || e.Value.Properties["code"] == nil {
+			continue
+		}
+		for _, c := range e.Value.Properties["code"].Value.Enum {
+			codes = append(codes, c.(string))
+		}
+	}
+	return codes
+}
+
+// TestOpenAPIRefusesAnUndocumentedFailure: the validation of responses
+// refuses a status, or a code, the operation does not document.
+func TestOpenAPIRefusesAnUndocumentedFailure(t *testing.T) {
+	d := loadOpenAPI(t)
+	failure := func(code string) string {
+		return `{"success":false,"error":{"code":"` + code + `","message":"m","request_id":"r"}}`
+	}
+	for _, c := range []struct {
+		status int
+		body   string
+		ok     bool
+	}{
+		{404, failure("not_found"), true},
+		{404, failure("gone"), false},          // a code of another status
+		{400, failure("text_too_long"), false}, // a code of other routes
+		{418, failure("not_found"), false},     // a status it never answers
+		{500, failure("internal"), true},
+	} {
+		req := httptest.NewRequest("GET", "/v1/embeddings/jobs/j1", nil)
+		route, params, err := d.router.FindRoute(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		header := http.Header{"Content-Type": {"application/json"}}
+		err = openapi3filter.ValidateResponse(context.Background(), &openapi3filter.ResponseValidationInput{
+			RequestValidationInput: &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route},
+			Status:                 c.status, Header: header, Body: io.NopCloser(strings.NewReader(c.body)),
+			Options: &openapi3filter.Options{IncludeResponseStatus: true},
+		})
+		if (err == nil) != c.ok {
+			t.Errorf("%d %s: validation error %v, want accepted %v", c.status, c.body, err, c.ok)
+		}
+	}
+}

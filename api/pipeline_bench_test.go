@@ -36,8 +36,8 @@ func BenchmarkProcessingView10k(b *testing.B) {
 		payloads := make([]domain.Payload, batch)
 		for i := range payloads {
 			n := strconv.Itoa(start + i)
-			payloads[i] = processing.PassRecorded{AgentRef: ref, PassID: n, Transition: processing.RawToNote, At: at,
-				Consumed: []processing.Consumed{{ID: n, Into: []string{"suggestion:" + n}}}}
+			payloads[i] = processing.PassRecorded{AgentRef: ref, Pass: processing.Pass{PassID: n, Transition: processing.RawToNote, At: at,
+				Consumed: []processing.Consumed{{ID: n, Into: []string{"suggestion:" + n}}}}}
 			if i%2 == 1 {
 				payloads[i] = processing.SuggestionCreated{AgentRef: ref, SuggestionID: n, Sources: []string{"raw_entry:" + n},
 					Content: json.RawMessage(`{"content":"a note of some length"}`), CreatedAt: at, ExpiresAt: at.Add(time.Hour)}

@@ -19,7 +19,7 @@ import (
 // suggestions, anxiety, raw entries) are Queries'.
 type Pipeline interface {
 	Configure(ctx context.Context, meta domain.Metadata, agentID string, patch processing.ConfigPatch) error
-	Process(ctx context.Context, meta domain.Metadata, agentID string, req commands.ProcessRequest) ([]processing.PassRecorded, error)
+	Process(ctx context.Context, meta domain.Metadata, agentID string, req commands.ProcessRequest) ([]processing.Pass, error)
 	Exhaust(ctx context.Context, meta domain.Metadata, agentID string, req commands.ExhaustRequest) (commands.ExhaustResult, error)
 	Accept(ctx context.Context, meta domain.Metadata, id string, o commands.AcceptOverrides) (commands.Accepted, error)
 	Resolve(ctx context.Context, meta domain.Metadata, id string, to processing.Status, reason string) (processing.Suggestion, error)

@@ -100,7 +100,7 @@ func TestProcessWithChatModel(t *testing.T) {
 	belief := func(ids []string) string {
 		return `[{"content":{"statement":"Deploys fail without migrations","belief_type":"causal"},"confidence":0.8,"source_ids":` + quoted(ids[:3]) + `}`
 	}
-	run := func() processing.PassRecorded {
+	run := func() processing.Pass {
 		t.Helper()
 		passes := s.process(t, aliceKey, "claire", map[string]any{"force": true, "transition": "episode_to_belief"})
 		if len(passes) != 1 || passes[0].Skipped || passes[0].Model != "test-chat" {

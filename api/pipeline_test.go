@@ -43,7 +43,7 @@ type suggestionJSON struct {
 }
 
 type passesJSON struct {
-	Passes []processing.PassRecorded `json:"passes"`
+	Passes []processing.Pass `json:"passes"`
 }
 
 func (s *stack) raws(t testing.TB, bearer, agent string, texts ...string) map[string]string {
@@ -55,7 +55,7 @@ func (s *stack) raws(t testing.TB, bearer, agent string, texts ...string) map[st
 	return ids
 }
 
-func (s *stack) process(t testing.TB, bearer, agent string, body any) []processing.PassRecorded {
+func (s *stack) process(t testing.TB, bearer, agent string, body any) []processing.Pass {
 	t.Helper()
 	var out passesJSON
 	s.request(t, "POST", "/v1/agents/"+agent+"/process", bearer, body).must(t, http.StatusOK, &out)
@@ -71,7 +71,7 @@ func (s *stack) suggestions(t testing.TB, bearer, agent, query string) []suggest
 	return out.Suggestions
 }
 
-func passSummary(passes []processing.PassRecorded) string {
+func passSummary(passes []processing.Pass) string {
 	var b strings.Builder
 	for _, p := range passes {
 		b.WriteString(string(p.Transition))
@@ -141,6 +141,51 @@ func TestProcessGoldenRunWithRules(t *testing.T) {
 	passes = s.process(t, aliceKey, "claire", map[string]any{"force": true, "transition": "raw_to_note"})
 	if len(passes) != 1 || passes[0].SkipReason != processing.SkipNoSources {
 		t.Errorf("second run: %s", passSummary(passes))
+	}
+}
+
+// The pass records a process or exhaust request answers with, and the
+// processing view's runs, leave out the stored event's agent reference:
+// the caller's own user id and the agent's creation time (which only the
+// folds use to tell a deleted agent's events from its successor's).
+func TestPassRecordsLeaveOutTheAgentReference(t *testing.T) {
+	s := newStack(t, stackOptions{fixedAuth: true})
+	s.raws(t, aliceKey, "claire", goldenRaw...)
+	answers := map[string][]byte{
+		"process": s.request(t, "POST", "/v1/agents/claire/process", aliceKey, map[string]any{"force": true}).must(t, http.StatusOK, nil).raw,
+		"exhaust": s.request(t, "POST", "/v1/agents/claire/process/exhaust", aliceKey, map[string]any{"max_cycles": 1}).must(t, http.StatusOK, nil).raw,
+		"view":    s.request(t, "GET", "/v1/agents/claire/processing", aliceKey, nil).must(t, http.StatusOK, nil).raw,
+	}
+	for name, raw := range answers {
+		var passes int
+		var walk func(v any)
+		walk = func(v any) {
+			switch v := v.(type) {
+			case map[string]any:
+				if _, ok := v["pass_id"]; ok {
+					passes++
+					for _, leaked := range []string{"user_id", "agent_created_at"} {
+						if _, ok := v[leaked]; ok {
+							t.Errorf("%s: a pass carries %s: %v", name, leaked, v)
+						}
+					}
+				}
+				for _, e := range v {
+					walk(e)
+				}
+			case []any:
+				for _, e := range v {
+					walk(e)
+				}
+			}
+		}
+		var body any
+		if err := json.Unmarshal(raw, &body); err != nil {
+			t.Fatal(err)
+		}
+		if walk(body); passes == 0 {
+			t.Errorf("%s: no pass in %s", name, raw)
+		}
 	}
 }
 

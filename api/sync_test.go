@@ -340,6 +340,20 @@ func TestSyncPullCursorBounds(t *testing.T) {
 	}
 }
 
+// TestSyncPullOfAnUnknownAgent: pulling an agent the caller does not have
+// (none of that name, or another user's) is 404 not_found, alike, so a
+// pull tells nothing of other tenants.
+func TestSyncPullOfAnUnknownAgent(t *testing.T) {
+	s := newStack(t, stackOptions{fixedAuth: true})
+	s.push(t, bobKey, "b", pushedNote("bob's")).must(t, http.StatusOK, nil)
+	for _, agent := range []string{"nobody", "b"} {
+		r := s.request(t, "GET", "/v1/sync/events?agent_id="+agent, aliceKey, nil)
+		if r.status != http.StatusNotFound || r.errorCode() != "not_found" {
+			t.Errorf("agent %s: %d %s, want 404 not_found", agent, r.status, r.raw)
+		}
+	}
+}
+
 // TestSyncConcurrentPushesOfOneMemoryID: two users pushing the same
 // memory id at once over HTTP: exactly one push wins, the other gets 409
 // memory_exists, and the memory exists once.

@@ -175,7 +175,7 @@ type ProcessRequest struct {
 // suggestions due. Processor failures and malformed answers are recorded
 // in the pass, never returned as errors. Afterwards it records the
 // agent's anxiety level if it changed (recordAnxiety).
-func (c *Pipeline) Process(ctx context.Context, meta domain.Metadata, agentID string, req ProcessRequest) ([]processing.PassRecorded, error) {
+func (c *Pipeline) Process(ctx context.Context, meta domain.Metadata, agentID string, req ProcessRequest) ([]processing.Pass, error) {
 	userID, err := userOf(meta)
 	if err != nil {
 		return nil, err
@@ -195,7 +195,7 @@ func (c *Pipeline) Process(ctx context.Context, meta domain.Metadata, agentID st
 		return nil, err
 	}
 	c.observeAnxiety(ctx, meta, userID, agentID)
-	return passes, nil
+	return processing.Passes(passes), nil
 }
 
 // process runs req.transitions once; the caller holds the agent's lock.
@@ -246,9 +246,9 @@ func (c *Pipeline) pass(ctx context.Context, meta domain.Metadata, as agentState
 	pending map[string]string, now time.Time) (processing.PassRecorded, []processing.SuggestionCreated, error) {
 	layer := as.state.Config.Layers[t]
 	info := c.cfg.Processor.Info()
-	pass := processing.PassRecorded{AgentRef: as.ref, PassID: uuid.Must(uuid.NewV7()).String(), Transition: t, Model: info.Model,
+	pass := processing.PassRecorded{AgentRef: as.ref, Pass: processing.Pass{PassID: uuid.Must(uuid.NewV7()).String(), Transition: t, Model: info.Model,
 		Forced: force, AutoPromote: as.autoPromote, At: now,
-		Consumed: []processing.Consumed{}, Suggestions: []string{}, Created: []string{}, GateDetails: []string{}, Errors: []string{}}
+		Consumed: []processing.Consumed{}, Suggestions: []string{}, Created: []string{}, GateDetails: []string{}, Errors: []string{}}}
 	skip := func(reason, detail string) (processing.PassRecorded, []processing.SuggestionCreated, error) {
 		pass.Skipped, pass.SkipReason, pass.SkipDetail = true, reason, detail
 		pass.InferenceBlocked = reason == processing.SkipNeedsInference

@@ -229,8 +229,12 @@ func (e *Engine) run(ctx context.Context, f *logFollower, projections []Projecti
 	// closed once it runs: a close before would wait the whole
 	// CloseTimeout for handlers that never start (AddConsumerHandler
 	// counts them), and keep its handlers from starting meanwhile.
-	runReturned := make(chan struct{})
+	// Once ctx ends the close is waited for: it logs after Run returns,
+	// and nothing of the engine may still log once it has stopped (the
+	// caller's log may be gone by then).
+	runReturned, closed := make(chan struct{}), make(chan struct{})
 	go func() {
+		defer close(closed)
 		<-ctx.Done()
 		select {
 		case <-router.Running():
@@ -240,6 +244,9 @@ func (e *Engine) run(ctx context.Context, f *logFollower, projections []Projecti
 	}()
 	err = router.Run(ctx)
 	close(runReturned)
+	if ctx.Err() != nil {
+		<-closed
+	}
 	if err != nil {
 		return err
 	}

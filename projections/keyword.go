@@ -33,6 +33,8 @@ type Keyword struct {
 	loaded bool
 
 	snap *snapshotState
+	// skipIndex: this process does not search the index (SkipIndex).
+	skipIndex bool
 }
 
 // NewKeyword returns the keyword projection writing to index. With
@@ -56,8 +58,10 @@ func (p *Keyword) Name() string { return KeywordProjectionName }
 // Position implements Projection; the engine asks before it feeds events,
 // so this is where an in-process index is loaded.
 func (p *Keyword) Position(ctx context.Context) (uint64, error) {
-	if err := p.Load(ctx); err != nil {
-		return 0, err
+	if !p.skipIndex {
+		if err := p.Load(ctx); err != nil {
+			return 0, err
+		}
 	}
 	return p.state.KeywordCheckpoint(ctx)
 }
@@ -82,6 +86,9 @@ func (p *Keyword) Reset(ctx context.Context) error {
 // Apply implements Projection: the index writes are made before the state
 // and checkpoint commit.
 func (p *Keyword) Apply(ctx context.Context, events []domain.Event) error {
+	if p.skipIndex {
+		return p.applyState(ctx, events)
+	}
 	if err := p.Load(ctx); err != nil {
 		return err
 	}
@@ -97,7 +104,7 @@ func (p *Keyword) Apply(ctx context.Context, events []domain.Event) error {
 }
 
 // indexFromState implements derivedIndex.
-func (p *Keyword) indexFromState() bool { return p.loadIndex }
+func (p *Keyword) indexFromState() bool { return p.loadIndex && !p.skipIndex }
 
 // statePosition implements derivedIndex.
 func (p *Keyword) statePosition(ctx context.Context) (uint64, error) {

@@ -35,6 +35,8 @@ type Vectors struct {
 	loadMu sync.Mutex
 	loaded bool
 	snap   *snapshotState
+	// skipIndex: this process does not search the index (SkipIndex).
+	skipIndex bool
 
 	mu     sync.RWMutex
 	agents map[domain.IndexScope]domain.VectorSpace
@@ -65,8 +67,10 @@ func (p *Vectors) Name() string { return VectorsProjectionName }
 // Position implements Projection. The engine asks before feeding events,
 // so this is where the agents (and an in-process index) are loaded.
 func (p *Vectors) Position(ctx context.Context) (uint64, error) {
-	if err := p.Load(ctx); err != nil {
-		return 0, err
+	if !p.skipIndex {
+		if err := p.Load(ctx); err != nil {
+			return 0, err
+		}
 	}
 	return p.state.VectorsCheckpoint(ctx)
 }
@@ -96,6 +100,9 @@ func (p *Vectors) Reset(ctx context.Context) error {
 // and checkpoint commit; the agents' spaces, which searches read, change
 // only after it.
 func (p *Vectors) Apply(ctx context.Context, events []domain.Event) error {
+	if p.skipIndex {
+		return p.applyState(ctx, events)
+	}
 	if err := p.Load(ctx); err != nil {
 		return err
 	}
@@ -157,7 +164,7 @@ func (p *Vectors) Follow(ctx context.Context) (uint64, error) {
 }
 
 // indexFromState implements derivedIndex.
-func (p *Vectors) indexFromState() bool { return p.loadIndex }
+func (p *Vectors) indexFromState() bool { return p.loadIndex && !p.skipIndex }
 
 // statePosition implements derivedIndex.
 func (p *Vectors) statePosition(ctx context.Context) (uint64, error) {

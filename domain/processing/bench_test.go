@@ -38,8 +38,8 @@ func BenchmarkFold10k(b *testing.B) {
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	events := make([]domain.Event, 10000)
 	for i := range events {
-		var p domain.Payload = processing.PassRecorded{AgentRef: ref, PassID: strconv.Itoa(i), Transition: processing.RawToNote, At: at,
-			Consumed: []processing.Consumed{{ID: strconv.Itoa(i), Into: []string{"suggestion:" + strconv.Itoa(i)}}}}
+		var p domain.Payload = processing.PassRecorded{AgentRef: ref, Pass: processing.Pass{PassID: strconv.Itoa(i), Transition: processing.RawToNote, At: at,
+			Consumed: []processing.Consumed{{ID: strconv.Itoa(i), Into: []string{"suggestion:" + strconv.Itoa(i)}}}}}
 		if i%2 == 1 {
 			p = processing.SuggestionCreated{AgentRef: ref, SuggestionID: strconv.Itoa(i), Sources: []string{"raw_entry:" + strconv.Itoa(i)},
 				Content: json.RawMessage(`{"content":"a note of some length"}`), CreatedAt: at, ExpiresAt: at.Add(time.Hour)}
@@ -62,8 +62,8 @@ func cognitionEvents(n int) []domain.Event {
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	events := make([]domain.Event, n)
 	for i := range events {
-		var p domain.Payload = processing.PassRecorded{AgentRef: ref, PassID: strconv.Itoa(i), Transition: processing.RawToNote, At: at,
-			Consumed: []processing.Consumed{{ID: strconv.Itoa(i), Into: []string{"suggestion:" + strconv.Itoa(i)}}}}
+		var p domain.Payload = processing.PassRecorded{AgentRef: ref, Pass: processing.Pass{PassID: strconv.Itoa(i), Transition: processing.RawToNote, At: at,
+			Consumed: []processing.Consumed{{ID: strconv.Itoa(i), Into: []string{"suggestion:" + strconv.Itoa(i)}}}}}
 		switch i % 4 {
 		case 1, 3:
 			p = processing.SuggestionCreated{AgentRef: ref, SuggestionID: strconv.Itoa(i), Sources: []string{"raw_entry:" + strconv.Itoa(i)},

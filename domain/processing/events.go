@@ -40,9 +40,17 @@ type Consumed struct {
 }
 
 // PassRecorded records one processing pass of one transition, whether it
-// ran, was skipped, or failed.
+// ran, was skipped, or failed. Pass is embedded without a name so the
+// stored payload stays one flat object.
 type PassRecorded struct {
 	AgentRef
+	Pass
+}
+
+// Pass is what a processing pass did: the record without its AgentRef,
+// which only folds need (the caller's own user id, and the agent's
+// creation time), so this is what the API and the CLI show.
+type Pass struct {
 	PassID           string     `json:"pass_id"`
 	Transition       Transition `json:"transition"`
 	Model            string     `json:"model"`
@@ -61,6 +69,15 @@ type PassRecorded struct {
 	GateBlocked      int        `json:"gate_blocked"`
 	GateDetails      []string   `json:"gate_details"`
 	Errors           []string   `json:"errors"`
+}
+
+// Passes returns the passes of records, [] when there are none.
+func Passes(records []PassRecorded) []Pass {
+	out := make([]Pass, len(records))
+	for i, r := range records {
+		out[i] = r.Pass
+	}
+	return out
 }
 
 // SuggestionCreated records a proposed memory.

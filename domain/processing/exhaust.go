@@ -71,13 +71,13 @@ type CycleSummary struct {
 	Errors      int       `json:"errors"`
 	// InferenceBlocked: nothing ran, and at least one transition had
 	// sources but needed a language model.
-	InferenceBlocked bool           `json:"inference_blocked"`
-	Passes           []PassRecorded `json:"passes"`
+	InferenceBlocked bool   `json:"inference_blocked"`
+	Passes           []Pass `json:"passes"`
 }
 
 // Summarize adds up a cycle's passes.
 func Summarize(cycle int, i Intensity, passes []PassRecorded) CycleSummary {
-	s := CycleSummary{Cycle: cycle, Intensity: i, Passes: passes}
+	s := CycleSummary{Cycle: cycle, Intensity: i, Passes: Passes(passes)}
 	ran, blocked := false, false
 	for _, p := range passes {
 		s.Sources += p.SourceCount

@@ -88,9 +88,9 @@ func TestExhaustionConvergence(t *testing.T) {
 }
 
 func TestSummarizeInferenceBlockedOnlyWhenNothingRan(t *testing.T) {
-	blocked := processing.PassRecorded{Skipped: true, SkipReason: processing.SkipNeedsInference, InferenceBlocked: true}
-	noSources := processing.PassRecorded{Skipped: true, SkipReason: processing.SkipNoSources}
-	ran := processing.PassRecorded{SourceCount: 2, Suggestions: []string{"a"}}
+	blocked := processing.PassRecorded{Pass: processing.Pass{Skipped: true, SkipReason: processing.SkipNeedsInference, InferenceBlocked: true}}
+	noSources := processing.PassRecorded{Pass: processing.Pass{Skipped: true, SkipReason: processing.SkipNoSources}}
+	ran := processing.PassRecorded{Pass: processing.Pass{SourceCount: 2, Suggestions: []string{"a"}}}
 	if s := processing.Summarize(1, processing.Medium, []processing.PassRecorded{noSources, blocked}); !s.InferenceBlocked {
 		t.Errorf("blocked and nothing ran: %+v", s)
 	}

@@ -291,7 +291,7 @@ func TestSuggestionLifecycle(t *testing.T) {
 	}
 	ref := processing.AgentRef{UserID: "u", AgentID: "a"}
 	events := []domain.Event{
-		ev(0, processing.PassRecorded{AgentRef: ref, Transition: processing.RawToNote, At: now, Consumed: []processing.Consumed{{ID: "r1", Into: []string{"suggestion:s1"}}}}),
+		ev(0, processing.PassRecorded{AgentRef: ref, Pass: processing.Pass{Transition: processing.RawToNote, At: now, Consumed: []processing.Consumed{{ID: "r1", Into: []string{"suggestion:s1"}}}}}),
 		ev(1, processing.SuggestionCreated{AgentRef: ref, SuggestionID: "s1", Sources: []string{"raw_entry:r1"}, Fingerprint: "f1", CreatedAt: now, ExpiresAt: now.Add(168 * time.Hour)}),
 		ev(2, processing.SuggestionCreated{AgentRef: ref, SuggestionID: "s2", Fingerprint: "f2", CreatedAt: now, ExpiresAt: now.Add(time.Hour)}),
 	}
@@ -378,7 +378,7 @@ func TestLint(t *testing.T) {
 func TestRunsKeepTheLatestNewestFirst(t *testing.T) {
 	var events []domain.Event
 	for i := range 3*processing.RecentRuns + 7 {
-		raw, _ := json.Marshal(processing.PassRecorded{PassID: strconv.Itoa(i)})
+		raw, _ := json.Marshal(processing.PassRecorded{Pass: processing.Pass{PassID: strconv.Itoa(i)}})
 		events = append(events, domain.Event{Version: uint64(i), Type: processing.PassRecorded{}.EventType(), Payload: raw})
 	}
 	st, err := processing.Fold(events, time.Time{})
@@ -421,6 +421,30 @@ func TestApplyAllInPartsEqualsFold(t *testing.T) {
 		}
 		if want, _ := processing.Fold(events[:part], time.Time{}); !reflect.DeepEqual(first, want) {
 			t.Fatalf("parts of %d: advancing a copy changed the first snapshot", part)
+		}
+	}
+}
+
+// A pass record's stored payload stays one flat object with the agent
+// reference beside the pass's fields, so events written before Pass was
+// split out decode alike, and the Pass alone carries no reference.
+func TestPassRecordedPayloadIsFlat(t *testing.T) {
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	stored := `{"user_id":"u","agent_id":"a","agent_created_at":"2026-01-01T00:00:00Z","pass_id":"p","transition":"raw_to_note","at":"2026-01-01T00:00:00Z","source_count":2}`
+	var rec processing.PassRecorded
+	if err := json.Unmarshal([]byte(stored), &rec); err != nil {
+		t.Fatal(err)
+	}
+	if rec.UserID != "u" || rec.AgentCreatedAt != at || rec.PassID != "p" || rec.Transition != processing.RawToNote || rec.SourceCount != 2 {
+		t.Fatalf("decoded %+v", rec)
+	}
+	for name, v := range map[string]any{"record": rec, "pass": rec.Pass} {
+		raw, _ := json.Marshal(v)
+		var keys map[string]any
+		_ = json.Unmarshal(raw, &keys)
+		_, hasUser := keys["user_id"]
+		if keys["pass_id"] != "p" || hasUser != (name == "record") {
+			t.Errorf("%s encodes as %s", name, raw)
 		}
 	}
 }

@@ -253,11 +253,11 @@ func (s *State) applyResolved(p SuggestionResolved) {
 }
 
 // Runs returns up to n of the latest passes, newest first.
-func (s *State) Runs(n int) []PassRecorded {
+func (s *State) Runs(n int) []Pass {
 	n = min(n, RecentRuns, len(s.runs))
-	out := make([]PassRecorded, n)
+	out := make([]Pass, n)
 	for i := range out {
-		out[i] = s.runs[len(s.runs)-1-i]
+		out[i] = s.runs[len(s.runs)-1-i].Pass
 	}
 	return out
 }

@@ -42,7 +42,9 @@ const (
 	// Writes is the write side: the memory commands, sync and the
 	// processing pipeline, with the projection engine running so that each
 	// write is applied before it returns. It loads the embedding models
-	// (a capture embeds inline) but starts no background worker.
+	// (a capture embeds inline) but starts no background worker. Without
+	// Search (or KeywordSearch) the engine applies the in-process indexes'
+	// state alone and loads no index.
 	Writes
 	// Workers are the background workers of a server: the embedding queue
 	// (memories that could not be embedded inline), the re-embedding job
@@ -55,6 +57,18 @@ const (
 
 // Server is every part: what `engram serve` runs.
 const Server = Queries | Search | Writes | Workers | Accounts
+
+// unsearched names the in-process indexes no part asked for searches: a
+// local capture or read neither loads them nor, with Writes, writes them;
+// their projections advance their state alone (docs/snapshots.md). The
+// core alone (no part: the maintenance commands, which drive the engine
+// themselves) keeps both.
+func (p Parts) unsearched() Unsearched {
+	if p == 0 {
+		return Unsearched{}
+	}
+	return Unsearched{Keyword: p&(Search|KeywordSearch) == 0, Vector: p&Search == 0}
+}
 
 // Components named by App.Components: what was loaded, built or started.
 const (
@@ -96,7 +110,39 @@ type Settings struct {
 	// Embedding configures (the test harnesses' counting, switchable
 	// provider); Embedding.Model still names the default model.
 	Providers []domain.EmbeddingProvider
+	// Processor, when set, runs processing passes instead of the one Chat
+	// chooses (a test's scripted chat model).
+	Processor commands.Processor
+	// Queue tunes the embedding queue's retries (Workers); its writer,
+	// reader, embedder and logger are the application's.
+	Queue workers.EmbedQueueConfig
+	// EmbedTimeout bounds a write's inline embedding call (zero: the
+	// memory commands' default).
+	EmbedTimeout time.Duration
+	// Now is the clock of the use cases: expiries, sessions, tokens,
+	// throttles, decay (nil: time.Now). Tests move it instead of sleeping.
+	Now func() time.Time
+	// Held are the background workers New builds but does not start: the
+	// caller runs or steps them (App.EmbedQueue, App.JobRunner, App.Usage),
+	// as a test does that watches a job one batch at a time or a memory
+	// stay pending.
+	Held Held
 }
+
+// Held names background workers of Workers that New builds without
+// starting them.
+type Held uint
+
+const (
+	// HoldEmbedQueue leaves the embedding queue to the caller.
+	HoldEmbedQueue Held = 1 << iota
+	// HoldJobRunner leaves the re-embedding job runner to the caller.
+	HoldJobRunner
+	// HoldUsageRecorder leaves the key-usage recorder to the caller, who
+	// flushes it when it chooses (its periodic and final flushes would
+	// otherwise race a test that stops the projection engine).
+	HoldUsageRecorder
+)
 
 // Embedding chooses the embedding providers and the default model.
 type Embedding struct {
@@ -139,6 +185,12 @@ type App struct {
 	Pipeline *commands.Pipeline
 	// Embeddings are the embedding commands over the job runner (Workers).
 	Embeddings *commands.Embeddings
+	// EmbedQueue, JobRunner and Usage are the background workers
+	// (Workers; Usage with Accounts), running unless Settings.Held holds
+	// them.
+	EmbedQueue *workers.EmbedQueue
+	JobRunner  *workers.JobRunner
+	Usage      *workers.UsageRecorder
 	// Accounts are the account commands (Accounts).
 	Accounts *commands.Accounts
 	// MCP are the use cases the MCP tools call, the one place MCP is
@@ -168,7 +220,9 @@ func New(ctx context.Context, settings Settings, parts Parts) (*App, error) {
 	if parts&Accounts != 0 && parts&Workers == 0 {
 		return nil, errors.New("app: Accounts needs Workers (key usage goes through the usage recorder)")
 	}
-	core, err := Open(ctx, settings.Config)
+	cfg := settings.Config
+	cfg.Unsearched = parts.unsearched()
+	core, err := Open(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -207,24 +261,36 @@ func (a *App) build(ctx context.Context, settings Settings) error {
 		a.started(ComponentEmbeddingModels)
 	}
 	if parts&(Search|KeywordSearch) != 0 {
-		if err := a.buildSearch(ctx, settings.Search); err != nil {
+		opts := settings.Search
+		if opts.Now == nil {
+			opts.Now = settings.Now
+		}
+		if err := a.buildSearch(ctx, opts); err != nil {
 			return err
 		}
 	}
 	var queue *workers.EmbedQueue
 	if parts&Workers != 0 {
+		qc := settings.Queue
+		qc.Writer, qc.Reader, qc.Embedder, qc.Logger = st.Writer, st.Memories, a.Catalog, a.logger
 		var err error
-		if queue, err = workers.NewEmbedQueue(workers.EmbedQueueConfig{Writer: st.Writer, Reader: st.Memories, Embedder: a.Catalog, Logger: a.logger}); err != nil {
+		if queue, err = workers.NewEmbedQueue(qc); err != nil {
 			return err
 		}
-		a.runInBackground(ComponentEmbedQueue, queue.Run)
+		a.EmbedQueue = queue
+		if settings.Held&HoldEmbedQueue == 0 {
+			a.runInBackground(ComponentEmbedQueue, queue.Run)
+		}
 	}
 	if parts&(Writes|Queries) != 0 {
-		processor, err := NewProcessor(settings.Embedding, settings.Chat)
-		if err != nil {
-			return err
+		a.Processor = settings.Processor
+		if a.Processor == nil {
+			processor, err := NewProcessor(settings.Embedding, settings.Chat)
+			if err != nil {
+				return err
+			}
+			a.Processor = processor
 		}
-		a.Processor = processor
 	}
 	if parts&Writes != 0 {
 		var kicker commands.Kicker
@@ -234,7 +300,7 @@ func (a *App) build(ctx context.Context, settings Settings) error {
 		memories, err := commands.NewMemories(commands.MemoriesConfig{
 			Writer: st.Writer, Reader: st.Memories, Embedder: a.Catalog,
 			DefaultModel: a.Catalog.DefaultModel(), Queue: kicker, Logger: a.logger, Quotas: settings.Quotas,
-			DecidesOn: []string{projections.MemoriesProjectionName},
+			DecidesOn: []string{projections.MemoriesProjectionName}, EmbedTimeout: settings.EmbedTimeout, Now: settings.Now,
 		})
 		if err != nil {
 			return err
@@ -247,16 +313,26 @@ func (a *App) build(ctx context.Context, settings Settings) error {
 			return err
 		}
 		if a.Pipeline, err = commands.NewPipeline(commands.PipelineConfig{
-			Writer: st.Writer, Memories: st.Memories, Suggestions: st.Suggestions, Creator: memories, Processor: a.Processor, Logger: a.logger,
+			Writer: st.Writer, Memories: st.Memories, Suggestions: st.Suggestions, Creator: memories, Processor: a.Processor, Logger: a.logger, Now: settings.Now,
 		}); err != nil {
 			return err
 		}
 	}
 	if parts&Workers != 0 {
 		rc := settings.Jobs
-		rc.Queue, rc.Logger = queue, a.logger
+		if rc.Queue == nil {
+			// A caller's own kicker sees what the runner kicks (a test
+			// counting them).
+			rc.Queue = queue
+		}
+		if rc.Logger == nil {
+			rc.Logger = a.logger
+		}
 		runner := workers.NewJobRunner(st.Writer, st.Jobs, st.Memories, a.Catalog, rc)
-		a.runInBackground(ComponentJobRunner, runner.Run)
+		a.JobRunner = runner
+		if settings.Held&HoldJobRunner == 0 {
+			a.runInBackground(ComponentJobRunner, runner.Run)
+		}
 		a.Embeddings = commands.NewEmbeddings(commands.EmbeddingsDeps{Catalog: a.Catalog, Memories: st.Memories, Jobs: st.Jobs, Writer: st.Writer, Runner: runner})
 	}
 	if parts&Accounts != 0 {
@@ -265,7 +341,7 @@ func (a *App) build(ctx context.Context, settings Settings) error {
 		}
 	}
 	if parts&Queries != 0 {
-		cfg := query.Config{Processor: a.Processor.Info()}
+		cfg := query.Config{Processor: a.Processor.Info(), Now: settings.Now}
 		if a.Catalog != nil {
 			cfg.Catalog = a.Catalog
 		}
@@ -323,7 +399,10 @@ func (a *App) buildAccounts(settings Settings) error {
 	}
 	a.started(ComponentMailer)
 	usage := workers.NewUsageRecorder(st.Writer, settings.UsageFlush, a.logger)
-	a.runInBackground(ComponentUsageRecorder, usage.Run)
+	a.Usage = usage
+	if settings.Held&HoldUsageRecorder == 0 {
+		a.runInBackground(ComponentUsageRecorder, usage.Run)
+	}
 	a.Accounts, err = commands.NewAccounts(commands.AccountsConfig{
 		Writer:     st.Writer,
 		Reader:     st.Accounts,
@@ -333,6 +412,7 @@ func (a *App) buildAccounts(settings Settings) error {
 		Logger:     a.logger,
 		PublicURL:  settings.PublicURL,
 		SessionTTL: settings.SessionTTL,
+		Now:        settings.Now,
 
 		VerificationResendInterval: settings.ResendInterval,
 	})

@@ -1,10 +1,15 @@
 package app_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/engram-memory/engram/commands"
 	"github.com/engram-memory/engram/domain"
@@ -24,18 +29,21 @@ func TestNewBuildsOnlyThePartsAskedFor(t *testing.T) {
 	cases := []struct {
 		name          string
 		parts         app.Parts
+		held          app.Held
 		want, notWant []string
 	}{
-		{"the core alone", 0, nil, []string{app.ComponentProjectionEngine, app.ComponentKeywordIndex, app.ComponentEmbeddingModels}},
-		{"queries", app.Queries, nil, []string{app.ComponentProjectionEngine, app.ComponentKeywordIndex, app.ComponentVectorIndex, app.ComponentEmbeddingModels}},
-		{"keyword search", app.KeywordSearch, []string{app.ComponentKeywordIndex}, []string{app.ComponentProjectionEngine, app.ComponentVectorIndex, app.ComponentEmbeddingModels, app.ComponentJobRunner}},
-		{"search", app.Search, []string{app.ComponentKeywordIndex, app.ComponentVectorIndex, app.ComponentEmbeddingModels}, []string{app.ComponentProjectionEngine, app.ComponentJobRunner, app.ComponentEmbedQueue}},
-		{"writes", app.Writes, []string{app.ComponentProjectionEngine, app.ComponentEmbeddingModels}, []string{app.ComponentJobRunner, app.ComponentEmbedQueue, app.ComponentMailer, app.ComponentUsageRecorder}},
-		{"server", app.Server, []string{app.ComponentProjectionEngine, app.ComponentJobRunner, app.ComponentEmbedQueue, app.ComponentMailer, app.ComponentUsageRecorder}, nil},
+		{"the core alone", 0, 0, nil, []string{app.ComponentProjectionEngine, app.ComponentKeywordIndex, app.ComponentEmbeddingModels}},
+		{"queries", app.Queries, 0, nil, []string{app.ComponentProjectionEngine, app.ComponentKeywordIndex, app.ComponentVectorIndex, app.ComponentEmbeddingModels}},
+		{"keyword search", app.KeywordSearch, 0, []string{app.ComponentKeywordIndex}, []string{app.ComponentProjectionEngine, app.ComponentVectorIndex, app.ComponentEmbeddingModels, app.ComponentJobRunner}},
+		{"search", app.Search, 0, []string{app.ComponentKeywordIndex, app.ComponentVectorIndex, app.ComponentEmbeddingModels}, []string{app.ComponentProjectionEngine, app.ComponentJobRunner, app.ComponentEmbedQueue}},
+		{"writes", app.Writes, 0, []string{app.ComponentProjectionEngine, app.ComponentEmbeddingModels}, []string{app.ComponentJobRunner, app.ComponentEmbedQueue, app.ComponentMailer, app.ComponentUsageRecorder}},
+		{"server", app.Server, 0, []string{app.ComponentProjectionEngine, app.ComponentJobRunner, app.ComponentEmbedQueue, app.ComponentMailer, app.ComponentUsageRecorder}, nil},
+		// Held workers are built for the caller to run or step, not started.
+		{"server with held workers", app.Server, app.HoldEmbedQueue | app.HoldJobRunner | app.HoldUsageRecorder, []string{app.ComponentProjectionEngine, app.ComponentMailer}, []string{app.ComponentJobRunner, app.ComponentEmbedQueue, app.ComponentUsageRecorder}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			a, err := app.New(context.Background(), app.Settings{Config: app.Config{DataDir: dir}, MailOutbox: t.TempDir()}, tc.parts)
+			a, err := app.New(context.Background(), app.Settings{Config: app.Config{DataDir: dir}, MailOutbox: t.TempDir(), Held: tc.held}, tc.parts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -54,6 +62,9 @@ func TestNewBuildsOnlyThePartsAskedFor(t *testing.T) {
 			if (a.Memories != nil) != (tc.parts&app.Writes != 0) || (a.Search != nil) != (tc.parts&(app.Search|app.KeywordSearch) != 0) ||
 				(a.Queries != nil) != (tc.parts&app.Queries != 0) || (a.Accounts != nil) != (tc.parts&app.Accounts != 0) {
 				t.Errorf("parts %b built memories %v, search %v, queries %v, accounts %v", tc.parts, a.Memories != nil, a.Search != nil, a.Queries != nil, a.Accounts != nil)
+			}
+			if workers := tc.parts&app.Workers != 0; (a.EmbedQueue != nil) != workers || (a.JobRunner != nil) != workers {
+				t.Errorf("parts %b built the queue %v and the runner %v", tc.parts, a.EmbedQueue != nil, a.JobRunner != nil)
 			}
 		})
 	}
@@ -114,4 +125,71 @@ func seed(t *testing.T, dir, text string) string {
 		t.Fatal(err)
 	}
 	return created.ID
+}
+
+// A reader that does not search the vectors (a keyword search) still
+// applies at open what the log holds beyond the vector state's checkpoint
+// (here: a write whose process stopped before applying it), to the state
+// alone: it neither drops the vector index nor deletes its image, which
+// stays a valid start, and the next vector search catches the image up
+// with that write (docs/snapshots.md, "Writes that load no index").
+func TestAKeywordReaderKeepsTheVectorImageItCatchesUpTheStateOf(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	seed(t, dir, "the heron nests by the quarry")
+	searcher, err := app.New(ctx, app.Settings{Config: app.Config{DataDir: dir}}, app.Search)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := searcher.Close(ctx); err != nil { // a refill: the images are saved at close
+		t.Fatal(err)
+	}
+	image := filepath.Join(dir, "snapshots", "vectors.snap")
+	saved, err := os.ReadFile(image)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	writer, err := app.New(ctx, app.Settings{Config: app.Config{DataDir: dir, VisibilityTimeout: 50 * time.Millisecond}}, app.Writes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writer.StopEngine()
+	const text = "a kingfisher dives at the weir"
+	content, _ := json.Marshal(map[string]string{"content": text})
+	if _, err := writer.Memories.Create(ctx, meta, "a", commands.MemoryInput{Type: "note", Content: content}); err == nil {
+		t.Fatal("a write with no engine to apply it was reported visible")
+	}
+	if err := writer.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	reader, err := app.New(ctx, app.Settings{Config: app.Config{DataDir: dir}}, app.Queries|app.KeywordSearch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := reader.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if now, err := os.ReadFile(image); err != nil || !bytes.Equal(now, saved) {
+		t.Fatalf("the keyword reader's catch-up changed or removed the vector image (%v)", err)
+	}
+
+	vectors, err := app.New(ctx, app.Settings{Config: app.Config{DataDir: dir}}, app.Search)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer vectors.Close(ctx)
+	if from, ok := vectors.Core.Vectors.StartedFrom(); !ok {
+		t.Fatal("the vector index was refilled, not started from its image")
+	} else if from.Checkpoint == 0 {
+		t.Fatalf("started from an image at checkpoint 0")
+	}
+	resp, err := vectors.Search.Search(ctx, search.Request{UserID: "u1", AgentID: "a", Query: text, Mode: search.ModeVector, Limit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Results) != 1 || resp.Results[0].Memory.Content == nil || !strings.Contains(string(resp.Results[0].Memory.Content), "kingfisher") {
+		t.Fatalf("vector search for the write the keyword reader caught up: %+v", resp.Results)
+	}
 }

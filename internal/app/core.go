@@ -153,7 +153,17 @@ type Config struct {
 	Logger *slog.Logger
 	// Observe instruments the stack's ports (metrics, traces).
 	Observe Observers
+	// Unsearched names the in-process indexes this process never
+	// searches (app.New sets it from the parts asked for: a local capture
+	// or read). They are neither restored from their images nor filled,
+	// and their projections advance their state and checkpoint alone: the
+	// next process that searches restores the image and re-reads the
+	// memories of the events after it (docs/snapshots.md).
+	Unsearched Unsearched
 }
+
+// Unsearched names in-process indexes a process does not search.
+type Unsearched struct{ Keyword, Vector bool }
 
 // Observers wrap the ports the requests go through, to measure and trace
 // them; a nil field leaves its port as it is.
@@ -329,12 +339,16 @@ func Open(ctx context.Context, cfg Config) (*Core, error) {
 		indexCfg.VectorOptions.FloatDir = cfg.DataDir
 	}
 	// A read-only opener never runs the projections, so its indexes stay
-	// empty: it restores no snapshot.
-	restoreFrom := snapshotDir(cfg.DataDir)
-	if cfg.SQLite.ReadOnly {
-		restoreFrom = ""
+	// empty: it restores no snapshot. Nor is an index restored that this
+	// process does not search.
+	restore := restoreFrom{keyword: snapshotDir(cfg.DataDir), vector: snapshotDir(cfg.DataDir)}
+	if cfg.SQLite.ReadOnly || cfg.Unsearched.Keyword {
+		restore.keyword = ""
 	}
-	ix, err := openIndexes(ctx, indexCfg, restoreFrom, logger)
+	if cfg.SQLite.ReadOnly || cfg.Unsearched.Vector {
+		restore.vector = ""
+	}
+	ix, err := openIndexes(ctx, indexCfg, restore, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -415,6 +429,12 @@ func Open(ctx context.Context, cfg Config) (*Core, error) {
 	s.Keyword = projections.NewKeyword(keywordState, ix.keyword, ix.keywordInProcess, logger)
 	s.Vectors = projections.NewVectors(vectorState, ix.vectors, ix.vectorsInProcess, logger)
 	s.useSnapshots(snapshotDir(cfg.DataDir), ix, s.Store, cfg.SQLite.ReadOnly)
+	if cfg.Unsearched.Keyword && ix.keywordInProcess {
+		s.Keyword.SkipIndex()
+	}
+	if cfg.Unsearched.Vector && ix.vectorsInProcess {
+		s.Vectors.SkipIndex()
+	}
 	s.projections = []projections.Projection{
 		projections.NewAccounts(s.Accounts), projections.NewMemories(s.Memories), s.Keyword, s.Vectors,
 		projections.NewJobs(s.Jobs), projections.NewProvenance(s.Provenance), projections.NewAudit(s.Audit), projections.NewSuggestions(s.Suggestions),
@@ -499,12 +519,17 @@ func (ix *indexes) close() {
 	}
 }
 
+// restoreFrom is the snapshot directory each in-process index is
+// restored from ("": it starts empty).
+type restoreFrom struct{ keyword, vector string }
+
 // openIndexes builds the chosen index adapters. A remote backend that is
 // down is no error here: the core opens and Backends reports it. Remote
 // indexes keep their contents across restarts, so their projections'
 // checkpoints, not a fill at start, keep them current. An in-process
-// index is restored from its snapshot in snapDir when one is usable.
-func openIndexes(ctx context.Context, cfg Indexes, snapDir string, logger *slog.Logger) (*indexes, error) {
+// index is restored from its snapshot in its restore directory when one
+// is usable.
+func openIndexes(ctx context.Context, cfg Indexes, restore restoreFrom, logger *slog.Logger) (*indexes, error) {
 	ix := &indexes{}
 	switch cfg.Keyword {
 	case Meilisearch:
@@ -515,7 +540,7 @@ func openIndexes(ctx context.Context, cfg Indexes, snapDir string, logger *slog.
 		ix.keyword = ki
 	default:
 		ix.keywordInProcess = true
-		if restored, tag := restoreKeyword(snapDir, cfg.KeywordSaturation, logger); restored != nil {
+		if restored, tag := restoreKeyword(restore.keyword, cfg.KeywordSaturation, logger); restored != nil {
 			ix.keyword, ix.keywordRestored = restored, tag
 		} else {
 			ix.keyword = textindex.NewPort(textindex.Options{}, cfg.KeywordSaturation)
@@ -531,7 +556,7 @@ func openIndexes(ctx context.Context, cfg Indexes, snapDir string, logger *slog.
 		ix.vectors = vi
 		ix.closers = append(ix.closers, func() { _ = vi.Close() })
 	default:
-		port, tag, release := restoreVectors(snapDir, cfg.VectorOptions, logger)
+		port, tag, release := restoreVectors(restore.vector, cfg.VectorOptions, logger)
 		if port == nil {
 			port = vectorindex.NewPort(vectorindex.New(cfg.VectorOptions))
 		}

@@ -53,9 +53,6 @@ func processCommand(ctx context.Context, c *cli, args []string) error {
 		if err != nil {
 			return err
 		}
-		if passes == nil {
-			passes = []processing.PassRecorded{}
-		}
 		if c.json {
 			return c.printJSON(map[string]any{"passes": passes})
 		}

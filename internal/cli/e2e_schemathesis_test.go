@@ -2,8 +2,10 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -12,15 +14,22 @@ import (
 )
 
 // TestSchemathesis fuzzes the binary from its own OpenAPI document
-// (GET /v1/openapi.json) with schemathesis: every generated request must
-// get a response the document describes and never a 500. The budget is
-// ENGRAM_TEST_FUZZ_API_EXAMPLES examples per operation in the phases
-// ENGRAM_TEST_FUZZ_API_PHASES (ENGRAM_TEST_*, which TestMain's hermetic
-// environment keeps); the default, 5 examples in the examples and fuzzing
-// phases, is the short run of make test and CI, and make fuzz-api adds the
-// coverage phase and raises the budget. The seed is fixed, so a run is
-// repeatable. schemathesis is installed by .ci/run at a pinned version
-// (test/fuzz/requirements.txt); a missing one fails the test.
+// (GET /v1/openapi.json) with schemathesis, in two passes over data seeded
+// through the API by one user (seedFuzzData): the owner pass, as that
+// user, puts the seeded ids into the valid requests so the routes' success
+// paths are reached; the cross-tenant pass sends the same ids as another
+// user, and its check (test/fuzz/engram_hooks.py) fails any answer that
+// lets that user read or change the first user's objects. Every response
+// must be one the document describes and never a 500.
+//
+// The budget is ENGRAM_TEST_FUZZ_API_EXAMPLES examples per operation and
+// pass in the phases ENGRAM_TEST_FUZZ_API_PHASES (ENGRAM_TEST_*, which
+// TestMain's hermetic environment keeps); the default, 5 examples in the
+// examples and fuzzing phases, is the short run of make test and CI, and
+// make fuzz-api adds the coverage phase and raises the budget. The seed is
+// fixed and the run has one worker, so a run is repeatable. schemathesis
+// is installed by .ci/run at a pinned version (test/fuzz/requirements.txt);
+// a missing one fails the test.
 func TestSchemathesis(t *testing.T) {
 	examples := 5
 	if v := os.Getenv("ENGRAM_TEST_FUZZ_API_EXAMPLES"); v != "" {
@@ -34,30 +43,154 @@ func TestSchemathesis(t *testing.T) {
 	if v := os.Getenv("ENGRAM_TEST_FUZZ_API_PHASES"); v != "" {
 		phases = v
 	}
-	dataDir := t.TempDir()
-	p := startServer(t, dataDir, nil)
-	key := testserver.Register(t, p.BaseURL, dataDir, "fuzz@example.com")
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "schemathesis", "run", p.APIURL()+"/openapi.json",
-		"--url", p.BaseURL,
-		"--header", "Authorization: Bearer "+key,
-		"--checks", "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance,response_headers_conformance",
-		"--max-examples", strconv.Itoa(examples),
-		"--phases", phases,
-		"--seed", "20261129",
-		"--workers", "1",
-		"--exclude-path", "/mcp",
-		// schemathesis has no serializer for application/x-ndjson request
-		// bodies; the import's refusals (bad lines, media type, size,
-		// quota, another tenant) are tested in api/transfer_test.go.
-		"--exclude-path", "/v1/agents/{agent_id}/import",
-		"--no-color",
-	)
-	cmd.Dir = t.TempDir()
-	out, err := cmd.CombinedOutput()
+	hooks, err := filepath.Abs("../../test/fuzz")
 	if err != nil {
-		t.Fatalf("schemathesis: %v (install it as .ci/run does)\n%s\nserver log:\n%s", err, out, p.Log())
+		t.Fatal(err)
 	}
-	t.Logf("%s", out)
+	dataDir := t.TempDir()
+	// Private addresses are allowed so the seeded webhooks can point at a
+	// closed loopback port.
+	p := startServer(t, dataDir, nil, "--webhook-allow-private")
+	owner := testserver.Register(t, p.BaseURL, dataDir, "fuzz@example.com")
+	other := testserver.Register(t, p.BaseURL, dataDir, "fuzz-other@example.com")
+	seed, err := json.Marshal(seedFuzzData(t, p.APIURL(), owner))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seedFile := filepath.Join(t.TempDir(), "seed.json")
+	if err := os.WriteFile(seedFile, seed, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	// The passes share the test's deadline: make fuzz-api's budget (the
+	// coverage phase, 50 examples) takes far longer than the short run.
+	ctx := context.Background()
+	if deadline, ok := t.Deadline(); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, deadline.Add(-time.Minute))
+		defer cancel()
+	}
+	for _, pass := range []struct{ name, key string }{{"owner", owner}, {"cross_tenant", other}} {
+		cmd := exec.CommandContext(ctx, "schemathesis", "run", p.APIURL()+"/openapi.json",
+			"--url", p.BaseURL,
+			"--header", "Authorization: Bearer "+pass.key,
+			"--checks", "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance,response_headers_conformance",
+			"--max-examples", strconv.Itoa(examples),
+			"--phases", phases,
+			"--seed", "20261129",
+			"--workers", "1",
+			"--exclude-path", "/mcp",
+			// schemathesis has no serializer for application/x-ndjson request
+			// bodies; the import's refusals (bad lines, media type, size,
+			// quota, another tenant) are tested in api/transfer_test.go.
+			"--exclude-path", "/v1/agents/{agent_id}/import",
+			"--no-color",
+		)
+		cmd.Dir = t.TempDir()
+		cmd.Env = append(os.Environ(),
+			"SCHEMATHESIS_HOOKS=engram_hooks",
+			"PYTHONPATH="+hooks,
+			"ENGRAM_FUZZ_SEED="+seedFile,
+			"ENGRAM_FUZZ_PASS="+pass.name,
+		)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("schemathesis, %s pass: %v (install it as .ci/run does)\n%s\nserver log:\n%s", pass.name, err, out, p.Log())
+		}
+		t.Logf("%s pass:\n%s", pass.name, out)
+	}
+}
+
+// seedFuzzData creates, as the user of key, what the fuzzer's requests
+// address (test/fuzz/engram_hooks.py reads the answer): an agent with
+// memories of several types whose contents carry a marker, raw entries
+// processed into pending suggestions, a forgotten memory, a bulk
+// re-embedding job, webhooks and keys; and, for the routes that destroy or
+// change their object, an object each of their own.
+func seedFuzzData(t *testing.T, api, key string) map[string]any {
+	t.Helper()
+	const agent, marker = "fuzz-seeded", "fuzz-seed-marker-7f3a"
+	post := func(path string, body, out any) {
+		t.Helper()
+		if _, err := call(t, "POST", api+path, key, body, out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var created struct{ ID string }
+	types := map[string]string{} // memory id → type, for the routes naming both
+	memory := func(agent, typ string, content map[string]any) string {
+		post("/memories", map[string]any{"agent_id": agent, "type": typ, "content": content}, &created)
+		types[created.ID] = typ
+		return created.ID
+	}
+	// Processing turns these into an episode, a belief and a note.
+	var raws []string
+	for _, text := range []string{
+		"Yesterday we deployed the billing service and it failed, then I learned to check migrations",
+		"I think caching always helps latency",
+		"Reminder: the docs are at https://example.com/docs",
+	} {
+		raws = append(raws, memory(agent, "raw_entry", map[string]any{"content": text + " " + marker}))
+	}
+	memories := append(raws,
+		memory(agent, "notes", map[string]any{"content": marker + " note"}),
+		memory(agent, "beliefs", map[string]any{"statement": marker + " belief", "confidence": 0.6}),
+		memory(agent, "episodes", map[string]any{"objective": marker + " deploy", "outcome": "fine"}),
+		memory(agent, "goals", map[string]any{"title": marker + " goal", "status": "active"}),
+	)
+	doomedMemory := memory(agent, "notes", map[string]any{"content": marker + " doomed note"})
+	forgotten := memory(agent, "notes", map[string]any{"content": marker + " forgotten note"})
+	if _, err := call(t, "DELETE", api+"/memories/"+forgotten, key, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	memory("fuzz-doomed", "notes", map[string]any{"content": marker + " doomed agent's note"})
+	memory("fuzz-settings", "notes", map[string]any{"content": marker + " settings agent's note"})
+
+	post("/agents/"+agent+"/process", map[string]any{"force": true}, nil)
+	var pending struct{ Suggestions []struct{ ID string } }
+	if _, err := call(t, "GET", api+"/agents/"+agent+"/suggestions?status=pending", key, nil, &pending); err != nil {
+		t.Fatal(err)
+	}
+	if len(pending.Suggestions) < 3 {
+		t.Fatalf("processing left %d pending suggestions, want 3", len(pending.Suggestions))
+	}
+	var suggestions []string
+	for _, s := range pending.Suggestions {
+		suggestions = append(suggestions, s.ID)
+	}
+
+	var job struct {
+		JobID string `json:"job_id"`
+	}
+	post("/embeddings/bulk-reembed", map[string]any{"agent_id": agent}, &job)
+	// A closed loopback port: deliveries fail at once and stay on the machine.
+	webhook := func() string {
+		post("/webhooks", map[string]any{"url": "http://127.0.0.1:9/hook", "events": []string{"job.completed"}}, &created)
+		return created.ID
+	}
+	newKey := func(name string) string {
+		post("/auth/keys", map[string]any{"name": name}, &created)
+		return created.ID
+	}
+	var models []struct{ ID string } // OpenAI's list: its data is the array
+	if _, err := call(t, "GET", api+"/models", key, nil, &models); err != nil || len(models) == 0 {
+		t.Fatalf("models: %v %+v", err, models)
+	}
+	return map[string]any{
+		"marker":           marker,
+		"agent":            agent,
+		"doomed_agent":     "fuzz-doomed",
+		"settings_agent":   "fuzz-settings",
+		"memories":         memories,
+		"memory_types":     types,
+		"doomed_memory":    doomedMemory,
+		"forgotten_memory": forgotten,
+		"suggestions":      suggestions,
+		"job":              job.JobID,
+		"webhook":          webhook(),
+		"doomed_webhook":   webhook(),
+		"cycled_key":       newKey("fuzz-cycled"),
+		"doomed_key":       newKey("fuzz-doomed"),
+		"model":            models[0].ID,
+	}
 }

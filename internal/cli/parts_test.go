@@ -19,34 +19,41 @@ import (
 // runs no projection engine, and a keyword search loads neither the vector
 // index nor an embedding model. What each command opened is read from the
 // application's own debug log line ("application opened" with its
-// components), which ENGRAM_LOG_LEVEL=debug shows.
+// components), which ENGRAM_LOG_LEVEL=debug shows. Which in-process index
+// a command restored from its image, filled from its state or saved an
+// image of is read from the index's own log lines: a capture or a read
+// touches none, a search only those it searches (docs/snapshots.md).
 func TestLocalCommandsOpenOnlyWhatTheyUse(t *testing.T) {
 	t.Setenv("ENGRAM_HOME", t.TempDir())
 	t.Setenv("ENGRAM_STACK", "")
 	t.Setenv("ENGRAM_LOG_LEVEL", "debug")
 	serverOnly := []string{app.ComponentJobRunner, app.ComponentScheduler, app.ComponentMailer, app.ComponentEmbedQueue, app.ComponentUsageRecorder}
+	const keyword, vectors = "keyword", "vectors"
 	cases := []struct {
 		name    string
 		args    []string
 		want    []string // opened
 		notWant []string // on top of serverOnly
+		indexes []string // the in-process indexes restored, filled or saved
 	}{
-		{"a capture applies its write through the engine", []string{"-s", "st", "note", "the heron nests by the quarry"},
-			[]string{app.ComponentProjectionEngine, app.ComponentEmbeddingModels}, nil},
+		{"a capture applies its write through the engine, and no index", []string{"-s", "st", "note", "the heron nests by the quarry"},
+			[]string{app.ComponentProjectionEngine, app.ComponentEmbeddingModels}, nil, nil},
 		{"a raw capture", []string{"-s", "st", "raw", "saw a heron at the quarry"},
-			[]string{app.ComponentProjectionEngine}, nil},
+			[]string{app.ComponentProjectionEngine}, nil, nil},
 		{"a hybrid search loads both indexes and the models", []string{"-s", "st", "search", "--local", "heron"},
-			[]string{app.ComponentKeywordIndex, app.ComponentVectorIndex, app.ComponentEmbeddingModels}, []string{app.ComponentProjectionEngine}},
+			[]string{app.ComponentKeywordIndex, app.ComponentVectorIndex, app.ComponentEmbeddingModels}, []string{app.ComponentProjectionEngine}, []string{keyword, vectors}},
 		{"a keyword search loads the keyword index alone", []string{"-s", "st", "search", "--local", "--mode", "keyword", "heron"},
-			[]string{app.ComponentKeywordIndex}, []string{app.ComponentProjectionEngine, app.ComponentVectorIndex, app.ComponentEmbeddingModels}},
+			[]string{app.ComponentKeywordIndex}, []string{app.ComponentProjectionEngine, app.ComponentVectorIndex, app.ComponentEmbeddingModels}, []string{keyword}},
+		{"a capture after the indexes have images", []string{"-s", "st", "note", "the heron left the quarry"},
+			[]string{app.ComponentProjectionEngine, app.ComponentEmbeddingModels}, nil, nil},
 		{"list reads the read models", []string{"-s", "st", "list"},
-			nil, []string{app.ComponentProjectionEngine, app.ComponentKeywordIndex, app.ComponentVectorIndex, app.ComponentEmbeddingModels}},
+			nil, []string{app.ComponentProjectionEngine, app.ComponentKeywordIndex, app.ComponentVectorIndex, app.ComponentEmbeddingModels}, nil},
 		{"stats", []string{"-s", "st", "stats"},
-			nil, []string{app.ComponentProjectionEngine, app.ComponentKeywordIndex, app.ComponentVectorIndex, app.ComponentEmbeddingModels}},
+			nil, []string{app.ComponentProjectionEngine, app.ComponentKeywordIndex, app.ComponentVectorIndex, app.ComponentEmbeddingModels}, nil},
 		{"raw list", []string{"-s", "st", "raw", "list"},
-			nil, []string{app.ComponentProjectionEngine, app.ComponentKeywordIndex, app.ComponentVectorIndex}},
+			nil, []string{app.ComponentProjectionEngine, app.ComponentKeywordIndex, app.ComponentVectorIndex}, nil},
 		{"status reads the model from the agent record", []string{"-s", "st", "status"},
-			nil, []string{app.ComponentProjectionEngine, app.ComponentKeywordIndex, app.ComponentVectorIndex, app.ComponentEmbeddingModels}},
+			nil, []string{app.ComponentProjectionEngine, app.ComponentKeywordIndex, app.ComponentVectorIndex, app.ComponentEmbeddingModels}, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -64,6 +71,9 @@ func TestLocalCommandsOpenOnlyWhatTheyUse(t *testing.T) {
 				if slices.Contains(opened, c) {
 					t.Errorf("opened %v, must not open %s", opened, c)
 				}
+			}
+			if touched := indexesTouched(stderr.String()); !slices.Equal(touched, tc.indexes) {
+				t.Errorf("restored, filled or saved the indexes %v, want %v", touched, tc.indexes)
 			}
 		})
 	}
@@ -114,4 +124,25 @@ func openedComponents(t *testing.T, stderr string) []string {
 	}
 	list = strings.Trim(strings.TrimSpace(list), `"[]`)
 	return strings.Fields(list)
+}
+
+// indexesTouched names, sorted, the in-process indexes whose log lines in
+// stderr say the process opened their image, found none to open (and so
+// fills the index from its state) or saved one.
+func indexesTouched(stderr string) []string {
+	var touched []string
+	for line := range strings.Lines(stderr) {
+		if !strings.Contains(line, `msg="index snapshot read"`) && !strings.Contains(line, `msg="index snapshot saved"`) &&
+			!strings.Contains(line, `msg="no index snapshot: the index is filled from its state"`) &&
+			!strings.Contains(line, `msg="index snapshot not used: the index is filled from its state"`) {
+			continue
+		}
+		for _, index := range []string{"keyword", "vectors"} {
+			if slices.Contains(strings.Fields(line), "index="+index) && !slices.Contains(touched, index) {
+				touched = append(touched, index)
+			}
+		}
+	}
+	slices.Sort(touched)
+	return touched
 }

@@ -442,7 +442,7 @@ func RunMemoryQueries(t *testing.T, open func(t *testing.T) MemoryQueries) {
 		}
 		pass := func(ref memory.AgentRef, ids ...string) {
 			p := processing.PassRecorded{AgentRef: processing.AgentRef{UserID: ref.UserID, AgentID: ref.AgentID, AgentCreatedAt: memT0},
-				PassID: "p", Transition: processing.RawToNote, At: memT0}
+				Pass: processing.Pass{PassID: "p", Transition: processing.RawToNote, At: memT0}}
 			for _, id := range ids {
 				p.Consumed = append(p.Consumed, processing.Consumed{ID: id, Into: []string{}})
 			}

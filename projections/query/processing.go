@@ -78,7 +78,7 @@ type ProcessingView struct {
 	Config    processing.Config         `json:"config"`
 	Processor processorJSON             `json:"processor"`
 	Triggers  []processing.TriggerState `json:"triggers"`
-	Runs      []processing.PassRecorded `json:"runs"`
+	Runs      []processing.Pass         `json:"runs"`
 	Raw       RawProcessingState        `json:"raw"`
 }
 
@@ -124,7 +124,8 @@ func (s *Service) Processing(ctx context.Context, userID, agentID string) (Proce
 func (s *Service) view(ctx context.Context, as agentState) (ProcessingView, error) {
 	now := s.now()
 	info := s.cfg.Processor
-	v := ProcessingView{Config: as.stack.Config, Processor: processorJSON{info.Model, info.Inference}, Runs: as.stack.Runs(RunsShown), Triggers: []processing.TriggerState{}}
+	v := ProcessingView{Config: as.stack.Config, Processor: processorJSON{info.Model, info.Inference}, Runs: as.stack.Runs(RunsShown), Triggers: []processing.TriggerState{},
+		Raw: RawProcessingState{Entries: []RawEntry{}}}
 	bySource := map[memory.Type][]processing.Source{}
 	for _, t := range processing.Transitions() {
 		if _, ok := bySource[t.Source()]; !ok {

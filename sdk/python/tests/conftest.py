@@ -9,7 +9,27 @@ import pytest
 
 from engram import Engram
 
+from .openapi_check import CHECKER
 from .server import Server, binary
+
+
+@pytest.fixture(scope="session", autouse=True)
+def openapi_checked() -> Iterator[None]:
+    """Every exchange with a test server is checked against the document
+    the server serves (openapi_check.py)."""
+    CHECKER.install()
+    yield
+    CHECKER.uninstall()
+
+
+@pytest.fixture(autouse=True)
+def conforms_to_the_document() -> Iterator[None]:
+    """A test fails when an exchange during it (or a session fixture's
+    before it) broke the document."""
+    yield
+    problems = CHECKER.take()
+    if problems:
+        pytest.fail("exchanges that break api/openapi.json:\n" + "\n".join(problems), pytrace=False)
 
 
 @pytest.fixture(scope="session")

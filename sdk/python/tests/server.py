@@ -18,6 +18,8 @@ from pathlib import Path
 
 import httpx
 
+from .openapi_check import CHECKER
+
 REPO = Path(__file__).resolve().parents[3]
 INHERITED = ("PATH", "TMPDIR", "TZ", "LANG", "LC_ALL", "LC_CTYPE", "GORACE", "GOTRACEBACK")
 SERVING = re.compile(r'msg="engram serving" addr=(\S+)')
@@ -69,6 +71,7 @@ class Server:
         while time.monotonic() < deadline:
             try:
                 if httpx.get(self.url + "/readyz").status_code == 200:
+                    CHECKER.register(self.url)
                     return
             except httpx.TransportError:
                 pass

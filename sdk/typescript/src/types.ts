@@ -339,14 +339,16 @@ export interface ProvenanceNode {
   type: string;
   id: string;
   depth: number;
-  cycle: boolean;
-  truncated: boolean;
-  nodes: ProvenanceNode[] | null;
+  /** present (true) when the node repeats one of its ancestors */
+  cycle?: boolean;
+  /** present (true) when the depth limit cut the tree below the node */
+  truncated?: boolean;
+  nodes: ProvenanceNode[];
 }
 export interface Provenance {
   id: string;
   type: string;
-  direction: string;
+  direction: "up" | "down" | "both";
   depth: number;
   up: ProvenanceNode | null;
   down: ProvenanceNode | null;
@@ -396,17 +398,18 @@ export interface Pass {
   auto_promote: boolean;
   at: string;
   skipped: boolean;
-  skip_reason: string;
-  skip_detail: string;
+  /** present when the pass was skipped */
+  skip_reason?: string;
+  skip_detail?: string;
   inference_blocked: boolean;
   source_count: number;
-  consumed: Consumed[] | null;
-  suggestions: string[] | null;
-  created: string[] | null;
+  consumed: Consumed[];
+  suggestions: string[];
+  created: string[];
   deduplicated: number;
   gate_blocked: number;
-  gate_details: string[] | null;
-  errors: string[] | null;
+  gate_details: string[];
+  errors: string[];
 }
 export interface ProcessParams { force?: boolean; transition?: string }
 export interface ProcessResult { passes: Pass[] }
@@ -455,7 +458,7 @@ export interface ProcessingView {
   raw: {
     processed: number;
     unprocessed: number;
-    entries: { id: string; created_at: string; processed: boolean; processed_into: string[] | null }[];
+    entries: { id: string; created_at: string; processed: boolean; processed_into: string[] }[];
   };
 }
 export interface ProcessingPatch {
@@ -463,7 +466,7 @@ export interface ProcessingPatch {
   suggestion_expiry_hours?: number;
   layers?: Record<string, Partial<Layer>>;
 }
-export interface RawEntry extends Memory { processed: boolean; processed_into: string[] | null }
+export interface RawEntry extends Memory { processed: boolean; processed_into: string[] }
 export interface RawEntriesParams { processed?: boolean; limit?: number }
 export interface RawEntriesResult { raw_entries: RawEntry[] }
 export interface Suggestion {
@@ -494,7 +497,8 @@ export interface AnxietyReport {
   previous_level: { level: string; at: string } | null;
   hysteresis_level: string;
   dimensions: Record<string, AnxietyDimension>;
-  recommendations: { priority: string; dimension: string; description: string }[];
+  /** dimension is absent on the overall recommendation */
+  recommendations: { priority: "low" | "medium" | "high" | "critical"; dimension?: string; description: string }[];
   computed_at: string;
 }
 

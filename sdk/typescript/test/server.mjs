@@ -8,6 +8,7 @@ import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
 import { Engram } from "../dist/index.js";
+import { watch } from "./openapi_check.mjs";
 
 const repoRoot = resolve(fileURLToPath(import.meta.url), "../../../..");
 let builtBinary;
@@ -64,6 +65,7 @@ export async function start(args = []) {
     if (i > 300) throw new Error(`engram serve not ready:\n${log}`);
     await new Promise((r) => setTimeout(r, 100));
   }
+  await watch(baseURL);
   const exited = new Promise((r) => proc.on("exit", r));
   return {
     apiURL: `${baseURL}/v1`,

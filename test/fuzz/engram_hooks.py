@@ -1,0 +1,149 @@
+"""schemathesis hooks of TestSchemathesis (internal/cli/e2e_schemathesis_test.go).
+
+The test seeds one user's data through the API (an agent, memories of
+several types, raw entries, suggestions, a job, webhooks, extra keys) and
+writes their ids to the JSON file named by ENGRAM_FUZZ_SEED. These hooks
+put those real ids into the generated requests, so the fuzzer reaches the
+routes' success paths instead of only their 404s, in one of two passes
+(ENGRAM_FUZZ_PASS):
+
+owner         the seeding user's key: positive cases (valid by the
+              document) get the seeded ids; negative cases keep their
+              generated ids, so malformed ids stay fuzzed too.
+cross_tenant  another user's key: every case gets the seeded ids, and the
+              check below fails any answer that lets that user read or
+              change the seeding user's objects.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import schemathesis
+from schemathesis import HookContext
+
+SEED: dict[str, Any] = json.loads(open(os.environ["ENGRAM_FUZZ_SEED"], encoding="utf-8").read())
+PASS = os.environ["ENGRAM_FUZZ_PASS"]
+if PASS not in ("owner", "cross_tenant"):
+    raise ValueError(f"ENGRAM_FUZZ_PASS={PASS!r}: want owner or cross_tenant")
+
+# Which seeded ids a path parameter takes, by (method, path template). A
+# route that destroys or changes its object's state gets objects of its
+# own, so the routes after it in the run still find theirs; an operation
+# not listed takes the default of its parameter's name.
+ROUTE_IDS: dict[tuple[str, str], list[str]] = {
+    ("DELETE", "/v1/agents/{agent_id}"): [SEED["doomed_agent"]],
+    ("PATCH", "/v1/agents/{agent_id}/settings"): [SEED["settings_agent"]],
+    ("DELETE", "/v1/memories/{id}"): [SEED["doomed_memory"]],
+    ("POST", "/v1/memories/{id}/recover"): [SEED["forgotten_memory"]],
+    ("GET", "/v1/suggestions/{id}"): SEED["suggestions"],
+    ("POST", "/v1/suggestions/{id}/accept"): SEED["suggestions"][0:1],
+    ("POST", "/v1/suggestions/{id}/reject"): SEED["suggestions"][1:2],
+    ("POST", "/v1/suggestions/{id}/dismiss"): SEED["suggestions"][2:3],
+    ("DELETE", "/v1/auth/keys/{key_id}"): [SEED["doomed_key"]],
+    ("POST", "/v1/auth/keys/{key_id}/cycle"): [SEED["cycled_key"]],
+    ("DELETE", "/v1/webhooks/{webhook_id}"): [SEED["doomed_webhook"]],
+}
+DEFAULT_IDS: dict[str, list[str]] = {
+    "agent_id": [SEED["agent"]],
+    "id": SEED["memories"],
+    "job_id": [SEED["job"]],
+    "webhook_id": [SEED["webhook"]],
+    "key_id": [SEED["cycled_key"]],
+    "model": [SEED["model"]],
+}
+
+# Each (operation, parameter) walks through its ids in turn: with one
+# worker and a fixed seed the run stays repeatable.
+_turns: dict[tuple[str, str, str], Iterator[str]] = {}
+
+
+def seeded_id(method: str, path: str, name: str) -> str | None:
+    # Every route listed in ROUTE_IDS has one path parameter.
+    ids = ROUTE_IDS.get((method, path), DEFAULT_IDS.get(name))
+    if not ids:
+        return None
+    turn = _turns.setdefault((method, path, name), itertools.cycle(ids))
+    return next(turn)
+
+
+def is_positive(case: Any) -> bool:
+    return case.meta is not None and case.meta.generation.mode.name == "POSITIVE"
+
+
+@schemathesis.hook
+def before_call(context: HookContext, case: Any, kwargs: dict[str, Any]) -> None:
+    if PASS == "owner" and not is_positive(case):
+        return
+    for name in list(case.path_parameters or {}):
+        value = seeded_id(case.method, case.path, name)
+        if value is not None:
+            case.path_parameters[name] = value
+    # The listing, search and sync routes name the agent in the query or
+    # the body; the seeded one has data to find.
+    if isinstance(case.query, dict) and "agent_id" in case.query:
+        case.query["agent_id"] = SEED["agent"]
+    if isinstance(case.body, dict) and isinstance(case.body.get("agent_id"), str):
+        case.body["agent_id"] = SEED["agent"]
+    # POST /v1/embeddings/reembed names a memory and its type in the body.
+    if isinstance(case.body, dict) and isinstance(case.body.get("memory_id"), str):
+        memory_id = seeded_id(case.method, case.path, "id")
+        case.body["memory_id"] = memory_id
+        if isinstance(case.body.get("memory_type"), str):
+            case.body["memory_type"] = SEED["memory_types"][memory_id]
+
+
+# The seeded objects' ids are random, and every seeded memory's content
+# carries SEED["marker"]; another user's request names those ids (they are
+# what the hook puts in), so an answer may echo one in an error message,
+# but only a leak can carry the marker, and only an answer about the
+# seeding user's object can be a success on a route addressed by one.
+OWNED_BY_ID = ("id", "key_id", "job_id", "webhook_id")
+
+
+def malformed(response: Any) -> bool:
+    """A 400 invalid_request: the request's own shape is judged before the
+    object is looked up (PATCH with nothing to change, a field the
+    document's open bodies allow but the server does not), so the answer is
+    the same whoever owns the object and tells nothing about it."""
+    if response.status_code != 400:
+        return False
+    try:
+        return bool(response.json()["error"]["code"] == "invalid_request")
+    except (ValueError, KeyError, TypeError):
+        return False
+
+
+@schemathesis.check
+def cross_tenant_isolation(ctx: Any, response: Any, case: Any) -> bool | None:
+    """Another user never reads or changes the seeding user's objects."""
+    if PASS != "cross_tenant":
+        return None
+    body = response.content.decode("utf-8", errors="replace") if response.content else ""
+    if SEED["marker"] in body:
+        raise AssertionError(
+            f"{case.method} {case.formatted_path} as another user answered {response.status_code} "
+            f"with the seeding user's content ({SEED['marker']})"
+        )
+    if response.status_code >= 500:
+        raise AssertionError(f"{case.method} {case.formatted_path} as another user answered {response.status_code}")
+    named = [n for n in OWNED_BY_ID if n in (case.path_parameters or {})]
+    if isinstance(case.body, dict) and "memory_id" in case.body:
+        named.append("memory_id")
+    if named and 200 <= response.status_code < 300:
+        raise AssertionError(
+            f"{case.method} {case.formatted_path} as another user answered {response.status_code} "
+            f"on the seeding user's {named[0]}: want 404"
+        )
+    if named and is_positive(case) and response.status_code not in (403, 404) and not malformed(response):
+        # A request the document accepts, naming an object of the seeding
+        # user, is refused as if the object did not exist: any other answer
+        # (a conflict, a precondition) would tell its state.
+        raise AssertionError(
+            f"{case.method} {case.formatted_path} as another user answered {response.status_code}: want 404 or 403"
+        )
+    return None
