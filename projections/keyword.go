@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"time"
 
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/memory"
@@ -172,40 +171,22 @@ func (p *Keyword) Load(ctx context.Context) error {
 	return nil
 }
 
-// catchUp brings an index restored from the image tag up to the state:
-// the memories the events after the image changed are re-read from the
-// state (upserted, or deleted when the state no longer keeps them), and
-// the agents deleted meanwhile dropped, in log order before the re-reads.
+// catchUp brings an index restored from the image tag up to the state
+// (snapshotState.catchUp): each changed memory is re-read from the state
+// and upserted, or deleted when the state no longer keeps it.
 func (p *Keyword) catchUp(ctx context.Context, tag domain.IndexSnapshot) error {
-	start := time.Now()
 	statePos, err := p.state.KeywordCheckpoint(ctx)
 	if err != nil {
 		return err
 	}
-	var changed changedMemories
-	err = p.snap.tail(ctx, tag, statePos, func(events []domain.Event) error {
-		for _, e := range events {
-			if e.Type == (memory.AgentDeleted{}).EventType() {
-				var ev memory.AgentDeleted
-				if err := e.Decode(&ev); err != nil {
-					return err
-				}
-				if err := p.index.DeleteAgent(ctx, scopeOf(ev.AgentRef)); err != nil {
-					return err
-				}
-				continue
-			}
-			if err := changed.add(e); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
+	return p.snap.catchUp(ctx, KeywordProjectionName, tag, statePos, p.index, nil, p.reread, p.logger)
+}
+
+// reread replaces what the index holds of the changed memories with the
+// state's documents of them.
+func (p *Keyword) reread(ctx context.Context, changed changedMemories) error {
 	kept := make(map[string]bool, len(changed.ids))
-	err = p.state.LoadKeywordOf(ctx, changed.ids, func(s domain.KeywordSource) error {
+	err := p.state.LoadKeywordOf(ctx, changed.ids, func(s domain.KeywordSource) error {
 		kept[s.MemoryID] = true
 		if scope := changed.scopes[s.MemoryID]; scope != (domain.IndexScope{UserID: s.UserID, AgentID: s.AgentID}) {
 			if err := p.index.DeleteMemory(ctx, scope, s.MemoryID); err != nil {
@@ -224,7 +205,6 @@ func (p *Keyword) catchUp(ctx context.Context, tag domain.IndexSnapshot) error {
 			}
 		}
 	}
-	p.logger.Info("keyword index started from its snapshot", snapshotLogArgs(tag, statePos, len(changed.ids), time.Since(start))...)
 	return nil
 }
 

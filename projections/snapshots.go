@@ -282,6 +282,55 @@ func (s *snapshotState) walkTail(ctx context.Context, tag domain.IndexSnapshot, 
 	return nil
 }
 
+// agentDropper is what a catch-up needs of an index besides its re-reads:
+// dropping an agent deleted after the image (both index ports have it).
+type agentDropper interface {
+	DeleteAgent(ctx context.Context, scope domain.IndexScope) error
+}
+
+// catchUp brings an index restored from the image tag up to the state at
+// statePos, the one catch-up of every index projection: it walks the log
+// between them, fails on an event whose type refuse maps to an error (a
+// change the re-reads cannot redo; the caller then refills), drops from
+// index every agent deleted there, in log order and before any re-read,
+// and then hands reread the memories the other events changed, which it
+// replaces in the index with what the state keeps of them.
+func (s *snapshotState) catchUp(ctx context.Context, kind string, tag domain.IndexSnapshot, statePos uint64, index agentDropper,
+	refuse map[string]error, reread func(context.Context, changedMemories) error, logger *slog.Logger) error {
+	start := time.Now()
+	var changed changedMemories
+	err := s.tail(ctx, tag, statePos, func(events []domain.Event) error {
+		for _, e := range events {
+			if err := refuse[e.Type]; err != nil {
+				return fmt.Errorf("%w at position %d", err, e.Position)
+			}
+			if e.Type != (memory.AgentDeleted{}).EventType() {
+				if err := changed.add(e); err != nil {
+					return err
+				}
+				continue
+			}
+			var ev memory.AgentDeleted
+			if err := e.Decode(&ev); err != nil {
+				return err
+			}
+			if err := index.DeleteAgent(ctx, scopeOf(ev.AgentRef)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := reread(ctx, changed); err != nil {
+		return err
+	}
+	logger.Info("index started from its snapshot", "index", kind, "checkpoint", tag.Checkpoint, "state_position", statePos,
+		"memories_reread", len(changed.ids), "took", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
 // changedMemories collects what the events after an image changed: the
 // memories to re-read from the state, in first-change order, and the
 // agents deleted.
@@ -320,11 +369,6 @@ func (c *changedMemories) add(e domain.Event) error {
 	}
 	c.scopes[ref.MemoryID] = scopeOf(ref.AgentRef)
 	return nil
-}
-
-// snapshotLogArgs describe a start from an image, for the log.
-func snapshotLogArgs(tag domain.IndexSnapshot, statePos uint64, changed int, took time.Duration) []any {
-	return []any{"checkpoint", tag.Checkpoint, "state_position", statePos, "memories_reread", changed, "took", took.Round(time.Millisecond)}
 }
 
 // snapshotCheck is how often the engine checks whether an image is due.

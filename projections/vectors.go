@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"time"
 
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/memory"
@@ -254,41 +253,24 @@ func (p *Vectors) Load(ctx context.Context) error {
 // refilled instead (switches are rare).
 var errModelSwitchedSinceSnapshot = errors.New("an embedding model switch after the image")
 
-// catchUp brings an index restored from the image tag up to the state:
-// the agents deleted after the image are dropped, in log order, then the
-// memories the events after it changed are deleted from the index and
-// their current vectors re-read from the state.
+// catchUp brings an index restored from the image tag up to the state
+// (snapshotState.catchUp): each changed memory is deleted from the index
+// and its current vectors re-read from the state.
 func (p *Vectors) catchUp(ctx context.Context, tag domain.IndexSnapshot) error {
-	start := time.Now()
 	statePos, err := p.state.VectorsCheckpoint(ctx)
 	if err != nil {
 		return err
 	}
-	var changed changedMemories
-	err = p.snap.tail(ctx, tag, statePos, func(events []domain.Event) error {
-		for _, e := range events {
-			switch e.Type {
-			case memory.AgentModelSwitched{}.EventType():
-				return fmt.Errorf("%w at position %d", errModelSwitchedSinceSnapshot, e.Position)
-			case memory.AgentDeleted{}.EventType():
-				var ev memory.AgentDeleted
-				if err := e.Decode(&ev); err != nil {
-					return err
-				}
-				if err := p.index.DeleteAgent(ctx, scopeOf(ev.AgentRef)); err != nil {
-					return err
-				}
-			default:
-				if err := changed.add(e); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
+	return p.snap.catchUp(ctx, VectorsProjectionName, tag, statePos, p.index, refusedInVectorTail, p.reread, p.logger)
+}
+
+// refusedInVectorTail: a model switch re-indexes an agent's memories in
+// another space, which the re-reads do not redo.
+var refusedInVectorTail = map[string]error{memory.AgentModelSwitched{}.EventType(): errModelSwitchedSinceSnapshot}
+
+// reread replaces what the index holds of the changed memories with their
+// current vectors in the state.
+func (p *Vectors) reread(ctx context.Context, changed changedMemories) error {
 	for _, id := range changed.ids {
 		if err := p.index.DeleteMemory(ctx, changed.scopes[id], id); err != nil {
 			return err
@@ -298,11 +280,7 @@ func (p *Vectors) catchUp(ctx context.Context, tag domain.IndexSnapshot) error {
 	if err := p.state.LoadVectorsOf(ctx, changed.ids, func(v domain.LoadedVector) error { return b.add(ctx, v) }); err != nil {
 		return err
 	}
-	if err := b.flush(ctx); err != nil {
-		return err
-	}
-	p.logger.Info("vector index started from its snapshot", snapshotLogArgs(tag, statePos, len(changed.ids), time.Since(start))...)
-	return nil
+	return b.flush(ctx)
 }
 
 // StartedFrom reports the snapshot the index started from (ok false: it

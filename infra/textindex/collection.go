@@ -2,7 +2,9 @@ package textindex
 
 import (
 	"math"
+	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/engram-memory/engram/domain"
 )
@@ -58,6 +60,7 @@ type collection struct {
 	metaUnits uint32 // weight of the metadata field, in units of 1/fieldScale
 
 	termID   map[string]uint32
+	terms    []string    // by term id: termID's inverse, append-only
 	postings [][]posting // by term id, in slot order
 	blocks   [][]block   // by term id: one per blockSize postings
 	df       []int32     // live documents holding the term
@@ -79,6 +82,15 @@ type collection struct {
 	live     int
 	nDead    int
 	totalLen int64
+
+	// An image being encoded (snapshot.go) reads this collection's arrays
+	// without its lock. imaged is set while it does: compaction, which
+	// rewrites every array in place, waits until it is done. lent is set
+	// with it and cleared by the first write that changes a slot in place
+	// (a delete or replace), which copies the slot arrays it changes
+	// first (ownSlots). Every other write appends past what the image
+	// holds, or changes arrays the image copied.
+	imaged, lent atomic.Bool
 }
 
 func newCollection(metaUnits uint32) *collection {
@@ -112,6 +124,7 @@ func (c *collection) add(d Doc) {
 		if !ok {
 			id = uint32(len(c.postings))
 			c.termID[term] = id
+			c.terms = append(c.terms, term)
 			c.postings = append(c.postings, nil)
 			c.blocks = append(c.blocks, nil)
 			c.df = append(c.df, 0)
@@ -143,6 +156,7 @@ func (c *collection) remove(id string) {
 		return
 	}
 	delete(c.slotOf, id)
+	c.ownSlots()
 	for _, term := range c.docTerms[slot] {
 		c.df[term]--
 		if len(c.bigTF) > 0 {
@@ -156,10 +170,21 @@ func (c *collection) remove(id string) {
 	c.docTerms[slot], c.tags[slot] = nil, nil
 }
 
+// ownSlots copies the slot arrays remove changes in place, when an image
+// being encoded shares them (see lent).
+func (c *collection) ownSlots() {
+	if !c.lent.Load() {
+		return
+	}
+	c.dead, c.tags, c.docTerms = slices.Clone(c.dead), slices.Clone(c.tags), slices.Clone(c.docTerms)
+	c.lent.Store(false)
+}
+
 // compactIfSparse rebuilds the slots and postings without dead documents
-// once they are a quarter of the slots (and at least a few hundred).
+// once they are a quarter of the slots (and at least a few hundred), and
+// no image is being encoded from them (the next delete compacts then).
 func (c *collection) compactIfSparse() {
-	if c.nDead < 256 || c.nDead*4 < len(c.ids) {
+	if c.nDead < 256 || c.nDead*4 < len(c.ids) || c.imaged.Load() {
 		return
 	}
 	wasDead := c.dead

@@ -3,6 +3,7 @@ package textindex
 import (
 	"context"
 	"math"
+	"sync"
 
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/infra/forgotten"
@@ -22,6 +23,14 @@ type Port struct {
 	saturation float64
 
 	forgotten forgotten.Sets
+
+	// writes is read-locked by every write for its whole length and
+	// locked by WriteSnapshot while it captures its image, so an image
+	// holds each write entirely or not at all (see snapshot.go). Writers
+	// do not exclude one another. snapshotMu makes images one at a time:
+	// a collection's imaged and lent flags belong to the image in flight.
+	writes     sync.RWMutex
+	snapshotMu sync.Mutex
 }
 
 var _ domain.KeywordIndex = (*Port)(nil)
@@ -41,6 +50,8 @@ func collectionOf(s domain.IndexScope) string { return s.UserID + "/" + s.AgentI
 
 // UpsertDocuments implements domain.KeywordIndex.
 func (p *Port) UpsertDocuments(ctx context.Context, docs ...domain.KeywordDocument) error {
+	p.writes.RLock()
+	defer p.writes.RUnlock()
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -54,6 +65,8 @@ func (p *Port) UpsertDocuments(ctx context.Context, docs ...domain.KeywordDocume
 
 // SetForgotten implements domain.KeywordIndex.
 func (p *Port) SetForgotten(ctx context.Context, scope domain.IndexScope, memoryID string, forgotten bool) error {
+	p.writes.RLock()
+	defer p.writes.RUnlock()
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -66,6 +79,8 @@ func (p *Port) SetForgotten(ctx context.Context, scope domain.IndexScope, memory
 
 // DeleteMemory implements domain.KeywordIndex.
 func (p *Port) DeleteMemory(ctx context.Context, scope domain.IndexScope, memoryID string) error {
+	p.writes.RLock()
+	defer p.writes.RUnlock()
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -76,6 +91,8 @@ func (p *Port) DeleteMemory(ctx context.Context, scope domain.IndexScope, memory
 
 // DeleteAgent implements domain.KeywordIndex.
 func (p *Port) DeleteAgent(ctx context.Context, scope domain.IndexScope) error {
+	p.writes.RLock()
+	defer p.writes.RUnlock()
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -86,6 +103,8 @@ func (p *Port) DeleteAgent(ctx context.Context, scope domain.IndexScope) error {
 
 // DropAll implements domain.KeywordIndex.
 func (p *Port) DropAll(ctx context.Context) error {
+	p.writes.RLock()
+	defer p.writes.RUnlock()
 	if err := ctx.Err(); err != nil {
 		return err
 	}

@@ -24,37 +24,37 @@ var errImage = errors.New("textindex: malformed snapshot")
 // blocks, slots, statistics) as they are, so that ReadSnapshot restores
 // them without tokenising a document, and the forgotten flags.
 //
-// Each collection is copied under its read lock (clone: its arrays
-// memcpy'd, its strings shared), which holds back writes to that one agent
-// for the copy alone; it is encoded and written to w outside any lock.
-// Writes to other agents go on meanwhile, so the image is not of one
-// instant: it holds at least every write made before WriteSnapshot was
-// called, and perhaps some made during it. A projection tags it with a checkpoint read
-// before the call and re-derives everything after it, so those extra
-// writes are harmless.
+// The image is taken in two steps, as the vector index's is:
+//
+//  1. Under Port.writes (which every port write read-locks for its whole
+//     length) and each collection's read lock in turn, it captures every
+//     collection (collection.capture: slice headers, and copies of the
+//     small arrays writes change in place) and the forgotten sets. Writers
+//     wait for that alone: no document is copied or encoded.
+//  2. Without any lock it encodes what it captured and writes it to w.
+//     Writers go on meanwhile: what they append lies past the captured
+//     lengths, the first delete or replace in a collection copies the
+//     slot arrays it changes in place (collection.ownSlots), and a
+//     compaction waits for the next delete after the image.
+//
+// So the image is the index between two port writes: a projection tags
+// it with a checkpoint read before the call, and re-derives everything
+// after it, so the writes it holds past the checkpoint are harmless.
 func (p *Port) WriteSnapshot(w io.Writer) error {
+	p.snapshotMu.Lock()
+	defer p.snapshotMu.Unlock()
+	images, all := p.capture()
+	defer release(images)
 	var e encoder
 	e.u32(p.ix.metaUnits)
-	names := p.ix.Collections("")
-	e.u32(uint32(len(names)))
-	if _, err := w.Write(e.take()); err != nil {
-		return err
-	}
-	for _, name := range names {
-		c := p.ix.lookup(name)
-		if c == nil { // dropped since it was listed: an empty collection
-			c = newCollection(p.ix.metaUnits)
-		}
-		e.str(name)
-		c.mu.RLock()
-		image, terms := c.clone()
-		c.mu.RUnlock()
-		image.encode(&e, terms)
+	e.u32(uint32(len(images)))
+	for _, img := range images {
+		e.str(img.name)
+		img.captured.encode(&e)
 		if _, err := w.Write(e.take()); err != nil {
 			return err
 		}
 	}
-	all := p.forgotten.All()
 	scopes := make([]domain.IndexScope, 0, len(all))
 	for s := range all {
 		scopes = append(scopes, s)
@@ -70,6 +70,37 @@ func (p *Port) WriteSnapshot(w io.Writer) error {
 	}
 	_, err := w.Write(e.take())
 	return err
+}
+
+// capture is WriteSnapshot's first step: what writers wait for. The
+// caller holds snapshotMu and releases the images.
+func (p *Port) capture() ([]collectionImage, map[domain.IndexScope][]string) {
+	p.writes.Lock()
+	defer p.writes.Unlock()
+	names := p.ix.Collections("")
+	images := make([]collectionImage, 0, len(names))
+	for _, name := range names {
+		if c := p.ix.lookup(name); c != nil {
+			c.mu.RLock()
+			images = append(images, collectionImage{name: name, live: c, captured: c.capture()})
+			c.mu.RUnlock()
+		}
+	}
+	return images, p.forgotten.All()
+}
+
+func release(images []collectionImage) {
+	for _, img := range images {
+		img.live.release()
+	}
+}
+
+// collectionImage is a collection captured for an image: the live one,
+// whose flags the image releases, and what the image encodes.
+type collectionImage struct {
+	name     string
+	live     *collection
+	captured *collection
 }
 
 // ReadSnapshot returns the embedded keyword index WriteSnapshot imaged in
@@ -108,47 +139,48 @@ func ReadSnapshot(data []byte, opts Options, saturation float64) (*Port, error) 
 	return p, nil
 }
 
-// clone copies what encode reads; c is read-locked. The arrays writes
-// change in place (postings and blocks rewritten by a compaction, the
-// statistics, the per-slot columns) are copied, postings and blocks into
-// one backing array each; strings and the inner arrays of tags and
-// docTerms, which writes replace but never change, are shared.
-// terms lists the term ids' words (the inverse of termID, which the copy
-// leaves out).
-func (c *collection) clone() (d *collection, terms []string) {
-	total, totalBlocks := 0, 0
-	for id := range c.postings {
-		total += len(c.postings[id])
+// capture returns what encode reads of c (read-locked, with no port
+// write running), and marks c imaged and lent until release. The arrays
+// writes change in place whatever the image holds (the document
+// frequencies, the outer postings and blocks, the blocks' last entries,
+// bigTF) are copied: proportional to the terms, not the documents. The
+// rest are slice headers cut to their current lengths: writes append past
+// them, and copy before they change them in place (see collection.lent).
+func (c *collection) capture() *collection {
+	totalBlocks := 0
+	for id := range c.blocks {
 		totalBlocks += len(c.blocks[id])
 	}
-	postings, blocks := make([]posting, 0, total), make([]block, 0, totalBlocks)
-	terms = make([]string, len(c.postings))
-	for term, id := range c.termID {
-		terms[id] = term
-	}
-	d = &collection{
-		metaUnits: c.metaUnits,
-		postings:  make([][]posting, len(c.postings)), blocks: make([][]block, len(c.blocks)), df: slices.Clone(c.df),
-		ids: slices.Clone(c.ids), dead: slices.Clone(c.dead), length: slices.Clone(c.length), created: slices.Clone(c.created),
-		types: slices.Clone(c.types), tags: slices.Clone(c.tags), docTerms: slices.Clone(c.docTerms), bigTF: maps.Clone(c.bigTF),
+	blocks := make([]block, 0, totalBlocks)
+	n, terms := len(c.ids), len(c.terms)
+	d := &collection{
+		metaUnits: c.metaUnits, terms: c.terms[:terms:terms],
+		postings: make([][]posting, terms), blocks: make([][]block, terms), df: slices.Clone(c.df),
+		ids: c.ids[:n:n], dead: c.dead[:n:n], length: c.length[:n:n], created: c.created[:n:n],
+		types: c.types[:n:n], tags: c.tags[:n:n], docTerms: c.docTerms[:n:n], bigTF: maps.Clone(c.bigTF),
 		live: c.live, nDead: c.nDead, totalLen: c.totalLen,
 	}
 	for id, list := range c.postings {
-		start := len(postings)
-		postings = append(postings, list...)
-		d.postings[id] = postings[start:len(postings):len(postings)]
-		startBlocks := len(blocks)
+		d.postings[id] = list[:len(list):len(list)]
+		start := len(blocks)
 		blocks = append(blocks, c.blocks[id]...)
-		d.blocks[id] = blocks[startBlocks:len(blocks):len(blocks)]
+		d.blocks[id] = blocks[start:len(blocks):len(blocks)]
 	}
-	return d, terms
+	c.lent.Store(true)
+	c.imaged.Store(true)
+	return d
 }
 
-// encode appends the image of the collection, whose term ids' words are
-// terms, to e.
-func (c *collection) encode(e *encoder, terms []string) {
-	e.u32(uint32(len(terms)))
-	for id, term := range terms {
+// release ends an image's use of c's arrays (capture).
+func (c *collection) release() {
+	c.imaged.Store(false)
+	c.lent.Store(false)
+}
+
+// encode appends the image of the collection to e.
+func (c *collection) encode(e *encoder) {
+	e.u32(uint32(len(c.terms)))
+	for id, term := range c.terms {
 		e.str(term)
 		e.u32(uint32(c.df[id]))
 		list := c.postings[id]
@@ -197,7 +229,9 @@ func decodeCollection(d *decoder, metaUnits uint32) *collection {
 	nTerms := d.count(4)
 	c.postings, c.blocks, c.df = make([][]posting, nTerms), make([][]block, nTerms), make([]int32, nTerms)
 	for id := range nTerms {
-		c.termID[d.str()] = uint32(id)
+		term := d.str()
+		c.termID[term] = uint32(id)
+		c.terms = append(c.terms, term)
 		c.df[id] = int32(d.u32())
 		list := make([]posting, d.count(8))
 		for i := range list {

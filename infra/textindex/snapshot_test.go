@@ -198,3 +198,123 @@ func TestSnapshotWhileWriting(t *testing.T) {
 	close(done)
 	writers.Wait()
 }
+
+// WriteSnapshot encodes outside every lock: writes to the imaged agents
+// (adding, replacing, deleting past the compaction threshold, forgetting,
+// dropping an agent) complete while its encoding is held at its first
+// write (the first agent encoded, the others not yet), and the image is the index as it was captured, byte for byte the
+// image of an index that never took those writes. The compaction those
+// deletes made due waits for the image and happens at the next delete.
+func TestSnapshotIsTheIndexAtItsCapture(t *testing.T) {
+	ctx := context.Background()
+	a, b, c := domain.IndexScope{UserID: "u", AgentID: "a"}, domain.IndexScope{UserID: "u", AgentID: "b"}, domain.IndexScope{UserID: "u", AgentID: "c"}
+	scopes := []domain.IndexScope{a, b, c}
+	doc := func(i int, text string) domain.KeywordDocument {
+		s := scopes[i%len(scopes)]
+		return domain.KeywordDocument{MemoryID: fmt.Sprintf("m%04d", i), UserID: s.UserID, AgentID: s.AgentID, Type: "note",
+			Tags: []string{fmt.Sprint("t", i%3)}, Text: text, Forgotten: i%10 == 0}
+	}
+	fill := func(p *Port) {
+		for i := range 1200 {
+			if err := p.UpsertDocuments(ctx, doc(i, fmt.Sprintf("heron quarry word%d w%d", i%37, i%11))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := 0; i < 1200; i += 7 {
+			if err := p.DeleteMemory(ctx, scopes[i%len(scopes)], fmt.Sprintf("m%04d", i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	live, reference := NewPort(Options{}, 0), NewPort(Options{}, 0)
+	fill(live)
+	fill(reference)
+	var want bytes.Buffer
+	if err := reference.WriteSnapshot(&want); err != nil {
+		t.Fatal(err)
+	}
+
+	held := &heldWriter{reached: make(chan struct{}), release: make(chan struct{})}
+	imaged := make(chan error, 1)
+	go func() { imaged <- live.WriteSnapshot(held) }()
+	select {
+	case <-held.reached:
+	case <-time.After(time.Minute):
+		t.Fatal("WriteSnapshot never wrote")
+	}
+	writes := func(p *Port) error {
+		for i := 2; i < 1200; i += 3 { // every memory of c: past the compaction threshold
+			if err := p.DeleteMemory(ctx, c, fmt.Sprintf("m%04d", i)); err != nil {
+				return err
+			}
+		}
+		for i := 1; i < 1200; i += 30 { // b: replaced, and new
+			if err := p.UpsertDocuments(ctx, doc(i, "replaced text"), doc(i+1200, "new text")); err != nil {
+				return err
+			}
+		}
+		if err := p.SetForgotten(ctx, b, "m0004", true); err != nil {
+			return err
+		}
+		if err := p.SetForgotten(ctx, b, "m0010", false); err != nil {
+			return err
+		}
+		return p.DeleteAgent(ctx, a)
+	}
+	wrote := make(chan error, 1)
+	go func() { wrote <- writes(live) }()
+	select {
+	case err := <-wrote:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the writes waited for the image's encoding")
+	}
+	close(held.release)
+	if err := <-imaged; err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(held.buf.Bytes(), want.Bytes()) {
+		t.Fatalf("the image (%d bytes) is not the index at its capture (%d bytes)", held.buf.Len(), want.Len())
+	}
+
+	if n := live.ix.lookup("u/c").nDead; n < 256 {
+		t.Fatalf("%d dead slots in c after deleting it all", n)
+	}
+	if err := live.DeleteMemory(ctx, c, "absent"); err != nil {
+		t.Fatal(err)
+	}
+	if n := live.ix.lookup("u/c").nDead; n != 0 {
+		t.Fatalf("a delete after the image left %d dead slots: the compaction it waited for did not happen", n)
+	}
+	if err := writes(reference); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range scopes {
+		for _, text := range []string{"heron", "replaced text", "new", "word3 w4"} {
+			q := domain.KeywordQuery{Scope: s, Text: text, Limit: 1000}
+			got, err1 := live.SearchKeyword(ctx, q)
+			want, err2 := reference.SearchKeyword(ctx, q)
+			if err1 != nil || err2 != nil || !reflect.DeepEqual(got, want) {
+				t.Fatalf("%v %q after the writes: %v (%v), want %v (%v)", s, text, got, err1, want, err2)
+			}
+		}
+	}
+}
+
+// heldWriter holds its first Write until release is closed, keeping what
+// it is written.
+type heldWriter struct {
+	buf              bytes.Buffer
+	reached, release chan struct{}
+	once             sync.Once
+}
+
+func (w *heldWriter) Write(p []byte) (int, error) {
+	w.once.Do(func() {
+		close(w.reached)
+		<-w.release
+	})
+	return w.buf.Write(p)
+}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/memory"
 	snapfile "github.com/engram-memory/engram/infra/snapshot"
 	"github.com/engram-memory/engram/internal/app/searchtest"
@@ -283,4 +284,49 @@ func probeAll(t *testing.T, s *searchtest.Env) []search.Response {
 		out = append(out, run(t, s, req))
 	}
 	return out
+}
+
+// A model switch after the vector image is not caught up from it (the
+// switch re-indexes the agent in another space, which the re-reads of the
+// changed memories do not redo): the vector index is refilled, the
+// keyword index still starts from its image, and both answer as before.
+func TestModelSwitchAfterTheImageRefillsTheVectorIndex(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := searchtest.Open(ctx, dir, frozen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	history(t, s)
+	s.Close()
+	images := t.TempDir()
+	copyDir(t, filepath.Join(dir, "snapshots"), images)
+
+	s, err = searchtest.Open(ctx, dir, frozen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	space, ok := s.Vectors.AgentSpace("u1", "shared")
+	if !ok {
+		t.Fatal("agent shared not found")
+	}
+	switched := memory.AgentModelSwitched{AgentRef: memory.AgentRef{UserID: "u1", AgentID: "shared"}, Model: space.Model, Dimensions: space.Dimensions}
+	if _, err := s.Writer.Append(ctx, memory.AgentStream("u1", "shared"), domain.ExpectAny, searchtest.Meta("u1"), switched); err != nil {
+		t.Fatal(err)
+	}
+	want := probeAll(t, s)
+	s.Close()
+	copyDir(t, images, filepath.Join(dir, "snapshots")) // the images from before the switch
+
+	s, err = searchtest.Open(ctx, dir, frozen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	_, keywordImage := s.Keyword.StartedFrom()
+	_, vectorImage := s.Vectors.StartedFrom()
+	if !keywordImage || vectorImage {
+		t.Errorf("started from images: keyword %v, vectors %v; want the keyword image alone", keywordImage, vectorImage)
+	}
+	sameResponses(t, "after a switch past the image", probeAll(t, s), want)
 }

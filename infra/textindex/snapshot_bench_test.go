@@ -1,0 +1,127 @@
+package textindex
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/engram-memory/engram/domain"
+)
+
+// BenchmarkWriteSnapshot writes the image of one agent of
+// ENGRAM_BENCH_MEMORIES (default 20000) short Zipf documents while a
+// writer keeps replacing documents of that agent. capture-ns is the step
+// writers wait for (WriteSnapshot's capture, timed alone); on a loaded
+// machine write-wait-max-ns, the longest of the writer's writes during an
+// image, adds the scheduler's delays to it, and write-ns is the writer's
+// usual write beside it. body-bytes is the image's size.
+func BenchmarkWriteSnapshot(b *testing.B) {
+	n := 20000
+	if v := os.Getenv("ENGRAM_BENCH_MEMORIES"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil {
+			b.Fatal(err)
+		}
+	}
+	ctx := context.Background()
+	s := newSynthCorpus(3)
+	p := NewPort(Options{}, 0)
+	doc := func(i int) domain.KeywordDocument {
+		return domain.KeywordDocument{MemoryID: fmt.Sprintf("m%07d", i), UserID: "u", AgentID: "a", Type: "note",
+			Tags: []string{fmt.Sprint("t", i%100)}, CreatedAt: time.Unix(int64(i), 0), Text: s.text()}
+	}
+	docs := make([]domain.KeywordDocument, 0, 1000)
+	for i := range n {
+		docs = append(docs, doc(i))
+		if len(docs) == cap(docs) {
+			if err := p.UpsertDocuments(ctx, docs...); err != nil {
+				b.Fatal(err)
+			}
+			docs = docs[:0]
+		}
+	}
+	if err := p.UpsertDocuments(ctx, docs...); err != nil {
+		b.Fatal(err)
+	}
+	// The writer's documents are prepared beforehand, so it measures
+	// waiting and indexing, not the corpus generator.
+	writes := make([]domain.KeywordDocument, 4096)
+	for i := range writes {
+		writes[i] = doc(i * 7 % n)
+	}
+	var (
+		imaging   atomic.Bool
+		stop      = make(chan struct{})
+		done      sync.WaitGroup
+		mu        sync.Mutex
+		worst     time.Duration
+		usual     time.Duration
+		usualN    int
+		bodyBytes int64
+	)
+	done.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			during := imaging.Load()
+			start := time.Now()
+			if err := p.UpsertDocuments(ctx, writes[i%len(writes)]); err != nil {
+				b.Error(err)
+				return
+			}
+			took := time.Since(start)
+			mu.Lock()
+			if during {
+				worst = max(worst, took)
+			} else {
+				usual, usualN = usual+took, usualN+1
+			}
+			mu.Unlock()
+			time.Sleep(50 * time.Microsecond) // a steady writer, not a saturating one
+		}
+	})
+	for b.Loop() {
+		imaging.Store(true)
+		w := &countingWriter{}
+		if err := p.WriteSnapshot(w); err != nil {
+			b.Fatal(err)
+		}
+		imaging.Store(false)
+		bodyBytes = w.n
+	}
+	close(stop)
+	done.Wait()
+	const captures = 20
+	start := time.Now()
+	for range captures {
+		p.snapshotMu.Lock()
+		images, _ := p.capture()
+		release(images)
+		p.snapshotMu.Unlock()
+	}
+	b.ReportMetric(float64(time.Since(start).Nanoseconds())/captures, "capture-ns")
+	b.ReportMetric(float64(worst.Nanoseconds()), "write-wait-max-ns")
+	if usualN > 0 {
+		b.ReportMetric(float64(usual.Nanoseconds())/float64(usualN), "write-ns")
+	}
+	b.ReportMetric(float64(bodyBytes), "body-bytes")
+}
+
+// countingWriter discards what it is written and counts it.
+type countingWriter struct{ n int64 }
+
+func (w *countingWriter) Write(p []byte) (int, error) {
+	w.n += int64(len(p))
+	return len(p), nil
+}
+
+var _ io.Writer = (*countingWriter)(nil)
