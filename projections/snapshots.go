@@ -331,9 +331,9 @@ func (s *snapshotState) catchUp(ctx context.Context, kind string, tag domain.Ind
 	return nil
 }
 
-// changedMemories collects what the events after an image changed: the
-// memories to re-read from the state, in first-change order, and the
-// agents deleted.
+// changedMemories collects the memories the events after an image changed,
+// to re-read from the state: their ids in first-change order and the index
+// scope of each. Deleted agents are the catch-up's own walk.
 type changedMemories struct {
 	ids    []string
 	scopes map[string]domain.IndexScope
