@@ -27,7 +27,6 @@ import (
 var stringDispatchLeft = []string{
 	"commands/transfer.go",
 	"internal/cli/sync.go",
-	"projections/keyword.go",
 	"projections/snapshots.go",
 	"projections/vectors.go",
 }
