@@ -118,3 +118,32 @@ func TestAuditSourceAClientDeclares(t *testing.T) {
 		t.Fatalf("%d of %d writes audited: %+v", audited, len(ids), page.Entries)
 	}
 }
+
+// OpenAI's embeddings route appends no event and answers in OpenAI's error
+// shape, so Engram-Source means nothing there: a value the Engram routes
+// refuse is ignored (schemathesis found it answered in Engram's envelope).
+func TestOpenAIEmbeddingsIgnoreEngramSource(t *testing.T) {
+	s := newStack(t, stackOptions{fixedAuth: true})
+	body, _ := json.Marshal(map[string]any{"input": "the heron at the weir", "model": "default"})
+	req, _ := http.NewRequest("POST", s.srv.URL+"/v1/embeddings", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+aliceKey)
+	req.Header.Set(api.SourceHeader, "anything")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var answer struct {
+		Object string `json:"object"`
+		Data   []struct {
+			Embedding []float64 `json:"embedding"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&answer); err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK || answer.Object != "list" || len(answer.Data) != 1 || len(answer.Data[0].Embedding) == 0 {
+		t.Fatalf("POST /v1/embeddings with Engram-Source: anything: %d %+v", resp.StatusCode, answer)
+	}
+}

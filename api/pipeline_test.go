@@ -246,9 +246,10 @@ func TestSuggestionLifecycle(t *testing.T) {
 			t.Errorf("raw processed_into after accept: %v", e.ProcessedInto)
 		}
 	}
-	// Accepting twice, or rejecting what was accepted, conflicts.
+	// Accepting twice, or rejecting or dismissing what was accepted, conflicts.
 	wantError(t, s.request(t, "POST", "/v1/suggestions/"+byType["belief"].ID+"/accept", aliceKey, nil), http.StatusConflict, "suggestion_not_pending")
 	wantError(t, s.request(t, "POST", "/v1/suggestions/"+byType["belief"].ID+"/reject", aliceKey, nil), http.StatusConflict, "suggestion_not_pending")
+	wantError(t, s.request(t, "POST", "/v1/suggestions/"+byType["belief"].ID+"/dismiss", aliceKey, nil), http.StatusConflict, "suggestion_not_pending")
 
 	// Accept with overrides: modified, with the overridden field and tags.
 	s.request(t, "POST", "/v1/suggestions/"+byType["episode"].ID+"/accept", aliceKey,

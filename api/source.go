@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/engram-memory/engram/domain"
 )
@@ -25,7 +26,9 @@ type sourceKey struct{}
 func (s *Server) withSource(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		declared := r.Header.Get(SourceHeader)
-		if declared == "" {
+		// OpenAI's embeddings route appends no event and answers in
+		// OpenAI's error shape: the header means nothing there.
+		if declared == "" || strings.TrimSuffix(r.URL.Path, "/") == "/v1/embeddings" {
 			next.ServeHTTP(w, r)
 			return
 		}

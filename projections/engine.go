@@ -185,8 +185,9 @@ func (e *Engine) Run(ctx context.Context) error {
 func (e *Engine) run(ctx context.Context, f *logFollower, projections []Projection) error {
 	// Watermill logs every handler's start and stop at info; for an operator
 	// they are start-up noise, so they go to debug. Its errors stay errors.
-	wmLogger := watermill.NewSlogLoggerWithLevelMapping(e.logger.With("component", "watermill"),
-		map[slog.Level]slog.Level{slog.LevelInfo: slog.LevelDebug})
+	wmLogger := newRouterLog(watermill.NewSlogLoggerWithLevelMapping(e.logger.With("component", "watermill"),
+		map[slog.Level]slog.Level{slog.LevelInfo: slog.LevelDebug}))
+	defer wmLogger.close()
 	router, err := message.NewRouter(message.RouterConfig{CloseTimeout: 10 * time.Second}, wmLogger)
 	if err != nil {
 		return fmt.Errorf("projections: router: %w", err)

@@ -46,7 +46,7 @@ func TestCaptureIsFoundByTheNextLocalSearchInEveryMode(t *testing.T) {
 		t.Fatal("the capture saved an index image")
 	}
 
-	reread := regexp.MustCompile(`msg="(keyword|vector) index started from its snapshot".* memories_reread=1 `)
+	reread := regexp.MustCompile(`msg="index started from its snapshot" index=(keyword|vector)s? .* memories_reread=1 `)
 	for _, tc := range []struct {
 		mode    string
 		reReads []string // the indexes that must say they re-read the capture after their image
@@ -100,7 +100,7 @@ func TestCaptureIsFoundByTheNextLocalSearchInEveryMode(t *testing.T) {
 		}
 	}
 	r := h.ok("-s", "st", "search", "--local", "--json", "--mode", "keyword", "imported note 7 about the weir")
-	if !strings.Contains(r.stderr, `msg="keyword index started from its snapshot"`) || !strings.Contains(r.stderr, "memories_reread=0 ") {
+	if !strings.Contains(r.stderr, `msg="index started from its snapshot" index=keyword `) || !strings.Contains(r.stderr, "memories_reread=0 ") {
 		t.Errorf("the search after the new images re-read memories or refilled:\n%s", r.stderr)
 	}
 }
