@@ -427,8 +427,10 @@ func TestCogStrength(t *testing.T) {
 	for _, action := range []string{"recover", "protect", "unprotect", "weaken", "verify"} {
 		wantError(t, s.request(t, "POST", "/v1/memories/"+note.ID+"/"+action, keyB, nil), http.StatusNotFound, "not_found")
 	}
-	// If-Match applies to actions.
-	wantError(t, s.requestIfMatch(t, "POST", "/v1/memories/"+note.ID+"/verify", keyA, `"1"`, nil), http.StatusPreconditionFailed, "precondition_failed")
+	// If-Match applies to every action: a stale tag is 412.
+	for _, action := range []string{"recover", "protect", "unprotect", "weaken", "verify"} {
+		wantError(t, s.requestIfMatch(t, "POST", "/v1/memories/"+note.ID+"/"+action, keyA, `"1"`, nil), http.StatusPreconditionFailed, "precondition_failed")
+	}
 }
 
 func TestCogAuditAndStats(t *testing.T) {
