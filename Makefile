@@ -5,7 +5,7 @@ BIN       ?= bin/engram
 BENCH     ?= .
 BENCHTIME ?= 1s
 
-.PHONY: build run test test-deps test-typescript test-python lint fuzz fuzz-api sdk-version vulncheck bench bench-quality bench-load bench-replay clean
+.PHONY: build run test test-bin test-race test-rest test-norace test-race-smoke test-deps test-typescript test-python lint fuzz fuzz-api sdk-version vulncheck bench bench-quality bench-load bench-replay clean
 
 # `engram version` reports these; `go build` alone leaves them to Go's
 # build information. VERSION (the file) is the release, shared by the server
@@ -49,14 +49,40 @@ RACE ?= -race -gcflags=modernc.org/sqlite/lib=-d=checkptr=0
 # in a pass of their own without it. A test added to that file goes here.
 NORACE_TESTS ?= TestHNSWRecall|TestFilteredSearchReturnsK|TestDuplicateGroupsStayNavigable|TestMemoryWithinBudget
 
-test: lint test-deps
+# make test runs in two lanes at once (make -j2), because the steps after
+# the race pass do not need it and the race pass alone leaves a core idle
+# whenever a package waits (on a server it started, on its last slow test):
+# - test-race: every package under the race detector, the slowest first
+#   (SLOW_FIRST) so that no long package starts last and runs alone;
+# - test-rest: lint, the vector index's pass without the detector, the race
+#   smoke pass, the TypeScript SDK and the Python SDK, one after another.
+# Both start from the plain binary (test-bin); the installs of test-deps
+# run beside lint. --output-sync prints each step's output whole when it
+# ends. docs/testing.md has the timings.
+SLOW_FIRST ?= ./internal/cli ./api ./projections/search ./internal/app ./infra/sqlite ./infra/vectorindex ./internal/multinode ./infra/postgres ./projections
+
+test:
+	$(MAKE) -j2 --output-sync=target test-race test-rest
+
+test-bin:
 	$(GO) build -o $(TEST_BIN) ./cmd/engram
-	PATH="$(PYTOOLS)/bin:$$PATH" ENGRAM_TEST_BINARY=$(TEST_BIN) $(GO) test $(RACE) -count=1 -timeout 20m ./...
-	$(GO) test -count=1 -timeout 10m -run '^($(NORACE_TESTS))$$' ./infra/vectorindex
-	$(GO) build $(RACE) -o $(RACE_BIN) ./cmd/engram
-	ENGRAM_TEST_BINARY=$(RACE_BIN) $(GO) test $(RACE) -count=1 -timeout 10m -run '^($(RACE_SMOKE))$$' ./internal/cli
+
+test-race: test-deps test-bin
+	PATH="$(PYTOOLS)/bin:$$PATH" ENGRAM_TEST_BINARY=$(TEST_BIN) $(GO) test $(RACE) -count=1 -timeout 20m $(SLOW_FIRST) ./...
+
+test-rest: test-bin
+	$(MAKE) lint
+	$(MAKE) test-norace
+	$(MAKE) test-race-smoke
 	ENGRAM_TEST_BINARY=$(TEST_BIN) $(MAKE) test-typescript
 	$(MAKE) test-python ENGRAM_TEST_BINARY=$(TEST_BIN)
+
+test-norace:
+	$(GO) test -count=1 -timeout 10m -run '^($(NORACE_TESTS))$$' ./infra/vectorindex
+
+test-race-smoke:
+	$(GO) build $(RACE) -o $(RACE_BIN) ./cmd/engram
+	ENGRAM_TEST_BINARY=$(RACE_BIN) $(GO) test $(RACE) -count=1 -timeout 10m -run '^($(RACE_SMOKE))$$' ./internal/cli
 
 # The clients nobody here wrote, at pinned versions, that the Go suites
 # drive the binary with: the official MCP TypeScript SDK (test/mcp-ts,
