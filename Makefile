@@ -49,16 +49,21 @@ RACE ?= -race -gcflags=modernc.org/sqlite/lib=-d=checkptr=0
 # in a pass of their own without it. A test added to that file goes here.
 NORACE_TESTS ?= TestHNSWRecall|TestFilteredSearchReturnsK|TestDuplicateGroupsStayNavigable|TestMemoryWithinBudget
 
-# make test runs in two lanes at once (make -j2), because the steps after
-# the race pass do not need it and the race pass alone leaves a core idle
-# whenever a package waits (on a server it started, on its last slow test):
+# make test runs in two lanes at once (make -j2): the race pass alone
+# leaves a core idle whenever its packages wait (on a server or CLI run
+# they started, on the last long package), and the smaller passes need
+# nothing of it:
 # - test-race: every package under the race detector, the slowest first
-#   (SLOW_FIRST) so that no long package starts last and runs alone;
+#   (SLOW_FIRST) so that no long package starts last and runs alone; then
+#   the TypeScript and Python SDK suites;
 # - test-rest: lint, the vector index's pass without the detector, the race
-#   smoke pass, the TypeScript SDK and the Python SDK, one after another.
-# Both start from the plain binary (test-bin); the installs of test-deps
-# run beside lint. --output-sync prints each step's output whole when it
-# ends. docs/testing.md has the timings.
+#   smoke pass.
+# Both lanes start once the outside clients are installed and the plain
+# binary is built (test-deps and test-bin, side by side). Nothing in
+# test-rest writes into the tree the race pass's tests walk (docs,
+# internal/archtest): the SDK suites, whose installs do, run after it.
+# --output-sync prints each step's output whole when it ends.
+# docs/testing.md#two-lanes has the timings.
 SLOW_FIRST ?= ./internal/cli ./api ./projections/search ./internal/app ./infra/sqlite ./infra/vectorindex ./internal/multinode ./infra/postgres ./projections
 
 test:
@@ -69,13 +74,13 @@ test-bin:
 
 test-race: test-deps test-bin
 	PATH="$(PYTOOLS)/bin:$$PATH" ENGRAM_TEST_BINARY=$(TEST_BIN) $(GO) test $(RACE) -count=1 -timeout 20m $(SLOW_FIRST) ./...
+	ENGRAM_TEST_BINARY=$(TEST_BIN) $(MAKE) test-typescript
+	$(MAKE) test-python ENGRAM_TEST_BINARY=$(TEST_BIN)
 
-test-rest: test-bin
+test-rest: test-deps test-bin
 	$(MAKE) lint
 	$(MAKE) test-norace
 	$(MAKE) test-race-smoke
-	ENGRAM_TEST_BINARY=$(TEST_BIN) $(MAKE) test-typescript
-	$(MAKE) test-python ENGRAM_TEST_BINARY=$(TEST_BIN)
 
 test-norace:
 	$(GO) test -count=1 -timeout 10m -run '^($(NORACE_TESTS))$$' ./infra/vectorindex
