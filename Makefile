@@ -58,10 +58,12 @@ NORACE_TESTS ?= TestHNSWRecall|TestFilteredSearchReturnsK|TestDuplicateGroupsSta
 #   the TypeScript and Python SDK suites;
 # - test-rest: lint, the vector index's pass without the detector, the race
 #   smoke pass.
-# Both lanes start once the outside clients are installed and the plain
-# binary is built (test-deps and test-bin, side by side). Nothing in
-# test-rest writes into the tree the race pass's tests walk (docs,
-# internal/archtest): the SDK suites, whose installs do, run after it.
+# Both lanes start once the plain binary is built; test-race also waits for
+# the outside clients' installs (test-deps), which run beside the build and
+# lint (go.mod's ignore keeps go vet ./... out of what they write). Nothing
+# in test-rest writes into the tree the race pass's tests walk (docs,
+# internal/archtest): the SDK suites, whose installs and caches do, run
+# after it in its own lane.
 # --output-sync prints each step's output whole when it ends.
 # docs/testing.md#two-lanes has the timings.
 SLOW_FIRST ?= ./internal/cli ./api ./projections/search ./internal/app ./infra/sqlite ./infra/vectorindex ./internal/multinode ./infra/postgres ./projections
@@ -77,7 +79,7 @@ test-race: test-deps test-bin
 	ENGRAM_TEST_BINARY=$(TEST_BIN) $(MAKE) test-typescript
 	$(MAKE) test-python ENGRAM_TEST_BINARY=$(TEST_BIN)
 
-test-rest: test-deps test-bin
+test-rest: test-bin
 	$(MAKE) lint
 	$(MAKE) test-norace
 	$(MAKE) test-race-smoke
