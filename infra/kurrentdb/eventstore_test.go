@@ -75,17 +75,30 @@ func TestEventStoreConformance(t *testing.T) {
 	eventstoretest.Run(t, func(t *testing.T) domain.EventStore { return open(t, target) })
 }
 
-// TestAppendStreamsIsAtomicPerStream is what KurrentDB guarantees of a
-// multi-stream append (domain.EventStore.AppendStreams): the parts one by
+// TestAppendStreamsAcrossStreams: on KurrentDB 25.1 and later (the test
+// server plays 25.1 unless told otherwise) a multi-stream append is one
+// v2 append session, every part or none (the port's conformance suite).
+func TestAppendStreamsAcrossStreams(t *testing.T) {
+	eventstoretest.RunAtomicAcrossStreams(t, func(t *testing.T) domain.EventStore { return open(t, target) })
+}
+
+// TestAppendStreamsOnOlderServer is what KurrentDB before 25.1, which has
+// no multi-stream append, guarantees of AppendStreams: the parts one by
 // one, each whole; a later part refused leaves the parts before it, and
-// the error says how many landed.
-func TestAppendStreamsIsAtomicPerStream(t *testing.T) {
+// the error says how many landed. Its atomic multi-stream appends are
+// never tried there.
+func TestAppendStreamsOnOlderServer(t *testing.T) {
+	srv, err := kurrentdbtest.Start(kurrentdbtest.Options{Version: kurrentdbtest.Version24_10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
 	ctx := context.Background()
-	s := open(t, target)
+	s := open(t, kurrentdb.Config{URL: srv.URL()})
 	if _, err := s.Append(ctx, "p-2", domain.ExpectNoStream, []domain.NewEvent{event(0)}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := s.AppendStreams(ctx, []domain.StreamAppend{
+	_, err = s.AppendStreams(ctx, []domain.StreamAppend{
 		{Stream: "p-1", Expected: domain.ExpectNoStream, Events: []domain.NewEvent{event(1), event(2)}},
 		{Stream: "p-2", Expected: domain.ExpectNoStream, Events: []domain.NewEvent{event(3)}},
 	})
@@ -95,6 +108,71 @@ func TestAppendStreamsIsAtomicPerStream(t *testing.T) {
 	}
 	if events, err := s.ReadStream(ctx, "p-1", 0); err != nil || len(events) != 2 {
 		t.Fatalf("the first part: %d events, %v; want both stored", len(events), err)
+	}
+	res, err := s.AppendStreams(ctx, []domain.StreamAppend{
+		{Stream: "p-3", Expected: domain.ExpectNoStream, Events: []domain.NewEvent{event(4)}},
+		{Stream: "p-4", Expected: domain.ExpectNoStream, Events: []domain.NewEvent{event(5)}},
+	})
+	if err != nil || len(res) != 2 || res[0].LastPosition >= res[1].LastPosition {
+		t.Fatalf("AppendStreams = %+v, %v; want both parts, in order", res, err)
+	}
+	if n := srv.Sessions(); n != 0 {
+		t.Fatalf("%d v2 append sessions on a 24.10 server, want none", n)
+	}
+}
+
+// TestAppendStreamsIsOneSession: on 25.1 AppendStreams is one v2 append
+// session, whose events (their metadata carried as string properties)
+// read back exactly as those of a v1 append; claims go in the same
+// session, so a refused session leaves no attempt behind either.
+func TestAppendStreamsIsOneSession(t *testing.T) {
+	srv, err := kurrentdbtest.Start(kurrentdbtest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	ctx := context.Background()
+	s := open(t, kurrentdb.Config{URL: srv.URL()})
+	full := domain.NewEvent{ID: "0193a1f0-0000-7000-8000-0000000000a1", Type: "MemoryCreated", SchemaVersion: 3,
+		Time: time.Date(2026, 5, 4, 3, 2, 1, 123456789, time.UTC), Actor: domain.Actor{Kind: domain.ActorUser, ID: "k-1", UserID: "u-1"},
+		RequestID: "req-1", Source: domain.SourceImport, Payload: []byte(`{"memory_id":"m-1","n":1}`), Claims: []string{"memory/m-1"}}
+	single := full
+	single.ID, single.Claims = "0193a1f0-0000-7000-8000-0000000000a2", nil
+	if _, err := s.Append(ctx, "q-0", domain.ExpectNoStream, []domain.NewEvent{single}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.AppendStreams(ctx, []domain.StreamAppend{
+		{Stream: "q-1", Expected: domain.ExpectAny, Events: []domain.NewEvent{full}},
+		{Stream: "q-2", Expected: domain.ExpectNoStream, Events: []domain.NewEvent{event(2)}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := srv.Sessions(); n != 1 {
+		t.Fatalf("%d v2 append sessions, want 1", n)
+	}
+	v1, _ := s.ReadStream(ctx, "q-0", 0)
+	v2, _ := s.ReadStream(ctx, "q-1", 0)
+	if len(v1) != 1 || len(v2) != 1 {
+		t.Fatalf("q-0 holds %d, q-1 %d events; want 1 each", len(v1), len(v2))
+	}
+	got, want := v2[0], v1[0]
+	want.ID, want.Stream, want.Position = full.ID, "q-1", res[0].LastPosition
+	if fmt.Sprintf("%+v", got) != fmt.Sprintf("%+v", want) {
+		t.Fatalf("through a session:\n%+v\nwant it as a v1 append stores it:\n%+v", got, want)
+	}
+	// The key m-1 was claimed in the session.
+	again := full
+	again.ID = "0193a1f0-0000-7000-8000-0000000000a3"
+	_, err = s.AppendStreams(ctx, []domain.StreamAppend{
+		{Stream: "q-3", Expected: domain.ExpectNoStream, Events: []domain.NewEvent{event(3)}},
+		{Stream: "q-4", Expected: domain.ExpectNoStream, Events: []domain.NewEvent{again}},
+	})
+	if !errors.Is(err, domain.ErrClaimTaken) {
+		t.Fatalf("claiming m-1 again: err = %v, want ErrClaimTaken", err)
+	}
+	if n := srv.Sessions(); n != 1 {
+		t.Fatalf("%d v2 append sessions after a refused one, want still 1", n)
 	}
 }
 
