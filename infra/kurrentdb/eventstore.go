@@ -134,6 +134,8 @@ type EventStore struct {
 	// client's whole discovery budget, plus slack.
 	stuckAfter time.Duration
 	now        func() time.Time
+	// index finds events by id (EventPlaces).
+	index eventIndex
 }
 
 var _ domain.EventStore = (*EventStore)(nil)
@@ -1004,9 +1006,8 @@ func (s *EventStore) StreamVersion(ctx context.Context, stream string) (int64, e
 
 // EventStreams returns the stream of each of ids that the log holds;
 // absent ids are left out (commands.SyncLog: sync's duplicate and
-// ownership check). KurrentDB has no index by event id, so this reads
-// Engram's part of $all until every id is found or the log ends: a cost
-// proportional to the log, paid once per sync push.
+// ownership check). KurrentDB has no index by event id, so the store
+// keeps one (see eventIndex).
 func (s *EventStore) EventStreams(ctx context.Context, ids []string) (map[string]string, error) {
 	places, err := s.EventPlaces(ctx, ids)
 	out := make(map[string]string, len(places))
@@ -1018,26 +1019,5 @@ func (s *EventStore) EventStreams(ctx context.Context, ids []string) (map[string
 
 // EventPlaces is EventStreams with each event's position (commands.SyncLog).
 func (s *EventStore) EventPlaces(ctx context.Context, ids []string) (map[string]domain.EventPlace, error) {
-	want := make(map[string]bool, len(ids))
-	for _, id := range ids {
-		want[id] = true
-	}
-	out := make(map[string]domain.EventPlace, len(ids))
-	var after uint64
-	for len(out) < len(want) {
-		page, err := s.ReadAll(ctx, after, eventlog.FollowBatch)
-		if err != nil {
-			return nil, err
-		}
-		if len(page) == 0 {
-			break
-		}
-		for _, e := range page {
-			if want[e.ID] {
-				out[e.ID] = domain.EventPlace{Stream: e.Stream, Position: e.Position}
-			}
-		}
-		after = page[len(page)-1].Position
-	}
-	return out, nil
+	return s.index.lookup(ctx, s, ids)
 }

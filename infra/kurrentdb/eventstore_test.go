@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"strings"
@@ -498,6 +499,55 @@ func TestSyncLog(t *testing.T) {
 	want := map[string]string{events[0].ID: "a-1", events[2].ID: "a-1"}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("EventStreams = %v, want %v (another prefix's event is not this log's)", got, want)
+	}
+}
+
+// TestEventPlacesReadsOnlyTheTail: the first lookup of event ids reads
+// the log once; a later one reads only what was appended since, by this
+// node or another, and finds it.
+func TestEventPlacesReadsOnlyTheTail(t *testing.T) {
+	srv, err := kurrentdbtest.Start(kurrentdbtest.Options{MaxAppendSize: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	ctx := context.Background()
+	cfg := kurrentdb.Config{URL: srv.URL(), StreamPrefix: uniquePrefix(), MaxAppendSize: math.MaxInt32}
+	s, otherNode := open(t, cfg), open(t, cfg)
+	// Two pages of $all (the store reads 512 records a page).
+	many := make([]domain.NewEvent, 600)
+	for i := range many {
+		many[i] = event(i)
+	}
+	many[7].ID = "0193a1f0-0000-7000-8000-0000000000b7"
+	res, err := s.Append(ctx, "r-1", domain.ExpectNoStream, many)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := s.EventPlaces(ctx, []string{many[7].ID})
+	if err != nil || first[many[7].ID].Stream != "r-1" {
+		t.Fatalf("EventPlaces = %v, %v; want %s in r-1", first, err, many[7].ID)
+	}
+	late := event(600)
+	late.ID = "0193a1f0-0000-7000-8000-0000000000b8"
+	res2, err := otherNode.Append(ctx, "r-2", domain.ExpectNoStream, []domain.NewEvent{late})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := srv.Reads()
+	got, err := s.EventPlaces(ctx, []string{many[7].ID, late.ID, "0193a1f0-0000-7000-8000-0000000000ff", "not-a-uuid"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]domain.EventPlace{many[7].ID: first[many[7].ID], late.ID: {Stream: "r-2", Position: res2.LastPosition}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("EventPlaces = %v, want %v", got, want)
+	}
+	if first[many[7].ID].Position >= res.LastPosition {
+		t.Fatalf("the 8th event at %d, the append's last at %d", first[many[7].ID].Position, res.LastPosition)
+	}
+	if n := srv.Reads() - before; n != 1 {
+		t.Fatalf("the second lookup made %d reads, want 1 (the events since the first)", n)
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"iter"
 	"math"
 	"slices"
 	"strconv"
@@ -166,8 +165,11 @@ func (s *EventStore) appendSessionOnce(ctx context.Context, parts []domain.Strea
 		recs, err := s.read(ctx, func(c *kdb.Client) (*kdb.ReadStream, error) {
 			return c.ReadStream(ctx, s.prefix+parts[i].Stream, kdb.ReadStreamOptions{From: kdb.Revision(uint64(out[i].NextExpectedVersion))}, 1)
 		})
-		if err != nil || len(recs) == 0 {
-			return nil, fmt.Errorf("kurrentdb: the multi-stream append was stored; reading back the position of %s: %v", parts[i].Stream, errors.Join(err, errors.New("no event")))
+		if err == nil && len(recs) == 0 {
+			err = fmt.Errorf("no event at revision %d", out[i].NextExpectedVersion)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("kurrentdb: the multi-stream append was stored; reading back the position of %s: %w", parts[i].Stream, err)
 		}
 		out[i].LastPosition = recs[0].Position.Commit
 	}
@@ -202,7 +204,7 @@ func (s *EventStore) readClaims(ctx context.Context, claims []claim) ([]kdb.Appe
 			expected = kdb.Revision(recs[len(recs)-1].EventNumber)
 		}
 		attempt := kdb.EventData{EventID: uuid.Must(uuid.NewV7()), EventType: claimAttempted, ContentType: kdb.ContentTypeJson, Data: raw}
-		out[i] = kdb.AppendStreamRequest{StreamName: name, Events: one(attempt), ExpectedStreamState: expected}
+		out[i] = kdb.AppendStreamRequest{StreamName: name, Events: slices.Values([]kdb.EventData{attempt}), ExpectedStreamState: expected}
 	})
 	err := errors.Join(errs...)
 	var taken *domain.ClaimTakenError
@@ -211,8 +213,6 @@ func (s *EventStore) readClaims(ctx context.Context, claims []claim) ([]kdb.Appe
 	}
 	return out, err
 }
-
-func one(e kdb.EventData) iter.Seq[kdb.EventData] { return slices.Values([]kdb.EventData{e}) }
 
 // sessionError maps a refused session. A revision conflict on a stream
 // whose revision this append chose (chosen) can go away in a new round;
