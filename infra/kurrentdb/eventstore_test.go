@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -174,6 +175,99 @@ func TestAppendStreamsIsOneSession(t *testing.T) {
 	}
 	if n := srv.Sessions(); n != 1 {
 		t.Fatalf("%d v2 append sessions after a refused one, want still 1", n)
+	}
+}
+
+// TestAppendStreamsSizeLimit: a multi-stream append is one write, so its
+// parts together must fit the limit, the adapter's or (smaller) the
+// server's; over it, nothing is stored.
+func TestAppendStreamsSizeLimit(t *testing.T) {
+	part := func(stream string) domain.StreamAppend {
+		e := event(0)
+		e.Payload = []byte(`{"s":"` + strings.Repeat("x", 30_000) + `"}`)
+		return domain.StreamAppend{Stream: stream, Expected: domain.ExpectNoStream, Events: []domain.NewEvent{e}}
+	}
+	for _, c := range []struct {
+		name                      string
+		serverLimit, adapterLimit int
+		want                      string // the limit the error names
+	}{
+		{"the adapter's limit", -1, 50_000, "50000"},
+		{"the server's limit, lower than the adapter's", 50_000, 1 << 20, "50000"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			srv, err := kurrentdbtest.Start(kurrentdbtest.Options{MaxAppendSize: c.serverLimit})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(srv.Close)
+			ctx := context.Background()
+			s := open(t, kurrentdb.Config{URL: srv.URL(), MaxAppendSize: c.adapterLimit})
+			_, err = s.AppendStreams(ctx, []domain.StreamAppend{part("t-1"), part("t-2")})
+			var derr *domain.Error
+			if !errors.As(err, &derr) || derr.PublicCode() != "event_batch_too_large" || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err = %v, want event_batch_too_large naming the limit %s", err, c.want)
+			}
+			for _, stream := range []string{"t-1", "t-2"} {
+				if got, _ := s.ReadStream(ctx, stream, 0); len(got) != 0 {
+					t.Fatalf("%s holds %d events after a refused append, want none", stream, len(got))
+				}
+			}
+		})
+	}
+}
+
+// TestAppendStreamsConcurrentClaimsOneWinner: nodes making multi-stream
+// appends that claim one key at once, round after round: exactly one
+// wins each round (a session that lost the race on the claim stream
+// starts again and then finds the key taken), and the log holds the
+// winner's events alone.
+func TestAppendStreamsConcurrentClaimsOneWinner(t *testing.T) {
+	const rounds, nodes = 3, 4
+	ctx := context.Background()
+	cfg := target
+	cfg.StreamPrefix = uniquePrefix()
+	stores := make([]*kurrentdb.EventStore, nodes)
+	for i := range stores {
+		stores[i] = open(t, cfg)
+	}
+	for round := range rounds {
+		key := fmt.Sprintf("memory/%d", round)
+		errs := make([]error, nodes)
+		var wg sync.WaitGroup
+		for i, s := range stores {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				claimed := event(i)
+				claimed.Claims = []string{key}
+				_, errs[i] = s.AppendStreams(ctx, []domain.StreamAppend{
+					{Stream: fmt.Sprintf("u-%d.%d", round, i), Expected: domain.ExpectNoStream, Events: []domain.NewEvent{event(i)}},
+					{Stream: fmt.Sprintf("v-%d.%d", round, i), Expected: domain.ExpectAny, Events: []domain.NewEvent{claimed}},
+				})
+			}()
+		}
+		wg.Wait()
+		winners := 0
+		for i, err := range errs {
+			switch {
+			case err == nil:
+				winners++
+			case !errors.Is(err, domain.ErrClaimTaken):
+				t.Fatalf("round %d, node %d: err = %v, want success or ErrClaimTaken", round, i, err)
+			}
+			stored := 0
+			for _, stream := range []string{fmt.Sprintf("u-%d.%d", round, i), fmt.Sprintf("v-%d.%d", round, i)} {
+				got, _ := stores[0].ReadStream(ctx, stream, 0)
+				stored += len(got)
+			}
+			if want := map[bool]int{true: 2, false: 0}[err == nil]; stored != want {
+				t.Fatalf("round %d, node %d (err %v): %d events stored, want %d", round, i, err, stored, want)
+			}
+		}
+		if winners != 1 {
+			t.Fatalf("round %d: %d winners, want 1", round, winners)
+		}
 	}
 }
 

@@ -232,13 +232,28 @@ func (s *EventStore) sessionError(err error, parts []domain.StreamAppend, chosen
 		if chosen[conflict.Stream] {
 			return retryable{fmt.Errorf("kurrentdb: append: %s moved on: %w", conflict.Stream, domain.ErrWrongExpectedVersion)}
 		}
-		return fmt.Errorf("kurrentdb: append to %s: expected %v, stream is at %v: %w", strings.TrimPrefix(conflict.Stream, s.prefix), conflict.ExpectedRevision, conflict.ActualRevision, domain.ErrWrongExpectedVersion)
+		return fmt.Errorf("kurrentdb: append to %s: expected %s, stream is at %s: %w", strings.TrimPrefix(conflict.Stream, s.prefix), revisionText(conflict.ExpectedRevision), revisionText(conflict.ActualRevision), domain.ErrWrongExpectedVersion)
 	case errors.As(kerr.Err(), &tooLarge):
 		return appendTooLarge(streamList(parts), len(parts), int(tooLarge.Size), int(tooLarge.MaxSize))
 	case errors.As(kerr.Err(), &recordTooLarge):
 		return appendTooLarge(strings.TrimPrefix(recordTooLarge.Stream, s.prefix), 1, int(recordTooLarge.Size), int(recordTooLarge.MaxSize))
 	}
 	return fmt.Errorf("kurrentdb: multi-stream append to %s: %w", streamList(parts), err)
+}
+
+// revisionText says a stream state of a revision conflict in words.
+func revisionText(state kdb.StreamState) string {
+	switch v := state.(type) {
+	case kdb.NoStream:
+		return "no stream"
+	case kdb.Any:
+		return "any revision"
+	case kdb.StreamExists:
+		return "an existing stream"
+	case kdb.StreamRevision:
+		return "revision " + strconv.FormatUint(v.Value, 10)
+	}
+	return fmt.Sprint(state)
 }
 
 func streamList(parts []domain.StreamAppend) string {
