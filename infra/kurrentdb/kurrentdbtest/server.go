@@ -135,6 +135,11 @@ type Server struct {
 // Start serves on opts.Addr (a random loopback port by default) until
 // Close. The log starts empty but for system events.
 func Start(opts Options) (*Server, error) {
+	switch opts.Version {
+	case "", Version24_10, Version25_1:
+	default:
+		return nil, fmt.Errorf("kurrentdbtest: version %q is not one the server plays (%s, %s)", opts.Version, Version24_10, Version25_1)
+	}
 	addr := opts.Addr
 	if addr == "" {
 		addr = "127.0.0.1:0"
