@@ -373,6 +373,11 @@ func (s *EventStore) Append(ctx context.Context, stream string, expected int64, 
 	if err != nil {
 		return domain.AppendResult{}, err
 	}
+	return s.appendBatch(ctx, stream, expected, events, b)
+}
+
+// appendBatch appends b, the batch of events to stream.
+func (s *EventStore) appendBatch(ctx context.Context, stream string, expected int64, events []domain.NewEvent, b batch) (domain.AppendResult, error) {
 	if b.claims {
 		return s.appendClaiming(ctx, stream, expected, events, b.data, b.size)
 	}
@@ -465,7 +470,7 @@ func (s *EventStore) AppendStreams(ctx context.Context, parts []domain.StreamApp
 	}
 	out = make([]domain.AppendResult, len(parts))
 	for i, p := range parts {
-		res, err := s.Append(ctx, p.Stream, p.Expected, p.Events)
+		res, err := s.appendBatch(ctx, p.Stream, p.Expected, p.Events, batches[i])
 		if err != nil {
 			if i > 0 {
 				return nil, &domain.PartialAppendError{Landed: i, Err: err}

@@ -62,7 +62,11 @@ func (s *EventStore) appendSession(ctx context.Context, parts []domain.StreamApp
 		events += len(b.data)
 		streams[i] = parts[i].Stream
 	}
-	if size > s.maxAppend {
+	// The parts together are one write on a server that has the v2
+	// append; an older one takes them part by part, each within the
+	// limit (newBatch). Should the version be unknown, the server's own
+	// check refuses a session over its limit.
+	if size > s.maxAppend && s.versionHasMultiStreamAppend() {
 		return nil, appendTooLarge(strings.Join(streams, ", "), events, size, s.maxAppend)
 	}
 	for round := 1; ; round++ {
@@ -75,6 +79,13 @@ func (s *EventStore) appendSession(ctx context.Context, parts []domain.StreamApp
 			return nil, fmt.Errorf("%w (%d rounds)", again.error, round)
 		}
 	}
+}
+
+// versionHasMultiStreamAppend reports whether the server the client is
+// connected to is KurrentDB 25.1 or later (false when that is unknown).
+func (s *EventStore) versionHasMultiStreamAppend() bool {
+	v, err := unstuck(context.Background(), s, func(c *kdb.Client) (*kdb.ServerVersion, error) { return c.GetServerVersion() }, nil)
+	return err == nil && (v.Major > 25 || v.Major == 25 && v.Minor >= 1)
 }
 
 // appendSessionOnce makes one attempt; a retryable error says that
