@@ -77,7 +77,12 @@ type collection struct {
 	// slotTerm), which is almost always empty.
 	docTerms [][]uint32
 	bigTF    map[uint64]uint32
-	slotOf   map[string]uint32
+	// slotOf maps a live document's id to its slot. Only writes (and
+	// SetForgotten's check) look ids up: a collection read from an image
+	// builds it at the first of them (slotIndex), so a process that only
+	// searches never pays for it.
+	slotOf     map[string]uint32
+	slotOfOnce sync.Once
 
 	live     int
 	nDead    int
@@ -145,13 +150,13 @@ func (c *collection) add(d Doc) {
 	c.types = append(c.types, d.Type)
 	c.tags = append(c.tags, append([]string(nil), d.Tags...))
 	c.docTerms = append(c.docTerms, terms)
-	c.slotOf[d.ID] = slot
+	c.slotIndex()[d.ID] = slot
 	c.live++
 	c.totalLen += int64(n)
 }
 
 func (c *collection) remove(id string) {
-	slot, ok := c.slotOf[id]
+	slot, ok := c.slotIndex()[id]
 	if !ok {
 		return
 	}
@@ -168,6 +173,24 @@ func (c *collection) remove(id string) {
 	c.nDead++
 	c.dead[slot] = true
 	c.docTerms[slot], c.tags[slot] = nil, nil
+}
+
+// slotIndex returns slotOf, building it from the slots the first time
+// when the collection was read from an image. Callers hold c.mu, read or
+// write: the once makes the build safe under a read lock.
+func (c *collection) slotIndex() map[string]uint32 {
+	c.slotOfOnce.Do(func() {
+		if c.slotOf != nil {
+			return
+		}
+		c.slotOf = make(map[string]uint32, c.live)
+		for slot, id := range c.ids {
+			if !c.dead[slot] {
+				c.slotOf[id] = uint32(slot)
+			}
+		}
+	})
+	return c.slotOf
 }
 
 // ownSlots copies the slot arrays remove changes in place, when an image
@@ -187,6 +210,7 @@ func (c *collection) compactIfSparse() {
 	if c.nDead < 256 || c.nDead*4 < len(c.ids) || c.imaged.Load() {
 		return
 	}
+	slotOf := c.slotIndex()
 	wasDead := c.dead
 	remap := make([]uint32, len(c.ids))
 	next := 0
@@ -197,7 +221,7 @@ func (c *collection) compactIfSparse() {
 		remap[slot] = uint32(next)
 		c.ids[next], c.length[next], c.created[next] = c.ids[slot], c.length[slot], c.created[slot]
 		c.types[next], c.tags[next], c.docTerms[next] = c.types[slot], c.tags[slot], c.docTerms[slot]
-		c.slotOf[c.ids[next]] = uint32(next)
+		slotOf[c.ids[next]] = uint32(next)
 		next++
 	}
 	c.ids, c.length, c.created = c.ids[:next], c.length[:next], c.created[:next]

@@ -225,8 +225,10 @@ func (c *collection) encode(e *encoder) {
 // slot and term it refers to exists, so a bad image fails here rather than
 // in a search.
 func decodeCollection(d *decoder, metaUnits uint32) *collection {
-	c := newCollection(metaUnits)
 	nTerms := d.count(4)
+	// slotOf stays nil: slotIndex builds it at the first write, as a
+	// search needs none (a whole-process search pays for what it decodes).
+	c := &collection{metaUnits: metaUnits, termID: make(map[string]uint32, nTerms), bigTF: map[uint64]uint32{}}
 	c.postings, c.blocks, c.df = make([][]posting, nTerms), make([][]block, nTerms), make([]int32, nTerms)
 	for id := range nTerms {
 		term := d.str()
@@ -251,6 +253,7 @@ func decodeCollection(d *decoder, metaUnits uint32) *collection {
 	c.ids, c.dead, c.length = make([]string, nSlots), make([]bool, nSlots), make([]uint32, nSlots)
 	c.created, c.types, c.tags, c.docTerms = make([]int64, nSlots), make([]string, nSlots), make([][]string, nSlots), make([][]uint32, nSlots)
 	types := map[string]string{} // a handful of types: one string each
+	live := 0
 	for slot := range nSlots {
 		c.ids[slot], c.dead[slot], c.length[slot], c.created[slot] = d.str(), d.bool(), d.u32(), int64(d.u64())
 		t := d.str()
@@ -273,7 +276,7 @@ func decodeCollection(d *decoder, metaUnits uint32) *collection {
 			return nil
 		}
 		if !c.dead[slot] {
-			c.slotOf[c.ids[slot]] = uint32(slot)
+			live++
 		}
 	}
 	for _, list := range c.postings {
@@ -289,7 +292,7 @@ func decodeCollection(d *decoder, metaUnits uint32) *collection {
 		c.bigTF[key] = tf
 	}
 	c.live, c.nDead, c.totalLen = int(d.u64()), int(d.u64()), int64(d.u64())
-	if d.err == nil && (c.live != len(c.slotOf) || c.live+c.nDead != nSlots) {
+	if d.err == nil && (c.live != live || c.live+c.nDead != nSlots) {
 		d.fail("%d live and %d dead documents in %d slots", c.live, c.nDead, nSlots)
 	}
 	return c
