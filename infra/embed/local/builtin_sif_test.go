@@ -17,7 +17,7 @@ import (
 // bits, little-endian as this machine holds them), and of its embeddings of
 // identityTexts, as the model computed them when it decoded every row at
 // load (main at 9c49ba1). The model now decodes a row when a text first uses
-// it (docs/embeddings.md#the-built-in-model-opens-for-free): every stored
+// it (docs/snapshots.md#the-built-in-model): every stored
 // vector and index was built with the old decode, so a single changed bit
 // would be a silent change of every search.
 const (
@@ -69,7 +69,7 @@ func TestBuiltinModelEmbedsAsItAlwaysHas(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if got := digest(float32Bytes(m.rows.data)); got != builtinRowsDigest {
+	if got := digest(rowBytes(m)); got != builtinRowsDigest {
 		t.Errorf("the built-in model's rows changed: digest %s, want %s", got, builtinRowsDigest)
 	}
 }
@@ -79,8 +79,13 @@ func digest(b []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// float32Bytes is the memory of v, hashed whole rather than value by value
-// (5 million values: the race detector would make the loop take seconds).
-func float32Bytes(v []float32) []byte {
-	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), len(v)*4)
+// rowBytes is the memory of m's rows in order, copied whole rather than
+// value by value (5 million values: the race detector would make a loop
+// over them take seconds).
+func rowBytes(m *sifModel) []byte {
+	all := make([]float32, 0, len(m.rows)*m.manifest.Dimensions)
+	for i := range m.rows {
+		all = append(all, *m.rows[i].Load()...)
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(all))), len(all)*4)
 }

@@ -7,7 +7,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 
 	"github.com/engram-memory/engram/domain"
@@ -59,7 +58,7 @@ func isSIFModelDir(fsys fs.FS) bool {
 // A row is decoded from its float16 vector the first time a text uses it
 // (row), not at load: a process that embeds one query reads a few rows of
 // the 50,000, where decoding them all cost ~150 ms of CPU at every start
-// (docs/embeddings.md#the-built-in-model-opens-for-free). A model
+// (docs/snapshots.md#the-built-in-model). A model
 // directory is still decoded whole at load (decodeAll), which checks
 // every value.
 type sifModel struct {
@@ -68,9 +67,10 @@ type sifModel struct {
 	ranks    []int32 // by row: the word's 1-based frequency rank
 	harmonic float64 // Σ 1/r up to the source vocabulary's size
 	vectors  string  // float16 rows, little-endian, as vectors.f16 holds them
-	rows     matrix  // decoded rows: row i is valid once decoded[i] is set
-	decoded  []atomic.Bool
-	decodeMu sync.Mutex // one decode of a row at a time
+	// rows are the decoded rows, nil until decoded. Two goroutines may
+	// decode the same row at once: both compute the same values, and the
+	// first stored is kept.
+	rows []atomic.Pointer[[]float32]
 }
 
 // loadSIFModel reads a SIF model directory and decodes every row. Errors
@@ -123,8 +123,7 @@ func newSIFModel(manifest []byte, words, vectors string) (*sifModel, error) {
 	m := &sifModel{manifest: man, index: make(map[string]int32, man.Words), ranks: make([]int32, 0, man.Words),
 		harmonic: math.Log(float64(man.SourceVocabulary)) + 0.5772156649,
 		vectors:  vectors,
-		rows:     matrix{rows: man.Words, cols: man.Dimensions, data: make([]float32, man.Words*man.Dimensions)},
-		decoded:  make([]atomic.Bool, man.Words)}
+		rows:     make([]atomic.Pointer[[]float32], man.Words)}
 	if err := m.readWords(words); err != nil {
 		return nil, err
 	}
@@ -140,11 +139,10 @@ func (m *sifModel) readWords(words string) error {
 		if !ok || word == "" || err != nil || rank < 1 {
 			return fmt.Errorf("%s line %d: want \"word rank\", got %q", sifWordsFile, len(m.ranks)+1, line)
 		}
-		if _, dup := m.index[word]; dup {
+		m.index[word] = int32(len(m.ranks))
+		if m.ranks = append(m.ranks, int32(rank)); len(m.index) != len(m.ranks) {
 			return fmt.Errorf("%s: word %q appears twice", sifWordsFile, word)
 		}
-		m.index[word] = int32(len(m.ranks))
-		m.ranks = append(m.ranks, int32(rank))
 	}
 	if len(m.ranks) != m.manifest.Words {
 		return fmt.Errorf("%s: %d words, the manifest says %d", sifWordsFile, len(m.ranks), m.manifest.Words)
@@ -154,35 +152,37 @@ func (m *sifModel) readWords(words string) error {
 
 // decodeAll decodes every row, refusing a non-finite value.
 func (m *sifModel) decodeAll() error {
-	v := make([]float64, m.manifest.Dimensions)
+	dims := m.manifest.Dimensions
+	all, v := make([]float32, len(m.rows)*dims), make([]float64, dims)
 	for word, i := range m.index {
-		if !m.decodeRow(int(i), v) {
+		row := all[int(i)*dims : int(i+1)*dims]
+		if !m.decodeRow(int(i), v, row) {
 			return fmt.Errorf("%s: word %q has a non-finite value", sifVectorsFile, word)
 		}
-		m.decoded[i].Store(true)
+		m.rows[i].Store(&row)
 	}
 	return nil
 }
 
 // row returns row i, decoding it the first time.
 func (m *sifModel) row(i int32) []float32 {
-	if !m.decoded[i].Load() {
-		m.decodeMu.Lock()
-		if !m.decoded[i].Load() {
-			// A non-finite value is possible only in a model directory,
-			// which decodeAll checked; the built-in model's rows are all
-			// finite (TestBuiltinModelEmbedsAsItAlwaysHas reads each).
-			m.decodeRow(int(i), make([]float64, m.manifest.Dimensions))
-			m.decoded[i].Store(true)
-		}
-		m.decodeMu.Unlock()
+	if row := m.rows[i].Load(); row != nil {
+		return *row
 	}
-	return m.rows.row(int(i))
+	// A non-finite value is possible only in a model directory, which
+	// decodeAll checked; the built-in model's rows are all finite
+	// (TestBuiltinModelEmbedsAsItAlwaysHas reads each).
+	row := make([]float32, m.manifest.Dimensions)
+	m.decodeRow(int(i), make([]float64, m.manifest.Dimensions), row)
+	if !m.rows[i].CompareAndSwap(nil, &row) {
+		return *m.rows[i].Load()
+	}
+	return row
 }
 
-// decodeRow computes row i from its float16 vector into m.rows, with v as
+// decodeRow computes row i from its float16 vector into row, with v as
 // scratch, and reports whether every value was finite.
-func (m *sifModel) decodeRow(i int, v []float64) bool {
+func (m *sifModel) decodeRow(i int, v []float64, row []float32) bool {
 	man := m.manifest
 	finite := true
 	var dot float64
@@ -195,7 +195,6 @@ func (m *sifModel) decodeRow(i int, v []float64) bool {
 	}
 	p := 1 / (float64(m.ranks[i]) * m.harmonic) // Zipf's law
 	weight := man.SIFA / (man.SIFA + p)
-	row := m.rows.row(i)
 	for j := range v {
 		row[j] = float32(weight * (v[j] - dot*man.PrincipalComponent[j]))
 	}
@@ -247,7 +246,7 @@ func (m *sifModel) info() domain.EmbeddingModel {
 // without any known word embeds as the unit vector e0.
 func (m *sifModel) embed(text string) ([]float32, int) {
 	words := splitWords(text).words
-	sum := make([]float64, m.rows.cols)
+	sum := make([]float64, m.manifest.Dimensions)
 	used := false
 	for _, w := range words {
 		i, ok := m.index[w]
@@ -259,7 +258,7 @@ func (m *sifModel) embed(text string) ([]float32, int) {
 		}
 		used = true
 	}
-	vec := make([]float32, m.rows.cols)
+	vec := make([]float32, m.manifest.Dimensions)
 	if !used || !normaliseInto(vec, sum) {
 		clear(vec)
 		vec[0] = 1
