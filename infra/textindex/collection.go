@@ -77,12 +77,18 @@ type collection struct {
 	// slotTerm), which is almost always empty.
 	docTerms [][]uint32
 	bigTF    map[uint64]uint32
-	// slotOf maps a live document's id to its slot. Only writes (and
-	// SetForgotten's check) look ids up: a collection read from an image
-	// builds it at the first of them (slotIndex), so a process that only
-	// searches never pays for it.
-	slotOf     map[string]uint32
-	slotOfOnce sync.Once
+	// slotOf maps a live document's id to its slot once slotsIndexed is
+	// set. Only writes (and SetForgotten's check) look ids up. A
+	// collection read from an image has none: a process that only
+	// searches never needs it, and one that catches up a short tail (a
+	// search after a few captures) finds each id by a scan of the slots,
+	// ~0.5 ms at 100k documents, where building the map costs ~40 ms.
+	// After slotScanLimit scans, slotOfID builds it (so a long run of
+	// writes pays at most about twice what the map alone would have).
+	slotOf       map[string]uint32
+	slotsIndexed atomic.Bool
+	slotScans    atomic.Int32
+	slotOfOnce   sync.Once
 
 	live     int
 	nDead    int
@@ -99,7 +105,9 @@ type collection struct {
 }
 
 func newCollection(metaUnits uint32) *collection {
-	return &collection{metaUnits: metaUnits, termID: map[string]uint32{}, bigTF: map[uint64]uint32{}, slotOf: map[string]uint32{}}
+	c := &collection{metaUnits: metaUnits, termID: map[string]uint32{}, bigTF: map[uint64]uint32{}, slotOf: map[string]uint32{}}
+	c.slotsIndexed.Store(true)
+	return c
 }
 
 func (c *collection) add(d Doc) {
@@ -150,17 +158,21 @@ func (c *collection) add(d Doc) {
 	c.types = append(c.types, d.Type)
 	c.tags = append(c.tags, append([]string(nil), d.Tags...))
 	c.docTerms = append(c.docTerms, terms)
-	c.slotIndex()[d.ID] = slot
+	if c.slotsIndexed.Load() {
+		c.slotOf[d.ID] = slot
+	}
 	c.live++
 	c.totalLen += int64(n)
 }
 
 func (c *collection) remove(id string) {
-	slot, ok := c.slotIndex()[id]
+	slot, ok := c.slotOfID(id)
 	if !ok {
 		return
 	}
-	delete(c.slotOf, id)
+	if c.slotsIndexed.Load() {
+		delete(c.slotOf, id)
+	}
 	c.ownSlots()
 	for _, term := range c.docTerms[slot] {
 		c.df[term]--
@@ -175,12 +187,23 @@ func (c *collection) remove(id string) {
 	c.docTerms[slot], c.tags[slot] = nil, nil
 }
 
-// slotIndex returns slotOf, building it from the slots the first time
-// when the collection was read from an image. Callers hold c.mu, read or
-// write: the once makes the build safe under a read lock.
-func (c *collection) slotIndex() map[string]uint32 {
+// slotScanLimit is how many ids a collection read from an image finds by
+// scanning its slots before it builds slotOf.
+const slotScanLimit = 64
+
+// slotOfID returns the slot of the live document id. Callers hold c.mu,
+// read or write: the once makes the build safe under a read lock.
+func (c *collection) slotOfID(id string) (uint32, bool) {
+	if !c.slotsIndexed.Load() && c.slotScans.Add(1) <= slotScanLimit {
+		for slot := len(c.ids) - 1; slot >= 0; slot-- {
+			if c.ids[slot] == id && !c.dead[slot] {
+				return uint32(slot), true
+			}
+		}
+		return 0, false
+	}
 	c.slotOfOnce.Do(func() {
-		if c.slotOf != nil {
+		if c.slotsIndexed.Load() {
 			return
 		}
 		c.slotOf = make(map[string]uint32, c.live)
@@ -189,8 +212,10 @@ func (c *collection) slotIndex() map[string]uint32 {
 				c.slotOf[id] = uint32(slot)
 			}
 		}
+		c.slotsIndexed.Store(true)
 	})
-	return c.slotOf
+	slot, ok := c.slotOf[id]
+	return slot, ok
 }
 
 // ownSlots copies the slot arrays remove changes in place, when an image
@@ -210,7 +235,7 @@ func (c *collection) compactIfSparse() {
 	if c.nDead < 256 || c.nDead*4 < len(c.ids) || c.imaged.Load() {
 		return
 	}
-	slotOf := c.slotIndex()
+	indexed := c.slotsIndexed.Load()
 	wasDead := c.dead
 	remap := make([]uint32, len(c.ids))
 	next := 0
@@ -221,7 +246,9 @@ func (c *collection) compactIfSparse() {
 		remap[slot] = uint32(next)
 		c.ids[next], c.length[next], c.created[next] = c.ids[slot], c.length[slot], c.created[slot]
 		c.types[next], c.tags[next], c.docTerms[next] = c.types[slot], c.tags[slot], c.docTerms[slot]
-		slotOf[c.ids[next]] = uint32(next)
+		if indexed {
+			c.slotOf[c.ids[next]] = uint32(next)
+		}
 		next++
 	}
 	c.ids, c.length, c.created = c.ids[:next], c.length[:next], c.created[:next]

@@ -226,8 +226,8 @@ func (c *collection) encode(e *encoder) {
 // in a search.
 func decodeCollection(d *decoder, metaUnits uint32) *collection {
 	nTerms := d.count(4)
-	// slotOf stays nil: slotIndex builds it at the first write, as a
-	// search needs none (a whole-process search pays for what it decodes).
+	// slotOf stays nil: a search needs none, and writes find ids by a
+	// scan until slotOfID builds it (see collection.slotOf).
 	c := &collection{metaUnits: metaUnits, termID: make(map[string]uint32, nTerms), bigTF: map[uint64]uint32{}}
 	c.postings, c.blocks, c.df = make([][]posting, nTerms), make([][]block, nTerms), make([]int32, nTerms)
 	for id := range nTerms {
