@@ -59,7 +59,7 @@ type collection struct {
 
 	metaUnits uint32 // weight of the metadata field, in units of 1/fieldScale
 
-	termID   map[string]uint32
+	termID   lazyIndex   // term → term id
 	terms    []string    // by term id: termID's inverse, append-only
 	postings [][]posting // by term id, in slot order
 	blocks   [][]block   // by term id: one per blockSize postings
@@ -77,18 +77,8 @@ type collection struct {
 	// slotTerm), which is almost always empty.
 	docTerms [][]uint32
 	bigTF    map[uint64]uint32
-	// slotOf maps a live document's id to its slot once slotsIndexed is
-	// set. Only writes (and SetForgotten's check) look ids up. A
-	// collection read from an image has none: a process that only
-	// searches never needs it, and one that catches up a short tail (a
-	// search after a few captures) finds each id by a scan of the slots,
-	// ~0.5 ms at 100k documents, where building the map costs ~40 ms.
-	// After slotScanLimit scans, slotOfID builds it (so a long run of
-	// writes pays at most about twice what the map alone would have).
-	slotOf       map[string]uint32
-	slotsIndexed atomic.Bool
-	slotScans    atomic.Int32
-	slotOfOnce   sync.Once
+	// slotOf maps a live document's id to its slot.
+	slotOf lazyIndex
 
 	live     int
 	nDead    int
@@ -105,8 +95,9 @@ type collection struct {
 }
 
 func newCollection(metaUnits uint32) *collection {
-	c := &collection{metaUnits: metaUnits, termID: map[string]uint32{}, bigTF: map[uint64]uint32{}, slotOf: map[string]uint32{}}
-	c.slotsIndexed.Store(true)
+	c := &collection{metaUnits: metaUnits, bigTF: map[uint64]uint32{}}
+	c.termID.start(map[string]uint32{})
+	c.slotOf.start(map[string]uint32{})
 	return c
 }
 
@@ -133,10 +124,10 @@ func (c *collection) add(d Doc) {
 	slot := uint32(len(c.ids))
 	terms := make([]uint32, 0, len(order))
 	for _, term := range order {
-		id, ok := c.termID[term]
+		id, ok := c.termOf(term)
 		if !ok {
 			id = uint32(len(c.postings))
-			c.termID[term] = id
+			c.termID.add(term, id)
 			c.terms = append(c.terms, term)
 			c.postings = append(c.postings, nil)
 			c.blocks = append(c.blocks, nil)
@@ -158,9 +149,7 @@ func (c *collection) add(d Doc) {
 	c.types = append(c.types, d.Type)
 	c.tags = append(c.tags, append([]string(nil), d.Tags...))
 	c.docTerms = append(c.docTerms, terms)
-	if c.slotsIndexed.Load() {
-		c.slotOf[d.ID] = slot
-	}
+	c.slotOf.add(d.ID, slot)
 	c.live++
 	c.totalLen += int64(n)
 }
@@ -170,9 +159,7 @@ func (c *collection) remove(id string) {
 	if !ok {
 		return
 	}
-	if c.slotsIndexed.Load() {
-		delete(c.slotOf, id)
-	}
+	c.slotOf.remove(id)
 	c.ownSlots()
 	for _, term := range c.docTerms[slot] {
 		c.df[term]--
@@ -187,35 +174,43 @@ func (c *collection) remove(id string) {
 	c.docTerms[slot], c.tags[slot] = nil, nil
 }
 
-// slotScanLimit is how many ids a collection read from an image finds by
-// scanning its slots before it builds slotOf.
-const slotScanLimit = 64
-
 // slotOfID returns the slot of the live document id. Callers hold c.mu,
-// read or write: the once makes the build safe under a read lock.
+// read or write.
 func (c *collection) slotOfID(id string) (uint32, bool) {
-	if !c.slotsIndexed.Load() && c.slotScans.Add(1) <= slotScanLimit {
+	return c.slotOf.lookup(id, func() (uint32, bool) {
 		for slot := len(c.ids) - 1; slot >= 0; slot-- {
 			if c.ids[slot] == id && !c.dead[slot] {
 				return uint32(slot), true
 			}
 		}
 		return 0, false
-	}
-	c.slotOfOnce.Do(func() {
-		if c.slotsIndexed.Load() {
-			return
-		}
-		c.slotOf = make(map[string]uint32, c.live)
+	}, func() map[string]uint32 {
+		m := make(map[string]uint32, c.live)
 		for slot, id := range c.ids {
 			if !c.dead[slot] {
-				c.slotOf[id] = uint32(slot)
+				m[id] = uint32(slot)
 			}
 		}
-		c.slotsIndexed.Store(true)
+		return m
 	})
-	slot, ok := c.slotOf[id]
-	return slot, ok
+}
+
+// termOf returns the id of term. Callers hold c.mu, read or write.
+func (c *collection) termOf(term string) (uint32, bool) {
+	return c.termID.lookup(term, func() (uint32, bool) {
+		for id, t := range c.terms {
+			if t == term {
+				return uint32(id), true
+			}
+		}
+		return 0, false
+	}, func() map[string]uint32 {
+		m := make(map[string]uint32, len(c.terms))
+		for id, t := range c.terms {
+			m[t] = uint32(id)
+		}
+		return m
+	})
 }
 
 // ownSlots copies the slot arrays remove changes in place, when an image
@@ -235,7 +230,6 @@ func (c *collection) compactIfSparse() {
 	if c.nDead < 256 || c.nDead*4 < len(c.ids) || c.imaged.Load() {
 		return
 	}
-	indexed := c.slotsIndexed.Load()
 	wasDead := c.dead
 	remap := make([]uint32, len(c.ids))
 	next := 0
@@ -246,9 +240,7 @@ func (c *collection) compactIfSparse() {
 		remap[slot] = uint32(next)
 		c.ids[next], c.length[next], c.created[next] = c.ids[slot], c.length[slot], c.created[slot]
 		c.types[next], c.tags[next], c.docTerms[next] = c.types[slot], c.tags[slot], c.docTerms[slot]
-		if indexed {
-			c.slotOf[c.ids[next]] = uint32(next)
-		}
+		c.slotOf.add(c.ids[next], uint32(next))
 		next++
 	}
 	c.ids, c.length, c.created = c.ids[:next], c.length[:next], c.created[:next]

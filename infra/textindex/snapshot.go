@@ -226,14 +226,12 @@ func (c *collection) encode(e *encoder) {
 // in a search.
 func decodeCollection(d *decoder, metaUnits uint32) *collection {
 	nTerms := d.count(4)
-	// slotOf stays nil: a search needs none, and writes find ids by a
-	// scan until slotOfID builds it (see collection.slotOf).
-	c := &collection{metaUnits: metaUnits, termID: make(map[string]uint32, nTerms), bigTF: map[uint64]uint32{}}
+	// Neither the term map nor the id map is built: lookups scan until
+	// they pay for one (lazyIndex).
+	c := &collection{metaUnits: metaUnits, bigTF: map[uint64]uint32{}}
 	c.postings, c.blocks, c.df = make([][]posting, nTerms), make([][]block, nTerms), make([]int32, nTerms)
 	for id := range nTerms {
-		term := d.str()
-		c.termID[term] = uint32(id)
-		c.terms = append(c.terms, term)
+		c.terms = append(c.terms, d.str())
 		c.df[id] = int32(d.u32())
 		// A list's fixed-size fields are read from one slice, checked
 		// once, rather than field by field (the bulk of an image).
