@@ -94,6 +94,11 @@ type SearchResults struct {
 	// Degraded is "vector_unavailable" when a hybrid search ran on the
 	// keyword index alone.
 	Degraded string `json:"degraded,omitempty" jsonschema:"present when the search ran degraded, e.g. vector_unavailable: keyword matches only"`
+	// QueryTimeMS and QueryTimeUS are the server's time for the search, as
+	// POST /v1/search reports them: what a client compares with its round
+	// trip to tell the server's time from the transport's.
+	QueryTimeMS int64 `json:"query_time_ms" jsonschema:"the server's time for the search, in whole milliseconds"`
+	QueryTimeUS int64 `json:"query_time_us" jsonschema:"the same time in whole microseconds"`
 }
 
 // SearchResult is one match.

@@ -67,7 +67,10 @@ func created(c commands.CreatedMemory) Created {
 	return Created{Type: string(c.Type), ID: c.ID, CreatedAt: c.CreatedAt.UTC(), Embedding: c.Embedding.Status}
 }
 
+// Search times the search as POST /v1/search does: from the request's
+// validation to its results.
 func (b *serviceBackend) Search(ctx context.Context, q SearchQuery) (SearchResults, error) {
+	start := time.Now()
 	req, err := api.SearchRequest(b.user(ctx), api.SearchBody{
 		AgentID: q.AgentID, Query: &q.Query, Limit: q.Limit, Types: q.Types, MinScore: q.MinScore, Mode: q.Mode,
 		CreatedAfter: q.CreatedAfter, CreatedBefore: q.CreatedBefore, Tags: q.Tags,
@@ -79,7 +82,10 @@ func (b *serviceBackend) Search(ctx context.Context, q SearchQuery) (SearchResul
 	if err != nil {
 		return SearchResults{}, err
 	}
-	return searchResults(resp)
+	out, err := searchResults(resp)
+	took := time.Since(start)
+	out.QueryTimeMS, out.QueryTimeUS = took.Milliseconds(), took.Microseconds()
+	return out, err
 }
 
 func searchResults(resp search.Response) (SearchResults, error) {

@@ -90,6 +90,12 @@ func (b *cloudBackend) Search(ctx context.Context, q mcp.SearchQuery) (mcp.Searc
 		}
 		out.Results = append(out.Results, mcp.SearchResult{Type: r.Type, ID: r.ID, Score: r.Score, Content: content, CreatedAt: r.CreatedAt, Strength: r.Strength})
 	}
+	// The server's time, in microseconds when it reports them.
+	out.QueryTimeMS = int64(resp.QueryTimeMS)
+	out.QueryTimeUS = out.QueryTimeMS * 1000
+	if resp.QueryTimeUS != nil {
+		out.QueryTimeUS = *resp.QueryTimeUS
+	}
 	return out, nil
 }
 
