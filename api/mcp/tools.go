@@ -381,7 +381,9 @@ func summary(content map[string]any) string {
 }
 
 // rawSummary is summary of a content object as stored, read without
-// decoding the fields a summary never shows.
+// decoding the fields a summary never shows. (A struct matches names
+// regardless of case, a map does not; stored content is written from the
+// type's own struct, so its names are always the lowercase ones.)
 func rawSummary(content json.RawMessage) string {
 	var c struct {
 		Statement  any `json:"statement"`
