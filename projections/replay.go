@@ -61,8 +61,9 @@ type derivedIndex interface {
 	// statePosition is the state's checkpoint, read without filling the
 	// index (Position fills it first, which a replay would throw away).
 	statePosition(ctx context.Context) (uint64, error)
-	// applyState applies events to the state and checkpoint only.
-	applyState(ctx context.Context, events []domain.Event) error
+	// applyTo applies events to the state and checkpoint, and to the
+	// index with writeIndex (a replay applies them without).
+	applyTo(ctx context.Context, events []domain.Event, writeIndex bool) error
 	// dropIndex empties the index and marks it to be refilled by Load.
 	dropIndex(ctx context.Context) error
 	// Load refills a dropped index from the state.
@@ -190,7 +191,7 @@ func (e *Engine) applyBatch(ctx context.Context, g applyGroup, events []domain.E
 		for _, p := range g.projections {
 			var err error
 			if d, ok := p.(derivedIndex); ok && g.stateOnly && d.indexFromState() {
-				err = d.applyState(ctx, events)
+				err = d.applyTo(ctx, events, false)
 			} else {
 				err = p.Apply(ctx, events)
 			}
