@@ -251,7 +251,17 @@ func (p *Vectors) catchUp(ctx context.Context, tag domain.IndexSnapshot) error {
 
 // refusedInVectorTail: a model switch re-indexes an agent's memories in
 // another space, which the re-reads do not redo.
-var refusedInVectorTail = map[string]error{memory.AgentModelSwitched{}.EventType(): errModelSwitchedSinceSnapshot}
+func refusedInVectorTail(e domain.Event) error {
+	payload, err := modelSwitches.Decode(e).Decoded()
+	if _, switched := payload.(*memory.AgentModelSwitched); switched || err != nil { // unreadable: refused as well, the index is refilled
+		return errModelSwitchedSinceSnapshot
+	}
+	return nil
+}
+
+// modelSwitches decodes the events that switch an agent's model, and no
+// other; it never changes.
+var modelSwitches = domain.MustEventRegistry([]domain.EventDecoder{domain.DecoderOf[memory.AgentModelSwitched]()})
 
 // reread replaces what the index holds of the changed memories with their
 // current vectors in the state.

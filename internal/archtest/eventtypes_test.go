@@ -22,14 +22,6 @@ import (
 	"github.com/engram-memory/engram/domain/webhook"
 )
 
-// stringDispatchLeft are the files that still tell event types apart by
-// their names (issue 23); the list only shrinks. A file that no longer
-// does must leave it, so the test holds the line behind it.
-var stringDispatchLeft = []string{
-	"projections/snapshots.go",
-	"projections/vectors.go",
-}
-
 // Events are told apart by decoding them through an event registry and a
 // type switch on the payload, not by their type names, in the domain
 // packages as everywhere else: no `T{}.EventType()` to compare a type
@@ -71,14 +63,7 @@ func TestEventTypesAreNotDispatchedByName(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, file := range sortedKeys(found) {
-		if !slices.Contains(stringDispatchLeft, file) {
-			t.Errorf("%s tells event types apart by name at %s: decode through the event registry and switch on the payload's type", file, strings.Join(found[file], ", "))
-		}
-	}
-	for _, file := range stringDispatchLeft {
-		if _, ok := found[file]; !ok {
-			t.Errorf("%s no longer dispatches on event type names: take it off stringDispatchLeft", file)
-		}
+		t.Errorf("%s tells event types apart by name at %s: decode through the event registry and switch on the payload's type", file, strings.Join(found[file], ", "))
 	}
 }
 
