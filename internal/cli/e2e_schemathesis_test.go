@@ -1,12 +1,16 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -53,7 +57,9 @@ func TestSchemathesis(t *testing.T) {
 	p := startServer(t, dataDir, nil, "--webhook-allow-private")
 	owner := testserver.Register(t, p.BaseURL, dataDir, "fuzz@example.com")
 	other := testserver.Register(t, p.BaseURL, dataDir, "fuzz-other@example.com")
-	seed, err := json.Marshal(seedFuzzData(t, p.APIURL(), owner))
+	data := seedFuzzData(t, p.APIURL(), owner)
+	data["verify_tokens"] = verificationTokens(t, p)
+	seed, err := json.Marshal(data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,20 +91,93 @@ func TestSchemathesis(t *testing.T) {
 			// quota, another tenant) are tested in api/transfer_test.go.
 			"--exclude-path", "/v1/agents/{agent_id}/import",
 			"--no-color",
+			// Generation slows with the machine's load (CI shares it), not
+			// with the document: a slow example is no finding.
+			"--suppress-health-check", "too_slow",
 		)
 		cmd.Dir = t.TempDir()
+		exchanges := filepath.Join(cmd.Dir, "exchanges.log")
 		cmd.Env = append(os.Environ(),
 			"SCHEMATHESIS_HOOKS=engram_hooks",
 			"PYTHONPATH="+hooks,
 			"ENGRAM_FUZZ_SEED="+seedFile,
 			"ENGRAM_FUZZ_PASS="+pass.name,
+			"ENGRAM_FUZZ_KEY="+pass.key,
+			"ENGRAM_FUZZ_LOG="+exchanges,
 		)
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("schemathesis, %s pass: %v (install it as .ci/run does)\n%s\nserver log:\n%s", pass.name, err, out, p.Log())
 		}
 		t.Logf("%s pass:\n%s", pass.name, out)
+		// schemathesis only warns of a mismatch (and names three
+		// operations): a request valid by the document that the server
+		// refuses means the document is looser than the server. Some
+		// operations still are (docs/api.md); the log names them all.
+		if bytes.Contains(out, []byte("Schema validation mismatch")) {
+			t.Logf("%s pass: operations without a success to a valid request:\n%s", pass.name, unanswered(t, exchanges))
+		}
 	}
+}
+
+// verificationTokens registers an address per pass and phase of
+// schemathesis and returns the unspent token of each, which the valid
+// POST /v1/auth/verify requests of that pass and phase send
+// (test/fuzz/engram_hooks.py): a generated token is unknown to the server,
+// and a token works once, so without one the phase never succeeds.
+func verificationTokens(t *testing.T, p *testserver.Server) map[string]map[string]string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tokens := map[string]map[string]string{}
+	for _, pass := range []string{"owner", "cross_tenant"} {
+		tokens[pass] = map[string]string{}
+		for _, phase := range []string{"examples", "coverage", "fuzzing"} {
+			email := "fuzz-verify-" + pass + "-" + phase + "@example.com"
+			token, err := testserver.RequestVerification(ctx, p.BaseURL, p.OutboxDir(), email)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tokens[pass][phase] = token
+		}
+	}
+	return tokens
+}
+
+// unanswered reads the exchanges the hooks logged ("METHOD PATH
+// positive|negative STATUS CODE") and lists each operation none of whose
+// valid requests succeeded, with the answers it gave them: the rule of
+// schemathesis's mismatch warning, naming every operation.
+func unanswered(t *testing.T, log string) string {
+	t.Helper()
+	raw, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answers := map[string]map[string]int{} // operation → "status code" → count
+	succeeded := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 5 || f[2] != "positive" {
+			continue
+		}
+		op := f[0] + " " + f[1]
+		if f[3][0] == '2' {
+			succeeded[op] = true
+		}
+		if answers[op] == nil {
+			answers[op] = map[string]int{}
+		}
+		answers[op][f[3]+" "+f[4]]++
+	}
+	var lines []string
+	for op, counts := range answers {
+		if !succeeded[op] {
+			lines = append(lines, fmt.Sprintf("  %s: %v", op, counts))
+		}
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
 }
 
 // seedFuzzData creates, as the user of key, what the fuzzer's requests
