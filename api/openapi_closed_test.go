@@ -76,6 +76,21 @@ func TestOpenAPIRefusesWhatTheServerRefuses(t *testing.T) {
 		{"register inner space", "POST", "/v1/auth/register", `{"email":"a b@example.com"}`, 400, "invalid_request"},
 		{"register double dot", "POST", "/v1/auth/register", `{"email":"a..b@example.com"}`, 400, "invalid_request"},
 		{"register domain ends in a dot", "POST", "/v1/auth/register", `{"email":"a@example.com."}`, 400, "invalid_request"},
+		{"memory of an agent id with a slash", "POST", "/v1/memories", `{"agent_id":"a/b","type":"notes","content":{"content":"x"}}`, 400, "invalid_request"},
+		{"memory of an agent id of dots only", "POST", "/v1/memories", `{"agent_id":"..","type":"notes","content":{"content":"x"}}`, 400, "invalid_request"},
+		{"memory of an agent id over 64 characters", "POST", "/v1/memories", `{"agent_id":"` + long(65, "a") + `","type":"notes","content":{"content":"x"}}`, 400, "invalid_request"},
+		{"batch of an agent id with a space", "POST", "/v1/memories/batch", `{"agent_id":"a b","memories":[{"type":"notes","content":{"content":"x"}}]}`, 400, "invalid_request"},
+		{"search of an agent id with a colon", "POST", "/v1/search", `{"agent_id":"a:b","query":"x"}`, 400, "invalid_request"},
+		{"search blank query", "POST", "/v1/search", `{"agent_id":"closed-agent","query":" \t\u3000"}`, 400, "invalid_request"},
+		{"search unknown mode", "POST", "/v1/search", `{"agent_id":"closed-agent","query":"x","mode":"fuzzy"}`, 400, "invalid_request"},
+		{"search min_score over one", "POST", "/v1/search", `{"agent_id":"closed-agent","query":"x","min_score":2}`, 400, "invalid_request"},
+		{"search of drives", "POST", "/v1/search", `{"agent_id":"closed-agent","query":"x","types":["drives"]}`, 400, "invalid_request"},
+		{"search of an unknown type", "POST", "/v1/search", `{"agent_id":"closed-agent","query":"x","types":["thoughts"]}`, 400, "invalid_request"},
+		{"similar of drives", "POST", "/v1/embeddings/similar", `{"agent_id":"closed-agent","embedding":[0.1],"types":["drive"]}`, 400, "invalid_request"},
+		{"similar limit zero", "POST", "/v1/embeddings/similar", `{"agent_id":"closed-agent","embedding":[0.1],"limit":0}`, 400, "invalid_request"},
+		{"similar limit over 100", "POST", "/v1/embeddings/similar", `{"agent_id":"closed-agent","embedding":[0.1],"limit":101}`, 400, "invalid_request"},
+		{"similar min_score over one", "POST", "/v1/embeddings/similar", `{"agent_id":"closed-agent","embedding":[0.1],"min_score":1.5}`, 400, "invalid_request"},
+		{"similar min_score negative", "POST", "/v1/embeddings/similar", `{"agent_id":"closed-agent","embedding":[0.1],"min_score":-0.1}`, 400, "invalid_request"},
 		{"register over 254 characters", "POST", "/v1/auth/register", `{"email":"` + long(250, "a") + `@example.com"}`, 400, "invalid_request"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -95,6 +110,9 @@ func TestOpenAPIRefusesWhatTheServerRefuses(t *testing.T) {
 		{"POST", "/v1/auth/verify", `{"token":"engv_` + long(43, "Z") + `"}`},
 		{"POST", "/v1/auth/register", `{"email":" Agent.Dev+x@Mail.Example.com "}`},
 		{"POST", "/v1/auth/keys/" + keyID + "/cycle", ``},
+		{"POST", "/v1/memories", `{"agent_id":".a_B-9","type":"notes","content":{"content":"x"}}`},
+		{"POST", "/v1/embeddings/similar", `{"agent_id":"closed-agent","embedding":[0.1],"limit":100,"min_score":1,"types":["raw"]}`},
+		{"POST", "/v1/search", `{"agent_id":"closed-agent","query":" x ","mode":"keyword","min_score":0,"types":["notes","agent_value"]}`},
 	} {
 		if err := documentAllows(t, d, c.method, c.path, c.body); err != nil {
 			t.Errorf("%s %s %.80s: the document refuses a well-formed request: %v", c.method, c.path, c.body, err)

@@ -144,10 +144,11 @@ func verificationTokens(t *testing.T, p *testserver.Server) map[string]map[strin
 	return tokens
 }
 
-// unanswered reads the exchanges the hooks logged ("METHOD PATH
-// positive|negative STATUS CODE") and lists each operation none of whose
-// valid requests succeeded, with the answers it gave them: the rule of
-// schemathesis's mismatch warning, naming every operation.
+// unanswered reads the exchanges the hooks logged ("METHOD PATH PHASE
+// positive|negative STATUS CODE") and lists each operation and phase none
+// of whose valid requests succeeded, with the answers it gave them: the
+// rule of schemathesis's mismatch warning (which judges each phase apart),
+// naming every operation.
 func unanswered(t *testing.T, log string) string {
 	t.Helper()
 	raw, err := os.ReadFile(log)
@@ -158,17 +159,17 @@ func unanswered(t *testing.T, log string) string {
 	succeeded := map[string]bool{}
 	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
 		f := strings.Fields(line)
-		if len(f) != 5 || f[2] != "positive" {
+		if len(f) != 6 || f[3] != "positive" {
 			continue
 		}
-		op := f[0] + " " + f[1]
-		if f[3][0] == '2' {
+		op := f[0] + " " + f[1] + " (" + f[2] + ")"
+		if f[4][0] == '2' {
 			succeeded[op] = true
 		}
 		if answers[op] == nil {
 			answers[op] = map[string]int{}
 		}
-		answers[op][f[3]+" "+f[4]]++
+		answers[op][f[4]+" "+f[5]]++
 	}
 	var lines []string
 	for op, counts := range answers {
@@ -251,6 +252,24 @@ func seedFuzzData(t *testing.T, api, key string) map[string]any {
 		post("/auth/keys", map[string]any{"name": name}, &created)
 		return created.ID
 	}
+	var catalogue struct {
+		Models []struct {
+			Dimensions int
+			Default    bool
+		}
+	}
+	if _, err := call(t, "GET", api+"/embeddings/models", key, nil, &catalogue); err != nil {
+		t.Fatal(err)
+	}
+	dimensions := 0 // of the default model, which the seeded agent's memories are embedded with
+	for _, m := range catalogue.Models {
+		if m.Default {
+			dimensions = m.Dimensions
+		}
+	}
+	if dimensions == 0 {
+		t.Fatalf("no default model in the catalogue: %+v", catalogue)
+	}
 	var models []struct{ ID string } // OpenAI's list: its data is the array
 	if _, err := call(t, "GET", api+"/models", key, nil, &models); err != nil || len(models) == 0 {
 		t.Fatalf("models: %v %+v", err, models)
@@ -271,5 +290,6 @@ func seedFuzzData(t *testing.T, api, key string) map[string]any {
 		"cycled_key":       newKey("fuzz-cycled"),
 		"doomed_key":       newKey("fuzz-doomed"),
 		"model":            models[0].ID,
+		"dimensions":       dimensions,
 	}
 }

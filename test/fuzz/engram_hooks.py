@@ -18,8 +18,9 @@ In both passes the account routes that take no credential get, in their
 valid requests, a real secret of the pass (ENGRAM_FUZZ_KEY, the pass's API
 key, for login; a verification token of the seed for verify, one per
 phase), so each reaches its success instead of only its refusals; the
-OpenAI-compatible embeddings get a model the server serves. Every exchange is
-appended to ENGRAM_FUZZ_LOG as "METHOD PATH positive|negative STATUS CODE",
+OpenAI-compatible embeddings get a model the server serves, a similarity
+search a vector of the agent's dimensions, a webhook a URL it can reach. Every exchange is
+appended to ENGRAM_FUZZ_LOG as "METHOD PATH PHASE positive|negative STATUS CODE",
 from which TestSchemathesis names the operations behind a schema
 validation mismatch.
 """
@@ -119,6 +120,14 @@ def before_call(context: HookContext, case: Any, kwargs: dict[str, Any]) -> None
             case.body["token"] = SEED["verify_tokens"][PASS][case.meta.phase.name.value]
         elif case.path == "/v1/embeddings" and isinstance(case.body.get("model"), str):
             case.body["model"] = SEED["model"]  # OpenAI's: a model the server serves
+        elif case.path == "/v1/embeddings/similar" and isinstance(case.body.get("embedding"), list):
+            # The generated numbers, as many as the agent's model has dimensions.
+            embedding = case.body["embedding"] or [0.5]
+            case.body["embedding"] = (embedding * SEED["dimensions"])[: SEED["dimensions"]]
+        elif case.path == "/v1/webhooks" and isinstance(case.body.get("url"), str):
+            # A URL the server can deliver to (the test allows private
+            # addresses; this port is closed, so nothing leaves the machine).
+            case.body["url"] = "http://127.0.0.1:9/fuzz"
     if PASS == "owner" and not is_positive(case):
         return
     for name in list(case.path_parameters or {}):
@@ -148,8 +157,9 @@ def after_call(context: HookContext, case: Any, response: Any) -> None:
         except (ValueError, KeyError, TypeError):
             pass
     mode = "positive" if is_positive(case) else "negative"
+    phase = case.meta.phase.name.value if case.meta is not None else "-"
     with open(LOG, "a", encoding="utf-8") as log:
-        log.write(f"{case.method} {case.path} {mode} {response.status_code} {code}\n")
+        log.write(f"{case.method} {case.path} {phase} {mode} {response.status_code} {code}\n")
 
 
 # The seeded objects' ids are random, and every seeded memory's content
