@@ -58,6 +58,8 @@ func TestOpenAPIRefusesWhatTheServerRefuses(t *testing.T) {
 		{"weaken unknown field", "POST", weaken, `{"why":"x"}`, 400, "invalid_request"},
 		{"PATCH tags over 32", "PATCH", patch, `{"tags":["` + strings.Join(strings.Split(long(33, "t"), ""), `","`) + `"]}`, 400, "invalid_request"},
 		{"PATCH tag over 64 characters", "PATCH", patch, `{"tags":["` + long(65, "t") + `"]}`, 400, "invalid_request"},
+		{"PATCH tag blank", "PATCH", patch, `{"tags":["ok","  "]}`, 400, "invalid_request"},
+		{"PATCH tag with a control character", "PATCH", patch, `{"tags":["a\u0001b"]}`, 400, "invalid_request"},
 		{"PATCH tags not a list", "PATCH", patch, `{"tags":"a,b"}`, 400, "invalid_request"},
 		{"PATCH nothing to change", "PATCH", patch, `{}`, 400, "invalid_request"},
 		{"key name blank", "POST", "/v1/auth/keys", `{"name":"   "}`, 400, "invalid_request"},
@@ -104,7 +106,7 @@ func TestOpenAPIRefusesWhatTheServerRefuses(t *testing.T) {
 	// refused for what they vary, not for a mistake of the table.
 	for _, c := range []struct{ method, path, body string }{
 		{"POST", weaken, `{"by":1,"reason":"` + long(500, "é") + `"}`},
-		{"PATCH", patch, `{"tags":["` + long(64, "t") + `"]}`},
+		{"PATCH", patch, `{"tags":["` + long(64, "t") + `"," a b ","\u0085x\u00a0"]}`},
 		{"POST", "/v1/auth/keys", `{"name":" ` + long(98, "k") + ` "}`},
 		{"POST", "/v1/auth/login", `{"api_key":"` + key + `"}`},
 		{"POST", "/v1/auth/verify", `{"token":"engv_` + long(43, "Z") + `"}`},
