@@ -314,3 +314,19 @@ func checkRateHeaders(t *testing.T, r response) {
 		t.Errorf("X-RateLimit-Reset %q", r.header.Get("X-RateLimit-Reset"))
 	}
 }
+
+// TestKeyCreateAtTheLimit: the key past MaxActiveKeys is refused with 409
+// key_limit_reached (documented for POST /v1/auth/keys), and revoking one
+// makes room again.
+func TestKeyCreateAtTheLimit(t *testing.T) {
+	s := newStack(t, stackOptions{})
+	_, key := s.user(t, "limit@example.com")
+	var last string
+	for i := 1; i < account.MaxActiveKeys; i++ { // the first key is "default"
+		last, _ = s.createKey(key, fmt.Sprintf("key %d", i))
+	}
+	r := s.call("POST", "/v1/auth/keys", key, map[string]string{"name": "one too many"})
+	assertFailure(t, r, http.StatusConflict, "key_limit_reached", "")
+	expect(t, s.call("DELETE", "/v1/auth/keys/"+last, key, nil), http.StatusOK)
+	s.createKey(key, "room again")
+}

@@ -1,12 +1,16 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -54,7 +58,9 @@ func TestSchemathesis(t *testing.T) {
 	p := startServer(t, dataDir, nil, "--webhook-allow-private")
 	owner := testserver.Register(t, p.BaseURL, dataDir, "fuzz@example.com")
 	other := testserver.Register(t, p.BaseURL, dataDir, "fuzz-other@example.com")
-	seed, err := json.Marshal(seedFuzzData(t, p.APIURL(), owner))
+	data := seedFuzzData(t, p.APIURL(), owner)
+	data["verify_tokens"] = verificationTokens(t, p)
+	seed, err := json.Marshal(data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,20 +92,98 @@ func TestSchemathesis(t *testing.T) {
 			// quota, another tenant) are tested in api/transfer_test.go.
 			"--exclude-path", "/v1/agents/{agent_id}/import",
 			"--no-color",
+			// Generation slows with the machine's load (CI shares it), not
+			// with the document: a slow example is no finding.
+			"--suppress-health-check", "too_slow",
 		)
 		cmd.Dir = t.TempDir()
+		exchanges := filepath.Join(cmd.Dir, "exchanges.log")
 		cmd.Env = append(os.Environ(),
 			"SCHEMATHESIS_HOOKS=engram_hooks",
 			"PYTHONPATH="+hooks,
 			"ENGRAM_FUZZ_SEED="+seedFile,
 			"ENGRAM_FUZZ_PASS="+pass.name,
+			"ENGRAM_FUZZ_KEY="+pass.key,
+			"ENGRAM_FUZZ_LOG="+exchanges,
 		)
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("schemathesis, %s pass: %v (install it as .ci/run does)\n%s\nserver log:\n%s", pass.name, err, out, p.Log())
 		}
 		t.Logf("%s pass:\n%s", pass.name, out)
+		// schemathesis only warns of a mismatch (and names three
+		// operations): a request valid by the document that the server
+		// refuses means the document is looser than the server. Some
+		// operations still are (docs/api.md); the log names them all.
+		if bytes.Contains(out, []byte("Schema validation mismatch")) {
+			t.Logf("%s pass: operations without a success to a valid request:\n%s", pass.name, unanswered(t, exchanges))
+		}
 	}
+}
+
+// verificationTokens registers an address per pass and phase of
+// schemathesis and returns the unspent token of each, which the valid
+// POST /v1/auth/verify requests of that pass and phase send
+// (test/fuzz/engram_hooks.py): a generated token is unknown to the server,
+// and a token works once, so without one the phase never succeeds.
+func verificationTokens(t *testing.T, p *testserver.Server) map[string]map[string]string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tokens := map[string]map[string]string{}
+	for _, pass := range []string{"owner", "cross_tenant"} {
+		tokens[pass] = map[string]string{}
+		for _, phase := range []string{"examples", "coverage", "fuzzing"} {
+			email := "fuzz-verify-" + pass + "-" + phase + "@example.com"
+			token, err := testserver.RequestVerification(ctx, p.BaseURL, p.OutboxDir(), email)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tokens[pass][phase] = token
+		}
+	}
+	return tokens
+}
+
+// unanswered reads the exchanges the hooks logged ("METHOD PATH PHASE
+// positive|negative STATUS CODE") and lists each operation and phase none
+// of whose valid requests succeeded and that refused one for another
+// reason than a credential or a missing object (401, 403, 404: the
+// cross-tenant pass's rule), with the answers it gave them: schemathesis's
+// mismatch warning (which judges each phase apart), naming every operation.
+func unanswered(t *testing.T, log string) string {
+	t.Helper()
+	raw, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answers := map[string]map[string]int{} // operation → "status code" → count
+	succeeded, refusedForShape := map[string]bool{}, map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 6 || f[3] != "positive" {
+			continue
+		}
+		op := f[0] + " " + f[1] + " (" + f[2] + ")"
+		switch status := f[4]; {
+		case status[0] == '2':
+			succeeded[op] = true
+		case status != "401" && status != "403" && status != "404":
+			refusedForShape[op] = true
+		}
+		if answers[op] == nil {
+			answers[op] = map[string]int{}
+		}
+		answers[op][f[4]+" "+f[5]]++
+	}
+	var lines []string
+	for op, counts := range answers {
+		if !succeeded[op] && refusedForShape[op] {
+			lines = append(lines, fmt.Sprintf("  %s: %v", op, counts))
+		}
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
 }
 
 // seedFuzzData creates, as the user of key, what the fuzzer's requests
@@ -173,6 +257,24 @@ func seedFuzzData(t *testing.T, api, key string) map[string]any {
 		post("/auth/keys", map[string]any{"name": name}, &created)
 		return created.ID
 	}
+	var catalogue struct {
+		Models []struct {
+			Dimensions int
+			Default    bool
+		}
+	}
+	if _, err := call(t, "GET", api+"/embeddings/models", key, nil, &catalogue); err != nil {
+		t.Fatal(err)
+	}
+	dimensions := 0 // of the default model, which the seeded agent's memories are embedded with
+	for _, m := range catalogue.Models {
+		if m.Default {
+			dimensions = m.Dimensions
+		}
+	}
+	if dimensions == 0 {
+		t.Fatalf("no default model in the catalogue: %+v", catalogue)
+	}
 	var models []struct{ ID string } // OpenAI's list: its data is the array
 	if _, err := call(t, "GET", api+"/models", key, nil, &models); err != nil || len(models) == 0 {
 		t.Fatalf("models: %v %+v", err, models)
@@ -193,5 +295,6 @@ func seedFuzzData(t *testing.T, api, key string) map[string]any {
 		"cycled_key":       newKey("fuzz-cycled"),
 		"doomed_key":       newKey("fuzz-doomed"),
 		"model":            models[0].ID,
+		"dimensions":       dimensions,
 	}
 }

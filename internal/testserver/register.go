@@ -27,25 +27,37 @@ func OutboxDir(dataDir string) string { return filepath.Join(dataDir, "outbox") 
 // its first API key: POST /auth/register, read the token from the newest
 // outbox mail to email, POST /auth/verify. baseURL may end in /v1 or not.
 func RegisterUser(ctx context.Context, baseURL, outboxDir, email string) (string, error) {
-	api := strings.TrimSuffix(strings.TrimRight(baseURL, "/"), "/v1") + "/v1"
-	since := time.Now().Add(-time.Second) // outbox names and mtimes have at least 1s slack
-	if err := postJSON(ctx, api+"/auth/register", map[string]string{"email": email}, nil); err != nil {
-		return "", fmt.Errorf("register %s: %w", email, err)
-	}
-	token, err := waitForToken(ctx, outboxDir, email, since)
+	token, err := RequestVerification(ctx, baseURL, outboxDir, email)
 	if err != nil {
 		return "", err
 	}
 	var verified struct {
 		APIKey string `json:"api_key"`
 	}
-	if err := postJSON(ctx, api+"/auth/verify", map[string]string{"token": token}, &verified); err != nil {
+	if err := postJSON(ctx, apiURL(baseURL)+"/auth/verify", map[string]string{"token": token}, &verified); err != nil {
 		return "", fmt.Errorf("verify %s: %w", email, err)
 	}
 	if verified.APIKey == "" {
 		return "", errors.New("testserver: verify returned no api_key")
 	}
 	return verified.APIKey, nil
+}
+
+// RequestVerification registers email through the public API (POST
+// /auth/register) and returns the verification token of the mail it
+// sends, unspent: a caller that needs a token a request can still verify
+// with (the API fuzzer) sends it itself.
+func RequestVerification(ctx context.Context, baseURL, outboxDir, email string) (string, error) {
+	since := time.Now().Add(-time.Second) // outbox names and mtimes have at least 1s slack
+	if err := postJSON(ctx, apiURL(baseURL)+"/auth/register", map[string]string{"email": email}, nil); err != nil {
+		return "", fmt.Errorf("register %s: %w", email, err)
+	}
+	return waitForToken(ctx, outboxDir, email, since)
+}
+
+// apiURL is baseURL ending in /v1, whether it did or not.
+func apiURL(baseURL string) string {
+	return strings.TrimSuffix(strings.TrimRight(baseURL, "/"), "/v1") + "/v1"
 }
 
 // postJSON posts body and decodes the success envelope's data into out.

@@ -13,6 +13,16 @@ owner         the seeding user's key: positive cases (valid by the
 cross_tenant  another user's key: every case gets the seeded ids, and the
               check below fails any answer that lets that user read or
               change the seeding user's objects.
+
+In both passes the account routes that take no credential get, in their
+valid requests, a real secret of the pass (ENGRAM_FUZZ_KEY, the pass's API
+key, for login; a verification token of the seed for verify, one per
+phase), so each reaches its success instead of only its refusals; the
+OpenAI-compatible embeddings get a model the server serves, a similarity
+search a vector of the agent's dimensions, a webhook a URL it can reach. Every exchange is
+appended to ENGRAM_FUZZ_LOG as "METHOD PATH PHASE positive|negative STATUS CODE",
+from which TestSchemathesis names the operations behind a schema
+validation mismatch.
 """
 
 from __future__ import annotations
@@ -30,6 +40,8 @@ SEED: dict[str, Any] = json.loads(open(os.environ["ENGRAM_FUZZ_SEED"], encoding=
 PASS = os.environ["ENGRAM_FUZZ_PASS"]
 if PASS not in ("owner", "cross_tenant"):
     raise ValueError(f"ENGRAM_FUZZ_PASS={PASS!r}: want owner or cross_tenant")
+KEY = os.environ["ENGRAM_FUZZ_KEY"]
+LOG = os.environ["ENGRAM_FUZZ_LOG"]
 
 # Which seeded ids a path parameter takes, by (method, path template). A
 # route that destroys or changes its object's state gets objects of its
@@ -98,6 +110,24 @@ def before_call(context: HookContext, case: Any, kwargs: dict[str, Any]) -> None
         if isinstance(headers, MutableMapping):
             for name in [n for n, v in headers.items() if n.lower() not in KNOWN_HEADERS or not http_value_ok(v)]:
                 del headers[name]
+    if is_positive(case) and isinstance(case.body, dict):
+        # The secrets are valid by the document; a generated one, however
+        # well-formed, is unknown to the server (401, 400 for a token).
+        if case.path == "/v1/auth/login":
+            case.body["api_key"] = KEY
+        elif case.path == "/v1/auth/verify":
+            # schemathesis judges each phase apart: a token of its own each.
+            case.body["token"] = SEED["verify_tokens"][PASS][case.meta.phase.name.value]
+        elif case.path == "/v1/embeddings" and isinstance(case.body.get("model"), str):
+            case.body["model"] = SEED["model"]  # OpenAI's: a model the server serves
+        elif case.path == "/v1/embeddings/similar" and isinstance(case.body.get("embedding"), list):
+            # The generated numbers, as many as the agent's model has dimensions.
+            embedding = case.body["embedding"] or [0.5]
+            case.body["embedding"] = (embedding * SEED["dimensions"])[: SEED["dimensions"]]
+        elif case.path == "/v1/webhooks" and isinstance(case.body.get("url"), str):
+            # A URL the server can deliver to (the test allows private
+            # addresses; this port is closed, so nothing leaves the machine).
+            case.body["url"] = "http://127.0.0.1:9/fuzz"
     if PASS == "owner" and not is_positive(case):
         return
     for name in list(case.path_parameters or {}):
@@ -116,6 +146,20 @@ def before_call(context: HookContext, case: Any, kwargs: dict[str, Any]) -> None
         case.body["memory_id"] = memory_id
         if isinstance(case.body.get("memory_type"), str):
             case.body["memory_type"] = SEED["memory_types"][memory_id]
+
+
+@schemathesis.hook
+def after_call(context: HookContext, case: Any, response: Any) -> None:
+    code = "-"
+    if response.status_code >= 400:
+        try:
+            code = str(response.json()["error"]["code"])
+        except (ValueError, KeyError, TypeError):
+            pass
+    mode = "positive" if is_positive(case) else "negative"
+    phase = case.meta.phase.name.value if case.meta is not None else "-"
+    with open(LOG, "a", encoding="utf-8") as log:
+        log.write(f"{case.method} {case.path} {phase} {mode} {response.status_code} {code}\n")
 
 
 # The seeded objects' ids are random, and every seeded memory's content
