@@ -227,6 +227,10 @@ func (c *collection) encode(e *encoder) {
 func decodeCollection(d *decoder, metaUnits uint32) *collection {
 	c := newCollection(metaUnits)
 	nTerms := d.count(4)
+	// The maps are made at their final size: grown one insert at a time
+	// they rehash all along, which cost a third of a 1M-document image's
+	// decoding (docs/benchmarks.md#restart).
+	c.termID, c.terms = make(map[string]uint32, nTerms), make([]string, 0, nTerms)
 	c.postings, c.blocks, c.df = make([][]posting, nTerms), make([][]block, nTerms), make([]int32, nTerms)
 	for id := range nTerms {
 		term := d.str()
@@ -248,6 +252,7 @@ func decodeCollection(d *decoder, metaUnits uint32) *collection {
 		}
 	}
 	nSlots := d.count(4)
+	c.slotOf = make(map[string]uint32, nSlots) // the live ones: at least 3 in 4 (compaction)
 	c.ids, c.dead, c.length = make([]string, nSlots), make([]bool, nSlots), make([]uint32, nSlots)
 	c.created, c.types, c.tags, c.docTerms = make([]int64, nSlots), make([]string, nSlots), make([][]string, nSlots), make([][]uint32, nSlots)
 	types := map[string]string{} // a handful of types: one string each
