@@ -23,7 +23,7 @@ import (
 // and filter, over many writes).
 func TestFirstWriteAfterRestoreCopiesNoVectors(t *testing.T) {
 	ctx := context.Background()
-	const n, dim = 300, 1024
+	const n, dim = 200, 1024
 	scope := domain.IndexScope{UserID: "u1", AgentID: "a1"}
 	space := domain.VectorSpace{Model: "m", Dimensions: dim}
 	for _, quantize := range []bool{false, true} {
@@ -37,7 +37,8 @@ func TestFirstWriteAfterRestoreCopiesNoVectors(t *testing.T) {
 				return domain.VectorPoint{MemoryID: fmt.Sprintf("m%04d", i), UserID: scope.UserID, AgentID: scope.AgentID, Space: space,
 					Vector: v, Type: "fact", Tags: []string{"t"}, CreatedAt: baseTime.Add(time.Duration(i) * time.Minute)}
 			}
-			opts := Options{ANNThreshold: 100, BuildWhileWriting: true, Quantize: quantize, FloatDir: t.TempDir()}
+			// A small graph: the test is about the arrays, not the graph.
+			opts := Options{ANNThreshold: 100, M: 4, EfConstruction: 16, BuildWhileWriting: true, Quantize: quantize, FloatDir: t.TempDir()}
 			orig := NewPort(New(opts))
 			t.Cleanup(orig.Index().Close)
 			pts := make([]domain.VectorPoint, n)
