@@ -20,12 +20,12 @@ type collection struct {
 	name string
 	dim  int
 
-	vecs []float32 // nil when quantised
+	vecs slotArray[float32] // empty when quantised
 	// A quantised collection (Options.Quantize; graph collections only)
 	// keeps int8 codes and their scales on the heap and the full-precision
 	// vectors in floats; see quant.go.
-	codes  []int8
-	scales []float32
+	codes  slotArray[int8]
+	scales slotArray[float32]
 	floats *floatFile
 	// quantizeErr is why a collection that should be quantised is not (the
 	// float file could not be written); it then keeps its floats.
@@ -114,13 +114,13 @@ func (c *collection) quantized() bool { return c.floats != nil }
 
 // view is the current vectors for the graph and the scans (see vectorView).
 func (c *collection) view() vectorView {
-	return vectorView{dim: c.dim, floats: c.vecs, codes: c.codes, scales: c.scales}
+	return vectorView{dim: c.dim, quantized: c.quantized(), floats: c.vecs, codes: c.codes, scales: c.scales}
 }
 
 // vec is slot's full-precision vector (unquantised collections only).
 func (c *collection) vec(slot uint32) []float32 {
 	o := int(slot) * c.dim
-	return c.vecs[o : o+c.dim : o+c.dim]
+	return c.vecs.at(o, c.dim)
 }
 
 func (c *collection) isDead(slot uint32) bool { return c.dead[slot/64]&(1<<(slot%64)) != 0 }
@@ -206,10 +206,10 @@ func (c *collection) reserve(n, idBytes int) {
 		return
 	}
 	if c.quantized() {
-		c.codes = grow(c.codes, n*c.dim)
-		c.scales = grow(c.scales, n)
+		c.codes.reserve(n * c.dim)
+		c.scales.reserve(n)
 	} else {
-		c.vecs = grow(c.vecs, n*c.dim)
+		c.vecs.reserve(n * c.dim)
 	}
 	c.ids.reserve(n, idBytes)
 	c.created = slices.Grow(c.created, n)
@@ -224,13 +224,10 @@ func (c *collection) reserve(n, idBytes int) {
 func (c *collection) appendSlot(it prepared, unit []float32) {
 	slot := uint32(c.ids.len())
 	if c.quantized() {
-		o := len(c.codes)
-		c.codes = grow(c.codes, c.dim)[:o+c.dim]
-		c.scales = append(grow(c.scales, 1), quantizeInto(c.codes[o:], unit))
+		codes := c.codes.extend(c.dim)
+		c.scales.extend(1)[0] = quantizeInto(codes, unit)
 	} else {
-		c.vecs = grow(c.vecs, c.dim)
-		c.vecs = c.vecs[:len(c.vecs)+c.dim]
-		scaleInto(c.vec(slot), it.vec, it.inv)
+		scaleInto(c.vecs.extend(c.dim), it.vec, it.inv)
 	}
 	c.ids.add(it.id)
 	c.slotOf.put(&c.ids, it.id, slot)
@@ -291,7 +288,7 @@ func (c *collection) remove(id string) {
 		c.tagN[slot] = c.tagN[last]
 		c.slotOf.put(&c.ids, string(c.ids.at(slot)), slot)
 	}
-	c.vecs = c.vecs[:int(last)*c.dim]
+	c.vecs.tail = c.vecs.tail[:int(last)*c.dim] // owned: see ownArrays
 	c.ids.off = c.ids.off[:last]
 	c.created = c.created[:last]
 	c.types = c.types[:last]
@@ -312,25 +309,33 @@ func (c *collection) tombstone(slot uint32) {
 // own before it does (caller holds the write lock): the per-slot metadata
 // (tombstones, flat-mode swap-removes and replacements, compaction move
 // entries), and in flat mode the vectors. A stable collection's vectors,
-// codes and scales only ever grow past the length a snapshot took (a
-// borrowed array has no spare capacity, so growing copies it), and its
-// ID bytes, tag arena and interned names are append-only or replaced by
-// compaction; they stay shared.
+// codes and scales only ever grow past the length a snapshot took: appends
+// go to their heap tails (slotArray), so a restored collection's first
+// write copies none of them. Its ID bytes, tag arena and interned names
+// are append-only or replaced by compaction; they stay shared. The copies
+// keep room for the write's appends, which would copy them again.
 func (c *collection) ownArrays() {
 	if !c.borrowed && !c.lent.Load() {
 		return
 	}
-	c.ids.off = slices.Clone(c.ids.off)
-	c.created = slices.Clone(c.created)
-	c.types = slices.Clone(c.types)
-	c.tagOff = slices.Clone(c.tagOff)
-	c.tagN = slices.Clone(c.tagN)
-	c.dead = slices.Clone(c.dead)
+	c.ids.off = ownCopy(c.ids.off)
+	c.created = ownCopy(c.created)
+	c.types = ownCopy(c.types)
+	c.tagOff = ownCopy(c.tagOff)
+	c.tagN = ownCopy(c.tagN)
+	c.dead = ownCopy(c.dead)
 	if !c.stable {
-		c.vecs = slices.Clone(c.vecs)
+		c.vecs = heapSlots(ownCopy(c.vecs.owned()))
 	}
 	c.borrowed, c.inPlace = false, false
 	c.lent.Store(false)
+}
+
+// ownCopy is a copy of s with room to grow (see grow).
+func ownCopy[T any](s []T) []T {
+	c := make([]T, len(s), headroom(len(s), len(s)+1))
+	copy(c, s)
+	return c
 }
 
 // release frees everything when the collection is dropped; searches holding
@@ -339,7 +344,7 @@ func (c *collection) release() {
 	if c.quantized() {
 		c.floats.close()
 	}
-	c.vecs, c.codes, c.scales, c.floats = nil, nil, nil, nil
+	c.vecs, c.codes, c.scales, c.floats = slotArray[float32]{}, slotArray[int8]{}, slotArray[float32]{}, nil
 	c.ids, c.slotOf, c.created, c.types, c.tagOff, c.tagN = idArena{}, slotTable{}, nil, nil, nil, nil
 	c.tagArena, c.tagGarbage, c.typeNames, c.tagNames = nil, 0, interner{}, interner{}
 	c.dead, c.nDead, c.tagSlots, c.stable, c.graph, c.indexing = nil, 0, nil, false, nil, false

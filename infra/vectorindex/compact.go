@@ -41,9 +41,8 @@ func (c *collection) compact(dir string) error {
 			continue
 		}
 		if floats != nil {
-			o := int(s) * c.dim
-			codes = append(codes, c.codes[o:o+c.dim]...)
-			scales = append(scales, c.scales[s])
+			codes = append(codes, c.codes.at(int(s)*c.dim, c.dim)...)
+			scales = append(scales, c.scales.elem(int(s)))
 		} else {
 			vecs = append(vecs, c.vec(s)...)
 		}
@@ -60,7 +59,7 @@ func (c *collection) compact(dir string) error {
 	if floats != nil {
 		c.floats.close()
 	}
-	c.vecs, c.codes, c.scales, c.floats = vecs, codes, scales, floats
+	c.vecs, c.codes, c.scales, c.floats = heapSlots(vecs), heapSlots(codes), heapSlots(scales), floats
 	c.ids.off = slices.Clip(c.ids.off[:n])
 	c.ids.compactIfSparse()
 	c.created = slices.Clip(c.created[:n])
@@ -82,7 +81,7 @@ func (c *collection) compact(dir string) error {
 func (c *collection) quantize(dir string) error {
 	floats, err := newFloatFile(dir, c.dim)
 	if err == nil {
-		err = floats.write(0, c.vecs)
+		err = floats.write(0, c.vecs.owned())
 	}
 	if err != nil {
 		if floats != nil {
@@ -92,11 +91,12 @@ func (c *collection) quantize(dir string) error {
 	}
 	n := c.ids.len()
 	// The code arena keeps the float arena's headroom, in slots.
-	c.codes, c.scales = make([]int8, n*c.dim, cap(c.vecs)), make([]float32, n, cap(c.vecs)/c.dim)
+	codes, scales := make([]int8, n*c.dim, cap(c.vecs.tail)), make([]float32, n, cap(c.vecs.tail)/c.dim)
 	for s := range n {
-		c.scales[s] = quantizeInto(c.codes[s*c.dim:(s+1)*c.dim], c.vec(uint32(s)))
+		scales[s] = quantizeInto(codes[s*c.dim:(s+1)*c.dim], c.vec(uint32(s)))
 	}
-	c.vecs, c.floats = nil, floats
+	c.codes, c.scales = heapSlots(codes), heapSlots(scales)
+	c.vecs, c.floats = slotArray[float32]{}, floats
 	return nil
 }
 
@@ -108,7 +108,7 @@ func (c *collection) dequantize() error {
 		return err
 	}
 	c.floats.close()
-	c.vecs, c.codes, c.scales, c.floats = vecs, nil, nil, nil
+	c.vecs, c.codes, c.scales, c.floats = heapSlots(vecs), slotArray[int8]{}, slotArray[float32]{}, nil
 	return nil
 }
 

@@ -69,30 +69,31 @@ func dotCodes(q []float32, code []int8) float32 {
 // taken under the collection's read lock stays valid without it for the
 // slots that existed then (stable slots never change; growth copies).
 type vectorView struct {
-	dim    int
-	floats []float32 // unquantised: slot i at [i*dim, (i+1)*dim)
-	codes  []int8    // quantised: likewise
-	scales []float32 // quantised: per slot
+	dim       int
+	quantized bool
+	floats    slotArray[float32] // unquantised: slot i at [i*dim, (i+1)*dim)
+	codes     slotArray[int8]    // quantised: likewise
+	scales    slotArray[float32] // quantised: per slot
 }
 
 // sim is the similarity of q (full precision) to slot id.
 func (v *vectorView) sim(q []float32, id uint32) float32 {
 	o := int(id) * v.dim
-	if v.codes == nil {
-		return dot(q, v.floats[o:o+v.dim:o+v.dim])
+	if !v.quantized {
+		return dot(q, v.floats.at(o, v.dim))
 	}
-	return v.scales[id] * dotCodes(q, v.codes[o:o+v.dim:o+v.dim])
+	return v.scales.elem(int(id)) * dotCodes(q, v.codes.at(o, v.dim))
 }
 
 // load returns slot id as floats: the stored vector itself, or its codes
 // decoded into buf (which must hold dim floats).
 func (v *vectorView) load(buf []float32, id uint32) []float32 {
 	o := int(id) * v.dim
-	if v.codes == nil {
-		return v.floats[o : o+v.dim : o+v.dim]
+	if !v.quantized {
+		return v.floats.at(o, v.dim)
 	}
-	s := v.scales[id]
-	for i, x := range v.codes[o : o+v.dim] {
+	s := v.scales.elem(int(id))
+	for i, x := range v.codes.at(o, v.dim) {
 		buf[i] = s * float32(x)
 	}
 	return buf[:v.dim]

@@ -72,9 +72,9 @@ type collectionImage struct {
 	dead     []uint64
 	tagSlots [][]uint32 // a copy of the outer slice: post appends in place
 
-	vecs   []float32
-	codes  []int8
-	scales []float32
+	vecs   slotArray[float32]
+	codes  slotArray[int8]
+	scales slotArray[float32]
 	floats *floatFile // acquired; released by Index.releaseImage
 	graph  *graph
 }
@@ -99,10 +99,10 @@ func (c *collection) capture() collectionImage {
 		graph:     c.graph,
 	}
 	if c.quantized() {
-		img.codes, img.scales, img.floats = c.codes[:n*c.dim], c.scales[:n], c.floats
+		img.codes, img.scales, img.floats = c.codes.prefix(n*c.dim), c.scales.prefix(n), c.floats
 		c.floats.acquire()
 	} else {
-		img.vecs = c.vecs[:n*c.dim]
+		img.vecs = c.vecs.prefix(n * c.dim)
 	}
 	c.lent.Store(true)
 	return img
@@ -235,6 +235,13 @@ func writeArray[T fixedSize](e *encoder, s []T) {
 	writeElems(e, s)
 }
 
+// writeSlots writes a's segments as one array.
+func writeSlots[T fixedSize](e *encoder, a slotArray[T]) {
+	e.align()
+	writeElems(e, a.base)
+	writeElems(e, a.tail)
+}
+
 // writeElems writes s's elements little-endian, where the encoder is.
 func writeElems[T fixedSize](e *encoder, s []T) {
 	if len(s) == 0 {
@@ -297,13 +304,13 @@ func (e *encoder) collection(img *collectionImage) error {
 		}
 	}
 	if img.floats != nil {
-		writeArray(e, img.codes)
-		writeArray(e, img.scales)
+		writeSlots(e, img.codes)
+		writeSlots(e, img.scales)
 		if err := e.floatFile(img.floats, slots); err != nil {
 			return err
 		}
 	} else {
-		writeArray(e, img.vecs)
+		writeSlots(e, img.vecs)
 	}
 	if img.stable {
 		e.graph(img.graph)

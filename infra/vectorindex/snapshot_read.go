@@ -198,6 +198,17 @@ func readArray[T fixedSize](d *decoder, n int) (s []T, borrowed bool) {
 	return out, false
 }
 
+// readSlots reads a per-slot array as readArray does: used in place, it
+// is the array's read-only base, which appends leave as it is; a decoded
+// copy is the heap's.
+func readSlots[T fixedSize](d *decoder, n int) (slotArray[T], bool) {
+	s, borrowed := readArray[T](d, n)
+	if borrowed {
+		return slotArray[T]{base: s}, true
+	}
+	return heapSlots(s), false
+}
+
 // collection reads and checks one collection.
 func (d *decoder) collection() *collection {
 	c := &collection{name: d.str()}
@@ -251,8 +262,8 @@ func (d *decoder) collection() *collection {
 		c.tagSlots = d.postings(c.name, n, c.tagNames.len())
 	}
 	if quantized {
-		c.codes, borrowed[8] = readArray[int8](d, vecLen)
-		c.scales, borrowed[9] = readArray[float32](d, n)
+		c.codes, borrowed[8] = readSlots[int8](d, vecLen)
+		c.scales, borrowed[9] = readSlots[float32](d, n)
 		d.align()
 		floats := d.take(uint64(vecLen) * 4)
 		if d.err == nil {
@@ -265,7 +276,7 @@ func (d *decoder) collection() *collection {
 			c.floats = ff
 		}
 	} else {
-		c.vecs, borrowed[10] = readArray[float32](d, vecLen)
+		c.vecs, borrowed[10] = readSlots[float32](d, vecLen)
 	}
 	if c.stable {
 		c.graph = d.graph(c.name, n)

@@ -104,7 +104,7 @@ func (c *collection) stats() CollectionStats {
 	if c.quantizeErr != nil {
 		cs.QuantizeError = c.quantizeErr.Error()
 	}
-	cs.HeldBytes += int64(cap(c.vecs))*4 + int64(cap(c.codes)) + int64(cap(c.scales))*4 +
+	cs.HeldBytes += int64(c.vecs.heldElems())*4 + int64(c.codes.heldElems()) + int64(c.scales.heldElems())*4 +
 		c.ids.heldBytes() + c.slotOf.heldBytes() +
 		int64(cap(c.created))*8 + int64(cap(c.types))*2 + int64(cap(c.tagOff))*4 + int64(cap(c.tagN)) +
 		int64(cap(c.tagArena))*4 + int64(cap(c.dead))*8 + c.postingBytes() +

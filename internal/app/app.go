@@ -250,6 +250,7 @@ func (a *App) build(ctx context.Context, settings Settings) error {
 		a.caughtUp.open(nil)
 	}
 	if parts&(Search|Writes|Workers) != 0 {
+		loading := startStep()
 		catalog, err := NewEmbedCatalog(settings.Embedding)
 		if len(settings.Providers) > 0 {
 			catalog, err = embed.NewCatalog(embed.CatalogOptions{Providers: settings.Providers, DefaultModel: settings.Embedding.Model})
@@ -258,6 +259,8 @@ func (a *App) build(ctx context.Context, settings Settings) error {
 			return err
 		}
 		a.Catalog = catalog
+		took, cpu := loading.since()
+		a.logger.Debug("embedding models loaded", "took", took, "cpu", cpu)
 		a.started(ComponentEmbeddingModels)
 	}
 	if parts&(Search|KeywordSearch) != 0 {
@@ -488,6 +491,7 @@ func (a *App) startEngine(ctx context.Context) {
 	st, logger := a.Core, a.logger
 	engineCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	a.stopEngine, a.engineDone = stop, make(chan struct{})
+	catchingUp := startStep()
 	a.started(ComponentProjectionEngine)
 	go func() {
 		defer close(a.engineDone)
@@ -513,7 +517,8 @@ func (a *App) startEngine(ctx context.Context) {
 			}
 			a.caughtUp.open(err)
 			if err == nil {
-				logger.Info("projections caught up", "position", head)
+				took, cpu := catchingUp.since()
+				logger.Info("projections caught up", "position", head, "took", took, "cpu", cpu)
 			}
 			return
 		}

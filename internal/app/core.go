@@ -364,6 +364,7 @@ func openCore(ctx context.Context, cfg Config) (*Core, error) {
 			return nil, err
 		}
 	}
+	opening := startStep()
 	db, err := sqlite.Open(ctx, cfg.DataDir, cfg.SQLite)
 	if err != nil {
 		ix.close()
@@ -410,6 +411,8 @@ func openCore(ctx context.Context, cfg Config) (*Core, error) {
 		sharedLog:       cfg.EventStore.Shared(),
 	}
 	s.sqliteReadModels = rm.postgres == nil
+	took, cpu := opening.since()
+	logger.Debug("database opened", "took", took, "cpu", cpu)
 	// A projection whose store the nodes share runs under a lease, one
 	// node at a time: the PostgreSQL read models, and a remote index, whose
 	// projection then keeps its state in the shared PostgreSQL (the read
