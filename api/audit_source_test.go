@@ -78,14 +78,7 @@ func TestAuditSourceOfSyncAndImport(t *testing.T) {
 func TestAuditSourceAClientDeclares(t *testing.T) {
 	s := newStack(t, stackOptions{fixedAuth: true})
 	create := func(source, content string) response {
-		body, _ := json.Marshal(map[string]any{"agent_id": "claire", "type": "note", "content": map[string]any{"content": content}})
-		req, _ := http.NewRequest("POST", s.srv.URL+"/v1/memories", bytes.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+aliceKey)
-		if source != "" {
-			req.Header.Set(api.SourceHeader, source)
-		}
-		return s.sendAs(t, req)
+		return s.sendAs(t, declaring(t, s, "POST", "/v1/memories", source, map[string]any{"agent_id": "claire", "type": "note", "content": map[string]any{"content": content}}))
 	}
 	ids := map[string]string{} // memory id → the source declared
 	for _, source := range []string{"", "api", "mcp"} {
@@ -119,31 +112,51 @@ func TestAuditSourceAClientDeclares(t *testing.T) {
 	}
 }
 
-// OpenAI's embeddings route appends no event and answers in OpenAI's error
-// shape, so Engram-Source means nothing there: a value the Engram routes
-// refuse is ignored (schemathesis found it answered in Engram's envelope).
-func TestOpenAIEmbeddingsIgnoreEngramSource(t *testing.T) {
+// OpenAI's routes append no event and answer in OpenAI's shape, so
+// Engram-Source means nothing there: a value the Engram routes refuse is
+// ignored (schemathesis found POST /v1/embeddings answering in Engram's
+// envelope).
+func TestOpenAIRoutesIgnoreEngramSource(t *testing.T) {
 	s := newStack(t, stackOptions{fixedAuth: true})
-	body, _ := json.Marshal(map[string]any{"input": "the heron at the weir", "model": "default"})
-	req, _ := http.NewRequest("POST", s.srv.URL+"/v1/embeddings", bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+aliceKey)
-	req.Header.Set(api.SourceHeader, "anything")
-	resp, err := http.DefaultClient.Do(req)
+	for _, c := range []struct {
+		method, path string
+		body         any
+	}{
+		{"POST", "/v1/embeddings", map[string]any{"input": "the heron at the weir", "model": "default"}},
+		{"GET", "/v1/models", nil},
+	} {
+		resp, err := http.DefaultClient.Do(declaring(t, s, c.method, c.path, "anything", c.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var answer struct {
+			Object string            `json:"object"`
+			Data   []json.RawMessage `json:"data"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&answer)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK || answer.Object != "list" || len(answer.Data) == 0 {
+			t.Errorf("%s %s with Engram-Source: anything: %d %+v %v", c.method, c.path, resp.StatusCode, answer, err)
+		}
+	}
+}
+
+// declaring is a request of alice's that declares source in Engram-Source
+// (none when empty), with body as JSON when not nil.
+func declaring(t *testing.T, s *stack, method, path, source string, body any) *http.Request {
+	t.Helper()
+	var content []byte
+	if body != nil {
+		content, _ = json.Marshal(body)
+	}
+	req, err := http.NewRequest(method, s.srv.URL+path, bytes.NewReader(content))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	var answer struct {
-		Object string `json:"object"`
-		Data   []struct {
-			Embedding []float64 `json:"embedding"`
-		} `json:"data"`
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+aliceKey)
+	if source != "" {
+		req.Header.Set(api.SourceHeader, source)
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&answer); err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != http.StatusOK || answer.Object != "list" || len(answer.Data) != 1 || len(answer.Data[0].Embedding) == 0 {
-		t.Fatalf("POST /v1/embeddings with Engram-Source: anything: %d %+v", resp.StatusCode, answer)
-	}
+	return req
 }

@@ -38,7 +38,7 @@ func (s *Server) embeddingRoutes(r chi.Router) {
 	r.Route("/embeddings", func(r chi.Router) {
 		r.With(s.openAIAuth).Post("/", s.openAIEmbeddings)
 		r.Group(func(r chi.Router) {
-			r.Use(s.requireAuth)
+			r.Use(s.withSource, s.requireAuth)
 			r.Post("/generate", s.generateEmbedding)
 			r.Post("/batch", s.batchEmbeddings)
 			r.Post("/reembed", s.reembedMemory)

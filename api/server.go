@@ -131,17 +131,21 @@ func (s *Server) Handler() http.Handler {
 	})
 	r.Get("/readyz", s.readyz)
 	r.Route("/v1", func(r chi.Router) {
-		r.Use(s.withSource)
 		r.Get("/openapi.json", serveOpenAPI)
-		s.accountRoutes(r)
-		s.memoryRoutes(r)
+		// The embedding routes take Engram-Source on Engram's routes only:
+		// OpenAI's answer in OpenAI's shape and append no event.
 		s.embeddingRoutes(r)
-		s.searchRoutes(r)
-		s.syncRoutes(r)
-		s.transferRoutes(r)
-		s.pipelineRoutes(r)
-		s.cognitionRoutes(r)
-		s.webhookRoutes(r)
+		r.Group(func(r chi.Router) {
+			r.Use(s.withSource)
+			s.accountRoutes(r)
+			s.memoryRoutes(r)
+			s.searchRoutes(r)
+			s.syncRoutes(r)
+			s.transferRoutes(r)
+			s.pipelineRoutes(r)
+			s.cognitionRoutes(r)
+			s.webhookRoutes(r)
+		})
 	})
 	s.mcpRoutes(r)
 	return r

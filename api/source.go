@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"slices"
-	"strings"
 
 	"github.com/engram-memory/engram/domain"
 )
@@ -26,9 +25,7 @@ type sourceKey struct{}
 func (s *Server) withSource(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		declared := r.Header.Get(SourceHeader)
-		// OpenAI's embeddings route appends no event and answers in
-		// OpenAI's error shape: the header means nothing there.
-		if declared == "" || strings.TrimSuffix(r.URL.Path, "/") == "/v1/embeddings" {
+		if declared == "" {
 			next.ServeHTTP(w, r)
 			return
 		}
