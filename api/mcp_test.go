@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"regexp"
 	"slices"
@@ -239,6 +240,10 @@ func TestMCPToolsOverHTTP(t *testing.T) {
 			r0 := results[0].(map[string]any)
 			if r0["strength"] == nil || r0["score"] == nil || r0["content"].(map[string]any)["statement"] == nil || str(r0, "created_at") == "" {
 				t.Fatalf("search result lacks fields: %v", r0)
+			}
+			// The server's time for the search, as POST /v1/search reports it.
+			if us, ok := found.data["query_time_us"].(float64); !ok || us <= 0 || found.data["query_time_ms"] != math.Floor(us/1000) {
+				t.Fatalf("search_memories reports no server time: %v", found.data)
 			}
 			// The same write through REST reads the same.
 			var rest struct {
@@ -920,13 +925,14 @@ func TestMCPDirectCallsAnswerAsTheSDK(t *testing.T) {
 	}
 }
 
-// anonymous is an answer with its memory ids, times, request ids and
-// strengths (which decay with the seconds since the write) replaced by
-// placeholders, so that two stacks' answers compare.
+// anonymous is an answer with its memory ids, times, request ids,
+// strengths (which decay with the seconds since the write) and query times
+// replaced by placeholders, so that two stacks' answers compare.
 func anonymous(body string) string {
 	body = uuidPattern.ReplaceAllString(body, "<id>")
 	body = timePattern.ReplaceAllString(body, "<time>")
 	body = strengthPattern.ReplaceAllString(body, `"strength":<strength>`)
+	body = queryTimePattern.ReplaceAllString(body, `"query_time_$1":<time>`)
 	return requestIDPattern.ReplaceAllString(body, "<request>")
 }
 
@@ -935,4 +941,5 @@ var (
 	timePattern      = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)`)
 	requestIDPattern = regexp.MustCompile(`req_[0-9a-f]+`)
 	strengthPattern  = regexp.MustCompile(`"strength":[0-9.eE+-]+`)
+	queryTimePattern = regexp.MustCompile(`"query_time_(ms|us)":\d+`)
 )

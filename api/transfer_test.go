@@ -18,6 +18,7 @@ import (
 	"github.com/engram-memory/engram/commands"
 	"github.com/engram-memory/engram/domain/memory"
 	"github.com/engram-memory/engram/domain/processing"
+	"github.com/engram-memory/engram/infra/kurrentdb"
 )
 
 func init() {
@@ -400,9 +401,22 @@ func TestTransferRefusals(t *testing.T) {
 // at the append (a memory id the log has claimed for good, which no read
 // model shows since its memory was purged, so the checks before the
 // append pass) stores nothing, its cognition events included: the memory
-// and cognition streams are appended in one write.
+// and cognition streams are appended in one write: one transaction on
+// SQLite, one v2 multi-stream append on KurrentDB 25.1 (the test server).
 func TestTransferIsOneWrite(t *testing.T) {
-	s := newStack(t, stackOptions{})
+	for _, c := range []struct {
+		log  string
+		opts stackOptions
+	}{
+		{"sqlite", stackOptions{}},
+		{"kurrentdb 25.1", stackOptions{kurrentMaxAppend: kurrentdb.DefaultMaxAppendSize}},
+	} {
+		t.Run(c.log, func(t *testing.T) { transferIsOneWrite(t, c.opts) })
+	}
+}
+
+func transferIsOneWrite(t *testing.T, opts stackOptions) {
+	s := newStack(t, opts)
 	user, key := s.user(t, "one-write@example.com")
 	buildRichAgent(t, s, key, "claire")
 	_, export := s.exportAgent(t, key, "claire", "")

@@ -417,10 +417,11 @@ func (t *Transfer) Import(ctx context.Context, meta domain.Metadata, agentID str
 
 // commit appends an import in one write: the cognition events first (a
 // promotion must find its suggestion), then the memory events, each
-// stream at the version it was decided at. On SQLite and PostgreSQL the
-// two are stored together or not at all; on KurrentDB, which appends one
-// stream at a time, a refused memory part leaves the cognition part,
-// which repeating the import completes (domain.EventStore.AppendStreams).
+// stream at the version it was decided at. On SQLite, PostgreSQL and
+// KurrentDB 25.1 and later the two are stored together or not at all; on
+// an older KurrentDB, which appends one stream at a time, a refused memory
+// part leaves the cognition part, which repeating the import completes
+// (domain.EventStore.AppendStreams).
 func (t *Transfer) commit(ctx context.Context, d pushDecision, cog *cognitionPlan) error {
 	var parts []domain.StreamAppend
 	if len(cog.out) > 0 {

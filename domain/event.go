@@ -178,8 +178,8 @@ type StreamAppend struct {
 }
 
 // PartialAppendError is AppendStreams' failure on a log that appends one
-// stream at a time (KurrentDB): the first Landed parts were stored, and
-// Err is why the next one was not.
+// stream at a time (KurrentDB before 25.1): the first Landed parts were
+// stored, and Err is why the next one was not.
 type PartialAppendError struct {
 	Landed int
 	Err    error
@@ -230,11 +230,11 @@ type EventStore interface {
 	// order (each part's events land after the previous part's), each
 	// checked against its expected version, the claims of every part
 	// checked together, and one result per part. SQLite and PostgreSQL
-	// commit every part or none (one transaction). KurrentDB can append
-	// to one stream atomically only (multi-stream appends came with 25.1,
-	// which Engram does not require): it appends the parts one by one and
-	// stops at the first that fails, so the parts before it stay, and the
-	// error is a *PartialAppendError saying how many landed.
+	// commit every part or none (one transaction), and so does KurrentDB
+	// 25.1 and later (one multi-stream append). Before 25.1 KurrentDB can
+	// append to one stream atomically only: it appends the parts one by
+	// one and stops at the first that fails, so the parts before it stay,
+	// and the error is a *PartialAppendError saying how many landed.
 	AppendStreams(ctx context.Context, parts []StreamAppend) ([]AppendResult, error)
 	StreamReader
 	// ReadAll returns up to limit events with Position > after, in order.

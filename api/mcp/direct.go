@@ -75,7 +75,9 @@ func (d *directCalls) serve(w http.ResponseWriter, r *http.Request) bool {
 		res.Meta = sdk.Meta{}
 	}
 	res.Meta[sdk.MetaKeyServerInfo] = d.impl
-	result, err := json.Marshal(res)
+	// The result's own encoder, not json.Marshal of it, which would scan
+	// and copy its whole output once more to check and compact it.
+	result, err := res.MarshalJSON()
 	if err != nil {
 		return false // not reached: a result is plain data, and nothing is written yet
 	}

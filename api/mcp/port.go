@@ -94,16 +94,24 @@ type SearchResults struct {
 	// Degraded is "vector_unavailable" when a hybrid search ran on the
 	// keyword index alone.
 	Degraded string `json:"degraded,omitempty" jsonschema:"present when the search ran degraded, e.g. vector_unavailable: keyword matches only"`
+	// QueryTimeMS and QueryTimeUS are the server's time for the search, as
+	// POST /v1/search reports them: what a client compares with its round
+	// trip to tell the server's time from the transport's.
+	QueryTimeMS int64 `json:"query_time_ms" jsonschema:"the server's time for the search, in whole milliseconds"`
+	QueryTimeUS int64 `json:"query_time_us" jsonschema:"the same time in whole microseconds"`
 }
 
 // SearchResult is one match.
 type SearchResult struct {
-	Type      string         `json:"type" jsonschema:"the memory's type"`
-	ID        string         `json:"id" jsonschema:"the memory's id"`
-	Score     float64        `json:"score" jsonschema:"relevance in [0, 1]"`
-	Content   map[string]any `json:"content" jsonschema:"the memory's content fields"`
-	CreatedAt time.Time      `json:"created_at" jsonschema:"when the memory was created"`
-	Strength  float64        `json:"strength" jsonschema:"the memory's strength now, in [0, 1]"`
+	Type  string  `json:"type" jsonschema:"the memory's type"`
+	ID    string  `json:"id" jsonschema:"the memory's id"`
+	Score float64 `json:"score" jsonschema:"relevance in [0, 1]"`
+	// Content is the stored JSON object as it is, written out as
+	// POST /v1/search writes it: decoding it into a map and encoding the
+	// map again was most of what the MCP layer added to a search.
+	Content   json.RawMessage `json:"content" jsonschema:"the memory's content fields"`
+	CreatedAt time.Time       `json:"created_at" jsonschema:"when the memory was created"`
+	Strength  float64         `json:"strength" jsonschema:"the memory's strength now, in [0, 1]"`
 }
 
 // Memory is one memory as GET /v1/memories/{id} represents it.

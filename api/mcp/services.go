@@ -67,7 +67,10 @@ func created(c commands.CreatedMemory) Created {
 	return Created{Type: string(c.Type), ID: c.ID, CreatedAt: c.CreatedAt.UTC(), Embedding: c.Embedding.Status}
 }
 
+// Search times the search as POST /v1/search does: from the request's
+// validation to its results.
 func (b *serviceBackend) Search(ctx context.Context, q SearchQuery) (SearchResults, error) {
+	start := time.Now()
 	req, err := api.SearchRequest(b.user(ctx), api.SearchBody{
 		AgentID: q.AgentID, Query: &q.Query, Limit: q.Limit, Types: q.Types, MinScore: q.MinScore, Mode: q.Mode,
 		CreatedAfter: q.CreatedAfter, CreatedBefore: q.CreatedBefore, Tags: q.Tags,
@@ -79,22 +82,29 @@ func (b *serviceBackend) Search(ctx context.Context, q SearchQuery) (SearchResul
 	if err != nil {
 		return SearchResults{}, err
 	}
-	return searchResults(resp)
+	out := searchResults(resp)
+	took := time.Since(start)
+	out.QueryTimeMS, out.QueryTimeUS = took.Milliseconds(), took.Microseconds()
+	return out, nil
 }
 
-func searchResults(resp search.Response) (SearchResults, error) {
+func searchResults(resp search.Response) SearchResults {
 	out := SearchResults{Results: make([]SearchResult, len(resp.Results)), Degraded: resp.Degraded}
 	for i, r := range resp.Results {
-		content, err := object(r.Memory.Content)
-		if err != nil {
-			return SearchResults{}, err
-		}
 		out.Results[i] = SearchResult{
-			Type: string(r.Memory.Type), ID: r.Memory.ID, Score: r.Score, Content: content,
+			Type: string(r.Memory.Type), ID: r.Memory.ID, Score: r.Score, Content: rawContent(r.Memory.Content),
 			CreatedAt: r.Memory.CreatedAt.UTC(), Strength: r.Strength,
 		}
 	}
-	return out, nil
+	return out
+}
+
+// rawContent is a stored content object, {} when there is none.
+func rawContent(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 {
+		return json.RawMessage(`{}`)
+	}
+	return raw
 }
 
 func (b *serviceBackend) GetMemory(ctx context.Context, id string) (Memory, error) {

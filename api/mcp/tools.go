@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -183,7 +184,7 @@ func (h *handlers) tools(s *Server) {
 		}
 		lines := []string{fmt.Sprintf("%d results", len(r.Results))}
 		for _, res := range r.Results {
-			lines = append(lines, fmt.Sprintf("%.2f %s %s: %s", res.Score, res.Type, res.ID, summary(res.Content)))
+			lines = append(lines, fmt.Sprintf("%.2f %s %s: %s", res.Score, res.Type, res.ID, rawSummary(res.Content)))
 		}
 		if r.Degraded != "" {
 			lines = append(lines, "degraded: "+r.Degraded)
@@ -372,10 +373,37 @@ func statusText(st StatusResult) string {
 	return strings.Join(lines, "\n")
 }
 
-// summary is a memory's content in one short line.
+// summary is a memory's content in one short line: its first non-empty
+// text among the fields that name or state a memory.
 func summary(content map[string]any) string {
-	for _, field := range []string{"statement", "objective", "title", "content", "name", "entity_name", "drive_type"} {
-		if v, ok := content[field].(string); ok && v != "" {
+	return firstText(content["statement"], content["objective"], content["title"], content["content"],
+		content["name"], content["entity_name"], content["drive_type"])
+}
+
+// rawSummary is summary of a content object as stored, read without
+// decoding the fields a summary never shows. (A struct matches names
+// regardless of case, a map does not; stored content is written from the
+// type's own struct, so its names are always the lowercase ones.)
+func rawSummary(content json.RawMessage) string {
+	var c struct {
+		Statement  any `json:"statement"`
+		Objective  any `json:"objective"`
+		Title      any `json:"title"`
+		Content    any `json:"content"`
+		Name       any `json:"name"`
+		EntityName any `json:"entity_name"`
+		DriveType  any `json:"drive_type"`
+	}
+	if json.Unmarshal(content, &c) != nil {
+		return ""
+	}
+	return firstText(c.Statement, c.Objective, c.Title, c.Content, c.Name, c.EntityName, c.DriveType)
+}
+
+// firstText is the first non-empty string of values, cut to 160 runes.
+func firstText(values ...any) string {
+	for _, value := range values {
+		if v, ok := value.(string); ok && v != "" {
 			if r := []rune(v); len(r) > 160 {
 				return string(r[:160]) + "…"
 			}
@@ -479,11 +507,22 @@ func (h *handlers) failure(ctx context.Context, tool string, err error) *sdk.Cal
 // schemaFor is the JSON Schema of T, inferred from its fields and their
 // jsonschema descriptions.
 func schemaFor[T any]() *jsonschema.Schema {
-	s, err := jsonschema.For[T](nil)
+	s, err := jsonschema.For[T](&jsonschema.ForOptions{TypeSchemas: rawObjectSchemas()})
 	if err != nil {
 		panic(fmt.Sprintf("mcp: schema of %T: %v", *new(T), err)) // a programming error, caught by every test
 	}
 	return s
+}
+
+// rawObjectSchemas give a content object carried as raw JSON
+// (json.RawMessage) the schema of the map it would otherwise be decoded
+// into: an object of any fields.
+func rawObjectSchemas() map[reflect.Type]*jsonschema.Schema {
+	s, err := jsonschema.For[map[string]any](nil)
+	if err != nil {
+		panic(fmt.Sprintf("mcp: schema of a content object: %v", err)) // a programming error, caught by every test
+	}
+	return map[reflect.Type]*jsonschema.Schema{reflect.TypeFor[json.RawMessage](): s}
 }
 
 // schemaJSON is s as JSON.

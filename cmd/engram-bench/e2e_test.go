@@ -125,28 +125,32 @@ func testLoad(t *testing.T, bin string) {
 		"--duration", "500ms", "--warmup", "100ms", "--out", out, "--engram-bin", bin,
 	}, &stdout, &stderr)
 	checkLoadReport(t, out, code, &stdout, &stderr)
-	// The same searches through the MCP tool search_memories.
-	out = filepath.Join(t.TempDir(), "load-mcp.json")
-	stdout.Reset()
-	stderr.Reset()
-	code = run(t.Context(), []string{"load", "--via", "mcp",
-		"--n", "300", "--batch-size", "100", "--concurrency", "4", "--recall-queries", "0",
-		"--duration", "500ms", "--warmup", "100ms", "--out", out, "--engram-bin", bin,
-	}, &stdout, &stderr)
-	if code != exitOK {
-		t.Fatalf("--via mcp: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
-	}
-	var rep loadReport
-	data, err := os.ReadFile(out)
-	if err == nil {
-		err = json.Unmarshal(data, &rep)
-	}
-	if err != nil || rep.Via != viaMCP || len(rep.Modes) != 3 || !strings.Contains(stdout.String(), "search_memories") {
-		t.Fatalf("--via mcp report %+v (%v)\n%s", rep, err, stdout.String())
-	}
-	for _, m := range rep.Modes {
-		if m.Requests == 0 || m.Errors != 0 || m.EndToEnd.P50 <= 0 || m.MeanHits == 0 {
-			t.Errorf("--via mcp %s: %+v", m.Mode, m)
+	// The same searches through the MCP tool search_memories, with the raw
+	// client (all three modes) and the SDK's (one): both read the server's
+	// time from the tool's answer, as REST reads it from /v1/search's.
+	for _, tc := range []struct{ client, modes string }{{mcpClientRaw, "hybrid,vector,keyword"}, {mcpClientSDK, "keyword"}} {
+		out = filepath.Join(t.TempDir(), "load-mcp.json")
+		stdout.Reset()
+		stderr.Reset()
+		code = run(t.Context(), []string{"load", "--via", "mcp", "--mcp-client", tc.client, "--modes", tc.modes,
+			"--n", "300", "--batch-size", "100", "--concurrency", "4", "--recall-queries", "0",
+			"--duration", "500ms", "--warmup", "100ms", "--out", out, "--engram-bin", bin,
+		}, &stdout, &stderr)
+		if code != exitOK {
+			t.Fatalf("--via mcp --mcp-client %s: exit %d\nstdout:\n%s\nstderr:\n%s", tc.client, code, stdout.String(), stderr.String())
+		}
+		var rep loadReport
+		data, err := os.ReadFile(out)
+		if err == nil {
+			err = json.Unmarshal(data, &rep)
+		}
+		if err != nil || rep.Via != viaMCP || rep.MCPClient != tc.client || len(rep.Modes) != len(strings.Split(tc.modes, ",")) || !strings.Contains(stdout.String(), "search_memories") {
+			t.Fatalf("--via mcp --mcp-client %s report %+v (%v)\n%s", tc.client, rep, err, stdout.String())
+		}
+		for _, m := range rep.Modes {
+			if m.Requests == 0 || m.Errors != 0 || m.EndToEnd.P50 <= 0 || m.ServerSide.P50 <= 0 || m.ServerWholeMS || m.MeanHits == 0 {
+				t.Errorf("--via mcp --mcp-client %s %s: %+v", tc.client, m.Mode, m)
+			}
 		}
 	}
 }

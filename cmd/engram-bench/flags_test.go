@@ -99,7 +99,9 @@ func TestParseLoadFlags(t *testing.T) {
 		{"recall off", []string{"--recall-queries", "0"}, func(c loadConfig) bool { return c.recallQueries == 0 }, false},
 		{"recall past the queries", []string{"--queries", "50", "--recall-queries", "51"}, nil, true},
 		{"negative recall", []string{"--recall-queries", "-1"}, nil, true},
-		{"via mcp", []string{"--via", "mcp"}, func(c loadConfig) bool { return c.via == viaMCP }, false},
+		{"via mcp", []string{"--via", "mcp"}, func(c loadConfig) bool { return c.via == viaMCP && c.mcpClient == mcpClientRaw }, false},
+		{"via mcp, the SDK's client", []string{"--via", "mcp", "--mcp-client", "sdk"}, func(c loadConfig) bool { return c.mcpClient == mcpClientSDK }, false},
+		{"an unknown MCP client", []string{"--via", "mcp", "--mcp-client", "python"}, nil, true},
 		{"via something else", []string{"--via", "grpc"}, nil, true},
 	}
 	for _, tc := range tests {

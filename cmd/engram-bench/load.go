@@ -20,7 +20,7 @@ type loadConfig struct {
 	duration, warmup, settle                                               time.Duration
 	modes                                                                  []string
 	seed                                                                   uint64
-	agent, out, cpuProfile, via                                            string
+	agent, out, cpuProfile, via, mcpClient                                 string
 	server                                                                 serverFlags
 }
 
@@ -43,7 +43,8 @@ func parseLoadFlags(args []string, stderr io.Writer) (loadConfig, error) {
 	fs.StringVar(&cfg.agent, "agent", "bench-load", "agent to fill")
 	fs.StringVar(&cfg.out, "out", "bench-out/load.json", "JSON report file")
 	fs.DurationVar(&cfg.settle, "settle", 5*time.Minute, "after the fill, wait up to this long for a started server to go idle (background vector indexing) before measuring; 0 skips the wait")
-	fs.StringVar(&cfg.via, "via", viaREST, "how searches reach the server: rest (POST /v1/search) or mcp (the search_memories tool over /mcp, the MCP SDK's client, one session per worker)")
+	fs.StringVar(&cfg.via, "via", viaREST, "how searches reach the server: rest (POST /v1/search) or mcp (the search_memories tool over /mcp)")
+	fs.StringVar(&cfg.mcpClient, "mcp-client", mcpClientRaw, "with --via mcp, the client: raw (one plain POST per call of the stateless 2026-07-28 revision, as lean as the REST driver) or sdk (the official Go SDK's client, one session per worker)")
 	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write this program's (the driver's) CPU profile of the measured searches to this file")
 	cfg.server.register(fs)
 	if err := fs.Parse(args); err != nil {
@@ -71,6 +72,8 @@ func parseLoadFlags(args []string, stderr io.Writer) (loadConfig, error) {
 		return cfg, usageErr("--settle must be in [0, 1h]")
 	case cfg.via != viaREST && cfg.via != viaMCP:
 		return cfg, usageErr("--via must be rest or mcp")
+	case cfg.mcpClient != mcpClientRaw && cfg.mcpClient != mcpClientSDK:
+		return cfg, usageErr("--mcp-client must be raw or sdk")
 	case cfg.queryPool < 1:
 		return cfg, usageErr("--queries must be positive")
 	case cfg.recallQueries < 0 || cfg.recallQueries > cfg.queryPool:
@@ -93,6 +96,9 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	rep := loadReport{
 		StartedAt: time.Now().UTC(), Server: tg.apiURL, N: cfg.n, Concurrency: cfg.concurrency,
 		DurationPerMode: cfg.duration.String(), Limit: cfg.limit, Seed: cfg.seed, Via: cfg.via,
+	}
+	if cfg.via == viaMCP {
+		rep.MCPClient = cfg.mcpClient
 	}
 	if tg.proc != nil {
 		rep.PID = tg.proc.PID()

@@ -20,7 +20,8 @@ type loadReport struct {
 	DurationPerMode string      `json:"duration_per_mode"`
 	Limit           int         `json:"limit"`
 	Seed            uint64      `json:"seed"`
-	Via             string      `json:"via"` // rest or mcp
+	Via             string      `json:"via"`                  // rest or mcp
+	MCPClient       string      `json:"mcp_client,omitempty"` // raw or sdk, with via mcp
 	Ingest          ingestStats `json:"ingest"`
 	// SettleSeconds is how long the started server took to go idle after
 	// the fill (background vector indexing) before searches were measured.
@@ -72,8 +73,11 @@ func (r loadReport) table() string {
 	if r.LoadAverage != "" {
 		fmt.Fprintf(&b, "machine load average (1/5/15 min): %s before searching, %s after\n", r.LoadAverage, r.LoadAverageAfter)
 	}
-	if r.Via == viaMCP {
-		b.WriteString("searches via the MCP tool search_memories over /mcp (the answer reports no server time)\n")
+	switch {
+	case r.Via == viaMCP && r.MCPClient == mcpClientSDK:
+		b.WriteString("searches via the MCP tool search_memories over /mcp, with the Go MCP SDK's client (one session per worker)\n")
+	case r.Via == viaMCP:
+		b.WriteString("searches via the MCP tool search_memories over /mcp, with a raw client of the stateless 2026-07-28 revision (one POST per call)\n")
 	}
 	fmt.Fprintf(&b, "%-8s %8s %8s %6s | %-26s | %-26s | %s\n", "mode", "requests", "req/s", "errors",
 		"end-to-end p50/p95/p99 ms", "server p50/p95/p99 ms", "CPU ms/request server/driver")

@@ -30,8 +30,8 @@ func Run(t *testing.T, open func(t *testing.T) domain.EventStore) {
 }
 
 // RunAtomicAcrossStreams is the part of the suite for the logs whose
-// AppendStreams commits every part or none (SQLite, PostgreSQL; not
-// KurrentDB before 25.1, see domain.EventStore).
+// AppendStreams commits every part or none (SQLite, PostgreSQL, KurrentDB
+// 25.1 and later; not KurrentDB before 25.1, see domain.EventStore).
 func RunAtomicAcrossStreams(t *testing.T, open func(t *testing.T) domain.EventStore) {
 	t.Run("AppendStreamsAllOrNothing", func(t *testing.T) { appendStreamsAllOrNothing(t, open(t)) })
 }

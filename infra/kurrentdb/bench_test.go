@@ -135,3 +135,36 @@ func BenchmarkReadAllAmongForeignEvents(b *testing.B) {
 	b.ReportMetric(float64(b.N*mine)/b.Elapsed().Seconds(), "events/s")
 	b.ReportMetric(float64(srv.Reads()-reads)/float64(b.N), "rounds/op")
 }
+
+// BenchmarkEventPlaces looks up the ids of one sync push (10 events, one
+// of them new) in a log of 10,000 events, after a first lookup: what each
+// push or import after the first costs; ns/op is the figure to report.
+func BenchmarkEventPlaces(b *testing.B) {
+	const total = 10_000
+	s := benchStore(b)
+	ctx := context.Background()
+	events := eventstoretest.BenchEvents(100)
+	for i := 0; i < total/100; i++ {
+		if _, err := s.Append(ctx, fmt.Sprintf("agent-%d", i%64), domain.ExpectAny, events); err != nil {
+			b.Fatal(err)
+		}
+	}
+	ids := make([]string, 10)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("0193a1f0-0000-7000-8000-%012d", i)
+	}
+	if _, err := s.EventPlaces(ctx, ids); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		if _, err := s.Append(ctx, "agent-new", domain.ExpectAny, eventstoretest.BenchEvents(1)); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		if _, err := s.EventPlaces(ctx, ids); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -20,12 +20,12 @@ import (
 //
 // KurrentDB commits a write to one stream atomically, and only 25.1 and
 // later can append to several streams in one write (the v2 AppendSession,
-// KurrentDB-Client-Go's MultiStreamAppend). Engram supports 24.10 and 25.0
-// too, and v2 appends store an event's metadata as a protobuf Struct of
-// string properties rather than the JSON custom metadata every Engram
-// reader of a v1 read depends on (src/KurrentDB.Api.V2/Modules/Streams/
-// Model/Mapping.cs in KurrentDB's source). So a claim is taken before the
-// append, in a stream of its own, and judged against the log:
+// KurrentDB-Client-Go's MultiStreamAppend), which AppendStreams uses there
+// (multistream.go). Engram supports 24.10 and 25.0 too, and Append writes
+// through v1 on every version. So a claim is taken before the append, in
+// a stream of its own, and judged against the log (a multi-stream append
+// writes its attempts in the same session as its events instead, so they
+// are live at once):
 //
 //   - The claim stream of key k, Prefix+"~claims."+k, holds attempts:
 //     "this key goes to the event with id E at revision v of stream S". An

@@ -134,6 +134,8 @@ type EventStore struct {
 	// client's whole discovery budget, plus slack.
 	stuckAfter time.Duration
 	now        func() time.Time
+	// index finds events by id (EventPlaces).
+	index eventIndex
 }
 
 var _ domain.EventStore = (*EventStore)(nil)
@@ -367,68 +369,108 @@ type eventMetadata struct {
 
 // Append implements domain.EventStore.
 func (s *EventStore) Append(ctx context.Context, stream string, expected int64, events []domain.NewEvent) (domain.AppendResult, error) {
+	b, err := s.newBatch(stream, expected, events)
+	if err != nil {
+		return domain.AppendResult{}, err
+	}
+	return s.appendBatch(ctx, stream, expected, events, b)
+}
+
+// appendBatch appends b, the batch of events to stream.
+func (s *EventStore) appendBatch(ctx context.Context, stream string, expected int64, events []domain.NewEvent, b batch) (domain.AppendResult, error) {
+	if b.claims {
+		return s.appendClaiming(ctx, stream, expected, events, b.data, b.size)
+	}
+	return s.appendEvents(ctx, stream, b.state, b.data, b.size)
+}
+
+// batch is one stream's append, checked and encoded.
+type batch struct {
+	state kdb.StreamState
+	data  []kdb.EventData
+	// meta is each event's metadata, which data carries as JSON.
+	meta []eventMetadata
+	// size is data's size in KurrentDB's measure.
+	size int
+	// claims: an event claims a key (domain.NewEvent.Claims).
+	claims bool
+}
+
+// newBatch checks and encodes an append of events to stream.
+func (s *EventStore) newBatch(stream string, expected int64, events []domain.NewEvent) (batch, error) {
 	if stream == "" {
-		return domain.AppendResult{}, errors.New("kurrentdb: append: empty stream name")
+		return batch{}, errors.New("kurrentdb: append: empty stream name")
 	}
 	if !engramStreamName(stream) {
-		return domain.AppendResult{}, fmt.Errorf("kurrentdb: append: stream name %q has a '.' before its first '-', which would read as another deployment's stream prefix", stream)
+		return batch{}, fmt.Errorf("kurrentdb: append: stream name %q has a '.' before its first '-', which would read as another deployment's stream prefix", stream)
 	}
 	if len(events) == 0 {
-		return domain.AppendResult{}, fmt.Errorf("kurrentdb: append to %s: no events", stream)
+		return batch{}, fmt.Errorf("kurrentdb: append to %s: no events", stream)
 	}
 	state, err := streamState(expected)
 	if err != nil {
-		return domain.AppendResult{}, fmt.Errorf("kurrentdb: append to %s: %w", stream, err)
+		return batch{}, fmt.Errorf("kurrentdb: append to %s: %w", stream, err)
 	}
 	now := s.now().UTC()
-	size := 0
-	data := make([]kdb.EventData, len(events))
+	b := batch{state: state, data: make([]kdb.EventData, len(events)), meta: make([]eventMetadata, len(events))}
 	for i, e := range events {
 		id := uuid.Must(uuid.NewV7())
 		if e.ID != "" {
 			if id, err = uuid.Parse(e.ID); err != nil || id.String() != e.ID {
-				return domain.AppendResult{}, fmt.Errorf("kurrentdb: append to %s: event id %q is not a lowercase UUID (KurrentDB event ids are UUIDs)", stream, e.ID)
+				return batch{}, fmt.Errorf("kurrentdb: append to %s: event id %q is not a lowercase UUID (KurrentDB event ids are UUIDs)", stream, e.ID)
 			}
 		}
 		at := e.Time
 		if at.IsZero() {
 			at = now
 		}
-		meta, err := json.Marshal(eventMetadata{SchemaVersion: e.SchemaVersion, Time: at.UTC(), Actor: e.Actor, RequestID: e.RequestID, Source: string(e.Source), CorrelationID: e.RequestID})
+		b.meta[i] = eventMetadata{SchemaVersion: e.SchemaVersion, Time: at.UTC(), Actor: e.Actor, RequestID: e.RequestID, Source: string(e.Source), CorrelationID: e.RequestID}
+		meta, err := json.Marshal(b.meta[i])
 		if err != nil {
-			return domain.AppendResult{}, fmt.Errorf("kurrentdb: append to %s: metadata: %w", stream, err)
+			return batch{}, fmt.Errorf("kurrentdb: append to %s: metadata: %w", stream, err)
 		}
-		data[i] = kdb.EventData{EventID: id, EventType: e.Type, ContentType: kdb.ContentTypeJson, Data: e.Payload, Metadata: meta}
-		size += len(e.Payload) + len(meta) + 2*len(e.Type)
+		b.data[i] = kdb.EventData{EventID: id, EventType: e.Type, ContentType: kdb.ContentTypeJson, Data: e.Payload, Metadata: meta}
+		b.size += len(e.Payload) + len(meta) + 2*len(e.Type)
 	}
 	// An append is one atomic batch (a memory batch, a sync push, a job
 	// step), so one over the server's limit is refused whole rather than
 	// split into appends that could half succeed.
-	if size > s.maxAppend {
-		return domain.AppendResult{}, appendTooLarge(stream, len(events), size, s.maxAppend)
+	if b.size > s.maxAppend {
+		return batch{}, appendTooLarge(stream, len(events), b.size, s.maxAppend)
 	}
 	claims, err := domain.AppendClaims(events)
 	if err != nil {
-		return domain.AppendResult{}, fmt.Errorf("kurrentdb: append to %s: %w", stream, err)
+		return batch{}, fmt.Errorf("kurrentdb: append to %s: %w", stream, err)
 	}
-	if len(claims) > 0 {
-		return s.appendClaiming(ctx, stream, expected, events, data, size)
-	}
-	return s.appendEvents(ctx, stream, state, data, size)
+	b.claims = len(claims) > 0
+	return b, nil
 }
 
-// AppendStreams implements domain.EventStore as far as KurrentDB before
-// 25.1 can (see claims.go for why Engram does not use the v2 multi-stream
-// append): the parts one by one, each atomic, stopping at the first that
+// AppendStreams implements domain.EventStore. On KurrentDB 25.1 and later
+// the parts are one write, every part or none (appendSession, the v2
+// multi-stream append). An older server has no multi-stream append: the
+// parts are appended one by one, each atomic, stopping at the first that
 // fails; the parts before it stay, and the error is a
 // *domain.PartialAppendError when any did.
 func (s *EventStore) AppendStreams(ctx context.Context, parts []domain.StreamAppend) ([]domain.AppendResult, error) {
 	if err := domain.CheckStreamAppends(parts); err != nil {
 		return nil, fmt.Errorf("kurrentdb: %w", err)
 	}
-	out := make([]domain.AppendResult, len(parts))
+	batches := make([]batch, len(parts))
 	for i, p := range parts {
-		res, err := s.Append(ctx, p.Stream, p.Expected, p.Events)
+		b, err := s.newBatch(p.Stream, p.Expected, p.Events)
+		if err != nil {
+			return nil, err
+		}
+		batches[i] = b
+	}
+	out, err := s.appendSession(ctx, parts, batches)
+	if !errors.Is(err, errNoMultiStreamAppend) {
+		return out, err
+	}
+	out = make([]domain.AppendResult, len(parts))
+	for i, p := range parts {
+		res, err := s.appendBatch(ctx, p.Stream, p.Expected, p.Events, batches[i])
 		if err != nil {
 			if i > 0 {
 				return nil, &domain.PartialAppendError{Landed: i, Err: err}
@@ -763,8 +805,8 @@ func (s *EventStore) toEvent(r *kdb.RecordedEvent) (e domain.Event, ok bool, err
 		s.log.Debug("kurrentdb: skipping a system record in an Engram stream", "stream", r.StreamID, "type", r.EventType, "position", r.Position.Commit)
 		return domain.Event{}, false, nil
 	}
-	var meta eventMetadata
-	if err := json.Unmarshal(r.UserMetadata, &meta); err != nil || meta.Time.IsZero() {
+	meta, err := decodeMetadata(r.UserMetadata)
+	if err != nil || meta.Time.IsZero() {
 		s.log.Debug("kurrentdb: skipping a record without Engram's metadata in an Engram stream", "stream", r.StreamID, "type", r.EventType, "position", r.Position.Commit, "err", err)
 		return domain.Event{}, false, nil
 	}
@@ -969,9 +1011,8 @@ func (s *EventStore) StreamVersion(ctx context.Context, stream string) (int64, e
 
 // EventStreams returns the stream of each of ids that the log holds;
 // absent ids are left out (commands.SyncLog: sync's duplicate and
-// ownership check). KurrentDB has no index by event id, so this reads
-// Engram's part of $all until every id is found or the log ends: a cost
-// proportional to the log, paid once per sync push.
+// ownership check). KurrentDB has no index by event id, so the store
+// keeps one (see eventIndex).
 func (s *EventStore) EventStreams(ctx context.Context, ids []string) (map[string]string, error) {
 	places, err := s.EventPlaces(ctx, ids)
 	out := make(map[string]string, len(places))
@@ -983,26 +1024,5 @@ func (s *EventStore) EventStreams(ctx context.Context, ids []string) (map[string
 
 // EventPlaces is EventStreams with each event's position (commands.SyncLog).
 func (s *EventStore) EventPlaces(ctx context.Context, ids []string) (map[string]domain.EventPlace, error) {
-	want := make(map[string]bool, len(ids))
-	for _, id := range ids {
-		want[id] = true
-	}
-	out := make(map[string]domain.EventPlace, len(ids))
-	var after uint64
-	for len(out) < len(want) {
-		page, err := s.ReadAll(ctx, after, eventlog.FollowBatch)
-		if err != nil {
-			return nil, err
-		}
-		if len(page) == 0 {
-			break
-		}
-		for _, e := range page {
-			if want[e.ID] {
-				out[e.ID] = domain.EventPlace{Stream: e.Stream, Position: e.Position}
-			}
-		}
-		after = page[len(page)-1].Position
-	}
-	return out, nil
+	return s.index.lookup(ctx, s, ids)
 }

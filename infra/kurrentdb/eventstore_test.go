@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -75,17 +77,30 @@ func TestEventStoreConformance(t *testing.T) {
 	eventstoretest.Run(t, func(t *testing.T) domain.EventStore { return open(t, target) })
 }
 
-// TestAppendStreamsIsAtomicPerStream is what KurrentDB guarantees of a
-// multi-stream append (domain.EventStore.AppendStreams): the parts one by
+// TestAppendStreamsAcrossStreams: on KurrentDB 25.1 and later (the test
+// server plays 25.1 unless told otherwise) a multi-stream append is one
+// v2 append session, every part or none (the port's conformance suite).
+func TestAppendStreamsAcrossStreams(t *testing.T) {
+	eventstoretest.RunAtomicAcrossStreams(t, func(t *testing.T) domain.EventStore { return open(t, target) })
+}
+
+// TestAppendStreamsOnOlderServer is what KurrentDB before 25.1, which has
+// no multi-stream append, guarantees of AppendStreams: the parts one by
 // one, each whole; a later part refused leaves the parts before it, and
-// the error says how many landed.
-func TestAppendStreamsIsAtomicPerStream(t *testing.T) {
+// the error says how many landed. Its atomic multi-stream appends are
+// never tried there.
+func TestAppendStreamsOnOlderServer(t *testing.T) {
+	srv, err := kurrentdbtest.Start(kurrentdbtest.Options{Version: kurrentdbtest.Version24_10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
 	ctx := context.Background()
-	s := open(t, target)
+	s := open(t, kurrentdb.Config{URL: srv.URL()})
 	if _, err := s.Append(ctx, "p-2", domain.ExpectNoStream, []domain.NewEvent{event(0)}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := s.AppendStreams(ctx, []domain.StreamAppend{
+	_, err = s.AppendStreams(ctx, []domain.StreamAppend{
 		{Stream: "p-1", Expected: domain.ExpectNoStream, Events: []domain.NewEvent{event(1), event(2)}},
 		{Stream: "p-2", Expected: domain.ExpectNoStream, Events: []domain.NewEvent{event(3)}},
 	})
@@ -95,6 +110,174 @@ func TestAppendStreamsIsAtomicPerStream(t *testing.T) {
 	}
 	if events, err := s.ReadStream(ctx, "p-1", 0); err != nil || len(events) != 2 {
 		t.Fatalf("the first part: %d events, %v; want both stored", len(events), err)
+	}
+	res, err := s.AppendStreams(ctx, []domain.StreamAppend{
+		{Stream: "p-3", Expected: domain.ExpectNoStream, Events: []domain.NewEvent{event(4)}},
+		{Stream: "p-4", Expected: domain.ExpectNoStream, Events: []domain.NewEvent{event(5)}},
+	})
+	if err != nil || len(res) != 2 || res[0].LastPosition >= res[1].LastPosition {
+		t.Fatalf("AppendStreams = %+v, %v; want both parts, in order", res, err)
+	}
+	if n := srv.Sessions(); n != 0 {
+		t.Fatalf("%d v2 append sessions on a 24.10 server, want none", n)
+	}
+}
+
+// TestAppendStreamsIsOneSession: on 25.1 AppendStreams is one v2 append
+// session, whose events (their metadata carried as string properties)
+// read back exactly as those of a v1 append; claims go in the same
+// session, so a refused session leaves no attempt behind either.
+func TestAppendStreamsIsOneSession(t *testing.T) {
+	srv, err := kurrentdbtest.Start(kurrentdbtest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	ctx := context.Background()
+	s := open(t, kurrentdb.Config{URL: srv.URL()})
+	full := domain.NewEvent{ID: "0193a1f0-0000-7000-8000-0000000000a1", Type: "MemoryCreated", SchemaVersion: 3,
+		Time: time.Date(2026, 5, 4, 3, 2, 1, 123456789, time.UTC), Actor: domain.Actor{Kind: domain.ActorUser, ID: "k-1", UserID: "u-1"},
+		RequestID: "req-1", Source: domain.SourceImport, Payload: []byte(`{"memory_id":"m-1","n":1}`), Claims: []string{"memory/m-1"}}
+	single := full
+	single.ID, single.Claims = "0193a1f0-0000-7000-8000-0000000000a2", nil
+	if _, err := s.Append(ctx, "q-0", domain.ExpectNoStream, []domain.NewEvent{single}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.AppendStreams(ctx, []domain.StreamAppend{
+		{Stream: "q-1", Expected: domain.ExpectAny, Events: []domain.NewEvent{full}},
+		{Stream: "q-2", Expected: domain.ExpectNoStream, Events: []domain.NewEvent{event(2)}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := srv.Sessions(); n != 1 {
+		t.Fatalf("%d v2 append sessions, want 1", n)
+	}
+	v1, _ := s.ReadStream(ctx, "q-0", 0)
+	v2, _ := s.ReadStream(ctx, "q-1", 0)
+	if len(v1) != 1 || len(v2) != 1 {
+		t.Fatalf("q-0 holds %d, q-1 %d events; want 1 each", len(v1), len(v2))
+	}
+	got, want := v2[0], v1[0]
+	want.ID, want.Stream, want.Position = full.ID, "q-1", res[0].LastPosition
+	if fmt.Sprintf("%+v", got) != fmt.Sprintf("%+v", want) {
+		t.Fatalf("through a session:\n%+v\nwant it as a v1 append stores it:\n%+v", got, want)
+	}
+	// The key m-1 was claimed in the session.
+	again := full
+	again.ID = "0193a1f0-0000-7000-8000-0000000000a3"
+	_, err = s.AppendStreams(ctx, []domain.StreamAppend{
+		{Stream: "q-3", Expected: domain.ExpectNoStream, Events: []domain.NewEvent{event(3)}},
+		{Stream: "q-4", Expected: domain.ExpectNoStream, Events: []domain.NewEvent{again}},
+	})
+	if !errors.Is(err, domain.ErrClaimTaken) {
+		t.Fatalf("claiming m-1 again: err = %v, want ErrClaimTaken", err)
+	}
+	if n := srv.Sessions(); n != 1 {
+		t.Fatalf("%d v2 append sessions after a refused one, want still 1", n)
+	}
+}
+
+// TestAppendStreamsSizeLimit: on 25.1 a multi-stream append is one
+// write, so its parts together must fit the limit, the adapter's or
+// (smaller) the server's; over it, nothing is stored. On 24.10 each part
+// is its own write and must fit alone.
+func TestAppendStreamsSizeLimit(t *testing.T) {
+	part := func(stream string) domain.StreamAppend {
+		e := event(0)
+		e.Payload = []byte(`{"s":"` + strings.Repeat("x", 30_000) + `"}`)
+		return domain.StreamAppend{Stream: stream, Expected: domain.ExpectNoStream, Events: []domain.NewEvent{e}}
+	}
+	for _, c := range []struct {
+		name                      string
+		version                   string
+		serverLimit, adapterLimit int
+		want                      string // the limit the error names; "" = both parts stored
+	}{
+		{"the adapter's limit", kurrentdbtest.Version25_1, -1, 50_000, "50000"},
+		{"the server's limit, lower than the adapter's", kurrentdbtest.Version25_1, 50_000, 1 << 20, "50000"},
+		{"24.10, part by part, each within the limit", kurrentdbtest.Version24_10, 50_000, 50_000, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			srv, err := kurrentdbtest.Start(kurrentdbtest.Options{MaxAppendSize: c.serverLimit, Version: c.version})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(srv.Close)
+			ctx := context.Background()
+			s := open(t, kurrentdb.Config{URL: srv.URL(), MaxAppendSize: c.adapterLimit})
+			_, err = s.AppendStreams(ctx, []domain.StreamAppend{part("t-1"), part("t-2")})
+			if c.want == "" {
+				got, _ := s.ReadStream(ctx, "t-2", 0)
+				if err != nil || len(got) != 1 {
+					t.Fatalf("AppendStreams = %v, t-2 holds %d events; want both parts stored", err, len(got))
+				}
+				return
+			}
+			var derr *domain.Error
+			if !errors.As(err, &derr) || derr.PublicCode() != "event_batch_too_large" || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err = %v, want event_batch_too_large naming the limit %s", err, c.want)
+			}
+			for _, stream := range []string{"t-1", "t-2"} {
+				if got, _ := s.ReadStream(ctx, stream, 0); len(got) != 0 {
+					t.Fatalf("%s holds %d events after a refused append, want none", stream, len(got))
+				}
+			}
+		})
+	}
+}
+
+// TestAppendStreamsConcurrentClaimsOneWinner: nodes making multi-stream
+// appends that claim one key at once, round after round: exactly one
+// wins each round (a session that lost the race on the claim stream
+// starts again and then finds the key taken), and the log holds the
+// winner's events alone.
+func TestAppendStreamsConcurrentClaimsOneWinner(t *testing.T) {
+	const rounds, nodes = 3, 4
+	ctx := context.Background()
+	cfg := target
+	cfg.StreamPrefix = uniquePrefix()
+	stores := make([]*kurrentdb.EventStore, nodes)
+	for i := range stores {
+		stores[i] = open(t, cfg)
+	}
+	for round := range rounds {
+		key := fmt.Sprintf("memory/%d", round)
+		errs := make([]error, nodes)
+		var wg sync.WaitGroup
+		for i, s := range stores {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				claimed := event(i)
+				claimed.Claims = []string{key}
+				_, errs[i] = s.AppendStreams(ctx, []domain.StreamAppend{
+					{Stream: fmt.Sprintf("u-%d.%d", round, i), Expected: domain.ExpectNoStream, Events: []domain.NewEvent{event(i)}},
+					{Stream: fmt.Sprintf("v-%d.%d", round, i), Expected: domain.ExpectAny, Events: []domain.NewEvent{claimed}},
+				})
+			}()
+		}
+		wg.Wait()
+		winners := 0
+		for i, err := range errs {
+			switch {
+			case err == nil:
+				winners++
+			case !errors.Is(err, domain.ErrClaimTaken):
+				t.Fatalf("round %d, node %d: err = %v, want success or ErrClaimTaken", round, i, err)
+			}
+			stored := 0
+			for _, stream := range []string{fmt.Sprintf("u-%d.%d", round, i), fmt.Sprintf("v-%d.%d", round, i)} {
+				got, _ := stores[0].ReadStream(ctx, stream, 0)
+				stored += len(got)
+			}
+			if want := map[bool]int{true: 2, false: 0}[err == nil]; stored != want {
+				t.Fatalf("round %d, node %d (err %v): %d events stored, want %d", round, i, err, stored, want)
+			}
+		}
+		if winners != 1 {
+			t.Fatalf("round %d: %d winners, want 1", round, winners)
+		}
 	}
 }
 
@@ -420,6 +603,55 @@ func TestSyncLog(t *testing.T) {
 	want := map[string]string{events[0].ID: "a-1", events[2].ID: "a-1"}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("EventStreams = %v, want %v (another prefix's event is not this log's)", got, want)
+	}
+}
+
+// TestEventPlacesReadsOnlyTheTail: the first lookup of event ids reads
+// the log once; a later one reads only what was appended since, by this
+// node or another, and finds it.
+func TestEventPlacesReadsOnlyTheTail(t *testing.T) {
+	srv, err := kurrentdbtest.Start(kurrentdbtest.Options{MaxAppendSize: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	ctx := context.Background()
+	cfg := kurrentdb.Config{URL: srv.URL(), StreamPrefix: uniquePrefix(), MaxAppendSize: math.MaxInt32}
+	s, otherNode := open(t, cfg), open(t, cfg)
+	// Two pages of $all (the store reads 512 records a page).
+	many := make([]domain.NewEvent, 600)
+	for i := range many {
+		many[i] = event(i)
+	}
+	many[7].ID = "0193a1f0-0000-7000-8000-0000000000b7"
+	res, err := s.Append(ctx, "r-1", domain.ExpectNoStream, many)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := s.EventPlaces(ctx, []string{many[7].ID})
+	if err != nil || first[many[7].ID].Stream != "r-1" {
+		t.Fatalf("EventPlaces = %v, %v; want %s in r-1", first, err, many[7].ID)
+	}
+	late := event(600)
+	late.ID = "0193a1f0-0000-7000-8000-0000000000b8"
+	res2, err := otherNode.Append(ctx, "r-2", domain.ExpectNoStream, []domain.NewEvent{late})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := srv.Reads()
+	got, err := s.EventPlaces(ctx, []string{many[7].ID, late.ID, "0193a1f0-0000-7000-8000-0000000000ff", "not-a-uuid"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]domain.EventPlace{many[7].ID: first[many[7].ID], late.ID: {Stream: "r-2", Position: res2.LastPosition}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("EventPlaces = %v, want %v", got, want)
+	}
+	if first[many[7].ID].Position >= res.LastPosition {
+		t.Fatalf("the 8th event at %d, the append's last at %d", first[many[7].ID].Position, res.LastPosition)
+	}
+	if n := srv.Reads() - before; n != 1 {
+		t.Fatalf("the second lookup made %d reads, want 1 (the events since the first)", n)
 	}
 }
 

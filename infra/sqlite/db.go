@@ -172,7 +172,12 @@ func dsn(path string, q url.Values, pragmas ...string) string {
 // Path is the database file.
 func (db *DB) Path() string { return db.path }
 
-// Close closes both pools.
+// Close closes both pools, the readers first: the last connection to a
+// database in WAL mode copies the WAL into it and deletes it, if it can
+// write. Closed last, a read-only connection could not, and left the WAL
+// behind for good: every later open (each command of the command line is
+// one) rebuilt the WAL's index by reading and checksumming all of it, ~5 ms
+// of CPU per 16 MB, and read its pages from the WAL.
 func (db *DB) Close() error {
 	if db.idle != nil {
 		db.idle.Stop()
@@ -181,13 +186,13 @@ func (db *DB) Close() error {
 	if db.hot != nil {
 		err = db.hot.close()
 	}
-	if db.write != nil {
-		if e := db.write.Close(); err == nil {
+	if db.read != nil {
+		if e := db.read.Close(); err == nil {
 			err = e
 		}
 	}
-	if db.read != nil {
-		if e := db.read.Close(); err == nil {
+	if db.write != nil {
+		if e := db.write.Close(); err == nil {
 			err = e
 		}
 	}

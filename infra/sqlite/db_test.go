@@ -3,6 +3,9 @@ package sqlite_test
 import (
 	"context"
 	"database/sql"
+	"errors"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,6 +23,40 @@ func TestReadersMapTheFile(t *testing.T) {
 	}
 	if size <= 0 {
 		t.Fatalf("mmap_size of a reader = %d", size)
+	}
+}
+
+// Close leaves no WAL: the writer closes last and copies it into the
+// database, so the next open (every command line command is one) does not
+// rebuild the WAL's index from all of it and read pages from it.
+func TestCloseLeavesNoWAL(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	db, err := sqlite.Open(ctx, dir, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tables int
+	if err := db.Reader().QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_schema`).Scan(&tables); err != nil || tables == 0 {
+		t.Fatalf("the migrated schema through a reader: %d tables, %v", tables, err)
+	}
+	wal := filepath.Join(dir, sqlite.FileName+"-wal")
+	if info, err := os.Stat(wal); err != nil || info.Size() == 0 {
+		t.Fatalf("before Close the migrations should be in the WAL: %v, %v", info, err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if info, err := os.Stat(wal); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("after Close the WAL is still there (%v, %v)", info, err)
+	}
+	reopened, err := sqlite.Open(ctx, dir, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reopened.Close()
+	if err := reopened.Reader().QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_schema`).Scan(&tables); err != nil || tables == 0 {
+		t.Fatalf("reopened: %d tables, %v", tables, err)
 	}
 }
 

@@ -59,7 +59,7 @@ type collection struct {
 
 	metaUnits uint32 // weight of the metadata field, in units of 1/fieldScale
 
-	termID   map[string]uint32
+	termID   lazyIndex   // term → term id
 	terms    []string    // by term id: termID's inverse, append-only
 	postings [][]posting // by term id, in slot order
 	blocks   [][]block   // by term id: one per blockSize postings
@@ -77,7 +77,8 @@ type collection struct {
 	// slotTerm), which is almost always empty.
 	docTerms [][]uint32
 	bigTF    map[uint64]uint32
-	slotOf   map[string]uint32
+	// slotOf maps a live document's id to its slot.
+	slotOf lazyIndex
 
 	live     int
 	nDead    int
@@ -94,7 +95,10 @@ type collection struct {
 }
 
 func newCollection(metaUnits uint32) *collection {
-	return &collection{metaUnits: metaUnits, termID: map[string]uint32{}, bigTF: map[uint64]uint32{}, slotOf: map[string]uint32{}}
+	c := &collection{metaUnits: metaUnits, bigTF: map[uint64]uint32{}}
+	c.termID.start(map[string]uint32{})
+	c.slotOf.start(map[string]uint32{})
+	return c
 }
 
 func (c *collection) add(d Doc) {
@@ -120,10 +124,10 @@ func (c *collection) add(d Doc) {
 	slot := uint32(len(c.ids))
 	terms := make([]uint32, 0, len(order))
 	for _, term := range order {
-		id, ok := c.termID[term]
+		id, ok := c.termOf(term)
 		if !ok {
 			id = uint32(len(c.postings))
-			c.termID[term] = id
+			c.termID.add(term, id)
 			c.terms = append(c.terms, term)
 			c.postings = append(c.postings, nil)
 			c.blocks = append(c.blocks, nil)
@@ -145,17 +149,17 @@ func (c *collection) add(d Doc) {
 	c.types = append(c.types, d.Type)
 	c.tags = append(c.tags, append([]string(nil), d.Tags...))
 	c.docTerms = append(c.docTerms, terms)
-	c.slotOf[d.ID] = slot
+	c.slotOf.add(d.ID, slot)
 	c.live++
 	c.totalLen += int64(n)
 }
 
 func (c *collection) remove(id string) {
-	slot, ok := c.slotOf[id]
+	slot, ok := c.slotOfID(id)
 	if !ok {
 		return
 	}
-	delete(c.slotOf, id)
+	c.slotOf.remove(id)
 	c.ownSlots()
 	for _, term := range c.docTerms[slot] {
 		c.df[term]--
@@ -168,6 +172,45 @@ func (c *collection) remove(id string) {
 	c.nDead++
 	c.dead[slot] = true
 	c.docTerms[slot], c.tags[slot] = nil, nil
+}
+
+// slotOfID returns the slot of the live document id. Callers hold c.mu,
+// read or write.
+func (c *collection) slotOfID(id string) (uint32, bool) {
+	return c.slotOf.lookup(id, func() (uint32, bool) {
+		for slot := len(c.ids) - 1; slot >= 0; slot-- {
+			if c.ids[slot] == id && !c.dead[slot] {
+				return uint32(slot), true
+			}
+		}
+		return 0, false
+	}, func() map[string]uint32 {
+		m := make(map[string]uint32, c.live)
+		for slot, id := range c.ids {
+			if !c.dead[slot] {
+				m[id] = uint32(slot)
+			}
+		}
+		return m
+	})
+}
+
+// termOf returns the id of term. Callers hold c.mu, read or write.
+func (c *collection) termOf(term string) (uint32, bool) {
+	return c.termID.lookup(term, func() (uint32, bool) {
+		for id, t := range c.terms {
+			if t == term {
+				return uint32(id), true
+			}
+		}
+		return 0, false
+	}, func() map[string]uint32 {
+		m := make(map[string]uint32, len(c.terms))
+		for id, t := range c.terms {
+			m[t] = uint32(id)
+		}
+		return m
+	})
 }
 
 // ownSlots copies the slot arrays remove changes in place, when an image
@@ -197,7 +240,7 @@ func (c *collection) compactIfSparse() {
 		remap[slot] = uint32(next)
 		c.ids[next], c.length[next], c.created[next] = c.ids[slot], c.length[slot], c.created[slot]
 		c.types[next], c.tags[next], c.docTerms[next] = c.types[slot], c.tags[slot], c.docTerms[slot]
-		c.slotOf[c.ids[next]] = uint32(next)
+		c.slotOf.add(c.ids[next], uint32(next))
 		next++
 	}
 	c.ids, c.length, c.created = c.ids[:next], c.length[:next], c.created[:next]

@@ -181,6 +181,6 @@ func (ix *Index) contains(collection, id string) bool {
 	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	_, ok := c.slotOf[id]
+	_, ok := c.slotOfID(id)
 	return ok
 }

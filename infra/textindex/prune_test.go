@@ -109,7 +109,7 @@ func TestPrunedSearchSkipsPostings(t *testing.T) {
 	}
 	c := ix.lookup("c")
 	s := new(scratch)
-	common, rare := c.termID["common"], c.termID["rare"]
+	common, rare := c.termID.m["common"], c.termID.m["rare"]
 	n := float64(c.live)
 	idf := func(term uint32) float64 { df := float64(c.df[term]); return math.Log(1 + (n-df+0.5)/(df+0.5)) }
 	s.lists = []termList{{term: common, idf: idf(common), postings: c.postings[common]}, {term: rare, idf: idf(rare), postings: c.postings[rare]}}

@@ -100,7 +100,7 @@ func (ix *Index) Search(ctx context.Context, collection, query string, k int, f 
 	s.lists = s.lists[:0]
 	total := 0
 	for _, term := range terms {
-		id, ok := c.termID[term]
+		id, ok := c.termOf(term)
 		if !ok || c.df[id] == 0 {
 			continue
 		}

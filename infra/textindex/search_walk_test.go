@@ -40,7 +40,7 @@ func referenceSearch(ix *Index, collection, query string, k int, f Filter) []Hit
 		avgdl = 1
 	}
 	for _, term := range terms {
-		id, ok := c.termID[term]
+		id, ok := c.termOf(term)
 		if !ok || c.df[id] == 0 {
 			continue
 		}

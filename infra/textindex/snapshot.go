@@ -225,22 +225,32 @@ func (c *collection) encode(e *encoder) {
 // slot and term it refers to exists, so a bad image fails here rather than
 // in a search.
 func decodeCollection(d *decoder, metaUnits uint32) *collection {
-	c := newCollection(metaUnits)
 	nTerms := d.count(4)
+	// Neither the term map nor the id map is built: lookups scan until
+	// they pay for one (lazyIndex).
+	c := &collection{metaUnits: metaUnits, bigTF: map[uint64]uint32{}}
 	c.postings, c.blocks, c.df = make([][]posting, nTerms), make([][]block, nTerms), make([]int32, nTerms)
 	for id := range nTerms {
-		term := d.str()
-		c.termID[term] = uint32(id)
-		c.terms = append(c.terms, term)
+		c.terms = append(c.terms, d.str())
 		c.df[id] = int32(d.u32())
-		list := make([]posting, d.count(8))
+		// A list's fixed-size fields are read from one slice, checked
+		// once, rather than field by field (the bulk of an image).
+		n := d.count(8)
+		list, raw := make([]posting, n), d.next(8*n)
 		for i := range list {
-			list[i] = posting{slot: d.u32(), tf: d.u16(), length: d.u16()}
+			if raw != nil {
+				at := raw[8*i:]
+				list[i] = posting{slot: le.Uint32(at), tf: le.Uint16(at[4:]), length: le.Uint16(at[6:])}
+			}
 		}
 		c.postings[id] = list
-		blocks := make([]block, d.count(12))
+		n = d.count(12)
+		blocks, raw := make([]block, n), d.next(12*n)
 		for i := range blocks {
-			blocks[i] = block{last: d.u32(), maxTF: d.u32(), minLen: d.u32()}
+			if raw != nil {
+				at := raw[12*i:]
+				blocks[i] = block{last: le.Uint32(at), maxTF: le.Uint32(at[4:]), minLen: le.Uint32(at[8:])}
+			}
 		}
 		c.blocks[id] = blocks
 		if d.err != nil {
@@ -251,19 +261,23 @@ func decodeCollection(d *decoder, metaUnits uint32) *collection {
 	c.ids, c.dead, c.length = make([]string, nSlots), make([]bool, nSlots), make([]uint32, nSlots)
 	c.created, c.types, c.tags, c.docTerms = make([]int64, nSlots), make([]string, nSlots), make([][]string, nSlots), make([][]uint32, nSlots)
 	types := map[string]string{} // a handful of types: one string each
+	live := 0
 	for slot := range nSlots {
 		c.ids[slot], c.dead[slot], c.length[slot], c.created[slot] = d.str(), d.bool(), d.u32(), int64(d.u64())
-		t := d.str()
-		if interned, ok := types[t]; ok {
-			t = interned
-		} else {
+		raw := d.strBytes()
+		t, ok := types[string(raw)] // no copy made to look it up
+		if !ok {
+			t = string(raw)
 			types[t] = t
 		}
 		c.types[slot], c.tags[slot] = t, d.strs()
 		if n := d.count(4); n > 0 {
-			terms := make([]uint32, n)
+			terms, raw := make([]uint32, n), d.next(4*n)
 			for i := range terms {
-				if terms[i] = d.u32(); int(terms[i]) >= nTerms {
+				if raw == nil {
+					break
+				}
+				if terms[i] = le.Uint32(raw[4*i:]); int(terms[i]) >= nTerms {
 					d.fail("a document's term %d of %d", terms[i], nTerms)
 				}
 			}
@@ -273,7 +287,7 @@ func decodeCollection(d *decoder, metaUnits uint32) *collection {
 			return nil
 		}
 		if !c.dead[slot] {
-			c.slotOf[c.ids[slot]] = uint32(slot)
+			live++
 		}
 	}
 	for _, list := range c.postings {
@@ -289,11 +303,13 @@ func decodeCollection(d *decoder, metaUnits uint32) *collection {
 		c.bigTF[key] = tf
 	}
 	c.live, c.nDead, c.totalLen = int(d.u64()), int(d.u64()), int64(d.u64())
-	if d.err == nil && (c.live != len(c.slotOf) || c.live+c.nDead != nSlots) {
+	if d.err == nil && (c.live != live || c.live+c.nDead != nSlots) {
 		d.fail("%d live and %d dead documents in %d slots", c.live, c.nDead, nSlots)
 	}
 	return c
 }
+
+var le = binary.LittleEndian
 
 // encoder appends little-endian fields to a buffer.
 type encoder struct{ b []byte }
@@ -384,17 +400,20 @@ func (d *decoder) count(minSize int) int {
 	return int(n)
 }
 
-func (d *decoder) str() string {
+func (d *decoder) str() string { return string(d.strBytes()) }
+
+// strBytes is str's bytes, in the image.
+func (d *decoder) strBytes() []byte {
 	if d.err != nil {
-		return ""
+		return nil
 	}
 	n, k := binary.Uvarint(d.b)
 	if k <= 0 || n > math.MaxInt32 {
 		d.fail("bad string length")
-		return ""
+		return nil
 	}
 	d.b = d.b[k:]
-	return string(d.next(int(n)))
+	return d.next(int(n))
 }
 
 func (d *decoder) strs() []string {

@@ -84,11 +84,17 @@ func (b *cloudBackend) Search(ctx context.Context, q mcp.SearchQuery) (mcp.Searc
 	}
 	out := mcp.SearchResults{Results: make([]mcp.SearchResult, 0, len(resp.Results)), Degraded: resp.Degraded}
 	for _, r := range resp.Results {
-		content, err := contentMap(r.Content)
-		if err != nil {
-			return mcp.SearchResults{}, err
+		content := r.Content
+		if len(content) == 0 {
+			content = json.RawMessage(`{}`)
 		}
 		out.Results = append(out.Results, mcp.SearchResult{Type: r.Type, ID: r.ID, Score: r.Score, Content: content, CreatedAt: r.CreatedAt, Strength: r.Strength})
+	}
+	// The server's time, in microseconds when it reports them.
+	out.QueryTimeMS = int64(resp.QueryTimeMS)
+	out.QueryTimeUS = out.QueryTimeMS * 1000
+	if resp.QueryTimeUS != nil {
+		out.QueryTimeUS = *resp.QueryTimeUS
 	}
 	return out, nil
 }

@@ -139,6 +139,9 @@ func exerciseTools(t *testing.T, s *mcpSession, agent string) {
 	if len(results) == 0 || results[0].(map[string]any)["id"] != noteID {
 		t.Fatalf("search_memories = %v, want the note %s first", found, noteID)
 	}
+	if us, _ := found["query_time_us"].(float64); us <= 0 {
+		t.Fatalf("search_memories does not relay the server's time: %v", found)
+	}
 
 	got := s.ok("get_memory", map[string]any{"agent_id": agent, "type": "note", "id": noteID})
 	memory, _ := got["memory"].(map[string]any)

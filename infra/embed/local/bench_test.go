@@ -141,3 +141,29 @@ func TestRealisticModelLoads(t *testing.T) {
 		t.Fatalf("res dims %d tokens %d err %v", res.Dimensions, res.TokensUsed, err)
 	}
 }
+
+// BenchmarkBuiltinSIFOpen measures what a process pays for the built-in
+// model before its first embedding: the open (the word index; no row
+// decoded) and one two-word query, the rows it uses decoded then
+// (docs/snapshots.md#the-built-in-model). decode-all adds the decode of
+// every row, as the open did before.
+func BenchmarkBuiltinSIFOpen(b *testing.B) {
+	for _, all := range []bool{false, true} {
+		b.Run(map[bool]string{false: "open-and-query", true: "decode-all"}[all], func(b *testing.B) {
+			for b.Loop() {
+				m, err := newSIFModel(builtinSIFManifest, builtinSIFWords, builtinSIFVectors)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if all {
+					if err := m.decodeAll(); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if vec, _ := m.embed("heron quarry"); vec[0] == 1 {
+					b.Fatal("no known word")
+				}
+			}
+		})
+	}
+}

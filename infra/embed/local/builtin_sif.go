@@ -1,8 +1,8 @@
 package local
 
 import (
-	"embed"
-	"io/fs"
+	_ "embed"
+	"fmt"
 	"sync"
 )
 
@@ -11,19 +11,26 @@ import (
 // on the LoCoMo dev split (docs/search.md#quality).
 const DefaultModelName = "glove-sif-100"
 
-// builtinSIFFiles is the committed glove-sif-100 model directory (written
-// by `engram models import-glove`; licence in its NOTICE).
-//
-//go:embed models/glove-sif-100/sif.json models/glove-sif-100/words.txt models/glove-sif-100/vectors.f16
-var builtinSIFFiles embed.FS
+// The committed glove-sif-100 model directory (written by `engram models
+// import-glove`; licence in its NOTICE). The words and vectors are
+// embedded as strings: they stay in the binary's read-only mapping, and
+// the model reads them there without a copy.
+var (
+	//go:embed models/glove-sif-100/sif.json
+	builtinSIFManifest []byte
+	//go:embed models/glove-sif-100/words.txt
+	builtinSIFWords string
+	//go:embed models/glove-sif-100/vectors.f16
+	builtinSIFVectors string
+)
 
-// builtinSIFModel loads the committed GloVe SIF model once per process
-// (~150 ms of CPU and 20 MB); the model is immutable once loaded, so every
-// Provider shares it.
+// builtinSIFModel opens the committed GloVe SIF model once per process:
+// its word index (~50,000 map entries), with each row decoded when a text
+// first uses it (sifModel.row). Every Provider shares it.
 var builtinSIFModel = sync.OnceValues(func() (*sifModel, error) {
-	dir, err := fs.Sub(builtinSIFFiles, "models/glove-sif-100")
+	m, err := newSIFModel(builtinSIFManifest, builtinSIFWords, builtinSIFVectors)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("the built-in %s: %w", DefaultModelName, err)
 	}
-	return loadSIFModel(dir, "the built-in "+DefaultModelName)
+	return m, nil
 })

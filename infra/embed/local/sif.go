@@ -1,15 +1,13 @@
 package local
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io/fs"
 	"math"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/engram-memory/engram/domain"
 )
@@ -54,18 +52,35 @@ func isSIFModelDir(fsys fs.FS) bool {
 
 // sifModel embeds a text as the SIF-weighted sum of its words' vectors with
 // the principal component removed, normalised. Both steps are linear, so
-// each word's row already holds a/(a+p(w)) · (v − (v·u)u): a text's
+// each word's row already holds a/(a + p(w)) · (v − (v·u)u): a text's
 // embedding is the normalised sum of its known words' rows.
+//
+// A row is decoded from its float16 vector the first time a text uses it
+// (row), not at load: a process that embeds one query reads a few rows of
+// the 50,000, where decoding them all cost ~150 ms of CPU at every start
+// (docs/snapshots.md#the-built-in-model). A model
+// directory is still decoded whole at load (decodeAll), which checks
+// every value.
 type sifModel struct {
 	manifest SIFManifest
 	index    map[string]int32
-	rows     matrix
+	ranks    []int32 // by row: the word's 1-based frequency rank
+	harmonic float64 // Σ 1/r up to the source vocabulary's size
+	vectors  string  // float16 rows, little-endian, as vectors.f16 holds them
+	// rows are the decoded rows, nil until decoded. Two goroutines may
+	// decode the same row at once: both compute the same values, and the
+	// first stored is kept.
+	rows []atomic.Pointer[[]float32]
 }
 
-// loadSIFModel reads a SIF model directory. Errors are *domain.Error of
-// kind invalid with field "model_dir", wrapping the cause.
+// loadSIFModel reads a SIF model directory and decodes every row. Errors
+// are *domain.Error of kind invalid with field "model_dir", wrapping the
+// cause.
 func loadSIFModel(fsys fs.FS, where string) (*sifModel, error) {
 	m, err := readSIFModel(fsys)
+	if err == nil {
+		err = m.decodeAll()
+	}
 	if err != nil {
 		e := domain.Invalid("model_dir", "cannot load SIF model from %s", where)
 		e.Err = err
@@ -75,54 +90,115 @@ func loadSIFModel(fsys fs.FS, where string) (*sifModel, error) {
 }
 
 func readSIFModel(fsys fs.FS) (*sifModel, error) {
-	raw, err := fs.ReadFile(fsys, sifManifestFile)
+	manifest, err := fs.ReadFile(fsys, sifManifestFile)
 	if err != nil {
 		return nil, err
 	}
+	words, err := fs.ReadFile(fsys, sifWordsFile)
+	if err != nil {
+		return nil, err
+	}
+	vectors, err := fs.ReadFile(fsys, sifVectorsFile)
+	if err != nil {
+		return nil, err
+	}
+	return newSIFModel(manifest, string(words), string(vectors))
+}
+
+// newSIFModel returns the model of a manifest, its words.txt and its
+// vectors.f16, with no row decoded. The model keeps words and vectors (the
+// index's keys are substrings of words): the built-in model passes its
+// embedded files, which the binary's mapping holds, so they cost no copy.
+func newSIFModel(manifest []byte, words, vectors string) (*sifModel, error) {
 	var man SIFManifest
-	if err := json.Unmarshal(raw, &man); err != nil {
+	if err := json.Unmarshal(manifest, &man); err != nil {
 		return nil, fmt.Errorf("%s: %w", sifManifestFile, err)
 	}
 	if err := man.validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", sifManifestFile, err)
 	}
-	words, ranks, err := readSIFWords(fsys, man.Words)
-	if err != nil {
+	if want := man.Words * man.Dimensions * 2; len(vectors) != want {
+		return nil, fmt.Errorf("%s: %d bytes, want %d (%d words × %d dimensions × float16)", sifVectorsFile, len(vectors), want, man.Words, man.Dimensions)
+	}
+	m := &sifModel{manifest: man, index: make(map[string]int32, man.Words), ranks: make([]int32, 0, man.Words),
+		harmonic: math.Log(float64(man.SourceVocabulary)) + 0.5772156649,
+		vectors:  vectors,
+		rows:     make([]atomic.Pointer[[]float32], man.Words)}
+	if err := m.readWords(words); err != nil {
 		return nil, err
-	}
-	raw, err = fs.ReadFile(fsys, sifVectorsFile)
-	if err != nil {
-		return nil, err
-	}
-	if want := man.Words * man.Dimensions * 2; len(raw) != want {
-		return nil, fmt.Errorf("%s: %d bytes, want %d (%d words × %d dimensions × float16)", sifVectorsFile, len(raw), want, man.Words, man.Dimensions)
-	}
-	m := &sifModel{manifest: man, index: make(map[string]int32, len(words)),
-		rows: matrix{rows: man.Words, cols: man.Dimensions, data: make([]float32, man.Words*man.Dimensions)}}
-	harmonic := math.Log(float64(man.SourceVocabulary)) + 0.5772156649 // Σ 1/r up to the vocabulary size
-	v := make([]float64, man.Dimensions)
-	for i, w := range words {
-		if _, dup := m.index[w]; dup {
-			return nil, fmt.Errorf("%s: word %q appears twice", sifWordsFile, w)
-		}
-		m.index[w] = int32(i)
-		var dot float64
-		for j := range v {
-			x := float64(float16ToFloat32(binary.LittleEndian.Uint16(raw[(i*man.Dimensions+j)*2:])))
-			if math.IsNaN(x) || math.IsInf(x, 0) {
-				return nil, fmt.Errorf("%s: word %q has a non-finite value", sifVectorsFile, w)
-			}
-			v[j] = x
-			dot += x * man.PrincipalComponent[j]
-		}
-		p := 1 / (float64(ranks[i]) * harmonic) // Zipf's law
-		weight := man.SIFA / (man.SIFA + p)
-		row := m.rows.row(i)
-		for j := range v {
-			row[j] = float32(weight * (v[j] - dot*man.PrincipalComponent[j]))
-		}
 	}
 	return m, nil
+}
+
+// readWords reads words.txt: "word rank" per line, in matrix row order.
+func (m *sifModel) readWords(words string) error {
+	for line := range strings.Lines(words) {
+		line = strings.TrimSuffix(strings.TrimSuffix(line, "\n"), "\r")
+		word, rankText, ok := strings.Cut(line, " ")
+		rank, err := strconv.ParseInt(rankText, 10, 32)
+		if !ok || word == "" || err != nil || rank < 1 {
+			return fmt.Errorf("%s line %d: want \"word rank\", got %q", sifWordsFile, len(m.ranks)+1, line)
+		}
+		m.index[word] = int32(len(m.ranks))
+		if m.ranks = append(m.ranks, int32(rank)); len(m.index) != len(m.ranks) {
+			return fmt.Errorf("%s: word %q appears twice", sifWordsFile, word)
+		}
+	}
+	if len(m.ranks) != m.manifest.Words {
+		return fmt.Errorf("%s: %d words, the manifest says %d", sifWordsFile, len(m.ranks), m.manifest.Words)
+	}
+	return nil
+}
+
+// decodeAll decodes every row, refusing a non-finite value.
+func (m *sifModel) decodeAll() error {
+	dims := m.manifest.Dimensions
+	all, v := make([]float32, len(m.rows)*dims), make([]float64, dims)
+	for word, i := range m.index {
+		row := all[int(i)*dims : int(i+1)*dims]
+		if !m.decodeRow(int(i), v, row) {
+			return fmt.Errorf("%s: word %q has a non-finite value", sifVectorsFile, word)
+		}
+		m.rows[i].Store(&row)
+	}
+	return nil
+}
+
+// row returns row i, decoding it the first time.
+func (m *sifModel) row(i int32) []float32 {
+	if row := m.rows[i].Load(); row != nil {
+		return *row
+	}
+	// A non-finite value is possible only in a model directory, which
+	// decodeAll checked; the built-in model's rows are all finite
+	// (TestBuiltinModelEmbedsAsItAlwaysHas reads each).
+	row := make([]float32, m.manifest.Dimensions)
+	m.decodeRow(int(i), make([]float64, m.manifest.Dimensions), row)
+	if !m.rows[i].CompareAndSwap(nil, &row) {
+		return *m.rows[i].Load()
+	}
+	return row
+}
+
+// decodeRow computes row i from its float16 vector into row, with v as
+// scratch, and reports whether every value was finite.
+func (m *sifModel) decodeRow(i int, v []float64, row []float32) bool {
+	man := m.manifest
+	finite := true
+	var dot float64
+	for j := range v {
+		at := (i*man.Dimensions + j) * 2
+		x := float64(float16ToFloat32(uint16(m.vectors[at]) | uint16(m.vectors[at+1])<<8))
+		finite = finite && !math.IsNaN(x) && !math.IsInf(x, 0)
+		v[j] = x
+		dot += x * man.PrincipalComponent[j]
+	}
+	p := 1 / (float64(m.ranks[i]) * m.harmonic) // Zipf's law
+	weight := man.SIFA / (man.SIFA + p)
+	for j := range v {
+		row[j] = float32(weight * (v[j] - dot*man.PrincipalComponent[j]))
+	}
+	return finite
 }
 
 func (man SIFManifest) validate() error {
@@ -152,31 +228,6 @@ func (man SIFManifest) validate() error {
 	return nil
 }
 
-// readSIFWords reads words.txt: "word rank" per line, in matrix row order.
-func readSIFWords(fsys fs.FS, n int) ([]string, []int, error) {
-	raw, err := fs.ReadFile(fsys, sifWordsFile)
-	if err != nil {
-		return nil, nil, err
-	}
-	words, ranks := make([]string, 0, n), make([]int, 0, n)
-	sc := bufio.NewScanner(bytes.NewReader(raw))
-	for sc.Scan() {
-		word, rankText, ok := strings.Cut(sc.Text(), " ")
-		rank, err := strconv.Atoi(rankText)
-		if !ok || word == "" || err != nil || rank < 1 {
-			return nil, nil, fmt.Errorf("%s line %d: want \"word rank\", got %q", sifWordsFile, len(words)+1, sc.Text())
-		}
-		words, ranks = append(words, word), append(ranks, rank)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", sifWordsFile, err)
-	}
-	if len(words) != n {
-		return nil, nil, fmt.Errorf("%s: %d words, the manifest says %d", sifWordsFile, len(words), n)
-	}
-	return words, ranks, nil
-}
-
 func (m *sifModel) info() domain.EmbeddingModel {
 	return domain.EmbeddingModel{
 		Name:        m.manifest.Name,
@@ -195,19 +246,19 @@ func (m *sifModel) info() domain.EmbeddingModel {
 // without any known word embeds as the unit vector e0.
 func (m *sifModel) embed(text string) ([]float32, int) {
 	words := splitWords(text).words
-	sum := make([]float64, m.rows.cols)
+	sum := make([]float64, m.manifest.Dimensions)
 	used := false
 	for _, w := range words {
 		i, ok := m.index[w]
 		if !ok {
 			continue
 		}
-		for j, x := range m.rows.row(int(i)) {
+		for j, x := range m.row(i) {
 			sum[j] += float64(x)
 		}
 		used = true
 	}
-	vec := make([]float32, m.rows.cols)
+	vec := make([]float32, m.manifest.Dimensions)
 	if !used || !normaliseInto(vec, sum) {
 		clear(vec)
 		vec[0] = 1

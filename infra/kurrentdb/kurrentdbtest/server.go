@@ -22,8 +22,11 @@
 //     reads and subscriptions deliver like any other record of the stream;
 //   - basic-auth credentials, when configured, checked on every call; the
 //     default ACL of $all: only $admins may read it;
+//   - ServerFeatures (the version and methods the client decides on) and,
+//     unless Options.Version is Version24_10, KurrentDB 25.1's v2
+//     StreamsService.AppendSession, the atomic multi-stream append (v2.go).
 //
-// Not modelled: stream subscriptions, soft deletes, appends to or reads of a
+// Not modelled: stream subscriptions, soft deletes, v1 appends to or reads of a
 // tombstoned stream (KurrentDB refuses them with stream-deleted), batch append,
 // idempotent re-appends of the same event ids, persistent subscriptions,
 // clustering.
@@ -52,8 +55,10 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/kurrent-io/KurrentDB-Client-Go/protos/kurrentdb/protocols/v1/serverfeatures"
 	"github.com/kurrent-io/KurrentDB-Client-Go/protos/kurrentdb/protocols/v1/shared"
 	"github.com/kurrent-io/KurrentDB-Client-Go/protos/kurrentdb/protocols/v1/streams"
+	v2 "github.com/kurrent-io/KurrentDB-Client-Go/protos/kurrentdb/protocols/v2/streams/streams"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
@@ -98,6 +103,10 @@ type Options struct {
 	// measure (see appendSize); DefaultMaxAppendSize if zero, no limit if
 	// negative.
 	MaxAppendSize int
+	// Version is the KurrentDB version the server plays (Version25_1 if
+	// empty): Version24_10 has no v2 StreamsService, so no multi-stream
+	// append.
+	Version string
 }
 
 // DefaultMaxAppendSize is KurrentDB 24.10's and 25.0's default
@@ -118,6 +127,7 @@ type Server struct {
 	revision map[string]uint64 // stream → last revision
 	next     uint64
 	reads    int           // Read calls served (reads and subscriptions)
+	sessions int           // v2 append sessions that wrote
 	appended chan struct{} // closed (and replaced) on every append
 	dropped  chan struct{} // closed (and replaced) by DropSubscriptions
 }
@@ -125,6 +135,11 @@ type Server struct {
 // Start serves on opts.Addr (a random loopback port by default) until
 // Close. The log starts empty but for system events.
 func Start(opts Options) (*Server, error) {
+	switch opts.Version {
+	case "", Version24_10, Version25_1:
+	default:
+		return nil, fmt.Errorf("kurrentdbtest: version %q is not one the server plays (%s, %s)", opts.Version, Version24_10, Version25_1)
+	}
 	addr := opts.Addr
 	if addr == "" {
 		addr = "127.0.0.1:0"
@@ -157,6 +172,10 @@ func (s *Server) serve(addr string) error {
 	s.lis = lis
 	s.grpc = grpc.NewServer(serverOpts...)
 	streams.RegisterStreamsServer(s.grpc, s)
+	serverfeatures.RegisterServerFeaturesServer(s.grpc, features{srv: s})
+	if s.hasAppendSession() {
+		v2.RegisterStreamsServiceServer(s.grpc, streamsV2{srv: s})
+	}
 	go s.grpc.Serve(lis)
 	return nil
 }
@@ -208,6 +227,14 @@ func (s *Server) Reads() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.reads
+}
+
+// Sessions is how many v2 append sessions (multi-stream appends) have
+// written.
+func (s *Server) Sessions() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sessions
 }
 
 // Streams lists the streams that hold events, system streams included.
@@ -275,7 +302,12 @@ func (s *Server) isAdmin(ctx context.Context) bool {
 	return !ok || admin
 }
 
-func (s *Server) authUnary(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+func (s *Server) authUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	// ServerFeatures authorizes no one (ServerFeatures.cs): the client
+	// asks it, without credentials, while it connects.
+	if info.FullMethod == serverfeatures.ServerFeatures_GetSupportedMethods_FullMethodName {
+		return h(ctx, req)
+	}
 	admin, err := s.authorize(ctx)
 	if err != nil {
 		return nil, err
