@@ -5,7 +5,7 @@ BIN       ?= bin/engram
 BENCH     ?= .
 BENCHTIME ?= 1s
 
-.PHONY: build run test test-deps test-typescript test-python lint fuzz fuzz-api sdk-version vulncheck bench bench-quality bench-load bench-replay clean
+.PHONY: build run test test-bin test-race test-rest test-norace test-race-smoke test-deps test-typescript test-python lint fuzz fuzz-api sdk-version vulncheck bench bench-quality bench-load bench-replay clean
 
 # `engram version` reports these; `go build` alone leaves them to Go's
 # build information. VERSION (the file) is the release, shared by the server
@@ -49,14 +49,47 @@ RACE ?= -race -gcflags=modernc.org/sqlite/lib=-d=checkptr=0
 # in a pass of their own without it. A test added to that file goes here.
 NORACE_TESTS ?= TestHNSWRecall|TestFilteredSearchReturnsK|TestDuplicateGroupsStayNavigable|TestMemoryWithinBudget
 
-test: lint test-deps
+# make test runs in two lanes at once (make -j2): the race pass alone
+# leaves a core idle whenever its packages wait (on a server or CLI run
+# they started, on the last long package), and the smaller passes need
+# nothing of it:
+# - test-race: every package under the race detector, the slowest first
+#   (SLOW_FIRST) so that no long package starts last and runs alone; then
+#   the TypeScript and Python SDK suites;
+# - test-rest: lint, the vector index's pass without the detector, the race
+#   smoke pass.
+# Both lanes start once the plain binary is built; test-race also waits for
+# the outside clients' installs (test-deps), which run beside the build and
+# lint (go.mod's ignore keeps go vet ./... out of what they write). Nothing
+# in test-rest writes into the tree the race pass's tests walk (docs,
+# internal/archtest): the SDK suites, whose installs and caches do, run
+# after it in its own lane.
+# --output-sync prints each step's output whole when it ends.
+# docs/testing.md#two-lanes has the timings.
+SLOW_FIRST ?= ./internal/cli ./api ./projections/search ./internal/app ./infra/sqlite ./infra/vectorindex ./internal/multinode ./infra/postgres ./projections
+
+test:
+	$(MAKE) -j2 --output-sync=target test-race test-rest
+
+test-bin:
 	$(GO) build -o $(TEST_BIN) ./cmd/engram
-	PATH="$(PYTOOLS)/bin:$$PATH" ENGRAM_TEST_BINARY=$(TEST_BIN) $(GO) test $(RACE) -count=1 -timeout 20m ./...
-	$(GO) test -count=1 -timeout 10m -run '^($(NORACE_TESTS))$$' ./infra/vectorindex
-	$(GO) build $(RACE) -o $(RACE_BIN) ./cmd/engram
-	ENGRAM_TEST_BINARY=$(RACE_BIN) $(GO) test $(RACE) -count=1 -timeout 10m -run '^($(RACE_SMOKE))$$' ./internal/cli
+
+test-race: test-deps test-bin
+	PATH="$(PYTOOLS)/bin:$$PATH" ENGRAM_TEST_BINARY=$(TEST_BIN) $(GO) test $(RACE) -count=1 -timeout 20m $(SLOW_FIRST) ./...
 	ENGRAM_TEST_BINARY=$(TEST_BIN) $(MAKE) test-typescript
 	$(MAKE) test-python ENGRAM_TEST_BINARY=$(TEST_BIN)
+
+test-rest: test-bin
+	$(MAKE) lint
+	$(MAKE) test-norace
+	$(MAKE) test-race-smoke
+
+test-norace:
+	$(GO) test -count=1 -timeout 10m -run '^($(NORACE_TESTS))$$' ./infra/vectorindex
+
+test-race-smoke:
+	$(GO) build $(RACE) -o $(RACE_BIN) ./cmd/engram
+	ENGRAM_TEST_BINARY=$(RACE_BIN) $(GO) test $(RACE) -count=1 -timeout 10m -run '^($(RACE_SMOKE))$$' ./internal/cli
 
 # The clients nobody here wrote, at pinned versions, that the Go suites
 # drive the binary with: the official MCP TypeScript SDK (test/mcp-ts,

@@ -2,6 +2,14 @@ module github.com/engram-memory/engram
 
 go 1.26.0
 
+// What make test's test-deps installs (npm's node_modules, the Python
+// virtual environments under bin/) is no Go of ours, and make lint's
+// go vet ./... walks the tree while those installs write it.
+ignore (
+	node_modules
+	./bin
+)
+
 require (
 	github.com/ThreeDotsLabs/watermill v1.5.1
 	github.com/chromedp/chromedp v0.23.0

@@ -194,16 +194,19 @@ func (t *Transfer) exportEvents(ctx context.Context, agent memory.AgentView, emi
 	}
 }
 
+// agentCreations decodes the events that create an agent, and no other
+// (an export looks for its agent's among all of the stream's); it never
+// changes.
+var agentCreations = domain.MustEventRegistry([]domain.EventDecoder{domain.DecoderOf[memory.AgentCreated]()})
+
 // createdThisAgent reports whether e creates the agent created at createdAt.
 func createdThisAgent(e domain.Event, createdAt time.Time) (bool, error) {
-	if e.Type != (memory.AgentCreated{}).EventType() {
-		return false, nil
-	}
-	var a memory.AgentCreated
-	if err := json.Unmarshal(e.Payload, &a); err != nil {
+	payload, err := agentCreations.Decode(e).Decoded()
+	if err != nil {
 		return false, fmt.Errorf("commands: export: event %s: %w", e.ID, err)
 	}
-	return a.CreatedAt.Equal(createdAt), nil
+	a, ok := payload.(*memory.AgentCreated)
+	return ok && a.CreatedAt.Equal(createdAt), nil
 }
 
 // streamPages reads one stream in pages of exportPage events.
@@ -482,21 +485,15 @@ func atLine(err error, at []int, h ExportHeader) error {
 	return lineError(at[i]+1+headerLines(h), &c)
 }
 
-// cognitionTypes are the events of an agent's cognition stream an import
-// carries.
-var cognitionTypes = map[string]bool{
-	processing.ConfigChanged{}.EventType():        true,
-	processing.PassRecorded{}.EventType():         true,
-	processing.SuggestionCreated{}.EventType():    true,
-	processing.SuggestionResolved{}.EventType():   true,
-	processing.AnxietyLevelRecorded{}.EventType(): true,
-}
+// cognitionEvents are the events of an agent's cognition stream an
+// import carries: processing's; it never changes.
+var cognitionEvents = domain.MustEventRegistry(processing.Events())
 
 // splitStreams separates the events of the memory stream from those of
 // the cognition stream, keeping the line of each.
 func splitStreams(events []SyncEvent, at []int) (mem, cog []SyncEvent, memAt, cogAt []int) {
 	for i, ev := range events {
-		if cognitionTypes[ev.Type] {
+		if cognitionEvents.Knows(ev.Type) {
 			cog, cogAt = append(cog, ev), append(cogAt, at[i])
 		} else {
 			mem, memAt = append(mem, ev), append(memAt, at[i])
@@ -530,7 +527,7 @@ func (t *Transfer) incarnationOf(ctx context.Context, ref memory.AgentRef) (inca
 
 // stream is the agent's stream for an event of type typ.
 func (in incarnation) stream(typ string) string {
-	if cognitionTypes[typ] {
+	if cognitionEvents.Knows(typ) {
 		return in.cog
 	}
 	return in.mem
@@ -692,6 +689,10 @@ func (t *Transfer) mapIDs(ctx context.Context, ref memory.AgentRef, live incarna
 	return m, nil
 }
 
+// idCreations are the events that create a memory or a suggestion, and
+// with it its id; it never changes.
+var idCreations = domain.MustEventRegistry([]domain.EventDecoder{domain.DecoderOf[memory.MemoryCreated](), domain.DecoderOf[processing.SuggestionCreated]()})
+
 // createdElsewhere are the memories and suggestions whose creation, in
 // the lines, is an event the log holds outside the live agent (another
 // stream, or an earlier agent of the same name): the same event created
@@ -699,9 +700,7 @@ func (t *Transfer) mapIDs(ctx context.Context, ref memory.AgentRef, live incarna
 // the log, domain.MemoryClaim) even when no read model shows them any more
 // (purged, or their agent deleted).
 func (t *Transfer) createdElsewhere(ctx context.Context, live incarnation, lines []ExportLine) (map[string]bool, error) {
-	creates := func(l ExportLine) bool {
-		return l.Event != nil && (l.Event.Type == (memory.MemoryCreated{}).EventType() || l.Event.Type == (processing.SuggestionCreated{}).EventType())
-	}
+	creates := func(l ExportLine) bool { return l.Event != nil && idCreations.Knows(l.Event.Type) }
 	var ids []string
 	for _, l := range lines {
 		if creates(l) {

@@ -60,6 +60,25 @@ func NewEventRegistry(lists ...[]EventDecoder) (*EventRegistry, error) {
 	return r, nil
 }
 
+// MustEventRegistry is NewEventRegistry for lists fixed at build time,
+// where a type registered twice is a programming error (the registries'
+// tests fail first).
+func MustEventRegistry(lists ...[]EventDecoder) *EventRegistry {
+	r, err := NewEventRegistry(lists...)
+	if err != nil {
+		panic(err)
+	}
+	return r
+}
+
+// Knows reports whether eventType is registered: a reader given an event
+// decoded by a larger registry tells so whether a decoding error is of an
+// event it reads.
+func (r *EventRegistry) Knows(eventType string) bool {
+	_, ok := r.decoders[eventType]
+	return ok
+}
+
 // decoding is an event's payload as its registry decoded it: payload is
 // nil for a type the registry does not know, or when err says the payload
 // did not parse.

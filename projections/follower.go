@@ -2,7 +2,6 @@ package projections
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -16,7 +15,8 @@ import (
 )
 
 // The live delivery path. One follower per running engine reads the log
-// once, decodes each payload once (the engine's event registry) and hands
+// once through the engine's one reader (readLog, following the log), which
+// decodes each payload once (the engine's event registry), and hands
 // each decoded batch to every projection's member; each member feeds its
 // projection's watermill handler, which applies the batch with the
 // router's middlewares (recoverer, retry, parking) around it, and acks it
@@ -34,10 +34,11 @@ import (
 // shared by every member, so that costs no copies); a member further
 // behind (its projection parked, slow, or paused by a live rebuild) is
 // detached: it applies what was queued for it, then reads the log from its
-// own position through the replay path's reader (readChunk) until it
-// reaches the follower, and attaches again. A member that starts behind
-// the follower (a leased projection taken over) catches up so as well. No
-// batch is skipped: a member reads whatever the follower did not hand it.
+// own position through the same reader (readLog, up to the follower's
+// position) until it reaches the follower, and attaches again. A member
+// that starts behind the follower (a leased projection taken over) catches
+// up so as well. No batch is skipped: a member reads whatever the follower
+// did not hand it.
 
 // maxPending bounds the events queued for a member by default
 // (Engine.maxPending): eight of the store's full pages, more than the
@@ -47,8 +48,7 @@ const maxPending = 32768
 
 // logFollower is the engine's one reader of the log while it runs.
 type logFollower struct {
-	store  domain.EventStore
-	events *domain.EventRegistry
+	e      *Engine
 	logger *slog.Logger
 	// ctx bounds the following; retryDelay paces a failed subscription.
 	ctx        context.Context
@@ -66,7 +66,7 @@ type logFollower struct {
 }
 
 func newFollower(ctx context.Context, e *Engine) *logFollower {
-	return &logFollower{store: e.store, events: e.events, logger: e.logger, ctx: ctx, retryDelay: e.retryDelay, maxPending: e.maxPending, attached: map[*member]bool{}}
+	return &logFollower{e: e, logger: e.logger, ctx: ctx, retryDelay: e.retryDelay, maxPending: e.maxPending, attached: map[*member]bool{}}
 }
 
 // join returns the members of projections at the given checkpoints,
@@ -101,8 +101,7 @@ func (f *logFollower) wait() { f.wg.Wait() }
 // again after a failure.
 func (f *logFollower) follow(after uint64) {
 	for {
-		err := f.store.SubscribeAll(f.ctx, after, func(ctx context.Context, events []domain.Event) error {
-			f.events.DecodeAll(events)
+		err := f.e.readLog(f.ctx, after, following, replayChunk, func(events []domain.Event) error {
 			f.hand(events)
 			after = events[len(events)-1].Position
 			return nil
@@ -160,18 +159,19 @@ func (m *member) signal() {
 	}
 }
 
-// next returns the events after position after that m's projection is to
-// apply next: queued by the follower while m is attached, else read from
-// the log up to the follower's position (catching up), attaching m once it
-// has reached the follower.
-func (m *member) next(ctx context.Context, after uint64, readChunk func(ctx context.Context, after, until uint64, limit int) ([]domain.Event, error)) ([]domain.Event, error) {
+// next returns the batch m's projection is to apply next, queued by the
+// follower while m is attached. Detached, m gets no batch but the
+// follower's position (catchUpTo), up to which it is to read the log
+// itself after its own position after; once it has reached the follower
+// it is attached again.
+func (m *member) next(ctx context.Context, after uint64) (events []domain.Event, catchUpTo uint64, err error) {
 	f := m.f
 	for {
 		f.mu.Lock()
 		if len(m.pending) > 0 {
 			events := m.takePending()
 			f.mu.Unlock()
-			return events, nil
+			return events, 0, nil
 		}
 		attached := f.attached[m]
 		if !attached && after >= f.read {
@@ -182,12 +182,12 @@ func (m *member) next(ctx context.Context, after uint64, readChunk func(ctx cont
 		until := f.read
 		f.mu.Unlock()
 		if !attached {
-			return readChunk(ctx, after, until, replayChunk)
+			return nil, until, nil
 		}
 		select {
 		case <-m.ready:
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, 0, ctx.Err()
 		}
 	}
 }
@@ -252,14 +252,26 @@ func (s *memberSubscriber) Subscribe(ctx context.Context, topic string) (<-chan 
 		defer m.leave()
 		after := s.from
 		for {
-			events, err := m.next(ctx, after, s.e.readChunk)
-			if ctx.Err() != nil {
-				return
-			}
+			events, catchUpTo, err := m.next(ctx, after)
 			if err != nil {
-				s.e.logger.Error("projections: catching up from the log failed; trying again", "projection", topic, "after", after, "error", err)
-				if !pause.For(ctx, s.retryDelay) {
+				return // ctx ended
+			}
+			if events == nil {
+				err := s.e.readLog(ctx, after, catchUpTo, replayChunk, func(events []domain.Event) error {
+					if err := s.deliver(ctx, out, events); err != nil {
+						return err
+					}
+					after = events[len(events)-1].Position
+					return nil
+				})
+				if ctx.Err() != nil {
 					return
+				}
+				if err != nil {
+					s.e.logger.Error("projections: catching up from the log failed; trying again", "projection", topic, "after", after, "error", err)
+					if !pause.For(ctx, s.retryDelay) {
+						return
+					}
 				}
 				continue
 			}
@@ -316,19 +328,3 @@ func (s *memberSubscriber) deliver(ctx context.Context, out chan<- *message.Mess
 }
 
 func (s *memberSubscriber) Close() error { return nil }
-
-// readChunk reads up to limit events after position after and at most up
-// to until, decoded: the one reader of the log behind the replays and the
-// catching up of a live projection.
-func (e *Engine) readChunk(ctx context.Context, after, until uint64, limit int) ([]domain.Event, error) {
-	events, err := e.store.ReadAll(ctx, after, limit)
-	if err != nil {
-		return nil, err
-	}
-	if len(events) == 0 {
-		return nil, fmt.Errorf("log ends at %d before %d", after, until)
-	}
-	events = events[:cut(events, until)]
-	e.events.DecodeAll(events)
-	return events, nil
-}

@@ -129,7 +129,7 @@ func TestStalledProjectionLeavesTheOthersLiveAndCatchesUp(t *testing.T) {
 			t.Errorf("%s: sum %d at %d, want %d at %d", p.name, sum, at, want, pos)
 		}
 	}
-	if store.reads.Load() == 0 {
+	if store.subscriptions.Load() < 2 {
 		t.Error("the stalled projection never read the log for itself: it was queued all it missed")
 	}
 }
@@ -194,4 +194,73 @@ type countingStall struct {
 func (p *countingStall) Apply(ctx context.Context, events []domain.Event) error {
 	<-p.stall
 	return p.countingProjection.Apply(ctx, events)
+}
+
+// Every path that brings projections to the log reads it through the one
+// reader the live follower uses (the store's subscription): CatchUp, a
+// rebuild, a live rebuild and the live following alike, never a reader of
+// their own (they used to page the log with ReadAll).
+func TestEveryPathReadsTheLogThroughTheFollowersReader(t *testing.T) {
+	store := &countingStore{EventStore: newStore(t)}
+	p := &sumProjection{name: "p"}
+	engine := projections.NewEngine(store, slog.New(slog.NewTextHandler(io.Discard, nil)), p)
+	pos := appendN(t, store, 1, 2, 3)
+	if err := engine.CatchUp(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := engine.Rebuild(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx := runEngine(t, engine)
+	waitFor(t, ctx, engine, pos)
+	if _, err := engine.RebuildLive(ctx, "p"); err != nil {
+		t.Fatal(err)
+	}
+	pos = appendN(t, store, 4)
+	waitFor(t, ctx, engine, pos)
+	if sum, at := p.state(); sum != 10 || at != pos {
+		t.Errorf("sum %d at %d, want 10 at %d", sum, at, pos)
+	}
+	if r := store.reads.Load(); r != 0 {
+		t.Errorf("the engine read the log %d times beside its reader, want 0", r)
+	}
+	if n := store.subscriptions.Load(); n != 4 {
+		t.Errorf("%d reads through the reader, want 4: CatchUp, Rebuild, the follower, RebuildLive", n)
+	}
+}
+
+// onePerPageStore hands its subscribers pages of one event, as a store
+// streaming a subscription (KurrentDB) may when its reader keeps up.
+type onePerPageStore struct{ domain.EventStore }
+
+func (s onePerPageStore) SubscribeAll(ctx context.Context, after uint64, handle func(context.Context, []domain.Event) error) error {
+	return s.EventStore.SubscribeAll(ctx, after, func(ctx context.Context, events []domain.Event) error {
+		for i := range events {
+			if err := handle(ctx, events[i:i+1]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// A replay applies the log in full chunks however small the store's pages
+// are: a transaction per page would cost a replay what a chunk saves.
+func TestReplayJoinsSmallPagesIntoChunks(t *testing.T) {
+	store := onePerPageStore{newStore(t)}
+	p := &countingProjection{sumProjection: sumProjection{name: "p"}}
+	engine := projections.NewEngine(store, slog.New(slog.NewTextHandler(io.Discard, nil)), p)
+	ns := make([]int, 100)
+	for i := range ns {
+		ns[i] = i + 1
+	}
+	pos := appendN(t, store, ns...)
+	if err := engine.Rebuild(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.calls != 1 || p.sum != 5050 || p.pos != pos {
+		t.Fatalf("100 events in pages of one took %d Apply calls (sum %d at %d), want 1 (5050 at %d)", p.calls, p.sum, p.pos, pos)
+	}
 }

@@ -69,3 +69,31 @@ func (w *indexWrites) flush(ctx context.Context, keyword domain.KeywordIndex, ve
 	w.ops = w.ops[:0]
 	return nil
 }
+
+// indexProjection is an index projection (keyword, vectors) as their one
+// Apply (applyIndexed) sees it.
+type indexProjection interface {
+	// Load fills an in-process index from the state once.
+	Load(ctx context.Context) error
+	// applyTo applies events to the state and checkpoint in one
+	// transaction of the state's store and, with writeIndex, makes the
+	// index writes they queue just before its commit.
+	applyTo(ctx context.Context, events []domain.Event, writeIndex bool) error
+}
+
+// applyIndexed is the Apply of an index projection: the state alone in a
+// process that does not search the index (skipIndex), else the index
+// (loaded first) with the state, counted towards the next snapshot.
+func applyIndexed(ctx context.Context, p indexProjection, skipIndex bool, snap *snapshotState, events []domain.Event) error {
+	if skipIndex {
+		return p.applyTo(ctx, events, false)
+	}
+	if err := p.Load(ctx); err != nil {
+		return err
+	}
+	if err := p.applyTo(ctx, events, true); err != nil {
+		return err
+	}
+	snap.applied(len(events))
+	return nil
+}

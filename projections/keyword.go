@@ -86,21 +86,20 @@ func (p *Keyword) Reset(ctx context.Context) error {
 // Apply implements Projection: the index writes are made before the state
 // and checkpoint commit.
 func (p *Keyword) Apply(ctx context.Context, events []domain.Event) error {
-	if p.skipIndex {
-		return p.applyState(ctx, events)
+	return applyIndexed(ctx, p, p.skipIndex, p.snap, events)
+}
+
+// applyTo implements indexProjection.
+func (p *Keyword) applyTo(ctx context.Context, events []domain.Event, writeIndex bool) error {
+	var w indexWrites // without writeIndex, discarded: the index is refilled from the state
+	var flush func(context.Context) error
+	if writeIndex {
+		flush = func(ctx context.Context) error { return w.flush(ctx, p.index, nil, p.logger) }
 	}
-	if err := p.Load(ctx); err != nil {
-		return err
-	}
-	var w indexWrites
 	p.events.DecodeAll(events)
-	err := p.state.ApplyKeyword(ctx, events, func(ctx context.Context, tx domain.KeywordStateTx, e domain.Event) error {
+	return p.state.ApplyKeyword(ctx, events, func(ctx context.Context, tx domain.KeywordStateTx, e domain.Event) error {
 		return p.apply(ctx, tx, e, &w)
-	}, func(ctx context.Context) error { return w.flush(ctx, p.index, nil, p.logger) })
-	if err == nil {
-		p.snap.applied(len(events))
-	}
-	return err
+	}, flush)
 }
 
 // indexFromState implements derivedIndex.
@@ -109,15 +108,6 @@ func (p *Keyword) indexFromState() bool { return p.loadIndex && !p.skipIndex }
 // statePosition implements derivedIndex.
 func (p *Keyword) statePosition(ctx context.Context) (uint64, error) {
 	return p.state.KeywordCheckpoint(ctx)
-}
-
-// applyState implements derivedIndex: the state and checkpoint alone.
-func (p *Keyword) applyState(ctx context.Context, events []domain.Event) error {
-	var w indexWrites // discarded: the index is refilled from the state
-	p.events.DecodeAll(events)
-	return p.state.ApplyKeyword(ctx, events, func(ctx context.Context, tx domain.KeywordStateTx, e domain.Event) error {
-		return p.apply(ctx, tx, e, &w)
-	}, nil)
 }
 
 // dropIndex implements derivedIndex.

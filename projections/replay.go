@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 
 	"github.com/ThreeDotsLabs/watermill/message"
@@ -11,13 +12,15 @@ import (
 	"github.com/engram-memory/engram/domain"
 )
 
-// The bulk replay path of Rebuild and CatchUp. It reads the log as a live
-// projection catching up does, once, decoded once (readChunk), and applies
-// each chunk as the live handler applies a batch (applyBatch). A replay
-// knows the whole range up front, so it reads in larger chunks, one ahead
-// of the apply; it does not go through the router (there is nothing to
-// park: a failure ends the replay); and the read models of one database
-// apply a chunk in one transaction (domain.UnitOfWork).
+// The bulk replay path of Rebuild and CatchUp. It reads the log through
+// the engine's one reader, as the live follower and a live projection
+// catching up do, once, decoded once (readLog), and applies each chunk as
+// the live handler applies a batch (applyBatch). The paths differ only in
+// their parameters: a replay knows the whole range up front, so it reads
+// up to the head in full chunks, one ahead of the apply; it does not go
+// through the router (there is nothing to park: a failure ends the
+// replay); and the read models of one database apply a chunk in one
+// transaction (domain.UnitOfWork).
 
 // Chunk sizes: how many events a replay reads and applies at a time.
 // Offline, large enough that a transaction's fixed costs (begin,
@@ -58,8 +61,9 @@ type derivedIndex interface {
 	// statePosition is the state's checkpoint, read without filling the
 	// index (Position fills it first, which a replay would throw away).
 	statePosition(ctx context.Context) (uint64, error)
-	// applyState applies events to the state and checkpoint only.
-	applyState(ctx context.Context, events []domain.Event) error
+	// applyTo applies events to the state and checkpoint, and to the
+	// index with writeIndex (a replay applies them without).
+	applyTo(ctx context.Context, events []domain.Event, writeIndex bool) error
 	// dropIndex empties the index and marks it to be refilled by Load.
 	dropIndex(ctx context.Context) error
 	// Load refills a dropped index from the state.
@@ -187,7 +191,7 @@ func (e *Engine) applyBatch(ctx context.Context, g applyGroup, events []domain.E
 		for _, p := range g.projections {
 			var err error
 			if d, ok := p.(derivedIndex); ok && g.stateOnly && d.indexFromState() {
-				err = d.applyState(ctx, events)
+				err = d.applyTo(ctx, events, false)
 			} else {
 				err = p.Apply(ctx, events)
 			}
@@ -223,30 +227,79 @@ type replayRead struct {
 }
 
 // readChunks reads the log after from up to head in decoded chunks
-// (readChunk), one chunk ahead of the projections: the next chunk is read
+// (readLog), one chunk ahead of the projections: the next chunk is read
 // and decoded while the previous one is applied, on two cores. The channel
 // closes after the last chunk, an error, or when ctx ends.
 func (e *Engine) readChunks(ctx context.Context, from, head uint64, chunk int) <-chan replayRead {
 	out := make(chan replayRead, 1)
 	go func() {
 		defer close(out)
-		for from < head {
-			events, err := e.readChunk(ctx, from, head, chunk)
-			if err == nil && len(events) == 0 {
-				return
-			}
+		err := e.readLog(ctx, from, head, chunk, func(events []domain.Event) error {
 			select {
-			case out <- replayRead{events: events, err: err}:
+			case out <- replayRead{events: events}:
+				return nil
 			case <-ctx.Done():
-				return
+				return ctx.Err()
 			}
-			if err != nil {
-				return
+		})
+		if err != nil && ctx.Err() == nil {
+			select {
+			case out <- replayRead{err: err}:
+			case <-ctx.Done():
 			}
-			from = events[len(events)-1].Position
 		}
 	}()
 	return out
+}
+
+// following is the bound of a read that never ends: it follows the log.
+const following = math.MaxUint64
+
+// errReadDone ends a bounded read's subscription once it has read its
+// last event.
+var errReadDone = errors.New("projections: read up to its bound")
+
+// readLog is the one reader of the log behind the projections: the live
+// follower, a live projection catching up on its own, CatchUp and the
+// rebuilds differ only in its parameters. It hands handle the events after
+// position after, in log order, each decoded once (the engine's registry),
+// in chunks of at most chunk events; handle's events are not to be changed
+// (the follower shares them between projections). A read up to a position
+// (until) joins the store's pages into full chunks and returns nil once it
+// has handed the last event at or below until; a read to following hands
+// each page as soon as the store has it, then follows what is appended,
+// until ctx ends. It returns ctx's error, the store's, or handle's.
+func (e *Engine) readLog(ctx context.Context, after, until uint64, chunk int, handle func([]domain.Event) error) error {
+	if after >= until {
+		return nil
+	}
+	var pending []domain.Event
+	err := e.store.SubscribeAll(ctx, after, func(_ context.Context, page []domain.Event) error {
+		n := cut(page, until)
+		done := n < len(page) || n > 0 && page[n-1].Position == until
+		page = page[:n]
+		e.events.DecodeAll(page)
+		if len(pending) == 0 {
+			pending = page
+		} else {
+			pending = append(pending, page...)
+		}
+		for len(pending) >= chunk || len(pending) > 0 && (done || until == following) {
+			c := min(chunk, len(pending))
+			if err := handle(pending[:c:c]); err != nil {
+				return err
+			}
+			pending = pending[c:]
+		}
+		if done {
+			return errReadDone
+		}
+		return nil
+	})
+	if errors.Is(err, errReadDone) {
+		return nil
+	}
+	return err
 }
 
 // cut is the number of events at or below head.

@@ -290,29 +290,32 @@ type agentDropper interface {
 
 // catchUp brings an index restored from the image tag up to the state at
 // statePos, the one catch-up of every index projection: it walks the log
-// between them, fails on an event whose type refuse maps to an error (a
-// change the re-reads cannot redo; the caller then refills), drops from
+// between them, fails on an event refuse (when set) returns an error for
+// (a change the re-reads cannot redo; the caller then refills), drops from
 // index every agent deleted there, in log order and before any re-read,
 // and then hands reread the memories the other events changed, which it
 // replaces in the index with what the state keeps of them.
 func (s *snapshotState) catchUp(ctx context.Context, kind string, tag domain.IndexSnapshot, statePos uint64, index agentDropper,
-	refuse map[string]error, reread func(context.Context, changedMemories) error, logger *slog.Logger) error {
+	refuse func(domain.Event) error, reread func(context.Context, changedMemories) error, logger *slog.Logger) error {
 	start := time.Now()
 	var changed changedMemories
 	err := s.tail(ctx, tag, statePos, func(events []domain.Event) error {
 		for _, e := range events {
-			if err := refuse[e.Type]; err != nil {
-				return fmt.Errorf("%w at position %d", err, e.Position)
+			if refuse != nil {
+				if err := refuse(e); err != nil {
+					return fmt.Errorf("%w at position %d", err, e.Position)
+				}
 			}
-			if e.Type != (memory.AgentDeleted{}).EventType() {
+			payload, err := agentDeletions.Decode(e).Decoded()
+			if err != nil {
+				return err
+			}
+			ev, deleted := payload.(*memory.AgentDeleted)
+			if !deleted {
 				if err := changed.add(e); err != nil {
 					return err
 				}
 				continue
-			}
-			var ev memory.AgentDeleted
-			if err := e.Decode(&ev); err != nil {
-				return err
 			}
 			if err := index.DeleteAgent(ctx, scopeOf(ev.AgentRef)); err != nil {
 				return err
@@ -339,12 +342,18 @@ type changedMemories struct {
 	scopes map[string]domain.IndexScope
 }
 
-// memoryEventTypes are the events that change one memory in an index.
-var memoryEventTypes = map[string]bool{
-	memory.MemoryCreated{}.EventType(): true, memory.MemoryEmbedded{}.EventType(): true, memory.MemoryUpdated{}.EventType(): true,
-	memory.MemoryPatched{}.EventType(): true, memory.MemoryForgotten{}.EventType(): true, memory.MemoryRecovered{}.EventType(): true,
-	memory.MemoryPurged{}.EventType(): true,
-}
+// agentDeletions decodes the events that delete an agent, which a
+// catch-up applies itself; it never changes.
+var agentDeletions = domain.MustEventRegistry([]domain.EventDecoder{domain.DecoderOf[memory.AgentDeleted]()})
+
+// memoryEvents are the events that change one memory in an index; a
+// catch-up reads only the memory they name (memoryRef), so it never
+// decodes them whole. It never changes.
+var memoryEvents = domain.MustEventRegistry([]domain.EventDecoder{
+	domain.DecoderOf[memory.MemoryCreated](), domain.DecoderOf[memory.MemoryEmbedded](), domain.DecoderOf[memory.MemoryUpdated](),
+	domain.DecoderOf[memory.MemoryPatched](), domain.DecoderOf[memory.MemoryForgotten](), domain.DecoderOf[memory.MemoryRecovered](),
+	domain.DecoderOf[memory.MemoryPurged](),
+})
 
 // memoryRef is what every memory event names.
 type memoryRef struct {
@@ -354,7 +363,7 @@ type memoryRef struct {
 
 // add records e's memory, if it names one.
 func (c *changedMemories) add(e domain.Event) error {
-	if !memoryEventTypes[e.Type] {
+	if !memoryEvents.Knows(e.Type) {
 		return nil
 	}
 	var ref memoryRef

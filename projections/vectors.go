@@ -100,20 +100,11 @@ func (p *Vectors) Reset(ctx context.Context) error {
 // and checkpoint commit; the agents' spaces, which searches read, change
 // only after it.
 func (p *Vectors) Apply(ctx context.Context, events []domain.Event) error {
-	if p.skipIndex {
-		return p.applyState(ctx, events)
-	}
-	if err := p.Load(ctx); err != nil {
-		return err
-	}
-	if err := p.applyTo(ctx, events, true); err != nil {
-		return err
-	}
-	p.snap.applied(len(events))
-	return nil
+	return applyIndexed(ctx, p, p.skipIndex, p.snap, events)
 }
 
-// applyTo applies events to the state and, with writeIndex, the index.
+// applyTo implements indexProjection; the agents' spaces change with the
+// state, whether the index is written or not.
 func (p *Vectors) applyTo(ctx context.Context, events []domain.Event, writeIndex bool) error {
 	var w indexWrites
 	var spaces []func()
@@ -169,12 +160,6 @@ func (p *Vectors) indexFromState() bool { return p.loadIndex && !p.skipIndex }
 // statePosition implements derivedIndex.
 func (p *Vectors) statePosition(ctx context.Context) (uint64, error) {
 	return p.state.VectorsCheckpoint(ctx)
-}
-
-// applyState implements derivedIndex: the state, the checkpoint and the
-// agents' spaces, not the index.
-func (p *Vectors) applyState(ctx context.Context, events []domain.Event) error {
-	return p.applyTo(ctx, events, false)
 }
 
 // dropIndex implements derivedIndex.
@@ -266,7 +251,17 @@ func (p *Vectors) catchUp(ctx context.Context, tag domain.IndexSnapshot) error {
 
 // refusedInVectorTail: a model switch re-indexes an agent's memories in
 // another space, which the re-reads do not redo.
-var refusedInVectorTail = map[string]error{memory.AgentModelSwitched{}.EventType(): errModelSwitchedSinceSnapshot}
+func refusedInVectorTail(e domain.Event) error {
+	payload, err := modelSwitches.Decode(e).Decoded()
+	if _, switched := payload.(*memory.AgentModelSwitched); switched || err != nil { // unreadable: refused as well, the index is refilled
+		return errModelSwitchedSinceSnapshot
+	}
+	return nil
+}
+
+// modelSwitches decodes the events that switch an agent's model, and no
+// other; it never changes.
+var modelSwitches = domain.MustEventRegistry([]domain.EventDecoder{domain.DecoderOf[memory.AgentModelSwitched]()})
 
 // reread replaces what the index holds of the changed memories with their
 // current vectors in the state.

@@ -156,26 +156,22 @@ func (s *State) ApplyAll(events []domain.Event) error {
 	return nil
 }
 
-// decode returns the payload of a cognition event, nil for other events.
+// events decodes the cognition events State folds; it never changes.
+var events = domain.MustEventRegistry(Events())
+
+// decode returns the payload of a cognition event, nil for other events
+// (an event decoded already, by the projections' registry, is not decoded
+// again, and one of another package's types that did not decode is none
+// of State's business).
 func decode(e domain.Event) (interface{ ref() AgentRef }, error) {
-	var p interface{ ref() AgentRef }
-	switch e.Type {
-	case ConfigChanged{}.EventType():
-		p = &ConfigChanged{}
-	case PassRecorded{}.EventType():
-		p = &PassRecorded{}
-	case SuggestionCreated{}.EventType():
-		p = &SuggestionCreated{}
-	case SuggestionResolved{}.EventType():
-		p = &SuggestionResolved{}
-	case AnxietyLevelRecorded{}.EventType():
-		p = &AnxietyLevelRecorded{}
-	default:
-		return nil, nil
+	payload, err := events.Decode(e).Decoded()
+	if err != nil {
+		if !events.Knows(e.Type) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("processing: %w", err)
 	}
-	if err := e.Decode(p); err != nil {
-		return nil, fmt.Errorf("processing: decode %s: %w", e.Type, err)
-	}
+	p, _ := payload.(interface{ ref() AgentRef })
 	return p, nil
 }
 

@@ -26,14 +26,24 @@ type Notification struct {
 	Data  map[string]any
 }
 
+// notifying decodes the events that make a notification; it never
+// changes.
+var notifying = domain.MustEventRegistry([]domain.EventDecoder{
+	domain.DecoderOf[memory.MemoryCreated](), domain.DecoderOf[memory.MemoryPatched](), domain.DecoderOf[memory.MemoryUpdated](),
+	domain.DecoderOf[memory.MemoryForgotten](), domain.DecoderOf[processing.SuggestionCreated](), domain.DecoderOf[job.Completed](),
+	domain.DecoderOf[account.APIKeyRevoked](), domain.DecoderOf[account.APIKeyCycled](),
+})
+
 // NotificationOf maps a log event to the notification it makes; ok is
-// false for the events no webhook can subscribe to.
+// false for the events no webhook can subscribe to. An event decoded
+// already (by the projections' registry) is not decoded again.
 func NotificationOf(e domain.Event) (n Notification, ok bool, err error) {
-	decode := func(v any) error {
-		if err := e.Decode(v); err != nil {
-			return fmt.Errorf("webhook: decode %s: %w", e.Type, err)
+	payload, err := notifying.Decode(e).Decoded()
+	if err != nil {
+		if !notifying.Knows(e.Type) { // decoded by a larger registry: no notification
+			return n, false, nil
 		}
-		return nil
+		return n, false, fmt.Errorf("webhook: %w", err)
 	}
 	memoryEvent := func(ref memory.AgentRef, name, memoryID string, extra map[string]any) (Notification, bool, error) {
 		data := map[string]any{"agent_id": ref.AgentID, "memory_id": memoryID}
@@ -42,56 +52,24 @@ func NotificationOf(e domain.Event) (n Notification, ok bool, err error) {
 		}
 		return Notification{UserID: ref.UserID, Event: name, Data: data}, true, nil
 	}
-	switch e.Type {
-	case memory.MemoryCreated{}.EventType():
-		var p memory.MemoryCreated
-		if err := decode(&p); err != nil {
-			return n, false, err
-		}
+	switch p := payload.(type) {
+	case *memory.MemoryCreated:
 		return memoryEvent(p.AgentRef, MemoryCreated, p.MemoryID, map[string]any{"memory_type": p.Type})
-	case memory.MemoryPatched{}.EventType():
-		var p memory.MemoryPatched
-		if err := decode(&p); err != nil {
-			return n, false, err
-		}
+	case *memory.MemoryPatched:
 		return memoryEvent(p.AgentRef, MemoryUpdated, p.MemoryID, nil)
-	case memory.MemoryUpdated{}.EventType():
-		var p memory.MemoryUpdated
-		if err := decode(&p); err != nil {
-			return n, false, err
-		}
+	case *memory.MemoryUpdated:
 		return memoryEvent(p.AgentRef, MemoryUpdated, p.MemoryID, nil)
-	case memory.MemoryForgotten{}.EventType():
-		var p memory.MemoryForgotten
-		if err := decode(&p); err != nil {
-			return n, false, err
-		}
+	case *memory.MemoryForgotten:
 		return memoryEvent(p.AgentRef, MemoryForgotten, p.MemoryID, nil)
-	case processing.SuggestionCreated{}.EventType():
-		var p processing.SuggestionCreated
-		if err := decode(&p); err != nil {
-			return n, false, err
-		}
+	case *processing.SuggestionCreated:
 		return Notification{UserID: p.UserID, Event: SuggestionCreated, Data: map[string]any{
 			"agent_id": p.AgentID, "suggestion_id": p.SuggestionID, "memory_type": p.MemoryType,
 		}}, true, nil
-	case job.TypeCompleted:
-		var p job.Completed
-		if err := decode(&p); err != nil {
-			return n, false, err
-		}
+	case *job.Completed:
 		return Notification{UserID: p.UserID, Event: JobCompleted, Data: map[string]any{"job_id": p.JobID}}, true, nil
-	case account.TypeAPIKeyRevoked:
-		var p account.APIKeyRevoked
-		if err := decode(&p); err != nil {
-			return n, false, err
-		}
+	case *account.APIKeyRevoked:
 		return Notification{UserID: p.UserID, Event: KeyRevoked, Data: map[string]any{"key_id": p.KeyID}}, true, nil
-	case account.TypeAPIKeyCycled:
-		var p account.APIKeyCycled
-		if err := decode(&p); err != nil {
-			return n, false, err
-		}
+	case *account.APIKeyCycled:
 		return Notification{UserID: p.UserID, Event: KeyRevoked, Data: map[string]any{"key_id": p.OldKeyID, "replaced_by": p.NewKey.KeyID}}, true, nil
 	}
 	return n, false, nil

@@ -222,7 +222,7 @@ func New(ctx context.Context, settings Settings, parts Parts) (*App, error) {
 	}
 	cfg := settings.Config
 	cfg.Unsearched = parts.unsearched()
-	core, err := Open(ctx, cfg)
+	core, err := openCore(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}

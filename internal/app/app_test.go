@@ -78,10 +78,11 @@ func TestAReaderCatchesUpWithTheLog(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	id := seed(t, dir, "the heron nests by the quarry")
-	core, err := app.Open(ctx, app.Config{DataDir: dir})
+	coreApp, err := app.New(ctx, app.Settings{Config: app.Config{DataDir: dir}}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
+	core := coreApp.Core
 	for _, p := range core.Projections() {
 		if p.Name() == projections.MemoriesProjectionName || p.Name() == projections.KeywordProjectionName || p.Name() == projections.VectorsProjectionName {
 			if err := p.Reset(ctx); err != nil {

@@ -312,11 +312,12 @@ func refuseEmbeddedLog(ctx context.Context, db *sqlite.DB, backend string) error
 	return nil
 }
 
-// Open opens the data dir and wires the core. Unless cfg.SQLite.ReadOnly,
+// openCore opens the data dir and wires the core (New's first step; the
+// core alone is New with no part). Unless cfg.SQLite.ReadOnly,
 // it first takes the data dir's lock: a second writer (another `engram
 // serve`, a `projections rebuild` beside a live server) is refused at once,
 // naming the holder. Read-only openers take no lock and never write.
-func Open(ctx context.Context, cfg Config) (*Core, error) {
+func openCore(ctx context.Context, cfg Config) (*Core, error) {
 	if err := cfg.Indexes.Validate(); err != nil {
 		return nil, err
 	}

@@ -38,10 +38,11 @@ func TestIndexesValidate(t *testing.T) {
 
 func TestEmbeddedStackReportsItsBackends(t *testing.T) {
 	dir := t.TempDir()
-	st, err := app.Open(context.Background(), app.Config{DataDir: dir})
+	stApp, err := app.New(context.Background(), app.Settings{Config: app.Config{DataDir: dir}}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
+	st := stApp.Core
 	defer st.Close()
 	backends := st.Backends(context.Background())
 	if len(backends) != 2 || backends["keyword_index"] != nil || backends["vector_index"] != nil {
@@ -58,7 +59,7 @@ func TestEmbeddedStackReportsItsBackends(t *testing.T) {
 	if !slices.Equal(names, want) {
 		t.Fatalf("projections %v, want %v", names, want)
 	}
-	if _, err := app.Open(context.Background(), app.Config{DataDir: dir}); err == nil {
+	if _, err := app.New(context.Background(), app.Settings{Config: app.Config{DataDir: dir}}, 0); err == nil {
 		t.Fatal("a second writer of the data dir was not refused")
 	}
 }
@@ -94,10 +95,11 @@ func TestHybridFusionPerBackendPair(t *testing.T) {
 			search.ModelFusion{Fusion: search.FusionRRF, VectorWeight: search.DefaultVectorWeight, KeywordWeight: search.DefaultKeywordWeight}, glove},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			st, err := app.Open(context.Background(), app.Config{DataDir: t.TempDir(), Indexes: tc.indexes})
+			stApp, err := app.New(context.Background(), app.Settings{Config: app.Config{DataDir: t.TempDir(), Indexes: tc.indexes}}, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
+			st := stApp.Core
 			defer st.Close()
 			svc, err := st.Search(search.ProviderEmbedder{}, tc.opts)
 			if err != nil {

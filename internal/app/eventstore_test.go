@@ -87,15 +87,16 @@ func TestPostgresStackSharesItsLog(t *testing.T) {
 func TestPostgresStackRefusesAnEmbeddedLogsDataDir(t *testing.T) {
 	ctx := t.Context()
 	dir := t.TempDir()
-	st, err := app.Open(ctx, app.Config{DataDir: dir})
+	stApp, err := app.New(ctx, app.Settings{Config: app.Config{DataDir: dir}}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
+	st := stApp.Core
 	if _, err := st.Store.Append(ctx, "s-1", domain.ExpectNoStream, []domain.NewEvent{{Type: "T", SchemaVersion: 1, Payload: []byte(`{}`)}}); err != nil {
 		t.Fatal(err)
 	}
 	st.Close()
-	_, err = app.Open(ctx, app.Config{DataDir: dir, EventStore: app.EventStore{Backend: app.PostgresLog, URL: pg.Database(t)}})
+	_, err = app.New(ctx, app.Settings{Config: app.Config{DataDir: dir, EventStore: app.EventStore{Backend: app.PostgresLog, URL: pg.Database(t)}}}, 0)
 	if err == nil || !strings.Contains(err.Error(), "holds an embedded event log") {
 		t.Fatalf("Open = %v, want the embedded log refused", err)
 	}
@@ -110,7 +111,7 @@ func TestKurrentLogRefusesRemoteIndexes(t *testing.T) {
 		{Keyword: app.Meilisearch, MeilisearchURL: "http://127.0.0.1:1"},
 		{Vector: app.Qdrant, QdrantURL: "http://127.0.0.1:1"},
 	} {
-		_, err := app.Open(t.Context(), app.Config{DataDir: t.TempDir(), EventStore: es, Indexes: ix})
+		_, err := app.New(t.Context(), app.Settings{Config: app.Config{DataDir: t.TempDir(), EventStore: es, Indexes: ix}}, 0)
 		if err == nil || !strings.Contains(err.Error(), "needs --read-models postgres") {
 			t.Fatalf("Open(%+v) = %v, want the shared remote index over KurrentDB refused", ix, err)
 		}
@@ -182,10 +183,11 @@ func TestRebuildOfALeasedProjectionWaitsForItsLease(t *testing.T) {
 		holders, err := serving.LeaseHolders(t.Context())
 		return err == nil && holders[projections.KeywordProjectionName] == "serving-node"
 	})
-	rebuilder, err := app.Open(t.Context(), app.Config{DataDir: t.TempDir(), EventStore: es, Indexes: ix, NodeID: "rebuilder"})
+	rebuilderApp, err := app.New(t.Context(), app.Settings{Config: app.Config{DataDir: t.TempDir(), EventStore: es, Indexes: ix, NodeID: "rebuilder"}}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
+	rebuilder := rebuilderApp.Core
 	defer rebuilder.Close()
 	release, err := rebuilder.HoldLeases(t.Context(), 300*time.Millisecond, projections.KeywordProjectionName)
 	if err == nil || !strings.Contains(err.Error(), `"serving-node"`) {
@@ -215,10 +217,11 @@ func TestRebuildOfALeasedProjectionWaitsForItsLease(t *testing.T) {
 func runningNode(t *testing.T, cfg app.Config) *app.Core {
 	t.Helper()
 	cfg.DataDir = t.TempDir()
-	st, err := app.Open(t.Context(), cfg)
+	stApp, err := app.New(t.Context(), app.Settings{Config: cfg}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
+	st := stApp.Core
 	t.Cleanup(func() { st.Close() })
 	runCtx, stop := context.WithCancel(t.Context())
 	done := make(chan struct{})

@@ -43,7 +43,7 @@ func TestKurrentStackSharesItsLog(t *testing.T) {
 
 	bad := es
 	bad.KurrentPassword = "wrong"
-	if _, err := app.Open(ctx, app.Config{DataDir: t.TempDir(), EventStore: bad}); err == nil || !strings.Contains(err.Error(), "--event-store kurrentdb") || strings.Contains(err.Error(), "wrong") {
+	if _, err := app.New(ctx, app.Settings{Config: app.Config{DataDir: t.TempDir(), EventStore: bad}}, 0); err == nil || !strings.Contains(err.Error(), "--event-store kurrentdb") || strings.Contains(err.Error(), "wrong") {
 		t.Fatalf("Open with a wrong password = %v, want a clear error that does not echo the password", err)
 	}
 }

@@ -82,9 +82,9 @@ func TestMeilisearchStackRefusesBadConfig(t *testing.T) {
 		{Keyword: app.Meilisearch, MeilisearchURL: srv.URL, MeilisearchAPIKey: "wrong"},
 		{Keyword: app.Meilisearch, MeilisearchURL: "ftp://m:7700"},
 	} {
-		st, err := app.Open(context.Background(), app.Config{DataDir: t.TempDir(), Indexes: ix})
+		a, err := app.New(context.Background(), app.Settings{Config: app.Config{DataDir: t.TempDir(), Indexes: ix}}, 0)
 		if err == nil {
-			st.Close()
+			a.Close(context.Background())
 		}
 		if err == nil || !strings.Contains(err.Error(), "--keyword-index meilisearch") {
 			t.Fatalf("open with %+v: %v, want an error naming --keyword-index meilisearch", ix, err)

@@ -73,7 +73,7 @@ func TestQdrantStackServesVectorSearch(t *testing.T) {
 
 // A bad Qdrant URL is refused when the stack opens, naming the flag.
 func TestQdrantStackRefusesBadURL(t *testing.T) {
-	_, err := app.Open(context.Background(), app.Config{DataDir: t.TempDir(), Indexes: app.Indexes{Vector: app.Qdrant, QdrantURL: "ftp://q:6334"}})
+	_, err := app.New(context.Background(), app.Settings{Config: app.Config{DataDir: t.TempDir(), Indexes: app.Indexes{Vector: app.Qdrant, QdrantURL: "ftp://q:6334"}}}, 0)
 	if err == nil || !strings.Contains(err.Error(), "--vector-index qdrant") || !strings.Contains(err.Error(), "scheme") {
 		t.Fatalf("open with ftp:// qdrant url: %v, want a scheme error naming --vector-index qdrant", err)
 	}

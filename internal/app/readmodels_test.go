@@ -37,7 +37,7 @@ func TestReadModelsValidate(t *testing.T) {
 			}
 		})
 	}
-	if _, err := app.Open(t.Context(), app.Config{DataDir: t.TempDir(), ReadModels: app.ReadModels{Backend: "postgres"}}); err == nil {
+	if _, err := app.New(t.Context(), app.Settings{Config: app.Config{DataDir: t.TempDir(), ReadModels: app.ReadModels{Backend: "postgres"}}}, 0); err == nil {
 		t.Fatal("Open accepted PostgreSQL read models over the embedded log")
 	}
 }
@@ -51,15 +51,17 @@ func TestPostgresReadModelsAreSharedByTwoNodes(t *testing.T) {
 	ctx := t.Context()
 	es := app.EventStore{Backend: app.PostgresLog, URL: pg.Database(t)}
 	rm := app.ReadModels{Backend: app.PostgresReadModels, URL: pg.Database(t)}
-	one, err := app.Open(ctx, app.Config{DataDir: t.TempDir(), EventStore: es, ReadModels: rm})
+	oneApp, err := app.New(ctx, app.Settings{Config: app.Config{DataDir: t.TempDir(), EventStore: es, ReadModels: rm}}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
+	one := oneApp.Core
 	defer one.Close()
-	two, err := app.Open(ctx, app.Config{DataDir: t.TempDir(), EventStore: es, ReadModels: rm})
+	twoApp, err := app.New(ctx, app.Settings{Config: app.Config{DataDir: t.TempDir(), EventStore: es, ReadModels: rm}}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
+	two := twoApp.Core
 	defer two.Close()
 	registered, err := domain.MarshalEvent(account.UserRegistered{UserID: "u-1", Email: "u1@example.com", RegisteredAt: time.Now()},
 		domain.Metadata{Actor: domain.Actor{Kind: domain.ActorSystem, ID: "test"}})

@@ -54,10 +54,11 @@ func BenchmarkRebuild(b *testing.B) {
 			logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 			cfg := log.open(b)
 			cfg.DataDir, cfg.Logger = b.TempDir(), logger
-			st, err := app.Open(ctx, cfg)
+			stApp, err := app.New(ctx, app.Settings{Config: cfg}, 0)
 			if err != nil {
 				b.Fatal(err)
 			}
+			st := stApp.Core
 			defer st.Close()
 			events := fillAgent(b, st.Store, memories)
 			rebuilds := 0

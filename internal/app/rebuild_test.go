@@ -26,11 +26,12 @@ const rebuildChildEnv = "ENGRAM_TEST_REBUILD_CHILD_DIR"
 // projections rebuild` does; the test kills it part-way.
 func rebuildChild(dir string) int {
 	ctx := context.Background()
-	st, err := app.Open(ctx, app.Config{DataDir: dir})
+	stApp, err := app.New(ctx, app.Settings{Config: app.Config{DataDir: dir}}, 0)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	st := stApp.Core
 	defer st.Close()
 	if err := st.RebuildOffline(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -87,11 +88,11 @@ func indexSchema(t *testing.T, st *app.Core) string {
 
 func openStack(t *testing.T, dir string) *app.Core {
 	t.Helper()
-	st, err := app.Open(context.Background(), app.Config{DataDir: dir, Logger: slog.New(slog.DiscardHandler)})
+	stApp, err := app.New(context.Background(), app.Settings{Config: app.Config{DataDir: dir, Logger: slog.New(slog.DiscardHandler)}}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return st
+	return stApp.Core
 }
 
 // TestOfflineRebuildKilledPartWay kills an offline rebuild (a real child

@@ -6,6 +6,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -21,21 +22,12 @@ import (
 	"github.com/engram-memory/engram/domain/webhook"
 )
 
-// stringDispatchLeft are the files outside domain/ that still tell event
-// types apart by their names (issue 23); the list only shrinks. A file
-// that no longer does must leave it, so the test holds the line behind it.
-var stringDispatchLeft = []string{
-	"commands/transfer.go",
-	"internal/cli/sync.go",
-	"projections/snapshots.go",
-	"projections/vectors.go",
-}
-
-// Outside the domain, events are told apart by decoding them through an
-// event registry and a type switch on the payload, not by their type
-// names: no `T{}.EventType()` to compare a type with, and no event type's
-// name as a string literal in a comparison or a case. (A name kept as a
-// string is a second registry that drifts from the first.)
+// Events are told apart by decoding them through an event registry and a
+// type switch on the payload, not by their type names, in the domain
+// packages as everywhere else: no `T{}.EventType()` to compare a type
+// with, and no event type's name as a string literal in a comparison or a
+// case. (A name kept as a string is a second registry that drifts from
+// the first.)
 func TestEventTypesAreNotDispatchedByName(t *testing.T) {
 	names := map[string]bool{}
 	for _, list := range [][]domain.EventDecoder{memory.Events(), agentsettings.Events(), processing.Events(), job.Events(), account.Events(), webhook.Events()} {
@@ -51,7 +43,7 @@ func TestEventTypesAreNotDispatchedByName(t *testing.T) {
 		}
 		rel := filepath.ToSlash(strings.TrimPrefix(path, root+string(filepath.Separator)))
 		if d.IsDir() {
-			if name := d.Name(); path != root && (strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") || name == "testdata" || rel == "domain") {
+			if name := d.Name(); path != root && (strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") || name == "testdata") {
 				return filepath.SkipDir
 			}
 			return nil
@@ -71,20 +63,15 @@ func TestEventTypesAreNotDispatchedByName(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, file := range sortedKeys(found) {
-		if !slices.Contains(stringDispatchLeft, file) {
-			t.Errorf("%s tells event types apart by name at %s: decode through the event registry and switch on the payload's type", file, strings.Join(found[file], ", "))
-		}
-	}
-	for _, file := range stringDispatchLeft {
-		if _, ok := found[file]; !ok {
-			t.Errorf("%s no longer dispatches on event type names: take it off stringDispatchLeft", file)
-		}
+		t.Errorf("%s tells event types apart by name at %s: decode through the event registry and switch on the payload's type", file, strings.Join(found[file], ", "))
 	}
 }
 
 // dispatchByName returns the lines of the file at path that name an event
-// type to tell events apart: a `T{}.EventType()` call, or a string literal
-// of names in a comparison (== or !=) or a case of a switch.
+// type to tell events apart: a `T{}.EventType()` call or a string literal
+// of a name in a comparison (== or !=), a case of a switch, or as a key of
+// a map literal (a set of names). A name passed on as it is (a query of
+// the log for events of one type) tells nothing apart.
 func dispatchByName(t *testing.T, path string, names map[string]bool) []string {
 	t.Helper()
 	fset := token.NewFileSet()
@@ -95,21 +82,22 @@ func dispatchByName(t *testing.T, path string, names map[string]bool) []string {
 	var lines []string
 	at := func(n ast.Node) { lines = append(lines, "line "+strconv.Itoa(fset.Position(n.Pos()).Line)) }
 	isName := func(e ast.Expr) bool {
-		lit, ok := e.(*ast.BasicLit)
-		if !ok || lit.Kind != token.STRING {
-			return false
+		switch e := ast.Unparen(e).(type) {
+		case *ast.BasicLit:
+			s, err := strconv.Unquote(e.Value)
+			return e.Kind == token.STRING && err == nil && names[s]
+		case *ast.CallExpr:
+			sel, ok := ast.Unparen(e.Fun).(*ast.SelectorExpr)
+			if !ok || sel.Sel.Name != "EventType" || len(e.Args) != 0 {
+				return false
+			}
+			_, lit := ast.Unparen(sel.X).(*ast.CompositeLit)
+			return lit
 		}
-		s, err := strconv.Unquote(lit.Value)
-		return err == nil && names[s]
+		return false
 	}
 	ast.Inspect(f, func(n ast.Node) bool {
 		switch n := n.(type) {
-		case *ast.CallExpr:
-			if sel, ok := ast.Unparen(n.Fun).(*ast.SelectorExpr); ok && sel.Sel.Name == "EventType" && len(n.Args) == 0 {
-				if _, lit := ast.Unparen(sel.X).(*ast.CompositeLit); lit {
-					at(n)
-				}
-			}
 		case *ast.BinaryExpr:
 			if (n.Op == token.EQL || n.Op == token.NEQ) && (isName(n.X) || isName(n.Y)) {
 				at(n)
@@ -118,8 +106,47 @@ func dispatchByName(t *testing.T, path string, names map[string]bool) []string {
 			if slices.ContainsFunc(n.List, isName) {
 				at(n)
 			}
+		case *ast.CompositeLit:
+			if _, isMap := n.Type.(*ast.MapType); isMap {
+				for _, elt := range n.Elts {
+					if kv, ok := elt.(*ast.KeyValueExpr); ok && isName(kv.Key) {
+						at(kv)
+					}
+				}
+			}
 		}
 		return true
 	})
 	return lines
+}
+
+// What dispatchByName counts as telling events apart by name, and what it
+// leaves alone.
+func TestDispatchByNameFindsComparisonsCasesAndSetsOfNames(t *testing.T) {
+	names := map[string]bool{"MemoryCreated": true}
+	for _, tc := range []struct {
+		name, body string
+		found      bool
+	}{
+		{"a comparison with T{}.EventType()", `_ = e.Type == (memory.MemoryCreated{}).EventType()`, true},
+		{"a comparison with a name", `_ = "MemoryCreated" != e.Type`, true},
+		{"a case of T{}.EventType()", `switch e.Type { case memory.MemoryCreated{}.EventType(): }`, true},
+		{"a case of a name", `switch e.Type { case "MemoryCreated": }`, true},
+		{"a set of names", `_ = map[string]bool{memory.MemoryCreated{}.EventType(): true}`, true},
+		{"a set of name literals", `_ = map[string]bool{"MemoryCreated": true}`, true},
+		{"a type switch on the payload", `switch p.(type) { case *memory.MemoryCreated: }`, false},
+		{"a query of the log by type", `_, _ = log.LastOfType(ctx, stream, memory.MemoryCreated{}.EventType())`, false},
+		{"a name that is no event's", `_ = e.Type == "Other"`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "f.go")
+			src := "package p\n\nfunc f() {\n\t" + tc.body + "\n}\n"
+			if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if found := dispatchByName(t, path, names); (len(found) > 0) != tc.found {
+				t.Fatalf("found %v in %q, want found %v", found, tc.body, tc.found)
+			}
+		})
+	}
 }

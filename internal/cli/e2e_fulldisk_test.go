@@ -108,10 +108,11 @@ func contents(t *testing.T, apiURL, key, agent string) []string {
 func appendUnapplied(t *testing.T, dataDir string) {
 	t.Helper()
 	ctx := context.Background()
-	st, err := app.Open(ctx, app.Config{DataDir: dataDir, Logger: slog.New(slog.DiscardHandler)})
+	stApp, err := app.New(ctx, app.Settings{Config: app.Config{DataDir: dataDir, Logger: slog.New(slog.DiscardHandler)}}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
+	st := stApp.Core
 	defer st.Close()
 	if _, err := st.Store.Append(ctx, "unapplied", domain.ExpectNoStream, []domain.NewEvent{{Type: "Unrelated", SchemaVersion: 1, Payload: []byte(`{}`)}}); err != nil {
 		t.Fatal(err)

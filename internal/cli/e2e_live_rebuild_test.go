@@ -156,10 +156,11 @@ func TestLiveRebuildOfOneProjection(t *testing.T) {
 // a stopped data dir, by projection name.
 func exportAllReadModels(t *testing.T, ctx context.Context, dataDir string) map[string][]byte {
 	t.Helper()
-	st, err := app.Open(ctx, app.Config{DataDir: dataDir})
+	stApp, err := app.New(ctx, app.Settings{Config: app.Config{DataDir: dataDir}}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
+	st := stApp.Core
 	defer st.Close()
 	out := map[string][]byte{}
 	for name, model := range map[string]interface {

@@ -1,14 +1,11 @@
 package cli
 
 import (
-	"go/ast"
-	"go/parser"
-	"go/token"
-	"os"
 	"path/filepath"
-	"regexp"
-	"strings"
+	"slices"
 	"testing"
+
+	"github.com/engram-memory/engram/internal/maketest"
 )
 
 // TestRaceSmokeNamesTests: `make test` runs the tests the Makefile's
@@ -16,37 +13,9 @@ import (
 // would make that pass run nothing and still succeed, so every name must
 // be a test of this package.
 func TestRaceSmokeNamesTests(t *testing.T) {
-	makefile, err := os.ReadFile(filepath.Join("..", "..", "Makefile"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := regexp.MustCompile(`(?m)^RACE_SMOKE\s*\?=\s*(.+)$`).FindSubmatch(makefile)
-	if m == nil {
-		t.Fatal("the Makefile sets no RACE_SMOKE")
-	}
-	tests := map[string]bool{}
-	files, err := filepath.Glob("*_test.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fset := token.NewFileSet()
-	for _, f := range files {
-		file, err := parser.ParseFile(fset, f, nil, parser.SkipObjectResolution)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, decl := range file.Decls {
-			if fn, ok := decl.(*ast.FuncDecl); ok && fn.Recv == nil && strings.HasPrefix(fn.Name.Name, "Test") {
-				tests[fn.Name.Name] = true
-			}
-		}
-	}
-	names := strings.Split(strings.TrimSpace(string(m[1])), "|")
-	if len(names) == 0 {
-		t.Fatal("RACE_SMOKE names no test")
-	}
-	for _, name := range names {
-		if !tests[name] {
+	tests := maketest.TestFuncs(t, "*_test.go")
+	for _, name := range maketest.List(t, filepath.Join("..", "..", "Makefile"), "RACE_SMOKE") {
+		if _, found := slices.BinarySearch(tests, name); !found {
 			t.Errorf("RACE_SMOKE names %q, which is no test of internal/cli", name)
 		}
 	}

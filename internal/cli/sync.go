@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -224,11 +225,11 @@ func (s *syncSession) push(ctx context.Context) (syncPushJSON, error) {
 	}
 	rawMemories := map[string]bool{}
 	for _, e := range all {
-		if e.Type == (memory.MemoryCreated{}).EventType() {
-			var m memory.MemoryCreated
-			if err := e.Decode(&m); err != nil {
-				return out, err
-			}
+		payload, err := memoryCreations.Decode(e).Decoded()
+		if err != nil {
+			return out, err
+		}
+		if m, ok := payload.(*memory.MemoryCreated); ok {
 			rawMemories[m.MemoryID] = m.Type == memory.RawEntry
 		}
 	}
@@ -288,7 +289,7 @@ func (s *syncSession) push(ctx context.Context) (syncPushJSON, error) {
 // derived_from references to raw entries that sync.raw keeps on this
 // machine: the cloud refuses references to memories it does not hold.
 func withoutWithheldRefs(e commands.SyncEvent, rawMemories map[string]bool) (json.RawMessage, error) {
-	if e.Type != (memory.MemoryCreated{}).EventType() {
+	if !memoryCreations.Knows(e.Type) {
 		return e.Payload, nil
 	}
 	var fields map[string]json.RawMessage
@@ -505,10 +506,24 @@ func settle(fetched []client.SyncEvent, known map[string]bool) ([]client.SyncEve
 	return keep, resolved
 }
 
+// memoryCreations decodes the events that create a memory (a push
+// withholds raw entries and references to them), and no other; it never
+// changes.
+var memoryCreations = domain.MustEventRegistry([]domain.EventDecoder{domain.DecoderOf[memory.MemoryCreated]()})
+
+// memoryChanges decodes the events that change a memory's content or
+// tags (a pull settles concurrent ones), and no other; it never changes.
+var memoryChanges = domain.MustEventRegistry([]domain.EventDecoder{domain.DecoderOf[memory.MemoryUpdated](), domain.DecoderOf[memory.MemoryPatched]()})
+
 // isChange reports whether events of type t change a memory's content or
 // tags.
-func isChange(t string) bool {
-	return t == memory.MemoryUpdated{}.EventType() || t == memory.MemoryPatched{}.EventType()
+func isChange(t string) bool { return memoryChanges.Knows(t) }
+
+// changeOf is the payload of a change (memoryChanges) e carries: nil for
+// another event, or when it does not decode.
+func changeOf(e client.SyncEvent) domain.Payload {
+	payload, _ := memoryChanges.Decode(domain.Event{ID: e.ID, Type: e.Type, Payload: e.Payload}).Decoded()
+	return payload
 }
 
 // changedFields is what later known changes of one memory set: every field
@@ -529,13 +544,9 @@ func laterKnownChanges(rest []client.SyncEvent, known map[string]bool, id string
 			continue
 		}
 		winner = e.ID
-		if e.Type == (memory.MemoryUpdated{}).EventType() {
+		p, ok := changeOf(e).(*memory.MemoryPatched)
+		if !ok { // a replacement, or unreadable: treat it as replacing everything
 			c.all = true
-			continue
-		}
-		var p memory.MemoryPatched
-		if json.Unmarshal(e.Payload, &p) != nil {
-			c.all = true // unreadable: treat it as replacing everything
 			continue
 		}
 		for f := range p.Content {
@@ -549,13 +560,15 @@ func laterKnownChanges(rest []client.SyncEvent, known map[string]bool, id string
 // withoutFields drops from a patch the fields later changes set; ok is
 // false when nothing of e is left to apply.
 func withoutFields(e client.SyncEvent, later changedFields) (client.SyncEvent, bool) {
-	if later.all || e.Type != (memory.MemoryPatched{}).EventType() {
+	if later.all {
 		return e, false
 	}
-	var p memory.MemoryPatched
-	if json.Unmarshal(e.Payload, &p) != nil {
+	patch, ok := changeOf(e).(*memory.MemoryPatched)
+	if !ok {
 		return e, false
 	}
+	p := *patch // the decoded payload is not to be changed: its fields are dropped from a copy
+	p.Content = maps.Clone(patch.Content)
 	for f := range later.content {
 		delete(p.Content, f)
 	}

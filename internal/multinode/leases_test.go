@@ -261,13 +261,14 @@ func TestThreeNodesShareReadModelsAndIndexes(t *testing.T) {
 		}
 
 		freshMeili, freshQdrant := meilitest.New(t, meilitest.Options{}), qdranttest.Start(t, "")
-		st, err := app.Open(ctx, app.Config{DataDir: t.TempDir(), NodeID: "rebuild",
+		stApp, err := app.New(ctx, app.Settings{Config: app.Config{DataDir: t.TempDir(), NodeID: "rebuild",
 			EventStore: app.EventStore{Backend: app.PostgresLog, URL: c.dbURL},
 			Indexes:    app.Indexes{Keyword: app.Meilisearch, MeilisearchURL: freshMeili.URL, Vector: app.Qdrant, QdrantURL: "http://" + freshQdrant.Addr},
-		})
+		}}, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
+		st := stApp.Core
 		defer st.Close()
 		release, err := st.HoldLeases(ctx, 5*time.Second, indexProjections...)
 		if err != nil {

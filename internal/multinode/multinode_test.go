@@ -110,10 +110,11 @@ func TestThreeNodes(t *testing.T) {
 // model, by name.
 func exportReadModels(t *testing.T, ctx context.Context, dataDir, dbURL string, rm app.ReadModels) map[string][]byte {
 	t.Helper()
-	st, err := app.Open(ctx, app.Config{DataDir: dataDir, EventStore: app.EventStore{Backend: app.PostgresLog, URL: dbURL}, ReadModels: rm})
+	stApp, err := app.New(ctx, app.Settings{Config: app.Config{DataDir: dataDir, EventStore: app.EventStore{Backend: app.PostgresLog, URL: dbURL}, ReadModels: rm}}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
+	st := stApp.Core
 	defer st.Close()
 	if err := st.Engine.CatchUp(ctx); err != nil {
 		t.Fatal(err)

@@ -294,10 +294,11 @@ func TestRestartProbedBeforeItsVectorsCaughtUp(t *testing.T) {
 
 	// The window: the old harness's order, the keyword side caught up and
 	// the vector side restored from its image at its own checkpoint.
-	core, err := app.Open(ctx, app.Config{DataDir: dir})
+	coreApp, err := app.New(ctx, app.Settings{Config: app.Config{DataDir: dir}}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
+	core := coreApp.Core
 	defer core.Close()
 	if err := core.Engine.CatchUp(ctx, projections.MemoriesProjectionName, projections.KeywordProjectionName); err != nil {
 		t.Fatal(err)
