@@ -167,15 +167,16 @@ func (s *EventStore) takeGroup() []*appendRequest {
 	return slices.Clone(s.queue[:min(len(s.queue), maxGroup)])
 }
 
+// insertEvent appends one event to the log.
+const insertEvent = `INSERT INTO events (id, stream, version, type, schema_version, time_ns, actor_kind, actor_id, actor_user_id, request_id, source, payload) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)`
+
 // appendGroup writes each append of group in its own savepoint and records
 // its outcome; it returns an error only when the transaction itself is
-// broken.
+// broken. The statements run per event and per claim are prepared once
+// for the group (batchTx): an import of 10,000 memories appends 20,000
+// events and 10,000 claims in one append.
 func (s *EventStore) appendGroup(ctx context.Context, tx *sql.Tx, group []*appendRequest) error {
-	insert, err := tx.PrepareContext(ctx, `INSERT INTO events (id, stream, version, type, schema_version, time_ns, actor_kind, actor_id, actor_user_id, request_id, source, payload) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)`)
-	if err != nil {
-		return fmt.Errorf("sqlite: prepare append: %w", err)
-	}
-	defer insert.Close()
+	b := newBatchTx(ctx, tx)
 	now := s.now().UTC()
 	for _, r := range group {
 		if err := r.ctx.Err(); err != nil {
@@ -185,7 +186,7 @@ func (s *EventStore) appendGroup(ctx context.Context, tx *sql.Tx, group []*appen
 		if _, err := tx.ExecContext(ctx, `SAVEPOINT append`); err != nil {
 			return fmt.Errorf("sqlite: savepoint: %w", err)
 		}
-		r.res, r.err = appendParts(ctx, tx, insert, r, now)
+		r.res, r.err = appendParts(b, r, now)
 		if r.err != nil {
 			if _, err := tx.ExecContext(ctx, `ROLLBACK TO append`); err != nil {
 				return fmt.Errorf("sqlite: roll back to savepoint: %w", err)
@@ -202,20 +203,20 @@ func (s *EventStore) appendGroup(ctx context.Context, tx *sql.Tx, group []*appen
 // undoes them all should one fail.
 // Versions first, then claims, as every log answers: a stale decision is
 // told it is stale rather than what its claims met.
-func appendParts(ctx context.Context, tx *sql.Tx, insert *sql.Stmt, r *appendRequest, now time.Time) ([]domain.AppendResult, error) {
+func appendParts(b *batchTx, r *appendRequest, now time.Time) ([]domain.AppendResult, error) {
 	versions := make([]int64, len(r.parts))
 	for i, p := range r.parts {
 		var err error
-		if versions[i], err = expectedVersion(ctx, tx, p); err != nil {
+		if versions[i], err = expectedVersion(b.ctx, b.tx, p); err != nil {
 			return nil, err
 		}
 	}
-	if err := checkClaims(ctx, tx, r); err != nil {
+	if err := checkClaims(b, r); err != nil {
 		return nil, err
 	}
 	out := make([]domain.AppendResult, len(r.parts))
 	for i, part := range r.parts {
-		res, err := appendOne(ctx, tx, insert, part, versions[i], now)
+		res, err := appendOne(b, part, versions[i], now)
 		if err != nil {
 			return nil, err
 		}
@@ -238,8 +239,12 @@ func expectedVersion(ctx context.Context, tx *sql.Tx, p domain.StreamAppend) (in
 }
 
 // appendOne writes r's events after its stream's version current.
-func appendOne(ctx context.Context, tx *sql.Tx, insert *sql.Stmt, r domain.StreamAppend, current int64, now time.Time) (domain.AppendResult, error) {
+func appendOne(b *batchTx, r domain.StreamAppend, current int64, now time.Time) (domain.AppendResult, error) {
 	var res domain.AppendResult
+	insert, err := b.stmt(insertEvent)
+	if err != nil {
+		return res, fmt.Errorf("sqlite: prepare append: %w", err)
+	}
 	for _, e := range r.Events {
 		current++
 		id := e.ID
@@ -250,7 +255,7 @@ func appendOne(ctx context.Context, tx *sql.Tx, insert *sql.Stmt, r domain.Strea
 		if at.IsZero() {
 			at = now
 		}
-		out, err := insert.ExecContext(ctx, id, r.Stream, current, e.Type, e.SchemaVersion, at.UnixNano(),
+		out, err := insert.ExecContext(b.ctx, id, r.Stream, current, e.Type, e.SchemaVersion, at.UnixNano(),
 			string(e.Actor.Kind), e.Actor.ID, e.Actor.UserID, e.RequestID, string(e.Source), []byte(e.Payload))
 		if err != nil {
 			return domain.AppendResult{}, fmt.Errorf("sqlite: append to %s: %w", r.Stream, err)
@@ -261,12 +266,12 @@ func appendOne(ctx context.Context, tx *sql.Tx, insert *sql.Stmt, r domain.Strea
 		}
 		res.LastPosition = uint64(pos)
 		for _, key := range e.Claims {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO claims (key, position) VALUES (?, ?)`, key, pos); err != nil {
+			if err := b.run(`INSERT INTO claims (key, position) VALUES (?, ?)`, key, pos); err != nil {
 				return domain.AppendResult{}, fmt.Errorf("sqlite: record claim of %s: %w", r.Stream, err)
 			}
 		}
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO streams (stream, version) VALUES (?, ?) ON CONFLICT (stream) DO UPDATE SET version = excluded.version`, r.Stream, current); err != nil {
+	if err := b.run(`INSERT INTO streams (stream, version) VALUES (?, ?) ON CONFLICT (stream) DO UPDATE SET version = excluded.version`, r.Stream, current); err != nil {
 		return domain.AppendResult{}, fmt.Errorf("sqlite: bump stream version: %w", err)
 	}
 	res.NextExpectedVersion = current
@@ -276,7 +281,7 @@ func appendOne(ctx context.Context, tx *sql.Tx, insert *sql.Stmt, r domain.Strea
 // checkClaims refuses r if its events (of every part) claim a key twice
 // or a key that the log (this transaction included: the appends before r
 // in its group) has claimed already.
-func checkClaims(ctx context.Context, tx *sql.Tx, r *appendRequest) error {
+func checkClaims(b *batchTx, r *appendRequest) error {
 	events := r.parts[0].Events
 	for _, p := range r.parts[1:] {
 		events = append(slices.Clip(events), p.Events...)
@@ -287,13 +292,12 @@ func checkClaims(ctx context.Context, tx *sql.Tx, r *appendRequest) error {
 		return fmt.Errorf("sqlite: append to %s: %w", stream, err)
 	}
 	for _, key := range claims {
-		var taken int
-		err := tx.QueryRowContext(ctx, `SELECT 1 FROM claims WHERE key = ?`, key).Scan(&taken)
-		if err == nil {
-			return fmt.Errorf("sqlite: append to %s: %w", stream, &domain.ClaimTakenError{Key: key})
-		}
-		if !errors.Is(err, sql.ErrNoRows) {
+		taken, err := b.exists(`SELECT 1 FROM claims WHERE key = ?`, key)
+		if err != nil {
 			return fmt.Errorf("sqlite: read claims: %w", err)
+		}
+		if taken {
+			return fmt.Errorf("sqlite: append to %s: %w", stream, &domain.ClaimTakenError{Key: key})
 		}
 	}
 	return nil

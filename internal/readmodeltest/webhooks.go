@@ -90,6 +90,28 @@ func RunWebhooks(t *testing.T, open func(t *testing.T) Webhooks) {
 		}
 	})
 
+	t.Run("SubscribersFollowRegistrationsAndDeletesWithinABatch", func(t *testing.T) {
+		s := open(t)
+		var seen [][]string
+		subscribers := func(ctx context.Context, tx webhook.ReadModelTx) error {
+			ids, err := tx.Subscribers(ctx, "u1", webhook.MemoryCreated)
+			seen = append(seen, ids)
+			return err
+		}
+		mustApply(t, s, 1,
+			subscribers,
+			registered("u1", "w1", webhook.MemoryCreated),
+			subscribers,
+			registered("u1", "w2", webhook.MemoryCreated),
+			subscribers,
+			func(ctx context.Context, tx webhook.ReadModelTx) error { return tx.Delete(ctx, "u1", "w1") },
+			subscribers)
+		want := [][]string{nil, {"w1"}, {"w1", "w2"}, {"w2"}}
+		if !slices.EqualFunc(seen, want, slices.Equal) {
+			t.Fatalf("u1's subscribers as the batch went: %v, want %v", seen, want)
+		}
+	})
+
 	t.Run("ClaimRecordRelease", func(t *testing.T) {
 		s := open(t)
 		mustApply(t, s, 1, registered("u1", "w1", webhook.MemoryCreated), enqueued("u1", "w1", 2), enqueued("u1", "w1", 3), enqueued("u1", "w1", 4))
