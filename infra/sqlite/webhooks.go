@@ -42,7 +42,9 @@ func NewWebhooks(db *DB) *Webhooks {
 
 // Apply implements webhook.ReadModel.
 func (s *Webhooks) Apply(ctx context.Context, events []domain.Event, apply func(context.Context, webhook.ReadModelTx, domain.Event) error) error {
-	return applyBatch(ctx, s.db, webhooksCheckpoint, events, func(b *batchTx) webhook.ReadModelTx { return &webhooksTx{batchTx: b, registrations: map[string][]registration{}} }, apply, nil)
+	return applyBatch(ctx, s.db, webhooksCheckpoint, events, func(b *batchTx) webhook.ReadModelTx {
+		return &webhooksTx{batchTx: b, registrations: map[string][]registration{}}
+	}, apply, nil)
 }
 
 // webhooksTx is webhook.ReadModelTx over one batch's transaction.
