@@ -186,13 +186,21 @@ func (db *DB) Close() error {
 	if db.hot != nil {
 		err = db.hot.close()
 	}
-	if db.read != nil {
-		if e := db.read.Close(); err == nil {
+	// The writer empties the WAL and closes before the readers, so the
+	// read-only connection closing last leaves the WAL (empty) and its
+	// index (-shm) in place: the next open has nothing to re-read, and a
+	// restart on a full disk needs no space to create them again (SQLite
+	// cannot start a writer on a full disk without its -shm). A checkpoint
+	// that fails (a full disk that cannot take the frames) leaves the WAL
+	// to the next open.
+	if db.write != nil {
+		_, _ = db.write.ExecContext(context.Background(), `PRAGMA wal_checkpoint(TRUNCATE)`)
+		if e := db.write.Close(); err == nil {
 			err = e
 		}
 	}
-	if db.write != nil {
-		if e := db.write.Close(); err == nil {
+	if db.read != nil {
+		if e := db.read.Close(); err == nil {
 			err = e
 		}
 	}
