@@ -38,6 +38,7 @@ import (
 	"github.com/engram-memory/engram/infra/sqlite"
 	"github.com/engram-memory/engram/infra/webhookhttp"
 	"github.com/engram-memory/engram/internal/app"
+	"github.com/engram-memory/engram/internal/testlog"
 	"github.com/engram-memory/engram/internal/workers"
 	"github.com/engram-memory/engram/projections"
 	"github.com/engram-memory/engram/projections/query"
@@ -57,7 +58,7 @@ type stack struct {
 	t       testing.TB
 	dataDir string
 	outbox  string
-	logs    *syncBuffer
+	logs    *testlog.Buffer
 	logger  *slog.Logger
 	clock   *testClock
 
@@ -212,7 +213,7 @@ func newStack(t testing.TB, opts stackOptions) *stack {
 	if opts.visibilityTimeout == 0 {
 		opts.visibilityTimeout = harnessVisibilityTimeout
 	}
-	s := &stack{t: t, dataDir: opts.dataDir, clock: &testClock{}, logs: &syncBuffer{}, opts: opts}
+	s := &stack{t: t, dataDir: opts.dataDir, clock: &testClock{}, logs: &testlog.Buffer{}, opts: opts}
 	if s.dataDir == "" {
 		s.dataDir = t.TempDir()
 		if !opts.postgres {
@@ -523,24 +524,6 @@ type testClock struct{ offset atomic.Int64 }
 
 func (c *testClock) Now() time.Time          { return time.Now().Add(time.Duration(c.offset.Load())) }
 func (c *testClock) Advance(d time.Duration) { c.offset.Add(int64(d)) }
-
-// syncBuffer collects log output from concurrent handlers.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) Bytes() []byte {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return bytes.Clone(b.buf.Bytes())
-}
 
 // staticModelDir writes a small Model2Vec-style model in the real file
 // formats (safetensors with an F32 "embeddings" tensor, a WordPiece

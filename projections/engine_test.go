@@ -1,7 +1,6 @@
 package projections_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,6 +16,7 @@ import (
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/memory"
 	"github.com/engram-memory/engram/infra/sqlite"
+	"github.com/engram-memory/engram/internal/testlog"
 	"github.com/engram-memory/engram/projections"
 )
 
@@ -131,7 +131,7 @@ func TestEngineLogsWatermillStartupAtDebug(t *testing.T) {
 	}{{slog.LevelInfo, false}, {slog.LevelDebug, true}} {
 		t.Run(c.level.String(), func(t *testing.T) {
 			store := newStore(t)
-			var buf syncBuffer
+			var buf testlog.Buffer
 			p := &sumProjection{name: "p"}
 			engine := projections.NewEngine(store, slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: c.level})), p)
 			ctx, cancel := context.WithCancel(context.Background())
@@ -151,24 +151,6 @@ func TestEngineLogsWatermillStartupAtDebug(t *testing.T) {
 			}
 		})
 	}
-}
-
-// syncBuffer is a bytes.Buffer that the router's goroutines may share.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 func TestEngineRebuildEqualsIncremental(t *testing.T) {

@@ -23,6 +23,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
+	"github.com/engram-memory/engram/internal/testlog"
 	"github.com/engram-memory/engram/internal/testserver"
 )
 
@@ -418,7 +419,7 @@ func startDashboard(t *testing.T, c *stackCLI) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr syncBuffer
+	var stderr testlog.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -651,23 +652,4 @@ func screenshotDir(t *testing.T) string {
 	}
 	t.Logf("screenshots in %s", dir)
 	return dir
-}
-
-// syncBuffer is a strings.Builder safe for a process's writes and the
-// test's reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

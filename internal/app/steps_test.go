@@ -1,15 +1,14 @@
 package app_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/engram-memory/engram/internal/app"
+	"github.com/engram-memory/engram/internal/testlog"
 )
 
 // TestStartLogTimesEachPart: a start from images says at debug level how
@@ -28,7 +27,7 @@ func TestStartLogTimesEachPart(t *testing.T) {
 	if err := first.Close(ctx); err != nil { // saves both images
 		t.Fatal(err)
 	}
-	var log syncBuffer // the engine and the workers log from their own goroutines
+	var log testlog.Buffer // the engine and the workers log from their own goroutines
 	logger := slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	a, err := app.New(ctx, app.Settings{Config: app.Config{DataDir: dir, Logger: logger}, MailOutbox: t.TempDir()}, app.Server)
 	if err != nil {
@@ -50,21 +49,4 @@ func TestStartLogTimesEachPart(t *testing.T) {
 			t.Errorf("no start log line matches %s in:\n%s", want, strings.TrimSpace(log.String()))
 		}
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

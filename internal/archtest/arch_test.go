@@ -41,6 +41,7 @@ var layers = []struct {
 	{"internal/tmpfstest", 1},
 	{"internal/pause", 1},
 	{"internal/maketest", 1},
+	{"internal/testlog", 1},
 	// Read models and their feeding, the read side, the write side, and
 	// the background work.
 	{"projections", 2},
