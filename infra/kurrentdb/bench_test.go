@@ -31,6 +31,19 @@ func benchStore(b *testing.B) *kurrentdb.EventStore {
 	return open(b, kurrentdb.Config{URL: srv.URL()})
 }
 
+// filledBenchStore is a bench store holding total events (a multiple of
+// 100), appended 100 at a time across 64 streams.
+func filledBenchStore(b *testing.B, total int) *kurrentdb.EventStore {
+	s := benchStore(b)
+	events := eventstoretest.BenchEvents(100)
+	for i := 0; i < total/100; i++ {
+		if _, err := s.Append(context.Background(), fmt.Sprintf("agent-%d", i%64), domain.ExpectAny, events); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return s
+}
+
 // BenchmarkAppend: events/s is the figure to report.
 func BenchmarkAppend(b *testing.B) {
 	eventstoretest.BenchAppend(b, func(b *testing.B) domain.EventStore { return benchStore(b) })
@@ -40,14 +53,8 @@ func BenchmarkAppend(b *testing.B) {
 // projection rebuild does; events/s is the figure to report.
 func BenchmarkReadAll(b *testing.B) {
 	const total, page = 10_000, 1000
-	s := benchStore(b)
+	s := filledBenchStore(b, total)
 	ctx := context.Background()
-	events := eventstoretest.BenchEvents(100)
-	for i := 0; i < total/100; i++ {
-		if _, err := s.Append(ctx, fmt.Sprintf("agent-%d", i%64), domain.ExpectAny, events); err != nil {
-			b.Fatal(err)
-		}
-	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		var after uint64
@@ -74,14 +81,8 @@ func BenchmarkReadAll(b *testing.B) {
 // catch-up subscription; events/s is the figure to report.
 func BenchmarkSubscribeCatchUp(b *testing.B) {
 	const total = 10_000
-	s := benchStore(b)
+	s := filledBenchStore(b, total)
 	ctx := context.Background()
-	events := eventstoretest.BenchEvents(100)
-	for i := 0; i < total/100; i++ {
-		if _, err := s.Append(ctx, fmt.Sprintf("agent-%d", i%64), domain.ExpectAny, events); err != nil {
-			b.Fatal(err)
-		}
-	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		subCtx, cancel := context.WithCancel(ctx)
@@ -141,14 +142,8 @@ func BenchmarkReadAllAmongForeignEvents(b *testing.B) {
 // push or import after the first costs; ns/op is the figure to report.
 func BenchmarkEventPlaces(b *testing.B) {
 	const total = 10_000
-	s := benchStore(b)
+	s := filledBenchStore(b, total)
 	ctx := context.Background()
-	events := eventstoretest.BenchEvents(100)
-	for i := 0; i < total/100; i++ {
-		if _, err := s.Append(ctx, fmt.Sprintf("agent-%d", i%64), domain.ExpectAny, events); err != nil {
-			b.Fatal(err)
-		}
-	}
 	ids := make([]string, 10)
 	for i := range ids {
 		ids[i] = fmt.Sprintf("0193a1f0-0000-7000-8000-%012d", i)
