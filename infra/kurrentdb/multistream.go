@@ -85,7 +85,7 @@ func (s *EventStore) appendSession(ctx context.Context, parts []domain.StreamApp
 // connected to is KurrentDB 25.1 or later (false when that is unknown).
 func (s *EventStore) versionHasMultiStreamAppend() bool {
 	v, err := unstuck(context.Background(), s, func(c *kdb.Client) (*kdb.ServerVersion, error) { return c.GetServerVersion() }, nil)
-	return err == nil && (v.Major > 25 || v.Major == 25 && v.Minor >= 1)
+	return err == nil && v.IsAtLeast(25, 1, 0)
 }
 
 // appendSessionOnce makes one attempt; a retryable error says that
