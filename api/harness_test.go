@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -163,6 +164,9 @@ type stackOptions struct {
 	// providers are the embedding providers (the built-in model stays the
 	// default); nil: the stack's testProvider.
 	providers []domain.EmbeddingProvider
+	// embeddingModel is new agents' default model (--embedding-model);
+	// empty: the built-in model.
+	embeddingModel string
 
 	// webhooks, when its PollInterval is set, runs the webhook dispatcher
 	// with these settings (its outbox and poster are the stack's); the
@@ -271,7 +275,7 @@ func newStack(t testing.TB, opts stackOptions) *stack {
 	// tests that read it.
 	a, err := app.New(ctx, app.Settings{
 		Config:           cfg,
-		Embedding:        app.Embedding{Model: local.BuiltinModelName},
+		Embedding:        app.Embedding{Model: cmp.Or(opts.embeddingModel, local.BuiltinModelName)},
 		Providers:        providers,
 		Processor:        processor,
 		SMTPURL:          s.smtpURL(),
