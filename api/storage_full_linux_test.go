@@ -103,7 +103,19 @@ func TestEveryWriteOnAFullDiskIs507AndStoresNothing(t *testing.T) {
 	}
 	wantError(t, s.importAgent(t, key, "a2", export), http.StatusInsufficientStorage, "storage_full")
 	cs := s.mcpClient(t, key, "", "2025-11-25")
-	callTool(t, cs, toolSchemas(t, cs), "add_memory", map[string]any{"agent_id": "a1", "type": "note", "content": map[string]any{"content": "added on a full disk"}}).fails(t, "storage_full", "")
+	schemas := toolSchemas(t, cs)
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"add_memory", map[string]any{"agent_id": "a1", "type": "note", "content": map[string]any{"content": "added on a full disk"}}},
+		{"capture", map[string]any{"agent_id": "a1", "text": "captured on a full disk"}},
+		{"update_memory", map[string]any{"agent_id": "a1", "type": "note", "id": note.ID, "version": before.Version, "patch": map[string]any{"tags": []string{"full"}}}},
+		{"forget_memory", map[string]any{"agent_id": "a1", "type": "note", "id": note.ID}},
+		{"review_suggestions", map[string]any{"agent_id": "a1", "action": "accept", "suggestion_id": pending[0].ID}},
+	} {
+		callTool(t, cs, schemas, c.tool, c.args).fails(t, "storage_full", "")
+	}
 
 	if after, err := s.store.Head(ctx); err != nil || after != head {
 		t.Fatalf("the log moved from %d to %d (%v) while every write was refused", head, after, err)
