@@ -134,17 +134,20 @@ func TestProviderFailuresReachEveryRouteThatEmbeds(t *testing.T) {
 		code    string
 		// message is part of what the client is told.
 		message string
+		// field is details.field, by route ("" for none).
+		field map[string]string
 	}{
 		{"input refused", openAIFailure{http.StatusBadRequest, "This model's maximum context length is 8192 tokens, however you requested 9000 tokens. Please reduce your prompt.", "invalid_request_error", ""},
-			http.StatusBadRequest, "provider_rejected_input", "maximum context length"},
+			http.StatusBadRequest, "provider_rejected_input", "maximum context length",
+			map[string]string{"/v1/embeddings/generate": "text", "/v1/embeddings/batch": "texts", "/v1/embeddings/reembed": "memory_id", "/v1/search": "query"}},
 		{"key refused", openAIFailure{http.StatusUnauthorized, "Incorrect API key provided: sk-test. You can find your API key at https://platform.openai.com/account/api-keys.", "invalid_request_error", "invalid_api_key"},
-			http.StatusServiceUnavailable, "provider_auth_failed", "check the configured API key"},
+			http.StatusServiceUnavailable, "provider_auth_failed", "check the configured API key", nil},
 		{"model unknown", openAIFailure{http.StatusNotFound, "The model `remote-embed-8` does not exist or you do not have access to it.", "invalid_request_error", "model_not_found"},
-			http.StatusServiceUnavailable, "provider_model_not_found", "check the base URL and model"},
+			http.StatusServiceUnavailable, "provider_model_not_found", "check the base URL and model", nil},
 		{"quota exhausted", openAIFailure{http.StatusTooManyRequests, "You exceeded your current quota, please check your plan and billing details.", "insufficient_quota", "insufficient_quota"},
-			http.StatusServiceUnavailable, "provider_quota_exceeded", "quota is exhausted"},
+			http.StatusServiceUnavailable, "provider_quota_exceeded", "quota is exhausted", nil},
 		{"overloaded", openAIFailure{http.StatusServiceUnavailable, "The engine is currently overloaded, please try again later.", "server_error", ""},
-			http.StatusServiceUnavailable, "provider_unavailable", "unavailable for remote-embed-8 after 1 attempt(s)"},
+			http.StatusServiceUnavailable, "provider_unavailable", "unavailable for remote-embed-8 after 1 attempt(s)", nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			server.fail(&c.failure)
@@ -162,6 +165,9 @@ func TestProviderFailuresReachEveryRouteThatEmbeds(t *testing.T) {
 				wantError(t, got, c.status, c.code)
 				if !strings.Contains(got.errorMessage(), c.message) {
 					t.Errorf("%s: message %q does not say %q", r.path, got.errorMessage(), c.message)
+				}
+				if field, _ := got.details()["field"].(string); field != c.field[r.path] {
+					t.Errorf("%s: details.field %q, want %q", r.path, field, c.field[r.path])
 				}
 				if strings.Contains(string(got.raw), "sk-test") {
 					t.Errorf("%s: the provider's key reached the client: %s", r.path, got.raw)

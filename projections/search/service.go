@@ -234,8 +234,12 @@ func embedError(ctx context.Context, model string, err error) error {
 		return ctx.Err()
 	}
 	// The provider's own answer: unreachable, or refusing this query (a
-	// client's error that asking again would not fix, so not a 503).
-	if de, ok := domain.AsError(err); ok && (de.Kind == domain.KindProviderUnavailable || de.Code == domain.CodeProviderRejectedInput) {
+	// client's error that asking again would not fix, so not a 503; the
+	// provider names its input "texts", the request names it "query").
+	if de, ok := domain.AsError(err); ok && de.Code == domain.CodeProviderRejectedInput {
+		return fmt.Errorf("%w: %w", errEmbed, de.WithDetail("field", "query"))
+	}
+	if de, ok := domain.AsError(err); ok && de.Kind == domain.KindProviderUnavailable {
 		return fmt.Errorf("%w: %w", errEmbed, err)
 	}
 	// Any other failure (e.g. the agent's model is no longer configured)
