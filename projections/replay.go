@@ -255,51 +255,52 @@ func (e *Engine) readChunks(ctx context.Context, from, head uint64, chunk int) <
 // following is the bound of a read that never ends: it follows the log.
 const following = math.MaxUint64
 
-// errReadDone ends a bounded read's subscription once it has read its
-// last event.
-var errReadDone = errors.New("projections: read up to its bound")
-
 // readLog is the one reader of the log behind the projections: the live
 // follower, a live projection catching up on its own, CatchUp and the
 // rebuilds differ only in its parameters. It hands handle the events after
 // position after, in log order, each decoded once (the engine's registry),
 // in chunks of at most chunk events; handle's events are not to be changed
-// (the follower shares them between projections). A read up to a position
-// (until) joins the store's pages into full chunks and returns nil once it
-// has handed the last event at or below until; a read to following hands
-// each page as soon as the store has it, then follows what is appended,
-// until ctx ends. It returns ctx's error, the store's, or handle's.
+// (the follower shares them between projections). A read to following
+// goes through the store's subscription (SubscribeAll): it hands each page
+// as soon as the store has it, then follows what is appended, until ctx
+// ends. A read up to a position (until) needs no waiting: it reads the
+// range the log holds (ReadRange; on PostgreSQL no LISTEN connection),
+// joins the store's pages into full chunks, and returns nil once it has
+// handed the last event at or below until. until is a position the engine
+// has seen (the head, the follower's), so a log that ends before it fails
+// (domain.ErrLogEndsBefore) rather than waiting for an event that may
+// never come. It returns ctx's error, the store's, or handle's.
 func (e *Engine) readLog(ctx context.Context, after, until uint64, chunk int, handle func([]domain.Event) error) error {
 	if after >= until {
 		return nil
 	}
 	var pending []domain.Event
-	err := e.store.SubscribeAll(ctx, after, func(_ context.Context, page []domain.Event) error {
-		n := cut(page, until)
-		done := n < len(page) || n > 0 && page[n-1].Position == until
-		page = page[:n]
+	read := func(_ context.Context, page []domain.Event) error {
 		e.events.DecodeAll(page)
 		if len(pending) == 0 {
 			pending = page
 		} else {
 			pending = append(pending, page...)
 		}
-		for len(pending) >= chunk || len(pending) > 0 && (done || until == following) {
+		for len(pending) >= chunk || len(pending) > 0 && until == following {
 			c := min(chunk, len(pending))
 			if err := handle(pending[:c:c]); err != nil {
 				return err
 			}
 			pending = pending[c:]
 		}
-		if done {
-			return errReadDone
-		}
-		return nil
-	})
-	if errors.Is(err, errReadDone) {
 		return nil
 	}
-	return err
+	if until == following {
+		return e.store.SubscribeAll(ctx, after, read)
+	}
+	if err := e.store.ReadRange(ctx, after, until, read); err != nil {
+		return err
+	}
+	if len(pending) > 0 {
+		return handle(pending[:len(pending):len(pending)])
+	}
+	return nil
 }
 
 // cut is the number of events at or below head.
