@@ -234,7 +234,7 @@ func (e *Engine) readChunks(ctx context.Context, from, head uint64, chunk int) <
 	out := make(chan replayRead, 1)
 	go func() {
 		defer close(out)
-		err := e.readLog(ctx, from, head, chunk, func(events []domain.Event) error {
+		err := e.readLog(ctx, from, head, chunk, e.events, func(events []domain.Event) error {
 			select {
 			case out <- replayRead{events: events}:
 				return nil
@@ -257,10 +257,13 @@ const following = math.MaxUint64
 
 // readLog is the one reader of the log behind the projections: the live
 // follower, a live projection catching up on its own, CatchUp and the
-// rebuilds differ only in its parameters. It hands handle the events after
-// position after, in log order, each decoded once (the engine's registry),
-// in chunks of at most chunk events; handle's events are not to be changed
-// (the follower shares them between projections). A read to following
+// rebuilds differ only in its parameters, and the index projections read
+// the tail after their image through it too (logReader). It hands handle
+// the events after position after, in log order, each decoded once by
+// events (the engine's registry; nil decodes nothing: the snapshots'
+// catch-up decodes the few types it looks at itself), in chunks of at
+// most chunk events; handle's events are not to be changed (the follower
+// shares them between projections). A read to following
 // goes through the store's subscription (SubscribeAll): it hands each page
 // as soon as the store has it, then follows what is appended, until ctx
 // ends. A read up to a position (until) needs no waiting: it reads the
@@ -270,13 +273,15 @@ const following = math.MaxUint64
 // has seen (the head, the follower's), so a log that ends before it fails
 // (domain.ErrLogEndsBefore) rather than waiting for an event that may
 // never come. It returns ctx's error, the store's, or handle's.
-func (e *Engine) readLog(ctx context.Context, after, until uint64, chunk int, handle func([]domain.Event) error) error {
+func (e *Engine) readLog(ctx context.Context, after, until uint64, chunk int, events *domain.EventRegistry, handle func([]domain.Event) error) error {
 	if after >= until {
 		return nil
 	}
 	var pending []domain.Event
 	read := func(_ context.Context, page []domain.Event) error {
-		e.events.DecodeAll(page)
+		if events != nil {
+			events.DecodeAll(page)
+		}
 		if len(pending) == 0 {
 			pending = page
 		} else {
@@ -301,6 +306,18 @@ func (e *Engine) readLog(ctx context.Context, after, until uint64, chunk int, ha
 		return handle(pending[:len(pending):len(pending)])
 	}
 	return nil
+}
+
+// logReader is the engine's one reader of the log (Engine.readLog), which
+// the engine hands the projections that read the log themselves
+// (logReading).
+type logReader func(ctx context.Context, after, until uint64, chunk int, events *domain.EventRegistry, handle func([]domain.Event) error) error
+
+// logReading is a projection that reads the log itself: an index
+// projection catching its restored index up with the events after the
+// image (snapshotState.tail).
+type logReading interface {
+	readLogWith(read logReader)
 }
 
 // cut is the number of events at or below head.
