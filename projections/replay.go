@@ -263,10 +263,10 @@ const following = math.MaxUint64
 // events (the engine's registry; nil decodes nothing: the snapshots'
 // catch-up decodes the few types it looks at itself), in chunks of at
 // most chunk events; handle's events are not to be changed (the follower
-// shares them between projections). A read to following
-// goes through the store's subscription (SubscribeAll): it hands each page
-// as soon as the store has it, then follows what is appended, until ctx
-// ends. A read up to a position (until) needs no waiting: it reads the
+// shares them between projections). A read to following goes through the
+// store's subscription (SubscribeAll): it hands each page as soon as the
+// store has it, then follows what is appended, until ctx ends. A read up
+// to a position (until) needs no waiting: it reads the
 // range the log holds (ReadRange; on PostgreSQL no LISTEN connection),
 // joins the store's pages into full chunks, and returns nil once it has
 // handed the last event at or below until. until is a position the engine
