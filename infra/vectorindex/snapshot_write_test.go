@@ -215,9 +215,13 @@ func TestVersion1ImageIsStillRead(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.opts.FloatDir = t.TempDir()
 			w := newSnapWorld(11)
+			w.scopes, w.spaces = w.scopes[:1], w.spaces[:1] // one collection: enough for the layout
 			orig := NewPort(New(tc.opts))
 			t.Cleanup(orig.Index().Close)
 			w.ops(ctx, t, 150, orig)
+			if st := orig.Index().Stats().PerCollection; len(st) != 1 || (st[0].Mode == ModeFlat) != (tc.opts.ANNThreshold == 0) {
+				t.Fatalf("collections %+v, want one, a graph one when there is a threshold", st)
+			}
 			var v1 bytes.Buffer
 			must(t, orig.writeSnapshot(&v1, 1))
 			if got := binary.LittleEndian.Uint32(v1.Bytes()); got != 1 {

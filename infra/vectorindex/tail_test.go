@@ -206,9 +206,9 @@ func TestBuildDeferral(t *testing.T) {
 // started a collection cycle that made the search wait.
 func TestDeferredBuildCopiesNoGraph(t *testing.T) {
 	gen := newClustered(8, 20, 1, 7)
-	ix := New(Options{ANNThreshold: 500})
+	ix := New(Options{ANNThreshold: 300})
 	defer ix.Close()
-	for i := range 2000 {
+	for i := range 800 {
 		if err := ix.Upsert("c", makeItem(i, gen.next())); err != nil {
 			t.Fatal(err)
 		}
@@ -221,14 +221,14 @@ func TestDeferredBuildCopiesNoGraph(t *testing.T) {
 
 	dump := make([]byte, 1<<20) // allocated before the count starts
 	before := heapAllocated()
-	if err := ix.Upsert("c", makeItem(2000, gen.next())); err != nil {
+	if err := ix.Upsert("c", makeItem(800, gen.next())); err != nil {
 		t.Fatal(err)
 	}
 	waitIndexerParked(t, ix, dump)
 	if got := heapAllocated() - before; got >= graphBytes/2 {
 		t.Fatalf("a write and its held-off build allocated %d bytes; the graph is %d bytes: the build copied it before it could run", got, graphBytes)
 	}
-	if cs := ix.Stats().PerCollection[0]; cs.Indexed != 2000 || cs.Vectors != 2001 {
+	if cs := ix.Stats().PerCollection[0]; cs.Indexed != 800 || cs.Vectors != 801 {
 		t.Fatalf("the held-off build inserted something: %+v", cs)
 	}
 }
