@@ -11,15 +11,20 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/infra/snapshot"
 )
 
 // An index read from its snapshot answers every search exactly as the
 // index it was written from (documents, order, scores to the bit), for
 // every filter and with or without forgotten memories, and goes on doing
 // so as both take the same further writes (replacing, deleting, forgetting
-// and compacting on the restored arrays).
+// and compacting on the restored arrays), and through a second image
+// taken of the restored index. Images are read from a read-only mapping
+// of their file, as a start reads them: a write into the image's arrays
+// would crash the test.
 func TestSnapshotRestoresAnIndexThatSearchesTheSame(t *testing.T) {
 	ctx := context.Background()
 	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -75,14 +80,7 @@ func TestSnapshotRestoresAnIndexThatSearchesTheSame(t *testing.T) {
 			}
 		}
 		writes(orig, docs, docs, rng) // dead slots, compactions, forgotten flags
-		var img bytes.Buffer
-		if err := orig.WriteSnapshot(&img); err != nil {
-			t.Fatal(err)
-		}
-		restored, err := ReadSnapshot(bytes.Clone(img.Bytes()), opts, 0)
-		if err != nil {
-			t.Fatalf("seed %d: %v", seed, err)
-		}
+		restored := mappedImage(t, orig, opts)
 		same := func(stage string) {
 			for q := range 60 {
 				query := domain.KeywordQuery{Scope: scopes[q%len(scopes)], Text: word(rng) + " " + word(rng), Limit: 1 + rng.IntN(40)}
@@ -117,6 +115,13 @@ func TestSnapshotRestoresAnIndexThatSearchesTheSame(t *testing.T) {
 		writes(orig, docs, docs, rand.New(rand.NewPCG(further, 1)))
 		writes(restored, docs, docs, rand.New(rand.NewPCG(further, 1)))
 		same("after further writes")
+		// The image of an index read from one, holding both the image's
+		// arrays and the writes' since.
+		restored = mappedImage(t, restored, opts)
+		same("restored again")
+		writes(orig, docs/4, docs, rand.New(rand.NewPCG(further, 2)))
+		writes(restored, docs/4, docs, rand.New(rand.NewPCG(further, 2)))
+		same("restored again, after further writes")
 	}
 }
 
@@ -317,4 +322,107 @@ func (w *heldWriter) Write(p []byte) (int, error) {
 		<-w.release
 	})
 	return w.buf.Write(p)
+}
+
+// mappedImage writes p's image to a snapshot file and returns the index
+// ReadSnapshot reads from its read-only mapping, kept until the test ends.
+func mappedImage(t *testing.T, p *Port, opts Options) *Port {
+	t.Helper()
+	dir := t.TempDir()
+	h := snapshot.Header{Kind: "keyword", Version: SnapshotVersion, Checkpoint: 1, EventID: "e1"}
+	if err := snapshot.Write(dir, h, p.WriteSnapshot); err != nil {
+		t.Fatal(err)
+	}
+	f, err := snapshot.Open(dir, "keyword", SnapshotVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = f.Close() })
+	restored, err := ReadSnapshot(f.Body, opts, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return restored
+}
+
+// An image read from its mapped file is used in place: the collection's
+// posting lists, blocks, terms and per-document arrays are the file's
+// bytes, reading it allocates per collection, not per document or term,
+// and the ids a search returns are copies that outlive the mapping.
+func TestSnapshotIsReadInPlace(t *testing.T) {
+	ctx := context.Background()
+	orig := NewPort(Options{}, 0)
+	s := newSynthCorpus(5)
+	for i := range 3000 {
+		scope := domain.IndexScope{UserID: "u", AgentID: []string{"a", "b"}[i%2]}
+		if err := orig.UpsertDocuments(ctx, domain.KeywordDocument{MemoryID: fmt.Sprintf("m%05d", i), UserID: scope.UserID, AgentID: scope.AgentID,
+			Type: "note", Tags: []string{fmt.Sprint("t", i%7)}, CreatedAt: time.Unix(int64(i), 0), Text: s.text(), Forgotten: i%50 == 0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 3000; i += 13 {
+		if err := orig.DeleteMemory(ctx, domain.IndexScope{UserID: "u", AgentID: []string{"a", "b"}[i%2]}, fmt.Sprintf("m%05d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	if err := snapshot.Write(dir, snapshot.Header{Kind: "keyword", Version: SnapshotVersion, Checkpoint: 1, EventID: "e1"}, orig.WriteSnapshot); err != nil {
+		t.Fatal(err)
+	}
+	f, err := snapshot.Open(dir, "keyword", SnapshotVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := f.Body
+	restored, err := ReadSnapshot(body, Options{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inBody := func(p unsafe.Pointer) bool {
+		lo := uintptr(unsafe.Pointer(unsafe.SliceData(body)))
+		return uintptr(p) >= lo && uintptr(p) < lo+uintptr(len(body))
+	}
+	c := restored.ix.lookup("u/a")
+	for name, p := range map[string]unsafe.Pointer{
+		"postings": unsafe.Pointer(&c.img.postings[0]), "blocks": unsafe.Pointer(&c.img.blocks[0]),
+		"terms": unsafe.Pointer(&c.img.terms.bytes[0]), "term order": unsafe.Pointer(&c.img.order[0]),
+		"ids": unsafe.Pointer(&c.ids.base.bytes[0]), "id order": unsafe.Pointer(&c.idOrder[0]),
+		"dead flags": unsafe.Pointer(&c.dead.base[0]), "lengths": unsafe.Pointer(&c.length.base[0]),
+		"created": unsafe.Pointer(&c.created.base[0]), "document terms": unsafe.Pointer(&c.docTerms.values[0]),
+		"tags": unsafe.Pointer(&c.tags.base.values[0]), "document frequencies": unsafe.Pointer(&c.df.base[0]),
+	} {
+		if !inBody(p) {
+			t.Errorf("the restored %s are not read in place", name)
+		}
+	}
+	// Two collections, a few forgotten memories: the count does not grow
+	// with the 3,000 documents and their terms (a decode allocated each).
+	if allocs := testing.AllocsPerRun(3, func() {
+		if _, err := ReadSnapshot(body, Options{}, 0); err != nil {
+			t.Fatal(err)
+		}
+	}); allocs > 200 {
+		t.Errorf("reading the image allocates %.0f times", allocs)
+	}
+
+	q := domain.KeywordQuery{Scope: domain.IndexScope{UserID: "u", AgentID: "a"}, Text: s.query(), Limit: 20}
+	want, err := orig.SearchKeyword(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := restored.SearchKeyword(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) == 0 {
+		t.Fatalf("%q finds nothing", q.Text)
+	}
+	if err := f.Close(); err != nil { // unmaps the body
+		t.Fatal(err)
+	}
+	for i := range got {
+		if got[i].MemoryID != want[i].MemoryID {
+			t.Fatalf("hit %d after the unmapping: %q, want %q", i, got[i].MemoryID, want[i].MemoryID)
+		}
+	}
 }
