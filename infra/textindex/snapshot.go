@@ -375,6 +375,10 @@ func decodeCollection(d *decoder, metaUnits uint32) *collection {
 	d.align()
 	for range d.count(k.big, 16) {
 		key, tf := d.u64(), d.u64()
+		if key>>32 >= uint64(nSlots) || uint32(key) >= k.terms {
+			d.fail("a large count of slot %d and term %d", key>>32, uint32(key))
+			return nil
+		}
 		c.bigTF[key] = uint32(min(tf, math.MaxUint32))
 	}
 	if d.err != nil {

@@ -353,14 +353,14 @@ func TestSnapshotIsReadInPlace(t *testing.T) {
 	ctx := context.Background()
 	orig := NewPort(Options{}, 0)
 	s := newSynthCorpus(5)
-	for i := range 3000 {
+	for i := range 1000 {
 		scope := domain.IndexScope{UserID: "u", AgentID: []string{"a", "b"}[i%2]}
 		if err := orig.UpsertDocuments(ctx, domain.KeywordDocument{MemoryID: fmt.Sprintf("m%05d", i), UserID: scope.UserID, AgentID: scope.AgentID,
 			Type: "note", Tags: []string{fmt.Sprint("t", i%7)}, CreatedAt: time.Unix(int64(i), 0), Text: s.text(), Forgotten: i%50 == 0}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for i := 0; i < 3000; i += 13 {
+	for i := 0; i < 1000; i += 13 {
 		if err := orig.DeleteMemory(ctx, domain.IndexScope{UserID: "u", AgentID: []string{"a", "b"}[i%2]}, fmt.Sprintf("m%05d", i)); err != nil {
 			t.Fatal(err)
 		}
@@ -396,7 +396,7 @@ func TestSnapshotIsReadInPlace(t *testing.T) {
 		}
 	}
 	// Two collections, a few forgotten memories: the count does not grow
-	// with the 3,000 documents and their terms (a decode allocated each).
+	// with the 1,000 documents and their terms (a decode allocated each).
 	if allocs := testing.AllocsPerRun(3, func() {
 		if _, err := ReadSnapshot(body, Options{}, 0); err != nil {
 			t.Fatal(err)
@@ -424,5 +424,71 @@ func TestSnapshotIsReadInPlace(t *testing.T) {
 		if got[i].MemoryID != want[i].MemoryID {
 			t.Fatalf("hit %d after the unmapping: %q, want %q", i, got[i].MemoryID, want[i].MemoryID)
 		}
+	}
+}
+
+// A damaged image (one byte changed anywhere; the file's checksum would
+// refuse it first) is refused, or restores an index that searches and
+// takes writes, compactions included, without reading out of bounds.
+func TestDamagedImageIsRefusedOrHarmless(t *testing.T) {
+	ctx := context.Background()
+	scope := domain.IndexScope{UserID: "u", AgentID: "a"}
+	orig := NewPort(Options{}, 0)
+	doc := func(i int, text string) domain.KeywordDocument {
+		return domain.KeywordDocument{MemoryID: fmt.Sprintf("m%03d", i), UserID: scope.UserID, AgentID: scope.AgentID, Type: []string{"note", "fact"}[i%2],
+			Tags: []string{fmt.Sprint("t", i%3)}, CreatedAt: time.Unix(int64(i), 0), Text: text, Forgotten: i%9 == 0}
+	}
+	for i := range 300 {
+		text := fmt.Sprintf("heron quarry w%d w%d", i%17, i%5)
+		if i == 7 {
+			text = strings.Repeat("weir ", 17000) // a count past 16 bits
+		}
+		if err := orig.UpsertDocuments(ctx, doc(i, text)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 300; i += 11 {
+		if err := orig.DeleteMemory(ctx, scope, fmt.Sprintf("m%03d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var img bytes.Buffer
+	if err := orig.WriteSnapshot(&img); err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(27, 2))
+	refused, accepted := 0, 0
+	for range 200 {
+		data := bytes.Clone(img.Bytes())
+		data[rng.IntN(len(data))] ^= byte(1 + rng.IntN(255))
+		p, err := ReadSnapshot(data, Options{}, 0)
+		if err != nil {
+			refused++
+			continue
+		}
+		for _, q := range []domain.KeywordQuery{
+			{Scope: scope, Text: "heron w3", Limit: 10},
+			{Scope: scope, Text: "weir quarry", Limit: 50, Filter: domain.IndexFilter{Types: []string{"fact"}, Tags: []string{"t1"}, CreatedAfter: time.Unix(10, 0)}},
+		} {
+			if _, err := p.SearchKeyword(ctx, q); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if accepted++; accepted%5 != 0 {
+			continue
+		}
+		for i := range 300 { // past the compaction threshold
+			if err := p.DeleteMemory(ctx, scope, fmt.Sprintf("m%03d", i)); err != nil {
+				t.Fatal(err)
+			}
+			if i%3 == 0 {
+				if err := p.UpsertDocuments(ctx, doc(i, "heron replaced")); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	if refused == 0 || accepted < 5 {
+		t.Fatalf("%d damaged images refused, %d restored: the test damages too little or too much", refused, accepted)
 	}
 }
