@@ -111,7 +111,7 @@ func (c *strColumn) at(i uint32) string {
 }
 
 func (c *strColumn) prefix(n int) strColumn {
-	if b := c.base.len(); n <= b {
+	if b := c.base.len(); b > 0 && n <= b {
 		return strColumn{base: strTable{off: c.base.off[:n+1], bytes: c.base.bytes}}
 	}
 	k := n - c.base.len()
@@ -160,7 +160,7 @@ func (c *listColumn[T]) clear(i uint32) {
 }
 
 func (c *listColumn[T]) prefix(n int) listColumn[T] {
-	if b := c.baseLen(); n <= b {
+	if b := c.baseLen(); b > 0 && n <= b {
 		return listColumn[T]{off: c.off[:n+1], values: c.values}
 	}
 	k := n - c.baseLen()
@@ -213,7 +213,7 @@ func (c *tagColumn) clear(i uint32) {
 }
 
 func (c *tagColumn) prefix(n int) tagColumn {
-	if b := c.base.baseLen(); n <= b {
+	if b := c.base.baseLen(); b > 0 && n <= b {
 		return tagColumn{base: c.base.prefix(n), names: c.names}
 	}
 	k := n - c.base.baseLen()

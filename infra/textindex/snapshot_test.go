@@ -492,3 +492,34 @@ func TestDamagedImageIsRefusedOrHarmless(t *testing.T) {
 		t.Fatalf("%d damaged images refused, %d restored: the test damages too little or too much", refused, accepted)
 	}
 }
+
+// A collection whose every document was deleted and compacted away is
+// imaged and restored as an empty collection, which takes new documents.
+func TestSnapshotOfACollectionCompactedToNothing(t *testing.T) {
+	ctx := context.Background()
+	scope := domain.IndexScope{UserID: "u", AgentID: "a"}
+	p := NewPort(Options{}, 0)
+	for i := range 256 {
+		if err := p.UpsertDocuments(ctx, domain.KeywordDocument{MemoryID: fmt.Sprint("m", i), UserID: "u", AgentID: "a", Type: "note", Text: "heron quarry"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 256 { // the compaction threshold
+		if err := p.DeleteMemory(ctx, scope, fmt.Sprint("m", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c := p.ix.lookup("u/a"); c.ids.len() != 0 {
+		t.Fatalf("%d slots left after deleting every document", c.ids.len())
+	}
+	for round := range 2 {
+		p = mappedImage(t, p, Options{})
+		q := domain.KeywordQuery{Scope: scope, Text: "heron", Limit: 10}
+		if hits, err := p.SearchKeyword(ctx, q); err != nil || len(hits) != round {
+			t.Fatalf("round %d: %v (%v), want %d hits", round, hits, err, round)
+		}
+		if err := p.UpsertDocuments(ctx, domain.KeywordDocument{MemoryID: fmt.Sprint("new", round), UserID: "u", AgentID: "a", Type: "note", Text: "heron"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
