@@ -157,13 +157,21 @@ func TestReadSnapshotRefusesWhatItCannotRestore(t *testing.T) {
 }
 
 // Images written while other goroutines write (adding, replacing,
-// deleting and compacting in the same collections) are each a valid
-// index (under -race: the copy under the read lock is the only reading of
-// the live arrays).
+// deleting and compacting in the same collections, which start read in
+// place from an image) are each a valid index (under -race: the copy
+// under the read lock is the only reading of the live arrays).
 func TestSnapshotWhileWriting(t *testing.T) {
 	ctx := context.Background()
 	p := NewPort(Options{}, 0)
 	scopes := []domain.IndexScope{{UserID: "u", AgentID: "a"}, {UserID: "u", AgentID: "b"}}
+	for i := range 600 {
+		s := scopes[i%len(scopes)]
+		if err := p.UpsertDocuments(ctx, domain.KeywordDocument{MemoryID: fmt.Sprintf("m%d", i), UserID: s.UserID, AgentID: s.AgentID, Type: "note",
+			Tags: []string{"t"}, Text: fmt.Sprintf("heron quarry word%d", i%50)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p = mappedImage(t, p, Options{})
 	done := make(chan struct{})
 	var writers sync.WaitGroup
 	for w := range 2 {
