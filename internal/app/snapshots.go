@@ -28,10 +28,18 @@ var snapshotVersions = map[string]uint32{
 	projections.VectorsProjectionName: vectorindex.SnapshotVersion,
 }
 
+// olderSnapshotVersions are the older body format versions a kind's
+// reader still reads: a vector image of format 1 (without its IDs in
+// order) is read with its slot table rebuilt, so no stack refills its
+// vector index, and its HNSW graph, for the change.
+var olderSnapshotVersions = map[string][]uint32{
+	projections.VectorsProjectionName: {1},
+}
+
 // openSnapshot opens the snapshot of kind in dir, or says why not in the
 // log (a missing one at info: a first start; any other at warn).
 func openSnapshot(dir, kind string, logger *slog.Logger) *snapshot.File {
-	f, err := snapshot.Open(dir, kind, snapshotVersions[kind])
+	f, err := snapshot.Open(dir, kind, snapshotVersions[kind], olderSnapshotVersions[kind]...)
 	switch {
 	case errors.Is(err, snapshot.ErrMissing):
 		logger.Info("no index snapshot: the index is filled from its state", "index", kind)
