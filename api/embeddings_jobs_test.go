@@ -533,6 +533,8 @@ func TestRefusedMemoryIsSkipped(t *testing.T) {
 // MaxAppendSize (here 32 KiB) is less than one step's vectors (as 1 MiB is
 // less than 128 vectors of 1536 dimensions), the job records each step in
 // parts and completes with every memory's vector recorded exactly once.
+// Then, on the same log, the writes promised whole are refused whole
+// (writesOverTheAppendLimit).
 func TestBulkReembedStepsOverTheAppendLimit(t *testing.T) {
 	s := newStack(t, stackOptions{fixedAuth: true, noRun: true, kurrentMaxAppend: 32 << 10, runner: workers.RunnerConfig{BatchSize: 128}})
 	const n = 150
@@ -558,4 +560,5 @@ func TestBulkReembedStepsOverTheAppendLimit(t *testing.T) {
 	if rm, vx := s.agentModel(alice, "claire"); rm != staticModel || vx != staticModel {
 		t.Fatalf("agent not switched: %s / %s", rm, vx)
 	}
+	writesOverTheAppendLimit(t, s, 32<<10)
 }

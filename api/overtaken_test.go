@@ -80,12 +80,12 @@ func (o *overtaker) AppendStreams(ctx context.Context, parts []domain.StreamAppe
 // TestWritesOvertakenByAnotherNode: on every route that decides on an
 // agent's streams, a write that another node's writes keep overtaking is
 // refused and stores nothing. A write to the agent's memory stream decides
-// again, up to the bound (here 3, the server's 100), then answers 409
+// again, up to the bound (here 2, the server's 100), then answers 409
 // concurrent_writes; a write to its cognition stream, which the node holds
 // for the agent while it decides, answers 409 concurrent_processing at
 // the first overtaking. The MCP tools answer the same codes.
 func TestWritesOvertakenByAnotherNode(t *testing.T) {
-	const attempts = 3
+	const attempts = 2
 	over := &overtaker{}
 	s := newStack(t, stackOptions{fixedAuth: true, noRun: true, agentAttempts: attempts, appends: func(log domain.EventStore) domain.EventStore {
 		over.EventStore = log
