@@ -12,6 +12,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -91,6 +92,7 @@ var notOverHTTP = map[string]string{
 func definedErrorCodes(root string) (map[string]string, error) {
 	fset := token.NewFileSet()
 	var files []*ast.File
+	var others [][]byte // the files not parsed, where a constant may be defined
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -110,7 +112,8 @@ func definedErrorCodes(root string) (map[string]string, error) {
 			return err
 		}
 		if !definesCodes(filepath.ToSlash(rel), src) {
-			return nil // parsing every file takes seconds under -race
+			others = append(others, src) // parsing every file takes seconds under -race
+			return nil
 		}
 		f, err := parser.ParseFile(fset, path, src, parser.SkipObjectResolution)
 		if err != nil {
@@ -122,7 +125,7 @@ func definedErrorCodes(root string) (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	consts := stringConstants(files)
+	consts := constantsOf(files, others)
 	codes := map[string]string{}
 	var unknown []string
 	place := func(n ast.Node) string {
@@ -222,8 +225,7 @@ func skipForCodes(rel, name string) bool {
 }
 
 // definesCodes tells the files the patterns of definedErrorCodes can
-// match in (a code named by a constant defined elsewhere is reported as
-// not a constant, never missed).
+// match in (a constant defined elsewhere is found by constantsOf).
 func definesCodes(rel string, src []byte) bool {
 	if rel == "domain/errors.go" {
 		return true
@@ -234,6 +236,30 @@ func definesCodes(rel string, src []byte) bool {
 		}
 	}
 	return false
+}
+
+// constantsOf looks up the string value of a constant by name: one
+// declared in files, else (another package's: pkg.Name) one declared
+// alone on its line in others (`Name = "value"`, `const Name = "value"`,
+// typed or not).
+func constantsOf(files []*ast.File, others [][]byte) func(name string, qualified bool) (string, bool) {
+	parsed := stringConstants(files)
+	return func(name string, qualified bool) (string, bool) {
+		if v, ok := parsed[name]; ok || !qualified {
+			return v, ok
+		}
+		decl := regexp.MustCompile(`(?m)^\s*(?:const\s+)?` + regexp.QuoteMeta(name) + `(?:\s+\w+)?\s*=\s*("(?:[^"\\]|\\.)*")`)
+		for _, src := range others {
+			if !bytes.Contains(src, []byte(name)) {
+				continue
+			}
+			if m := decl.FindSubmatch(src); m != nil {
+				v, err := strconv.Unquote(string(m[1]))
+				return v, err == nil
+			}
+		}
+		return "", false
+	}
 }
 
 // stringConstants maps the name of each constant with a string literal
@@ -278,7 +304,7 @@ func kindConstants(f *ast.File) []ast.Expr {
 
 // constantString is the string a literal, a named constant or a
 // string(…) conversion of one stands for.
-func constantString(expr ast.Expr, consts map[string]string) (string, bool) {
+func constantString(expr ast.Expr, consts func(name string, qualified bool) (string, bool)) (string, bool) {
 	switch e := expr.(type) {
 	case *ast.BasicLit:
 		if e.Kind == token.STRING {
@@ -286,11 +312,9 @@ func constantString(expr ast.Expr, consts map[string]string) (string, bool) {
 			return v, err == nil
 		}
 	case *ast.Ident:
-		v, ok := consts[e.Name]
-		return v, ok
+		return consts(e.Name, false)
 	case *ast.SelectorExpr:
-		v, ok := consts[e.Sel.Name]
-		return v, ok
+		return consts(e.Sel.Name, true)
 	case *ast.CallExpr:
 		if isIdent(e.Fun, "string") && len(e.Args) == 1 {
 			return constantString(e.Args[0], consts)
