@@ -71,15 +71,6 @@ var notOverHTTP = map[string]string{
 	"cloud_unreachable": "engram's CLI and stdio MCP when the cloud cannot be reached; the server never sends it",
 	"not_confirmed":     "engram stacks' refusal when the confirmation question is not answered yes (internal/cli/stacks.go)",
 	"unpushed_events":   "engram sync's refusal to pull over local events not pushed yet (internal/cli/sync.go)",
-	// Not yet: branch errprov (issue 25) provokes these; once its record
-	// is merged this test says to take each off.
-	"keyword_index_unavailable": "done by errprov, not merged yet",
-	"vector_index_unavailable":  "done by errprov, not merged yet",
-	"provider_auth_failed":      "done by errprov, not merged yet",
-	"provider_model_not_found":  "done by errprov, not merged yet",
-	"provider_quota_exceeded":   "done by errprov, not merged yet",
-	"provider_rejected_input":   "done by errprov, not merged yet",
-	"storage_full":              "done by errprov, not merged yet",
 }
 
 // definedErrorCodes returns each public error code the Go code of the
