@@ -43,6 +43,35 @@ func TestWriteThenOpenReturnsTheImage(t *testing.T) {
 	}
 }
 
+// TestOpenReadsEveryVersionItIsGiven: a caller that reads several body
+// versions (vectorindex reads its older layout) opens a file of any of
+// them, and the header says which; a version it does not list is refused.
+func TestOpenReadsEveryVersionItIsGiven(t *testing.T) {
+	for _, tt := range []struct {
+		written uint32
+		reads   []uint32
+		want    error
+	}{
+		{1, []uint32{1, 2}, nil},
+		{2, []uint32{1, 2}, nil},
+		{3, []uint32{1, 2}, snapshot.ErrVersion},
+		{1, []uint32{2}, snapshot.ErrVersion},
+	} {
+		dir := t.TempDir()
+		writeImage(t, dir, snapshot.Header{Kind: "vectors", Version: tt.written, Checkpoint: 5}, []byte("body"))
+		f, err := snapshot.Open(dir, "vectors", tt.reads...)
+		if !errors.Is(err, tt.want) {
+			t.Fatalf("version %d read as one of %v: %v, want %v", tt.written, tt.reads, err, tt.want)
+		}
+		if err == nil {
+			if f.Header.Version != tt.written {
+				t.Errorf("version %d read as one of %v: header says %d", tt.written, tt.reads, f.Header.Version)
+			}
+			f.Close()
+		}
+	}
+}
+
 // TestBodyStartsAligned: whatever the lengths of the kind and the event
 // id, the body starts at a multiple of snapshot.BodyAlign in the file, so a
 // mapped body is aligned and an index can use its arrays in place.

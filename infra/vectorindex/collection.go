@@ -308,7 +308,7 @@ func (c *collection) tombstone(slot uint32) {
 // ownArrays makes the arrays a write may change in place the collection's
 // own before it does (caller holds the write lock): the per-slot metadata
 // (tombstones, flat-mode swap-removes and replacements, compaction move
-// entries), and in flat mode the vectors. A stable collection's vectors,
+// entries), the slot table's cells, and in flat mode the vectors. A stable collection's vectors,
 // codes and scales only ever grow past the length a snapshot took: appends
 // go to their heap tails (slotArray), so a restored collection's first
 // write copies none of them. Its ID bytes, tag arena and interned names
@@ -324,6 +324,7 @@ func (c *collection) ownArrays() {
 	c.tagOff = ownCopy(c.tagOff)
 	c.tagN = ownCopy(c.tagN)
 	c.dead = ownCopy(c.dead)
+	c.slotOf.own()
 	if !c.stable {
 		c.vecs = heapSlots(ownCopy(c.vecs.owned()))
 	}
@@ -345,7 +346,7 @@ func (c *collection) release() {
 		c.floats.close()
 	}
 	c.vecs, c.codes, c.scales, c.floats = slotArray[float32]{}, slotArray[int8]{}, slotArray[float32]{}, nil
-	c.ids, c.slotOf, c.created, c.types, c.tagOff, c.tagN = idArena{}, slotTable{}, nil, nil, nil, nil
+	c.ids, c.slotOf, c.created, c.types, c.tagOff, c.tagN = idArena{}, slotTable{key: c.slotOf.key}, nil, nil, nil, nil
 	c.tagArena, c.tagGarbage, c.typeNames, c.tagNames = nil, 0, interner{}, interner{}
 	c.dead, c.nDead, c.tagSlots, c.stable, c.graph, c.indexing = nil, 0, nil, false, nil, false
 	c.dropped = true

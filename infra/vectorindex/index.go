@@ -39,6 +39,9 @@ type Hit struct {
 // parallel and a write blocks only its own collection.
 type Index struct {
 	opts Options
+	// idKey keys the collections' slot tables' hash of IDs: drawn by New,
+	// or read from the snapshot the index was loaded from; then fixed.
+	idKey idHash
 
 	mu   sync.RWMutex
 	cols map[string]*collection
@@ -69,6 +72,7 @@ func New(opts Options) *Index {
 		bgIdle:     idle,
 	}
 	ix.scratch.New = func() any { return new(scratch) }
+	ix.idKey = newIDHash()
 	return ix
 }
 
@@ -252,6 +256,7 @@ func (ix *Index) collectionFor(name string) *collection {
 	c := ix.cols[name]
 	if c == nil {
 		c = &collection{name: strings.Clone(name)}
+		c.slotOf.key = &ix.idKey
 		c.published = sync.NewCond(&c.mu)
 		ix.cols[c.name] = c
 	}

@@ -40,10 +40,18 @@ import (
 // written at a time (Index.snapshotMu), because a collection's lent flag
 // belongs to the one image in flight.
 
-// SnapshotVersion is the body layout's version, the body's first word.
-// ReadSnapshot accepts only this version; a caller that finds another
-// refills the index instead.
-const SnapshotVersion = 1
+// SnapshotVersion is the body layout's version, the body's first word,
+// which WriteSnapshot writes. ReadSnapshot reads it and every version from
+// OldestSnapshotVersion on; a caller that finds another refills the index
+// instead.
+const SnapshotVersion = 2
+
+// OldestSnapshotVersion is the oldest body layout ReadSnapshot reads.
+// Version 1 has no slot tables (nor their hash key): reading one hashes
+// every ID into a new table, as every load did before version 2, so an
+// image written before then stays a fast start (a refill would also leave
+// an image whose graph is not built yet) until the next image replaces it.
+const OldestSnapshotVersion = 1
 
 // Collection flags in a snapshot.
 const (
@@ -71,6 +79,7 @@ type collectionImage struct {
 	tagArena []uint32
 	dead     []uint64
 	tagSlots [][]uint32 // a copy of the outer slice: post appends in place
+	slotOf   []uint32   // the slot table's cells
 
 	vecs   slotArray[float32]
 	codes  slotArray[int8]
@@ -96,6 +105,7 @@ func (c *collection) capture() collectionImage {
 		tagArena:  c.tagArena[:len(c.tagArena):len(c.tagArena)],
 		dead:      c.dead[:len(c.dead):len(c.dead)],
 		tagSlots:  slices.Clone(c.tagSlots),
+		slotOf:    c.slotOf.cells[:len(c.slotOf.cells):len(c.slotOf.cells)],
 		graph:     c.graph,
 	}
 	if c.quantized() {
@@ -145,9 +155,13 @@ func releaseImage(imgs []collectionImage) {
 // A write that the graph build's tail bound (Options.MaxTail) holds back
 // holds the capture with it, and the writes queued behind the capture
 // until then. The first write to each collection after the capture copies
-// its per-slot metadata (19 bytes a slot; the vectors too in a flat
-// collection).
-func (p *Port) WriteSnapshot(w io.Writer) error {
+// its per-slot metadata (19 bytes a slot) and its slot table (5-11 bytes a
+// slot; the vectors too in a flat collection).
+func (p *Port) WriteSnapshot(w io.Writer) error { return p.writeSnapshot(w, SnapshotVersion) }
+
+// writeSnapshot writes the image in the layout of version, SnapshotVersion
+// or an older one ReadSnapshot still reads (the tests' images of it).
+func (p *Port) writeSnapshot(w io.Writer, version uint32) error {
 	p.ix.snapshotMu.Lock()
 	defer p.ix.snapshotMu.Unlock()
 	p.writes.Lock()
@@ -156,8 +170,13 @@ func (p *Port) WriteSnapshot(w io.Writer) error {
 	p.writes.Unlock()
 	defer releaseImage(imgs)
 
-	e := &encoder{w: bufio.NewWriterSize(w, 1<<20)}
-	e.u32(SnapshotVersion)
+	e := &encoder{w: bufio.NewWriterSize(w, 1<<20), version: version}
+	e.u32(version)
+	if version >= 2 {
+		for _, k := range p.ix.idKey {
+			e.u64(k)
+		}
+	}
 	scopes := make([]domain.IndexScope, 0, len(hidden))
 	for s := range hidden {
 		scopes = append(scopes, s)
@@ -189,9 +208,10 @@ func (p *Port) WriteSnapshot(w io.Writer) error {
 // encoder writes the little-endian layout, tracking the offset so that
 // arrays start 8-byte aligned (ReadSnapshot can then use them in place).
 type encoder struct {
-	w   *bufio.Writer
-	off int64
-	err error
+	w       *bufio.Writer
+	off     int64
+	err     error
+	version uint32 // of the layout written
 }
 
 func (e *encoder) bytes(b []byte) {
@@ -295,6 +315,10 @@ func (e *encoder) collection(img *collectionImage) error {
 	writeArray(e, img.tagOff)
 	writeArray(e, img.tagN)
 	writeArray(e, img.tagArena)
+	if e.version >= 2 {
+		e.u64(uint64(len(img.slotOf)))
+		writeArray(e, img.slotOf)
+	}
 	if img.stable {
 		writeArray(e, img.dead)
 		e.u32(uint32(len(img.tagSlots)))

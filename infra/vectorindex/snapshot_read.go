@@ -30,18 +30,25 @@ var ErrSnapshot = errors.New("vectorindex: bad snapshot")
 // Port (until its Index is closed and dropped). Writes never change data:
 // a collection copies what it would change in place on its first write
 // (collection.ownArrays), and arrays it appends to are copied when they
-// grow. The slot tables, interned names and tag posting lists are rebuilt
-// on the heap.
+// grow. The slot tables are used in place too (a version 1 body has none:
+// they are rebuilt); the interned names are rebuilt on the heap.
 //
 // Every length, offset, code and link is checked, so a malformed body
 // yields an error wrapping ErrSnapshot, never a panic or an index that
 // reads out of bounds.
 func ReadSnapshot(data []byte, opts Options) (*Port, error) {
 	d := &decoder{data: data, floatDir: opts.FloatDir}
-	if v := d.u32(); d.err == nil && v != SnapshotVersion {
-		return nil, fmt.Errorf("%w: body version %d, want %d", ErrSnapshot, v, SnapshotVersion)
+	d.version = d.u32()
+	if d.err == nil && (d.version < OldestSnapshotVersion || d.version > SnapshotVersion) {
+		return nil, fmt.Errorf("%w: body version %d, want %d to %d", ErrSnapshot, d.version, OldestSnapshotVersion, SnapshotVersion)
 	}
 	ix := New(opts)
+	if d.version >= 2 { // else the key New drew hashes the rebuilt tables
+		for i := range ix.idKey {
+			ix.idKey[i] = d.u64()
+		}
+	}
+	d.idKey = &ix.idKey
 	p := NewPort(ix)
 	for range d.count(8) {
 		scope := domain.IndexScope{UserID: d.str(), AgentID: d.str()}
@@ -95,6 +102,10 @@ type decoder struct {
 	err  error
 	// floatDir takes the vectors loaded quantised collections append.
 	floatDir string
+	// idKey is the loaded index's hash key of IDs (its slot tables').
+	idKey *idHash
+	// version is the body's layout version.
+	version uint32
 }
 
 func (d *decoder) fail(format string, args ...any) {
@@ -257,6 +268,10 @@ func (d *decoder) collection() *collection {
 	c.tagOff, borrowed[4] = readArray[uint32](d, n)
 	c.tagN, borrowed[5] = readArray[uint8](d, n)
 	c.tagArena, borrowed[6] = readArray[uint32](d, tagArenaLen)
+	var slotCells []uint32
+	if d.version >= 2 {
+		slotCells, borrowed[11] = readArray[uint32](d, d.size(4))
+	}
 	if c.stable {
 		c.dead, borrowed[7] = readArray[uint64](d, (n+63)/64)
 		c.tagSlots = d.postings(c.name, n, c.tagNames.len())
@@ -292,13 +307,55 @@ func (d *decoder) collection() *collection {
 		c.release()
 		return nil
 	}
-	c.slotOf.rebuild(&c.ids)
-	if c.slotOf.n != c.live() {
-		d.fail("collection %q: %d distinct live ids in %d live slots", c.name, c.slotOf.n, c.live())
+	if d.version >= 2 {
+		d.slotTable(c, slotCells)
+	} else {
+		c.slotOf.key = d.idKey
+		c.slotOf.rebuild(&c.ids)
+		if c.slotOf.n != c.live() {
+			d.fail("collection %q: %d distinct live ids in %d live slots", c.name, c.slotOf.n, c.live())
+		}
+	}
+	if d.err != nil {
 		c.release()
 		return nil
 	}
 	return c
+}
+
+// slotTable checks the image's slot table against the collection read (by
+// check) and gives it to c as written: every occupied cell names a distinct
+// live slot, every live slot has a cell, and at most 3/4 of the cells are
+// occupied, so a probe always ends at an empty one. So a lookup never reads
+// outside an array and never loops. Where an entry sits is not derived again
+// from its ID's hash, which would cost what rebuilding the table does: like
+// the graph's links, placement is covered by the body's checksum, and a
+// misplaced entry could only make its ID's lookup miss.
+func (d *decoder) slotTable(c *collection, cells []uint32) {
+	size, slots := len(cells), c.ids.len()
+	if size&(size-1) != 0 || (size > 0 && size < 8) {
+		d.fail("collection %q: slot table of %d cells", c.name, size)
+		return
+	}
+	seen := make([]uint64, (slots+63)/64)
+	n := 0
+	for _, cell := range cells {
+		if cell == 0 {
+			continue
+		}
+		s := cell - 1
+		if int64(s) >= int64(slots) || c.ids.off[s] == noID || seen[s/64]&(1<<(s%64)) != 0 {
+			d.fail("collection %q: slot table names slot %d", c.name, s)
+			return
+		}
+		seen[s/64] |= 1 << (s % 64)
+		n++
+	}
+	if n != c.live() || n*4 > size*3 {
+		d.fail("collection %q: slot table of %d cells holds %d of %d live slots", c.name, size, n, c.live())
+		return
+	}
+	c.slotOf = slotTable{key: d.idKey, cells: cells, n: n}
 }
 
 // postings reads the tag posting lists: ascending slots below n, at most

@@ -3,6 +3,7 @@ package vectorindex
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -354,7 +355,7 @@ func TestReadSnapshotRejects(t *testing.T) {
 
 	cases := map[string][]byte{
 		"empty":    {},
-		"version":  append([]byte{2, 0, 0, 0}, body[4:]...),
+		"version":  append(binary.LittleEndian.AppendUint32(nil, SnapshotVersion+1), body[4:]...),
 		"trailing": append(bytes.Clone(body), 0),
 	}
 	for cut := 1; cut < len(body); cut += 1 + len(body)/200 {

@@ -21,17 +21,31 @@ func snapshotDir(dataDir string) string {
 	return filepath.Join(dataDir, "snapshots")
 }
 
-// snapshotVersions are the body format versions this build writes and
-// reads, by index kind (the projection's name).
+// snapshotVersions are the body format versions this build writes, by
+// index kind (the projection's name).
 var snapshotVersions = map[string]uint32{
 	projections.KeywordProjectionName: textindex.SnapshotVersion,
 	projections.VectorsProjectionName: vectorindex.SnapshotVersion,
 }
 
+// readableVersions are the body format versions this build reads, by
+// index kind: the one it writes, and for the vectors the older layouts
+// vectorindex.ReadSnapshot still reads.
+func readableVersions(kind string) []uint32 {
+	if kind == projections.VectorsProjectionName {
+		var vs []uint32
+		for v := uint32(vectorindex.OldestSnapshotVersion); v <= vectorindex.SnapshotVersion; v++ {
+			vs = append(vs, v)
+		}
+		return vs
+	}
+	return []uint32{snapshotVersions[kind]}
+}
+
 // openSnapshot opens the snapshot of kind in dir, or says why not in the
 // log (a missing one at info: a first start; any other at warn).
 func openSnapshot(dir, kind string, logger *slog.Logger) *snapshot.File {
-	f, err := snapshot.Open(dir, kind, snapshotVersions[kind])
+	f, err := snapshot.Open(dir, kind, readableVersions(kind)...)
 	switch {
 	case errors.Is(err, snapshot.ErrMissing):
 		logger.Info("no index snapshot: the index is filled from its state", "index", kind)
