@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/engram-memory/engram/commands"
+	"github.com/engram-memory/engram/domain/job"
 	"github.com/engram-memory/engram/domain/memory"
 	"github.com/engram-memory/engram/infra/embed/local"
 	"github.com/engram-memory/engram/internal/workers"
@@ -273,7 +274,37 @@ func TestCancelJob(t *testing.T) {
 		t.Fatalf("%d model switches", n)
 	}
 	// A new job may follow the cancelled one.
-	s.must(http.StatusAccepted, "POST", "/v1/embeddings/bulk-reembed", aliceKey, map[string]any{"agent_id": "claire", "model": staticModel})
+	jobID = s.must(http.StatusAccepted, "POST", "/v1/embeddings/bulk-reembed", aliceKey, map[string]any{"agent_id": "claire", "model": staticModel}).data()["job_id"].(string)
+
+	// Once every memory is embedded the job is switching the agent: a
+	// cancel is too late, and the job completes as if none came.
+	for !s.jobFinishing(jobID) {
+		s.step()
+	}
+	r := s.call("POST", "/v1/embeddings/jobs/"+jobID+"/cancel", aliceKey, nil)
+	wantError(t, r, 409, "job_finishing")
+	if !strings.Contains(r.errorMessage(), "can no longer be cancelled") {
+		t.Fatalf("job_finishing message: %q", r.errorMessage())
+	}
+	s.stepUntilIdle()
+	d = s.must(http.StatusOK, "GET", "/v1/embeddings/jobs/"+jobID, aliceKey, nil).data()
+	if d["status"] != "completed" || num(d["memories_processed"]) != 40 {
+		t.Fatalf("the job a late cancel met: %v", d)
+	}
+	if rm, vx := s.agentModel(alice, "claire"); rm != staticModel || vx != staticModel {
+		t.Fatalf("the job a late cancel met did not switch the agent: %s / %s", rm, vx)
+	}
+}
+
+// jobFinishing reports whether the job's stream records that it finishes
+// (every memory done, the agent's switch next).
+func (s *stack) jobFinishing(jobID string) bool {
+	s.t.Helper()
+	j, err := job.Read(context.Background(), s.store, jobID)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return j.Finishing
 }
 
 func TestCancelWhileRunnerRuns(t *testing.T) {
@@ -502,6 +533,8 @@ func TestRefusedMemoryIsSkipped(t *testing.T) {
 // MaxAppendSize (here 32 KiB) is less than one step's vectors (as 1 MiB is
 // less than 128 vectors of 1536 dimensions), the job records each step in
 // parts and completes with every memory's vector recorded exactly once.
+// Then, on the same log, the writes promised whole are refused whole
+// (writesOverTheAppendLimit).
 func TestBulkReembedStepsOverTheAppendLimit(t *testing.T) {
 	s := newStack(t, stackOptions{fixedAuth: true, noRun: true, kurrentMaxAppend: 32 << 10, runner: workers.RunnerConfig{BatchSize: 128}})
 	const n = 150
@@ -527,4 +560,5 @@ func TestBulkReembedStepsOverTheAppendLimit(t *testing.T) {
 	if rm, vx := s.agentModel(alice, "claire"); rm != staticModel || vx != staticModel {
 		t.Fatalf("agent not switched: %s / %s", rm, vx)
 	}
+	writesOverTheAppendLimit(t, s, 32<<10)
 }

@@ -153,6 +153,12 @@ type stackOptions struct {
 	quotas           memory.Quotas // zero: no limits
 	// syncMaxPushBytes bounds one sync push (zero: the default).
 	syncMaxPushBytes int64
+	// agentAttempts bounds a write's attempts at its agent stream (zero:
+	// the server's 100).
+	agentAttempts int
+	// appends wraps the event log the writes append to (app.Observers'
+	// Appends), e.g. to put another node's writes before them.
+	appends func(domain.EventStore) domain.EventStore
 
 	// Background components.
 	runQueue bool                 // run the embedding queue
@@ -243,7 +249,8 @@ func newStack(t testing.TB, opts stackOptions) *stack {
 	// Storage, indexes and projections, as the server wires them.
 	// GroupCommit is the SQLite log's poll for appends by another process;
 	// this stack's own appends wake its subscribers at once.
-	cfg := app.Config{DataDir: s.dataDir, GroupCommit: harnessIdlePoll, VisibilityTimeout: opts.visibilityTimeout, Logger: s.logger, Indexes: opts.indexes}
+	cfg := app.Config{DataDir: s.dataDir, GroupCommit: harnessIdlePoll, VisibilityTimeout: opts.visibilityTimeout, Logger: s.logger, Indexes: opts.indexes,
+		Observe: app.Observers{Appends: opts.appends}}
 	if opts.postgres {
 		cfg.EventStore = app.EventStore{Backend: app.PostgresLog, URL: postgresServer(t).Database(t)}
 		cfg.ReadModels = app.ReadModels{Backend: app.PostgresReadModels}
@@ -289,6 +296,7 @@ func newStack(t testing.TB, opts stackOptions) *stack {
 		Jobs:             opts.runner,
 		Queue:            workers.EmbedQueueConfig{MinBackoff: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond},
 		EmbedTimeout:     harnessVisibilityTimeout,
+		AgentAttempts:    opts.agentAttempts,
 		Now:              s.clock.Now,
 		Held:             app.HoldEmbedQueue | app.HoldJobRunner | app.HoldUsageRecorder,
 	}, app.Server)

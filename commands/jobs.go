@@ -57,7 +57,7 @@ func (s *Embeddings) BulkReembed(ctx context.Context, meta domain.Metadata, req 
 	if err != nil {
 		return JobCreated{}, fmt.Errorf("commands: job id: %w", err)
 	}
-	ev, err := job.New().Queue(job.Spec{
+	ev, err := job.Queue(job.Spec{
 		JobID: id.String(), UserID: userID, AgentID: a.AgentID, Types: types,
 		Model: model.Name, Dimensions: model.Dimensions, EstimatedMemories: estimated,
 	}, s.d.Now())

@@ -51,6 +51,9 @@ const (
 	DefaultEmbedTimeout = 20 * time.Second
 	// MaxFutureSkew is how far in the future a client's created_at may be.
 	MaxFutureSkew = 5 * time.Minute
+	// DefaultAgentAttempts bounds how often a write decides again because
+	// other writes reached its agent stream first (409 concurrent_writes).
+	DefaultAgentAttempts = 100
 )
 
 // MemoriesConfig holds the dependencies and settings of Memories.
@@ -75,6 +78,10 @@ type MemoriesConfig struct {
 	// (indexes, audit) still apply this one; it answers once all have.
 	// Empty: the lock is held until every projection has applied it.
 	DecidesOn []string
+	// AgentAttempts bounds how often a write, and a sync push or import,
+	// decides again because other writes reached its agent stream first
+	// before it answers 409 concurrent_writes (0: DefaultAgentAttempts).
+	AgentAttempts int
 }
 
 // Memories handles the agent and memory commands; their queries are
@@ -112,10 +119,6 @@ func (m *Memories) lockUser(userID string) func() {
 	return mu.Unlock
 }
 
-// maxAgentAttempts bounds how often a command decides again because other
-// writes reached the agent stream first.
-const maxAgentAttempts = 100
-
 // appendToAgent decides and appends at the agent stream's version: it
 // reads the version the read model shows, runs decide (which reads its
 // state from the same read model and returns the events to record; none
@@ -149,7 +152,7 @@ func (m *Memories) appendToAgentSeenBy(ctx context.Context, meta domain.Metadata
 		if !errors.Is(err, domain.ErrWrongExpectedVersion) {
 			return res.LastPosition, err
 		}
-		if attempt == maxAgentAttempts {
+		if attempt == m.cfg.AgentAttempts {
 			return 0, domain.Conflict("concurrent_writes", "agent %s changed %d times while this write was being decided; retry the request", agentID, attempt)
 		}
 		m.logger.DebugContext(ctx, "agent stream moved on; deciding again", "agent_id", agentID, "attempt", attempt)
@@ -175,6 +178,9 @@ func NewMemories(cfg MemoriesConfig) (*Memories, error) {
 	}
 	if cfg.EmbedTimeout <= 0 {
 		cfg.EmbedTimeout = DefaultEmbedTimeout
+	}
+	if cfg.AgentAttempts <= 0 {
+		cfg.AgentAttempts = DefaultAgentAttempts
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now

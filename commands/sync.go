@@ -247,7 +247,7 @@ func untilDecided[R any](ctx context.Context, s *Sync, agentID string, push func
 		// does not become the request's consistency position (wait, not
 		// Await).
 		var zero R
-		if attempt == maxAgentAttempts {
+		if attempt == s.d.Memories.cfg.AgentAttempts {
 			return zero, errPushRaced(agentID, attempt)
 		}
 		head, err := s.d.Writer.Store().Head(ctx)

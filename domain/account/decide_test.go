@@ -168,7 +168,6 @@ func TestKeyDecisions(t *testing.T) {
 			return u.CreateKey(string(make([]rune, 101)), material, t0)
 		}, "invalid_request", ""},
 		{"create with control character", verified(), func(u *account.User) (domain.Payload, error) { return u.CreateKey("a\nb", material, t0) }, "invalid_request", ""},
-		{"create before verification", registered(), func(u *account.User) (domain.Payload, error) { return u.CreateKey("x", material, t0) }, "email_not_verified", ""},
 		{"login with active key", twoKeys, func(u *account.User) (domain.Payload, error) {
 			return u.StartSession("hash-k2", "s1", "sh", t0, time.Hour)
 		}, "", "SessionStarted"},

@@ -122,11 +122,9 @@ func (j *Job) apply(p domain.Payload) {
 	}
 }
 
-// Queue decides a new job. The job must not exist yet.
-func (j *Job) Queue(s Spec, now time.Time) (domain.Payload, error) {
-	if j.Exists() {
-		return nil, domain.Conflict("job_exists", "job %s already exists", s.JobID)
-	}
+// Queue decides a new job. Its id is new (the command draws it, and
+// appends expecting no stream), so no state of the job is consulted.
+func Queue(s Spec, now time.Time) (domain.Payload, error) {
 	if s.JobID == "" || s.UserID == "" {
 		return nil, fmt.Errorf("job: queue: job and user ids are required")
 	}

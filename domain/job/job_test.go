@@ -60,7 +60,7 @@ func wantConflict(t *testing.T, err error, code string) {
 func TestLifecycleQueuedRunningCompleted(t *testing.T) {
 	must := mustFor(t)
 	var log []domain.Payload
-	log = append(log, must(job.New().Queue(spec(), now)))
+	log = append(log, must(job.Queue(spec(), now)))
 	j := fold(t, log...)
 	if j.Status != job.StatusQueued || j.Version != 0 || j.Model != "m" {
 		t.Fatalf("after queue: %+v", j)
@@ -114,7 +114,7 @@ func TestLifecycleQueuedRunningCompleted(t *testing.T) {
 
 func TestCancelQueuedAndRunning(t *testing.T) {
 	must := mustFor(t)
-	q := must(job.New().Queue(spec(), now))
+	q := must(job.Queue(spec(), now))
 	j := fold(t, q)
 	c := must(j.Cancel(now))
 	if got := fold(t, q, c).Status; got != job.StatusCancelled {
@@ -133,7 +133,7 @@ func TestCancelQueuedAndRunning(t *testing.T) {
 
 func TestFailRecordsReason(t *testing.T) {
 	must := mustFor(t)
-	q := must(job.New().Queue(spec(), now))
+	q := must(job.Queue(spec(), now))
 	j := fold(t, q)
 	if _, err := j.RecordBatchFailure(1, "down", now); err == nil {
 		t.Fatal("a queued job recorded a batch failure")
@@ -145,25 +145,21 @@ func TestFailRecordsReason(t *testing.T) {
 }
 
 func TestQueueValidates(t *testing.T) {
-	must := mustFor(t)
 	bad := spec()
 	bad.Types = []memory.Type{memory.Drive}
-	if _, err := job.New().Queue(bad, now); domain.ErrorKind(err) != domain.KindInvalid {
+	if _, err := job.Queue(bad, now); domain.ErrorKind(err) != domain.KindInvalid {
 		t.Fatalf("drives: %v", err)
 	}
 	bad = spec()
 	bad.Dimensions = 0
-	if _, err := job.New().Queue(bad, now); domain.ErrorKind(err) != domain.KindInvalid {
+	if _, err := job.Queue(bad, now); domain.ErrorKind(err) != domain.KindInvalid {
 		t.Fatalf("no dimensions: %v", err)
 	}
 	bad = spec()
 	bad.AgentID = "bad agent"
-	if _, err := job.New().Queue(bad, now); domain.ErrorKind(err) != domain.KindInvalid {
+	if _, err := job.Queue(bad, now); domain.ErrorKind(err) != domain.KindInvalid {
 		t.Fatalf("agent id: %v", err)
 	}
-	q := must(job.New().Queue(spec(), now))
-	_, err := fold(t, q).Queue(spec(), now)
-	wantConflict(t, err, "job_exists")
 	if _, err := job.New().Cancel(now); domain.ErrorKind(err) != domain.KindNotFound {
 		t.Fatalf("cancel of nothing: %v", err)
 	}
@@ -175,7 +171,7 @@ func TestClipKeepsMessagesShortAndValid(t *testing.T) {
 	for len(long) < 2000 {
 		long += "é"
 	}
-	q := must(job.New().Queue(spec(), now))
+	q := must(job.Queue(spec(), now))
 	s := must(fold(t, q).Start("r", 0, now))
 	b := must(fold(t, q, s).RecordBatchFailure(1, long, now)).(*job.BatchFailed)
 	if len(b.Message) > 510 || !json.Valid([]byte(`"`+b.Message+`"`)) {

@@ -119,6 +119,10 @@ type Settings struct {
 	// EmbedTimeout bounds a write's inline embedding call (zero: the
 	// memory commands' default).
 	EmbedTimeout time.Duration
+	// AgentAttempts bounds how often a write decides again when other
+	// writes keep reaching its agent stream first (zero: the memory
+	// commands' default, 100); a test lowers it to meet the bound cheaply.
+	AgentAttempts int
 	// Now is the clock of the use cases: expiries, sessions, tokens,
 	// throttles, decay (nil: time.Now). Tests move it instead of sleeping.
 	Now func() time.Time
@@ -304,6 +308,7 @@ func (a *App) build(ctx context.Context, settings Settings) error {
 			Writer: st.Writer, Reader: st.Memories, Embedder: a.Catalog,
 			DefaultModel: a.Catalog.DefaultModel(), Queue: kicker, Logger: a.logger, Quotas: settings.Quotas,
 			DecidesOn: []string{projections.MemoriesProjectionName}, EmbedTimeout: settings.EmbedTimeout, Now: settings.Now,
+			AgentAttempts: settings.AgentAttempts,
 		})
 		if err != nil {
 			return err
