@@ -58,7 +58,7 @@ func (cfg serveConfig) settings(logger *slog.Logger) (app.Settings, error) {
 		SMTPURL:   cfg.SMTPURL, MailOutbox: cfg.MailOutbox,
 		PublicURL: cfg.PublicURL, SessionTTL: cfg.SessionTTL, ResendInterval: cfg.ResendInterval, UsageFlush: cfg.UsageFlush,
 		Quotas: cfg.Quotas, SyncMaxPushBytes: cfg.SyncMaxPushBytes,
-		Jobs: workers.RunnerConfig{ID: cfg.NodeID, LeaseTimeout: cfg.JobLeaseTimeout, BatchSize: cfg.JobBatchSize, BatchDelay: cfg.JobBatchDelay},
+		Jobs: workers.RunnerConfig{ID: cfg.NodeID, LeaseTimeout: cfg.JobLeaseTimeout, BatchSize: cfg.JobBatchSize, BatchDelay: cfg.JobBatchDelay, MaxAttempts: cfg.JobMaxAttempts},
 	}, nil
 }
 

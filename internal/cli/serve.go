@@ -72,6 +72,7 @@ type serveConfig struct {
 	JobLeaseTimeout   time.Duration
 	JobBatchSize      int
 	JobBatchDelay     time.Duration
+	JobMaxAttempts    int
 	Webhooks          webhookConfig
 
 	// metricsAddrDefault: --metrics-addr was not given, so a default
@@ -129,6 +130,7 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.DurationVar(&cfg.JobLeaseTimeout, "job-lease-timeout", 5*time.Minute, "how long a running re-embedding job may go without progress before another node takes it over (its node died)")
 	fs.IntVar(&cfg.JobBatchSize, "job-batch-size", 128, "memories a re-embedding job embeds and records per step")
 	fs.DurationVar(&cfg.JobBatchDelay, "job-batch-delay", 0, "pause between two steps of a re-embedding job, to throttle it")
+	fs.IntVar(&cfg.JobMaxAttempts, "job-max-attempts", workers.DefaultJobMaxAttempts, "failed attempts in a row at one step of a re-embedding job (each after the embedding provider's own retries) before the job fails")
 	webhookFlags(fs, &cfg.Webhooks)
 	return fs
 }
