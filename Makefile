@@ -76,8 +76,14 @@ test:
 test-bin:
 	$(GO) build -o $(TEST_BIN) ./cmd/engram
 
+# internal/cli's end-to-end tests run in parallel (t.Parallel): each spends
+# most of its time waiting for the processes it started (a server, CLI
+# runs, schemathesis, the SDKs' clients), so four at once on two cores keep
+# them busy; go test's default is GOMAXPROCS (2).
+PARALLEL ?= 4
+
 test-race: test-deps test-bin
-	PATH="$(PYTOOLS)/bin:$$PATH" ENGRAM_TEST_BINARY=$(TEST_BIN) $(GO) test $(RACE) -count=1 -timeout 20m $(SLOW_FIRST) ./...
+	PATH="$(PYTOOLS)/bin:$$PATH" ENGRAM_TEST_BINARY=$(TEST_BIN) $(GO) test $(RACE) -count=1 -parallel $(PARALLEL) -timeout 20m $(SLOW_FIRST) ./...
 	ENGRAM_TEST_BINARY=$(TEST_BIN) $(MAKE) test-typescript
 	$(MAKE) test-python ENGRAM_TEST_BINARY=$(TEST_BIN)
 

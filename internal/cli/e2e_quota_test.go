@@ -11,6 +11,7 @@ import (
 // TestServeQuotaFlags: the quota flags and their ENGRAM_* twins reach the
 // running server.
 func TestServeQuotaFlags(t *testing.T) {
+	t.Parallel()
 	dataDir := t.TempDir()
 	p := startServer(t, dataDir, []string{"ENGRAM_QUOTA_AGENTS_PER_USER=1"}, "--quota-memories-per-agent", "2")
 	key := testserver.Register(t, p.BaseURL, dataDir, "quota@example.com")

@@ -13,6 +13,7 @@ var memoryKeys = []string{"id", "agent_id", "type", "content", "tags", "derived_
 	"version", "strength", "tier", "is_protected", "last_verified_at", "verification_count"}
 
 func TestCLICaptureEveryTypeThenReadIt(t *testing.T) {
+	t.Parallel()
 	h := newCLIHome(t)
 	cases := []struct {
 		args        []string
@@ -79,6 +80,7 @@ func TestCLICaptureEveryTypeThenReadIt(t *testing.T) {
 }
 
 func TestCLIRawReadsStdinAndDerivedFromLinks(t *testing.T) {
+	t.Parallel()
 	h := newCLIHome(t)
 	r := h.run("text from a pipe\n", "-s", "pipes", "raw", "--json")
 	if r.code != 0 {
@@ -97,6 +99,7 @@ func TestCLIRawReadsStdinAndDerivedFromLinks(t *testing.T) {
 }
 
 func TestCLIEditAndForget(t *testing.T) {
+	t.Parallel()
 	h := newCLIHome(t)
 	id := h.object("belief", "--statement", "tea is better", "--tag", "drinks")["id"].(string)
 
@@ -133,6 +136,7 @@ func TestCLIEditAndForget(t *testing.T) {
 }
 
 func TestCLIStacksListAndDelete(t *testing.T) {
+	t.Parallel()
 	h := newCLIHome(t)
 	h.ok("-s", "alpha", "note", "--content", "a")
 	h.ok("note", "--content", "b", "--stack", "beta")
@@ -168,6 +172,7 @@ func TestCLIStacksListAndDelete(t *testing.T) {
 }
 
 func TestCLIRejectsBadInputAndWritesNothing(t *testing.T) {
+	t.Parallel()
 	h := newCLIHome(t)
 	h.ok("note", "--content", "the only memory")
 	cases := []struct {

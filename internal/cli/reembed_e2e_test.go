@@ -15,6 +15,7 @@ import (
 // re-embedded every memory when the command returns, and no progress bar
 // is drawn on a pipe.
 func TestCLIReembedWait(t *testing.T) {
+	t.Parallel()
 	type jobOut struct {
 		ID        string `json:"job_id"`
 		Status    string `json:"status"`
@@ -58,6 +59,7 @@ func TestCLIReembedWait(t *testing.T) {
 // saying so. The provider asks for its retries at once (Retry-After-Ms), so
 // the test waits for no backoff of the provider's client.
 func TestCLIReembedWaitFailsWithTheJob(t *testing.T) {
+	t.Parallel()
 	broken := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After-Ms", "1")
 		http.Error(w, `{"error":{"message":"the provider is down"}}`, http.StatusServiceUnavailable)
