@@ -23,6 +23,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/engram-memory/engram/domain"
@@ -209,8 +210,9 @@ func (f *File) Close() error {
 }
 
 // Open opens the snapshot of kind in dir and verifies it: its header, that
-// it holds an image of kind in body format version, and its checksum.
-func Open(dir, kind string, version uint32) (*File, error) {
+// it holds an image of kind in body format version (or one of the older
+// versions its reader still reads), and its checksum.
+func Open(dir, kind string, version uint32, older ...uint32) (*File, error) {
 	path := Path(dir, kind)
 	data, release, err := mapFile(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -219,7 +221,7 @@ func Open(dir, kind string, version uint32) (*File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: %w", err)
 	}
-	h, body, err := parse(data, kind, version)
+	h, body, err := parse(data, kind, append([]uint32{version}, older...))
 	if err != nil {
 		_ = release()
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -227,7 +229,7 @@ func Open(dir, kind string, version uint32) (*File, error) {
 	return &File{Header: h, Body: body, close: release}, nil
 }
 
-func parse(data []byte, kind string, version uint32) (Header, []byte, error) {
+func parse(data []byte, kind string, versions []uint32) (Header, []byte, error) {
 	var f fixed
 	size := len(magic) + binary.Size(f)
 	if len(data) < size || string(data[:len(magic)]) != magic {
@@ -255,8 +257,8 @@ func parse(data []byte, kind string, version uint32) (Header, []byte, error) {
 	if h.Kind != kind {
 		return h, nil, fmt.Errorf("%w: an image of %q, not %q", ErrKind, h.Kind, kind)
 	}
-	if h.Version != version {
-		return h, nil, fmt.Errorf("%w: %s format %d, this build reads %d", ErrVersion, kind, h.Version, version)
+	if !slices.Contains(versions, h.Version) {
+		return h, nil, fmt.Errorf("%w: %s format %d, this build reads %v", ErrVersion, kind, h.Version, versions)
 	}
 	body := data[size:]
 	if uint64(len(body)) != f.BodyLen {

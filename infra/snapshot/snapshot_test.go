@@ -172,6 +172,26 @@ func TestOpenRefusesBadFiles(t *testing.T) {
 	}
 }
 
+// An older body version the caller still reads opens, with its version in
+// the header; a version neither current nor among the older is refused.
+func TestOpenTakesTheOlderVersionsItIsGiven(t *testing.T) {
+	dir := t.TempDir()
+	writeImage(t, dir, snapshot.Header{Kind: "vectors", Version: 1, Checkpoint: 4, EventID: "e4"}, []byte("format one"))
+	f, err := snapshot.Open(dir, "vectors", 2, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Header.Version != 1 || string(f.Body) != "format one" {
+		t.Errorf("opened version %d body %q", f.Header.Version, f.Body)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := snapshot.Open(dir, "vectors", 3, 2); !errors.Is(err, snapshot.ErrVersion) {
+		t.Errorf("Open(3, older 2) = %v, want ErrVersion", err)
+	}
+}
+
 func TestWriteRefusesAnInvalidKind(t *testing.T) {
 	for _, kind := range []string{"", "../escape", `a\b`} {
 		err := snapshot.Write(t.TempDir(), snapshot.Header{Kind: kind}, func(io.Writer) error { return nil })

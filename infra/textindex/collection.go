@@ -3,6 +3,7 @@ package textindex
 import (
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -43,7 +44,7 @@ func (c *collection) exactCounts(p posting, term uint32) (tf, length uint32) {
 	if p.tf == maxPacked {
 		tf = c.bigTF[slotTerm(p.slot, term)]
 	}
-	return tf, c.length[p.slot]
+	return tf, c.length.at(p.slot)
 }
 
 // slotTerm keys bigTF.
@@ -54,31 +55,47 @@ func slotTerm(slot, term uint32) uint64 { return uint64(slot)<<32 | uint64(term)
 // skipped) and compaction reclaims dead slots once they are a quarter of
 // the total. Statistics (live count, total length, document frequencies)
 // always count live documents only, so scores do not depend on history.
+//
+// A collection restored from an image reads the image's arrays in place
+// (columns.go): its terms, posting lists and blocks (termImage), and its
+// per-slot arrays as the bases of its columns. What writes add goes to
+// the heap past them.
 type collection struct {
 	mu sync.RWMutex
 
 	metaUnits uint32 // weight of the metadata field, in units of 1/fieldScale
 
-	termID   lazyIndex   // term → term id
-	terms    []string    // by term id: termID's inverse, append-only
-	postings [][]posting // by term id, in slot order
-	blocks   [][]block   // by term id: one per blockSize postings
-	df       []int32     // live documents holding the term
+	// Term ids below img.len() are the image's: their postings and blocks
+	// are the image's until a write copies them to ownLists and
+	// ownBlocks. Terms added since take the next ids: newTerms, newIDs
+	// (their ids) and newLists, newBlocks (by id - img.len()).
+	img       termImage
+	ownLists  map[uint32][]posting
+	ownBlocks map[uint32][]block
+	newTerms  []string
+	newIDs    map[string]uint32
+	newLists  [][]posting
+	newBlocks [][]block
+	df        column[int32] // live documents holding the term
 
-	ids     []string
-	dead    []bool
-	length  []uint32 // terms in the document's text, in units
-	created []int64  // unix nanos
-	types   []string
-	tags    [][]string
+	ids       strColumn
+	dead      column[bool]
+	length    column[uint32] // terms in the document's text, in units
+	created   column[int64]  // unix nanos
+	types     column[uint32] // in typeNames
+	typeNames []string
+	tags      tagColumn
 	// docTerms are a document's distinct term ids, kept so a delete can
 	// give back its document frequencies. The term frequencies are in the
 	// postings; those past a posting's 16 bits are in bigTF (by
 	// slotTerm), which is almost always empty.
-	docTerms [][]uint32
+	docTerms listColumn[uint32]
 	bigTF    map[uint64]uint32
-	// slotOf maps a live document's id to its slot.
-	slotOf lazyIndex
+	// slotOf maps a live document's id to its slot, for the slots past
+	// the image's; idOrder is the image's slots sorted by id (then slot),
+	// which slotOfID searches for the others.
+	slotOf  map[string]uint32
+	idOrder []uint32
 
 	live     int
 	nDead    int
@@ -94,11 +111,109 @@ type collection struct {
 	imaged, lent atomic.Bool
 }
 
+// termImage is the terms of a collection restored from an image, read in
+// place: the terms (a table, and their ids in term order for a binary
+// search), and by term id the posting lists and blocks, each one array
+// cut at offsets.
+type termImage struct {
+	terms    strTable
+	order    []uint32
+	postOff  []uint32
+	postings []posting
+	blockOff []uint32
+	blocks   []block
+}
+
+func (t *termImage) len() int { return t.terms.len() }
+
+func (t *termImage) list(id uint32) []posting {
+	lo, hi := t.postOff[id], t.postOff[id+1]
+	return t.postings[lo:hi:hi]
+}
+
+func (t *termImage) blockList(id uint32) []block {
+	lo, hi := t.blockOff[id], t.blockOff[id+1]
+	return t.blocks[lo:hi:hi]
+}
+
+// find returns the id of term, by binary search in term order.
+func (t *termImage) find(term string) (uint32, bool) {
+	i, found := slices.BinarySearchFunc(t.order, term, func(id uint32, term string) int {
+		return strings.Compare(t.terms.at(id), term)
+	})
+	if !found {
+		return 0, false
+	}
+	return t.order[i], true
+}
+
 func newCollection(metaUnits uint32) *collection {
-	c := &collection{metaUnits: metaUnits, bigTF: map[uint64]uint32{}}
-	c.termID.start(map[string]uint32{})
-	c.slotOf.start(map[string]uint32{})
-	return c
+	return &collection{metaUnits: metaUnits, bigTF: map[uint64]uint32{}, newIDs: map[string]uint32{}, slotOf: map[string]uint32{}}
+}
+
+func (c *collection) termCount() int { return c.img.len() + len(c.newTerms) }
+
+func (c *collection) term(id uint32) string {
+	if n := c.img.len(); int(id) >= n {
+		return c.newTerms[int(id)-n]
+	}
+	return c.img.terms.at(id)
+}
+
+// postingsOf is term id's posting list, in slot order.
+func (c *collection) postingsOf(id uint32) []posting {
+	if n := c.img.len(); int(id) >= n {
+		return c.newLists[int(id)-n]
+	}
+	if list, ok := c.ownLists[id]; ok {
+		return list
+	}
+	return c.img.list(id)
+}
+
+// blocksOf is term id's blocks.
+func (c *collection) blocksOf(id uint32) []block {
+	if n := c.img.len(); int(id) >= n {
+		return c.newBlocks[int(id)-n]
+	}
+	if blocks, ok := c.ownBlocks[id]; ok {
+		return blocks
+	}
+	return c.img.blockList(id)
+}
+
+// appendPosting adds p to term id's list. An image's list, cut to its
+// length, is copied to the heap by the append.
+func (c *collection) appendPosting(id uint32, p posting) int {
+	if n := c.img.len(); int(id) >= n {
+		c.newLists[int(id)-n] = append(c.newLists[int(id)-n], p)
+		return len(c.newLists[int(id)-n])
+	}
+	list := append(c.postingsOf(id), p)
+	c.ownLists[id] = list
+	return len(list)
+}
+
+// ownedBlocks is term id's blocks on the heap, which writes may change in
+// place (an image's are copied first).
+func (c *collection) ownedBlocks(id uint32) []block {
+	if n := c.img.len(); int(id) >= n {
+		return c.newBlocks[int(id)-n]
+	}
+	blocks, ok := c.ownBlocks[id]
+	if !ok {
+		blocks = slices.Clone(c.img.blockList(id))
+		c.ownBlocks[id] = blocks
+	}
+	return blocks
+}
+
+func (c *collection) setBlocks(id uint32, blocks []block) {
+	if n := c.img.len(); int(id) >= n {
+		c.newBlocks[int(id)-n] = blocks
+		return
+	}
+	c.ownBlocks[id] = blocks
 }
 
 func (c *collection) add(d Doc) {
@@ -121,96 +236,98 @@ func (c *collection) add(d Doc) {
 	}
 	field(d.Text, fieldScale, true)
 	field(d.Meta, c.metaUnits, false)
-	slot := uint32(len(c.ids))
+	slot := uint32(c.ids.len())
 	terms := make([]uint32, 0, len(order))
 	for _, term := range order {
 		id, ok := c.termOf(term)
 		if !ok {
-			id = uint32(len(c.postings))
-			c.termID.add(term, id)
-			c.terms = append(c.terms, term)
-			c.postings = append(c.postings, nil)
-			c.blocks = append(c.blocks, nil)
-			c.df = append(c.df, 0)
+			id = uint32(c.termCount())
+			c.newIDs[term] = id
+			c.newTerms = append(c.newTerms, term)
+			c.newLists = append(c.newLists, nil)
+			c.newBlocks = append(c.newBlocks, nil)
+			c.df.push(0)
 		}
 		tf := counts[term]
-		c.postings[id] = append(c.postings[id], newPosting(slot, tf, n))
-		c.extendBlocks(id, len(c.postings[id])-1, slot, tf, n)
+		length := c.appendPosting(id, newPosting(slot, tf, n))
+		c.extendBlocks(id, length-1, slot, tf, n)
 		if tf >= maxPacked {
 			c.bigTF[slotTerm(slot, id)] = tf
 		}
-		c.df[id]++
+		c.df.set(id, c.df.at(id)+1)
 		terms = append(terms, id)
 	}
-	c.ids = append(c.ids, d.ID)
-	c.dead = append(c.dead, false)
-	c.length = append(c.length, n)
-	c.created = append(c.created, domain.ClampedUnixNano(d.CreatedAt))
-	c.types = append(c.types, d.Type)
-	c.tags = append(c.tags, append([]string(nil), d.Tags...))
-	c.docTerms = append(c.docTerms, terms)
-	c.slotOf.add(d.ID, slot)
+	c.ids.tail = append(c.ids.tail, d.ID)
+	c.dead.push(false)
+	c.length.push(n)
+	c.created.push(domain.ClampedUnixNano(d.CreatedAt))
+	c.types.push(c.typeIndex(d.Type))
+	c.tags.tail = append(c.tags.tail, append([]string(nil), d.Tags...))
+	c.docTerms.tail = append(c.docTerms.tail, terms)
+	c.slotOf[d.ID] = slot
 	c.live++
 	c.totalLen += int64(n)
 }
+
+// typeIndex is typ's place in typeNames, added if new (a collection holds
+// a handful of types).
+func (c *collection) typeIndex(typ string) uint32 {
+	if i := slices.Index(c.typeNames, typ); i >= 0 {
+		return uint32(i)
+	}
+	c.typeNames = append(c.typeNames, typ)
+	return uint32(len(c.typeNames) - 1)
+}
+
+func (c *collection) typeOf(slot uint32) string { return c.typeNames[c.types.at(slot)] }
 
 func (c *collection) remove(id string) {
 	slot, ok := c.slotOfID(id)
 	if !ok {
 		return
 	}
-	c.slotOf.remove(id)
+	delete(c.slotOf, id)
 	c.ownSlots()
-	for _, term := range c.docTerms[slot] {
-		c.df[term]--
+	for _, term := range c.docTerms.at(slot) {
+		c.df.set(term, c.df.at(term)-1)
 		if len(c.bigTF) > 0 {
 			delete(c.bigTF, slotTerm(slot, term))
 		}
 	}
-	c.totalLen -= int64(c.length[slot])
+	c.totalLen -= int64(c.length.at(slot))
 	c.live--
 	c.nDead++
-	c.dead[slot] = true
-	c.docTerms[slot], c.tags[slot] = nil, nil
+	c.dead.set(slot, true)
+	c.docTerms.clear(slot)
+	c.tags.clear(slot)
 }
 
 // slotOfID returns the slot of the live document id. Callers hold c.mu,
 // read or write.
 func (c *collection) slotOfID(id string) (uint32, bool) {
-	return c.slotOf.lookup(id, func() (uint32, bool) {
-		for slot := len(c.ids) - 1; slot >= 0; slot-- {
-			if c.ids[slot] == id && !c.dead[slot] {
-				return uint32(slot), true
-			}
-		}
-		return 0, false
-	}, func() map[string]uint32 {
-		m := make(map[string]uint32, c.live)
-		for slot, id := range c.ids {
-			if !c.dead[slot] {
-				m[id] = uint32(slot)
-			}
-		}
-		return m
+	if slot, ok := c.slotOf[id]; ok {
+		return slot, true
+	}
+	// An image's document: its slots in id order hold id's dead slots
+	// (replaced or deleted) and at most one live one.
+	i, _ := slices.BinarySearchFunc(c.idOrder, id, func(slot uint32, id string) int {
+		return strings.Compare(c.ids.at(slot), id)
 	})
+	for ; i < len(c.idOrder) && c.ids.at(c.idOrder[i]) == id; i++ {
+		if slot := c.idOrder[i]; !c.dead.at(slot) {
+			return slot, true
+		}
+	}
+	return 0, false
 }
 
 // termOf returns the id of term. Callers hold c.mu, read or write.
 func (c *collection) termOf(term string) (uint32, bool) {
-	return c.termID.lookup(term, func() (uint32, bool) {
-		for id, t := range c.terms {
-			if t == term {
-				return uint32(id), true
-			}
-		}
-		return 0, false
-	}, func() map[string]uint32 {
-		m := make(map[string]uint32, len(c.terms))
-		for id, t := range c.terms {
-			m[t] = uint32(id)
-		}
-		return m
-	})
+	if id, ok := c.img.find(term); ok {
+		return id, true
+	}
+	id, ok := c.newIDs[term]
+	return id, ok
 }
 
 // ownSlots copies the slot arrays remove changes in place, when an image
@@ -219,33 +336,65 @@ func (c *collection) ownSlots() {
 	if !c.lent.Load() {
 		return
 	}
-	c.dead, c.tags, c.docTerms = slices.Clone(c.dead), slices.Clone(c.tags), slices.Clone(c.docTerms)
+	c.dead.lend()
+	c.tags.tail, c.docTerms.tail = slices.Clone(c.tags.tail), slices.Clone(c.docTerms.tail)
 	c.lent.Store(false)
+}
+
+// onHeap moves every array of the collection to the heap, the image's
+// copied (a compaction rewrites them in place): its terms become terms
+// added, and its documents the tail's.
+func (c *collection) onHeap() {
+	if n := c.img.len(); n > 0 {
+		terms := make([]string, n, n+len(c.newTerms))
+		lists, blocks := make([][]posting, n, n+len(c.newLists)), make([][]block, n, n+len(c.newBlocks))
+		for id := range uint32(n) {
+			terms[id] = c.img.terms.at(id)
+			c.newIDs[terms[id]] = id
+			lists[id], blocks[id] = c.postingsOf(id), c.ownedBlocks(id)
+			if _, owned := c.ownLists[id]; !owned {
+				lists[id] = slices.Clone(lists[id])
+			}
+		}
+		c.newTerms, c.newLists, c.newBlocks = append(terms, c.newTerms...), append(lists, c.newLists...), append(blocks, c.newBlocks...)
+		c.img, c.ownLists, c.ownBlocks = termImage{}, nil, nil
+	}
+	if len(c.idOrder) > 0 {
+		for _, slot := range c.idOrder {
+			if !c.dead.at(slot) {
+				c.slotOf[c.ids.at(slot)] = slot
+			}
+		}
+		c.idOrder = nil
+	}
 }
 
 // compactIfSparse rebuilds the slots and postings without dead documents
 // once they are a quarter of the slots (and at least a few hundred), and
 // no image is being encoded from them (the next delete compacts then).
 func (c *collection) compactIfSparse() {
-	if c.nDead < 256 || c.nDead*4 < len(c.ids) || c.imaged.Load() {
+	if c.nDead < 256 || c.nDead*4 < c.ids.len() || c.imaged.Load() {
 		return
 	}
-	wasDead := c.dead
-	remap := make([]uint32, len(c.ids))
+	c.onHeap()
+	ids, length, created := c.ids.heap(), c.length.heap(), c.created.heap()
+	types, tags, docTerms := c.types.heap(), c.tags.heap(), c.docTerms.heap()
+	wasDead := c.dead.heap()
+	remap := make([]uint32, len(ids))
 	next := 0
-	for slot := range c.ids {
+	for slot := range ids {
 		if wasDead[slot] {
 			continue
 		}
 		remap[slot] = uint32(next)
-		c.ids[next], c.length[next], c.created[next] = c.ids[slot], c.length[slot], c.created[slot]
-		c.types[next], c.tags[next], c.docTerms[next] = c.types[slot], c.tags[slot], c.docTerms[slot]
-		c.slotOf.add(c.ids[next], uint32(next))
+		ids[next], length[next], created[next] = ids[slot], length[slot], created[slot]
+		types[next], tags[next], docTerms[next] = types[slot], tags[slot], docTerms[slot]
+		c.slotOf[ids[next]] = uint32(next)
 		next++
 	}
-	c.ids, c.length, c.created = c.ids[:next], c.length[:next], c.created[:next]
-	c.types, c.tags, c.docTerms = c.types[:next], c.tags[:next], c.docTerms[:next]
-	c.dead = make([]bool, next)
+	c.ids.tail, c.length.tail, c.created.tail = ids[:next], length[:next], created[:next]
+	c.types.tail, c.tags.tail, c.docTerms.tail = types[:next], tags[:next], docTerms[:next]
+	c.dead.tail = make([]bool, next)
 	if len(c.bigTF) > 0 { // it holds live documents' counts only
 		moved := make(map[uint64]uint32, len(c.bigTF))
 		for key, tf := range c.bigTF {
@@ -253,9 +402,9 @@ func (c *collection) compactIfSparse() {
 		}
 		c.bigTF = moved
 	}
-	for id, list := range c.postings {
+	for id, list := range c.newLists {
 		kept := list[:0]
-		c.blocks[id] = c.blocks[id][:0]
+		c.newBlocks[id] = c.newBlocks[id][:0]
 		for _, p := range list {
 			if !wasDead[p.slot] {
 				p.slot = remap[p.slot]
@@ -267,7 +416,7 @@ func (c *collection) compactIfSparse() {
 				c.extendBlocks(uint32(id), len(kept)-1, p.slot, tf, length)
 			}
 		}
-		c.postings[id] = kept
+		c.newLists[id] = kept
 	}
 	c.nDead = 0
 }
@@ -291,9 +440,9 @@ type block struct {
 // extendBlocks accounts for the posting at index i of term's list, just
 // appended.
 func (c *collection) extendBlocks(term uint32, i int, slot, tf, length uint32) {
-	blocks := c.blocks[term]
+	blocks := c.ownedBlocks(term)
 	if i%blockSize == 0 {
-		c.blocks[term] = append(blocks, block{last: slot, maxTF: tf, minLen: length})
+		c.setBlocks(term, append(blocks, block{last: slot, maxTF: tf, minLen: length}))
 		return
 	}
 	bl := &blocks[len(blocks)-1]

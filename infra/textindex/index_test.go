@@ -109,8 +109,8 @@ func TestCountsPast16Bits(t *testing.T) {
 	for i := range 1000 {
 		ix.Delete("c", fmt.Sprint("filler", i))
 	}
-	if c := ix.lookup("c"); len(c.ids) >= 1006 {
-		t.Fatalf("not compacted: %d slots", len(c.ids))
+	if c := ix.lookup("c"); c.ids.len() >= 1006 {
+		t.Fatalf("not compacted: %d slots", c.ids.len())
 	}
 	check("compacted")
 }

@@ -42,7 +42,7 @@ func (sc *scorer) pruned(s *scratch, top *topK) {
 	curs := s.cursors[:0]
 	for qi := range s.lists {
 		l := &s.lists[qi]
-		cur := cursor{list: l, blocks: sc.c.blocks[l.term], qi: qi, boundOf: -1}
+		cur := cursor{list: l, blocks: sc.c.blocksOf(l.term), qi: qi, boundOf: -1}
 		for _, bl := range cur.blocks {
 			cur.bound = max(cur.bound, sc.bm25(l.idf, bl.maxTF, bl.minLen))
 		}
@@ -80,7 +80,7 @@ func (sc *scorer) pruned(s *scratch, top *topK) {
 		if !ok {
 			return
 		}
-		if sc.anyDead && sc.c.dead[slot] {
+		if sc.anyDead && sc.c.dead.at(slot) {
 			for i := range essential {
 				essential[i].skip(slot)
 			}

@@ -109,10 +109,11 @@ func TestPrunedSearchSkipsPostings(t *testing.T) {
 	}
 	c := ix.lookup("c")
 	s := new(scratch)
-	common, rare := c.termID.m["common"], c.termID.m["rare"]
+	common, _ := c.termOf("common")
+	rare, _ := c.termOf("rare")
 	n := float64(c.live)
-	idf := func(term uint32) float64 { df := float64(c.df[term]); return math.Log(1 + (n-df+0.5)/(df+0.5)) }
-	s.lists = []termList{{term: common, idf: idf(common), postings: c.postings[common]}, {term: rare, idf: idf(rare), postings: c.postings[rare]}}
+	idf := func(term uint32) float64 { df := float64(c.df.at(term)); return math.Log(1 + (n-df+0.5)/(df+0.5)) }
+	s.lists = []termList{{term: common, idf: idf(common), postings: c.postingsOf(common)}, {term: rare, idf: idf(rare), postings: c.postingsOf(rare)}}
 	sc := scorer{c: c, avgdl: float64(c.totalLen) / n}
 	top := topK{k: 10, c: c}
 	sc.pruned(s, &top)
@@ -123,7 +124,7 @@ func TestPrunedSearchSkipsPostings(t *testing.T) {
 	// heap, "common" alone cannot reach it and the walk ends.
 	for _, cur := range s.cursors {
 		if cur.list.term == common && cur.pos > 1000 {
-			t.Fatalf("the common word's cursor walked to %d of %d postings", cur.pos, len(c.postings[common]))
+			t.Fatalf("the common word's cursor walked to %d of %d postings", cur.pos, len(c.postingsOf(common)))
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/engram-memory/engram/domain"
@@ -101,12 +102,12 @@ func (ix *Index) Search(ctx context.Context, collection, query string, k int, f 
 	total := 0
 	for _, term := range terms {
 		id, ok := c.termOf(term)
-		if !ok || c.df[id] == 0 {
+		if !ok || c.df.at(id) == 0 {
 			continue
 		}
-		df := float64(c.df[id])
-		s.lists = append(s.lists, termList{term: id, idf: math.Log(1 + (n-df+0.5)/(df+0.5)), postings: c.postings[id]})
-		total += len(c.postings[id])
+		df, postings := float64(c.df.at(id)), c.postingsOf(id)
+		s.lists = append(s.lists, termList{term: id, idf: math.Log(1 + (n-df+0.5)/(df+0.5)), postings: postings})
+		total += len(postings)
 	}
 	sc := scorer{c: c, avgdl: avgdl, anyDead: c.nDead > 0}
 	top := topK{k: k, c: c}
@@ -162,7 +163,7 @@ func (sc *scorer) bm25(idf float64, tfCount, length uint32) float64 {
 	return idf * tf * (k1 + 1) / (tf + norm)
 }
 
-func (sc *scorer) dead(p posting) bool { return sc.anyDead && sc.c.dead[p.slot] }
+func (sc *scorer) dead(p posting) bool { return sc.anyDead && sc.c.dead.at(p.slot) }
 
 // merge scores the sparse way: the term lists merged one after the other
 // into the slot-ordered list of touched documents with their scores.
@@ -202,10 +203,10 @@ func (sc *scorer) merge(s *scratch) ([]uint32, []float64) {
 // touched document.
 func (sc *scorer) dense(s *scratch, offer func(uint32, float64)) {
 	c := sc.c
-	if cap(s.scores) < len(c.ids) {
-		s.scores = make([]float64, len(c.ids))
+	if cap(s.scores) < c.ids.len() {
+		s.scores = make([]float64, c.ids.len())
 	}
-	scores := s.scores[:len(c.ids)]
+	scores := s.scores[:c.ids.len()]
 	s.touched = s.touched[:0]
 	for li := range s.lists {
 		l := &s.lists[li]
@@ -259,14 +260,14 @@ func (m *matcher) match(c *collection, slot uint32) bool {
 	if m.any {
 		return true
 	}
-	if t := c.created[slot]; t < m.lo || t > m.hi {
+	if t := c.created.at(slot); t < m.lo || t > m.hi {
 		return false
 	}
-	if len(m.f.Types) > 0 && !slices.Contains(m.f.Types, c.types[slot]) {
+	if len(m.f.Types) > 0 && !slices.Contains(m.f.Types, c.typeOf(slot)) {
 		return false
 	}
 	for _, tag := range m.f.Tags {
-		if !slices.Contains(c.tags[slot], tag) {
+		if !c.tags.has(slot, tag) {
 			return false
 		}
 	}
@@ -287,10 +288,10 @@ func (t *topK) better(sa float64, a uint32, sb float64, b uint32) bool {
 	if sa != sb {
 		return sa > sb
 	}
-	if ca, cb := t.c.created[a], t.c.created[b]; ca != cb {
+	if ca, cb := t.c.created.at(a), t.c.created.at(b); ca != cb {
 		return ca > cb
 	}
-	return t.c.ids[a] < t.c.ids[b]
+	return t.c.ids.at(a) < t.c.ids.at(b)
 }
 
 func (t *topK) offer(slot uint32, score float64) {
@@ -347,7 +348,9 @@ func (t *topK) hits() []Hit {
 	out := make([]Hit, len(t.slots))
 	for i := len(t.slots) - 1; i >= 0; i-- {
 		slot, score := t.slots[0], t.score[0]
-		out[i] = Hit{ID: t.c.ids[slot], Score: score, CreatedAt: time.Unix(0, t.c.created[slot]).UTC()}
+		// The id is cloned: an image's points into the image's bytes,
+		// which outlive no caller.
+		out[i] = Hit{ID: strings.Clone(t.c.ids.at(slot)), Score: score, CreatedAt: time.Unix(0, t.c.created.at(slot)).UTC()}
 		last := len(t.slots) - 1
 		t.swap(0, last)
 		t.slots, t.score = t.slots[:last], t.score[:last]

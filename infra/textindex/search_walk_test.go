@@ -32,7 +32,7 @@ func referenceSearch(ix *Index, collection, query string, k int, f Filter) []Hit
 	if c.live == 0 || len(terms) == 0 {
 		return nil
 	}
-	scores := make([]float64, len(c.ids))
+	scores := make([]float64, c.ids.len())
 	var touched []uint32
 	n := float64(c.live)
 	avgdl := float64(c.totalLen) / n
@@ -41,13 +41,13 @@ func referenceSearch(ix *Index, collection, query string, k int, f Filter) []Hit
 	}
 	for _, term := range terms {
 		id, ok := c.termOf(term)
-		if !ok || c.df[id] == 0 {
+		if !ok || c.df.at(id) == 0 {
 			continue
 		}
-		df := float64(c.df[id])
+		df := float64(c.df.at(id))
 		idf := math.Log(1 + (n-df+0.5)/(df+0.5))
-		for _, p := range c.postings[id] {
-			if c.dead[p.slot] {
+		for _, p := range c.postingsOf(id) {
+			if c.dead.at(p.slot) {
 				continue
 			}
 			// The exact count: a posting's own is 16-bit
@@ -56,7 +56,7 @@ func referenceSearch(ix *Index, collection, query string, k int, f Filter) []Hit
 			if big, ok := c.bigTF[uint64(p.slot)<<32|uint64(id)]; ok {
 				tf = float64(big) / fieldScale
 			}
-			norm := k1 * (1 - b + b*float64(c.length[p.slot])/avgdl)
+			norm := k1 * (1 - b + b*float64(c.length.at(p.slot))/avgdl)
 			if scores[p.slot] == 0 {
 				touched = append(touched, p.slot)
 			}
@@ -215,11 +215,11 @@ func BenchmarkSearch(b *testing.B) {
 		}
 		c := ix.lookup("c")
 		var postings, blocks, docTerms int
-		for id := range c.postings {
-			postings += cap(c.postings[id]) * int(unsafe.Sizeof(posting{}))
-			blocks += cap(c.blocks[id]) * int(unsafe.Sizeof(block{}))
+		for id := range c.newLists { // a collection built in process: every term is added
+			postings += cap(c.newLists[id]) * int(unsafe.Sizeof(posting{}))
+			blocks += cap(c.newBlocks[id]) * int(unsafe.Sizeof(block{}))
 		}
-		for _, terms := range c.docTerms {
+		for _, terms := range c.docTerms.tail {
 			docTerms += int(unsafe.Sizeof(terms)) + cap(terms)*int(unsafe.Sizeof(terms[0]))
 		}
 		perDoc := func(bytes int) float64 { return float64(bytes) / float64(n) }

@@ -9,13 +9,16 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
+	"unsafe"
 
 	"github.com/engram-memory/engram/domain"
 )
 
 // SnapshotVersion is the format version of the image WriteSnapshot
-// writes; ReadSnapshot reads this version only.
-const SnapshotVersion = 1
+// writes; ReadSnapshot reads this version only. Version 1 was decoded
+// into heap arrays; version 2 (encode) is read in place.
+const SnapshotVersion = 2
 
 // errImage: the image is not one this build wrote.
 var errImage = errors.New("textindex: malformed snapshot")
@@ -104,17 +107,24 @@ type collectionImage struct {
 }
 
 // ReadSnapshot returns the embedded keyword index WriteSnapshot imaged in
-// data, with opts and saturation as NewPort takes them. It keeps no
-// reference into data, which may be unmapped once it returns. An image
-// written with another metadata weight is refused: its term frequencies
-// would not be the ones opts give.
+// data, with opts and saturation as NewPort takes them. An image written
+// with another metadata weight is refused: its term frequencies would not
+// be the ones opts give.
+//
+// The index reads its terms, posting lists, blocks and per-document
+// arrays in place from data (when data is 8-byte aligned on a
+// little-endian machine: a mapped body is), so reading costs a check of
+// the arrays, not a decode: data may be a read-only memory mapping, which
+// the caller keeps mapped and unchanged for the life of the returned Port.
+// Writes never change data: they append to heap arrays past the image's,
+// and copy what they change in place first (columns.go).
 func ReadSnapshot(data []byte, opts Options, saturation float64) (*Port, error) {
 	p := NewPort(opts, saturation)
 	d := decoder{b: data}
 	if units := d.u32(); d.err == nil && units != p.ix.metaUnits {
 		return nil, fmt.Errorf("%w: metadata weight %d/%d, configured %d/%d", errImage, units, fieldScale, p.ix.metaUnits, fieldScale)
 	}
-	n := d.count(1)
+	n := d.count(d.u32(), 1)
 	for range n {
 		name := d.str()
 		c := decodeCollection(&d, p.ix.metaUnits)
@@ -123,15 +133,15 @@ func ReadSnapshot(data []byte, opts Options, saturation float64) (*Port, error) 
 		}
 		p.ix.cols[name] = c
 	}
-	scopes := d.count(2)
+	scopes := d.count(d.u32(), 2)
 	for range scopes {
 		scope := domain.IndexScope{UserID: d.str(), AgentID: d.str()}
 		for _, id := range d.strs() {
 			p.forgotten.Mark(scope, id, true)
 		}
 	}
-	if d.err == nil && len(d.b) != 0 {
-		d.err = fmt.Errorf("%w: %d bytes after the image", errImage, len(d.b))
+	if d.err == nil && d.off != len(d.b) {
+		d.fail("%d bytes after the image", len(d.b)-d.off)
 	}
 	if d.err != nil {
 		return nil, d.err
@@ -142,29 +152,27 @@ func ReadSnapshot(data []byte, opts Options, saturation float64) (*Port, error) 
 // capture returns what encode reads of c (read-locked, with no port
 // write running), and marks c imaged and lent until release. The arrays
 // writes change in place whatever the image holds (the document
-// frequencies, the outer postings and blocks, the blocks' last entries,
-// bigTF) are copied: proportional to the terms, not the documents. The
-// rest are slice headers cut to their current lengths: writes append past
+// frequencies, the outer arrays of the heap's posting lists and blocks,
+// those blocks, bigTF) are copied: proportional to the terms, not the
+// documents. The image's arrays are shared (nothing writes them); the rest
+// are slice headers cut to their current lengths: writes append past
 // them, and copy before they change them in place (see collection.lent).
 func (c *collection) capture() *collection {
-	totalBlocks := 0
-	for id := range c.blocks {
-		totalBlocks += len(c.blocks[id])
-	}
-	blocks := make([]block, 0, totalBlocks)
-	n, terms := len(c.ids), len(c.terms)
+	n, terms := c.ids.len(), len(c.newTerms)
 	d := &collection{
-		metaUnits: c.metaUnits, terms: c.terms[:terms:terms],
-		postings: make([][]posting, terms), blocks: make([][]block, terms), df: slices.Clone(c.df),
-		ids: c.ids[:n:n], dead: c.dead[:n:n], length: c.length[:n:n], created: c.created[:n:n],
-		types: c.types[:n:n], tags: c.tags[:n:n], docTerms: c.docTerms[:n:n], bigTF: maps.Clone(c.bigTF),
+		metaUnits: c.metaUnits, img: c.img, ownLists: maps.Clone(c.ownLists), ownBlocks: make(map[uint32][]block, len(c.ownBlocks)),
+		newTerms: c.newTerms[:terms:terms], newLists: slices.Clone(c.newLists), newBlocks: make([][]block, terms),
+		df:  column[int32]{tail: append(slices.Clone(c.df.base), c.df.tail...)},
+		ids: c.ids.prefix(n), dead: c.dead.prefix(n), length: c.length.prefix(n), created: c.created.prefix(n),
+		types: c.types.prefix(n), typeNames: slices.Clip(c.typeNames), tags: c.tags.prefix(n), docTerms: c.docTerms.prefix(n),
+		bigTF: maps.Clone(c.bigTF), idOrder: c.idOrder,
 		live: c.live, nDead: c.nDead, totalLen: c.totalLen,
 	}
-	for id, list := range c.postings {
-		d.postings[id] = list[:len(list):len(list)]
-		start := len(blocks)
-		blocks = append(blocks, c.blocks[id]...)
-		d.blocks[id] = blocks[start:len(blocks):len(blocks)]
+	for id, blocks := range c.ownBlocks {
+		d.ownBlocks[id] = slices.Clone(blocks)
+	}
+	for id, blocks := range c.newBlocks {
+		d.newBlocks[id] = slices.Clone(blocks)
 	}
 	c.lent.Store(true)
 	c.imaged.Store(true)
@@ -177,151 +185,328 @@ func (c *collection) release() {
 	c.lent.Store(false)
 }
 
-// encode appends the image of the collection to e.
-func (c *collection) encode(e *encoder) {
-	e.u32(uint32(len(c.terms)))
-	for id, term := range c.terms {
-		e.str(term)
-		e.u32(uint32(c.df[id]))
-		list := c.postings[id]
-		e.u32(uint32(len(list)))
-		for _, p := range list {
-			e.u32(p.slot)
-			e.u16(p.tf)
-			e.u16(p.length)
-		}
-		blocks := c.blocks[id]
-		e.u32(uint32(len(blocks)))
-		for _, bl := range blocks {
-			e.u32(bl.last)
-			e.u32(bl.maxTF)
-			e.u32(bl.minLen)
-		}
-	}
-	e.u32(uint32(len(c.ids)))
-	for slot, id := range c.ids {
-		e.str(id)
-		e.bool(c.dead[slot])
-		e.u32(c.length[slot])
-		e.u64(uint64(c.created[slot]))
-		e.str(c.types[slot])
-		e.strs(c.tags[slot])
-		e.u32(uint32(len(c.docTerms[slot])))
-		for _, t := range c.docTerms[slot] {
-			e.u32(t)
-		}
-	}
-	e.u32(uint32(len(c.bigTF)))
-	for key, tf := range c.bigTF {
-		e.u64(key)
-		e.u32(tf)
-	}
-	e.u64(uint64(c.live))
-	e.u64(uint64(c.nDead))
-	e.u64(uint64(c.totalLen))
+// A collection's image (format 2) is laid out so that ReadSnapshot uses
+// it in place: after its counts, every array starts 8-byte aligned in the
+// body, in the order below, and holds fixed-size little-endian elements.
+// Strings are tables (offsets, then bytes); lists per term or per slot are
+// one array cut at offsets (n+1 of them).
+//
+//	df            [terms]int32
+//	postOff       [terms+1]uint32, postings [..]posting (slot u32, tf u16, length u16)
+//	blockOff      [terms+1]uint32, blocks   [..]block   (last, maxTF, minLen u32)
+//	termOff       [terms+1]uint32, termBytes
+//	termOrder     [terms]uint32   term ids in term order (a binary search)
+//	idOff         [slots+1]uint32, idBytes
+//	idOrder       [slots]uint32   slots in id order, then slot order
+//	dead          [slots]byte     0 or 1
+//	length        [slots]uint32
+//	created       [slots]int64
+//	types         [slots]uint32   in the type names (strings before the arrays)
+//	tagOff        [slots+1]uint32, tagRefs [..]uint32 in the tag names:
+//	tagNameOff    [tagNames+1]uint32, tagNameBytes
+//	docTermOff    [slots+1]uint32, docTerms [..]uint32
+//	bigTF         [..](key u64, tf u64)
+//
+// A dead slot's tags and terms are written empty (nothing reads them).
+type imageCounts struct {
+	terms, slots, postings, blocks, termBytes, idBytes, tagRefs, tagNames, tagNameBytes, docTerms, big, types uint32
+	live, nDead, totalLen                                                                                     uint64
 }
 
-// decodeCollection reads a collection encode wrote, checking that every
-// slot and term it refers to exists, so a bad image fails here rather than
-// in a search.
+// encode appends the image of the collection to e.
+func (c *collection) encode(e *encoder) {
+	nTerms, nSlots := c.termCount(), c.ids.len()
+	k := imageCounts{terms: uint32(nTerms), slots: uint32(nSlots), types: uint32(len(c.typeNames)),
+		live: uint64(c.live), nDead: uint64(c.nDead), totalLen: uint64(c.totalLen), big: uint32(len(c.bigTF))}
+
+	df := make([]int32, nTerms)
+	postOff, blockOff, termOff := make([]uint32, nTerms+1), make([]uint32, nTerms+1), make([]uint32, nTerms+1)
+	for id := range uint32(nTerms) {
+		df[id] = c.df.at(id)
+		postOff[id+1] = postOff[id] + uint32(len(c.postingsOf(id)))
+		blockOff[id+1] = blockOff[id] + uint32(len(c.blocksOf(id)))
+		termOff[id+1] = termOff[id] + uint32(len(c.term(id)))
+	}
+	k.postings, k.blocks, k.termBytes = postOff[nTerms], blockOff[nTerms], termOff[nTerms]
+	termOrder := c.img.order
+	if len(c.newTerms) > 0 || termOrder == nil {
+		termOrder = make([]uint32, nTerms)
+		for id := range termOrder {
+			termOrder[id] = uint32(id)
+		}
+		slices.SortFunc(termOrder, func(a, b uint32) int { return strings.Compare(c.term(a), c.term(b)) })
+	}
+
+	idOff, tagOff, docTermOff := make([]uint32, nSlots+1), make([]uint32, nSlots+1), make([]uint32, nSlots+1)
+	dead, length, created, types := make([]byte, nSlots), make([]uint32, nSlots), make([]int64, nSlots), make([]uint32, nSlots)
+	var tagRefs, docTerms []uint32
+	tagIDs := map[string]uint32{}
+	var tagNames []string
+	for slot := range uint32(nSlots) {
+		idOff[slot+1] = idOff[slot] + uint32(len(c.ids.at(slot)))
+		length[slot], created[slot], types[slot] = c.length.at(slot), c.created.at(slot), c.types.at(slot)
+		if c.dead.at(slot) {
+			dead[slot] = 1
+		} else {
+			for _, tag := range c.tags.at(slot) {
+				id, ok := tagIDs[tag]
+				if !ok {
+					id = uint32(len(tagNames))
+					tagIDs[tag] = id
+					tagNames = append(tagNames, tag)
+				}
+				tagRefs = append(tagRefs, id)
+			}
+			docTerms = append(docTerms, c.docTerms.at(slot)...)
+		}
+		tagOff[slot+1], docTermOff[slot+1] = uint32(len(tagRefs)), uint32(len(docTerms))
+	}
+	idOrder := c.idOrder
+	if len(c.ids.tail) > 0 || idOrder == nil {
+		idOrder = make([]uint32, nSlots)
+		for slot := range idOrder {
+			idOrder[slot] = uint32(slot)
+		}
+		slices.SortStableFunc(idOrder, func(a, b uint32) int { return strings.Compare(c.ids.at(a), c.ids.at(b)) })
+	}
+	tagNameOff := make([]uint32, len(tagNames)+1)
+	for i, tag := range tagNames {
+		tagNameOff[i+1] = tagNameOff[i] + uint32(len(tag))
+	}
+	k.idBytes, k.tagRefs, k.docTerms = idOff[nSlots], uint32(len(tagRefs)), uint32(len(docTerms))
+	k.tagNames, k.tagNameBytes = uint32(len(tagNames)), tagNameOff[len(tagNames)]
+
+	e.align()
+	for _, v := range []uint32{k.terms, k.slots, k.postings, k.blocks, k.termBytes, k.idBytes, k.tagRefs, k.tagNames, k.tagNameBytes, k.docTerms, k.big, k.types} {
+		e.u32(v)
+	}
+	e.u64(k.live)
+	e.u64(k.nDead)
+	e.u64(k.totalLen)
+	for _, t := range c.typeNames {
+		e.str(t)
+	}
+
+	writeArray(e, df, putI32)
+	writeArray(e, postOff, putU32)
+	e.align()
+	for id := range uint32(nTerms) {
+		writeElems(e, c.postingsOf(id), putPosting)
+	}
+	writeArray(e, blockOff, putU32)
+	e.align()
+	for id := range uint32(nTerms) {
+		writeElems(e, c.blocksOf(id), putBlock)
+	}
+	writeArray(e, termOff, putU32)
+	e.align()
+	for id := range uint32(nTerms) {
+		e.b = append(e.b, c.term(id)...)
+	}
+	writeArray(e, termOrder, putU32)
+	writeArray(e, idOff, putU32)
+	e.align()
+	for slot := range uint32(nSlots) {
+		e.b = append(e.b, c.ids.at(slot)...)
+	}
+	writeArray(e, idOrder, putU32)
+	writeArray(e, dead, putByte)
+	writeArray(e, length, putU32)
+	writeArray(e, created, putI64)
+	writeArray(e, types, putU32)
+	writeArray(e, tagOff, putU32)
+	writeArray(e, tagRefs, putU32)
+	writeArray(e, tagNameOff, putU32)
+	e.align()
+	for _, tag := range tagNames {
+		e.b = append(e.b, tag...)
+	}
+	writeArray(e, docTermOff, putU32)
+	writeArray(e, docTerms, putU32)
+	e.align()
+	for _, key := range slices.Sorted(maps.Keys(c.bigTF)) {
+		e.u64(key)
+		e.u64(uint64(c.bigTF[key]))
+	}
+}
+
+// decodeCollection reads a collection encode wrote, in place where data
+// allows (see readArray). It checks every count, offset, slot and term id
+// the arrays hold, so a bad image fails here rather than in a search; the
+// order of termOrder and idOrder is the writer's (a misordered one makes
+// lookups miss, not read out of bounds), and the body's checksum
+// (infra/snapshot) stands for it.
 func decodeCollection(d *decoder, metaUnits uint32) *collection {
-	nTerms := d.count(4)
-	// Neither the term map nor the id map is built: lookups scan until
-	// they pay for one (lazyIndex).
-	c := &collection{metaUnits: metaUnits, bigTF: map[uint64]uint32{}}
-	c.postings, c.blocks, c.df = make([][]posting, nTerms), make([][]block, nTerms), make([]int32, nTerms)
-	for id := range nTerms {
-		c.terms = append(c.terms, d.str())
-		c.df[id] = int32(d.u32())
-		// A list's fixed-size fields are read from one slice, checked
-		// once, rather than field by field (the bulk of an image).
-		n := d.count(8)
-		list, raw := make([]posting, n), d.next(8*n)
-		for i := range list {
-			if raw != nil {
-				at := raw[8*i:]
-				list[i] = posting{slot: le.Uint32(at), tf: le.Uint16(at[4:]), length: le.Uint16(at[6:])}
-			}
-		}
-		c.postings[id] = list
-		n = d.count(12)
-		blocks, raw := make([]block, n), d.next(12*n)
-		for i := range blocks {
-			if raw != nil {
-				at := raw[12*i:]
-				blocks[i] = block{last: le.Uint32(at), maxTF: le.Uint32(at[4:]), minLen: le.Uint32(at[8:])}
-			}
-		}
-		c.blocks[id] = blocks
-		if d.err != nil {
+	d.align()
+	var k imageCounts
+	for _, v := range []*uint32{&k.terms, &k.slots, &k.postings, &k.blocks, &k.termBytes, &k.idBytes, &k.tagRefs, &k.tagNames, &k.tagNameBytes, &k.docTerms, &k.big, &k.types} {
+		*v = d.u32()
+	}
+	k.live, k.nDead, k.totalLen = d.u64(), d.u64(), d.u64()
+	if d.err != nil {
+		return nil
+	}
+	if k.types > uint32(len(d.b)-d.off) {
+		d.fail("%d types", k.types)
+		return nil
+	}
+	c := &collection{metaUnits: metaUnits, bigTF: map[uint64]uint32{}, newIDs: map[string]uint32{}, slotOf: map[string]uint32{},
+		ownLists: map[uint32][]posting{}, ownBlocks: map[uint32][]block{}}
+	for range k.types {
+		c.typeNames = append(c.typeNames, d.str())
+	}
+	nTerms, nSlots := int(k.terms), int(k.slots)
+	c.df.base = readArray(d, nTerms, getI32)
+	c.img.postOff = d.offsets(nTerms, k.postings)
+	c.img.postings = readArray(d, int(k.postings), getPosting)
+	c.img.blockOff = d.offsets(nTerms, k.blocks)
+	c.img.blocks = readArray(d, int(k.blocks), getBlock)
+	c.img.terms = strTable{off: d.offsets(nTerms, k.termBytes), bytes: readArray(d, int(k.termBytes), getByte)}
+	c.img.order = d.ids(nTerms, nTerms, "term order")
+	c.ids.base = strTable{off: d.offsets(nSlots, k.idBytes), bytes: readArray(d, int(k.idBytes), getByte)}
+	c.idOrder = d.ids(nSlots, nSlots, "id order")
+	dead := readArray(d, nSlots, getByte)
+	c.length.base = readArray(d, nSlots, getU32)
+	c.created.base = readArray(d, nSlots, getI64)
+	c.types.base = d.ids(nSlots, int(k.types), "type")
+	c.tags.base = listColumn[uint32]{off: d.offsets(nSlots, k.tagRefs), values: d.ids(int(k.tagRefs), int(k.tagNames), "tag")}
+	c.tags.names = strTable{off: d.offsets(int(k.tagNames), k.tagNameBytes), bytes: readArray(d, int(k.tagNameBytes), getByte)}
+	c.docTerms = listColumn[uint32]{off: d.offsets(nSlots, k.docTerms), values: d.ids(int(k.docTerms), nTerms, "document's term")}
+	d.align()
+	for range d.count(k.big, 16) {
+		key, tf := d.u64(), d.u64()
+		if key>>32 >= uint64(nSlots) || uint32(key) >= k.terms {
+			d.fail("a large count of slot %d and term %d", key>>32, uint32(key))
 			return nil
 		}
+		c.bigTF[key] = uint32(min(tf, math.MaxUint32))
 	}
-	nSlots := d.count(4)
-	c.ids, c.dead, c.length = make([]string, nSlots), make([]bool, nSlots), make([]uint32, nSlots)
-	c.created, c.types, c.tags, c.docTerms = make([]int64, nSlots), make([]string, nSlots), make([][]string, nSlots), make([][]uint32, nSlots)
-	types := map[string]string{} // a handful of types: one string each
+	if d.err != nil {
+		return nil
+	}
 	live := 0
-	for slot := range nSlots {
-		c.ids[slot], c.dead[slot], c.length[slot], c.created[slot] = d.str(), d.bool(), d.u32(), int64(d.u64())
-		raw := d.strBytes()
-		t, ok := types[string(raw)] // no copy made to look it up
-		if !ok {
-			t = string(raw)
-			types[t] = t
-		}
-		c.types[slot], c.tags[slot] = t, d.strs()
-		if n := d.count(4); n > 0 {
-			terms, raw := make([]uint32, n), d.next(4*n)
-			for i := range terms {
-				if raw == nil {
-					break
-				}
-				if terms[i] = le.Uint32(raw[4*i:]); int(terms[i]) >= nTerms {
-					d.fail("a document's term %d of %d", terms[i], nTerms)
-				}
-			}
-			c.docTerms[slot] = terms
-		}
-		if d.err != nil {
+	for _, v := range dead {
+		if v > 1 {
+			d.fail("a dead flag %d", v)
 			return nil
 		}
-		if !c.dead[slot] {
-			live++
+		live += int(1 - v)
+	}
+	c.dead.base = unsafe.Slice((*bool)(unsafe.Pointer(unsafe.SliceData(dead))), len(dead))
+	for id := range uint32(nTerms) {
+		if n, blocks := len(c.img.list(id)), len(c.img.blockList(id)); blocks != (n+blockSize-1)/blockSize {
+			d.fail("term %d: %d blocks for %d postings", id, blocks, n)
+			return nil
 		}
 	}
-	for _, list := range c.postings {
-		for _, p := range list {
-			if int(p.slot) >= nSlots {
-				d.fail("a posting of slot %d of %d", p.slot, nSlots)
-				return nil
-			}
+	for _, p := range c.img.postings {
+		if int(p.slot) >= nSlots {
+			d.fail("a posting of slot %d of %d", p.slot, nSlots)
+			return nil
 		}
 	}
-	for range d.count(12) {
-		key, tf := d.u64(), d.u32()
-		c.bigTF[key] = tf
-	}
-	c.live, c.nDead, c.totalLen = int(d.u64()), int(d.u64()), int64(d.u64())
-	if d.err == nil && (c.live != live || c.live+c.nDead != nSlots) {
+	c.live, c.nDead, c.totalLen = int(k.live), int(k.nDead), int64(k.totalLen)
+	if c.live != live || c.live+c.nDead != nSlots {
 		d.fail("%d live and %d dead documents in %d slots", c.live, c.nDead, nSlots)
+		return nil
 	}
 	return c
 }
 
 var le = binary.LittleEndian
 
-// encoder appends little-endian fields to a buffer.
-type encoder struct{ b []byte }
+// littleEndian: the image's arrays are this machine's own layout, and
+// readArray can use them in place.
+var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
+// arrayAlign is the alignment of every array in the body, relative to its
+// start: enough for the widest element (int64). infra/snapshot starts the
+// body 64-byte aligned in its file, so a mapped body's arrays are aligned
+// in memory.
+const arrayAlign = 8
+
+// The elements' little-endian codings, for a big-endian machine (and a
+// misaligned body).
+func putByte(b []byte, v byte) []byte  { return append(b, v) }
+func putU32(b []byte, v uint32) []byte { return le.AppendUint32(b, v) }
+func putI32(b []byte, v int32) []byte  { return le.AppendUint32(b, uint32(v)) }
+func putI64(b []byte, v int64) []byte  { return le.AppendUint64(b, uint64(v)) }
+func putPosting(b []byte, p posting) []byte {
+	return le.AppendUint16(le.AppendUint16(le.AppendUint32(b, p.slot), p.tf), p.length)
+}
+func putBlock(b []byte, bl block) []byte {
+	return le.AppendUint32(le.AppendUint32(le.AppendUint32(b, bl.last), bl.maxTF), bl.minLen)
+}
+func getByte(b []byte) byte  { return b[0] }
+func getU32(b []byte) uint32 { return le.Uint32(b) }
+func getI32(b []byte) int32  { return int32(le.Uint32(b)) }
+func getI64(b []byte) int64  { return int64(le.Uint64(b)) }
+func getPosting(b []byte) posting {
+	return posting{slot: le.Uint32(b), tf: le.Uint16(b[4:]), length: le.Uint16(b[6:])}
+}
+func getBlock(b []byte) block {
+	return block{last: le.Uint32(b), maxTF: le.Uint32(b[4:]), minLen: le.Uint32(b[8:])}
+}
+
+// writeArray writes s's elements little-endian, 8-byte aligned.
+func writeArray[T any](e *encoder, s []T, put func([]byte, T) []byte) {
+	e.align()
+	writeElems(e, s, put)
+}
+
+// writeElems writes s's elements where the encoder is: on a
+// little-endian machine, s's memory as it is.
+func writeElems[T any](e *encoder, s []T, put func([]byte, T) []byte) {
+	if len(s) == 0 {
+		return
+	}
+	if littleEndian {
+		e.b = append(e.b, unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), len(s)*int(unsafe.Sizeof(s[0])))...)
+		return
+	}
+	for _, v := range s {
+		e.b = put(e.b, v)
+	}
+}
+
+// readArray returns the next n elements, aligned: data itself when it is
+// aligned in memory on a little-endian machine (a mapped body is), else a
+// decoded copy.
+func readArray[T any](d *decoder, n int, get func([]byte) T) []T {
+	d.align()
+	var zero T
+	size := int(unsafe.Sizeof(zero))
+	b := d.next(uint64(n) * uint64(size))
+	if b == nil || n == 0 {
+		return nil
+	}
+	p := unsafe.Pointer(unsafe.SliceData(b))
+	if littleEndian && uintptr(p)%unsafe.Alignof(zero) == 0 {
+		return unsafe.Slice((*T)(p), n)
+	}
+	out := make([]T, n)
+	for i := range out {
+		out[i] = get(b[i*size:])
+	}
+	return out
+}
+
+// encoder appends little-endian fields to a buffer, which WriteSnapshot
+// writes out and empties after each collection; written counts what it
+// wrote, so arrays are aligned relative to the body's start.
+type encoder struct {
+	b       []byte
+	written int
+}
 
 func (e *encoder) take() []byte {
 	b := e.b
+	e.written += len(b)
 	e.b = e.b[:0:0]
 	return b
 }
-func (e *encoder) u16(v uint16) { e.b = binary.LittleEndian.AppendUint16(e.b, v) }
-func (e *encoder) u32(v uint32) { e.b = binary.LittleEndian.AppendUint32(e.b, v) }
-func (e *encoder) u64(v uint64) { e.b = binary.LittleEndian.AppendUint64(e.b, v) }
+func (e *encoder) u32(v uint32) { e.b = le.AppendUint32(e.b, v) }
+func (e *encoder) u64(v uint64) { e.b = le.AppendUint64(e.b, v) }
 func (e *encoder) str(s string) {
 	e.b = binary.AppendUvarint(e.b, uint64(len(s)))
 	e.b = append(e.b, s...)
@@ -332,10 +517,8 @@ func (e *encoder) strs(ss []string) {
 		e.str(s)
 	}
 }
-func (e *encoder) bool(v bool) {
-	if v {
-		e.b = append(e.b, 1)
-	} else {
+func (e *encoder) align() {
+	for (e.written+len(e.b))%arrayAlign != 0 {
 		e.b = append(e.b, 0)
 	}
 }
@@ -344,60 +527,88 @@ func (e *encoder) bool(v bool) {
 // later read returns zero.
 type decoder struct {
 	b   []byte
+	off int
 	err error
 }
 
 func (d *decoder) fail(format string, args ...any) {
 	if d.err == nil {
-		d.err = fmt.Errorf("%w: "+format, append([]any{errImage}, args...)...)
+		d.err = fmt.Errorf("%w: at byte %d: "+format, append([]any{errImage, d.off}, args...)...)
 	}
 }
 
-func (d *decoder) next(n int) []byte {
+func (d *decoder) next(n uint64) []byte {
 	if d.err != nil {
 		return nil
 	}
-	if n > len(d.b) {
+	if n > uint64(len(d.b)-d.off) {
 		d.fail("truncated")
 		return nil
 	}
-	b := d.b[:n]
-	d.b = d.b[n:]
+	b := d.b[d.off : d.off+int(n) : d.off+int(n)]
+	d.off += int(n)
 	return b
 }
 
-func (d *decoder) u16() uint16 {
-	if b := d.next(2); b != nil {
-		return binary.LittleEndian.Uint16(b)
+func (d *decoder) align() {
+	if pad := (arrayAlign - d.off%arrayAlign) % arrayAlign; pad > 0 {
+		d.next(uint64(pad))
 	}
-	return 0
 }
+
 func (d *decoder) u32() uint32 {
 	if b := d.next(4); b != nil {
-		return binary.LittleEndian.Uint32(b)
+		return le.Uint32(b)
 	}
 	return 0
 }
 func (d *decoder) u64() uint64 {
 	if b := d.next(8); b != nil {
-		return binary.LittleEndian.Uint64(b)
+		return le.Uint64(b)
 	}
 	return 0
-}
-func (d *decoder) bool() bool {
-	b := d.next(1)
-	return b != nil && b[0] != 0
 }
 
 // count reads a length of items of at least minSize bytes each, refusing
 // one the rest of the image cannot hold (so a bad length never allocates).
-func (d *decoder) count(minSize int) int {
-	n := d.u32()
-	if d.err == nil && uint64(n)*uint64(minSize) > uint64(len(d.b)) {
-		d.fail("%d items in %d bytes", n, len(d.b))
+func (d *decoder) count(n uint32, minSize int) int {
+	if d.err == nil && uint64(n)*uint64(minSize) > uint64(len(d.b)-d.off) {
+		d.fail("%d items in %d bytes", n, len(d.b)-d.off)
 		return 0
 	}
 	return int(n)
+}
+
+// offsets reads the n+1 offsets cutting an array of total elements into
+// n lists: from 0, never decreasing, to total.
+func (d *decoder) offsets(n int, total uint32) []uint32 {
+	off := readArray(d, n+1, getU32)
+	if d.err != nil {
+		return nil
+	}
+	if off[0] != 0 || off[n] != total {
+		d.fail("offsets from %d to %d, want 0 to %d", off[0], off[n], total)
+		return nil
+	}
+	for i := range n {
+		if off[i+1] < off[i] {
+			d.fail("offset %d decreases", i+1)
+			return nil
+		}
+	}
+	return off
+}
+
+// ids reads n ids, each below limit (what names them).
+func (d *decoder) ids(n, limit int, what string) []uint32 {
+	ids := readArray(d, n, getU32)
+	for _, id := range ids {
+		if int(id) >= limit {
+			d.fail("a %s %d of %d", what, id, limit)
+			return nil
+		}
+	}
+	return ids
 }
 
 func (d *decoder) str() string { return string(d.strBytes()) }
@@ -407,17 +618,17 @@ func (d *decoder) strBytes() []byte {
 	if d.err != nil {
 		return nil
 	}
-	n, k := binary.Uvarint(d.b)
+	n, k := binary.Uvarint(d.b[d.off:])
 	if k <= 0 || n > math.MaxInt32 {
 		d.fail("bad string length")
 		return nil
 	}
-	d.b = d.b[k:]
-	return d.next(int(n))
+	d.off += k
+	return d.next(n)
 }
 
 func (d *decoder) strs() []string {
-	n := d.count(1)
+	n := d.count(d.u32(), 1)
 	if n == 0 {
 		return nil
 	}

@@ -8,10 +8,12 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/infra/snapshot"
 )
 
 // BenchmarkWriteSnapshot writes the image of one agent of
@@ -125,3 +127,81 @@ func (w *countingWriter) Write(p []byte) (int, error) {
 }
 
 var _ io.Writer = (*countingWriter)(nil)
+
+// BenchmarkSnapshotRead reads the image of one agent of
+// ENGRAM_BENCH_MEMORIES (default 20000) short Zipf documents from its
+// mapped snapshot file, as a start does: "read" alone, "search" with one
+// search after it (a local CLI search), and "write-search" with a
+// replaced document and a new one before the search (a search that
+// catches up a capture). B/op and allocs/op are the heap the index takes
+// beyond the mapping; cpu-ns/op is the process's user and system time.
+func BenchmarkSnapshotRead(b *testing.B) {
+	n := 20000
+	if v := os.Getenv("ENGRAM_BENCH_MEMORIES"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil {
+			b.Fatal(err)
+		}
+	}
+	ctx := context.Background()
+	s := newSynthCorpus(3)
+	p := NewPort(Options{}, 0)
+	doc := func(i int) domain.KeywordDocument {
+		return domain.KeywordDocument{MemoryID: fmt.Sprintf("m%07d", i), UserID: "u", AgentID: "a", Type: "note",
+			Tags: []string{fmt.Sprint("t", i%100)}, CreatedAt: time.Unix(int64(i), 0), Text: s.text()}
+	}
+	for i := range n {
+		if err := p.UpsertDocuments(ctx, doc(i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	dir := b.TempDir()
+	if err := snapshot.Write(dir, snapshot.Header{Kind: "keyword", Version: SnapshotVersion, Checkpoint: 1, EventID: "e1"}, p.WriteSnapshot); err != nil {
+		b.Fatal(err)
+	}
+	f, err := snapshot.Open(dir, "keyword", SnapshotVersion)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	scope := domain.IndexScope{UserID: "u", AgentID: "a"}
+	queries := make([]string, 64)
+	for i := range queries {
+		queries[i] = s.query()
+	}
+	replaced, added := doc(n/2), doc(n)
+	for _, mode := range []string{"read", "search", "write-search"} {
+		b.Run(mode, func(b *testing.B) {
+			b.ReportAllocs()
+			cpu0 := processCPU()
+			i := 0
+			for b.Loop() {
+				r, err := ReadSnapshot(f.Body, Options{}, 0)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if mode == "write-search" {
+					if err := r.UpsertDocuments(ctx, replaced, added); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if mode != "read" {
+					if _, err := r.SearchKeyword(ctx, domain.KeywordQuery{Scope: scope, Text: queries[i%len(queries)], Limit: 10}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				i++
+			}
+			b.ReportMetric(float64((processCPU()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+		})
+	}
+}
+
+// processCPU is the process's user and system time so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

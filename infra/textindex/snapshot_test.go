@@ -11,15 +11,20 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/infra/snapshot"
 )
 
 // An index read from its snapshot answers every search exactly as the
 // index it was written from (documents, order, scores to the bit), for
 // every filter and with or without forgotten memories, and goes on doing
 // so as both take the same further writes (replacing, deleting, forgetting
-// and compacting on the restored arrays).
+// and compacting on the restored arrays), and through a second image
+// taken of the restored index. Images are read from a read-only mapping
+// of their file, as a start reads them: a write into the image's arrays
+// would crash the test.
 func TestSnapshotRestoresAnIndexThatSearchesTheSame(t *testing.T) {
 	ctx := context.Background()
 	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -75,14 +80,7 @@ func TestSnapshotRestoresAnIndexThatSearchesTheSame(t *testing.T) {
 			}
 		}
 		writes(orig, docs, docs, rng) // dead slots, compactions, forgotten flags
-		var img bytes.Buffer
-		if err := orig.WriteSnapshot(&img); err != nil {
-			t.Fatal(err)
-		}
-		restored, err := ReadSnapshot(bytes.Clone(img.Bytes()), opts, 0)
-		if err != nil {
-			t.Fatalf("seed %d: %v", seed, err)
-		}
+		restored := mappedImage(t, orig, opts)
 		same := func(stage string) {
 			for q := range 60 {
 				query := domain.KeywordQuery{Scope: scopes[q%len(scopes)], Text: word(rng) + " " + word(rng), Limit: 1 + rng.IntN(40)}
@@ -117,6 +115,13 @@ func TestSnapshotRestoresAnIndexThatSearchesTheSame(t *testing.T) {
 		writes(orig, docs, docs, rand.New(rand.NewPCG(further, 1)))
 		writes(restored, docs, docs, rand.New(rand.NewPCG(further, 1)))
 		same("after further writes")
+		// The image of an index read from one, holding both the image's
+		// arrays and the writes' since.
+		restored = mappedImage(t, restored, opts)
+		same("restored again")
+		writes(orig, docs/4, docs, rand.New(rand.NewPCG(further, 2)))
+		writes(restored, docs/4, docs, rand.New(rand.NewPCG(further, 2)))
+		same("restored again, after further writes")
 	}
 }
 
@@ -152,13 +157,21 @@ func TestReadSnapshotRefusesWhatItCannotRestore(t *testing.T) {
 }
 
 // Images written while other goroutines write (adding, replacing,
-// deleting and compacting in the same collections) are each a valid
-// index (under -race: the copy under the read lock is the only reading of
-// the live arrays).
+// deleting and compacting in the same collections, which start read in
+// place from an image) are each a valid index (under -race: the copy
+// under the read lock is the only reading of the live arrays).
 func TestSnapshotWhileWriting(t *testing.T) {
 	ctx := context.Background()
 	p := NewPort(Options{}, 0)
 	scopes := []domain.IndexScope{{UserID: "u", AgentID: "a"}, {UserID: "u", AgentID: "b"}}
+	for i := range 600 {
+		s := scopes[i%len(scopes)]
+		if err := p.UpsertDocuments(ctx, domain.KeywordDocument{MemoryID: fmt.Sprintf("m%d", i), UserID: s.UserID, AgentID: s.AgentID, Type: "note",
+			Tags: []string{"t"}, Text: fmt.Sprintf("heron quarry word%d", i%50)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p = mappedImage(t, p, Options{})
 	done := make(chan struct{})
 	var writers sync.WaitGroup
 	for w := range 2 {
@@ -317,4 +330,204 @@ func (w *heldWriter) Write(p []byte) (int, error) {
 		<-w.release
 	})
 	return w.buf.Write(p)
+}
+
+// mappedImage writes p's image to a snapshot file and returns the index
+// ReadSnapshot reads from its read-only mapping, kept until the test ends.
+func mappedImage(t *testing.T, p *Port, opts Options) *Port {
+	t.Helper()
+	dir := t.TempDir()
+	h := snapshot.Header{Kind: "keyword", Version: SnapshotVersion, Checkpoint: 1, EventID: "e1"}
+	if err := snapshot.Write(dir, h, p.WriteSnapshot); err != nil {
+		t.Fatal(err)
+	}
+	f, err := snapshot.Open(dir, "keyword", SnapshotVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = f.Close() })
+	restored, err := ReadSnapshot(f.Body, opts, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return restored
+}
+
+// An image read from its mapped file is used in place: the collection's
+// posting lists, blocks, terms and per-document arrays are the file's
+// bytes, reading it allocates per collection, not per document or term,
+// and the ids a search returns are copies that outlive the mapping.
+func TestSnapshotIsReadInPlace(t *testing.T) {
+	ctx := context.Background()
+	orig := NewPort(Options{}, 0)
+	s := newSynthCorpus(5)
+	for i := range 1000 {
+		scope := domain.IndexScope{UserID: "u", AgentID: []string{"a", "b"}[i%2]}
+		if err := orig.UpsertDocuments(ctx, domain.KeywordDocument{MemoryID: fmt.Sprintf("m%05d", i), UserID: scope.UserID, AgentID: scope.AgentID,
+			Type: "note", Tags: []string{fmt.Sprint("t", i%7)}, CreatedAt: time.Unix(int64(i), 0), Text: s.text(), Forgotten: i%50 == 0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 1000; i += 13 {
+		if err := orig.DeleteMemory(ctx, domain.IndexScope{UserID: "u", AgentID: []string{"a", "b"}[i%2]}, fmt.Sprintf("m%05d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	if err := snapshot.Write(dir, snapshot.Header{Kind: "keyword", Version: SnapshotVersion, Checkpoint: 1, EventID: "e1"}, orig.WriteSnapshot); err != nil {
+		t.Fatal(err)
+	}
+	f, err := snapshot.Open(dir, "keyword", SnapshotVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := f.Body
+	restored, err := ReadSnapshot(body, Options{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inBody := func(p unsafe.Pointer) bool {
+		lo := uintptr(unsafe.Pointer(unsafe.SliceData(body)))
+		return uintptr(p) >= lo && uintptr(p) < lo+uintptr(len(body))
+	}
+	c := restored.ix.lookup("u/a")
+	for name, p := range map[string]unsafe.Pointer{
+		"postings": unsafe.Pointer(&c.img.postings[0]), "blocks": unsafe.Pointer(&c.img.blocks[0]),
+		"terms": unsafe.Pointer(&c.img.terms.bytes[0]), "term order": unsafe.Pointer(&c.img.order[0]),
+		"ids": unsafe.Pointer(&c.ids.base.bytes[0]), "id order": unsafe.Pointer(&c.idOrder[0]),
+		"dead flags": unsafe.Pointer(&c.dead.base[0]), "lengths": unsafe.Pointer(&c.length.base[0]),
+		"created": unsafe.Pointer(&c.created.base[0]), "document terms": unsafe.Pointer(&c.docTerms.values[0]),
+		"tags": unsafe.Pointer(&c.tags.base.values[0]), "document frequencies": unsafe.Pointer(&c.df.base[0]),
+	} {
+		if !inBody(p) {
+			t.Errorf("the restored %s are not read in place", name)
+		}
+	}
+	// Two collections, a few forgotten memories: the count does not grow
+	// with the 1,000 documents and their terms (a decode allocated each).
+	if allocs := testing.AllocsPerRun(3, func() {
+		if _, err := ReadSnapshot(body, Options{}, 0); err != nil {
+			t.Fatal(err)
+		}
+	}); allocs > 200 {
+		t.Errorf("reading the image allocates %.0f times", allocs)
+	}
+
+	q := domain.KeywordQuery{Scope: domain.IndexScope{UserID: "u", AgentID: "a"}, Text: s.query(), Limit: 20}
+	want, err := orig.SearchKeyword(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := restored.SearchKeyword(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) == 0 {
+		t.Fatalf("%q finds nothing", q.Text)
+	}
+	if err := f.Close(); err != nil { // unmaps the body
+		t.Fatal(err)
+	}
+	for i := range got {
+		if got[i].MemoryID != want[i].MemoryID {
+			t.Fatalf("hit %d after the unmapping: %q, want %q", i, got[i].MemoryID, want[i].MemoryID)
+		}
+	}
+}
+
+// A damaged image (one byte changed anywhere; the file's checksum would
+// refuse it first) is refused, or restores an index that searches and
+// takes writes, compactions included, without reading out of bounds.
+func TestDamagedImageIsRefusedOrHarmless(t *testing.T) {
+	ctx := context.Background()
+	scope := domain.IndexScope{UserID: "u", AgentID: "a"}
+	orig := NewPort(Options{}, 0)
+	doc := func(i int, text string) domain.KeywordDocument {
+		return domain.KeywordDocument{MemoryID: fmt.Sprintf("m%03d", i), UserID: scope.UserID, AgentID: scope.AgentID, Type: []string{"note", "fact"}[i%2],
+			Tags: []string{fmt.Sprint("t", i%3)}, CreatedAt: time.Unix(int64(i), 0), Text: text, Forgotten: i%9 == 0}
+	}
+	for i := range 300 {
+		text := fmt.Sprintf("heron quarry w%d w%d", i%17, i%5)
+		if i == 7 {
+			text = strings.Repeat("weir ", 17000) // a count past 16 bits
+		}
+		if err := orig.UpsertDocuments(ctx, doc(i, text)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 300; i += 11 {
+		if err := orig.DeleteMemory(ctx, scope, fmt.Sprintf("m%03d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var img bytes.Buffer
+	if err := orig.WriteSnapshot(&img); err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(27, 2))
+	refused, accepted := 0, 0
+	for range 200 {
+		data := bytes.Clone(img.Bytes())
+		data[rng.IntN(len(data))] ^= byte(1 + rng.IntN(255))
+		p, err := ReadSnapshot(data, Options{}, 0)
+		if err != nil {
+			refused++
+			continue
+		}
+		for _, q := range []domain.KeywordQuery{
+			{Scope: scope, Text: "heron w3", Limit: 10},
+			{Scope: scope, Text: "weir quarry", Limit: 50, Filter: domain.IndexFilter{Types: []string{"fact"}, Tags: []string{"t1"}, CreatedAfter: time.Unix(10, 0)}},
+		} {
+			if _, err := p.SearchKeyword(ctx, q); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if accepted++; accepted%5 != 0 {
+			continue
+		}
+		for i := range 300 { // past the compaction threshold
+			if err := p.DeleteMemory(ctx, scope, fmt.Sprintf("m%03d", i)); err != nil {
+				t.Fatal(err)
+			}
+			if i%3 == 0 {
+				if err := p.UpsertDocuments(ctx, doc(i, "heron replaced")); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	if refused == 0 || accepted < 5 {
+		t.Fatalf("%d damaged images refused, %d restored: the test damages too little or too much", refused, accepted)
+	}
+}
+
+// A collection whose every document was deleted and compacted away is
+// imaged and restored as an empty collection, which takes new documents.
+func TestSnapshotOfACollectionCompactedToNothing(t *testing.T) {
+	ctx := context.Background()
+	scope := domain.IndexScope{UserID: "u", AgentID: "a"}
+	p := NewPort(Options{}, 0)
+	for i := range 256 {
+		if err := p.UpsertDocuments(ctx, domain.KeywordDocument{MemoryID: fmt.Sprint("m", i), UserID: "u", AgentID: "a", Type: "note", Text: "heron quarry"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 256 { // the compaction threshold
+		if err := p.DeleteMemory(ctx, scope, fmt.Sprint("m", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c := p.ix.lookup("u/a"); c.ids.len() != 0 {
+		t.Fatalf("%d slots left after deleting every document", c.ids.len())
+	}
+	for round := range 2 {
+		p = mappedImage(t, p, Options{})
+		q := domain.KeywordQuery{Scope: scope, Text: "heron", Limit: 10}
+		if hits, err := p.SearchKeyword(ctx, q); err != nil || len(hits) != round {
+			t.Fatalf("round %d: %v (%v), want %d hits", round, hits, err, round)
+		}
+		if err := p.UpsertDocuments(ctx, domain.KeywordDocument{MemoryID: fmt.Sprint("new", round), UserID: "u", AgentID: "a", Type: "note", Text: "heron"}); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

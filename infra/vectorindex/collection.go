@@ -31,8 +31,14 @@ type collection struct {
 	// float file could not be written); it then keeps its floats.
 	quantizeErr error
 
-	ids     idArena
-	slotOf  slotTable
+	ids    idArena
+	slotOf slotTable
+	// idOrder is a collection read from an image's live slots in ID order,
+	// read in place from the image: until its first write the collection
+	// finds an ID's slot by binary search in it and slotOf is empty; the
+	// first write builds slotOf (indexSlots) and drops it. A process that
+	// only searches never builds the table.
+	idOrder []uint32
 	created []int64  // unix nanos (see unixNanos)
 	types   []uint16 // code in typeNames
 	tagOff  []uint32 // item tags are tagArena[tagOff : tagOff+tagN], sorted codes
@@ -110,6 +116,30 @@ type prepared struct {
 
 func (c *collection) live() int { return c.ids.len() - c.nDead }
 
+// slot returns the slot of the live item id (caller holds the lock, read
+// or write).
+func (c *collection) slot(id string) (uint32, bool) {
+	if c.idOrder == nil {
+		return c.slotOf.get(&c.ids, id)
+	}
+	i, found := slices.BinarySearchFunc(c.idOrder, id, func(slot uint32, id string) int {
+		return compareID(c.ids.at(slot), id)
+	})
+	if !found {
+		return 0, false
+	}
+	return c.idOrder[i], true
+}
+
+// indexSlots builds the slot table of a collection read from an image,
+// before its first write changes slots (caller holds the write lock).
+func (c *collection) indexSlots() {
+	if c.idOrder != nil {
+		c.slotOf.rebuild(&c.ids)
+		c.idOrder = nil
+	}
+}
+
 func (c *collection) quantized() bool { return c.floats != nil }
 
 // view is the current vectors for the graph and the scans (see vectorView).
@@ -157,6 +187,7 @@ const (
 // A quantised collection writes the batch's full-precision vectors to its
 // float file first, so that a failed write leaves the collection as it was.
 func (c *collection) upsert(items []prepared) error {
+	c.indexSlots()
 	var units []float32 // quantised: item i's unit vector at [i*dim, (i+1)*dim)
 	if c.quantized() {
 		units = make([]float32, len(items)*c.dim)
@@ -267,6 +298,7 @@ func (c *collection) setMeta(slot uint32, it prepared) {
 // remove deletes one id. Flat mode swap-removes the last slot into the hole;
 // stable mode leaves a tombstone.
 func (c *collection) remove(id string) {
+	c.indexSlots()
 	slot, ok := c.slotOf.get(&c.ids, id)
 	if !ok {
 		return
@@ -345,7 +377,7 @@ func (c *collection) release() {
 		c.floats.close()
 	}
 	c.vecs, c.codes, c.scales, c.floats = slotArray[float32]{}, slotArray[int8]{}, slotArray[float32]{}, nil
-	c.ids, c.slotOf, c.created, c.types, c.tagOff, c.tagN = idArena{}, slotTable{}, nil, nil, nil, nil
+	c.ids, c.slotOf, c.idOrder, c.created, c.types, c.tagOff, c.tagN = idArena{}, slotTable{}, nil, nil, nil, nil, nil
 	c.tagArena, c.tagGarbage, c.typeNames, c.tagNames = nil, 0, interner{}, interner{}
 	c.dead, c.nDead, c.tagSlots, c.stable, c.graph, c.indexing = nil, 0, nil, false, nil, false
 	c.dropped = true

@@ -18,7 +18,7 @@ package vectorindex
 // body that starts 8-byte aligned (a mapped file) is used in place;
 // "str" is a u32 length and its bytes; "strs" a u32 count of strs.
 //
-//	u32  version (SnapshotVersion = 1)
+//	u32  version (SnapshotVersion = 2)
 //	u32  scopes with forgotten memories, each: str user, str agent, strs memory ids
 //	u32  collections, sorted by name, each:
 //	     str  name ("user/agent/model@dimensions")
@@ -34,6 +34,7 @@ package vectorindex
 //	     array u32 tag offset per slot into the tag arena
 //	     array u8  tag count per slot
 //	     array u32 tag arena (each slot's tag codes, ascending)
+//	     array u32 the live slots in ID order (from format 2; format 1 has none)
 //	     graph collections: array u64 tombstone bitset, ⌈slots/64⌉ words;
 //	          u32 tag posting lists, each: u64 length, array u32 slots
 //	     quantised: array i8 codes (slots×dim), array f32 scales (slots),
@@ -46,4 +47,6 @@ package vectorindex
 //	          array u8 level per node, array u32 upper offset per node,
 //	          array u32 upper-layer links, array u32 layer-0 links (nodes×degree)
 //
-// Slot tables (ID → slot) and the name → code maps are rebuilt on load.
+// The name → code maps are rebuilt on load. The slot table (ID → slot) is
+// not: a loaded collection finds an ID by binary search in the live slots
+// in ID order, read in place, until its first write builds the table.

@@ -36,6 +36,18 @@ func (a *idArena) at(slot uint32) []byte {
 
 func (a *idArena) is(slot uint32, id string) bool { return string(a.at(slot)) == id }
 
+// compareID orders an ID in the arena against id (the conversions in the
+// comparisons copy nothing).
+func compareID(b []byte, id string) int {
+	switch {
+	case string(b) < id:
+		return -1
+	case string(b) == id:
+		return 0
+	}
+	return 1
+}
+
 // size is the arena bytes id takes.
 func idSize(id string) int { return uvarintLen(len(id)) + len(id) }
 

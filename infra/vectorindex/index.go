@@ -274,6 +274,6 @@ func (ix *Index) contains(collection, id string) bool {
 	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	_, ok := c.slotOf.get(&c.ids, id)
+	_, ok := c.slot(id)
 	return ok && !c.dropped
 }

@@ -99,11 +99,16 @@ func (ix *Index) indexerDone() {
 }
 
 // runIndexer grows a private copy of c's published graph until it covers
-// every slot of c. The copy is made here, without a lock: published graphs
-// are immutable.
+// every slot of c. The copy is made without a lock (published graphs are
+// immutable), and only once the build has a slot to insert in: a build its
+// writers hold off copies nothing meanwhile. A short-lived process (a
+// command-line search that caught up a few memories and exits within
+// writeQuiet) thus never copies the graph, which at 100k vectors is 10 MB
+// allocated in the background while the search runs, enough to start a
+// garbage collection that takes the search's spare core and makes it assist.
 func (ix *Index) runIndexer(c *collection, epoch uint64, published *graph) {
 	defer ix.indexerDone()
-	g := published.clone()
+	g, copied := published, false
 	p := new(planner)
 	lastPublished := time.Now()
 	for {
@@ -121,6 +126,9 @@ func (ix *Index) runIndexer(c *collection, epoch uint64, published *graph) {
 		case <-ix.stop:
 			ix.publish(c, epoch, g, true)
 			return
+		}
+		if !copied {
+			g, copied = published.clone(), true
 		}
 		pending, current := ix.indexSome(c, epoch, g, p)
 		<-ix.buildSlots

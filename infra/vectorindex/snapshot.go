@@ -2,6 +2,7 @@ package vectorindex
 
 import (
 	"bufio"
+	"bytes"
 	"cmp"
 	"encoding/binary"
 	"fmt"
@@ -41,9 +42,11 @@ import (
 // belongs to the one image in flight.
 
 // SnapshotVersion is the body layout's version, the body's first word.
-// ReadSnapshot accepts only this version; a caller that finds another
+// ReadSnapshot accepts this version and 1; a caller that finds another
 // refills the index instead.
-const SnapshotVersion = 1
+// Version 2 added each collection's live slots in ID order; ReadSnapshot
+// still reads version 1, rebuilding the slot tables.
+const SnapshotVersion = 2
 
 // Collection flags in a snapshot.
 const (
@@ -268,6 +271,20 @@ type fixedSize interface {
 
 var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 
+// liveInIDOrder is the live slots of ids sorted by ID: a collection read
+// from the image finds an ID's slot by binary search in them until its
+// first write, instead of building its slot table at the read.
+func liveInIDOrder(ids idArena) []uint32 {
+	order := make([]uint32, 0, ids.len())
+	for s, off := range ids.off {
+		if off != noID {
+			order = append(order, uint32(s))
+		}
+	}
+	slices.SortFunc(order, func(a, b uint32) int { return bytes.Compare(ids.at(a), ids.at(b)) })
+	return order
+}
+
 func (e *encoder) collection(img *collectionImage) error {
 	slots := len(img.idOff)
 	e.str(img.name)
@@ -295,6 +312,7 @@ func (e *encoder) collection(img *collectionImage) error {
 	writeArray(e, img.tagOff)
 	writeArray(e, img.tagN)
 	writeArray(e, img.tagArena)
+	writeArray(e, liveInIDOrder(idArena{bytes: img.idBytes, off: img.idOff}))
 	if img.stable {
 		writeArray(e, img.dead)
 		e.u32(uint32(len(img.tagSlots)))

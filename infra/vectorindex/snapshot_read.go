@@ -1,6 +1,7 @@
 package vectorindex
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -38,8 +39,8 @@ var ErrSnapshot = errors.New("vectorindex: bad snapshot")
 // reads out of bounds.
 func ReadSnapshot(data []byte, opts Options) (*Port, error) {
 	d := &decoder{data: data, floatDir: opts.FloatDir}
-	if v := d.u32(); d.err == nil && v != SnapshotVersion {
-		return nil, fmt.Errorf("%w: body version %d, want %d", ErrSnapshot, v, SnapshotVersion)
+	if d.version = d.u32(); d.err == nil && d.version != SnapshotVersion && d.version != 1 {
+		return nil, fmt.Errorf("%w: body version %d, want %d or 1", ErrSnapshot, d.version, SnapshotVersion)
 	}
 	ix := New(opts)
 	p := NewPort(ix)
@@ -95,6 +96,8 @@ type decoder struct {
 	err  error
 	// floatDir takes the vectors loaded quantised collections append.
 	floatDir string
+	// version is the body's format: 1 has no live slots in ID order.
+	version uint32
 }
 
 func (d *decoder) fail(format string, args ...any) {
@@ -257,6 +260,10 @@ func (d *decoder) collection() *collection {
 	c.tagOff, borrowed[4] = readArray[uint32](d, n)
 	c.tagN, borrowed[5] = readArray[uint8](d, n)
 	c.tagArena, borrowed[6] = readArray[uint32](d, tagArenaLen)
+	var idOrder []uint32
+	if d.version >= 2 {
+		idOrder, _ = readArray[uint32](d, n-int(nDead))
+	}
 	if c.stable {
 		c.dead, borrowed[7] = readArray[uint64](d, (n+63)/64)
 		c.tagSlots = d.postings(c.name, n, c.tagNames.len())
@@ -292,13 +299,42 @@ func (d *decoder) collection() *collection {
 		c.release()
 		return nil
 	}
-	c.slotOf.rebuild(&c.ids)
-	if c.slotOf.n != c.live() {
-		d.fail("collection %q: %d distinct live ids in %d live slots", c.name, c.slotOf.n, c.live())
+	if d.version == 1 {
+		c.slotOf.rebuild(&c.ids)
+		if c.slotOf.n != c.live() {
+			d.fail("collection %q: %d distinct live ids in %d live slots", c.name, c.slotOf.n, c.live())
+			c.release()
+			return nil
+		}
+		return c
+	}
+	if !d.checkIDOrder(c, idOrder) {
 		c.release()
 		return nil
 	}
+	c.idOrder = idOrder
 	return c
+}
+
+// checkIDOrder checks that order is c's live slots in strictly ascending
+// ID order (so the live IDs are distinct), which c then searches in
+// place of a slot table.
+func (d *decoder) checkIDOrder(c *collection, order []uint32) bool {
+	if len(order) != c.live() {
+		d.fail("collection %q: %d slots in ID order, %d live", c.name, len(order), c.live())
+		return false
+	}
+	for i, s := range order {
+		if int(s) >= c.ids.len() || c.ids.off[s] == noID {
+			d.fail("collection %q: slot %d in ID order is not live", c.name, s)
+			return false
+		}
+		if i > 0 && bytes.Compare(c.ids.at(order[i-1]), c.ids.at(s)) >= 0 {
+			d.fail("collection %q: IDs out of order or repeated at %d", c.name, i)
+			return false
+		}
+	}
+	return true
 }
 
 // postings reads the tag posting lists: ascending slots below n, at most

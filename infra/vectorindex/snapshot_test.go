@@ -3,6 +3,7 @@ package vectorindex
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -354,7 +355,7 @@ func TestReadSnapshotRejects(t *testing.T) {
 
 	cases := map[string][]byte{
 		"empty":    {},
-		"version":  append([]byte{2, 0, 0, 0}, body[4:]...),
+		"version":  append(binary.LittleEndian.AppendUint32(nil, SnapshotVersion+1), body[4:]...),
 		"trailing": append(bytes.Clone(body), 0),
 	}
 	for cut := 1; cut < len(body); cut += 1 + len(body)/200 {
@@ -461,4 +462,68 @@ func TestSnapshotMidBuild(t *testing.T) {
 		orig.Index().Close()
 		return
 	}
+}
+
+// A loaded collection finds its items without a slot table: by binary
+// search in the image's live slots in ID order, until its first write
+// builds the table. Either way it holds exactly the original's items,
+// tombstoned and swap-removed ones gone.
+func TestLoadedCollectionFindsIDsInTheImagesIDOrder(t *testing.T) {
+	ctx := context.Background()
+	for _, opts := range []Options{{}, {ANNThreshold: 50, BuildWhileWriting: true}} {
+		w := newSnapWorld(3)
+		w.scopes, w.spaces = w.scopes[:1], w.spaces[:1]
+		orig := NewPort(New(opts))
+		t.Cleanup(orig.Index().Close)
+		w.ops(ctx, t, 120, orig) // replaces, deletes (tombstones or swap-removes)
+		loaded := load(t, snapshotBytes(t, orig), opts, "mapped")
+		name := orig.Index().Collections("")[0]
+		c := loaded.Index().lookup(name)
+		if c.idOrder == nil || c.slotOf.n != 0 {
+			t.Fatalf("ANN threshold %d: loaded with %d slot table entries and no ID order", opts.ANNThreshold, c.slotOf.n)
+		}
+		same := func(stage string) {
+			for i := range w.next + 5 {
+				id := fmt.Sprintf("mem-%05d", i)
+				if got, want := loaded.Index().contains(name, id), orig.Index().contains(name, id); got != want {
+					t.Fatalf("ANN threshold %d, %s: contains(%s) = %v, want %v", opts.ANNThreshold, stage, id, got, want)
+				}
+			}
+		}
+		same("loaded")
+		w.ops(ctx, t, 10, orig, loaded)
+		if c.idOrder != nil || c.slotOf.n != c.live() {
+			t.Fatalf("ANN threshold %d: after a write, %d slot table entries for %d live items", opts.ANNThreshold, c.slotOf.n, c.live())
+		}
+		same("after a write")
+	}
+}
+
+// An image of body format 1 (written by the build before the IDs in order,
+// testdata/vectors-format1.body: newSnapWorld(3) and 40 points of ops in
+// a flat port) is still read, its slot table rebuilt, and answers as a
+// port given the same writes; its next image is of the current format.
+func TestReadsAnImageOfFormatOne(t *testing.T) {
+	ctx := context.Background()
+	body, err := os.ReadFile("testdata/vectors-format1.body")
+	must(t, err)
+	if v := binary.LittleEndian.Uint32(body); v != 1 {
+		t.Fatalf("the fixture is of format %d", v)
+	}
+	w := newSnapWorld(3)
+	orig := NewPort(New(Options{}))
+	t.Cleanup(orig.Index().Close)
+	w.ops(ctx, t, 40, orig)
+	loaded := load(t, body, Options{}, "mapped")
+	for _, name := range loaded.Index().Collections("") {
+		if c := loaded.Index().lookup(name); c.idOrder != nil || c.slotOf.n != c.live() {
+			t.Fatalf("%s: %d slot table entries for %d live items", name, c.slotOf.n, c.live())
+		}
+	}
+	w.compare(ctx, t, orig, loaded)
+	again := snapshotBytes(t, loaded)
+	if !bytes.Equal(again, snapshotBytes(t, orig)) {
+		t.Fatal("the image of the port read from format 1 is not the current format's image of the same writes")
+	}
+	w.compare(ctx, t, orig, load(t, again, Options{}, "mapped"))
 }

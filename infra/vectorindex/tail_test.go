@@ -1,7 +1,10 @@
 package vectorindex
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -193,4 +196,63 @@ func TestBuildDeferral(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A write to a graph collection starts its build, which holds off while
+// writes keep coming (writeQuiet). Held off, it has copied nothing: a
+// short-lived process (a command-line search catching up a few captures)
+// exits before the build would run, and a copy of the graph made at once
+// was garbage allocated beside its search (10 MB at 100k vectors), which
+// started a collection cycle that made the search wait.
+func TestDeferredBuildCopiesNoGraph(t *testing.T) {
+	gen := newClustered(8, 20, 1, 7)
+	ix := New(Options{ANNThreshold: 300})
+	defer ix.Close()
+	for i := range 800 {
+		if err := ix.Upsert("c", makeItem(i, gen.next())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := ix.WaitIndexed(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	g := ix.cols["c"].graph
+	graphBytes := uint64(len(g.links0)*4 + len(g.levels) + len(g.upperOff)*4 + len(g.upper)*4)
+
+	dump := make([]byte, 1<<20) // allocated before the count starts
+	before := heapAllocated()
+	if err := ix.Upsert("c", makeItem(800, gen.next())); err != nil {
+		t.Fatal(err)
+	}
+	waitIndexerParked(t, ix, dump)
+	if got := heapAllocated() - before; got >= graphBytes/2 {
+		t.Fatalf("a write and its held-off build allocated %d bytes; the graph is %d bytes: the build copied it before it could run", got, graphBytes)
+	}
+	if cs := ix.Stats().PerCollection[0]; cs.Indexed != 800 || cs.Vectors != 801 {
+		t.Fatalf("the held-off build inserted something: %+v", cs)
+	}
+}
+
+// heapAllocated is the bytes the process has allocated on the heap so far
+// (runtime/metrics' count lags behind: it is updated as spans are swept).
+func heapAllocated() uint64 {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.TotalAlloc
+}
+
+// waitIndexerParked waits until an indexer of ix is blocked in a select
+// (holding off for its writers, or waiting for a build slot), read from
+// the goroutine dump (into buf): its first argument is ix.
+func waitIndexerParked(t *testing.T, ix *Index, buf []byte) {
+	t.Helper()
+	frame := fmt.Appendf(nil, "vectorindex.(*Index).runIndexer(%p", ix)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		for g := range bytes.SplitSeq(buf[:runtime.Stack(buf, true)], []byte("\n\n")) {
+			if bytes.Contains(g, frame) && bytes.Contains(g, []byte("[select")) {
+				return
+			}
+		}
+	}
+	t.Fatal("no indexer of the index blocked in a select within 10s")
 }

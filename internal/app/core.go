@@ -549,8 +549,9 @@ func openIndexes(ctx context.Context, cfg Indexes, restore restoreFrom, logger *
 		ix.keyword = ki
 	default:
 		ix.keywordInProcess = true
-		if restored, tag := restoreKeyword(restore.keyword, cfg.KeywordSaturation, logger); restored != nil {
+		if restored, tag, release := restoreKeyword(restore.keyword, cfg.KeywordSaturation, logger); restored != nil {
 			ix.keyword, ix.keywordRestored = restored, tag
+			ix.closers = append(ix.closers, release) // the index reads the mapped image
 		} else {
 			ix.keyword = textindex.NewPort(textindex.Options{}, cfg.KeywordSaturation)
 		}

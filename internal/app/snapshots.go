@@ -28,10 +28,18 @@ var snapshotVersions = map[string]uint32{
 	projections.VectorsProjectionName: vectorindex.SnapshotVersion,
 }
 
+// olderSnapshotVersions are the older body format versions a kind's
+// reader still reads: a vector image of format 1 (without its IDs in
+// order) is read with its slot table rebuilt, so no stack refills its
+// vector index, and its HNSW graph, for the change.
+var olderSnapshotVersions = map[string][]uint32{
+	projections.VectorsProjectionName: {1},
+}
+
 // openSnapshot opens the snapshot of kind in dir, or says why not in the
 // log (a missing one at info: a first start; any other at warn).
 func openSnapshot(dir, kind string, logger *slog.Logger) *snapshot.File {
-	f, err := snapshot.Open(dir, kind, snapshotVersions[kind])
+	f, err := snapshot.Open(dir, kind, snapshotVersions[kind], olderSnapshotVersions[kind]...)
 	switch {
 	case errors.Is(err, snapshot.ErrMissing):
 		logger.Info("no index snapshot: the index is filled from its state", "index", kind)
@@ -46,25 +54,27 @@ func tagOf(f *snapshot.File) *domain.IndexSnapshot {
 }
 
 // restoreKeyword returns the embedded keyword index restored from its
-// snapshot in dir and the image's tag, or nil when there is none usable.
-func restoreKeyword(dir string, saturation float64, logger *slog.Logger) (*textindex.Port, *domain.IndexSnapshot) {
+// snapshot in dir, the image's tag, and a release of the image, to call
+// once the index is no longer used: the index reads its arrays in place
+// from the mapped body. All nil when there is none usable.
+func restoreKeyword(dir string, saturation float64, logger *slog.Logger) (*textindex.Port, *domain.IndexSnapshot, func()) {
 	if dir == "" {
-		return nil, nil
+		return nil, nil, nil
 	}
 	opening := startStep()
 	f := openSnapshot(dir, projections.KeywordProjectionName, logger)
 	if f == nil {
-		return nil, nil
+		return nil, nil, nil
 	}
-	defer f.Close() // the index keeps nothing of the body
 	reading := startStep()
 	p, err := textindex.ReadSnapshot(f.Body, textindex.Options{}, saturation)
 	if err != nil {
+		_ = f.Close()
 		logger.Warn("index snapshot not used: the index is filled from its state", "index", projections.KeywordProjectionName, "error", err)
-		return nil, nil
+		return nil, nil, nil
 	}
 	logSnapshotRead(logger, projections.KeywordProjectionName, len(f.Body), opening, reading)
-	return p, tagOf(f)
+	return p, tagOf(f), func() { _ = f.Close() }
 }
 
 // restoreVectors returns the embedded vector index restored from its
@@ -93,8 +103,7 @@ func restoreVectors(dir string, opts vectorindex.Options, logger *slog.Logger) (
 
 // logSnapshotRead says what restoring an index from its image cost: the
 // open (mapping the file and checking its checksum, which reads every
-// byte), then the read (decoding, or for the vectors mostly checking the
-// arrays used in place).
+// byte), then the read (mostly checking the arrays used in place).
 func logSnapshotRead(logger *slog.Logger, kind string, bytes int, opening, reading step) {
 	took, cpu := reading.since()
 	all, allCPU := opening.since()

@@ -264,6 +264,51 @@ func TestSnapshotOfAnEarlierFileFormatIsRefilled(t *testing.T) {
 	}
 }
 
+// A keyword image of body format 1 (decoded into the heap, before the
+// image was read in place) is refused as another version: the keyword
+// index is refilled and answers as before, and the next start uses the
+// image of the current format the refill wrote. A vector image whose
+// header names body format 1 is still opened, and the vector index
+// starts from it (vectorindex reads format-1 bodies, with their slot
+// tables rebuilt: TestReadsAnImageOfFormatOne), so no stack refills its
+// vector index for the change.
+func TestKeywordImageOfBodyFormatOneIsRefilled(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := searchtest.Open(ctx, dir, frozen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	history(t, s)
+	want := probeAll(t, s)
+	s.Close()
+	for _, kind := range []string{"keyword", "vectors"} {
+		path := filepath.Join(dir, "snapshots", kind+".snap")
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const bodyVersionAt = 8 + 4 // after the magic and the file format version
+		binary.LittleEndian.PutUint32(data[bodyVersionAt:], 1)
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, wantImage := range []bool{false, true} {
+		s, err := searchtest.Open(ctx, dir, frozen)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, keywordImage := s.Keyword.StartedFrom()
+		_, vectorImage := s.Vectors.StartedFrom()
+		if keywordImage != wantImage || !vectorImage {
+			t.Errorf("start %d: started from images: keyword %v, vectors %v; want keyword %v, vectors true", i, keywordImage, vectorImage, wantImage)
+		}
+		sameResponses(t, fmt.Sprintf("start %d", i), probeAll(t, s), want)
+		s.Close()
+	}
+}
+
 // formatOne rewrites a snapshot file in file format 1's layout: the same
 // header without the zero padding before the body.
 func formatOne(d []byte) []byte {
