@@ -162,13 +162,21 @@ func TestKeyDecisions(t *testing.T) {
 		{"cycle a cycled key", cycledK1, func(u *account.User) (domain.Payload, error) { return u.CycleKey("k1", material, t0) }, "key_already_revoked", ""},
 		{"cycle the replacement", cycledK1, func(u *account.User) (domain.Payload, error) { return u.CycleKey("k3", material, t0) }, "", "APIKeyCycled"},
 		{"cycle unknown", verified(), func(u *account.User) (domain.Payload, error) { return u.CycleKey("nope", material, t0) }, "not_found", ""},
-		{"create", verified(), func(u *account.User) (domain.Payload, error) { return u.CreateKey("  laptop ", material, account.DefaultMaxActiveKeys, t0) }, "", "APIKeyCreated"},
-		{"create with blank name", verified(), func(u *account.User) (domain.Payload, error) { return u.CreateKey("  ", material, account.DefaultMaxActiveKeys, t0) }, "invalid_request", ""},
+		{"create", verified(), func(u *account.User) (domain.Payload, error) {
+			return u.CreateKey("  laptop ", material, account.DefaultMaxActiveKeys, t0)
+		}, "", "APIKeyCreated"},
+		{"create with blank name", verified(), func(u *account.User) (domain.Payload, error) {
+			return u.CreateKey("  ", material, account.DefaultMaxActiveKeys, t0)
+		}, "invalid_request", ""},
 		{"create with long name", verified(), func(u *account.User) (domain.Payload, error) {
 			return u.CreateKey(string(make([]rune, 101)), material, account.DefaultMaxActiveKeys, t0)
 		}, "invalid_request", ""},
-		{"create with control character", verified(), func(u *account.User) (domain.Payload, error) { return u.CreateKey("a\nb", material, account.DefaultMaxActiveKeys, t0) }, "invalid_request", ""},
-		{"create before verification", registered(), func(u *account.User) (domain.Payload, error) { return u.CreateKey("x", material, account.DefaultMaxActiveKeys, t0) }, "email_not_verified", ""},
+		{"create with control character", verified(), func(u *account.User) (domain.Payload, error) {
+			return u.CreateKey("a\nb", material, account.DefaultMaxActiveKeys, t0)
+		}, "invalid_request", ""},
+		{"create before verification", registered(), func(u *account.User) (domain.Payload, error) {
+			return u.CreateKey("x", material, account.DefaultMaxActiveKeys, t0)
+		}, "email_not_verified", ""},
 		{"login with active key", twoKeys, func(u *account.User) (domain.Payload, error) {
 			return u.StartSession("hash-k2", "s1", "sh", t0, time.Hour)
 		}, "", "SessionStarted"},
