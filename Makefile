@@ -5,7 +5,7 @@ BIN       ?= bin/engram
 BENCH     ?= .
 BENCHTIME ?= 1s
 
-.PHONY: build run test test-bin test-race test-rest test-norace test-race-smoke test-deps test-typescript test-python lint fuzz fuzz-api sdk-version vulncheck bench bench-quality bench-load bench-replay clean
+.PHONY: build run test test-bin test-race test-rest test-norace test-race-smoke test-deps test-deps-mcp-ts test-deps-openai-node test-deps-pytools test-typescript test-python lint fuzz fuzz-api sdk-version vulncheck bench bench-quality bench-load bench-replay clean
 
 # `engram version` reports these; `go build` alone leaves them to Go's
 # build information. VERSION (the file) is the release, shared by the server
@@ -49,7 +49,7 @@ RACE ?= -race -gcflags=modernc.org/sqlite/lib=-d=checkptr=0
 # in a pass of their own without it. A test added to that file goes here.
 NORACE_TESTS ?= TestHNSWRecall|TestFilteredSearchReturnsK|TestDuplicateGroupsStayNavigable|TestMemoryWithinBudget
 
-# make test runs in two lanes at once (make -j2): the race pass alone
+# make test runs in two lanes at once: the race pass alone
 # leaves a core idle whenever its packages wait (on a server or CLI run
 # they started, on the last long package), and the smaller passes need
 # nothing of it:
@@ -60,7 +60,9 @@ NORACE_TESTS ?= TestHNSWRecall|TestFilteredSearchReturnsK|TestDuplicateGroupsSta
 #   smoke pass.
 # Both lanes start once the plain binary is built; test-race also waits for
 # the outside clients' installs (test-deps), which run beside the build and
-# lint (go.mod's ignore keeps go vet ./... out of what they write). Nothing
+# lint (go.mod's ignore keeps go vet ./... out of what they write). make -j4
+# is for that start: the build and the three installs at once; later only
+# the two lanes run. Nothing
 # in test-rest writes into the tree the race pass's tests walk (docs,
 # internal/archtest): the SDK suites, whose installs and caches do, run
 # after it in its own lane.
@@ -69,13 +71,19 @@ NORACE_TESTS ?= TestHNSWRecall|TestFilteredSearchReturnsK|TestDuplicateGroupsSta
 SLOW_FIRST ?= ./internal/cli ./api ./projections/search ./internal/app ./infra/sqlite ./infra/vectorindex ./internal/multinode ./infra/postgres ./projections
 
 test:
-	$(MAKE) -j2 --output-sync=target test-race test-rest
+	$(MAKE) -j4 --output-sync=target test-race test-rest
 
 test-bin:
 	$(GO) build -o $(TEST_BIN) ./cmd/engram
 
+# internal/cli's end-to-end tests run in parallel (t.Parallel): each spends
+# most of its time waiting for the processes it started (a server, CLI
+# runs, schemathesis, the SDKs' clients), so four at once on two cores keep
+# them busy; go test's default is GOMAXPROCS (2).
+PARALLEL ?= 4
+
 test-race: test-deps test-bin
-	PATH="$(PYTOOLS)/bin:$$PATH" ENGRAM_TEST_BINARY=$(TEST_BIN) $(GO) test $(RACE) -count=1 -timeout 20m $(SLOW_FIRST) ./...
+	PATH="$(PYTOOLS)/bin:$$PATH" ENGRAM_TEST_BINARY=$(TEST_BIN) $(GO) test $(RACE) -count=1 -parallel $(PARALLEL) -timeout 20m $(SLOW_FIRST) ./...
 	ENGRAM_TEST_BINARY=$(TEST_BIN) $(MAKE) test-typescript
 	$(MAKE) test-python ENGRAM_TEST_BINARY=$(TEST_BIN)
 
@@ -100,9 +108,18 @@ test-race-smoke:
 # may refuse pip installs). A missing Node.js or Python fails, never skips.
 PYTOOLS ?= $(CURDIR)/bin/pytools
 
-test-deps:
+# The three installs write to directories of their own (the two npm ones
+# share npm's cache, which takes concurrent writers), so make test runs
+# them at once, beside the build.
+test-deps: test-deps-mcp-ts test-deps-openai-node test-deps-pytools
+
+test-deps-mcp-ts:
 	cd test/mcp-ts && npm ci --no-audit --no-fund
+
+test-deps-openai-node:
 	npm ci --no-audit --no-fund --prefix test/openai-clients/node
+
+test-deps-pytools:
 	python3 -m venv $(PYTOOLS)
 	$(PYTOOLS)/bin/pip install --quiet --disable-pip-version-check -r test/openai-clients/python/requirements.txt -r test/fuzz/requirements.txt
 

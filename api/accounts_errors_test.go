@@ -315,14 +315,15 @@ func checkRateHeaders(t *testing.T, r response) {
 	}
 }
 
-// TestKeyCreateAtTheLimit: the key past MaxActiveKeys is refused with 409
+// TestKeyCreateAtTheLimit: the key past the limit is refused with 409
 // key_limit_reached (documented for POST /v1/auth/keys), and revoking one
 // makes room again.
 func TestKeyCreateAtTheLimit(t *testing.T) {
-	s := newStack(t, stackOptions{})
+	const limit = 5 // the server's --max-keys-per-user; the default's 100 is no different
+	s := newStack(t, stackOptions{maxKeys: limit})
 	_, key := s.user(t, "limit@example.com")
 	var last string
-	for i := 1; i < account.MaxActiveKeys; i++ { // the first key is "default"
+	for i := 1; i < limit; i++ { // the first key is "default"
 		last, _ = s.createKey(key, fmt.Sprintf("key %d", i))
 	}
 	r := s.call("POST", "/v1/auth/keys", key, map[string]string{"name": "one too many"})

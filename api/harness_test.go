@@ -139,6 +139,7 @@ type stackOptions struct {
 	// Accounts.
 	smtp       bool // send mail over a test SMTP server instead of the outbox
 	sessionTTL time.Duration
+	maxKeys    int // active keys per user (zero: account.DefaultMaxActiveKeys)
 
 	// Storage.
 	dataDir string // reuse a data directory (a restart); empty: a new one
@@ -291,6 +292,7 @@ func newStack(t testing.TB, opts stackOptions) *stack {
 		MailOutbox:       s.outbox,
 		PublicURL:        publicURL,
 		SessionTTL:       opts.sessionTTL,
+		MaxActiveKeys:    opts.maxKeys,
 		Quotas:           opts.quotas,
 		SyncMaxPushBytes: opts.syncMaxPushBytes,
 		Jobs:             opts.runner,

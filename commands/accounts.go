@@ -45,6 +45,9 @@ type AccountsConfig struct {
 	// address (account.Registration.ResendInterval). Default
 	// DefaultVerificationResendInterval.
 	VerificationResendInterval time.Duration
+	// MaxActiveKeys bounds one user's active keys. Default
+	// account.DefaultMaxActiveKeys.
+	MaxActiveKeys int
 	// Now is the clock; default time.Now.
 	Now func() time.Time
 }
@@ -75,6 +78,9 @@ func NewAccounts(cfg AccountsConfig) (*Accounts, error) {
 	}
 	if cfg.VerificationResendInterval <= 0 {
 		cfg.VerificationResendInterval = DefaultVerificationResendInterval
+	}
+	if cfg.MaxActiveKeys <= 0 {
+		cfg.MaxActiveKeys = account.DefaultMaxActiveKeys
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -303,7 +309,7 @@ func (a *Accounts) CreateKey(ctx context.Context, meta domain.Metadata, name str
 	}
 	now := a.now()
 	if _, err := a.decide(ctx, stream, meta, func(u *account.User) ([]domain.Payload, error) {
-		return one(u.CreateKey(name, material, now))
+		return one(u.CreateKey(name, material, a.cfg.MaxActiveKeys, now))
 	}); err != nil {
 		return CreatedKey{}, err
 	}

@@ -14,9 +14,10 @@ import (
 const (
 	// MaxKeyNameLen is the longest key name, in characters.
 	MaxKeyNameLen = 100
-	// MaxActiveKeys bounds the active keys of one user, so a leaked key
-	// cannot mint keys without limit.
-	MaxActiveKeys = 100
+	// DefaultMaxActiveKeys bounds the active keys of one user unless the
+	// server is configured otherwise, so a leaked key cannot mint keys
+	// without limit.
+	DefaultMaxActiveKeys = 100
 	// InitialKeyName names the key created by verification.
 	InitialKeyName = "default"
 )
@@ -134,16 +135,17 @@ func ValidateKeyName(name string) (string, error) {
 	return name, nil
 }
 
-// CreateKey adds a named key. Its caller holds a key or a session of one,
-// and an account has keys only once verified (Verify creates the first),
-// so it needs no check that the address is verified.
-func (u *User) CreateKey(name string, m KeyMaterial, now time.Time) (domain.Payload, error) {
+// CreateKey adds a named key, unless the user already has maxActive
+// active keys. Its caller holds a key or a session of one, and an account
+// has keys only once verified (Verify creates the first), so it needs no
+// check that the address is verified.
+func (u *User) CreateKey(name string, m KeyMaterial, maxActive int, now time.Time) (domain.Payload, error) {
 	name, err := ValidateKeyName(name)
 	if err != nil {
 		return nil, err
 	}
-	if u.ActiveKeys() >= MaxActiveKeys {
-		return nil, domain.Conflict("key_limit_reached", "a user can have at most %d active API keys; revoke one first", MaxActiveKeys)
+	if u.ActiveKeys() >= maxActive {
+		return nil, domain.Conflict("key_limit_reached", "a user can have at most %d active API keys; revoke one first", maxActive)
 	}
 	return &APIKeyCreated{UserID: u.ID, Key: m.record(name, now)}, nil
 }

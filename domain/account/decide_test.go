@@ -162,12 +162,18 @@ func TestKeyDecisions(t *testing.T) {
 		{"cycle a cycled key", cycledK1, func(u *account.User) (domain.Payload, error) { return u.CycleKey("k1", material, t0) }, "key_already_revoked", ""},
 		{"cycle the replacement", cycledK1, func(u *account.User) (domain.Payload, error) { return u.CycleKey("k3", material, t0) }, "", "APIKeyCycled"},
 		{"cycle unknown", verified(), func(u *account.User) (domain.Payload, error) { return u.CycleKey("nope", material, t0) }, "not_found", ""},
-		{"create", verified(), func(u *account.User) (domain.Payload, error) { return u.CreateKey("  laptop ", material, t0) }, "", "APIKeyCreated"},
-		{"create with blank name", verified(), func(u *account.User) (domain.Payload, error) { return u.CreateKey("  ", material, t0) }, "invalid_request", ""},
-		{"create with long name", verified(), func(u *account.User) (domain.Payload, error) {
-			return u.CreateKey(string(make([]rune, 101)), material, t0)
+		{"create", verified(), func(u *account.User) (domain.Payload, error) {
+			return u.CreateKey("  laptop ", material, account.DefaultMaxActiveKeys, t0)
+		}, "", "APIKeyCreated"},
+		{"create with blank name", verified(), func(u *account.User) (domain.Payload, error) {
+			return u.CreateKey("  ", material, account.DefaultMaxActiveKeys, t0)
 		}, "invalid_request", ""},
-		{"create with control character", verified(), func(u *account.User) (domain.Payload, error) { return u.CreateKey("a\nb", material, t0) }, "invalid_request", ""},
+		{"create with long name", verified(), func(u *account.User) (domain.Payload, error) {
+			return u.CreateKey(string(make([]rune, 101)), material, account.DefaultMaxActiveKeys, t0)
+		}, "invalid_request", ""},
+		{"create with control character", verified(), func(u *account.User) (domain.Payload, error) {
+			return u.CreateKey("a\nb", material, account.DefaultMaxActiveKeys, t0)
+		}, "invalid_request", ""},
 		{"login with active key", twoKeys, func(u *account.User) (domain.Payload, error) {
 			return u.StartSession("hash-k2", "s1", "sh", t0, time.Hour)
 		}, "", "SessionStarted"},
@@ -207,14 +213,21 @@ func TestCycleIsOneEventThatSwapsKeys(t *testing.T) {
 	}
 }
 
+// TestActiveKeyLimit: the key past the limit is refused, whatever the
+// limit; one under it is created.
 func TestActiveKeyLimit(t *testing.T) {
-	h := verified()
-	for i := 1; i < account.MaxActiveKeys; i++ {
-		h = append(h, &account.APIKeyCreated{UserID: "u1", Key: key(fmt.Sprintf("k%d", i+1))})
+	for _, limit := range []int{account.DefaultMaxActiveKeys, 3} {
+		h := verified()
+		for i := 1; i < limit; i++ { // verification created the first key
+			h = append(h, &account.APIKeyCreated{UserID: "u1", Key: key(fmt.Sprintf("k%d", i+1))})
+		}
+		u := history(t, h...)
+		_, err := u.CreateKey("one too many", account.KeyMaterial{ID: "x"}, limit, t0)
+		wantCode(t, err, "key_limit_reached")
+		if _, err := u.CreateKey("room for one", account.KeyMaterial{ID: "y"}, limit+1, t0); err != nil {
+			t.Fatalf("limit %d: a key under the limit: %v", limit+1, err)
+		}
 	}
-	u := history(t, h...)
-	_, err := u.CreateKey("one too many", account.KeyMaterial{ID: "x"}, t0)
-	wantCode(t, err, "key_limit_reached")
 }
 
 func TestLoadRejectsForeignEvents(t *testing.T) {

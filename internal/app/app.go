@@ -93,11 +93,13 @@ type Settings struct {
 	SMTPURL    string
 	MailOutbox string
 	// Accounts: links in mails, session lifetime, the least time between
-	// two verification mails, and how often key usage is recorded.
+	// two verification mails, how often key usage is recorded, and how
+	// many active keys one user may have (0: the default).
 	PublicURL      string
 	SessionTTL     time.Duration
 	ResendInterval time.Duration
 	UsageFlush     time.Duration
+	MaxActiveKeys  int
 	// Quotas bound what one agent and one user may keep (zero: none).
 	Quotas memory.Quotas
 	// SyncMaxPushBytes bounds one sync push (0: the default).
@@ -423,6 +425,7 @@ func (a *App) buildAccounts(settings Settings) error {
 		Now:        settings.Now,
 
 		VerificationResendInterval: settings.ResendInterval,
+		MaxActiveKeys:              settings.MaxActiveKeys,
 	})
 	return err
 }

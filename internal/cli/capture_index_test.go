@@ -22,6 +22,7 @@ import (
 // that caught up a short tail saves an image, and a search that caught up
 // a tail of projections.DefaultSnapshotTail events or more saves new ones.
 func TestCaptureIsFoundByTheNextLocalSearchInEveryMode(t *testing.T) {
+	t.Parallel()
 	h := newCLIHome(t, "ENGRAM_LOG_LEVEL=info")
 	images := filepath.Join(h.dir, "stacks", "st", "snapshots")
 	h.ok("-s", "st", "note", "the heron nests by the quarry")

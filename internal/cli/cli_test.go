@@ -44,6 +44,7 @@ func TestServeHelpListsEveryFlag(t *testing.T) {
 // malformed command line 2, each with one clear message and no stray
 // "engram: usage" line.
 func TestCommandLineExitCodes(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name     string
 		args     []string

@@ -72,6 +72,7 @@ func loginCLI(t *testing.T, h *cliHome, srv *testserver.Server, email string) st
 }
 
 func TestCLISearchLocal(t *testing.T) {
+	t.Parallel()
 	h := newCLIHome(t)
 	id := h.object("belief", "--statement", "deploy-v2.4.7-hotfix broke the login page", "--tag", "ops")["id"].(string)
 	h.ok("note", "--content", "lunch is at noon")
@@ -118,6 +119,7 @@ func TestCLISearchLocal(t *testing.T) {
 }
 
 func TestCLISearchUsesTheCloudAndFallsBack(t *testing.T) {
+	t.Parallel()
 	srv := startCloud(t)
 	h := newCLIHome(t)
 	key := loginCLI(t, h, srv, "search@example.com")
@@ -172,6 +174,7 @@ func TestCLISearchUsesTheCloudAndFallsBack(t *testing.T) {
 }
 
 func TestCLISearchFallsBackOnTimeoutAndRejectedKey(t *testing.T) {
+	t.Parallel()
 	// A cloud that accepts connections and never answers.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -235,6 +238,7 @@ func writeCredentials(t *testing.T, h *cliHome, base, key string) {
 }
 
 func TestCLIAccountAndKeys(t *testing.T) {
+	t.Parallel()
 	srv := startCloud(t)
 	h := newCLIHome(t)
 	key := loginCLI(t, h, srv, "keys@example.com")
@@ -323,6 +327,7 @@ func TestCLIAccountAndKeys(t *testing.T) {
 }
 
 func TestCLIRefusesCredentialsOverPlainHTTPToOtherHosts(t *testing.T) {
+	t.Parallel()
 	h := newCLIHome(t)
 	for _, url := range []string{"http://localhost.evil.example/v1", "http://10.0.0.1:8080/v1", "http://127.0.0.1.nip.io/v1", "ftp://127.0.0.1/v1"} {
 		if r := h.fails(1, "", "config", "set", "cloud.base_url", url); !strings.Contains(r.stderr, "cloud.base_url") {
@@ -351,6 +356,7 @@ func TestCLIRefusesCredentialsOverPlainHTTPToOtherHosts(t *testing.T) {
 }
 
 func TestCLIConfig(t *testing.T) {
+	t.Parallel()
 	h := newCLIHome(t)
 	list := h.object("config", "list")
 	assertShape(t, "config list", list, "settings")

@@ -12,6 +12,7 @@ import (
 // from the raw entry, provenance shows the tree both ways, forget and
 // recover change its strength, and the audit trail lists every operation.
 func TestCLICognitionTour(t *testing.T) {
+	t.Parallel()
 	h := newCLIHome(t)
 	raw := h.object("raw", "Today I deployed the new login service and it broke for Safari users; we rolled back and learned to canary first")
 	rawID := raw["id"].(string)
@@ -144,6 +145,7 @@ func TestCLICognitionTour(t *testing.T) {
 // configuration are read and changed by KEY VALUE; maintenance refuses a
 // capture with the API's code; bad keys and values change nothing.
 func TestCLISettingsAndProcessingConfig(t *testing.T) {
+	t.Parallel()
 	h := newCLIHome(t)
 	h.ok("note", "--content", "a first note")
 

@@ -252,6 +252,7 @@ func dashboardTour(ids map[string]string) []string {
 // most of the time) through every check that leaves the stack as it is,
 // then checks that it never writes the stack, while the command line does.
 func TestDashboard(t *testing.T) {
+	t.Parallel()
 	h := newCLIHome(t)
 	ids := seedDashboardStack(h, "demo")
 	ids["other"] = h.object("-s", "other", "belief", "--statement", "another stack's belief")["id"].(string)
@@ -506,6 +507,7 @@ func dashboardHeaders(t *testing.T, ids map[string]string, d *dashboardProc) {
 }
 
 func TestDashboardPagesThroughRawEntries(t *testing.T) {
+	t.Parallel()
 	h := newCLIHome(t)
 	const n = 1050
 	var lines strings.Builder
@@ -690,6 +692,7 @@ func dashboardLoopbackOnly(t *testing.T, d *dashboardProc) {
 }
 
 func TestDashboardRefusesAMissingStack(t *testing.T) {
+	t.Parallel()
 	h := newCLIHome(t)
 	r := h.fails(1, "", "-s", "ghost", "dashboard", "--no-open", "--port", "0")
 	if !strings.Contains(r.stderr, `"ghost"`) || !strings.Contains(r.stderr, "does not exist") {

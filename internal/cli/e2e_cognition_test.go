@@ -16,6 +16,7 @@ import (
 // audit projections by name on the stopped data dir and checks a
 // restarted server answers the same.
 func TestCognitionEndToEnd(t *testing.T) {
+	t.Parallel()
 	dataDir := t.TempDir()
 	p := startServer(t, dataDir, nil, "--ip-rate-limit", "0")
 	key := testserver.Register(t, p.BaseURL, dataDir, "cognition@example.com")

@@ -40,6 +40,7 @@ func refusedAtOnce(t *testing.T, holderPID int, args ...string) {
 }
 
 func TestSecondWriterOfADataDirIsRefused(t *testing.T) {
+	t.Parallel()
 	dataDir := t.TempDir()
 	first := startServer(t, dataDir, nil)
 	key := testserver.Register(t, first.BaseURL, dataDir, "owner@example.com")
@@ -61,6 +62,7 @@ func TestSecondWriterOfADataDirIsRefused(t *testing.T) {
 
 // The kernel drops the lock with its holder, however it ends.
 func TestDataDirIsFreeOnceItsOwnerExits(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		end  func(*testserver.Server)
@@ -88,6 +90,7 @@ func TestDataDirIsFreeOnceItsOwnerExits(t *testing.T) {
 // Whatever the umask, and in a data dir and outbox that already existed
 // open to others, everything the server creates is for its user only.
 func TestServerFilesAreOwnerOnly(t *testing.T) {
+	t.Parallel()
 	defer syscall.Umask(syscall.Umask(0o022)) // the server inherits it
 	dataDir := filepath.Join(t.TempDir(), "data")
 	if err := os.MkdirAll(filepath.Join(dataDir, "outbox"), 0o755); err != nil {
@@ -138,6 +141,7 @@ func TestServerFilesAreOwnerOnly(t *testing.T) {
 // sqlite tests prove what each setting does there); a value that is
 // neither is refused before anything is opened.
 func TestDurabilitySettingReachesTheEventLog(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		env  []string

@@ -134,6 +134,7 @@ func note(content string) map[string]any {
 // acknowledged write. Restarted on a full disk, the server serves reads
 // and refuses writes the same way instead of hanging.
 func TestFullDiskRefusesWritesClearlyAndRecoversWithoutRestart(t *testing.T) {
+	t.Parallel()
 	disk := tmpfstest.Mount(t, 48<<20)
 	dataDir := filepath.Join(disk, "data")
 	filler := filepath.Join(disk, "filler")

@@ -19,6 +19,7 @@ import (
 // choice, a missing URL or one the backend's adapter cannot use is a clear
 // error, never a fallback to the embedded indexes.
 func TestIndexBackendFlags(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		args []string
@@ -123,6 +124,7 @@ func waitUntil(t *testing.T, cond func() bool) {
 // memory written over the API lands in Qdrant and Meilisearch, and hybrid
 // search finds it through both without degrading.
 func TestServeWithBothRemoteIndexes(t *testing.T) {
+	t.Parallel()
 	const qdrantKey, meiliKey = "both-qdrant-key", "both-meili-key"
 	qsrv := qdranttest.Start(t, qdrantKey)
 	msrv := meilitest.New(t, meilitest.Options{APIKey: meiliKey})

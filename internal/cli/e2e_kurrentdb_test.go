@@ -17,6 +17,7 @@ import (
 // its own data dir, both fed from the one log; the password is never logged;
 // credentials in the URL are refused at start.
 func TestServeWithKurrentDB(t *testing.T) {
+	t.Parallel()
 	tlsConf, err := kurrentdbtest.SelfSignedTLS()
 	if err != nil {
 		t.Fatal(err)

@@ -23,6 +23,7 @@ import (
 // readable at once, the rebuild returns, and afterwards every read model
 // equals a fresh offline rebuild of the same log.
 func TestLiveRebuildOfOneProjection(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dataDir := t.TempDir()
 	p := startServer(t, dataDir, nil, "--ip-rate-limit", "0", "--rate-limit", "0")
@@ -181,6 +182,7 @@ func exportAllReadModels(t *testing.T, ctx context.Context, dataDir string) map[
 // A data dir whose path is too long for a Unix socket still serves; only
 // the admin channel is missing, and the server says so.
 func TestServeWithADataDirTooLongForTheAdminSocket(t *testing.T) {
+	t.Parallel()
 	dataDir := filepath.Join(t.TempDir(), strings.Repeat("d", maxSocketPath))
 	p := startServer(t, dataDir, nil)
 	testserver.Register(t, p.BaseURL, dataDir, "long-path@example.com")

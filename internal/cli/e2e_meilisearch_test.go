@@ -20,6 +20,7 @@ import (
 // 503 keyword_index_unavailable, hybrid search degrades to vector and
 // /readyz is 503 backend_unavailable.
 func TestServeWithMeilisearch(t *testing.T) {
+	t.Parallel()
 	const apiKey = "e2e-meili-key"
 	msrv := meilitest.New(t, meilitest.Options{APIKey: apiKey})
 	env := []string{"ENGRAM_MEILISEARCH_API_KEY=" + apiKey}

@@ -18,6 +18,7 @@ import (
 // agent's memories with engram-hash-384, and binds only new agents to the
 // new default.
 func TestDefaultModelChangeKeepsAgentsModel(t *testing.T) {
+	t.Parallel()
 	dataDir := t.TempDir()
 	p := startServer(t, dataDir, nil, "--embed-model", "engram-hash-384")
 	key := testserver.Register(t, p.BaseURL, dataDir, "models@example.com")
@@ -108,6 +109,7 @@ func TestDefaultModelChangeKeepsAgentsModel(t *testing.T) {
 // directory that serve's --embed-model-dir loads; bad arguments are usage
 // errors.
 func TestModelsImportGloVeCommand(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	src := filepath.Join(dir, "wink.json")
 	if err := os.WriteFile(src, []byte(`{"dimensions":2,"l2NormIndex":2,"wordIndex":3,"words":["the",",","puppy"],`+

@@ -17,6 +17,7 @@ import (
 // dependencies are installed by .ci/run; a missing python3, pytest, openai
 // package, node or node_modules fails the test rather than skipping it.
 func TestOfficialOpenAISDKs(t *testing.T) {
+	t.Parallel()
 	dataDir := t.TempDir()
 	p := startServer(t, dataDir, nil)
 	key := testserver.Register(t, p.BaseURL, dataDir, "openai-sdks@example.com")
@@ -33,6 +34,7 @@ func TestOfficialOpenAISDKs(t *testing.T) {
 		{"node", "node", []string{"node", "--test", "openai_sdk.test.js"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel() // two clients of one server, each a process of its own
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
 			cmd := exec.CommandContext(ctx, c.argv[0], c.argv[1:]...)

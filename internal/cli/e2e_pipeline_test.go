@@ -18,6 +18,7 @@ import (
 // is accepted, and after a restart the processing state and suggestions
 // are as before.
 func TestProcessingWithChatModelEndToEnd(t *testing.T) {
+	t.Parallel()
 	ids := regexp.MustCompile(`(?m)^\[([^\]]+)\]`)
 	var sawKey atomic.Bool
 	chat := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -18,6 +18,7 @@ import (
 // vector_index_unavailable, hybrid search degrades to keyword and /readyz
 // is 503 backend_unavailable.
 func TestServeWithQdrant(t *testing.T) {
+	t.Parallel()
 	const apiKey = "e2e-qdrant-key"
 	qsrv := qdranttest.Start(t, apiKey)
 	env := []string{"ENGRAM_QDRANT_API_KEY=" + apiKey}

@@ -8,11 +8,12 @@ import (
 	"github.com/engram-memory/engram/internal/testserver"
 )
 
-// TestServeQuotaFlags: the quota flags and their ENGRAM_* twins reach the
-// running server.
+// TestServeQuotaFlags: the quota flags, --max-keys-per-user and their
+// ENGRAM_* twins reach the running server.
 func TestServeQuotaFlags(t *testing.T) {
+	t.Parallel()
 	dataDir := t.TempDir()
-	p := startServer(t, dataDir, []string{"ENGRAM_QUOTA_AGENTS_PER_USER=1"}, "--quota-memories-per-agent", "2")
+	p := startServer(t, dataDir, []string{"ENGRAM_QUOTA_AGENTS_PER_USER=1"}, "--quota-memories-per-agent", "2", "--max-keys-per-user", "1")
 	key := testserver.Register(t, p.BaseURL, dataDir, "quota@example.com")
 	for i, step := range []struct {
 		agent  string
@@ -24,5 +25,10 @@ func TestServeQuotaFlags(t *testing.T) {
 		if status != step.status || (step.code != "" && !strings.Contains(fmt.Sprint(err), `"code":"`+step.code+`"`)) {
 			t.Errorf("note %d in %s: %d %v, want %d %s", i, step.agent, status, err, step.status, step.code)
 		}
+	}
+	// Verification created the user's one key.
+	status, err := call(t, "POST", p.BaseURL+"/v1/auth/keys", key, map[string]any{"name": "a second key"}, nil)
+	if status != 409 || !strings.Contains(fmt.Sprint(err), `"code":"key_limit_reached"`) {
+		t.Errorf("a second key under --max-keys-per-user 1: %d %v, want 409 key_limit_reached", status, err)
 	}
 }

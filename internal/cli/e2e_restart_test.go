@@ -15,6 +15,7 @@ import (
 // write, restarts it on the same data dir, and checks that every write a
 // client saw acknowledged is there and the projections caught up.
 func TestKillMidLoadLosesNoAcknowledgedWrite(t *testing.T) {
+	t.Parallel()
 	dataDir := t.TempDir()
 	p := startServer(t, dataDir, nil, "--ip-rate-limit", "0", "--rate-limit", "0")
 
@@ -99,6 +100,7 @@ func TestKillMidLoadLosesNoAcknowledgedWrite(t *testing.T) {
 // TestProjectionsRebuildCommand rebuilds a stopped data dir from the CLI and
 // checks the server serves the same state afterwards.
 func TestProjectionsRebuildCommand(t *testing.T) {
+	t.Parallel()
 	dataDir := t.TempDir()
 	p := startServer(t, dataDir, nil, "--ip-rate-limit", "0")
 	key := testserver.Register(t, p.BaseURL, dataDir, "rebuild@example.com")

@@ -13,6 +13,7 @@ import (
 // anxiety level it observed (read after a restart as previous_level), and
 // stops cleanly; --process-interval 0 turns it off.
 func TestSchedulerEndToEnd(t *testing.T) {
+	t.Parallel()
 	dataDir := t.TempDir()
 	p := startServer(t, dataDir, nil, "--process-interval", "200ms")
 	if !strings.Contains(p.Log(), "processing scheduler on") {

@@ -18,9 +18,9 @@ import (
 )
 
 // TestSchemathesis fuzzes the binary from its own OpenAPI document
-// (GET /v1/openapi.json) with schemathesis, in two passes over data seeded
-// through the API by one user (seedFuzzData): the owner pass, as that
-// user, puts the seeded ids into the valid requests so the routes' success
+// (GET /v1/openapi.json) with schemathesis, in two passes at once over
+// data seeded through the API by one user (seedFuzzData): the owner pass,
+// as that user, puts the seeded ids into the valid requests so the routes' success
 // paths are reached; the cross-tenant pass sends the same ids as another
 // user, and its check (test/fuzz/engram_hooks.py) fails any answer that
 // lets that user read or change the first user's objects. Every response
@@ -36,6 +36,7 @@ import (
 // is installed by .ci/run at a pinned version (test/fuzz/requirements.txt);
 // a missing one fails the test.
 func TestSchemathesis(t *testing.T) {
+	t.Parallel()
 	examples := 3
 	if v := os.Getenv("ENGRAM_TEST_FUZZ_API_EXAMPLES"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -75,49 +76,74 @@ func TestSchemathesis(t *testing.T) {
 	if deadline, ok := t.Deadline(); ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadline(ctx, deadline.Add(-time.Minute))
-		defer cancel()
+		t.Cleanup(cancel)
 	}
+	// The passes run at once, each a schemathesis process of its own: the
+	// owner's changes leave the other user's answers as they were (a 404
+	// for every seeded object, deleted or not), and that user's writes
+	// touch nothing of the owner's.
+	run := fuzzRun{server: p, hooks: hooks, seedFile: seedFile, examples: examples, phases: phases}
 	for _, pass := range []struct{ name, key string }{{"owner", owner}, {"cross_tenant", other}} {
-		cmd := exec.CommandContext(ctx, "schemathesis", "run", p.APIURL()+"/openapi.json",
-			"--url", p.BaseURL,
-			"--header", "Authorization: Bearer "+pass.key,
-			"--checks", "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance,response_headers_conformance",
-			"--max-examples", strconv.Itoa(examples),
-			"--phases", phases,
-			"--seed", "20261129",
-			"--workers", "1",
-			"--exclude-path", "/mcp",
-			// schemathesis has no serializer for application/x-ndjson request
-			// bodies; the import's refusals (bad lines, media type, size,
-			// quota, another tenant) are tested in api/transfer_test.go.
-			"--exclude-path", "/v1/agents/{agent_id}/import",
-			"--no-color",
-			// Generation slows with the machine's load (CI shares it), not
-			// with the document: a slow example is no finding.
-			"--suppress-health-check", "too_slow",
-		)
-		cmd.Dir = t.TempDir()
-		exchanges := filepath.Join(cmd.Dir, "exchanges.log")
-		cmd.Env = append(os.Environ(),
-			"SCHEMATHESIS_HOOKS=engram_hooks",
-			"PYTHONPATH="+hooks,
-			"ENGRAM_FUZZ_SEED="+seedFile,
-			"ENGRAM_FUZZ_PASS="+pass.name,
-			"ENGRAM_FUZZ_KEY="+pass.key,
-			"ENGRAM_FUZZ_LOG="+exchanges,
-		)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("schemathesis, %s pass: %v (install it as .ci/run does)\n%s\nserver log:\n%s", pass.name, err, out, p.Log())
-		}
-		t.Logf("%s pass:\n%s", pass.name, out)
-		// schemathesis only warns of a mismatch (and names three
-		// operations): a request valid by the document that the server
-		// refuses means the document is looser than the server. Some
-		// operations still are (docs/api.md); the log names them all.
-		if bytes.Contains(out, []byte("Schema validation mismatch")) {
-			t.Logf("%s pass: operations without a success to a valid request:\n%s", pass.name, unanswered(t, exchanges))
-		}
+		t.Run(pass.name, func(t *testing.T) {
+			t.Parallel()
+			run.pass(ctx, t, pass.name, pass.key)
+		})
+	}
+}
+
+// fuzzRun is what both passes of TestSchemathesis share: the seeded
+// server, the hooks' directory, the seed file and the budget.
+type fuzzRun struct {
+	server          *testserver.Server
+	hooks, seedFile string
+	examples        int
+	phases          string
+}
+
+// pass runs one schemathesis pass (owner or cross_tenant) with that user's
+// key.
+func (r fuzzRun) pass(ctx context.Context, t *testing.T, pass, key string) {
+	t.Helper()
+	p := r.server
+	cmd := exec.CommandContext(ctx, "schemathesis", "run", p.APIURL()+"/openapi.json",
+		"--url", p.BaseURL,
+		"--header", "Authorization: Bearer "+key,
+		"--checks", "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance,response_headers_conformance",
+		"--max-examples", strconv.Itoa(r.examples),
+		"--phases", r.phases,
+		"--seed", "20261129",
+		"--workers", "1",
+		"--exclude-path", "/mcp",
+		// schemathesis has no serializer for application/x-ndjson request
+		// bodies; the import's refusals (bad lines, media type, size,
+		// quota, another tenant) are tested in api/transfer_test.go.
+		"--exclude-path", "/v1/agents/{agent_id}/import",
+		"--no-color",
+		// Generation slows with the machine's load (CI shares it), not
+		// with the document: a slow example is no finding.
+		"--suppress-health-check", "too_slow",
+	)
+	cmd.Dir = t.TempDir()
+	exchanges := filepath.Join(cmd.Dir, "exchanges.log")
+	cmd.Env = append(os.Environ(),
+		"SCHEMATHESIS_HOOKS=engram_hooks",
+		"PYTHONPATH="+r.hooks,
+		"ENGRAM_FUZZ_SEED="+r.seedFile,
+		"ENGRAM_FUZZ_PASS="+pass,
+		"ENGRAM_FUZZ_KEY="+key,
+		"ENGRAM_FUZZ_LOG="+exchanges,
+	)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("schemathesis, %s pass: %v (install it as .ci/run does)\n%s\nserver log:\n%s", pass, err, out, p.Log())
+	}
+	t.Logf("%s pass:\n%s", pass, out)
+	// schemathesis only warns of a mismatch (and names three
+	// operations): a request valid by the document that the server
+	// refuses means the document is looser than the server. Some
+	// operations still are (docs/api.md); the log names them all.
+	if bytes.Contains(out, []byte("Schema validation mismatch")) {
+		t.Logf("%s pass: operations without a success to a valid request:\n%s", pass, unanswered(t, exchanges))
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 )
 
 func TestServeHealthAndGracefulStop(t *testing.T) {
+	t.Parallel()
 	p := startServer(t, t.TempDir(), nil)
 	for _, path := range []string{"/healthz", "/readyz"} {
 		resp, err := http.Get(p.BaseURL + path)
@@ -47,6 +48,7 @@ func TestServeHealthAndGracefulStop(t *testing.T) {
 // `engram healthcheck`, the container image's HEALTHCHECK, exits 0 while
 // the server's /healthz answers 200 and 1 once nothing answers.
 func TestHealthcheckCommand(t *testing.T) {
+	t.Parallel()
 	p := startServer(t, t.TempDir(), nil)
 	ctx := t.Context()
 	if out, err := runCLI(t, ctx, "healthcheck", "--url", p.BaseURL+"/healthz"); err != nil || strings.TrimSpace(out) != "ok" {

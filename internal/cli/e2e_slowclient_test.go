@@ -73,6 +73,7 @@ func (c slowClient) run(ctx context.Context, addr string, open *atomic.Int32, co
 // succeed within a bound; and the server cuts every slow connection off
 // by its header or body timeout (the body ones with 408).
 func TestSlowConnectionsDoNotStarveANormalClient(t *testing.T) {
+	t.Parallel()
 	const (
 		headerTimeout = 10 * time.Second
 		bodyTimeout   = 10 * time.Second
@@ -211,6 +212,7 @@ func TestSlowConnectionsDoNotStarveANormalClient(t *testing.T) {
 // more connections than its cap) and is served when the header timeout
 // frees one.
 func TestConnectionCap(t *testing.T) {
+	t.Parallel()
 	const headerTimeout = 2 * time.Second
 	p := startServer(t, t.TempDir(), nil, "--max-connections", "2", "--read-header-timeout", headerTimeout.String())
 	addr := strings.TrimPrefix(p.BaseURL, "http://")

@@ -56,9 +56,9 @@ func (cfg serveConfig) settings(logger *slog.Logger) (app.Settings, error) {
 		Embedding: e,
 		Chat:      app.Chat{Model: cfg.ChatModel, Timeout: cfg.ChatTimeout},
 		SMTPURL:   cfg.SMTPURL, MailOutbox: cfg.MailOutbox,
-		PublicURL: cfg.PublicURL, SessionTTL: cfg.SessionTTL, ResendInterval: cfg.ResendInterval, UsageFlush: cfg.UsageFlush,
+		PublicURL: cfg.PublicURL, SessionTTL: cfg.SessionTTL, ResendInterval: cfg.ResendInterval, UsageFlush: cfg.UsageFlush, MaxActiveKeys: cfg.MaxKeysPerUser,
 		Quotas: cfg.Quotas, SyncMaxPushBytes: cfg.SyncMaxPushBytes,
-		Jobs: workers.RunnerConfig{ID: cfg.NodeID, LeaseTimeout: cfg.JobLeaseTimeout, BatchSize: cfg.JobBatchSize, BatchDelay: cfg.JobBatchDelay},
+		Jobs: workers.RunnerConfig{ID: cfg.NodeID, LeaseTimeout: cfg.JobLeaseTimeout, BatchSize: cfg.JobBatchSize, BatchDelay: cfg.JobBatchDelay, MaxAttempts: cfg.JobMaxAttempts},
 	}, nil
 }
 

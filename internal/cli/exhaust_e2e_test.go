@@ -11,6 +11,7 @@ import (
 // process boundary), and audit --account shows the owner's account trail
 // apart from the stack's.
 func TestCLIExhaustRawAndAudit(t *testing.T) {
+	t.Parallel()
 	h := newCLIHome(t)
 	texts := []string{
 		"I think caching always helps latency",

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bytes"
-	"encoding/json"
 	"flag"
 	"os"
 	"os/exec"
@@ -104,89 +103,6 @@ func TestCLIHelpListsCommandsAndFlags(t *testing.T) {
 	if !strings.HasPrefix(episode, "Usage: engram [-s STACK] episode OBJECTIVE --outcome … [flags]\n") || !strings.Contains(episode, "(required; or give it as the argument)") {
 		t.Errorf("engram episode --help does not say the objective is the argument:\n%s", episode)
 	}
-}
-
-// TestCLICaptureTakesTheMainTextAsTheArgument: every capture command takes
-// its main text (the field its memory's summary leads with) as the
-// argument, as well as with its flag; both at once is a usage error.
-func TestCLICaptureTakesTheMainTextAsTheArgument(t *testing.T) {
-	t.Setenv("ENGRAM_HOME", t.TempDir())
-	cases := []struct {
-		command string
-		text    string
-		field   string   // the content field the argument fills
-		more    []string // the other required flags
-	}{
-		{"episode", "ship v2", "objective", []string{"--outcome", "shipped late"}},
-		{"belief", "the sky is blue", "statement", nil},
-		{"note", "call Bob", "content", nil},
-		{"value", "honesty", "name", []string{"--statement", "say what is true"}},
-		{"goal", "learn Go", "title", nil},
-		{"playbook", "deploy", "name", []string{"--description", "how to deploy"}},
-		{"raw", "an unprocessed thought", "content", nil},
-		{"relationship", "Alice", "entity_name", []string{"--relationship-type", "colleague"}},
-		{"drive", "curiosity", "drive_type", nil},
-	}
-	var covered []string
-	for _, tc := range cases {
-		covered = append(covered, tc.command)
-		t.Run(tc.command, func(t *testing.T) {
-			flagName := "--" + strings.ReplaceAll(tc.field, "_", "-")
-			// The argument may come before or after the flags.
-			for _, args := range [][]string{
-				append([]string{tc.command, tc.text}, tc.more...),
-				append(append([]string{tc.command}, tc.more...), tc.text),
-				append([]string{tc.command, flagName, tc.text}, tc.more...),
-			} {
-				out, stderr, code := runIn(t, "", append(args, "--json")...)
-				if code != 0 {
-					t.Fatalf("engram %s: exit %d\n%s", strings.Join(args, " "), code, stderr)
-				}
-				var created struct{ ID string }
-				if err := json.Unmarshal([]byte(out), &created); err != nil || created.ID == "" {
-					t.Fatalf("engram %s --json: %v\n%s", strings.Join(args, " "), err, out)
-				}
-				out, stderr, code = runIn(t, "", "show", created.ID, "--json")
-				var shown struct{ Content map[string]any }
-				if code != 0 || json.Unmarshal([]byte(out), &shown) != nil {
-					t.Fatalf("engram show %s: exit %d\n%s%s", created.ID, code, out, stderr)
-				}
-				if shown.Content[tc.field] != tc.text {
-					t.Fatalf("engram %s: content.%s = %v, want %q", strings.Join(args, " "), tc.field, shown.Content[tc.field], tc.text)
-				}
-			}
-
-			before := listedMemories(t)
-			both := append([]string{tc.command, tc.text, flagName, "other"}, tc.more...)
-			_, stderr, code := runIn(t, "", both...)
-			if code != exitUsage || !strings.Contains(stderr, "either as the argument or with "+flagName+", not both") {
-				t.Fatalf("engram %s: exit %d (want %d), stderr %q", strings.Join(both, " "), code, exitUsage, stderr)
-			}
-			two := append([]string{tc.command, tc.text, "a second text"}, tc.more...)
-			if _, stderr, code := runIn(t, "", two...); code != exitUsage || !strings.Contains(stderr, "wrong number of arguments") {
-				t.Fatalf("engram %s: exit %d (want %d), stderr %q", strings.Join(two, " "), code, exitUsage, stderr)
-			}
-			if after := listedMemories(t); after != before {
-				t.Fatalf("a refused capture wrote: %d memories, then %d", before, after)
-			}
-		})
-	}
-	for _, ct := range captureTypes() {
-		if !slices.Contains(covered, ct.command) {
-			t.Errorf("no case for the capture command %s", ct.command)
-		}
-	}
-}
-
-// listedMemories is how many memories `engram list` shows.
-func listedMemories(t *testing.T) int {
-	t.Helper()
-	out, stderr, code := runIn(t, "", "list", "--limit", "100", "--json")
-	var page struct{ Memories []json.RawMessage }
-	if code != 0 || json.Unmarshal([]byte(out), &page) != nil {
-		t.Fatalf("engram list: exit %d\n%s%s", code, out, stderr)
-	}
-	return len(page.Memories)
 }
 
 // TestCompletionScripts: each shell's script names every command; the bash

@@ -215,12 +215,14 @@ func exerciseTools(t *testing.T, s *mcpSession, agent string) {
 }
 
 func TestMCPCloudBackendDrivesEveryToolThroughTheAPI(t *testing.T) {
+	t.Parallel()
 	srv := startCloud(t)
 	key := testserver.Register(t, srv.APIURL(), srv.DataDir, "mcp-cloud@example.com")
 	exerciseTools(t, connectCloudBackend(t, srv, key, mcp.Options{Version: "test"}), "claire")
 }
 
 func TestMCPCloudBackendKeepsTenantsApart(t *testing.T) {
+	t.Parallel()
 	srv := startCloud(t)
 	keyA := testserver.Register(t, srv.APIURL(), srv.DataDir, "mcp-a@example.com")
 	keyB := testserver.Register(t, srv.APIURL(), srv.DataDir, "mcp-b@example.com")
@@ -241,6 +243,7 @@ func TestMCPCloudBackendKeepsTenantsApart(t *testing.T) {
 }
 
 func TestMCPCloudBackendReportsARejectedKeyAndAnUnreachableServer(t *testing.T) {
+	t.Parallel()
 	srv := startCloud(t)
 	bad := connectCloudBackend(t, srv, "ek_live_not_a_key", mcp.Options{Version: "test"})
 	bad.fails("memory_status", map[string]any{"agent_id": "claire"}, "unauthorized")
@@ -259,6 +262,7 @@ func TestMCPCloudBackendReportsARejectedKeyAndAnUnreachableServer(t *testing.T) 
 // cloud agent (what it writes is in the cloud, not in a local stack), and
 // --local keeps it on the local stack.
 func TestMCPStdioCloudMode(t *testing.T) {
+	t.Parallel()
 	srv := startCloud(t)
 	h := newCLIHome(t)
 	key := loginCLI(t, h, srv, "mcp-stdio@example.com")
@@ -291,6 +295,7 @@ func TestMCPStdioCloudMode(t *testing.T) {
 // Engram-Source), and a tool that wrote names the API's consistency token
 // in its result's _meta; a read names none.
 func TestMCPStdioCloudWritesAsMCP(t *testing.T) {
+	t.Parallel()
 	srv := startCloud(t)
 	h := newCLIHome(t)
 	key := loginCLI(t, h, srv, "mcp-source@example.com")

@@ -51,6 +51,7 @@ func mcpTool(t *testing.T, cs *sdk.ClientSession, name string, args map[string]a
 // sees the CLI's captures, the CLI sees its writes while it runs, and a
 // CLI capture beside its calls waits for the stack instead of failing.
 func TestMCPStdioLocalStack(t *testing.T) {
+	t.Parallel()
 	h := newCLIHome(t)
 	h.ok("-s", "claire", "raw", "the CLI captured this about kubernetes upgrades")
 
@@ -122,6 +123,7 @@ func TestMCPStdioLocalStack(t *testing.T) {
 // The command line's choices: --local and --cloud exclude each other, and
 // --cloud without a configured cloud says so.
 func TestMCPCommandFlags(t *testing.T) {
+	t.Parallel()
 	h := newCLIHome(t)
 	h.fails(exitUsage, "", "mcp", "--local", "--cloud")
 	if r := h.fails(exitError, "", "mcp", "--cloud"); !strings.Contains(r.stderr, "cloud is not configured") {
@@ -135,6 +137,7 @@ func TestMCPCommandFlags(t *testing.T) {
 // `engram serve` serves /mcp beside /v1 with the API's keys, and the
 // protected-resource metadata names the URL the client reached.
 func TestServeMCP(t *testing.T) {
+	t.Parallel()
 	p := startServer(t, t.TempDir(), nil)
 	key := testserver.Register(t, p.BaseURL, p.DataDir, "mcp@example.com")
 

@@ -15,6 +15,7 @@ import (
 // Node.js and the installed packages (npm ci, which .ci/run does) are
 // required: without them the test fails, it never skips.
 func TestMCPTypeScriptSDKDrivesTheBinary(t *testing.T) {
+	t.Parallel()
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Fatalf("Node.js is required for the TypeScript MCP client tests (install nodejs, then npm ci in test/mcp-ts): %v", err)

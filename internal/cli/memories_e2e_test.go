@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -11,6 +13,7 @@ var memoryKeys = []string{"id", "agent_id", "type", "content", "tags", "derived_
 	"version", "strength", "tier", "is_protected", "last_verified_at", "verification_count"}
 
 func TestCLICaptureEveryTypeThenReadIt(t *testing.T) {
+	t.Parallel()
 	h := newCLIHome(t)
 	cases := []struct {
 		args        []string
@@ -77,6 +80,7 @@ func TestCLICaptureEveryTypeThenReadIt(t *testing.T) {
 }
 
 func TestCLIRawReadsStdinAndDerivedFromLinks(t *testing.T) {
+	t.Parallel()
 	h := newCLIHome(t)
 	r := h.run("text from a pipe\n", "-s", "pipes", "raw", "--json")
 	if r.code != 0 {
@@ -95,6 +99,7 @@ func TestCLIRawReadsStdinAndDerivedFromLinks(t *testing.T) {
 }
 
 func TestCLIEditAndForget(t *testing.T) {
+	t.Parallel()
 	h := newCLIHome(t)
 	id := h.object("belief", "--statement", "tea is better", "--tag", "drinks")["id"].(string)
 
@@ -131,6 +136,7 @@ func TestCLIEditAndForget(t *testing.T) {
 }
 
 func TestCLIStacksListAndDelete(t *testing.T) {
+	t.Parallel()
 	h := newCLIHome(t)
 	h.ok("-s", "alpha", "note", "--content", "a")
 	h.ok("note", "--content", "b", "--stack", "beta")
@@ -166,6 +172,7 @@ func TestCLIStacksListAndDelete(t *testing.T) {
 }
 
 func TestCLIRejectsBadInputAndWritesNothing(t *testing.T) {
+	t.Parallel()
 	h := newCLIHome(t)
 	h.ok("note", "--content", "the only memory")
 	cases := []struct {
@@ -227,4 +234,79 @@ func manyTags(n int) []string {
 		out = append(out, "--tag", fmt.Sprintf("t%d", i))
 	}
 	return out
+}
+
+// TestCLICaptureTakesTheMainTextAsTheArgument: every capture command takes
+// its main text (the field its memory's summary leads with) as the
+// argument, as well as with its flag; both at once is a usage error. Each
+// command's case has a stack of its own, so the cases run in parallel and
+// the refused captures are counted against that stack alone.
+func TestCLICaptureTakesTheMainTextAsTheArgument(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		command string
+		text    string
+		field   string   // the content field the argument fills
+		more    []string // the other required flags
+	}{
+		{"episode", "ship v2", "objective", []string{"--outcome", "shipped late"}},
+		{"belief", "the sky is blue", "statement", nil},
+		{"note", "call Bob", "content", nil},
+		{"value", "honesty", "name", []string{"--statement", "say what is true"}},
+		{"goal", "learn Go", "title", nil},
+		{"playbook", "deploy", "name", []string{"--description", "how to deploy"}},
+		{"raw", "an unprocessed thought", "content", nil},
+		{"relationship", "Alice", "entity_name", []string{"--relationship-type", "colleague"}},
+		{"drive", "curiosity", "drive_type", nil},
+	}
+	var covered []string
+	for _, tc := range cases {
+		covered = append(covered, tc.command)
+		t.Run(tc.command, func(t *testing.T) {
+			t.Parallel()
+			h := newCLIHome(t)
+			flagName := "--" + strings.ReplaceAll(tc.field, "_", "-")
+			// The argument may come before or after the flags.
+			for _, args := range [][]string{
+				append([]string{tc.command, tc.text}, tc.more...),
+				append(append([]string{tc.command}, tc.more...), tc.text),
+				append([]string{tc.command, flagName, tc.text}, tc.more...),
+			} {
+				var created struct{ ID string }
+				if h.json(&created, args...); created.ID == "" {
+					t.Fatalf("engram %s --json: no id", strings.Join(args, " "))
+				}
+				var shown struct{ Content map[string]any }
+				if h.json(&shown, "show", created.ID); shown.Content[tc.field] != tc.text {
+					t.Fatalf("engram %s: content.%s = %v, want %q", strings.Join(args, " "), tc.field, shown.Content[tc.field], tc.text)
+				}
+			}
+
+			before := listedMemories(h)
+			both := append([]string{tc.command, tc.text, flagName, "other"}, tc.more...)
+			if r := h.run("", both...); r.code != exitUsage || !strings.Contains(r.stderr, "either as the argument or with "+flagName+", not both") {
+				t.Fatalf("engram %s: exit %d (want %d), stderr %q", strings.Join(both, " "), r.code, exitUsage, r.stderr)
+			}
+			two := append([]string{tc.command, tc.text, "a second text"}, tc.more...)
+			if r := h.run("", two...); r.code != exitUsage || !strings.Contains(r.stderr, "wrong number of arguments") {
+				t.Fatalf("engram %s: exit %d (want %d), stderr %q", strings.Join(two, " "), r.code, exitUsage, r.stderr)
+			}
+			if after := listedMemories(h); after != before {
+				t.Fatalf("a refused capture wrote: %d memories, then %d", before, after)
+			}
+		})
+	}
+	for _, ct := range captureTypes() {
+		if !slices.Contains(covered, ct.command) {
+			t.Errorf("no case for the capture command %s", ct.command)
+		}
+	}
+}
+
+// listedMemories is how many memories `engram list` shows in h's stack.
+func listedMemories(h *cliHome) int {
+	h.t.Helper()
+	var page struct{ Memories []json.RawMessage }
+	h.json(&page, "list", "--limit", "100")
+	return len(page.Memories)
 }

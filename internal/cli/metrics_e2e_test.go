@@ -72,6 +72,7 @@ func sample(body, name string, labels ...string) (float64, bool) {
 // the operations page lists is there with values the traffic explains,
 // and no tenant, agent, memory, e-mail, key or query text is in it.
 func TestServeMetricsAfterTraffic(t *testing.T) {
+	t.Parallel()
 	p := startServer(t, t.TempDir(), nil, "--metrics-addr", "127.0.0.1:0", "--quota-memories-per-agent", "2")
 	const (
 		email = "metrics-owner@example.com"

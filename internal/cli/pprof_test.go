@@ -123,6 +123,7 @@ var pprofServing = regexp.MustCompile(`msg="pprof serving" addr=(\S+)`)
 // it is not on the command line at all, and the verification mail still
 // goes out through the authenticated SMTP server.
 func TestServeKeepsSMTPPasswordOffPprof(t *testing.T) {
+	t.Parallel()
 	smtp := mailtest.Start(t, mailtest.WithAuth())
 	// The password as it appears in the URL, percent-encoded.
 	password := strings.TrimPrefix(url.UserPassword(mailtest.Username, mailtest.Password).String(), mailtest.Username+":")

@@ -15,6 +15,7 @@ import (
 // re-embedded every memory when the command returns, and no progress bar
 // is drawn on a pipe.
 func TestCLIReembedWait(t *testing.T) {
+	t.Parallel()
 	type jobOut struct {
 		ID        string `json:"job_id"`
 		Status    string `json:"status"`
@@ -54,13 +55,17 @@ func TestCLIReembedWait(t *testing.T) {
 }
 
 // TestCLIReembedWaitFailsWithTheJob: a job whose provider keeps failing
-// fails, and reembed --wait exits 1 saying so.
+// fails after --job-max-attempts failed steps, and reembed --wait exits 1
+// saying so. The provider asks for its retries at once (Retry-After-Ms), so
+// the test waits for no backoff of the provider's client.
 func TestCLIReembedWaitFailsWithTheJob(t *testing.T) {
+	t.Parallel()
 	broken := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After-Ms", "1")
 		http.Error(w, `{"error":{"message":"the provider is down"}}`, http.StatusServiceUnavailable)
 	}))
 	t.Cleanup(broken.Close)
-	h := newCLIHome(t, "OPENAI_BASE_URL="+broken.URL+"/v1", "OPENAI_API_KEY=test")
+	h := newCLIHome(t, "OPENAI_BASE_URL="+broken.URL+"/v1", "OPENAI_API_KEY=test", "ENGRAM_JOB_MAX_ATTEMPTS=2")
 	h.ok("note", "--content", "a note to re-embed")
 	r := h.fails(1, "", "reembed", "--wait", "--local", "--model", "text-embedding-3-small")
 	if !strings.Contains(r.stderr, "failed") {
@@ -68,5 +73,8 @@ func TestCLIReembedWaitFailsWithTheJob(t *testing.T) {
 	}
 	if !strings.Contains(r.stdout, ": failed,") {
 		t.Fatalf("stdout %q, want the failed job", r.stdout)
+	}
+	if !strings.Contains(r.stdout+r.stderr, "gave up after 2 failed attempts") {
+		t.Fatalf("stdout %q, stderr %q: want the job to give up after --job-max-attempts (2) attempts", r.stdout, r.stderr)
 	}
 }

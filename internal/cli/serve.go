@@ -17,6 +17,7 @@ import (
 
 	"github.com/engram-memory/engram/api"
 	"github.com/engram-memory/engram/commands"
+	"github.com/engram-memory/engram/domain/account"
 	"github.com/engram-memory/engram/domain/memory"
 	"github.com/engram-memory/engram/infra/llm"
 	"github.com/engram-memory/engram/internal/app"
@@ -35,6 +36,7 @@ type serveConfig struct {
 	MailOutbox        string
 	SessionTTL        time.Duration
 	ResendInterval    time.Duration
+	MaxKeysPerUser    int
 	UsageFlush        time.Duration
 	RateLimit         float64
 	RateBurst         int
@@ -72,6 +74,7 @@ type serveConfig struct {
 	JobLeaseTimeout   time.Duration
 	JobBatchSize      int
 	JobBatchDelay     time.Duration
+	JobMaxAttempts    int
 	Webhooks          webhookConfig
 
 	// metricsAddrDefault: --metrics-addr was not given, so a default
@@ -91,6 +94,7 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.StringVar(&cfg.MailOutbox, "mail-outbox", "", "directory for .eml files when no SMTP server is set (default <data-dir>/outbox)")
 	fs.DurationVar(&cfg.SessionTTL, "session-ttl", 24*time.Hour, "lifetime of session tokens from /auth/login")
 	fs.DurationVar(&cfg.ResendInterval, "verification-resend-interval", time.Minute, "least time between two verification mails to one address (re-registering sooner is 429)")
+	fs.IntVar(&cfg.MaxKeysPerUser, "max-keys-per-user", account.DefaultMaxActiveKeys, "active API keys one user may have; creating one more is 409 key_limit_reached")
 	fs.DurationVar(&cfg.UsageFlush, "usage-flush", 30*time.Second, "how often key last_used_at updates are recorded")
 	fs.Float64Var(&cfg.RateLimit, "rate-limit", 50, "requests per second per credential (0 disables)")
 	fs.IntVar(&cfg.RateBurst, "rate-burst", 100, "burst size per credential")
@@ -129,6 +133,7 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.DurationVar(&cfg.JobLeaseTimeout, "job-lease-timeout", 5*time.Minute, "how long a running re-embedding job may go without progress before another node takes it over (its node died)")
 	fs.IntVar(&cfg.JobBatchSize, "job-batch-size", 128, "memories a re-embedding job embeds and records per step")
 	fs.DurationVar(&cfg.JobBatchDelay, "job-batch-delay", 0, "pause between two steps of a re-embedding job, to throttle it")
+	fs.IntVar(&cfg.JobMaxAttempts, "job-max-attempts", workers.DefaultJobMaxAttempts, "failed attempts in a row at one step of a re-embedding job (each after the embedding provider's own retries) before the job fails")
 	webhookFlags(fs, &cfg.Webhooks)
 	return fs
 }

@@ -12,6 +12,7 @@ import (
 )
 
 func TestCLIEmbed(t *testing.T) {
+	t.Parallel()
 	h := newCLIHome(t)
 	out := h.object("embed", "the", "quick", "fox")
 	assertShape(t, "embed", out, "embedding", "dimensions", "model", "tokens_used")
@@ -33,6 +34,7 @@ func TestCLIEmbed(t *testing.T) {
 }
 
 func TestCLIStatus(t *testing.T) {
+	t.Parallel()
 	h := newCLIHome(t)
 	empty := h.object("status")
 	assertShape(t, "status", empty, "stack", "path", "exists", "counts", "total", "forgotten", "events", "unpushed_events", "embedding", "cloud")
@@ -77,6 +79,7 @@ func TestCLIStatus(t *testing.T) {
 }
 
 func TestCLIImport(t *testing.T) {
+	t.Parallel()
 	h := newCLIHome(t)
 	var lines bytes.Buffer
 	for i := range 2500 {

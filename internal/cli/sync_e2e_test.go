@@ -38,6 +38,7 @@ func cloudMemories(t *testing.T, api *client.Client, agent string) map[string]cl
 }
 
 func TestCLISyncTwoMachinesConverge(t *testing.T) {
+	t.Parallel()
 	srv := startCloud(t)
 	laptop, desktop := newCLIHome(t), newCLIHome(t)
 
@@ -173,6 +174,7 @@ func resetSyncCursor(t *testing.T, h *cliHome, cursor string) {
 }
 
 func TestSyncEndpointsCheckInputAndIsolateUsers(t *testing.T) {
+	t.Parallel()
 	srv := startCloud(t)
 	ctx := context.Background()
 	alice := client.New(srv.APIURL(), testserver.Register(t, srv.APIURL(), srv.DataDir, "alice@example.com"))
@@ -274,6 +276,7 @@ func TestSyncEndpointsCheckInputAndIsolateUsers(t *testing.T) {
 // sync.raw off a note derived from a raw entry travels without that
 // reference, and the push succeeds.
 func TestCLISyncPushLeavesOutReferencesToWithheldRawEntries(t *testing.T) {
+	t.Parallel()
 	srv := startCloud(t)
 	laptop := newCLIHome(t)
 	raw := laptop.object("raw", "private scratch text")["id"].(string)

@@ -68,6 +68,7 @@ func boolWord(b bool) string {
 // list the same memories, ids included; a repeated import changes
 // nothing; on pipes no progress bar is drawn.
 func TestCLIExportImportLocalToCloudAndBack(t *testing.T) {
+	t.Parallel()
 	srv := startCloud(t)
 	laptop, desktop := newCLIHome(t), newCLIHome(t)
 

@@ -15,6 +15,10 @@ import (
 	"github.com/engram-memory/engram/internal/pause"
 )
 
+// DefaultJobMaxAttempts is how many failed attempts in a row at one batch
+// fail a job unless RunnerConfig.MaxAttempts says otherwise.
+const DefaultJobMaxAttempts = 5
+
 // RunnerConfig tunes a JobRunner. Zero values take the defaults.
 type RunnerConfig struct {
 	// ID names this runner in the events of the jobs it holds. A runner
@@ -69,7 +73,7 @@ func (c RunnerConfig) withDefaults() RunnerConfig {
 		c.LeaseTimeout = 5 * time.Minute
 	}
 	if c.MaxAttempts <= 0 {
-		c.MaxAttempts = 5
+		c.MaxAttempts = DefaultJobMaxAttempts
 	}
 	if c.RetryBackoff <= 0 {
 		c.RetryBackoff = time.Second
