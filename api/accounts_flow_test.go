@@ -269,6 +269,15 @@ func TestVerificationOverSMTP(t *testing.T) {
 	if mails := s.outboxMails(addr); len(mails) != 0 {
 		t.Fatalf("with SMTP configured, %d mails went to the outbox", len(mails))
 	}
+
+	// The relay gone, a registration is 503 provider_unavailable: the
+	// mail could not be sent, and registering again is the way on.
+	s.smtp.Close()
+	r := s.call("POST", "/v1/auth/register", "", map[string]string{"email": "dan@example.org"})
+	wantError(t, r, http.StatusServiceUnavailable, "provider_unavailable")
+	if !strings.Contains(r.errorMessage(), "could not be sent; try registering again later") {
+		t.Errorf("register with the relay down: message %q", r.errorMessage())
+	}
 }
 
 // TestReRegistrationSendsNewToken: an unverified address gets a new mail

@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -163,6 +164,11 @@ type stackOptions struct {
 	// providers are the embedding providers (the built-in model stays the
 	// default); nil: the stack's testProvider.
 	providers []domain.EmbeddingProvider
+	// embeddingModel is new agents' default model (--embedding-model);
+	// empty: the built-in model.
+	embeddingModel string
+	// indexes are the search index backends (zero: the embedded ones).
+	indexes app.Indexes
 
 	// webhooks, when its PollInterval is set, runs the webhook dispatcher
 	// with these settings (its outbox and poster are the stack's); the
@@ -237,7 +243,7 @@ func newStack(t testing.TB, opts stackOptions) *stack {
 	// Storage, indexes and projections, as the server wires them.
 	// GroupCommit is the SQLite log's poll for appends by another process;
 	// this stack's own appends wake its subscribers at once.
-	cfg := app.Config{DataDir: s.dataDir, GroupCommit: harnessIdlePoll, VisibilityTimeout: opts.visibilityTimeout, Logger: s.logger}
+	cfg := app.Config{DataDir: s.dataDir, GroupCommit: harnessIdlePoll, VisibilityTimeout: opts.visibilityTimeout, Logger: s.logger, Indexes: opts.indexes}
 	if opts.postgres {
 		cfg.EventStore = app.EventStore{Backend: app.PostgresLog, URL: postgresServer(t).Database(t)}
 		cfg.ReadModels = app.ReadModels{Backend: app.PostgresReadModels}
@@ -271,7 +277,7 @@ func newStack(t testing.TB, opts stackOptions) *stack {
 	// tests that read it.
 	a, err := app.New(ctx, app.Settings{
 		Config:           cfg,
-		Embedding:        app.Embedding{Model: local.BuiltinModelName},
+		Embedding:        app.Embedding{Model: cmp.Or(opts.embeddingModel, local.BuiltinModelName)},
 		Providers:        providers,
 		Processor:        processor,
 		SMTPURL:          s.smtpURL(),

@@ -881,6 +881,30 @@ func TestMCPDirectCallsAnswerAsTheSDK(t *testing.T) {
 		{"client info not an object", `{"jsonrpc":"2.0","id":19,"method":"tools/call","params":{"name":"memory_status","arguments":{"agent_id":"claire"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":"t","io.modelcontextprotocol/clientCapabilities":{}}}}`, "memory_status"},
 		{"only client capabilities", `{"jsonrpc":"2.0","id":20,"method":"tools/call","params":{"name":"memory_status","arguments":{"agent_id":"claire"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"roots":{"listChanged":true}}}}}`, "memory_status"},
 		{"fractional id", call("17.5", "memory_status", `{"agent_id":"claire"}`), "memory_status"},
+		// The direct path walks the request's bytes: what it must read as
+		// the SDK does, or leave to it.
+		{"null id", call("null", "memory_status", `{"agent_id":"claire"}`), "memory_status"},
+		{"negative zero id", call("-0", "memory_status", `{"agent_id":"claire"}`), "memory_status"},
+		{"negative id", call("-21", "memory_status", `{"agent_id":"claire"}`), "memory_status"},
+		{"id in exponent form", call("2e1", "memory_status", `{"agent_id":"claire"}`), "memory_status"},
+		{"string id with escapes", call(`"a\u0062c\n"`, "memory_status", `{"agent_id":"claire"}`), "memory_status"},
+		{"string id with HTML characters", call(`"<a&b>"`, "memory_status", `{"agent_id":"claire"}`), "memory_status"},
+		{"string id not ASCII", call(`"idé"`, "memory_status", `{"agent_id":"claire"}`), "memory_status"},
+		{"string id with a line separator", call(`"a\u2028b<"`, "memory_status", `{"agent_id":"claire"}`), "memory_status"},
+		{"a member twice", `{"jsonrpc":"2.0","id":22,"id":23,"method":"tools/call","params":{"name":"memory_status","arguments":{"agent_id":"claire"},` + meta + `}}`, "memory_status"},
+		{"arguments twice", `{"jsonrpc":"2.0","id":24,"method":"tools/call","params":{"name":"memory_status","arguments":{"agent_id":"bobs"},"arguments":{"agent_id":"claire"},` + meta + `}}`, "memory_status"},
+		{"a member in capitals", `{"jsonrpc":"2.0","id":25,"Method":"tools/call","params":{"name":"memory_status","arguments":{"agent_id":"claire"},` + meta + `}}`, "memory_status"},
+		{"a key written with escapes", `{"jsonrpc":"2.0","id":26,"metho\u0064":"tools/call","params":{"name":"memory_status","arguments":{"agent_id":"claire"},` + meta + `}}`, "memory_status"},
+		{"a name written with escapes", call("27", `search\u005fmemories`, `{"agent_id":"claire","query":"cache"}`), "search_memories"},
+		{"spaces and newlines", "{ \"jsonrpc\" : \"2.0\",\n \"id\" : 28 ,\"method\":\"tools/call\", \"params\" : { \"name\" : \"memory_status\" , \"arguments\" : { \"agent_id\" : \"claire\" } , " + meta + " }\n}\n", "memory_status"},
+		{"quotes and brackets in strings", call("29", "search_memories", `{"agent_id":"claire","query":"cache \"}]{[\\ latency","tags":["a}"]}`), "search_memories"},
+		{"not JSON after the object", call("30", "memory_status", `{"agent_id":"claire"}`) + `}`, "memory_status"},
+		{"the Go SDK client's _meta", `{"jsonrpc":"2.0","id":31,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/clientCapabilities":{"roots":{"listChanged":true}},"io.modelcontextprotocol/clientInfo":{"name":"bench","version":"1"},"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"name":"memory_status","arguments":{"agent_id":"claire"}}}`, "memory_status"},
+		{"client info with icons", `{"jsonrpc":"2.0","id":32,"method":"tools/call","params":{"name":"memory_status","arguments":{"agent_id":"claire"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"t","version":"1","icons":[{"src":"https://x/i.png"}]},"io.modelcontextprotocol/clientCapabilities":{}}}}`, "memory_status"},
+		{"client info of the wrong type", `{"jsonrpc":"2.0","id":33,"method":"tools/call","params":{"name":"memory_status","arguments":{"agent_id":"claire"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":5},"io.modelcontextprotocol/clientCapabilities":{}}}}`, "memory_status"},
+		{"null capabilities", `{"jsonrpc":"2.0","id":34,"method":"tools/call","params":{"name":"memory_status","arguments":{"agent_id":"claire"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":null}}}`, "memory_status"},
+		{"null params", `{"jsonrpc":"2.0","id":35,"method":"tools/call","params":null}`, "memory_status"},
+		{"null arguments", `{"jsonrpc":"2.0","id":36,"method":"tools/call","params":{"name":"memory_status","arguments":null,` + meta + `}}`, "memory_status"},
 	}
 	type answer struct {
 		Status                    int

@@ -17,18 +17,25 @@ import (
 // the memories); a search must not pass that off as the answer. Hybrid
 // search answers from the other side with degraded <side>_rebuilding, the
 // side's own mode is 503 <side>_index_rebuilding, and the other mode is
-// unaffected. Once the rebuild ends, every mode finds the memory again
-// with nothing degraded.
+// unaffected. POST /embeddings/similar, which searches the vector index
+// too, is 503 vector_index_rebuilding during the vector rebuild. Once the
+// rebuild ends, every mode finds the memory again with nothing degraded.
 func TestSearchDuringALiveRebuildSaysSo(t *testing.T) {
 	s := newStack(t, stackOptions{fixedAuth: true})
 	note := s.create(t, aliceKey, "a1", "note", map[string]any{"content": "the harbour lighthouse keeper logs every ship"})
 	const query = "harbour lighthouse keeper"
+	similar := func(t *testing.T) response {
+		return s.request(t, "POST", "/v1/embeddings/similar", aliceKey, map[string]any{"agent_id": "a1", "embedding": s.vectorOf("default", query)})
+	}
 
 	for _, tc := range []struct {
 		projection, mode, otherMode, degraded, code string
+		// similarCode is /embeddings/similar's during the rebuild ("":
+		// it finds the note).
+		similarCode string
 	}{
-		{projections.KeywordProjectionName, "keyword", "vector", search.DegradedKeywordRebuilding, "keyword_index_rebuilding"},
-		{projections.VectorsProjectionName, "vector", "keyword", search.DegradedVectorRebuilding, "vector_index_rebuilding"},
+		{projections.KeywordProjectionName, "keyword", "vector", search.DegradedKeywordRebuilding, "keyword_index_rebuilding", ""},
+		{projections.VectorsProjectionName, "vector", "keyword", search.DegradedVectorRebuilding, "vector_index_rebuilding", "vector_index_rebuilding"},
 	} {
 		t.Run(tc.projection, func(t *testing.T) {
 			release := s.holdWriter(t)
@@ -51,6 +58,11 @@ func TestSearchDuringALiveRebuildSaysSo(t *testing.T) {
 			if other := expect(t, s.searchFor(t, query, tc.otherMode), http.StatusOK); len(resultIDs(other)) != 1 {
 				t.Errorf("%s search during the rebuild of the %s projection: %s", tc.otherMode, tc.projection, other.raw)
 			}
+			if tc.similarCode != "" {
+				wantError(t, similar(t), http.StatusServiceUnavailable, tc.similarCode)
+			} else if ids := resultIDs(expect(t, similar(t), http.StatusOK)); len(ids) != 1 || ids[0] != note.ID {
+				t.Errorf("similar during the rebuild of the %s projection found %v, want the note", tc.projection, ids)
+			}
 
 			release()
 			if err := <-rebuilt; err != nil {
@@ -61,6 +73,9 @@ func TestSearchDuringALiveRebuildSaysSo(t *testing.T) {
 				if ids := resultIDs(r); len(ids) != 1 || ids[0] != note.ID || r.str("degraded") != "" {
 					t.Errorf("%s search after the rebuild: %s, want the note and nothing degraded", mode, r.raw)
 				}
+			}
+			if ids := resultIDs(expect(t, similar(t), http.StatusOK)); len(ids) != 1 || ids[0] != note.ID {
+				t.Errorf("similar after the rebuild found %v, want the note", ids)
 			}
 		})
 	}

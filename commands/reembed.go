@@ -63,6 +63,11 @@ func (s *Embeddings) Reembed(ctx context.Context, meta domain.Metadata, req Reem
 		return ReembedResult{}, err
 	}
 	vectors, err := domain.EmbedExactly(ctx, s.d.Catalog, DefaultEmbedTimeout, a.EmbeddingModel, a.Dimensions, []string{text})
+	if de, ok := domain.AsError(err); ok && de.Code == domain.CodeProviderRejectedInput {
+		// The provider names its input "texts", which this request does
+		// not have: what it refused is the text of the memory named.
+		return ReembedResult{}, de.WithDetail("field", "memory_id")
+	}
 	if err != nil {
 		return ReembedResult{}, err
 	}

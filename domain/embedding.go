@@ -37,6 +37,11 @@ type EmbedRequest struct {
 	Dimensions int
 }
 
+// CodeProviderRejectedInput is the code of the KindInvalid error of an
+// embedding backend that refused the texts themselves (longer than its
+// model takes, say): sending them again cannot succeed.
+const CodeProviderRejectedInput = "provider_rejected_input"
+
 // EmbedResult holds one unit-length vector per input text, in input order.
 type EmbedResult struct {
 	Model      string
@@ -47,8 +52,9 @@ type EmbedResult struct {
 
 // EmbeddingProvider turns text into vectors. Implementations return an *Error
 // of KindProviderUnavailable when the backend cannot be reached (after their
-// own retries) and KindInvalid with code "model_not_available" for a model
-// they do not serve.
+// own retries), KindInvalid with code "model_not_available" for a model
+// they do not serve, and KindInvalid with CodeProviderRejectedInput for
+// texts the backend refuses.
 type EmbeddingProvider interface {
 	Name() string
 	Models() []EmbeddingModel

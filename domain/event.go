@@ -155,6 +155,12 @@ const (
 // not the expected one (optimistic concurrency).
 var ErrWrongExpectedVersion = errors.New("wrong expected stream version")
 
+// ErrLogEndsBefore is returned by ReadRange when the log ends before the
+// position it was to read up to: a bound is a position the reader has seen
+// in the log, so a log without it is not the log the reader knows (one
+// restored from an older backup, say) and waiting for it would never end.
+var ErrLogEndsBefore = errors.New("the log ends before the position read up to")
+
 // AppendResult tells where appended events landed.
 type AppendResult struct {
 	// NextExpectedVersion is the version of the last appended event.
@@ -239,6 +245,14 @@ type EventStore interface {
 	StreamReader
 	// ReadAll returns up to limit events with Position > after, in order.
 	ReadAll(ctx context.Context, after uint64, limit int) ([]Event, error)
+	// ReadRange calls handle with batches of the events after position
+	// after up to position until, in order, and returns nil once it has
+	// handed the last of them. It reads what the log holds and never waits
+	// for appends: until is a position the caller has seen (the head, or an
+	// event it read), and a log that ends before it fails with
+	// ErrLogEndsBefore after handing what there was. It returns the store's
+	// error or handle's.
+	ReadRange(ctx context.Context, after, until uint64, handle func(context.Context, []Event) error) error
 	// SubscribeAll calls handle with batches of events after position after,
 	// in order, catching up first and then following new appends, until ctx
 	// ends or handle fails. It returns ctx.Err() or handle's error.

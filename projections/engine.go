@@ -109,9 +109,11 @@ const (
 	maxRetryDelay      = 30 * time.Second
 )
 
-// NewEngine returns an engine over store for the given projections.
+// NewEngine returns an engine over store for the given projections. The
+// projections that read the log themselves read it through the engine's
+// reader.
 func NewEngine(store domain.EventStore, logger *slog.Logger, projections ...Projection) *Engine {
-	return &Engine{
+	e := &Engine{
 		store:       store,
 		projections: projections,
 		logger:      logger,
@@ -126,6 +128,12 @@ func NewEngine(store domain.EventStore, logger *slog.Logger, projections ...Proj
 
 		announcements: make(map[string]chan struct{}),
 	}
+	for _, p := range projections {
+		if r, ok := p.(logReading); ok {
+			r.readLogWith(e.readLog)
+		}
+	}
+	return e
 }
 
 // Names lists the projections in the order they were given.

@@ -101,7 +101,7 @@ func (f *logFollower) wait() { f.wg.Wait() }
 // again after a failure.
 func (f *logFollower) follow(after uint64) {
 	for {
-		err := f.e.readLog(f.ctx, after, following, replayChunk, func(events []domain.Event) error {
+		err := f.e.readLog(f.ctx, after, following, replayChunk, f.e.events, func(events []domain.Event) error {
 			f.hand(events)
 			after = events[len(events)-1].Position
 			return nil
@@ -257,7 +257,7 @@ func (s *memberSubscriber) Subscribe(ctx context.Context, topic string) (<-chan 
 				return // ctx ended
 			}
 			if events == nil {
-				err := s.e.readLog(ctx, after, catchUpTo, replayChunk, func(events []domain.Event) error {
+				err := s.e.readLog(ctx, after, catchUpTo, replayChunk, s.e.events, func(events []domain.Event) error {
 					if err := s.deliver(ctx, out, events); err != nil {
 						return err
 					}

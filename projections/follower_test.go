@@ -2,6 +2,7 @@ package projections_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"sync/atomic"
@@ -12,16 +13,22 @@ import (
 	"github.com/engram-memory/engram/projections"
 )
 
-// countingStore counts the engine's subscriptions to the log and its own
-// reads of it (a subscription's reads happen inside the store).
+// countingStore counts the engine's subscriptions to the log, its reads
+// of a range, and its own page reads (ReadAll; a subscription's and a
+// range's reads happen inside the store).
 type countingStore struct {
 	domain.EventStore
-	subscriptions, reads atomic.Int64
+	subscriptions, ranges, reads atomic.Int64
 }
 
 func (s *countingStore) SubscribeAll(ctx context.Context, after uint64, handle func(context.Context, []domain.Event) error) error {
 	s.subscriptions.Add(1)
 	return s.EventStore.SubscribeAll(ctx, after, handle)
+}
+
+func (s *countingStore) ReadRange(ctx context.Context, after, until uint64, handle func(context.Context, []domain.Event) error) error {
+	s.ranges.Add(1)
+	return s.EventStore.ReadRange(ctx, after, until, handle)
 }
 
 func (s *countingStore) ReadAll(ctx context.Context, after uint64, limit int) ([]domain.Event, error) {
@@ -73,7 +80,7 @@ func TestOneFollowerReadsTheLogForEveryProjection(t *testing.T) {
 			t.Errorf("%s: sum %d at %d, want %d at %d", p.name, sum, at, want, pos)
 		}
 	}
-	if n, r := store.subscriptions.Load(), store.reads.Load(); n != 1 || r != 0 {
+	if n, r := store.subscriptions.Load(), store.reads.Load()+store.ranges.Load(); n != 1 || r != 0 {
 		t.Fatalf("%d projections made %d subscriptions and %d reads of the log, want 1 and 0", len(projs), n, r)
 	}
 }
@@ -129,7 +136,7 @@ func TestStalledProjectionLeavesTheOthersLiveAndCatchesUp(t *testing.T) {
 			t.Errorf("%s: sum %d at %d, want %d at %d", p.name, sum, at, want, pos)
 		}
 	}
-	if store.subscriptions.Load() < 2 {
+	if store.ranges.Load() < 1 {
 		t.Error("the stalled projection never read the log for itself: it was queued all it missed")
 	}
 }
@@ -224,8 +231,37 @@ func TestEveryPathReadsTheLogThroughTheFollowersReader(t *testing.T) {
 	if r := store.reads.Load(); r != 0 {
 		t.Errorf("the engine read the log %d times beside its reader, want 0", r)
 	}
-	if n := store.subscriptions.Load(); n != 4 {
-		t.Errorf("%d reads through the reader, want 4: CatchUp, Rebuild, the follower, RebuildLive", n)
+	// Only the follower waits for appends: the bounded reads read a range
+	// (on PostgreSQL a subscription costs a LISTEN connection).
+	if n := store.subscriptions.Load(); n != 1 {
+		t.Errorf("%d subscriptions, want 1: the follower", n)
+	}
+	if n := store.ranges.Load(); n != 3 {
+		t.Errorf("%d reads of a range, want 3: CatchUp, Rebuild, RebuildLive", n)
+	}
+}
+
+// headAheadStore says its head is further than its last event, as a log
+// restored from a backup older than what a reader saw would.
+type headAheadStore struct{ domain.EventStore }
+
+func (s headAheadStore) Head(ctx context.Context) (uint64, error) {
+	head, err := s.EventStore.Head(ctx)
+	return head + 5, err
+}
+
+// A bounded read reads up to a position the engine has seen in the log:
+// when the log ends before it, the read fails at once, saying so (it used
+// to wait for events that may never come).
+func TestCatchUpToAPositionPastTheLogsEndFails(t *testing.T) {
+	store := headAheadStore{newStore(t)}
+	p := &sumProjection{name: "p"}
+	engine := projections.NewEngine(store, slog.New(slog.NewTextHandler(io.Discard, nil)), p)
+	appendN(t, store, 1, 2, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := engine.CatchUp(ctx); !errors.Is(err, domain.ErrLogEndsBefore) {
+		t.Fatalf("CatchUp past the log's end returned %v, want domain.ErrLogEndsBefore", err)
 	}
 }
 
@@ -234,14 +270,22 @@ func TestEveryPathReadsTheLogThroughTheFollowersReader(t *testing.T) {
 type onePerPageStore struct{ domain.EventStore }
 
 func (s onePerPageStore) SubscribeAll(ctx context.Context, after uint64, handle func(context.Context, []domain.Event) error) error {
-	return s.EventStore.SubscribeAll(ctx, after, func(ctx context.Context, events []domain.Event) error {
+	return s.EventStore.SubscribeAll(ctx, after, onePerPage(handle))
+}
+
+func (s onePerPageStore) ReadRange(ctx context.Context, after, until uint64, handle func(context.Context, []domain.Event) error) error {
+	return s.EventStore.ReadRange(ctx, after, until, onePerPage(handle))
+}
+
+func onePerPage(handle func(context.Context, []domain.Event) error) func(context.Context, []domain.Event) error {
+	return func(ctx context.Context, events []domain.Event) error {
 		for i := range events {
 			if err := handle(ctx, events[i:i+1]); err != nil {
 				return err
 			}
 		}
 		return nil
-	})
+	}
 }
 
 // A replay applies the log in full chunks however small the store's pages

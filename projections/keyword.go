@@ -33,6 +33,8 @@ type Keyword struct {
 	loaded bool
 
 	snap *snapshotState
+	// readLog is the engine's reader of the log (readLogWith).
+	readLog logReader
 	// skipIndex: this process does not search the index (SkipIndex).
 	skipIndex bool
 }
@@ -49,7 +51,14 @@ func NewKeyword(state domain.KeywordState, index domain.KeywordIndex, loadIndex 
 // UseSnapshots makes an in-process index start from cfg.Restored (when
 // set) and be saved in snapshots. Call it before the projection starts.
 func (p *Keyword) UseSnapshots(cfg Snapshots) {
-	p.snap = &snapshotState{cfg: cfg, restored: cfg.Restored}
+	p.snap = &snapshotState{cfg: cfg, restored: cfg.Restored, read: p.readLog}
+}
+
+// readLogWith implements logReading: the snapshots' tails and event ids
+// are read through the engine's reader.
+func (p *Keyword) readLogWith(read logReader) {
+	p.readLog = read
+	p.snap.readLogWith(read)
 }
 
 // Name implements Projection.

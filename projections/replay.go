@@ -234,7 +234,7 @@ func (e *Engine) readChunks(ctx context.Context, from, head uint64, chunk int) <
 	out := make(chan replayRead, 1)
 	go func() {
 		defer close(out)
-		err := e.readLog(ctx, from, head, chunk, func(events []domain.Event) error {
+		err := e.readLog(ctx, from, head, chunk, e.events, func(events []domain.Event) error {
 			select {
 			case out <- replayRead{events: events}:
 				return nil
@@ -255,51 +255,69 @@ func (e *Engine) readChunks(ctx context.Context, from, head uint64, chunk int) <
 // following is the bound of a read that never ends: it follows the log.
 const following = math.MaxUint64
 
-// errReadDone ends a bounded read's subscription once it has read its
-// last event.
-var errReadDone = errors.New("projections: read up to its bound")
-
 // readLog is the one reader of the log behind the projections: the live
 // follower, a live projection catching up on its own, CatchUp and the
-// rebuilds differ only in its parameters. It hands handle the events after
-// position after, in log order, each decoded once (the engine's registry),
-// in chunks of at most chunk events; handle's events are not to be changed
-// (the follower shares them between projections). A read up to a position
-// (until) joins the store's pages into full chunks and returns nil once it
-// has handed the last event at or below until; a read to following hands
-// each page as soon as the store has it, then follows what is appended,
-// until ctx ends. It returns ctx's error, the store's, or handle's.
-func (e *Engine) readLog(ctx context.Context, after, until uint64, chunk int, handle func([]domain.Event) error) error {
+// rebuilds differ only in its parameters, and the index projections read
+// the tail after their image through it too (logReader). It hands handle
+// the events after position after, in log order, each decoded once by
+// events (the engine's registry; nil decodes nothing: the snapshots'
+// catch-up decodes the few types it looks at itself), in chunks of at
+// most chunk events; handle's events are not to be changed (the follower
+// shares them between projections). A read to following goes through the
+// store's subscription (SubscribeAll): it hands each page as soon as the
+// store has it, then follows what is appended, until ctx ends. A read up
+// to a position (until) needs no waiting: it reads the
+// range the log holds (ReadRange; on PostgreSQL no LISTEN connection),
+// joins the store's pages into full chunks, and returns nil once it has
+// handed the last event at or below until. until is a position the engine
+// has seen (the head, the follower's), so a log that ends before it fails
+// (domain.ErrLogEndsBefore) rather than waiting for an event that may
+// never come. It returns ctx's error, the store's, or handle's.
+func (e *Engine) readLog(ctx context.Context, after, until uint64, chunk int, events *domain.EventRegistry, handle func([]domain.Event) error) error {
 	if after >= until {
 		return nil
 	}
 	var pending []domain.Event
-	err := e.store.SubscribeAll(ctx, after, func(_ context.Context, page []domain.Event) error {
-		n := cut(page, until)
-		done := n < len(page) || n > 0 && page[n-1].Position == until
-		page = page[:n]
-		e.events.DecodeAll(page)
+	read := func(_ context.Context, page []domain.Event) error {
+		if events != nil {
+			events.DecodeAll(page)
+		}
 		if len(pending) == 0 {
 			pending = page
 		} else {
 			pending = append(pending, page...)
 		}
-		for len(pending) >= chunk || len(pending) > 0 && (done || until == following) {
+		for len(pending) >= chunk || len(pending) > 0 && until == following {
 			c := min(chunk, len(pending))
 			if err := handle(pending[:c:c]); err != nil {
 				return err
 			}
 			pending = pending[c:]
 		}
-		if done {
-			return errReadDone
-		}
-		return nil
-	})
-	if errors.Is(err, errReadDone) {
 		return nil
 	}
-	return err
+	if until == following {
+		return e.store.SubscribeAll(ctx, after, read)
+	}
+	if err := e.store.ReadRange(ctx, after, until, read); err != nil {
+		return err
+	}
+	if len(pending) > 0 {
+		return handle(pending[:len(pending):len(pending)])
+	}
+	return nil
+}
+
+// logReader is the engine's one reader of the log (Engine.readLog), which
+// the engine hands the projections that read the log themselves
+// (logReading).
+type logReader func(ctx context.Context, after, until uint64, chunk int, events *domain.EventRegistry, handle func([]domain.Event) error) error
+
+// logReading is a projection that reads the log itself: an index
+// projection catching its restored index up with the events after the
+// image (snapshotState.tail).
+type logReading interface {
+	readLogWith(read logReader)
 }
 
 // cut is the number of events at or below head.

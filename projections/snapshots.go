@@ -19,21 +19,18 @@ import (
 // from which the next start restores the index and re-reads from the state
 // only the memories the log changed after the image, instead of refilling
 // the index from the whole state.
+//
+// The index's projection reads the log through its engine's reader for
+// the events after an image's checkpoint, and to tag an image with the id
+// of the event at its checkpoint: without an engine it saves and uses no
+// image.
 type Snapshots struct {
 	Files domain.IndexSnapshots
-	// Log is read for the events after an image's checkpoint, and to tag
-	// an image with the id of the event at its checkpoint.
-	Log EventReader
 	// Restored is the image the index was built from at start (nil: the
 	// index starts empty and is refilled).
 	Restored *domain.IndexSnapshot
 	// Every is how many applied events make a new image due (0: 10000).
 	Every uint64
-}
-
-// EventReader reads the log (domain.EventStore's ReadAll).
-type EventReader interface {
-	ReadAll(ctx context.Context, after uint64, limit int) ([]domain.Event, error)
 }
 
 // DefaultSnapshotEvery is Snapshots.Every's default: at a few thousand
@@ -68,6 +65,8 @@ type snapshotter interface {
 // snapshotState is what a projection keeps of its snapshots.
 type snapshotState struct {
 	cfg Snapshots
+	// read is the engine's reader of the log (readLogWith).
+	read logReader
 	// since counts events applied since the last image; refilled is set
 	// when the index was refilled or reset since (an image is due at
 	// once: the next start would refill it again).
@@ -98,7 +97,15 @@ func (s *snapshotState) startedFrom() (domain.IndexSnapshot, bool) {
 	return *tag, true
 }
 
-func (s *snapshotState) enabled() bool { return s != nil && s.cfg.Files != nil && s.cfg.Log != nil }
+func (s *snapshotState) enabled() bool { return s != nil && s.cfg.Files != nil && s.read != nil }
+
+// readLogWith gives the snapshots the engine's reader (s may be nil: no
+// snapshots).
+func (s *snapshotState) readLogWith(read logReader) {
+	if s != nil {
+		s.read = read
+	}
+}
 
 func (s *snapshotState) applied(n int) {
 	if s.enabled() {
@@ -218,14 +225,17 @@ func (s *snapshotState) save(ctx context.Context, kind string, index any, loaded
 
 // eventID is the id of the log event at pos.
 func (s *snapshotState) eventID(ctx context.Context, pos uint64) (string, error) {
-	events, err := s.cfg.Log.ReadAll(ctx, pos-1, 1)
-	if err != nil {
-		return "", err
-	}
-	if len(events) == 0 || events[0].Position != pos {
+	var id string
+	err := s.read(ctx, pos-1, pos, 1, nil, func(events []domain.Event) error {
+		if events[0].Position == pos {
+			id = events[0].ID
+		}
+		return nil
+	})
+	if errors.Is(err, domain.ErrLogEndsBefore) || err == nil && id == "" {
 		return "", fmt.Errorf("no log event at position %d", pos)
 	}
-	return events[0].ID, nil
+	return id, err
 }
 
 // errStaleSnapshot marks why a snapshot cannot be used.
@@ -247,6 +257,9 @@ func (s *snapshotState) tail(ctx context.Context, tag domain.IndexSnapshot, stat
 }
 
 func (s *snapshotState) walkTail(ctx context.Context, tag domain.IndexSnapshot, statePos uint64, fn func([]domain.Event) error) error {
+	if s.read == nil {
+		return fmt.Errorf("%w: the projection has no engine to read the log's tail through", errStaleSnapshot)
+	}
 	if tag.Checkpoint > statePos {
 		return fmt.Errorf("%w: the image is at position %d, the state at %d (reset, rebuilt or restored since)", errStaleSnapshot, tag.Checkpoint, statePos)
 	}
@@ -259,27 +272,11 @@ func (s *snapshotState) walkTail(ctx context.Context, tag domain.IndexSnapshot, 
 			return fmt.Errorf("%w: the image is of another log (event %s at position %d, the image names %s)", errStaleSnapshot, id, tag.Checkpoint, tag.EventID)
 		}
 	}
-	const page = 1000
-	for after := tag.Checkpoint; after < statePos; {
-		events, err := s.cfg.Log.ReadAll(ctx, after, page)
-		if err != nil {
-			return err
-		}
-		if len(events) == 0 {
-			return fmt.Errorf("%w: the log ends at %d, before the state's position %d", errStaleSnapshot, after, statePos)
-		}
-		n := len(events)
-		for n > 0 && events[n-1].Position > statePos {
-			n--
-		}
-		if n > 0 {
-			if err := fn(events[:n]); err != nil {
-				return err
-			}
-		}
-		after = events[len(events)-1].Position
+	err := s.read(ctx, tag.Checkpoint, statePos, replayChunk, nil, fn)
+	if errors.Is(err, domain.ErrLogEndsBefore) {
+		return fmt.Errorf("%w: the log ends before the state's position %d: %w", errStaleSnapshot, statePos, err)
 	}
-	return nil
+	return err
 }
 
 // agentDropper is what a catch-up needs of an index besides its re-reads:

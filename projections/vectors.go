@@ -35,6 +35,8 @@ type Vectors struct {
 	loadMu sync.Mutex
 	loaded bool
 	snap   *snapshotState
+	// readLog is the engine's reader of the log (readLogWith).
+	readLog logReader
 	// skipIndex: this process does not search the index (SkipIndex).
 	skipIndex bool
 
@@ -58,7 +60,14 @@ func NewVectors(state domain.VectorState, index domain.VectorIndex, loadIndex bo
 // UseSnapshots makes an in-process index start from cfg.Restored (when
 // set) and be saved in snapshots. Call it before the projection starts.
 func (p *Vectors) UseSnapshots(cfg Snapshots) {
-	p.snap = &snapshotState{cfg: cfg, restored: cfg.Restored}
+	p.snap = &snapshotState{cfg: cfg, restored: cfg.Restored, read: p.readLog}
+}
+
+// readLogWith implements logReading: the snapshots' tails and event ids
+// are read through the engine's reader.
+func (p *Vectors) readLogWith(read logReader) {
+	p.readLog = read
+	p.snap.readLogWith(read)
 }
 
 // Name implements Projection.

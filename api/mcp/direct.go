@@ -81,78 +81,165 @@ func (d *directCalls) serve(w http.ResponseWriter, r *http.Request) bool {
 	if err != nil {
 		return false // not reached: a result is plain data, and nothing is written yet
 	}
-	out := make([]byte, 0, len(result)+64)
-	out = append(out, `{"jsonrpc":"2.0","id":`...)
-	out = append(out, req.id...)
-	out = append(out, `,"result":`...)
-	out = append(out, result[:len(result)-1]...) // the object without its closing brace
-	out = append(out, `,"resultType":"complete"}}`...)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-cache, no-transform")
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(out)
+	// The result is written between its frame's two pieces, not copied
+	// into one answer: that copy cost as much again as the result's
+	// encoding allocates. (A writer keeps none of what it is given, so
+	// the frame's buffer serves both pieces.)
+	frame := make([]byte, 0, 64+len(req.id))
+	frame = append(frame, `{"jsonrpc":"2.0","id":`...)
+	frame = append(frame, req.id...)
+	frame = append(frame, `,"result":`...)
+	_, _ = w.Write(frame)
+	_, _ = w.Write(result[:len(result)-1]) // the object without its closing brace
+	_, _ = w.Write(append(frame[:0], `,"resultType":"complete"}}`...))
 	return true
 }
 
 // plainCall reads body as one tools/call request with exactly the members
-// the direct path knows, of the tool the Mcp-Name header names and the
-// revision the Mcp-Protocol-Version header declares.
+// the direct path knows, each once, of the tool the Mcp-Name header names
+// and the revision the Mcp-Protocol-Version header declares. It walks the
+// bytes (objectMembers) rather than decoding them: any request it does not
+// read as plain — a member written with escapes or twice included — goes
+// to the SDK, which answers it as it would have anyway.
 func plainCall(body []byte, nameHeader string) (directRequest, bool) {
-	var msg, params, meta map[string]json.RawMessage
-	if json.Unmarshal(body, &msg) != nil || !onlyKeys(msg, "jsonrpc", "id", "method", "params") ||
-		string(msg["jsonrpc"]) != `"2.0"` || string(msg["method"]) != `"tools/call"` {
+	if !json.Valid(body) {
 		return directRequest{}, false
 	}
-	if json.Unmarshal(msg["params"], &params) != nil || !onlyKeys(params, "name", "arguments", "_meta") ||
-		json.Unmarshal(params["_meta"], &meta) != nil || !onlyKeys(meta, sdk.MetaKeyProtocolVersion, sdk.MetaKeyClientInfo, sdk.MetaKeyClientCapabilities) ||
-		string(meta[sdk.MetaKeyProtocolVersion]) != `"`+StatelessRevision+`"` || !clientMeta(meta) {
+	var req directRequest
+	var version, method, params, rawID []byte
+	if !objectMembers(body, func(key, value []byte) bool {
+		switch string(key) {
+		case "jsonrpc":
+			return once(&version, value)
+		case "id":
+			return once(&rawID, value)
+		case "method":
+			return once(&method, value)
+		case "params":
+			return once(&params, value)
+		}
+		return false
+	}) || string(version) != `"2.0"` || string(method) != `"tools/call"` {
 		return directRequest{}, false
 	}
-	var name string
-	if json.Unmarshal(params["name"], &name) != nil || name == "" || name != nameHeader {
+	var name, meta []byte
+	if !objectMembers(params, func(key, value []byte) bool {
+		switch string(key) {
+		case "name":
+			return once(&name, value)
+		case "arguments":
+			return once((*[]byte)(&req.arguments), value)
+		case "_meta":
+			return once(&meta, value)
+		}
+		return false
+	}) || meta == nil || !plainMeta(meta) {
 		return directRequest{}, false
 	}
-	id, ok := plainID(msg["id"])
-	return directRequest{id: id, name: name, arguments: params["arguments"]}, ok
+	// The name as written is the header's, byte for byte, and a tool's
+	// name needs no escapes: an escaped name goes to the SDK.
+	if nameHeader == "" || len(name) != len(nameHeader)+2 || name[0] != '"' || string(name[1:len(name)-1]) != nameHeader {
+		return directRequest{}, false
+	}
+	req.name = nameHeader
+	var ok bool
+	req.id, ok = plainID(rawID)
+	return req, ok
 }
 
-// clientMeta reports whether the client's _meta is as the SDK wants it:
-// its capabilities required, its name optional, each of its type.
-func clientMeta(meta map[string]json.RawMessage) bool {
-	var caps *sdk.ClientCapabilities
-	if json.Unmarshal(meta[sdk.MetaKeyClientCapabilities], &caps) != nil || caps == nil {
+// once keeps value in *dst and reports whether *dst was empty: a member
+// written twice is not plain.
+func once(dst *[]byte, value []byte) bool {
+	if *dst != nil {
 		return false
 	}
-	if info, ok := meta[sdk.MetaKeyClientInfo]; ok {
-		var impl *sdk.Implementation
-		return json.Unmarshal(info, &impl) == nil && impl != nil
-	}
+	*dst = value
 	return true
 }
 
-// onlyKeys reports whether m has no key but these.
-func onlyKeys(m map[string]json.RawMessage, keys ...string) bool {
-	for k := range m {
-		if !slices.Contains(keys, k) {
+// plainMeta reports whether a request's _meta is as the stateless
+// revision and the SDK want it: this revision, the client's capabilities
+// (required) and its name (optional), each of its type, and nothing else.
+func plainMeta(meta []byte) bool {
+	var version, caps, info []byte
+	if !objectMembers(meta, func(key, value []byte) bool {
+		switch string(key) {
+		case sdk.MetaKeyProtocolVersion:
+			return once(&version, value)
+		case sdk.MetaKeyClientCapabilities:
+			return once(&caps, value)
+		case sdk.MetaKeyClientInfo:
+			return once(&info, value)
+		}
+		return false
+	}) || string(version) != `"`+StatelessRevision+`"` {
+		return false
+	}
+	// What clients send most is read without decoding: no capability
+	// ({}), and a name whose members are all text.
+	return (string(caps) == "{}" || decodes[sdk.ClientCapabilities](caps)) &&
+		(info == nil || textMembers(info, "name", "title", "description", "version", "websiteUrl") || decodes[sdk.Implementation](info))
+}
+
+// decodes reports whether raw decodes into a *T that is not nil.
+func decodes[T any](raw []byte) bool {
+	var v *T
+	return raw != nil && json.Unmarshal(raw, &v) == nil && v != nil
+}
+
+// textMembers reports whether obj is an object whose members are all
+// among keys, and text.
+func textMembers(obj []byte, keys ...string) bool {
+	return objectMembers(obj, func(key, value []byte) bool {
+		return slices.Contains(keys, string(key)) && value[0] == '"'
+	})
+}
+
+// plainID is a JSON-RPC request id, a string or an integer, as the SDK
+// writes it in its answer; null, a fraction or any other value is not
+// plain.
+func plainID(raw []byte) (json.RawMessage, bool) {
+	if len(raw) == 0 {
+		return nil, false
+	}
+	if raw[0] != '"' {
+		// An integer in JSON is written as the SDK writes it again (no
+		// leading zero, no plus sign), but for -0, which is 0.
+		n, err := strconv.ParseInt(string(raw), 10, 64)
+		if n == 0 {
+			raw = raw[len(raw)-1:]
+		}
+		return raw, err == nil
+	}
+	if plainASCII(raw[1 : len(raw)-1]) {
+		return raw, true // as the SDK writes it again
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return nil, false
+	}
+	// The SDK writes its answers without escaping HTML's characters.
+	var id bytes.Buffer
+	enc := json.NewEncoder(&id)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(s) != nil {
+		return nil, false
+	}
+	return bytes.TrimSuffix(id.Bytes(), []byte("\n")), true
+}
+
+// plainASCII reports whether s is printable ASCII without a quote or a
+// backslash: a JSON string's text the SDK writes again as it is.
+func plainASCII(s []byte) bool {
+	for _, c := range s {
+		if c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
 			return false
 		}
 	}
 	return true
-}
-
-// plainID is a JSON-RPC request id, a string or an integer, as the SDK
-// writes it in its answer.
-func plainID(raw json.RawMessage) (json.RawMessage, bool) {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		id, err := json.Marshal(s)
-		return id, err == nil
-	}
-	var n int64
-	if json.Unmarshal(raw, &n) == nil {
-		return strconv.AppendInt(nil, n, 10), true
-	}
-	return nil, false
 }
 
 // acceptsJSONAndStream is the streamable transport's Accept rule: the
@@ -160,7 +247,7 @@ func plainID(raw json.RawMessage) (json.RawMessage, bool) {
 func acceptsJSONAndStream(values []string) bool {
 	var jsonOK, streamOK bool
 	for _, value := range values {
-		for _, token := range strings.Split(value, ",") {
+		for token := range strings.SplitSeq(value, ",") {
 			base, _, _ := strings.Cut(token, ";")
 			switch strings.ToLower(strings.TrimSpace(base)) {
 			case "application/json", "application/*":

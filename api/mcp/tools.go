@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -182,14 +184,7 @@ func (h *handlers) tools(s *Server) {
 		if err != nil {
 			return r, "", err
 		}
-		lines := []string{fmt.Sprintf("%d results", len(r.Results))}
-		for _, res := range r.Results {
-			lines = append(lines, fmt.Sprintf("%.2f %s %s: %s", res.Score, res.Type, res.ID, rawSummary(res.Content)))
-		}
-		if r.Degraded != "" {
-			lines = append(lines, "degraded: "+r.Degraded)
-		}
-		return r, strings.Join(lines, "\n"), nil
+		return r, searchText(r), nil
 	})
 	addTool(h, s, &sdk.Tool{
 		Name:        "get_memory",
@@ -364,6 +359,33 @@ func status(ctx context.Context, b Backend, agentID string) (StatusResult, error
 // topRecommendations is how many anxiety recommendations the status shows.
 const topRecommendations = 3
 
+// searchText is search_memories' text: the count, then one line per
+// result (score, type, id and summary), and the degradation if any. It is
+// written into one buffer: a fmt.Sprintf per line and a join cost more
+// than the summaries themselves.
+func searchText(r SearchResults) string {
+	var text strings.Builder
+	text.Grow(16 + 128*len(r.Results))
+	var num [32]byte
+	text.Write(strconv.AppendInt(num[:0], int64(len(r.Results)), 10))
+	text.WriteString(" results")
+	for _, res := range r.Results {
+		text.WriteByte('\n')
+		text.Write(strconv.AppendFloat(num[:0], res.Score, 'f', 2, 64)) // as %.2f writes it
+		text.WriteByte(' ')
+		text.WriteString(res.Type)
+		text.WriteByte(' ')
+		text.WriteString(res.ID)
+		text.WriteString(": ")
+		text.WriteString(rawSummary(res.Content))
+	}
+	if r.Degraded != "" {
+		text.WriteString("\ndegraded: ")
+		text.WriteString(r.Degraded)
+	}
+	return text.String()
+}
+
 func statusText(st StatusResult) string {
 	lines := []string{fmt.Sprintf("%s: %d memories, %d raw entries unprocessed, %d suggestions pending; anxiety %s (%d)",
 		st.AgentID, st.Stats.Total, st.Stats.Unprocessed, st.Stats.Suggestions["pending"], st.Anxiety.Level, st.Anxiety.Score)}
@@ -380,37 +402,65 @@ func summary(content map[string]any) string {
 		content["name"], content["entity_name"], content["drive_type"])
 }
 
-// rawSummary is summary of a content object as stored, read without
-// decoding the fields a summary never shows. (A struct matches names
-// regardless of case, a map does not; stored content is written from the
-// type's own struct, so its names are always the lowercase ones.)
+// rawSummary is summary of a content object as stored, read from its
+// bytes (objectMembers) without decoding the fields a summary never shows.
+// Stored content is the JSON the commands wrote; content the walk cannot
+// read has no summary.
 func rawSummary(content json.RawMessage) string {
-	var c struct {
-		Statement  any `json:"statement"`
-		Objective  any `json:"objective"`
-		Title      any `json:"title"`
-		Content    any `json:"content"`
-		Name       any `json:"name"`
-		EntityName any `json:"entity_name"`
-		DriveType  any `json:"drive_type"`
-	}
-	if json.Unmarshal(content, &c) != nil {
+	var fields [7][]byte // statement, objective, title, content, name, entity_name, drive_type
+	if !objectMembers(content, func(key, value []byte) bool {
+		switch string(key) {
+		case "statement":
+			fields[0] = value
+		case "objective":
+			fields[1] = value
+		case "title":
+			fields[2] = value
+		case "content":
+			fields[3] = value
+		case "name":
+			fields[4] = value
+		case "entity_name":
+			fields[5] = value
+		case "drive_type":
+			fields[6] = value
+		}
+		return true
+	}) {
 		return ""
 	}
-	return firstText(c.Statement, c.Objective, c.Title, c.Content, c.Name, c.EntityName, c.DriveType)
-}
-
-// firstText is the first non-empty string of values, cut to 160 runes.
-func firstText(values ...any) string {
-	for _, value := range values {
-		if v, ok := value.(string); ok && v != "" {
-			if r := []rune(v); len(r) > 160 {
-				return string(r[:160]) + "…"
-			}
-			return v
+	for _, field := range fields {
+		if text, ok := jsonText(field); ok && text != "" {
+			return shortText(text)
 		}
 	}
 	return ""
+}
+
+// firstText is the first non-empty string of values, cut by shortText.
+func firstText(values ...any) string {
+	for _, value := range values {
+		if v, ok := value.(string); ok && v != "" {
+			return shortText(v)
+		}
+	}
+	return ""
+}
+
+// shortText is text cut to 160 runes.
+func shortText(text string) string {
+	const most = 160
+	if utf8.RuneCountInString(text) <= most {
+		return text
+	}
+	runes := 0
+	for i := range text {
+		if runes == most {
+			return text[:i] + "…"
+		}
+		runes++
+	}
+	return text
 }
 
 // rawObject is a content object as the JSON the commands take.

@@ -4,6 +4,7 @@ package eventlog
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/engram-memory/engram/domain"
@@ -55,4 +56,37 @@ func Follow(ctx context.Context, after uint64, poll time.Duration,
 		}
 		timer.Stop()
 	}
+}
+
+// ReadRange implements domain.EventStore.ReadRange over an adapter's
+// ReadAll: it hands handle the pages after position after, cut at until,
+// and fails with domain.ErrLogEndsBefore when a page comes back empty
+// before until.
+func ReadRange(ctx context.Context, after, until uint64,
+	read func(ctx context.Context, after uint64, limit int) ([]domain.Event, error),
+	handle func(context.Context, []domain.Event) error,
+) error {
+	for after < until {
+		events, err := read(ctx, after, FollowBatch)
+		if err != nil {
+			return err
+		}
+		if len(events) == 0 {
+			return fmt.Errorf("read up to position %d: no event after %d: %w", until, after, domain.ErrLogEndsBefore)
+		}
+		n := len(events)
+		for n > 0 && events[n-1].Position > until {
+			n--
+		}
+		if n > 0 {
+			if err := handle(ctx, events[:n]); err != nil {
+				return err
+			}
+		}
+		if n < len(events) {
+			return nil
+		}
+		after = events[n-1].Position
+	}
+	return nil
 }

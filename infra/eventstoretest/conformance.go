@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -23,6 +24,7 @@ func Run(t *testing.T, open func(t *testing.T) domain.EventStore) {
 	t.Run("ConcurrentAppendsOneWinner", func(t *testing.T) { concurrentAppendsOneWinner(t, open(t)) })
 	t.Run("ConcurrentWritersFollowersMissNothing", func(t *testing.T) { concurrentWritersFollowersMissNothing(t, open(t)) })
 	t.Run("SubscribeCatchesUpAndFollows", func(t *testing.T) { subscribeCatchesUpAndFollows(t, open(t)) })
+	t.Run("ReadRange", func(t *testing.T) { readRange(t, open(t)) })
 	t.Run("MetadataRoundTrip", func(t *testing.T) { metadataRoundTrip(t, open(t)) })
 	t.Run("Claims", func(t *testing.T) { claims(t, open(t)) })
 	t.Run("ConcurrentClaimsOneWinner", func(t *testing.T) { concurrentClaimsOneWinner(t, open(t)) })
@@ -424,6 +426,55 @@ func subscribeCatchesUpAndFollows(t *testing.T, s domain.EventStore) {
 	err := s.SubscribeAll(ctx, 0, func(context.Context, []domain.Event) error { return boom })
 	if !errors.Is(err, boom) {
 		t.Fatalf("SubscribeAll returned %v, want the handler's error", err)
+	}
+}
+
+// readRange: a bounded read hands the events of its range in order and
+// returns, and fails clearly, without waiting, when the log ends before
+// its bound.
+func readRange(t *testing.T, s domain.EventStore) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := s.Append(ctx, "r-1", domain.ExpectAny, newEvents(10, 0)); err != nil {
+		t.Fatal(err)
+	}
+	all, err := s.ReadAll(ctx, 0, 10)
+	if err != nil || len(all) != 10 {
+		t.Fatalf("ReadAll: %d events (%v), want 10", len(all), err)
+	}
+	pos := func(n int) uint64 { return all[n].Position }
+	cases := []struct {
+		name         string
+		after, until uint64
+		want         []int // the payloads handed, in order
+		wantErr      error
+	}{
+		{name: "the whole log", after: 0, until: pos(9), want: []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}},
+		{name: "a range inside it", after: pos(2), until: pos(6), want: []int{3, 4, 5, 6}},
+		{name: "an empty range", after: pos(4), until: pos(4)},
+		{name: "past the log's end", after: pos(7), until: pos(9) + 1000, want: []int{8, 9}, wantErr: domain.ErrLogEndsBefore},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var got []int
+			err := s.ReadRange(ctx, c.after, c.until, func(_ context.Context, events []domain.Event) error {
+				for _, e := range events {
+					got = append(got, payloadN(t, e))
+				}
+				return nil
+			})
+			if !errors.Is(err, c.wantErr) {
+				t.Fatalf("ReadRange(%d, %d) returned %v, want %v", c.after, c.until, err, c.wantErr)
+			}
+			if !slices.Equal(got, c.want) {
+				t.Fatalf("ReadRange(%d, %d) handed %v, want %v", c.after, c.until, got, c.want)
+			}
+		})
+	}
+	boom := errors.New("handler failed")
+	err = s.ReadRange(ctx, 0, pos(9), func(context.Context, []domain.Event) error { return boom })
+	if !errors.Is(err, boom) {
+		t.Fatalf("ReadRange returned %v, want the handler's error", err)
 	}
 }
 

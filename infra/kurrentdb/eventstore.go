@@ -755,6 +755,12 @@ func (s *EventStore) readAllPage(ctx context.Context, dir kdb.Direction, from kd
 	return recs, nil
 }
 
+// ReadRange implements domain.EventStore. It pages $all with ReadAll, skipping
+// foreign events as ReadAll does.
+func (s *EventStore) ReadRange(ctx context.Context, after, until uint64, handle func(context.Context, []domain.Event) error) error {
+	return eventlog.ReadRange(ctx, after, until, s.ReadAll, handle)
+}
+
 // Head implements domain.EventStore: the newest Engram event, found by
 // reading $all backwards from its end; when that meets mostly foreign
 // events, by a filtered forward scan from knownHead instead.

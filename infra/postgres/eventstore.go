@@ -220,6 +220,13 @@ func (s *EventStore) ReadAll(ctx context.Context, after uint64, limit int) ([]do
 	return scanEvents(rows)
 }
 
+// ReadRange implements domain.EventStore. It pages the log with ReadAll and
+// never LISTENs: a bounded read needs no wake, and a subscription would take
+// a connection out of the pool for each read (a replay, a catch-up round).
+func (s *EventStore) ReadRange(ctx context.Context, after, until uint64, handle func(context.Context, []domain.Event) error) error {
+	return eventlog.ReadRange(ctx, after, until, s.ReadAll, handle)
+}
+
 // Head implements domain.EventStore.
 func (s *EventStore) Head(ctx context.Context) (uint64, error) {
 	var head int64

@@ -34,51 +34,87 @@ func NewWebhooks(db *DB) *Webhooks {
 
 // Apply implements webhook.ReadModel.
 func (s *Webhooks) Apply(ctx context.Context, events []domain.Event, apply func(context.Context, webhook.ReadModelTx, domain.Event) error) error {
-	return applyBatch(ctx, s.db, s.name, events, func(b batchTx) webhook.ReadModelTx { return webhooksTx{b} }, apply)
+	return applyBatch(ctx, s.db, s.name, events, func(b batchTx) webhook.ReadModelTx {
+		return &webhooksTx{batchTx: b, registrations: map[string][]registration{}}
+	}, apply)
 }
 
-type webhooksTx struct{ batchTx }
+// webhooksTx is webhook.ReadModelTx over one batch's transaction.
+type webhooksTx struct {
+	batchTx
+	// registrations caches, within the batch, each user's webhooks that
+	// Subscribers read: every notifying event asks, and each read would
+	// cost a round trip, after sending the writes queued before it (an
+	// import of 10,000 memories asks 20,000 times). Only Register and
+	// Delete change them, which drop their user's entry.
+	registrations map[string][]registration
+}
 
-func (t webhooksTx) Register(ctx context.Context, r webhook.Registered) error {
+// registration is one webhook with the events it subscribes to.
+type registration struct {
+	webhookID string
+	events    []string
+}
+
+func (t *webhooksTx) Register(ctx context.Context, r webhook.Registered) error {
 	events, err := json.Marshal(r.Events)
 	if err != nil {
 		return err
 	}
+	delete(t.registrations, r.UserID)
 	return t.run(ctx, `INSERT INTO webhooks (webhook_id, user_id, url, events, secret, created_at) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING`,
 		r.WebhookID, r.UserID, r.URL, string(events), r.Secret, r.CreatedAt.UTC())
 }
 
-func (t webhooksTx) Delete(ctx context.Context, userID, webhookID string) error {
+func (t *webhooksTx) Delete(ctx context.Context, userID, webhookID string) error {
+	delete(t.registrations, userID)
 	if err := t.run(ctx, `DELETE FROM webhook_deliveries WHERE webhook_id = $1 AND user_id = $2`, webhookID, userID); err != nil {
 		return err
 	}
 	return t.run(ctx, `DELETE FROM webhooks WHERE webhook_id = $1 AND user_id = $2`, webhookID, userID)
 }
 
-func (t webhooksTx) Subscribers(ctx context.Context, userID, event string) ([]string, error) {
+func (t *webhooksTx) Subscribers(ctx context.Context, userID, event string) ([]string, error) {
+	regs, known := t.registrations[userID]
+	if !known {
+		var err error
+		if regs, err = t.registrationsOf(ctx, userID); err != nil {
+			return nil, err
+		}
+		t.registrations[userID] = regs
+	}
+	var ids []string
+	for _, r := range regs {
+		if slices.Contains(r.events, event) {
+			ids = append(ids, r.webhookID)
+		}
+	}
+	return ids, nil
+}
+
+// registrationsOf reads the user's webhooks in id order.
+func (t *webhooksTx) registrationsOf(ctx context.Context, userID string) ([]registration, error) {
 	rows, err := t.query(ctx, `SELECT webhook_id, events FROM webhooks WHERE user_id = $1 ORDER BY webhook_id`, userID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var ids []string
+	var regs []registration
 	for rows.Next() {
-		var id, events string
-		if err := rows.Scan(&id, &events); err != nil {
+		var r registration
+		var events string
+		if err := rows.Scan(&r.webhookID, &events); err != nil {
 			return nil, err
 		}
-		var names []string
-		if err := json.Unmarshal([]byte(events), &names); err != nil {
-			return nil, fmt.Errorf("postgres: webhook %s events: %w", id, err)
+		if err := json.Unmarshal([]byte(events), &r.events); err != nil {
+			return nil, fmt.Errorf("postgres: webhook %s events: %w", r.webhookID, err)
 		}
-		if slices.Contains(names, event) {
-			ids = append(ids, id)
-		}
+		regs = append(regs, r)
 	}
-	return ids, rows.Err()
+	return regs, rows.Err()
 }
 
-func (t webhooksTx) Enqueue(ctx context.Context, d webhook.Enqueued) error {
+func (t *webhooksTx) Enqueue(ctx context.Context, d webhook.Enqueued) error {
 	return t.run(ctx, `INSERT INTO webhook_deliveries (delivery_id, webhook_id, user_id, event, event_id, position, body, status, created_at, next_attempt_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9) ON CONFLICT DO NOTHING`,
 		d.ID, d.WebhookID, d.UserID, d.Event, d.EventID, int64(d.Position), string(d.Body), string(webhook.StatusPending), d.CreatedAt.UTC())

@@ -334,6 +334,11 @@ func (s *EventStore) ReadAll(ctx context.Context, after uint64, limit int) ([]do
 	return scanEvents(rows)
 }
 
+// ReadRange implements domain.EventStore.
+func (s *EventStore) ReadRange(ctx context.Context, after, until uint64, handle func(context.Context, []domain.Event) error) error {
+	return eventlog.ReadRange(ctx, after, until, s.ReadAll, handle)
+}
+
 // Head implements domain.EventStore.
 func (s *EventStore) Head(ctx context.Context) (uint64, error) {
 	var head uint64

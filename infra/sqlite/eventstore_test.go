@@ -3,10 +3,12 @@ package sqlite_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/infra/eventlog"
 	"github.com/engram-memory/engram/infra/eventstoretest"
 	"github.com/engram-memory/engram/infra/sqlite"
 )
@@ -97,5 +99,43 @@ func TestReadAllSeesAppendsAfterACachedShortPage(t *testing.T) {
 	page, err := store.ReadAll(ctx, 0, 10)
 	if err != nil || len(page) != 3 || page[2].ID != "e3" {
 		t.Fatalf("ReadAll after an append = %d events, %v; want e1, e2, e3", len(page), err)
+	}
+}
+
+// A range longer than a page of the store is read page after page, the
+// last cut at the bound (pages of 4 here instead of FollowBatch: a real
+// log of 10 events instead of 8,000).
+func TestReadRangeReadsPageAfterPage(t *testing.T) {
+	ctx := context.Background()
+	store := sqlite.NewEventStore(openDB(t), 50*time.Millisecond)
+	events := make([]domain.NewEvent, 10)
+	for i := range events {
+		events[i] = domain.NewEvent{Type: "T", SchemaVersion: 1, Payload: []byte(`{}`)}
+	}
+	res, err := store.Append(ctx, "a", domain.ExpectNoStream, events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readPagesOf4 := func(ctx context.Context, after uint64, limit int) ([]domain.Event, error) {
+		return store.ReadAll(ctx, after, min(limit, 4))
+	}
+	until := res.LastPosition - 1
+	var pages []int
+	var last uint64
+	err = eventlog.ReadRange(ctx, 0, until, readPagesOf4, func(_ context.Context, page []domain.Event) error {
+		pages = append(pages, len(page))
+		for _, e := range page {
+			if e.Position != last+1 {
+				t.Fatalf("event at %d after %d", e.Position, last)
+			}
+			last = e.Position
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last != until || !slices.Equal(pages, []int{4, 4, 1}) {
+		t.Fatalf("read up to %d in pages of %v, want up to %d in pages of [4 4 1]", last, pages, until)
 	}
 }

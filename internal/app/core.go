@@ -436,7 +436,7 @@ func openCore(ctx context.Context, cfg Config) (*Core, error) {
 	}
 	s.Keyword = projections.NewKeyword(keywordState, ix.keyword, ix.keywordInProcess, logger)
 	s.Vectors = projections.NewVectors(vectorState, ix.vectors, ix.vectorsInProcess, logger)
-	s.useSnapshots(snapshotDir(cfg.DataDir), ix, s.Store, cfg.SQLite.ReadOnly)
+	s.useSnapshots(snapshotDir(cfg.DataDir), ix, cfg.SQLite.ReadOnly)
 	if cfg.Unsearched.Keyword && ix.keywordInProcess {
 		s.Keyword.SkipIndex()
 	}

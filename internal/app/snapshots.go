@@ -105,7 +105,7 @@ func logSnapshotRead(logger *slog.Logger, kind string, bytes int, opening, readi
 // useSnapshots gives the in-process index projections their snapshots:
 // the image each was restored from, and where to save new ones. A
 // read-only opener neither fills its indexes nor writes images.
-func (s *Core) useSnapshots(dir string, ix *indexes, log projections.EventReader, readOnly bool) {
+func (s *Core) useSnapshots(dir string, ix *indexes, readOnly bool) {
 	if dir == "" || readOnly {
 		return
 	}
@@ -114,9 +114,9 @@ func (s *Core) useSnapshots(dir string, ix *indexes, log projections.EventReader
 		s.Logger.Warn("snapshot temporary files of an interrupted write not removed", "error", err)
 	}
 	if ix.keywordInProcess {
-		s.Keyword.UseSnapshots(projections.Snapshots{Files: files, Log: log, Restored: ix.keywordRestored})
+		s.Keyword.UseSnapshots(projections.Snapshots{Files: files, Restored: ix.keywordRestored})
 	}
 	if ix.vectorsInProcess {
-		s.Vectors.UseSnapshots(projections.Snapshots{Files: files, Log: log, Restored: ix.vectorsRestored})
+		s.Vectors.UseSnapshots(projections.Snapshots{Files: files, Restored: ix.vectorsRestored})
 	}
 }

@@ -42,7 +42,8 @@ func (s *Service) Options() Options { return s.opts }
 
 // Search runs req. Unknown agents (and other users' agents) are NotFound.
 // In vector mode an embedding provider that cannot be reached is
-// KindProviderUnavailable, and a mode whose index is down is
+// KindProviderUnavailable, one that refuses the query is KindInvalid
+// (domain.CodeProviderRejectedInput), and a mode whose index is down is
 // KindIndexUnavailable, as is a mode whose index is being rebuilt live
 // (Options.Rebuilding); hybrid mode falls back to the side that answers
 // and says so in Response.Degraded.
@@ -232,11 +233,17 @@ func embedError(ctx context.Context, model string, err error) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
+	// The provider's own answer: unreachable, or refusing this query (a
+	// client's error that asking again would not fix, so not a 503; the
+	// provider names its input "texts", the request names it "query").
+	if de, ok := domain.AsError(err); ok && de.Code == domain.CodeProviderRejectedInput {
+		return fmt.Errorf("%w: %w", errEmbed, de.WithDetail("field", "query"))
+	}
 	if de, ok := domain.AsError(err); ok && de.Kind == domain.KindProviderUnavailable {
 		return fmt.Errorf("%w: %w", errEmbed, err)
 	}
 	// Any other failure (e.g. the agent's model is no longer configured)
-	// also means vector search cannot run now.
+	// means vector search cannot run now.
 	return fmt.Errorf("%w: %w", errEmbed, &domain.Error{
 		Kind: domain.KindProviderUnavailable, Code: string(domain.KindProviderUnavailable),
 		Message: fmt.Sprintf("the embedding model %q of this agent cannot embed the query now", model), Err: err,

@@ -15,7 +15,7 @@ func permanentError(model string, f failure) *domain.Error {
 	case f.status == http.StatusBadRequest || f.status == http.StatusRequestEntityTooLarge ||
 		f.status == http.StatusUnprocessableEntity:
 		e = domain.Invalid("texts", "the embedding provider rejected the input for %s: %s", model, f.message).
-			WithCode("provider_rejected_input").
+			WithCode(domain.CodeProviderRejectedInput).
 			WithDetail("provider_status", f.status)
 	case f.status == http.StatusUnauthorized || f.status == http.StatusForbidden:
 		e = domain.Errorf(domain.KindProviderUnavailable,
