@@ -14,22 +14,28 @@ cross_tenant  another user's key: every case gets the seeded ids, and the
               check below fails any answer that lets that user read or
               change the seeding user's objects.
 
-In both passes the account routes that take no credential get, in their
-valid requests, a real secret of the pass (ENGRAM_FUZZ_KEY, the pass's API
-key, for login; a verification token of the seed for verify, one per
-phase), so each reaches its success instead of only its refusals; the
-OpenAI-compatible embeddings get a model the server serves, a similarity
-search a vector of the agent's dimensions, a webhook a URL it can reach. Every exchange is
-appended to ENGRAM_FUZZ_LOG as "METHOD PATH PHASE positive|negative STATUS CODE",
-from which TestSchemathesis names the operations behind a schema
-validation mismatch.
+In both passes the valid requests get the data a document cannot state
+(docs/api.md lists it): the account routes that take no credential a real
+secret of the pass (ENGRAM_FUZZ_KEY, the pass's API key, for login; a
+verification token of the seed for verify, one per phase), so each
+reaches its success instead of only its refusals; the OpenAI-compatible
+embeddings a model the server serves, a similarity search a vector of the
+agent's dimensions, a webhook a URL it can reach, a memory's derived_from
+the seeded agent's memories, a client's time one not in the future, a
+pushed event fresh ids; the cancel route a job still running, and the
+bulk re-embedding and sync push an agent of their own, per phase. Every
+exchange is appended to ENGRAM_FUZZ_LOG as "METHOD PATH PHASE
+positive|negative STATUS CODE", from which TestSchemathesis names the
+operations behind a schema validation mismatch, which fails it.
 """
 
 from __future__ import annotations
 
+import datetime
 import itertools
 import json
 import os
+import uuid
 from collections.abc import Iterator, MutableMapping
 from typing import Any
 
@@ -63,7 +69,7 @@ ROUTE_IDS: dict[tuple[str, str], list[str]] = {
 DEFAULT_IDS: dict[str, list[str]] = {
     "agent_id": [SEED["agent"]],
     "id": SEED["memories"],
-    "job_id": [SEED["job"]],
+    "job_id": [SEED["running_jobs"]["examples"]],
     "webhook_id": [SEED["webhook"]],
     "key_id": [SEED["cycled_key"]],
     "model": [SEED["model"]],
@@ -85,6 +91,96 @@ def seeded_id(method: str, path: str, name: str) -> str | None:
 
 def is_positive(case: Any) -> bool:
     return case.meta is not None and case.meta.generation.mode.name == "POSITIVE"
+
+
+def phase_of(case: Any) -> str:
+    return str(case.meta.phase.name.value) if case.meta is not None else "examples"
+
+
+def in_the_past(value: Any) -> Any:
+    """A generated RFC 3339 time, moved to 2020 when it is later than now:
+    the server refuses a client's time more than 5 minutes ahead of its
+    clock, which no document can state."""
+    if not isinstance(value, str):
+        return value
+    try:
+        when = datetime.datetime.fromisoformat(value)
+    except ValueError:
+        return value
+    if when.tzinfo is None or when <= datetime.datetime.now(datetime.timezone.utc):
+        return value
+    return "2020" + value[4:]
+
+
+def seeded_refs(refs: Any) -> Any:
+    """derived_from of a valid request: the seeded agent's memories, as
+    "type:id" (a generated id names no memory)."""
+    if not isinstance(refs, list):
+        return refs
+    return [f"{SEED['memory_types'][i]}:{i}" for i in itertools.islice(_derived, len(refs))]
+
+
+# The seeded agent's memories, in turn, for derived_from.
+_derived = itertools.cycle(SEED["memories"])
+
+
+def with_memory_data(memory: Any) -> None:
+    if isinstance(memory, dict):
+        if "created_at" in memory:
+            memory["created_at"] = in_the_past(memory["created_at"])
+        if "derived_from" in memory:
+            memory["derived_from"] = seeded_refs(memory["derived_from"])
+
+
+_fresh = itertools.count(1)
+
+
+def fresh_id() -> str:
+    """A canonical UUID no other request of the run sent (the same in every
+    run: the run stays repeatable)."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"engram-fuzz/{PASS}/{next(_fresh)}"))
+
+
+# The times of a pushed event's payload, by field name.
+EVENT_TIMES = ("created_at", "updated_at", "forgotten_at", "recovered_at", "at", "verified_at", "changed_at", "imported_at")
+
+
+def with_sync_data(event: Any, ref: str) -> None:
+    """A pushed event of a valid request: its times not in the future, its
+    memory's derived_from naming a memory of the agent (ref), and a
+    settings change's lint bounds in order (min_length <= max_length, which
+    a document cannot state)."""
+    if not isinstance(event, dict):
+        return
+    # A new event, and a new memory, have ids no other has: a generated id
+    # may repeat one pushed before (409 event_conflict, memory_exists).
+    if "id" in event:
+        event["id"] = fresh_id()
+    if "time" in event:
+        event["time"] = in_the_past(event["time"])
+    payload = event.get("payload")
+    if not isinstance(payload, dict):
+        return
+    if event.get("type") == "MemoryCreated" and "memory_id" in payload:
+        payload["memory_id"] = fresh_id()
+    for name in EVENT_TIMES:
+        if name in payload:
+            payload[name] = in_the_past(payload[name])
+    if isinstance(payload.get("derived_from"), list):
+        payload["derived_from"] = [ref for _ in payload["derived_from"]]
+    settings = payload.get("settings")
+    lint = settings.get("lint_rules") if isinstance(settings, dict) else None
+    if isinstance(lint, dict) and isinstance(lint.get("min_length"), int) and isinstance(lint.get("max_length"), int):
+        low, high = sorted((lint["min_length"], lint["max_length"]))
+        lint["min_length"], lint["max_length"] = low, max(high, 1)
+
+
+def nonzero_window(embedding: list[Any], size: int) -> list[Any]:
+    """size numbers of embedding, repeated as needed, starting at its first
+    non-zero one, so a vector valid by the document (not all zero) stays so."""
+    start = next((i for i, x in enumerate(embedding) if isinstance(x, (int, float)) and abs(x) >= 1e-44), 0)
+    turned = embedding[start:] + embedding[:start]
+    return (turned * size)[:size]
 
 
 # Negative cases add headers of random names and bytes. Engram reads only
@@ -115,15 +211,31 @@ def before_call(context: HookContext, case: Any, kwargs: dict[str, Any]) -> None
         # well-formed, is unknown to the server (401, 400 for a token).
         if case.path == "/v1/auth/login":
             case.body["api_key"] = KEY
+        elif case.path == "/v1/auth/register" and PASS == "cross_tenant" and isinstance(case.body.get("email"), str):
+            # Another address than the owner pass's, which runs at the same
+            # time: an address registered again within a minute is 429.
+            email = case.body["email"]
+            at = len(email) - len(email.lstrip(" \t\r\n"))
+            if len(email) < 254:
+                case.body["email"] = email[:at] + "x" + email[at:]
         elif case.path == "/v1/auth/verify":
             # schemathesis judges each phase apart: a token of its own each.
             case.body["token"] = SEED["verify_tokens"][PASS][case.meta.phase.name.value]
         elif case.path == "/v1/embeddings" and isinstance(case.body.get("model"), str):
             case.body["model"] = SEED["model"]  # OpenAI's: a model the server serves
+            if isinstance(case.body.get("dimensions"), int):
+                case.body["dimensions"] = SEED["dimensions"]  # the size of that model
         elif case.path == "/v1/embeddings/similar" and isinstance(case.body.get("embedding"), list):
             # The generated numbers, as many as the agent's model has dimensions.
-            embedding = case.body["embedding"] or [0.5]
-            case.body["embedding"] = (embedding * SEED["dimensions"])[: SEED["dimensions"]]
+            case.body["embedding"] = nonzero_window(case.body["embedding"] or [0.5], SEED["dimensions"])
+        elif case.path == "/v1/memories":
+            with_memory_data(case.body)
+        elif case.path == "/v1/memories/batch" and isinstance(case.body.get("memories"), list):
+            for memory in case.body["memories"]:
+                with_memory_data(memory)
+        elif case.path == "/v1/sync/events" and isinstance(case.body.get("events"), list):
+            for event in case.body["events"]:
+                with_sync_data(event, SEED["sync_agents"][phase_of(case)]["ref"])
         elif case.path == "/v1/webhooks" and isinstance(case.body.get("url"), str):
             # A URL the server can deliver to (the test allows private
             # addresses; this port is closed, so nothing leaves the machine).
@@ -132,6 +244,10 @@ def before_call(context: HookContext, case: Any, kwargs: dict[str, Any]) -> None
         return
     for name in list(case.path_parameters or {}):
         value = seeded_id(case.method, case.path, name)
+        if case.path == "/v1/embeddings/jobs/{job_id}/cancel":
+            # A job still running, one per phase (schemathesis judges each
+            # phase apart): the phase's first valid cancel succeeds.
+            value = SEED["running_jobs"][phase_of(case)]
         if value is not None:
             case.path_parameters[name] = value
     # The listing, search and sync routes name the agent in the query or
@@ -140,6 +256,13 @@ def before_call(context: HookContext, case: Any, kwargs: dict[str, Any]) -> None
         case.query["agent_id"] = SEED["agent"]
     if isinstance(case.body, dict) and isinstance(case.body.get("agent_id"), str):
         case.body["agent_id"] = SEED["agent"]
+        if case.path == "/v1/embeddings/bulk-reembed":
+            # An agent without a job, one per phase (one job per agent at a time).
+            case.body["agent_id"] = SEED["reembed_agents"][phase_of(case)]
+        elif case.path == "/v1/sync/events":
+            # An agent of the phase's own, whose settings a push may change
+            # (maintenance refuses every later memory write).
+            case.body["agent_id"] = SEED["sync_agents"][phase_of(case)]["agent"]
     # POST /v1/embeddings/reembed names a memory and its type in the body.
     if isinstance(case.body, dict) and isinstance(case.body.get("memory_id"), str):
         memory_id = seeded_id(case.method, case.path, "id")
@@ -170,17 +293,17 @@ def after_call(context: HookContext, case: Any, response: Any) -> None:
 OWNED_BY_ID = ("id", "key_id", "job_id", "webhook_id")
 
 
-def malformed(response: Any) -> bool:
-    """A 400 invalid_request: the request's own shape is judged before the
-    object is looked up (PATCH with nothing to change, a field the
-    document's open bodies allow but the server does not), so the answer is
-    the same whoever owns the object and tells nothing about it."""
-    if response.status_code != 400:
-        return False
-    try:
-        return bool(response.json()["error"]["code"] == "invalid_request")
-    except (ValueError, KeyError, TypeError):
-        return False
+def derived_refs(body: Any) -> list[str]:
+    """The derived_from references of a memory create, batch or sync push."""
+    items: list[Any] = [body]
+    if isinstance(body, dict):
+        items += body.get("memories") or []
+        items += [e.get("payload") for e in body.get("events") or [] if isinstance(e, dict)]
+    refs: list[str] = []
+    for item in items:
+        if isinstance(item, dict) and isinstance(item.get("derived_from"), list):
+            refs += [r for r in item["derived_from"] if isinstance(r, str)]
+    return refs
 
 
 @schemathesis.check
@@ -196,6 +319,12 @@ def cross_tenant_isolation(ctx: Any, response: Any, case: Any) -> bool | None:
         )
     if response.status_code >= 500:
         raise AssertionError(f"{case.method} {case.formatted_path} as another user answered {response.status_code}")
+    seeded = set(SEED["memories"]) | {a["ref"].split(":", 1)[1] for a in SEED["sync_agents"].values()}
+    if 200 <= response.status_code < 300 and any(r.split(":", 1)[-1] in seeded for r in derived_refs(case.body)):
+        raise AssertionError(
+            f"{case.method} {case.formatted_path} as another user answered {response.status_code} "
+            "to memories derived from the seeding user's: want 400"
+        )
     named = [n for n in OWNED_BY_ID if n in (case.path_parameters or {})]
     if isinstance(case.body, dict) and "memory_id" in case.body:
         named.append("memory_id")
@@ -204,10 +333,11 @@ def cross_tenant_isolation(ctx: Any, response: Any, case: Any) -> bool | None:
             f"{case.method} {case.formatted_path} as another user answered {response.status_code} "
             f"on the seeding user's {named[0]}: want 404"
         )
-    if named and is_positive(case) and response.status_code not in (403, 404) and not malformed(response):
+    if named and is_positive(case) and response.status_code not in (403, 404):
         # A request the document accepts, naming an object of the seeding
         # user, is refused as if the object did not exist: any other answer
-        # (a conflict, a precondition) would tell its state.
+        # (a conflict, a precondition, a refusal of its shape, which the
+        # document would then describe wrongly) would tell its state.
         raise AssertionError(
             f"{case.method} {case.formatted_path} as another user answered {response.status_code}: want 404 or 403"
         )
