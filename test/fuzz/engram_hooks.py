@@ -141,6 +141,10 @@ def fresh_id() -> str:
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"engram-fuzz/{PASS}/{next(_fresh)}"))
 
 
+# commands.promotedIDSpace: the namespace of the ids of memories accepted
+# from suggestions.
+PROMOTED_ID_SPACE = uuid.UUID("6f1f4c1e-5b0e-4c47-9d0b-2a6c5e8f3a71")
+
 # The times of a pushed event's payload, by field name.
 EVENT_TIMES = ("created_at", "updated_at", "forgotten_at", "recovered_at", "at", "verified_at", "changed_at", "imported_at")
 
@@ -163,6 +167,13 @@ def with_sync_data(event: Any, ref: str) -> None:
         return
     if event.get("type") == "MemoryCreated" and "memory_id" in payload:
         payload["memory_id"] = fresh_id()
+        promotes = payload.get("promotes")
+        if isinstance(promotes, dict) and "suggestion_id" in promotes:
+            # The memory accepted from a suggestion has the id the server
+            # derives from the suggestion's (commands.PromotedMemoryID:
+            # UUIDv5 in its namespace), which a document cannot state.
+            promotes["suggestion_id"] = fresh_id()
+            payload["memory_id"] = str(uuid.uuid5(PROMOTED_ID_SPACE, promotes["suggestion_id"]))
     for name in EVENT_TIMES:
         if name in payload:
             payload[name] = in_the_past(payload[name])
