@@ -230,38 +230,9 @@ func firstFrom(r search.Response, at int) any {
 // clean stop replaces the image with one of the current format, which
 // the start after it uses.
 func TestSnapshotOfAnEarlierFileFormatIsRefilled(t *testing.T) {
-	ctx := context.Background()
-	dir := t.TempDir()
-	s, err := searchtest.Open(ctx, dir, frozen)
-	if err != nil {
-		t.Fatal(err)
-	}
-	history(t, s)
-	want := probeAll(t, s)
-	s.Close()
-	for _, kind := range []string{"keyword", "vectors"} {
-		path := filepath.Join(dir, "snapshots", kind+".snap")
-		data, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, formatOne(data), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for i, wantImage := range []bool{false, true} {
-		s, err := searchtest.Open(ctx, dir, frozen)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, keywordImage := s.Keyword.StartedFrom()
-		_, vectorImage := s.Vectors.StartedFrom()
-		if keywordImage != wantImage || vectorImage != wantImage {
-			t.Errorf("start %d: started from images: keyword %v, vectors %v; want %v", i, keywordImage, vectorImage, wantImage)
-		}
-		sameResponses(t, fmt.Sprintf("start %d", i), probeAll(t, s), want)
-		s.Close()
-	}
+	restartsAfterRewritingImages(t, formatOne, func(start int) (keyword, vectors bool) {
+		return start > 0, start > 0
+	})
 }
 
 // A keyword image of body format 1 (decoded into the heap, before the
@@ -273,6 +244,22 @@ func TestSnapshotOfAnEarlierFileFormatIsRefilled(t *testing.T) {
 // tables rebuilt: TestReadsAnImageOfFormatOne), so no stack refills its
 // vector index for the change.
 func TestKeywordImageOfBodyFormatOneIsRefilled(t *testing.T) {
+	bodyFormatOne := func(data []byte) []byte {
+		const bodyVersionAt = 8 + 4 // after the magic and the file format version
+		binary.LittleEndian.PutUint32(data[bodyVersionAt:], 1)
+		return data
+	}
+	restartsAfterRewritingImages(t, bodyFormatOne, func(start int) (keyword, vectors bool) {
+		return start > 0, true
+	})
+}
+
+// restartsAfterRewritingImages fills a stack, stops it cleanly, rewrites
+// both index images with rewrite, then starts it twice: each start must
+// answer every probe as before the rewrite, and start each index from its
+// image exactly when fromImage says so for that start (0 or 1).
+func restartsAfterRewritingImages(t *testing.T, rewrite func([]byte) []byte, fromImage func(start int) (keyword, vectors bool)) {
+	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
 	s, err := searchtest.Open(ctx, dir, frozen)
@@ -288,21 +275,20 @@ func TestKeywordImageOfBodyFormatOneIsRefilled(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		const bodyVersionAt = 8 + 4 // after the magic and the file format version
-		binary.LittleEndian.PutUint32(data[bodyVersionAt:], 1)
-		if err := os.WriteFile(path, data, 0o600); err != nil {
+		if err := os.WriteFile(path, rewrite(data), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for i, wantImage := range []bool{false, true} {
+	for i := range 2 {
 		s, err := searchtest.Open(ctx, dir, frozen)
 		if err != nil {
 			t.Fatal(err)
 		}
+		wantKeyword, wantVectors := fromImage(i)
 		_, keywordImage := s.Keyword.StartedFrom()
 		_, vectorImage := s.Vectors.StartedFrom()
-		if keywordImage != wantImage || !vectorImage {
-			t.Errorf("start %d: started from images: keyword %v, vectors %v; want keyword %v, vectors true", i, keywordImage, vectorImage, wantImage)
+		if keywordImage != wantKeyword || vectorImage != wantVectors {
+			t.Errorf("start %d: started from images: keyword %v, vectors %v; want keyword %v, vectors %v", i, keywordImage, vectorImage, wantKeyword, wantVectors)
 		}
 		sameResponses(t, fmt.Sprintf("start %d", i), probeAll(t, s), want)
 		s.Close()
