@@ -24,20 +24,11 @@ import (
 // image, adds the scheduler's delays to it, and write-ns is the writer's
 // usual write beside it. body-bytes is the image's size.
 func BenchmarkWriteSnapshot(b *testing.B) {
-	n := 20000
-	if v := os.Getenv("ENGRAM_BENCH_MEMORIES"); v != "" {
-		var err error
-		if n, err = strconv.Atoi(v); err != nil {
-			b.Fatal(err)
-		}
-	}
+	n := benchMemories(b)
 	ctx := context.Background()
 	s := newSynthCorpus(3)
 	p := NewPort(Options{}, 0)
-	doc := func(i int) domain.KeywordDocument {
-		return domain.KeywordDocument{MemoryID: fmt.Sprintf("m%07d", i), UserID: "u", AgentID: "a", Type: "note",
-			Tags: []string{fmt.Sprint("t", i%100)}, CreatedAt: time.Unix(int64(i), 0), Text: s.text()}
-	}
+	doc := zipfDocuments(s)
 	docs := make([]domain.KeywordDocument, 0, 1000)
 	for i := range n {
 		docs = append(docs, doc(i))
@@ -136,20 +127,11 @@ var _ io.Writer = (*countingWriter)(nil)
 // catches up a capture). B/op and allocs/op are the heap the index takes
 // beyond the mapping; cpu-ns/op is the process's user and system time.
 func BenchmarkSnapshotRead(b *testing.B) {
-	n := 20000
-	if v := os.Getenv("ENGRAM_BENCH_MEMORIES"); v != "" {
-		var err error
-		if n, err = strconv.Atoi(v); err != nil {
-			b.Fatal(err)
-		}
-	}
+	n := benchMemories(b)
 	ctx := context.Background()
 	s := newSynthCorpus(3)
 	p := NewPort(Options{}, 0)
-	doc := func(i int) domain.KeywordDocument {
-		return domain.KeywordDocument{MemoryID: fmt.Sprintf("m%07d", i), UserID: "u", AgentID: "a", Type: "note",
-			Tags: []string{fmt.Sprint("t", i%100)}, CreatedAt: time.Unix(int64(i), 0), Text: s.text()}
-	}
+	doc := zipfDocuments(s)
 	for i := range n {
 		if err := p.UpsertDocuments(ctx, doc(i)); err != nil {
 			b.Fatal(err)
@@ -204,4 +186,28 @@ func processCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// benchMemories is the corpus size of the snapshot benchmarks:
+// ENGRAM_BENCH_MEMORIES, 20000 by default.
+func benchMemories(b *testing.B) int {
+	v := os.Getenv("ENGRAM_BENCH_MEMORIES")
+	if v == "" {
+		return 20000
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return n
+}
+
+// zipfDocuments makes document i of one agent: a short Zipf text of s
+// (the next one at each call), one of 100 tags, created i seconds after
+// the epoch.
+func zipfDocuments(s *synthCorpus) func(i int) domain.KeywordDocument {
+	return func(i int) domain.KeywordDocument {
+		return domain.KeywordDocument{MemoryID: fmt.Sprintf("m%07d", i), UserID: "u", AgentID: "a", Type: "note",
+			Tags: []string{fmt.Sprint("t", i%100)}, CreatedAt: time.Unix(int64(i), 0), Text: s.text()}
+	}
 }
