@@ -121,7 +121,11 @@ func (s *Server) Handler() http.Handler {
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, domain.Errorf(domain.KindNotFound, "no such endpoint: %s %s", r.Method, r.URL.Path))
 	})
+	routes := r
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		// RFC 9110 §15.5.6: a 405 names the methods the path takes. chi
+		// sets Allow only in its own 405 handler, which this one replaces.
+		w.Header().Set("Allow", allowedMethods(routes, r.URL.Path))
 		writeFailure(w, http.StatusMethodNotAllowed, errorBody{
 			Code: "method_not_allowed", Message: "method " + r.Method + " is not allowed on " + r.URL.Path, RequestID: requestID(r.Context()),
 		})
@@ -210,4 +214,16 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 // fail sends err as the failure envelope.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	writeError(w, r, s.logger, err)
+}
+
+// allowedMethods lists the methods routes serves on path, in the order
+// of RFC 9110's method table, for a 405's Allow header.
+func allowedMethods(routes chi.Routes, path string) string {
+	var allowed []string
+	for _, method := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions} {
+		if routes.Match(chi.NewRouteContext(), method, path) {
+			allowed = append(allowed, method)
+		}
+	}
+	return strings.Join(allowed, ", ")
 }

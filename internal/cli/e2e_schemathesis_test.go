@@ -106,7 +106,10 @@ func TestSchemathesis(t *testing.T) {
 		cmd := exec.CommandContext(ctx, "schemathesis", "run", p.APIURL()+"/openapi.json",
 			"--url", p.BaseURL,
 			"--header", "Authorization: Bearer "+pass.key,
-			"--checks", "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance,response_headers_conformance",
+			// The checks that hold for a correct server; docs/api.md says
+			// why negative_data_rejection, positive_data_acceptance and the
+			// stateful ones are off.
+			"--checks", "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance,response_headers_conformance,ignored_auth,missing_required_header,unsupported_method,allow_header_conformance",
 			"--max-examples", strconv.Itoa(examples),
 			"--phases", passPhases,
 			"--seed", "20261129",
