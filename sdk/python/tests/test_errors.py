@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import errno
 import json
+import re
 import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,9 +23,22 @@ from .server import REPO, Server
 
 
 def documented_failures() -> dict[int, set[str]]:
-    """Every failure status of api/openapi.json's operations, with the codes it lists."""
+    """Every failure status api/openapi.json lists, with its codes: those of its
+    operations' responses and those of its shared failure responses
+    (Failure<status>-<codes>, such as the 405 of a method a path does not list)."""
     doc = json.loads((REPO / "api" / "openapi.json").read_text(encoding="utf-8"))
     out: dict[int, set[str]] = {}
+
+    def add(status: int, response: dict[str, Any]) -> None:
+        schema = response.get("content", {}).get("application/json", {}).get("schema", {})
+        parts = schema.get("allOf", [{}, {}])
+        codes = parts[1].get("properties", {}).get("error", {}).get("properties", {}).get("code", {}).get("enum", [])
+        out.setdefault(status, set()).update(codes)
+
+    for name, response in doc["components"]["responses"].items():
+        shared = re.match(r"^Failure([45]\d\d)-", name)
+        if shared:
+            add(int(shared.group(1)), response)
     for item in doc["paths"].values():
         for op in item.values():
             if not isinstance(op, dict):
@@ -32,18 +47,14 @@ def documented_failures() -> dict[int, set[str]]:
                 if not (status.isdigit() and int(status) >= 400):
                     continue  # "default": OpenAI's own error shape
                 ref = response.get("$ref", "")
-                if ref:
-                    response = doc["components"]["responses"][ref.rsplit("/", 1)[1]]
-                schema = response.get("content", {}).get("application/json", {}).get("schema", {})
-                parts = schema.get("allOf", [{}, {}])
-                codes = parts[1].get("properties", {}).get("error", {}).get("properties", {}).get("code", {}).get("enum", [])
-                out.setdefault(int(status), set()).update(codes)
+                add(int(status), doc["components"]["responses"][ref.rsplit("/", 1)[1]] if ref else response)
     return out
 
 
 def test_every_documented_failure_status_has_a_class_which_each_of_its_codes_gets() -> None:
     failures = documented_failures()
     assert "storage_full" in failures.get(507, set()), "the document lists 507 storage_full"
+    assert "method_not_allowed" in failures.get(405, set()), "the document lists 405 method_not_allowed"
     for status, codes in sorted(failures.items()):
         cls = error_class(status, "")
         assert cls is not APIStatusError, f"{status} has no class: add one to engram/_errors.py"

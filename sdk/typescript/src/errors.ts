@@ -81,6 +81,8 @@ export class PermissionDeniedError extends APIStatusError {}
 /** 403 quota_*: a per-agent, per-user or byte quota is full. */
 export class QuotaExceededError extends PermissionDeniedError {}
 export class NotFoundError extends APIStatusError {}
+/** 405 method_not_allowed: a method the route does not take. */
+export class MethodNotAllowedError extends APIStatusError {}
 /**
  * 408 request_timeout: the request's body did not reach the server in
  * time. (APITimeoutError is the client's own timeout.)
@@ -130,6 +132,7 @@ const byStatus: Record<number, StatusErrorClass> = {
   401: AuthenticationError,
   403: PermissionDeniedError,
   404: NotFoundError,
+  405: MethodNotAllowedError,
   408: RequestTimeoutError,
   409: ConflictError,
   410: GoneError,

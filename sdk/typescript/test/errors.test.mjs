@@ -13,21 +13,32 @@ import { register, start } from "./server.mjs";
 
 const doc = JSON.parse(readFileSync(new URL("../../../api/openapi.json", import.meta.url), "utf8"));
 
-/** Every failure status of the document's operations, with the codes it lists for each. */
+/**
+ * Every failure status the document lists, with its codes: those of its
+ * operations' responses and those of its shared failure responses
+ * (Failure<status>-<codes>, such as the 405 of a method a path does not list).
+ */
 function documentedFailures() {
   const out = new Map();
+  const add = (status, response) => {
+    const schema = response.content?.["application/json"]?.schema;
+    const codes = schema?.allOf?.[1]?.properties?.error?.properties?.code?.enum ?? [];
+    const known = out.get(Number(status)) ?? new Set();
+    for (const code of codes) known.add(code);
+    out.set(Number(status), known);
+  };
   for (const item of Object.values(doc.paths)) {
     for (const op of Object.values(item)) {
       for (const [status, response] of Object.entries(op.responses ?? {})) {
         if (!/^[45]\d\d$/.test(status)) continue; // "default": OpenAI's own error shape
         const ref = response.$ref?.split("/").at(-1);
-        const schema = (ref ? doc.components.responses[ref] : response).content?.["application/json"]?.schema;
-        const codes = schema?.allOf?.[1]?.properties?.error?.properties?.code?.enum ?? [];
-        const known = out.get(Number(status)) ?? new Set();
-        for (const code of codes) known.add(code);
-        out.set(Number(status), known);
+        add(status, ref ? doc.components.responses[ref] : response);
       }
     }
+  }
+  for (const [name, response] of Object.entries(doc.components.responses)) {
+    const status = /^Failure([45]\d\d)-/.exec(name)?.[1];
+    if (status) add(status, response);
   }
   return out;
 }
@@ -36,7 +47,8 @@ const failure = (status, code) => errorFor({ status, code, message: "m", request
 
 test("every failure status the document lists has a class of its own, which each of its codes gets", () => {
   const failures = documentedFailures();
-  assert.ok(failures.has(507) && failures.get(507).has("storage_full"), "the document lists 507 storage_full");
+  assert.ok(failures.get(507)?.has("storage_full"), "the document lists 507 storage_full");
+  assert.ok(failures.get(405)?.has("method_not_allowed"), "the document lists 405 method_not_allowed");
   for (const [status, codes] of failures) {
     const cls = failure(status, "").constructor;
     assert.notEqual(cls, APIStatusError, `${status} has no class: add one to src/errors.ts`);

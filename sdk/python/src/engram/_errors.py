@@ -21,6 +21,7 @@ __all__ = [
     "PermissionDeniedError",
     "QuotaExceededError",
     "NotFoundError",
+    "MethodNotAllowedError",
     "RequestTimeoutError",
     "ConflictError",
     "GoneError",
@@ -109,6 +110,10 @@ class NotFoundError(APIStatusError):
     """404, also for another user's resources."""
 
 
+class MethodNotAllowedError(APIStatusError):
+    """405 ``method_not_allowed``: a method the route does not take."""
+
+
 class RequestTimeoutError(APIStatusError):
     """408 ``request_timeout``: the request's body did not reach the server
     in time (:class:`APITimeoutError` is the client's own timeout)."""
@@ -177,6 +182,7 @@ _BY_STATUS: dict[int, type[APIStatusError]] = {
     401: AuthenticationError,
     403: PermissionDeniedError,
     404: NotFoundError,
+    405: MethodNotAllowedError,
     408: RequestTimeoutError,
     409: ConflictError,
     410: GoneError,
