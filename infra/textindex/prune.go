@@ -42,7 +42,7 @@ func (sc *scorer) pruned(s *scratch, top *topK) {
 	curs := s.cursors[:0]
 	for qi := range s.lists {
 		l := &s.lists[qi]
-		cur := cursor{list: l, blocks: sc.c.blocksOf(l.term), qi: qi, boundOf: -1}
+		cur := cursor{list: l, blocks: l.blocks, qi: qi, boundOf: -1}
 		for _, bl := range cur.blocks {
 			cur.bound = max(cur.bound, sc.bm25(l.idf, bl.maxTF, bl.minLen))
 		}
@@ -58,7 +58,9 @@ func (sc *scorer) pruned(s *scratch, top *topK) {
 		}
 		return 0
 	})
-	// lighter[j] bounds the summed weights of the terms curs[:j].
+	// lighter[j] bounds the summed weights of the terms curs[:j]. A term
+	// in two segments counts both bounds, where a document is in one
+	// segment at most: a looser bound, never a wrong one.
 	lighter := append(s.bounds[:0], 0)
 	for _, cur := range curs {
 		lighter = append(lighter, lighter[len(lighter)-1]+cur.bound)

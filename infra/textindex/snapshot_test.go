@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -22,9 +24,9 @@ import (
 // every filter and with or without forgotten memories, and goes on doing
 // so as both take the same further writes (replacing, deleting, forgetting
 // and compacting on the restored arrays), and through a second image
-// taken of the restored index. Images are read from a read-only mapping
-// of their file, as a start reads them: a write into the image's arrays
-// would crash the test.
+// taken of the restored index, in every walk of the postings. Images are
+// read from a read-only mapping of their file, as a start reads them: a
+// write into the image's arrays would crash the test.
 func TestSnapshotRestoresAnIndexThatSearchesTheSame(t *testing.T) {
 	ctx := context.Background()
 	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -82,7 +84,11 @@ func TestSnapshotRestoresAnIndexThatSearchesTheSame(t *testing.T) {
 		writes(orig, docs, docs, rng) // dead slots, compactions, forgotten flags
 		restored := mappedImage(t, orig, opts)
 		same := func(stage string) {
+			// Every walk (merged, dense and pruned), each reading the two
+			// segments of a term with postings written past its image's.
+			defer func(saved int) { sparseMax = saved }(sparseMax)
 			for q := range 60 {
+				sparseMax = []int{0, 1 << 30, 1 << 13}[q%3]
 				query := domain.KeywordQuery{Scope: scopes[q%len(scopes)], Text: word(rng) + " " + word(rng), Limit: 1 + rng.IntN(40)}
 				switch rng.IntN(5) {
 				case 0:
@@ -528,6 +534,70 @@ func TestSnapshotOfACollectionCompactedToNothing(t *testing.T) {
 		}
 		if err := p.UpsertDocuments(ctx, domain.KeywordDocument{MemoryID: fmt.Sprint("new", round), UserID: "u", AgentID: "a", Type: "note", Text: "heron"}); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// The first writes to an agent read in place from its image cost what
+// they change, not what the agent holds. Every document here holds
+// "heron" and "quarry": adding one appends a posting past the image's
+// lists of both and changes three document frequencies, and must copy
+// neither list (8 bytes a document each) nor the agent's document
+// frequencies (4 bytes a term); replacing one adds to that the agent's
+// dead flags (a byte a document), which a delete changes in place.
+func TestFirstWritesToAnImageCopyNoWholeAgent(t *testing.T) {
+	const docs = 5000
+	ctx := context.Background()
+	orig := NewPort(Options{}, 0)
+	doc := func(i int, text string) domain.KeywordDocument {
+		return domain.KeywordDocument{MemoryID: fmt.Sprintf("m%05d", i), UserID: "u", AgentID: "a", Type: "note", CreatedAt: time.Unix(int64(i), 0), Text: text}
+	}
+	batch := make([]domain.KeywordDocument, 0, 1000)
+	for i := range docs {
+		batch = append(batch, doc(i, fmt.Sprintf("heron quarry w%d", i)))
+		if len(batch) == cap(batch) {
+			if err := orig.UpsertDocuments(ctx, batch...); err != nil {
+				t.Fatal(err)
+			}
+			batch = batch[:0]
+		}
+	}
+	var restored *Port
+	allocated := func(d domain.KeywordDocument) uint64 {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		if err := restored.UpsertDocuments(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+		runtime.ReadMemStats(&after)
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	const perWrite = 16 << 10 // a document's own records, maps and lists growing
+	for _, w := range []struct {
+		what  string
+		doc   domain.KeywordDocument
+		bound uint64
+	}{
+		{"an added document", doc(docs, "heron quarry newword"), perWrite},
+		{"a replaced document", doc(7, "heron quarry w8"), perWrite + docs},
+	} {
+		restored = mappedImage(t, orig, Options{})
+		if got := allocated(w.doc); got > w.bound {
+			t.Errorf("%s allocated %d bytes, want at most %d (an agent of %d documents)", w.what, got, w.bound, docs)
+		}
+	}
+	for q, want := range map[string][]string{"w7": nil, "w8": {"m00007", "m00008"}} {
+		hits, err := restored.SearchKeyword(ctx, domain.KeywordQuery{Scope: domain.IndexScope{UserID: "u", AgentID: "a"}, Text: q, Limit: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, h := range hits {
+			got = append(got, h.MemoryID)
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Errorf("%q finds %v, want %v", q, got, want)
 		}
 	}
 }
