@@ -160,7 +160,7 @@ func ReadSnapshot(data []byte, opts Options, saturation float64) (*Port, error) 
 func (c *collection) capture() *collection {
 	n, terms := c.ids.len(), len(c.newTerms)
 	d := &collection{
-		metaUnits: c.metaUnits, img: c.img, tailLists: maps.Clone(c.tailLists), tailBlocks: make(map[uint32][]block, len(c.tailBlocks)),
+		metaUnits: c.metaUnits, img: c.img, tailLists: maps.Clone(c.tailLists), tailBlocks: make(map[uint32][]block, len(c.tailBlocks)), joined: maps.Clone(c.joined),
 		newTerms: c.newTerms[:terms:terms], newLists: slices.Clone(c.newLists), newBlocks: make([][]block, terms),
 		df:  c.df.capture(),
 		ids: c.ids.prefix(n), dead: c.dead.prefix(n), length: c.length.prefix(n), created: c.created.prefix(n),
@@ -373,7 +373,7 @@ func decodeCollection(d *decoder, metaUnits uint32) *collection {
 		return nil
 	}
 	c := &collection{metaUnits: metaUnits, bigTF: map[uint64]uint32{}, newIDs: map[string]uint32{}, slotOf: map[string]uint32{},
-		tailLists: map[uint32][]posting{}, tailBlocks: map[uint32][]block{}}
+		tailLists: map[uint32][]posting{}, tailBlocks: map[uint32][]block{}, joined: map[uint32]struct{}{}}
 	for range k.types {
 		c.typeNames = append(c.typeNames, d.str())
 	}
