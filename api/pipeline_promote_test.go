@@ -79,7 +79,10 @@ func (s *stack) secondNode(t *testing.T) *httptest.Server {
 // whose decision the other's overtakes is refused with 409
 // concurrent_processing and stores nothing, so the agent holds exactly
 // the memories the answered request says it created (one per item), not
-// a second copy of them.
+// a second copy of them. An exhaust run overtaken after its first cycle
+// answers the cycles it stored (convergence_reason
+// concurrent_processing) instead of a 409 that would say it stored
+// nothing.
 func TestConcurrentAutoPromotingRequestsStoreOnlyTheAnsweredMemories(t *testing.T) {
 	in := &interloper{}
 	s := newStack(t, stackOptions{fixedAuth: true, noRun: true, appends: func(log domain.EventStore) domain.EventStore {
@@ -148,15 +151,64 @@ func TestConcurrentAutoPromotingRequestsStoreOnlyTheAnsweredMemories(t *testing.
 				t.Fatalf("the other node's request: %d %v %s", status, otherErr, raw)
 			}
 			wantError(t, refused, http.StatusConflict, "concurrent_processing")
-			page, err := s.memories.ListMemories(context.Background(), memory.ListQuery{UserID: alice, AgentID: agent, Limit: 100,
-				Types: []memory.Type{memory.Episode, memory.Note, memory.Belief, memory.Goal, memory.Relationship, memory.Drive, memory.Value}})
-			if err != nil {
-				t.Fatal(err)
-			}
 			created := c.created(t, raw)
-			if created == 0 || len(page.Memories) != created {
-				t.Fatalf("the answered request created %d memories; the agent holds %d: %s", created, len(page.Memories), raw)
+			if held := s.promoted(t, agent); created == 0 || held != created {
+				t.Fatalf("the answered request created %d memories; the agent holds %d: %s", created, held, raw)
 			}
 		})
 	}
+	t.Run("exhaust overtaken after its first cycle", func(t *testing.T) {
+		const agent = "overtaken-exhaust"
+		s.raws(t, aliceKey, agent, goldenRaw...)
+		var status int
+		var otherErr error
+		// The first cycle appends undisturbed; before the second's append
+		// the other node changes the agent's processing configuration.
+		in.arm(processing.Stream(alice, agent), func() {
+			in.arm(processing.Stream(alice, agent), func() {
+				body := bytes.NewReader([]byte(`{"suggestion_expiry_hours": 100}`))
+				req, err := http.NewRequest("PATCH", second.URL+"/v1/agents/"+agent+"/processing", body)
+				if err != nil {
+					otherErr = err
+					return
+				}
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Authorization", "Bearer "+aliceKey)
+				res, err := second.Client().Do(req)
+				if err != nil {
+					otherErr = err
+					return
+				}
+				status = res.StatusCode
+				otherErr = res.Body.Close()
+			})
+		})
+		var out struct {
+			CyclesCompleted   int    `json:"cycles_completed"`
+			TotalPromotions   int    `json:"total_promotions"`
+			Converged         bool   `json:"converged"`
+			ConvergenceReason string `json:"convergence_reason"`
+		}
+		s.request(t, "POST", "/v1/agents/"+agent+"/process/exhaust", aliceKey, map[string]any{"max_cycles": 5}).must(t, http.StatusOK, &out)
+		if otherErr != nil || status != http.StatusOK {
+			t.Fatalf("the other node's request: %d %v", status, otherErr)
+		}
+		if out.CyclesCompleted != 1 || out.Converged || out.ConvergenceReason != processing.ReasonConcurrentProcessing {
+			t.Fatalf("exhaust answered %+v; want its one stored cycle, not converged, reason concurrent_processing", out)
+		}
+		if held := s.promoted(t, agent); out.TotalPromotions == 0 || held != out.TotalPromotions {
+			t.Fatalf("the run promoted %d memories; the agent holds %d", out.TotalPromotions, held)
+		}
+	})
+}
+
+// promoted counts the memories of the agent that processing can make.
+func (s *stack) promoted(t *testing.T, agent string) int {
+	t.Helper()
+	page, err := s.memories.ListMemories(context.Background(), memory.ListQuery{UserID: alice, AgentID: agent, Limit: 100,
+		Types: []memory.Type{memory.Episode, memory.Note, memory.Belief, memory.Goal, memory.Relationship, memory.Drive, memory.Value}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(page.Memories)
 }
