@@ -23,7 +23,8 @@ type MadeMemory struct {
 // stream's events in one append (domain.EventStore.AppendStreams): both
 // are stored or neither. Each item is checked as Create checks it; an
 // item refused is left out and said so in its MadeMemory, the others go
-// on. with builds the other stream's part from the items' outcomes (in
+// on (a quota admits the first items that fit, as one create at a time
+// would). with builds the other stream's part from the items' outcomes (in
 // the order of in); it is called again whenever the memories are decided
 // again. An item whose id (MemoryInput.id) a memory has already is not
 // written again (MadeMemory.Existed).
@@ -130,8 +131,8 @@ func (m *Memories) CreateWith(ctx context.Context, meta domain.Metadata, agentID
 // decideMade decides the items on the read model as it is now: those a
 // memory has already are Existed; each item the decision refuses is left
 // out with its error, and the rest decided again; a refusal that names
-// no item (a quota, maintenance) refuses every item left. It returns the
-// events of the items to store.
+// no item (a quota, maintenance) refuses the last item left. It returns
+// the events of the items to store.
 func (m *Memories) decideMade(ctx context.Context, userID, agentID string, items []pendingMemory, invalid []error,
 	model domain.EmbeddingModel, vectors [][]float32) ([]MadeMemory, []domain.Payload, error) {
 	made := make([]MadeMemory, len(items))
@@ -172,10 +173,10 @@ func (m *Memories) decideMade(ctx context.Context, userID, agentID string, items
 			return nil, nil, err
 		}
 		if refused < 0 {
-			for _, i := range todo {
-				made[i].Err = err
-			}
-			return made, nil, nil
+			// A refusal of the whole (a quota, maintenance) refuses the
+			// last item: the items before it are stored if they fit, as
+			// they would be one create at a time.
+			refused = len(todo) - 1
 		}
 		made[todo[refused]].Err = err
 		todo = append(todo[:refused:refused], todo[refused+1:]...)

@@ -175,3 +175,72 @@ func TestAutoPromotedMemoriesAreStoredWithTheirPassOrNotAtAll(t *testing.T) {
 		})
 	}
 }
+
+// An auto-promoting pass whose items the memory quota only partly admits
+// stores those that fit, records the others as errors and leaves its
+// sources unprocessed; once the quota allows, the next pass proposes the
+// same items, finds the one stored by its id and stores only the others:
+// one memory per item, none twice.
+func TestAutoPromotionAfterARefusedItemStoresNoSecondCopy(t *testing.T) {
+	env := memenvtest.New(t)
+	ctx, meta, agent := t.Context(), memenvtest.Meta("u1"), "agent"
+	raws := []string{
+		"Yesterday we deployed the billing service and it failed, then I learned to check migrations",
+		"I think caching always helps latency",
+		"Reminder: the docs are at https://example.com/docs",
+	}
+	for _, text := range raws {
+		content, _ := json.Marshal(map[string]string{"content": text})
+		if _, err := env.Memories.Create(ctx, meta, agent, commands.MemoryInput{Type: "raw_entry", Content: content}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// process runs every transition once with auto_promote, its memories
+	// created under quota (0: none), and returns what its passes created
+	// and the errors they recorded.
+	process := func(quota int) (created, errs []string) {
+		t.Helper()
+		mem, err := commands.NewMemories(commands.MemoriesConfig{Writer: env.Writer, Reader: env.ReadModel, Embedder: env.Provider, DefaultModel: env.Model,
+			Quotas: memory.Quotas{MemoriesPerAgent: quota}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pipeline, err := commands.NewPipeline(commands.PipelineConfig{Writer: env.Writer, Memories: env.ReadModel, Suggestions: env.Suggestions,
+			Creator: mem, Processor: processing.NewRuleExtractor(), States: processing.NewSnapshots(env.Store)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		promote := true
+		passes, err := pipeline.Process(ctx, meta, agent, commands.ProcessRequest{Force: true, AutoPromote: &promote})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range passes {
+			created, errs = append(created, p.Created...), append(errs, p.Errors...)
+		}
+		return created, errs
+	}
+	stored := func() int {
+		view, _, err := env.ReadModel.Agent(ctx, "u1", agent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return int(view.StoredMemories) - len(raws)
+	}
+
+	// The rules make an episode, then a belief and a note of one pass:
+	// room for two stores the episode and the belief, refuses the note.
+	first, errs := process(len(raws) + 2)
+	if len(first) != 2 || len(errs) == 0 || stored() != 2 {
+		t.Fatalf("under a quota of two more memories: created %v, errors %v, %d stored; want two created and stored, the third an error", first, errs, stored())
+	}
+	second, errs := process(0)
+	union := map[string]bool{}
+	for _, m := range append(append([]string{}, first...), second...) {
+		union[m] = true
+	}
+	if len(errs) != 0 || stored() != len(union) || len(union) == len(first)+len(second) {
+		t.Fatalf("once the quota allows: created %v after %v, errors %v; the agent holds %d processed memories, want the %d named, the stored belief named again, not copied",
+			second, first, errs, stored(), len(union))
+	}
+}
