@@ -154,9 +154,10 @@ func ReadSnapshot(data []byte, opts Options, saturation float64) (*Port, error) 
 // writes change in place whatever the image holds (the document
 // frequencies changed or added since the collection's own image, the
 // outer arrays of the heap's posting lists and blocks, those blocks,
-// bigTF) are copied: proportional to the terms, not the documents. The image's arrays are shared (nothing writes them); the rest
-// are slice headers cut to their current lengths: writes append past
-// them, and copy before they change them in place (see collection.lent).
+// bigTF) are copied: proportional to the terms, not the documents. The
+// image's arrays are shared (nothing writes them); the rest are slice
+// headers cut to their current lengths: writes append past them, and
+// copy before they change them in place (see collection.lent).
 func (c *collection) capture() *collection {
 	n, terms := c.ids.len(), len(c.newTerms)
 	d := &collection{
@@ -224,8 +225,8 @@ func (c *collection) encode(e *encoder) {
 		df = c.df.heap()
 	}
 	// A term of the image with postings written since is one list in the
-	// image: its blocks are computed for the joined list.
-	joined := make(map[uint32][]block, len(c.tailLists))
+	// new image: its blocks are computed for the two segments joined.
+	computed := make(map[uint32][]block, len(c.tailLists))
 	blocksOf := func(id uint32) []block {
 		image, heap := c.segments(id)
 		if len(heap.postings) == 0 {
@@ -234,10 +235,10 @@ func (c *collection) encode(e *encoder) {
 		if len(image.postings) == 0 {
 			return heap.blocks
 		}
-		blocks, ok := joined[id]
+		blocks, ok := computed[id]
 		if !ok {
 			blocks = c.blocksOf(id, slices.Concat(image.postings, heap.postings))
-			joined[id] = blocks
+			computed[id] = blocks
 		}
 		return blocks
 	}
