@@ -243,10 +243,9 @@ func (c *collection) setBlocks(id uint32, blocks []block) {
 	c.tailBlocks[id] = blocks
 }
 
-// blocksOf computes the blocks of list, term id's postings (or a prefix
-// of them): what extendBlocks records as they are appended. A list
-// joined from two segments needs them computed anew (an image, a
-// compaction).
+// blocksOf computes the blocks of list, term id's postings: what
+// extendBlocks records as they are appended. A list joined from two
+// segments needs them computed anew (join, an image, a compaction).
 func (c *collection) blocksOf(id uint32, list []posting) []block {
 	blocks := make([]block, 0, (len(list)+blockSize-1)/blockSize)
 	for i, p := range list {
