@@ -63,6 +63,8 @@ func TestTheDocumentAcceptsWhatTheServerAccepts(t *testing.T) {
 	const agent = "spellings"
 	raw := s.create(t, aliceKey, agent, "raw_entry", minimalContent[memory.RawEntry])
 	note := s.create(t, aliceKey, agent, "note", minimalContent[memory.Note])
+	const processed = "processed"
+	s.create(t, aliceKey, processed, "note", minimalContent[memory.Note])
 
 	var items []map[string]any
 	var pushed []any
@@ -100,8 +102,9 @@ func TestTheDocumentAcceptsWhatTheServerAccepts(t *testing.T) {
 		{"encoding_format null", "POST", "/v1/embeddings", map[string]any{"input": "x", "model": "default", "encoding_format": nil}, http.StatusOK},
 		{"provenance's direction empty", "GET", "/v1/memories/" + note.ID + "/provenance?direction=", nil, http.StatusOK},
 		{"suggestions' status empty", "GET", "/v1/agents/" + agent + "/suggestions?status=", nil, http.StatusOK},
-		{"process's transition empty", "POST", "/v1/agents/" + agent + "/process", map[string]any{"transition": ""}, http.StatusOK},
-		{"process's transition null", "POST", "/v1/agents/" + agent + "/process", map[string]any{"transition": nil}, http.StatusOK},
+		// A processing pass over one note, not over the memories above.
+		{"process's transition empty", "POST", "/v1/agents/" + processed + "/process", map[string]any{"transition": ""}, http.StatusOK},
+		{"process's transition null", "POST", "/v1/agents/" + processed + "/process", map[string]any{"transition": nil}, http.StatusOK},
 	}
 	for _, spelling := range typeSpellings[memory.Note] {
 		calls = append(calls, call{"re-embed of " + spelling, "POST", "/v1/embeddings/reembed", map[string]any{"agent_id": agent, "memory_type": spelling, "memory_id": note.ID}, http.StatusOK})
