@@ -72,6 +72,8 @@ def response(status, codes):
     headers = {"X-Request-ID": {"schema": {"type": "string"}}}
     if status in (429, 503):
         headers["Retry-After"] = {"description": "Seconds to wait, when the server knows.", "schema": {"type": "integer"}}
+    if status == 405:
+        headers["Allow"] = {"description": "The methods the path answers (RFC 9110).", "required": True, "schema": {"type": "string"}}
     return {
         "description": ", ".join(codes),
         "headers": headers,
