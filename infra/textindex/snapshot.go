@@ -48,14 +48,19 @@ func (p *Port) WriteSnapshot(w io.Writer) error {
 	defer p.snapshotMu.Unlock()
 	images, all := p.capture()
 	defer release(images)
-	var e encoder
+	e := encoder{w: w, b: make([]byte, 0, 2*encoderBuffer)}
 	e.u32(p.ix.metaUnits)
 	e.u32(uint32(len(images)))
 	for _, img := range images {
 		e.str(img.name)
 		img.captured.encode(&e)
-		if _, err := w.Write(e.take()); err != nil {
-			return err
+		// Each collection's end goes out before the next is encoded, so
+		// a writer that holds its first write holds the encoding after
+		// the first collection at the latest (TestSnapshotIsTheIndexAtItsCapture
+		// writes to the others meanwhile).
+		e.flush()
+		if e.err != nil {
+			return e.err
 		}
 	}
 	scopes := make([]domain.IndexScope, 0, len(all))
@@ -71,8 +76,8 @@ func (p *Port) WriteSnapshot(w io.Writer) error {
 		e.str(s.AgentID)
 		e.strs(all[s])
 	}
-	_, err := w.Write(e.take())
-	return err
+	e.flush()
+	return e.err
 }
 
 // capture is WriteSnapshot's first step: what writers wait for. The
@@ -214,7 +219,7 @@ type imageCounts struct {
 	live, nDead, totalLen                                                                                     uint64
 }
 
-// encode appends the image of the collection to e.
+// encode writes the image of the collection to e.
 func (c *collection) encode(e *encoder) {
 	nTerms, nSlots := c.termCount(), c.ids.len()
 	k := imageCounts{terms: uint32(nTerms), slots: uint32(nSlots), types: uint32(len(c.typeNames)),
@@ -260,12 +265,13 @@ func (c *collection) encode(e *encoder) {
 
 	idOff, tagOff, docTermOff := make([]uint32, nSlots+1), make([]uint32, nSlots+1), make([]uint32, nSlots+1)
 	dead, length, created, types := make([]byte, nSlots), make([]uint32, nSlots), make([]int64, nSlots), make([]uint32, nSlots)
-	var tagRefs, docTerms []uint32
+	var tagRefs []uint32
 	tagIDs := map[string]uint32{}
 	var tagNames []string
 	for slot := range uint32(nSlots) {
 		idOff[slot+1] = idOff[slot] + uint32(len(c.ids.at(slot)))
 		length[slot], created[slot], types[slot] = c.length.at(slot), c.created.at(slot), c.types.at(slot)
+		docTermOff[slot+1] = docTermOff[slot]
 		if c.dead.at(slot) {
 			dead[slot] = 1
 		} else {
@@ -278,9 +284,9 @@ func (c *collection) encode(e *encoder) {
 				}
 				tagRefs = append(tagRefs, id)
 			}
-			docTerms = append(docTerms, c.docTerms.at(slot)...)
+			docTermOff[slot+1] += uint32(len(c.docTerms.at(slot)))
 		}
-		tagOff[slot+1], docTermOff[slot+1] = uint32(len(tagRefs)), uint32(len(docTerms))
+		tagOff[slot+1] = uint32(len(tagRefs))
 	}
 	idOrder := c.idOrder
 	if len(c.ids.tail) > 0 || idOrder == nil {
@@ -294,7 +300,7 @@ func (c *collection) encode(e *encoder) {
 	for i, tag := range tagNames {
 		tagNameOff[i+1] = tagNameOff[i] + uint32(len(tag))
 	}
-	k.idBytes, k.tagRefs, k.docTerms = idOff[nSlots], uint32(len(tagRefs)), uint32(len(docTerms))
+	k.idBytes, k.tagRefs, k.docTerms = idOff[nSlots], uint32(len(tagRefs)), docTermOff[nSlots]
 	k.tagNames, k.tagNameBytes = uint32(len(tagNames)), tagNameOff[len(tagNames)]
 
 	e.align()
@@ -324,13 +330,13 @@ func (c *collection) encode(e *encoder) {
 	writeArray(e, termOff, putU32)
 	e.align()
 	for id := range uint32(nTerms) {
-		e.b = append(e.b, c.term(id)...)
+		e.rawString(c.term(id))
 	}
 	writeArray(e, termOrder, putU32)
 	writeArray(e, idOff, putU32)
 	e.align()
 	for slot := range uint32(nSlots) {
-		e.b = append(e.b, c.ids.at(slot)...)
+		e.rawString(c.ids.at(slot))
 	}
 	writeArray(e, idOrder, putU32)
 	writeArray(e, dead, putByte)
@@ -342,10 +348,17 @@ func (c *collection) encode(e *encoder) {
 	writeArray(e, tagNameOff, putU32)
 	e.align()
 	for _, tag := range tagNames {
-		e.b = append(e.b, tag...)
+		e.rawString(tag)
 	}
 	writeArray(e, docTermOff, putU32)
-	writeArray(e, docTerms, putU32)
+	// A live slot's terms, straight from the collection (the offsets
+	// above skip the dead ones).
+	e.align()
+	for slot := range uint32(nSlots) {
+		if !c.dead.at(slot) {
+			writeElems(e, c.docTerms.at(slot), putU32)
+		}
+	}
 	e.align()
 	for _, key := range slices.Sorted(maps.Keys(c.bigTF)) {
 		e.u64(key)
@@ -484,11 +497,12 @@ func writeElems[T any](e *encoder, s []T, put func([]byte, T) []byte) {
 		return
 	}
 	if littleEndian {
-		e.b = append(e.b, unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), len(s)*int(unsafe.Sizeof(s[0])))...)
+		e.raw(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), len(s)*int(unsafe.Sizeof(s[0]))))
 		return
 	}
 	for _, v := range s {
 		e.b = put(e.b, v)
+		e.flushIfFull()
 	}
 }
 
@@ -514,26 +528,67 @@ func readArray[T any](d *decoder, n int, get func([]byte) T) []T {
 	return out
 }
 
-// encoder appends little-endian fields to a buffer, which WriteSnapshot
-// writes out and empties after each collection; written counts what it
-// wrote, so arrays are aligned relative to the body's start.
+// encoder streams little-endian fields to w: small ones through a buffer
+// of at most encoderBuffer bytes, larger byte runs (on a little-endian
+// machine every array, as it lies in memory) straight to w, so an image is
+// never held whole. A collection of 100,000 documents has an image of
+// ~30 MB; building it in one growing buffer cost a copy of every byte per
+// doubling and as much heap as the image, at every image a running
+// server saves. written counts what went to w, so arrays are aligned
+// relative to the body's start; the first error of w sticks (err) and
+// nothing more is written.
 type encoder struct {
+	w       io.Writer
 	b       []byte
 	written int
+	err     error
 }
 
-func (e *encoder) take() []byte {
-	b := e.b
-	e.written += len(b)
-	e.b = e.b[:0:0]
-	return b
+// encoderBuffer is what the encoder holds before writing it out (its
+// buffer's capacity is twice that, so that it never grows).
+const encoderBuffer = 64 << 10
+
+func (e *encoder) flush() {
+	if len(e.b) == 0 {
+		return
+	}
+	e.write(e.b)
+	e.b = e.b[:0]
 }
-func (e *encoder) u32(v uint32) { e.b = le.AppendUint32(e.b, v) }
-func (e *encoder) u64(v uint64) { e.b = le.AppendUint64(e.b, v) }
+
+func (e *encoder) flushIfFull() {
+	if len(e.b) >= encoderBuffer {
+		e.flush()
+	}
+}
+
+func (e *encoder) write(p []byte) {
+	if e.err == nil {
+		_, e.err = e.w.Write(p)
+	}
+	e.written += len(p)
+}
+
+// raw writes p as it is: through the buffer when it is small, else
+// directly after what the buffer holds.
+func (e *encoder) raw(p []byte) {
+	if len(p) < encoderBuffer {
+		e.b = append(e.b, p...)
+		e.flushIfFull()
+		return
+	}
+	e.flush()
+	e.write(p)
+}
+
+func (e *encoder) u32(v uint32) { e.b = le.AppendUint32(e.b, v); e.flushIfFull() }
+func (e *encoder) u64(v uint64) { e.b = le.AppendUint64(e.b, v); e.flushIfFull() }
 func (e *encoder) str(s string) {
 	e.b = binary.AppendUvarint(e.b, uint64(len(s)))
-	e.b = append(e.b, s...)
+	e.rawString(s)
 }
+
+func (e *encoder) rawString(s string) { e.raw(unsafe.Slice(unsafe.StringData(s), len(s))) }
 func (e *encoder) strs(ss []string) {
 	e.u32(uint32(len(ss)))
 	for _, s := range ss {
