@@ -312,7 +312,10 @@ func (d *decoder) collection() *collection {
 		c.release()
 		return nil
 	}
-	c.idOrder = idOrder
+	c.idOrder, c.imageIDs = idOrder, c.ids
+	// imageIDs must keep the image's offsets: the first write changes a
+	// copy of them (ownArrays), even of offsets decoded to the heap.
+	c.borrowed = true
 	return c
 }
 
