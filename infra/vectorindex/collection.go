@@ -48,10 +48,10 @@ type collection struct {
 	// them.
 	idOrder  []uint32
 	imageIDs idArena
-	created []int64  // unix nanos (see unixNanos)
-	types   []uint16 // code in typeNames
-	tagOff  []uint32 // item tags are tagArena[tagOff : tagOff+tagN], sorted codes
-	tagN    []uint8
+	created  []int64  // unix nanos (see unixNanos)
+	types    []uint16 // code in typeNames
+	tagOff   []uint32 // item tags are tagArena[tagOff : tagOff+tagN], sorted codes
+	tagN     []uint8
 
 	tagArena   []uint32
 	tagGarbage int // arena entries no slot refers to any more
