@@ -74,6 +74,7 @@ func ReadSnapshot(data []byte, opts Options) (*Port, error) {
 		}
 		return nil, d.err
 	}
+	p.imageUnbuilt = p.Unbuilt()
 	for _, c := range ix.cols {
 		c.mu.Lock()
 		if c.stable && c.graph.n < c.ids.len() {

@@ -161,6 +161,11 @@ type Config struct {
 	// next process that searches restores the image and re-reads the
 	// memories of the events after it (docs/snapshots.md).
 	Unsearched Unsearched
+	// FinishGraphs: the process saves its images only at its close, soon
+	// after its open (app.New sets it for the parts that run no engine: a
+	// local search), so an image due then waits for the vector graphs'
+	// build to finish and holds them whole (projections.Snapshots).
+	FinishGraphs bool
 }
 
 // Unsearched names in-process indexes a process does not search.
@@ -436,7 +441,7 @@ func openCore(ctx context.Context, cfg Config) (*Core, error) {
 	}
 	s.Keyword = projections.NewKeyword(keywordState, ix.keyword, ix.keywordInProcess, logger)
 	s.Vectors = projections.NewVectors(vectorState, ix.vectors, ix.vectorsInProcess, logger)
-	s.useSnapshots(snapshotDir(cfg.DataDir), ix, cfg.SQLite.ReadOnly)
+	s.useSnapshots(snapshotDir(cfg.DataDir), ix, cfg.SQLite.ReadOnly, cfg.FinishGraphs)
 	if cfg.Unsearched.Keyword && ix.keywordInProcess {
 		s.Keyword.SkipIndex()
 	}

@@ -97,24 +97,25 @@ func restoreVectors(dir string, opts vectorindex.Options, logger *slog.Logger) (
 		logger.Warn("index snapshot not used: the index is filled from its state", "index", projections.VectorsProjectionName, "error", err)
 		return nil, nil, nil
 	}
-	logSnapshotRead(logger, projections.VectorsProjectionName, len(f.Body), opening, reading)
+	logSnapshotRead(logger, projections.VectorsProjectionName, len(f.Body), opening, reading, "graph_unbuilt", p.ImageUnbuilt())
 	return p, tagOf(f), func() { _ = f.Close() }
 }
 
 // logSnapshotRead says what restoring an index from its image cost: the
 // open (mapping the file and checking its checksum, which reads every
-// byte), then the read (mostly checking the arrays used in place).
-func logSnapshotRead(logger *slog.Logger, kind string, bytes int, opening, reading step) {
+// byte), then the read (mostly checking the arrays used in place), and
+// what the index adds (attrs).
+func logSnapshotRead(logger *slog.Logger, kind string, bytes int, opening, reading step, attrs ...any) {
 	took, cpu := reading.since()
 	all, allCPU := opening.since()
-	logger.Info("index snapshot read", "index", kind, "bytes", bytes, "took", took, "cpu", cpu,
-		"open_took", all-took, "open_cpu", allCPU-cpu)
+	logger.Info("index snapshot read", append([]any{"index", kind, "bytes", bytes, "took", took, "cpu", cpu,
+		"open_took", all - took, "open_cpu", allCPU - cpu}, attrs...)...)
 }
 
 // useSnapshots gives the in-process index projections their snapshots:
 // the image each was restored from, and where to save new ones. A
 // read-only opener neither fills its indexes nor writes images.
-func (s *Core) useSnapshots(dir string, ix *indexes, readOnly bool) {
+func (s *Core) useSnapshots(dir string, ix *indexes, readOnly, finishGraphs bool) {
 	if dir == "" || readOnly {
 		return
 	}
@@ -126,6 +127,6 @@ func (s *Core) useSnapshots(dir string, ix *indexes, readOnly bool) {
 		s.Keyword.UseSnapshots(projections.Snapshots{Files: files, Restored: ix.keywordRestored})
 	}
 	if ix.vectorsInProcess {
-		s.Vectors.UseSnapshots(projections.Snapshots{Files: files, Restored: ix.vectorsRestored})
+		s.Vectors.UseSnapshots(projections.Snapshots{Files: files, Restored: ix.vectorsRestored, FinishGraphs: finishGraphs})
 	}
 }
