@@ -152,24 +152,25 @@ func ReadSnapshot(data []byte, opts Options, saturation float64) (*Port, error) 
 // capture returns what encode reads of c (read-locked, with no port
 // write running), and marks c imaged and lent until release. The arrays
 // writes change in place whatever the image holds (the document
-// frequencies, the outer arrays of the heap's posting lists and blocks,
-// those blocks, bigTF) are copied: proportional to the terms, not the
-// documents. The image's arrays are shared (nothing writes them); the rest
-// are slice headers cut to their current lengths: writes append past
-// them, and copy before they change them in place (see collection.lent).
+// frequencies changed or added since the collection's own image, the
+// outer arrays of the heap's posting lists and blocks, those blocks,
+// bigTF) are copied: proportional to the terms, not the documents. The
+// image's arrays are shared (nothing writes them); the rest are slice
+// headers cut to their current lengths: writes append past them, and
+// copy before they change them in place (see collection.lent).
 func (c *collection) capture() *collection {
 	n, terms := c.ids.len(), len(c.newTerms)
 	d := &collection{
-		metaUnits: c.metaUnits, img: c.img, ownLists: maps.Clone(c.ownLists), ownBlocks: make(map[uint32][]block, len(c.ownBlocks)),
+		metaUnits: c.metaUnits, img: c.img, tailLists: maps.Clone(c.tailLists), tailBlocks: make(map[uint32][]block, len(c.tailBlocks)), joined: maps.Clone(c.joined),
 		newTerms: c.newTerms[:terms:terms], newLists: slices.Clone(c.newLists), newBlocks: make([][]block, terms),
-		df:  column[int32]{tail: append(slices.Clone(c.df.base), c.df.tail...)},
+		df:  c.df.capture(),
 		ids: c.ids.prefix(n), dead: c.dead.prefix(n), length: c.length.prefix(n), created: c.created.prefix(n),
 		types: c.types.prefix(n), typeNames: slices.Clip(c.typeNames), tags: c.tags.prefix(n), docTerms: c.docTerms.prefix(n),
 		bigTF: maps.Clone(c.bigTF), idOrder: c.idOrder,
 		live: c.live, nDead: c.nDead, totalLen: c.totalLen,
 	}
-	for id, blocks := range c.ownBlocks {
-		d.ownBlocks[id] = slices.Clone(blocks)
+	for id, blocks := range c.tailBlocks {
+		d.tailBlocks[id] = slices.Clone(blocks)
 	}
 	for id, blocks := range c.newBlocks {
 		d.newBlocks[id] = slices.Clone(blocks)
@@ -219,12 +220,32 @@ func (c *collection) encode(e *encoder) {
 	k := imageCounts{terms: uint32(nTerms), slots: uint32(nSlots), types: uint32(len(c.typeNames)),
 		live: uint64(c.live), nDead: uint64(c.nDead), totalLen: uint64(c.totalLen), big: uint32(len(c.bigTF))}
 
-	df := make([]int32, nTerms)
+	df := c.df.base
+	if len(c.df.changed) > 0 || len(c.df.tail) > 0 {
+		df = c.df.heap()
+	}
+	// A term of the image with postings written since is one list in the
+	// new image: its blocks are computed for the two segments joined.
+	computed := make(map[uint32][]block, len(c.tailLists))
+	blocksOf := func(id uint32) []block {
+		image, heap := c.segments(id)
+		if len(heap.postings) == 0 {
+			return image.blocks
+		}
+		if len(image.postings) == 0 {
+			return heap.blocks
+		}
+		blocks, ok := computed[id]
+		if !ok {
+			blocks = c.blocksOf(id, slices.Concat(image.postings, heap.postings))
+			computed[id] = blocks
+		}
+		return blocks
+	}
 	postOff, blockOff, termOff := make([]uint32, nTerms+1), make([]uint32, nTerms+1), make([]uint32, nTerms+1)
 	for id := range uint32(nTerms) {
-		df[id] = c.df.at(id)
-		postOff[id+1] = postOff[id] + uint32(len(c.postingsOf(id)))
-		blockOff[id+1] = blockOff[id] + uint32(len(c.blocksOf(id)))
+		postOff[id+1] = postOff[id] + uint32(c.postingCount(id))
+		blockOff[id+1] = blockOff[id] + uint32(len(blocksOf(id)))
 		termOff[id+1] = termOff[id] + uint32(len(c.term(id)))
 	}
 	k.postings, k.blocks, k.termBytes = postOff[nTerms], blockOff[nTerms], termOff[nTerms]
@@ -291,12 +312,14 @@ func (c *collection) encode(e *encoder) {
 	writeArray(e, postOff, putU32)
 	e.align()
 	for id := range uint32(nTerms) {
-		writeElems(e, c.postingsOf(id), putPosting)
+		image, heap := c.segments(id)
+		writeElems(e, image.postings, putPosting)
+		writeElems(e, heap.postings, putPosting)
 	}
 	writeArray(e, blockOff, putU32)
 	e.align()
 	for id := range uint32(nTerms) {
-		writeElems(e, c.blocksOf(id), putBlock)
+		writeElems(e, blocksOf(id), putBlock)
 	}
 	writeArray(e, termOff, putU32)
 	e.align()
@@ -351,7 +374,7 @@ func decodeCollection(d *decoder, metaUnits uint32) *collection {
 		return nil
 	}
 	c := &collection{metaUnits: metaUnits, bigTF: map[uint64]uint32{}, newIDs: map[string]uint32{}, slotOf: map[string]uint32{},
-		ownLists: map[uint32][]posting{}, ownBlocks: map[uint32][]block{}}
+		tailLists: map[uint32][]posting{}, tailBlocks: map[uint32][]block{}, joined: map[uint32]struct{}{}}
 	for range k.types {
 		c.typeNames = append(c.typeNames, d.str())
 	}
