@@ -121,13 +121,12 @@ func (s *Server) Handler() http.Handler {
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, domain.Errorf(domain.KindNotFound, "no such endpoint: %s %s", r.Method, r.URL.Path))
 	})
-	routes := r
-	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		// RFC 9110 §15.5.6: a 405 names the methods the path takes. chi
-		// sets Allow only in its own 405 handler, which this one replaces.
-		w.Header().Set("Allow", allowedMethods(routes, r.URL.Path))
+	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
+		// chi hands a custom handler no list of the path's methods, and
+		// RFC 9110 §15.5.6 wants one in Allow: ask the router for each.
+		w.Header().Set("Allow", strings.Join(allowedMethods(r, req.URL.Path), ", "))
 		writeFailure(w, http.StatusMethodNotAllowed, errorBody{
-			Code: "method_not_allowed", Message: "method " + r.Method + " is not allowed on " + r.URL.Path, RequestID: requestID(r.Context()),
+			Code: "method_not_allowed", Message: "method " + req.Method + " is not allowed on " + req.URL.Path, RequestID: requestID(req.Context()),
 		})
 	})
 	r.Get("/healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -216,14 +215,13 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	writeError(w, r, s.logger, err)
 }
 
-// allowedMethods lists the methods routes serves on path, in the order
-// of RFC 9110's method table, for a 405's Allow header.
-func allowedMethods(routes chi.Routes, path string) string {
+// allowedMethods lists the methods routes answers on path.
+func allowedMethods(routes chi.Routes, path string) []string {
 	var allowed []string
-	for _, method := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions} {
-		if routes.Match(chi.NewRouteContext(), method, path) {
-			allowed = append(allowed, method)
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		if routes.Match(chi.NewRouteContext(), m, path) {
+			allowed = append(allowed, m)
 		}
 	}
-	return strings.Join(allowed, ", ")
+	return allowed
 }
