@@ -15,6 +15,7 @@ import (
 // /readyz lists each search index backend and the projections' delivery
 // metrics.
 func TestReadyzReportsBackendsAndProjections(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{})
 	r := s.request(t, "GET", "/readyz", "", nil)
 	if r.status != http.StatusOK {
@@ -43,6 +44,7 @@ func TestReadyzReportsBackendsAndProjections(t *testing.T) {
 
 // A backend that is down makes /readyz 503 backend_unavailable, naming it.
 func TestReadyzBackendDown(t *testing.T) {
+	t.Parallel()
 	h := api.New(api.Config{
 		Logger: slog.New(slog.DiscardHandler),
 		Auth:   fixedAuth{},
