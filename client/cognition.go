@@ -203,7 +203,8 @@ type ExhaustCycle struct {
 }
 
 // ExhaustResult is what an exhaust run did. ConvergenceReason is
-// "converged", "inference_unavailable" or "max_cycles".
+// "converged", "inference_unavailable", "max_cycles" or
+// "concurrent_processing".
 type ExhaustResult struct {
 	CyclesCompleted   int            `json:"cycles_completed"`
 	TotalPromotions   int            `json:"total_promotions"`

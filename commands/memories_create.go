@@ -31,6 +31,10 @@ type MemoryInput struct {
 	// is PromotedMemoryID(Promotes.SuggestionID), so a second accept of the
 	// suggestion, on any node, finds it taken and fails with a conflict.
 	Promotes *memory.Promotion
+	// id, when set, is the memory's id, derived by the caller so that
+	// writing the same memory again finds it (autoPromotedMemoryID); see
+	// Memories.CreateWith.
+	id string
 }
 
 // promotedIDSpace is the UUIDv5 namespace of the ids of memories accepted
@@ -97,6 +101,7 @@ type pendingMemory struct {
 	// fromProcessing: see MemoryInput.FromProcessing.
 	fromProcessing bool
 	promotes       *memory.Promotion
+	id             string // see MemoryInput.id
 }
 
 func (m *Memories) create(ctx context.Context, meta domain.Metadata, agentID string, in []MemoryInput, at func(int, error) error) ([]CreatedMemory, error) {
@@ -183,7 +188,7 @@ func (m *Memories) prepare(in MemoryInput, now time.Time) (pendingMemory, error)
 	if p.text, err = memory.IndexedText(t, p.content); err != nil {
 		return p, err
 	}
-	p.typ, p.hash, p.fromProcessing, p.promotes = t, memory.TextHash(p.text), in.FromProcessing, in.Promotes
+	p.typ, p.hash, p.fromProcessing, p.promotes, p.id = t, memory.TextHash(p.text), in.FromProcessing, in.Promotes, in.id
 	return p, nil
 }
 
@@ -291,13 +296,18 @@ func checkItemProvenance(settings agentsettings.Settings, field string, it pendi
 	return memory.CheckProvenance(field, it.typ, it.refs)
 }
 
-// newMemoryID is a new memory's id: a fresh UUIDv7, or for an accepted
-// suggestion its PromotedMemoryID, which must not be taken yet. The
+// newMemoryID is a new memory's id: the one its input names
+// (MemoryInput.id), a fresh UUIDv7, or for an accepted suggestion its
+// PromotedMemoryID, which must not be taken yet. The
 // decision runs against the read model at the agent stream's version
 // and the append expects that version, so of two concurrent accepts (on
 // any nodes) one appends and the other decides again, finds the memory
 // and fails.
 func (m *Memories) newMemoryID(ctx context.Context, userID string, it pendingMemory) (string, error) {
+	if it.id != "" {
+		// CreateWith found no memory with it.
+		return it.id, nil
+	}
 	if it.promotes == nil {
 		id, err := uuid.NewV7()
 		if err != nil {

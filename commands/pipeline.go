@@ -116,8 +116,14 @@ func (c *Pipeline) appendTo(ctx context.Context, meta domain.Metadata, as agentS
 		return nil
 	}
 	_, err := c.cfg.Writer.Append(ctx, processing.Stream(as.ref.UserID, as.ref.AgentID), as.state.Version, meta, payloads...)
+	return concurrentProcessing(err, as.ref.AgentID)
+}
+
+// concurrentProcessing is err, or 409 concurrent_processing when the
+// agent's cognition stream moved on from the version a decision expected.
+func concurrentProcessing(err error, agentID string) error {
 	if errors.Is(err, domain.ErrWrongExpectedVersion) {
-		return domain.Conflict("concurrent_processing", "agent %s's processing state changed while this request was decided; retry it", as.ref.AgentID)
+		return domain.Conflict("concurrent_processing", "agent %s's processing state changed while this request was decided; retry it", agentID)
 	}
 	return err
 }
@@ -224,41 +230,156 @@ func (c *Pipeline) process(ctx context.Context, meta domain.Metadata, userID, ag
 			Reason: fmt.Sprintf("auto-expired after %dh", as.state.Config.SuggestionExpiryHours), ResolvedAt: now})
 	}
 	pending := as.state.PendingFingerprints(now)
-	var passes []processing.PassRecorded
-	for _, t := range transitions {
-		pass, created, err := c.pass(ctx, meta, as, t, req.Force, pending, now)
-		if err != nil {
+	drafts := make([]passDraft, len(transitions))
+	var promoted []MemoryInput
+	for i, t := range transitions {
+		if drafts[i], err = c.pass(ctx, as, t, req.Force, pending, now); err != nil {
 			return nil, err
 		}
-		payloads = append(payloads, pass)
-		for _, sc := range created {
-			payloads = append(payloads, sc)
+		for _, p := range drafts[i].promoted {
+			promoted = append(promoted, p.input)
 		}
-		passes = append(passes, pass)
 	}
-	if err := c.appendTo(ctx, meta, as, payloads); err != nil {
-		return nil, err
+	// record completes the passes with what became of their promoted
+	// items (made, in the order of promoted) and returns them with the
+	// events that record them.
+	record := func(made []MadeMemory) ([]processing.PassRecorded, []domain.Payload) {
+		passes := make([]processing.PassRecorded, len(drafts))
+		out := append([]domain.Payload{}, payloads...)
+		for i, d := range drafts {
+			var created []processing.SuggestionCreated
+			passes[i], created = d.complete(made[:len(d.promoted)])
+			made = made[len(d.promoted):]
+			out = append(out, passes[i])
+			for _, sc := range created {
+				out = append(out, sc)
+			}
+		}
+		return passes, out
+	}
+	if len(promoted) == 0 {
+		passes, payloads := record(nil)
+		if err := c.appendTo(ctx, meta, as, payloads); err != nil {
+			return nil, err
+		}
+		return passes, nil
+	}
+	// The promoted memories and the passes that made them are one append:
+	// a refused record stores no memory, and the sources the passes
+	// consume are consumed exactly when their memories exist.
+	var passes []processing.PassRecorded
+	err = c.cfg.Creator.CreateWith(ctx, meta, agentID, promoted, func(made []MadeMemory) (StreamPart, error) {
+		var payloads []domain.Payload
+		passes, payloads = record(made)
+		return StreamPart{Stream: processing.Stream(userID, agentID), Expected: as.state.Version, Payloads: payloads}, nil
+	})
+	if err != nil {
+		return nil, concurrentProcessing(err, agentID)
 	}
 	return passes, nil
 }
 
-// pass runs one transition. New suggestions' fingerprints are added to
-// pending, so a later transition of the same request dedups against them.
-func (c *Pipeline) pass(ctx context.Context, meta domain.Metadata, as agentState, t processing.Transition, force bool,
-	pending map[string]string, now time.Time) (processing.PassRecorded, []processing.SuggestionCreated, error) {
+// passDraft is a pass decided up to the memories it promotes, which are
+// stored with its record: what becomes of them (Memories.CreateWith)
+// completes it.
+type passDraft struct {
+	pass    processing.PassRecorded
+	created []processing.SuggestionCreated
+	// outputs are the items that became suggestions or promotions, in the
+	// processor's order.
+	outputs  []passOutput
+	promoted []promotion
+	batch    []processing.Source
+	allGated bool
+}
+
+// passOutput is one item a pass made: made ("suggestion:<id>" or
+// "<type>:<id>") from sources; promoted is its index in
+// passDraft.promoted, -1 for a suggestion.
+type passOutput struct {
+	made     string
+	sources  []string
+	promoted int
+}
+
+// promotion is an item a pass writes as a memory.
+type promotion struct {
+	input MemoryInput
+	typ   memory.Type
+}
+
+// complete is the pass once its promoted items are decided (made[k] is
+// promoted[k]'s outcome): each one stored, or that existed already, is
+// among the pass's created memories; each refused is an error of the
+// pass, which then leaves its sources unprocessed.
+func (d passDraft) complete(made []MadeMemory) (processing.PassRecorded, []processing.SuggestionCreated) {
+	pass := d.pass
+	if d.pass.Skipped {
+		return pass, d.created
+	}
+	pass.Created = []string{}
+	pass.Errors = append([]string{}, d.pass.Errors...)
+	into := map[string][]string{}
+	for _, o := range d.outputs {
+		if o.promoted >= 0 {
+			if err := made[o.promoted].Err; err != nil {
+				pass.Errors = append(pass.Errors, fmt.Sprintf("write %s: %v", d.promoted[o.promoted].typ, err))
+				continue
+			}
+			pass.Created = append(pass.Created, o.made)
+		}
+		for _, src := range o.sources {
+			into[src] = append(into[src], o.made)
+		}
+	}
+	// Sources stay unprocessed when the answer broke the contract, a
+	// write failed, or every proposal was held by a gate: a later pass
+	// tries them again. An empty answer consumes them (nothing to make).
+	pass.Consumed = []processing.Consumed{}
+	if len(pass.Errors) == 0 && !d.allGated {
+		for _, s := range d.batch {
+			pass.Consumed = append(pass.Consumed, processing.Consumed{ID: s.ID, Into: append([]string{}, into[s.ID]...)})
+		}
+	}
+	return pass, d.created
+}
+
+// autoPromotedIDSpace is the UUIDv5 namespace of the ids of auto-promoted
+// memories.
+var autoPromotedIDSpace = uuid.MustParse("3c0e8f6d-2a41-4b7e-9f55-8d1c7a2e6b90")
+
+// autoPromotedMemoryID is the id of the memory a pass of transition t
+// writes for an item of the agent (UUIDv5 of the agent, its creation, t
+// and the item's fingerprint, which covers its type, content and
+// sources): the same item proposed again from the same sources names the
+// same memory, so a pass repeated after a partly stored one (a KurrentDB
+// before 25.1) or a failed item (its sources stay unprocessed) finds it
+// and writes no second copy.
+func autoPromotedMemoryID(ref processing.AgentRef, t processing.Transition, fingerprint string) string {
+	key := ref.UserID + "\x00" + ref.AgentID + "\x00" + ref.AgentCreatedAt.UTC().Format(time.RFC3339Nano) + "\x00" + string(t) + "\x00" + fingerprint
+	return uuid.NewSHA1(autoPromotedIDSpace, []byte(key)).String()
+}
+
+// pass runs one transition up to its writes: the suggestions it makes,
+// and the items it promotes, which process stores with its record. New
+// suggestions' and promotions' fingerprints are added to pending, so a
+// later transition of the same request dedups against them.
+func (c *Pipeline) pass(ctx context.Context, as agentState, t processing.Transition, force bool,
+	pending map[string]string, now time.Time) (passDraft, error) {
 	layer := as.state.Config.Layers[t]
 	info := c.cfg.Processor.Info()
-	pass := processing.PassRecorded{AgentRef: as.ref, Pass: processing.Pass{PassID: uuid.Must(uuid.NewV7()).String(), Transition: t, Model: info.Model,
+	d := passDraft{pass: processing.PassRecorded{AgentRef: as.ref, Pass: processing.Pass{PassID: uuid.Must(uuid.NewV7()).String(), Transition: t, Model: info.Model,
 		Forced: force, AutoPromote: as.autoPromote, At: now,
-		Consumed: []processing.Consumed{}, Suggestions: []string{}, Created: []string{}, GateDetails: []string{}, Errors: []string{}}}
-	skip := func(reason, detail string) (processing.PassRecorded, []processing.SuggestionCreated, error) {
+		Consumed: []processing.Consumed{}, Suggestions: []string{}, Created: []string{}, GateDetails: []string{}, Errors: []string{}}}}
+	pass := &d.pass
+	skip := func(reason, detail string) (passDraft, error) {
 		pass.Skipped, pass.SkipReason, pass.SkipDetail = true, reason, detail
 		pass.InferenceBlocked = reason == processing.SkipNeedsInference
-		return pass, nil, nil
+		return d, nil
 	}
 	all, err := c.sources(ctx, as.ref, t.Source())
 	if err != nil {
-		return pass, nil, err
+		return d, err
 	}
 	open := as.state.Unconsumed(t, all)
 	if !layer.Enabled {
@@ -282,11 +403,11 @@ func (c *Pipeline) pass(ctx context.Context, meta domain.Metadata, as agentState
 	pass.SourceCount = len(batch)
 	known, err := c.sources(ctx, as.ref, t.Target())
 	if err != nil {
-		return pass, nil, err
+		return d, err
 	}
 	settings, err := c.settings(ctx, as.ref.UserID, as.ref.AgentID)
 	if err != nil {
-		return pass, nil, err
+		return d, err
 	}
 	pg := settings.PromotionGates
 	gates := processing.Gates{BeliefMinSources: pg.BeliefMinEvidence, BeliefMinConfidence: pg.BeliefMinConfidence,
@@ -301,13 +422,11 @@ func (c *Pipeline) pass(ctx context.Context, meta domain.Metadata, as agentState
 	items, itemErrs, err := c.cfg.Processor.Propose(ctx, t, batch, known)
 	if err != nil {
 		pass.Errors = append(pass.Errors, err.Error())
-		return pass, nil, nil
+		return d, nil
 	}
 	for _, e := range itemErrs {
 		pass.Errors = append(pass.Errors, e.Error())
 	}
-	into := map[string][]string{}
-	var created []processing.SuggestionCreated
 	for _, it := range items {
 		if why := processing.ItemGate(t, it, gates, protected); why != "" {
 			pass.GateBlocked++
@@ -323,38 +442,26 @@ func (c *Pipeline) pass(ctx context.Context, meta domain.Metadata, as agentState
 		// An item that fails the lint rules is never auto-promoted: it
 		// waits as a suggestion that says why.
 		lintFailure := processing.Lint(it.Type, it.Content, lint)
-		var made string
+		out := passOutput{sources: it.Sources, promoted: -1}
 		if as.autoPromote && lintFailure == "" {
-			m, err := c.cfg.Creator.Create(ctx, meta, as.ref.AgentID, MemoryInput{Type: string(it.Type), Content: it.Content, DerivedFrom: refs, FromProcessing: true})
-			if err != nil {
-				pass.Errors = append(pass.Errors, fmt.Sprintf("write %s: %v", it.Type, err))
-				continue
-			}
-			made = string(m.Type) + ":" + m.ID
-			pass.Created = append(pass.Created, made)
+			id := autoPromotedMemoryID(as.ref, t, fp)
+			out.made, out.promoted = string(it.Type)+":"+id, len(d.promoted)
+			d.promoted = append(d.promoted, promotion{typ: it.Type,
+				input: MemoryInput{Type: string(it.Type), Content: it.Content, DerivedFrom: refs, FromProcessing: true, id: id}})
 		} else {
 			id := uuid.Must(uuid.NewV7()).String()
-			created = append(created, processing.SuggestionCreated{AgentRef: as.ref, SuggestionID: id, PassID: pass.PassID, Transition: t,
+			d.created = append(d.created, processing.SuggestionCreated{AgentRef: as.ref, SuggestionID: id, PassID: pass.PassID, Transition: t,
 				MemoryType: string(it.Type), Content: it.Content, Confidence: it.Confidence, Sources: refs, Fingerprint: fp,
 				CreatedAt: now, ExpiresAt: now.Add(time.Duration(as.state.Config.SuggestionExpiryHours) * time.Hour), LintFailure: lintFailure})
-			made = "suggestion:" + id
+			out.made = "suggestion:" + id
 			pass.Suggestions = append(pass.Suggestions, id)
 		}
-		pending[fp] = made
-		for _, src := range it.Sources {
-			into[src] = append(into[src], made)
-		}
+		pending[fp] = out.made
+		d.outputs = append(d.outputs, out)
 	}
-	// Sources stay unprocessed when the answer broke the contract, a
-	// write failed, or every proposal was held by a gate: a later pass
-	// tries them again. An empty answer consumes them (nothing to make).
-	allGated := len(items) > 0 && pass.GateBlocked == len(items)
-	if len(pass.Errors) == 0 && !allGated {
-		for _, s := range batch {
-			pass.Consumed = append(pass.Consumed, processing.Consumed{ID: s.ID, Into: append([]string{}, into[s.ID]...)})
-		}
-	}
-	return pass, created, nil
+	d.batch = batch
+	d.allGated = len(items) > 0 && pass.GateBlocked == len(items)
+	return d, nil
 }
 
 func sourceRefs(t memory.Type, ids []string) []string {

@@ -30,7 +30,9 @@ type ExhaustResult struct {
 // §3.4): forced cycles at intensity light, then medium, then heavy, each
 // intensity until ConvergeAfter cycles in a row produce nothing; it ends
 // early when every transition with sources needs a model the server does
-// not run, and after MaxCycles at the latest. Each cycle is one process
+// not run, after MaxCycles at the latest, and when another request or
+// node processes the agent during a cycle after the first (the first
+// refused answers 409 concurrent_processing, having stored nothing). Each cycle is one process
 // request under the agent's lock, recorded like any pass; between cycles
 // other commands of the agent may run, and a cancelled ctx stops the run
 // between cycles (the cycles done stay recorded).
@@ -52,6 +54,12 @@ func (c *Pipeline) Exhaust(ctx context.Context, meta domain.Metadata, agentID st
 		}
 		intensity := run.Intensity()
 		passes, err := c.cycle(ctx, meta, userID, agentID, ProcessRequest{Force: true, AutoPromote: &autoPromote, transitions: intensity.Transitions()})
+		if de, ok := domain.AsError(err); ok && de.Code == "concurrent_processing" && out.CyclesCompleted > 0 {
+			// The cycles done are stored and this one is not: a 409 would
+			// say the run stored nothing, so the answer names what it did.
+			out.ConvergenceReason = processing.ReasonConcurrentProcessing
+			break
+		}
 		if err != nil {
 			return ExhaustResult{}, err
 		}

@@ -66,9 +66,13 @@ type Processor interface {
 }
 
 // MemoryCreator creates memories; Memories implements it, so promoted
-// suggestions go through the same checks as any write.
+// suggestions and auto-promoted items go through the same checks as any
+// write.
 type MemoryCreator interface {
 	Create(ctx context.Context, meta domain.Metadata, agentID string, in MemoryInput) (CreatedMemory, error)
+	// CreateWith stores memories and another stream's events in one
+	// append, or nothing (Memories.CreateWith).
+	CreateWith(ctx context.Context, meta domain.Metadata, agentID string, in []MemoryInput, with func(made []MadeMemory) (StreamPart, error)) error
 }
 
 // JobRunner runs the bulk re-embedding jobs (workers.JobRunner implements

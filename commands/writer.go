@@ -73,16 +73,54 @@ func (w *EventWriter) AppendSeenBy(ctx context.Context, stream string, expected 
 }
 
 func (w *EventWriter) append(ctx context.Context, stream string, expected int64, meta domain.Metadata, payloads []domain.Payload) (domain.AppendResult, error) {
+	events, err := marshalEvents(meta, payloads)
+	if err != nil {
+		return domain.AppendResult{}, err
+	}
+	res, err := w.store.Append(ctx, stream, expected, events)
+	return res, takenMemoryID(err)
+}
+
+func marshalEvents(meta domain.Metadata, payloads []domain.Payload) ([]domain.NewEvent, error) {
 	events := make([]domain.NewEvent, len(payloads))
 	for i, p := range payloads {
 		e, err := domain.MarshalEvent(p, meta)
 		if err != nil {
-			return domain.AppendResult{}, fmt.Errorf("commands: encode %s: %w", p.EventType(), err)
+			return nil, fmt.Errorf("commands: encode %s: %w", p.EventType(), err)
 		}
 		events[i] = e
 	}
-	res, err := w.store.Append(ctx, stream, expected, events)
-	return res, takenMemoryID(err)
+	return events, nil
+}
+
+// StreamPart is one stream's events in a write to several streams,
+// decided at the stream's version Expected.
+type StreamPart struct {
+	Stream   string
+	Expected int64
+	Payloads []domain.Payload
+}
+
+// appendStreamsSeenBy appends the parts in one write
+// (domain.EventStore.AppendStreams: every part or none, except on a
+// KurrentDB older than 25.1) and waits as AppendSeenBy does; it returns
+// the position of the last event, which the caller must Await.
+func (w *EventWriter) appendStreamsSeenBy(ctx context.Context, meta domain.Metadata, names []string, parts []StreamPart) (uint64, error) {
+	appends := make([]domain.StreamAppend, len(parts))
+	for i, p := range parts {
+		events, err := marshalEvents(meta, p.Payloads)
+		if err != nil {
+			return 0, err
+		}
+		appends[i] = domain.StreamAppend{Stream: p.Stream, Expected: p.Expected, Events: events}
+	}
+	res, err := w.store.AppendStreams(ctx, appends)
+	if err != nil {
+		return 0, takenMemoryID(err)
+	}
+	last := res[len(res)-1].LastPosition
+	observePosition(ctx, last)
+	return last, w.wait(ctx, last, names)
 }
 
 // Await waits until position is visible to every read model. Every write

@@ -48,6 +48,10 @@ const (
 	ReasonInferenceUnavailable = "inference_unavailable"
 	// ReasonMaxCycles: the cycle budget ran out first.
 	ReasonMaxCycles = "max_cycles"
+	// ReasonConcurrentProcessing: after the cycles done were stored,
+	// another request or node processed the agent while the next cycle
+	// was decided; that cycle stored nothing.
+	ReasonConcurrentProcessing = "concurrent_processing"
 )
 
 // CheckExhaustCycles validates max_cycles (0: the default).

@@ -32,6 +32,9 @@ type Env struct {
 	Model     domain.EmbeddingModel
 	Queue     *workers.EmbedQueue
 	Memories  *commands.Memories
+	// Suggestions is the suggestions read model, which the processing
+	// pipeline decides on.
+	Suggestions *sqlite.Suggestions
 	// Queries reads what the commands wrote.
 	Queries *query.Service
 }
@@ -47,6 +50,20 @@ func New(t testing.TB) *Env {
 // model), e.g. KurrentDB's test server with a small append limit.
 func NewOn(t testing.TB, log domain.EventStore) *Env {
 	t.Helper()
+	return build(t, log, nil)
+}
+
+// NewAround is New with its SQLite event log seen through wrap, e.g. one
+// that lets another writer append first.
+func NewAround(t testing.TB, wrap func(domain.EventStore) domain.EventStore) *Env {
+	t.Helper()
+	return build(t, nil, wrap)
+}
+
+// build builds the stack over log, or when nil over the SQLite log beside
+// the read models, seen through wrap when it is not nil.
+func build(t testing.TB, log domain.EventStore, wrap func(domain.EventStore) domain.EventStore) *Env {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	db, err := sqlite.Open(ctx, t.TempDir(), sqlite.Options{})
 	if err != nil {
@@ -54,9 +71,12 @@ func NewOn(t testing.TB, log domain.EventStore) *Env {
 	}
 	if log == nil {
 		log = sqlite.NewEventStore(db, 20*time.Millisecond)
+		if wrap != nil {
+			log = wrap(log)
+		}
 	}
-	e := &Env{Store: log, ReadModel: sqlite.NewMemories(db)}
-	engine := projections.NewEngine(e.Store, slog.New(slog.DiscardHandler), projections.NewMemories(e.ReadModel))
+	e := &Env{Store: log, ReadModel: sqlite.NewMemories(db), Suggestions: sqlite.NewSuggestions(db)}
+	engine := projections.NewEngine(e.Store, slog.New(slog.DiscardHandler), projections.NewMemories(e.ReadModel), projections.NewSuggestions(e.Suggestions))
 	done := make(chan struct{})
 	go func() { defer close(done); _ = engine.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done; db.Close() })
@@ -74,7 +94,7 @@ func NewOn(t testing.TB, log domain.EventStore) *Env {
 		t.Fatal(err)
 	}
 	e.Memories = e.NewMemories(t, e.ReadModel)
-	e.Queries, err = query.New(query.Config{Memories: e.ReadModel, Suggestions: sqlite.NewSuggestions(db), Provenance: sqlite.NewProvenance(db),
+	e.Queries, err = query.New(query.Config{Memories: e.ReadModel, Suggestions: e.Suggestions, Provenance: sqlite.NewProvenance(db),
 		Audit: sqlite.NewAudit(db), Jobs: sqlite.NewJobs(db), States: processing.NewSnapshots(e.Store)})
 	if err != nil {
 		t.Fatal(err)

@@ -435,6 +435,7 @@ export interface ExhaustResult {
   total_promotions: number;
   total_suggestions: number;
   converged: boolean;
+  /** "converged", "inference_unavailable", "max_cycles", or "concurrent_processing": another request or node processed the agent after the first cycle (the cycles listed are stored). */
   convergence_reason: string;
   auto_promote: boolean;
   cycles: ExhaustCycle[];

@@ -594,6 +594,9 @@ class ExhaustResult(Model):
     total_promotions: int = 0
     total_suggestions: int = 0
     converged: bool = False
+    # "converged", "inference_unavailable", "max_cycles", or "concurrent_processing":
+    # another request or node processed the agent after the first cycle (the cycles
+    # listed are stored).
     convergence_reason: str = ""
     auto_promote: bool = False
     cycles: list[ExhaustCycle] = field(default_factory=list)
