@@ -355,7 +355,11 @@ func TestWebhookRedirectIsNotFollowed(t *testing.T) {
 // both.
 func TestWebhookRestartMidBackoffLosesNothing(t *testing.T) {
 	t.Parallel()
-	const backoff = 300 * time.Millisecond
+	// The backoff is long enough that the second attempt is never due
+	// before the stop, however slow the machine (at 300 ms a loaded run
+	// saw it sent first); the restarted server's clock is moved past it,
+	// so that attempt is due at once there.
+	const backoff = 20 * time.Second
 	rc := newReceiver(t, http.StatusServiceUnavailable)
 	s := newStack(t, stackOptions{webhooks: fastWebhooks(5, backoff)})
 	_, key := s.user(t, "alice@example.com")
@@ -373,7 +377,11 @@ func TestWebhookRestartMidBackoffLosesNothing(t *testing.T) {
 		t.Fatalf("receiver got %d requests before the restart, want 1", rc.count())
 	}
 
-	s = newStack(t, stackOptions{dataDir: dataDir, webhooks: fastWebhooks(5, backoff)})
+	s = newStack(t, stackOptions{dataDir: dataDir})
+	s.clock.Advance(backoff)
+	restarted := fastWebhooks(5, backoff)
+	restarted.Now = s.clock.Now
+	s.startWebhooks(restarted)
 	got := rc.wait(t, 3)
 	ids := map[string]int{}
 	for _, r := range got {
