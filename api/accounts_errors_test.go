@@ -130,6 +130,9 @@ func TestAccountErrors(t *testing.T) {
 			if tt.status == 401 && tt.path != "/v1/auth/login" && r.header.Get("WWW-Authenticate") == "" {
 				t.Error("401 without WWW-Authenticate")
 			}
+			if tt.status == 405 && r.header.Get("Allow") != "GET, POST" {
+				t.Errorf("405 with Allow %q, want the path's methods %q", r.header.Get("Allow"), "GET, POST")
+			}
 		})
 	}
 

@@ -176,6 +176,10 @@ type stackOptions struct {
 	embeddingModel string
 	// indexes are the search index backends (zero: the embedded ones).
 	indexes app.Indexes
+	// catchingUp serves before the projections have caught up with the
+	// log (/readyz answers 503 not_ready meanwhile); the test waits for
+	// them itself (app.CaughtUp).
+	catchingUp bool
 
 	// webhooks, when its PollInterval is set, runs the webhook dispatcher
 	// with these settings (its outbox and poster are the stack's); the
@@ -332,8 +336,10 @@ func newStack(t testing.TB, opts stackOptions) *stack {
 	t.Cleanup(func() { s.closeAll() })
 	// The server answers once the projections have caught up with the log
 	// (the startup gate).
-	if err := a.CaughtUp().WaitServing(ctx); err != nil {
-		t.Fatal(err)
+	if !opts.catchingUp {
+		if err := a.CaughtUp().WaitServing(ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
 	s.hooks, err = commands.NewWebhooks(commands.WebhooksConfig{Writer: s.writer, Reader: s.wired.Webhooks, Targets: webhookhttp.New(webhookhttp.Options{AllowPrivate: !opts.webhookStrict}), AllowPrivate: !opts.webhookStrict, Now: s.clock.Now})
 	if err != nil {
@@ -446,6 +452,8 @@ func (s *stack) newHandler() http.Handler {
 		MaxBodyBytes:  s.opts.maxBody,
 		UserRateLimit: s.opts.userLimit,
 		IPRateLimit:   s.opts.ipLimit,
+		Ready:         s.app.CaughtUp().Ready,
+		StorageFull:   s.wired.StorageFull,
 		Auth:          auth,
 		Accounts:      s.accounts,
 		Memories:      s.memCmds,

@@ -20,8 +20,9 @@ import (
 )
 
 // TestEveryErrorCodeIsObservedOrExempt: every public error code the
-// server's code defines — each error kind of domain/errors.go and each
-// code given to a *domain.Error anywhere — was provoked on some operation
+// server's code defines — each error kind of domain/errors.go, each code
+// given to a *domain.Error anywhere and each failure envelope the API
+// writes itself (method_not_allowed, not_ready, backend_unavailable) — was provoked on some operation
 // by the API tests (test/openapi/observed_errors.txt, from which the
 // document's per-operation enums are built), or is on notOverHTTP with the
 // reason it never reaches an HTTP client. A code added without a test that
@@ -160,7 +161,11 @@ func definedErrorCodes(root string) (map[string]string, error) {
 					add(n.Args[0])
 				}
 			case *ast.CompositeLit:
-				if sel, ok := n.Type.(*ast.SelectorExpr); ok && isIdent(sel.X, "domain") && sel.Sel.Name == "Error" {
+				// A domain.Error, or a failure envelope the API writes
+				// itself (errorBody: 405 method_not_allowed, /readyz's
+				// not_ready and backend_unavailable).
+				sel, ok := n.Type.(*ast.SelectorExpr)
+				if ok && isIdent(sel.X, "domain") && sel.Sel.Name == "Error" || strings.HasPrefix(file, "api/") && isIdent(n.Type, "errorBody") {
 					for _, el := range n.Elts {
 						if kv, ok := el.(*ast.KeyValueExpr); ok && isIdent(kv.Key, "Code") {
 							add(kv.Value)
@@ -201,6 +206,8 @@ var dynamicCodes = map[string][]string{
 	// The stdio MCP server over the cloud relays the cloud's own code, or
 	// cloud_error when it sent none.
 	`internal/cli/mcp_cloud.go: code`: {"cloud_error"},
+	// The envelope of a domain.Error: its code, defined where it is made.
+	`api/errors.go: f.Code`: nil,
 }
 
 // skipForCodes leaves out what the server does not run: the SDKs and

@@ -7,9 +7,13 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/engram-memory/engram/api"
+	"github.com/engram-memory/engram/infra/meilisearch/meilitest"
+	"github.com/engram-memory/engram/internal/app"
 )
 
 // /readyz lists each search index backend and the projections' delivery
@@ -80,5 +84,31 @@ func TestReadyzBackendDown(t *testing.T) {
 	}
 	if b := body.Error.Details.Backends; b["vector_index"].Status != "unavailable" || b["vector_index"].Error == "" || b["keyword_index"].Status != "ok" {
 		t.Fatalf("backends %+v", b)
+	}
+}
+
+// Until the projections have caught up with the log as it stood at start,
+// /readyz is 503 not_ready (the server holds the other routes meanwhile:
+// internal/cli's gate). Here the keyword index is Meilisearch, down since
+// before a note was stored, so the restarted keyword projection cannot
+// catch up with the note.
+func TestReadyzIsNotReadyWhileTheProjectionsCatchUp(t *testing.T) {
+	t.Parallel()
+	const indexKey = "index-test-key"
+	meili := meilitest.New(t, meilitest.Options{APIKey: indexKey})
+	indexes := app.Indexes{Keyword: app.Meilisearch, MeilisearchURL: meili.URL, MeilisearchAPIKey: indexKey}
+	dataDir := t.TempDir()
+	first := newStack(t, stackOptions{fixedAuth: true, noRun: true, dataDir: dataDir, indexes: indexes, visibilityTimeout: 100 * time.Millisecond})
+	meili.Close()
+	// Stored, but not indexed.
+	wantError(t, first.call("POST", "/v1/memories", aliceKey, map[string]any{"agent_id": "a1", "type": "note", "content": map[string]any{"content": "stored with the index down"}}),
+		http.StatusServiceUnavailable, "write_not_yet_visible")
+	first.closeAll()
+
+	s := newStack(t, stackOptions{fixedAuth: true, noRun: true, dataDir: dataDir, indexes: indexes, catchingUp: true})
+	r := s.call("GET", "/readyz", "", nil)
+	wantError(t, r, http.StatusServiceUnavailable, "not_ready")
+	if !strings.Contains(r.errorMessage(), "catching up") {
+		t.Errorf("not_ready says %q, want that the projections are catching up", r.errorMessage())
 	}
 }

@@ -48,6 +48,14 @@ func TestSearchWithAnIndexDownSaysWhich(t *testing.T) {
 	}
 
 	meili.Close()
+	ready := s.call("GET", "/readyz", "", nil)
+	wantError(t, ready, http.StatusServiceUnavailable, "backend_unavailable")
+	backends, _ := ready.details()["backends"].(map[string]any)
+	keywordState, _ := backends["keyword_index"].(map[string]any)
+	vectorState, _ := backends["vector_index"].(map[string]any)
+	if keywordState["status"] != "unavailable" || vectorState["status"] != "ok" {
+		t.Errorf("/readyz with Meilisearch down: backends %v, want keyword_index unavailable and vector_index ok", backends)
+	}
 	down := s.searchFor(t, query, "keyword")
 	wantError(t, down, http.StatusServiceUnavailable, "keyword_index_unavailable")
 	if !strings.Contains(down.errorMessage(), "keyword search index is unavailable") {

@@ -121,9 +121,12 @@ func (s *Server) Handler() http.Handler {
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, domain.Errorf(domain.KindNotFound, "no such endpoint: %s %s", r.Method, r.URL.Path))
 	})
-	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
+		// chi hands a custom handler no list of the path's methods, and
+		// RFC 9110 §15.5.6 wants one in Allow: ask the router for each.
+		w.Header().Set("Allow", strings.Join(allowedMethods(r, req.URL.Path), ", "))
 		writeFailure(w, http.StatusMethodNotAllowed, errorBody{
-			Code: "method_not_allowed", Message: "method " + r.Method + " is not allowed on " + r.URL.Path, RequestID: requestID(r.Context()),
+			Code: "method_not_allowed", Message: "method " + req.Method + " is not allowed on " + req.URL.Path, RequestID: requestID(req.Context()),
 		})
 	})
 	r.Get("/healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -210,4 +213,15 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 // fail sends err as the failure envelope.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	writeError(w, r, s.logger, err)
+}
+
+// allowedMethods lists the methods routes answers on path.
+func allowedMethods(routes chi.Routes, path string) []string {
+	var allowed []string
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		if routes.Match(chi.NewRouteContext(), m, path) {
+			allowed = append(allowed, m)
+		}
+	}
+	return allowed
 }

@@ -56,6 +56,7 @@ func TestEveryWriteOnAFullDiskIs507AndStoresNothing(t *testing.T) {
 
 	tmpfstest.Fill(t, filepath.Join(disk, "filler"))
 	memEventually(t, "the server sees its storage full", func() bool { return s.wired.Storage.Full(ctx) != nil })
+	wantError(t, s.call("GET", "/readyz", "", nil), http.StatusServiceUnavailable, "storage_full")
 	head, err := s.store.Head(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -31,6 +31,26 @@ type Snapshots struct {
 	Restored *domain.IndexSnapshot
 	// Every is how many applied events make a new image due (0: 10000).
 	Every uint64
+	// FinishGraphs: before saving an image, finish the index's graph
+	// builds (graphBuilder), so the image holds them whole. For a process
+	// that saves only at its close, soon after its open (a command-line
+	// search): an image of a graph still being built makes every later
+	// start scan the unbuilt part and build it again, and a short process
+	// never finishes it. A server saves at once instead (a crash then
+	// loses less) and again once its builds have finished.
+	FinishGraphs bool
+}
+
+// graphBuilder is an in-process index that builds graphs in the
+// background (vectorindex.Port): an image taken before a build finished
+// holds part of a graph.
+type graphBuilder interface {
+	// Unbuilt is how many vectors no graph covers yet; ImageUnbuilt the
+	// same of the image the index was read from.
+	Unbuilt() int
+	ImageUnbuilt() int
+	// FinishBuilds builds them now, without holding off for writers.
+	FinishBuilds(ctx context.Context) error
 }
 
 // DefaultSnapshotEvery is Snapshots.Every's default: at a few thousand
@@ -78,6 +98,11 @@ type snapshotState struct {
 	// generation changes when the index is dropped or reset: an image
 	// being written across that is thrown away.
 	generation atomic.Uint64
+	// graphs is the index's graph build, when it has one; partial: the
+	// image on disk (the one restored, or the last saved) holds graphs
+	// that do not cover every vector, so an image is due once they do.
+	graphs  graphBuilder
+	partial atomic.Bool
 	// restored is taken by Load (under the projection's loadMu); started
 	// is the image the index started from, once Load used it.
 	restored *domain.IndexSnapshot
@@ -128,6 +153,9 @@ func (s *snapshotState) due(stopping bool) bool {
 	if s.refilled.Load() {
 		return true
 	}
+	if s.partial.Load() && (s.cfg.FinishGraphs || s.graphs.Unbuilt() == 0) {
+		return true
+	}
 	since, caughtUp := s.since.Load(), s.caughtUp.Load()
 	if stopping && (since > 0 || caughtUp >= DefaultSnapshotTail) {
 		return true
@@ -155,6 +183,7 @@ func (s *snapshotState) dropped(ctx context.Context, kind string) error {
 	s.restored = nil
 	s.started.Store(nil)
 	s.refilled.Store(true)
+	s.partial.Store(false)
 	if s.cfg.Files == nil {
 		return nil
 	}
@@ -186,6 +215,13 @@ func (s *snapshotState) save(ctx context.Context, kind string, index any, loaded
 	if !s.enabled() || !ok || !loaded() {
 		return nil
 	}
+	if s.graphs != nil && s.cfg.FinishGraphs && s.graphs.Unbuilt() > 0 {
+		start := time.Now()
+		if err := s.graphs.FinishBuilds(ctx); err != nil {
+			return fmt.Errorf("%s snapshot: %w", kind, err)
+		}
+		logger.Debug("index graphs built before its image", "index", kind, "took", time.Since(start).Round(time.Millisecond))
+	}
 	gen := s.generation.Load()
 	pos, err := checkpoint(ctx)
 	if err != nil {
@@ -198,6 +234,9 @@ func (s *snapshotState) save(ctx context.Context, kind string, index any, loaded
 		}
 	}
 	since, caughtUp, refilled := s.since.Load(), s.caughtUp.Load(), s.refilled.Load()
+	// Read before the capture: graphs only grow, so the image covers at
+	// least this much (slots appended meanwhile are events after it).
+	partial := s.graphs != nil && s.graphs.Unbuilt() > 0
 	start := time.Now()
 	err = s.cfg.Files.SaveIndexSnapshot(ctx, kind, tag, func(w io.Writer) error {
 		if err := imager.WriteSnapshot(w); err != nil {
@@ -216,6 +255,7 @@ func (s *snapshotState) save(ctx context.Context, kind string, index any, loaded
 	}
 	s.since.Add(-since)
 	s.caughtUp.Add(-caughtUp)
+	s.partial.Store(partial)
 	if refilled {
 		s.refilled.CompareAndSwap(true, false)
 	}

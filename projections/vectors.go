@@ -61,6 +61,9 @@ func NewVectors(state domain.VectorState, index domain.VectorIndex, loadIndex bo
 // set) and be saved in snapshots. Call it before the projection starts.
 func (p *Vectors) UseSnapshots(cfg Snapshots) {
 	p.snap = &snapshotState{cfg: cfg, restored: cfg.Restored, read: p.readLog}
+	if g, ok := p.index.(graphBuilder); ok {
+		p.snap.graphs = g
+	}
 }
 
 // readLogWith implements logReading: the snapshots' tails and event ids
@@ -219,6 +222,7 @@ func (p *Vectors) Load(ctx context.Context) error {
 		err := p.catchUp(ctx, tag)
 		if err == nil {
 			p.snap.started.Store(&tag)
+			p.snap.partial.Store(p.snap.graphs != nil && p.snap.graphs.ImageUnbuilt() > 0)
 			p.loaded = true
 			return nil
 		}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/engram-memory/engram/infra/snapshot"
@@ -38,9 +39,69 @@ func TestWriteThenOpenReturnsTheImage(t *testing.T) {
 		t.Error("body differs")
 	}
 	entries, _ := os.ReadDir(dir)
-	if len(entries) != 1 {
-		t.Errorf("dir holds %d files, want the snapshot alone (no temporary file left)", len(entries))
+	if len(entries) != 2 {
+		t.Errorf("dir holds %d files, want the snapshot and its stamp alone (no temporary file left)", len(entries))
 	}
+}
+
+// OpenStamped does not checksum a body checksummed whole before (by its
+// Write, or an Open since) that has not changed since: it trusts the
+// file's stamp. A file changed in any way through the file system is
+// checksummed again, and refused when damaged; so is one without a stamp.
+func TestOpenStampedChecksumsOnlyAChangedFile(t *testing.T) {
+	dir := t.TempDir()
+	h := snapshot.Header{Kind: "vectors", Version: 2}
+	writeImage(t, dir, h, bytes.Repeat([]byte("vectors "), 10_000))
+	path, stamp := snapshot.Path(dir, "vectors"), filepath.Join(dir, "vectors.verified")
+	f, err := snapshot.OpenStamped(dir, "vectors", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	stamped, err := os.ReadFile(stamp)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// A byte of the body damaged in place, after the file system's
+	// timestamp tick (a few ms): the stamp no longer names the file.
+	time.Sleep(20 * time.Millisecond)
+	damage := func(b byte) {
+		w, err := os.OpenFile(path, os.O_RDWR, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.WriteAt([]byte{b}, 200); err != nil {
+			t.Fatal(err)
+		}
+		w.Close()
+	}
+	damage('X')
+	if _, err := snapshot.OpenStamped(dir, "vectors", 2); !errors.Is(err, snapshot.ErrCorrupt) {
+		t.Fatalf("OpenStamped of a damaged file: %v, want ErrCorrupt", err)
+	}
+	if err := os.Remove(stamp); err != nil {
+		t.Fatal(err)
+	}
+	// Without a stamp: OpenStamped checksums, refuses, stamps nothing.
+	if _, err := snapshot.OpenStamped(dir, "vectors", 2); !errors.Is(err, snapshot.ErrCorrupt) {
+		t.Fatalf("OpenStamped of a damaged file without a stamp: %v, want ErrCorrupt", err)
+	}
+	if _, err := os.Stat(stamp); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a damaged file was stamped (%v)", err)
+	}
+	damage('v') // repaired: checksummed by Open, which stamps it
+	if f, err = snapshot.Open(dir, "vectors", 2); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if now, err := os.ReadFile(stamp); err != nil || bytes.Equal(now, stamped) {
+		t.Fatalf("the repaired file's stamp: %v, same as the first file's: %v", err, bytes.Equal(now, stamped))
+	}
+	if f, err = snapshot.OpenStamped(dir, "vectors", 2); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
 }
 
 // TestBodyStartsAligned: whatever the lengths of the kind and the event
@@ -107,8 +168,8 @@ func TestWriteReplacesAndAFailedWriteKeepsTheOld(t *testing.T) {
 	if f.Header.Checkpoint != 2 || string(f.Body) != "new" {
 		t.Errorf("after a failed write: checkpoint %d body %q, want 2 %q", f.Header.Checkpoint, f.Body, "new")
 	}
-	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
-		t.Errorf("dir holds %d files after a failed write, want 1", len(entries))
+	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
+		t.Errorf("dir holds %d files after a failed write, want the snapshot and its stamp", len(entries))
 	}
 }
 
@@ -208,9 +269,10 @@ func TestRemoveAndRemoveTemporary(t *testing.T) {
 	dir := t.TempDir()
 	writeImage(t, dir, snapshot.Header{Kind: "keyword", Version: 1}, []byte("kept"))
 	writeImage(t, dir, snapshot.Header{Kind: "vectors", Version: 1}, []byte("removed"))
-	torn := filepath.Join(dir, ".vectors.snap.tmp-123")
-	if err := os.WriteFile(torn, []byte("half an image"), 0o600); err != nil {
-		t.Fatal(err)
+	for _, torn := range []string{".vectors.snap.tmp-123", ".vectors.verified.tmp-456"} {
+		if err := os.WriteFile(filepath.Join(dir, torn), []byte("half an image or stamp"), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := snapshot.RemoveTemporary(dir); err != nil {
 		t.Fatal(err)
@@ -222,7 +284,7 @@ func TestRemoveAndRemoveTemporary(t *testing.T) {
 		t.Fatalf("removing a missing snapshot: %v", err)
 	}
 	entries, _ := os.ReadDir(dir)
-	if len(entries) != 1 || entries[0].Name() != "keyword.snap" {
-		t.Fatalf("dir holds %v, want keyword.snap alone", entries)
+	if len(entries) != 2 || entries[0].Name() != "keyword.snap" || entries[1].Name() != "keyword.verified" {
+		t.Fatalf("dir holds %v, want keyword.snap and its stamp alone", entries)
 	}
 }

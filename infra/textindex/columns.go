@@ -1,6 +1,7 @@
 package textindex
 
 import (
+	"maps"
 	"slices"
 	"unsafe"
 )
@@ -9,10 +10,11 @@ import (
 // from the image's bytes (a read-only mapping, snapshot.go), and never
 // written: each array below is a base, the image's, then a tail on the
 // heap where appends go. A write that changes an element of the base in
-// place copies the base first (only the small arrays a delete changes:
-// the dead flags and the document frequencies); the posting lists and
-// blocks of the terms a write touches are copied one by one
-// (collection.ownList). A collection built in process has empty bases.
+// place copies the base first (only the dead flags, a byte a document,
+// which a delete changes); the document frequencies keep the image's
+// counts a write changed apart (termCounts), and a term's postings
+// written since are a second segment of its list (collection.segments).
+// A collection built in process has empty bases.
 
 // column is a per-slot or per-term array of fixed-size elements.
 type column[T any] struct {
@@ -74,6 +76,57 @@ func (c *column[T]) heap() []T {
 	}
 	c.base, c.baseOwned = nil, false
 	return c.tail
+}
+
+// termCounts is a count per term id (the document frequencies): the
+// image's array, read in place and never written, the image's terms'
+// counts that writes changed since, and the counts of the terms added
+// since. A write changes the counts of its own terms, so copying the
+// image's array at the first write would cost the whole vocabulary.
+type termCounts struct {
+	base    []int32
+	changed map[uint32]int32
+	tail    []int32
+}
+
+func (c *termCounts) len() int { return len(c.base) + len(c.tail) }
+
+func (c *termCounts) at(i uint32) int32 {
+	if int(i) >= len(c.base) {
+		return c.tail[int(i)-len(c.base)]
+	}
+	if v, ok := c.changed[i]; ok {
+		return v
+	}
+	return c.base[i]
+}
+
+func (c *termCounts) push(v int32) { c.tail = append(c.tail, v) }
+
+func (c *termCounts) set(i uint32, v int32) {
+	if int(i) >= len(c.base) {
+		c.tail[int(i)-len(c.base)] = v
+		return
+	}
+	if c.changed == nil {
+		c.changed = map[uint32]int32{}
+	}
+	c.changed[i] = v
+}
+
+// capture is a copy for an image encoded without the lock: the image's
+// array shared, what writers change in place copied.
+func (c *termCounts) capture() termCounts {
+	return termCounts{base: c.base, changed: maps.Clone(c.changed), tail: slices.Clone(c.tail)}
+}
+
+// heap is every count in one heap array.
+func (c *termCounts) heap() []int32 {
+	all := make([]int32, c.len())
+	for i := range all {
+		all[i] = c.at(uint32(i))
+	}
+	return all
 }
 
 // strTable is strings laid out in an image: string i is

@@ -42,9 +42,15 @@ func (sc *scorer) pruned(s *scratch, top *topK) {
 	curs := s.cursors[:0]
 	for qi := range s.lists {
 		l := &s.lists[qi]
-		cur := cursor{list: l, blocks: sc.c.blocksOf(l.term), qi: qi, boundOf: -1}
+		cur := cursor{list: l, blocks: l.blocks, qi: qi, boundOf: -1}
 		for _, bl := range cur.blocks {
 			cur.bound = max(cur.bound, sc.bm25(l.idf, bl.maxTF, bl.minLen))
+		}
+		if qi > 0 && curs[qi-1].list.term == l.term {
+			// The term's second segment (see Search): both take the
+			// term's bound, so they stay side by side once sorted.
+			cur.bound = max(cur.bound, curs[qi-1].bound)
+			curs[qi-1].bound = cur.bound
 		}
 		curs = append(curs, cur)
 	}
@@ -58,10 +64,16 @@ func (sc *scorer) pruned(s *scratch, top *topK) {
 		}
 		return 0
 	})
-	// lighter[j] bounds the summed weights of the terms curs[:j].
+	// lighter[j] bounds the summed weights of the terms curs[:j]. A term
+	// in two segments counts its bound once: a document is in one of them
+	// at most.
 	lighter := append(s.bounds[:0], 0)
-	for _, cur := range curs {
-		lighter = append(lighter, lighter[len(lighter)-1]+cur.bound)
+	for j, cur := range curs {
+		bound := cur.bound
+		if j > 0 && curs[j-1].list.term == cur.list.term {
+			bound = 0
+		}
+		lighter = append(lighter, lighter[len(lighter)-1]+bound)
 	}
 	s.bounds = lighter
 	if cap(s.weights) < len(curs) {

@@ -113,7 +113,9 @@ func TestPrunedSearchSkipsPostings(t *testing.T) {
 	rare, _ := c.termOf("rare")
 	n := float64(c.live)
 	idf := func(term uint32) float64 { df := float64(c.df.at(term)); return math.Log(1 + (n-df+0.5)/(df+0.5)) }
-	s.lists = []termList{{term: common, idf: idf(common), postings: c.postingsOf(common)}, {term: rare, idf: idf(rare), postings: c.postingsOf(rare)}}
+	_, commonList := c.segments(common)
+	_, rareList := c.segments(rare)
+	s.lists = []termList{{term: common, idf: idf(common), segment: commonList}, {term: rare, idf: idf(rare), segment: rareList}}
 	sc := scorer{c: c, avgdl: float64(c.totalLen) / n}
 	top := topK{k: 10, c: c}
 	sc.pruned(s, &top)
@@ -124,7 +126,7 @@ func TestPrunedSearchSkipsPostings(t *testing.T) {
 	// heap, "common" alone cannot reach it and the walk ends.
 	for _, cur := range s.cursors {
 		if cur.list.term == common && cur.pos > 1000 {
-			t.Fatalf("the common word's cursor walked to %d of %d postings", cur.pos, len(c.postingsOf(common)))
+			t.Fatalf("the common word's cursor walked to %d of %d postings", cur.pos, len(commonList.postings))
 		}
 	}
 }

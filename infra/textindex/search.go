@@ -47,11 +47,14 @@ type scratch struct {
 	weights []float64
 }
 
-// termList is one query term's postings and IDF.
+// termList is one query term's postings and IDF: a segment of its
+// posting list. A term has two when postings were written past an
+// image's list, one after the other in the lists; a document is in one of
+// them at most, so its weights still add up in query term order.
 type termList struct {
-	term     uint32
-	idf      float64
-	postings []posting
+	term uint32
+	idf  float64
+	segment
 }
 
 // A query whose terms have at most sparseMax postings in all is scored by
@@ -105,9 +108,15 @@ func (ix *Index) Search(ctx context.Context, collection, query string, k int, f 
 		if !ok || c.df.at(id) == 0 {
 			continue
 		}
-		df, postings := float64(c.df.at(id)), c.postingsOf(id)
-		s.lists = append(s.lists, termList{term: id, idf: math.Log(1 + (n-df+0.5)/(df+0.5)), postings: postings})
-		total += len(postings)
+		df := float64(c.df.at(id))
+		idf := math.Log(1 + (n-df+0.5)/(df+0.5))
+		image, heap := c.segments(id)
+		for _, seg := range [2]segment{image, heap} {
+			if len(seg.postings) > 0 {
+				s.lists = append(s.lists, termList{term: id, idf: idf, segment: seg})
+				total += len(seg.postings)
+			}
+		}
 	}
 	sc := scorer{c: c, avgdl: avgdl, anyDead: c.nDead > 0}
 	top := topK{k: k, c: c}

@@ -46,7 +46,8 @@ func referenceSearch(ix *Index, collection, query string, k int, f Filter) []Hit
 		}
 		df := float64(c.df.at(id))
 		idf := math.Log(1 + (n-df+0.5)/(df+0.5))
-		for _, p := range c.postingsOf(id) {
+		image, heap := c.segments(id)
+		for _, p := range slices.Concat(image.postings, heap.postings) {
 			if c.dead.at(p.slot) {
 				continue
 			}

@@ -48,14 +48,19 @@ func (p *Port) WriteSnapshot(w io.Writer) error {
 	defer p.snapshotMu.Unlock()
 	images, all := p.capture()
 	defer release(images)
-	var e encoder
+	e := encoder{w: w, b: make([]byte, 0, 2*encoderBuffer)}
 	e.u32(p.ix.metaUnits)
 	e.u32(uint32(len(images)))
 	for _, img := range images {
 		e.str(img.name)
 		img.captured.encode(&e)
-		if _, err := w.Write(e.take()); err != nil {
-			return err
+		// Each collection's end goes out before the next is encoded, so
+		// a writer that holds its first write holds the encoding after
+		// the first collection at the latest (TestSnapshotIsTheIndexAtItsCapture
+		// writes to the others meanwhile).
+		e.flush()
+		if e.err != nil {
+			return e.err
 		}
 	}
 	scopes := make([]domain.IndexScope, 0, len(all))
@@ -71,8 +76,8 @@ func (p *Port) WriteSnapshot(w io.Writer) error {
 		e.str(s.AgentID)
 		e.strs(all[s])
 	}
-	_, err := w.Write(e.take())
-	return err
+	e.flush()
+	return e.err
 }
 
 // capture is WriteSnapshot's first step: what writers wait for. The
@@ -152,24 +157,25 @@ func ReadSnapshot(data []byte, opts Options, saturation float64) (*Port, error) 
 // capture returns what encode reads of c (read-locked, with no port
 // write running), and marks c imaged and lent until release. The arrays
 // writes change in place whatever the image holds (the document
-// frequencies, the outer arrays of the heap's posting lists and blocks,
-// those blocks, bigTF) are copied: proportional to the terms, not the
-// documents. The image's arrays are shared (nothing writes them); the rest
-// are slice headers cut to their current lengths: writes append past
-// them, and copy before they change them in place (see collection.lent).
+// frequencies changed or added since the collection's own image, the
+// outer arrays of the heap's posting lists and blocks, those blocks,
+// bigTF) are copied: proportional to the terms, not the documents. The
+// image's arrays are shared (nothing writes them); the rest are slice
+// headers cut to their current lengths: writes append past them, and
+// copy before they change them in place (see collection.lent).
 func (c *collection) capture() *collection {
 	n, terms := c.ids.len(), len(c.newTerms)
 	d := &collection{
-		metaUnits: c.metaUnits, img: c.img, ownLists: maps.Clone(c.ownLists), ownBlocks: make(map[uint32][]block, len(c.ownBlocks)),
+		metaUnits: c.metaUnits, img: c.img, tailLists: maps.Clone(c.tailLists), tailBlocks: make(map[uint32][]block, len(c.tailBlocks)), joined: maps.Clone(c.joined),
 		newTerms: c.newTerms[:terms:terms], newLists: slices.Clone(c.newLists), newBlocks: make([][]block, terms),
-		df:  column[int32]{tail: append(slices.Clone(c.df.base), c.df.tail...)},
+		df:  c.df.capture(),
 		ids: c.ids.prefix(n), dead: c.dead.prefix(n), length: c.length.prefix(n), created: c.created.prefix(n),
 		types: c.types.prefix(n), typeNames: slices.Clip(c.typeNames), tags: c.tags.prefix(n), docTerms: c.docTerms.prefix(n),
 		bigTF: maps.Clone(c.bigTF), idOrder: c.idOrder,
 		live: c.live, nDead: c.nDead, totalLen: c.totalLen,
 	}
-	for id, blocks := range c.ownBlocks {
-		d.ownBlocks[id] = slices.Clone(blocks)
+	for id, blocks := range c.tailBlocks {
+		d.tailBlocks[id] = slices.Clone(blocks)
 	}
 	for id, blocks := range c.newBlocks {
 		d.newBlocks[id] = slices.Clone(blocks)
@@ -213,18 +219,38 @@ type imageCounts struct {
 	live, nDead, totalLen                                                                                     uint64
 }
 
-// encode appends the image of the collection to e.
+// encode writes the image of the collection to e.
 func (c *collection) encode(e *encoder) {
 	nTerms, nSlots := c.termCount(), c.ids.len()
 	k := imageCounts{terms: uint32(nTerms), slots: uint32(nSlots), types: uint32(len(c.typeNames)),
 		live: uint64(c.live), nDead: uint64(c.nDead), totalLen: uint64(c.totalLen), big: uint32(len(c.bigTF))}
 
-	df := make([]int32, nTerms)
+	df := c.df.base
+	if len(c.df.changed) > 0 || len(c.df.tail) > 0 {
+		df = c.df.heap()
+	}
+	// A term of the image with postings written since is one list in the
+	// new image: its blocks are computed for the two segments joined.
+	computed := make(map[uint32][]block, len(c.tailLists))
+	blocksOf := func(id uint32) []block {
+		image, heap := c.segments(id)
+		if len(heap.postings) == 0 {
+			return image.blocks
+		}
+		if len(image.postings) == 0 {
+			return heap.blocks
+		}
+		blocks, ok := computed[id]
+		if !ok {
+			blocks = c.blocksOf(id, slices.Concat(image.postings, heap.postings))
+			computed[id] = blocks
+		}
+		return blocks
+	}
 	postOff, blockOff, termOff := make([]uint32, nTerms+1), make([]uint32, nTerms+1), make([]uint32, nTerms+1)
 	for id := range uint32(nTerms) {
-		df[id] = c.df.at(id)
-		postOff[id+1] = postOff[id] + uint32(len(c.postingsOf(id)))
-		blockOff[id+1] = blockOff[id] + uint32(len(c.blocksOf(id)))
+		postOff[id+1] = postOff[id] + uint32(c.postingCount(id))
+		blockOff[id+1] = blockOff[id] + uint32(len(blocksOf(id)))
 		termOff[id+1] = termOff[id] + uint32(len(c.term(id)))
 	}
 	k.postings, k.blocks, k.termBytes = postOff[nTerms], blockOff[nTerms], termOff[nTerms]
@@ -239,12 +265,13 @@ func (c *collection) encode(e *encoder) {
 
 	idOff, tagOff, docTermOff := make([]uint32, nSlots+1), make([]uint32, nSlots+1), make([]uint32, nSlots+1)
 	dead, length, created, types := make([]byte, nSlots), make([]uint32, nSlots), make([]int64, nSlots), make([]uint32, nSlots)
-	var tagRefs, docTerms []uint32
+	var tagRefs []uint32
 	tagIDs := map[string]uint32{}
 	var tagNames []string
 	for slot := range uint32(nSlots) {
 		idOff[slot+1] = idOff[slot] + uint32(len(c.ids.at(slot)))
 		length[slot], created[slot], types[slot] = c.length.at(slot), c.created.at(slot), c.types.at(slot)
+		docTermOff[slot+1] = docTermOff[slot]
 		if c.dead.at(slot) {
 			dead[slot] = 1
 		} else {
@@ -257,9 +284,9 @@ func (c *collection) encode(e *encoder) {
 				}
 				tagRefs = append(tagRefs, id)
 			}
-			docTerms = append(docTerms, c.docTerms.at(slot)...)
+			docTermOff[slot+1] += uint32(len(c.docTerms.at(slot)))
 		}
-		tagOff[slot+1], docTermOff[slot+1] = uint32(len(tagRefs)), uint32(len(docTerms))
+		tagOff[slot+1] = uint32(len(tagRefs))
 	}
 	idOrder := c.idOrder
 	if len(c.ids.tail) > 0 || idOrder == nil {
@@ -273,7 +300,7 @@ func (c *collection) encode(e *encoder) {
 	for i, tag := range tagNames {
 		tagNameOff[i+1] = tagNameOff[i] + uint32(len(tag))
 	}
-	k.idBytes, k.tagRefs, k.docTerms = idOff[nSlots], uint32(len(tagRefs)), uint32(len(docTerms))
+	k.idBytes, k.tagRefs, k.docTerms = idOff[nSlots], uint32(len(tagRefs)), docTermOff[nSlots]
 	k.tagNames, k.tagNameBytes = uint32(len(tagNames)), tagNameOff[len(tagNames)]
 
 	e.align()
@@ -291,23 +318,25 @@ func (c *collection) encode(e *encoder) {
 	writeArray(e, postOff, putU32)
 	e.align()
 	for id := range uint32(nTerms) {
-		writeElems(e, c.postingsOf(id), putPosting)
+		image, heap := c.segments(id)
+		writeElems(e, image.postings, putPosting)
+		writeElems(e, heap.postings, putPosting)
 	}
 	writeArray(e, blockOff, putU32)
 	e.align()
 	for id := range uint32(nTerms) {
-		writeElems(e, c.blocksOf(id), putBlock)
+		writeElems(e, blocksOf(id), putBlock)
 	}
 	writeArray(e, termOff, putU32)
 	e.align()
 	for id := range uint32(nTerms) {
-		e.b = append(e.b, c.term(id)...)
+		e.rawString(c.term(id))
 	}
 	writeArray(e, termOrder, putU32)
 	writeArray(e, idOff, putU32)
 	e.align()
 	for slot := range uint32(nSlots) {
-		e.b = append(e.b, c.ids.at(slot)...)
+		e.rawString(c.ids.at(slot))
 	}
 	writeArray(e, idOrder, putU32)
 	writeArray(e, dead, putByte)
@@ -319,10 +348,17 @@ func (c *collection) encode(e *encoder) {
 	writeArray(e, tagNameOff, putU32)
 	e.align()
 	for _, tag := range tagNames {
-		e.b = append(e.b, tag...)
+		e.rawString(tag)
 	}
 	writeArray(e, docTermOff, putU32)
-	writeArray(e, docTerms, putU32)
+	// A live slot's terms, straight from the collection (the offsets
+	// above skip the dead ones).
+	e.align()
+	for slot := range uint32(nSlots) {
+		if !c.dead.at(slot) {
+			writeElems(e, c.docTerms.at(slot), putU32)
+		}
+	}
 	e.align()
 	for _, key := range slices.Sorted(maps.Keys(c.bigTF)) {
 		e.u64(key)
@@ -351,7 +387,7 @@ func decodeCollection(d *decoder, metaUnits uint32) *collection {
 		return nil
 	}
 	c := &collection{metaUnits: metaUnits, bigTF: map[uint64]uint32{}, newIDs: map[string]uint32{}, slotOf: map[string]uint32{},
-		ownLists: map[uint32][]posting{}, ownBlocks: map[uint32][]block{}}
+		tailLists: map[uint32][]posting{}, tailBlocks: map[uint32][]block{}, joined: map[uint32]struct{}{}}
 	for range k.types {
 		c.typeNames = append(c.typeNames, d.str())
 	}
@@ -461,11 +497,12 @@ func writeElems[T any](e *encoder, s []T, put func([]byte, T) []byte) {
 		return
 	}
 	if littleEndian {
-		e.b = append(e.b, unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), len(s)*int(unsafe.Sizeof(s[0])))...)
+		e.raw(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), len(s)*int(unsafe.Sizeof(s[0]))))
 		return
 	}
 	for _, v := range s {
 		e.b = put(e.b, v)
+		e.flushIfFull()
 	}
 }
 
@@ -491,26 +528,67 @@ func readArray[T any](d *decoder, n int, get func([]byte) T) []T {
 	return out
 }
 
-// encoder appends little-endian fields to a buffer, which WriteSnapshot
-// writes out and empties after each collection; written counts what it
-// wrote, so arrays are aligned relative to the body's start.
+// encoder streams little-endian fields to w: small ones through a buffer
+// of at most encoderBuffer bytes, larger byte runs (on a little-endian
+// machine every array, as it lies in memory) straight to w, so an image is
+// never held whole. A collection of 100,000 documents has an image of
+// ~30 MB; building it in one growing buffer cost a copy of every byte per
+// doubling and as much heap as the image, at every image a running
+// server saves. written counts what went to w, so arrays are aligned
+// relative to the body's start; the first error of w sticks (err) and
+// nothing more is written.
 type encoder struct {
+	w       io.Writer
 	b       []byte
 	written int
+	err     error
 }
 
-func (e *encoder) take() []byte {
-	b := e.b
-	e.written += len(b)
-	e.b = e.b[:0:0]
-	return b
+// encoderBuffer is what the encoder holds before writing it out (its
+// buffer's capacity is twice that, so that it never grows).
+const encoderBuffer = 64 << 10
+
+func (e *encoder) flush() {
+	if len(e.b) == 0 {
+		return
+	}
+	e.write(e.b)
+	e.b = e.b[:0]
 }
-func (e *encoder) u32(v uint32) { e.b = le.AppendUint32(e.b, v) }
-func (e *encoder) u64(v uint64) { e.b = le.AppendUint64(e.b, v) }
+
+func (e *encoder) flushIfFull() {
+	if len(e.b) >= encoderBuffer {
+		e.flush()
+	}
+}
+
+func (e *encoder) write(p []byte) {
+	if e.err == nil {
+		_, e.err = e.w.Write(p)
+	}
+	e.written += len(p)
+}
+
+// raw writes p as it is: through the buffer when it is small, else
+// directly after what the buffer holds.
+func (e *encoder) raw(p []byte) {
+	if len(p) < encoderBuffer {
+		e.b = append(e.b, p...)
+		e.flushIfFull()
+		return
+	}
+	e.flush()
+	e.write(p)
+}
+
+func (e *encoder) u32(v uint32) { e.b = le.AppendUint32(e.b, v); e.flushIfFull() }
+func (e *encoder) u64(v uint64) { e.b = le.AppendUint64(e.b, v); e.flushIfFull() }
 func (e *encoder) str(s string) {
 	e.b = binary.AppendUvarint(e.b, uint64(len(s)))
-	e.b = append(e.b, s...)
+	e.rawString(s)
 }
+
+func (e *encoder) rawString(s string) { e.raw(unsafe.Slice(unsafe.StringData(s), len(s))) }
 func (e *encoder) strs(ss []string) {
 	e.u32(uint32(len(ss)))
 	for _, s := range ss {

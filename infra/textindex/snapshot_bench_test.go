@@ -211,3 +211,71 @@ func zipfDocuments(s *synthCorpus) func(i int) domain.KeywordDocument {
 			Tags: []string{fmt.Sprint("t", i%100)}, CreatedAt: time.Unix(int64(i), 0), Text: s.text()}
 	}
 }
+
+// BenchmarkSearchAfterWritesPastAnImage searches one agent of
+// ENGRAM_BENCH_MEMORIES (default 20000) short Zipf documents after a
+// tenth more were written to it: "heap", an index built in process;
+// "image", the same read from its image before those writes (what a
+// server restarted from its images holds after taking them), whose terms
+// hold postings past the image's lists (collection.segments, join).
+// cpu-ns/op is the process's user and system time per search.
+func BenchmarkSearchAfterWritesPastAnImage(b *testing.B) {
+	n := benchMemories(b)
+	ctx := context.Background()
+	s := newSynthCorpus(3)
+	built := NewPort(Options{}, 0)
+	doc := zipfDocuments(s)
+	batch := make([]domain.KeywordDocument, 0, 1000)
+	for i := range n {
+		batch = append(batch, doc(i))
+		if len(batch) == cap(batch) || i == n-1 {
+			if err := built.UpsertDocuments(ctx, batch...); err != nil {
+				b.Fatal(err)
+			}
+			batch = batch[:0]
+		}
+	}
+	dir := b.TempDir()
+	if err := snapshot.Write(dir, snapshot.Header{Kind: "keyword", Version: SnapshotVersion, Checkpoint: 1, EventID: "e1"}, built.WriteSnapshot); err != nil {
+		b.Fatal(err)
+	}
+	f, err := snapshot.Open(dir, "keyword", SnapshotVersion)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	restored, err := ReadSnapshot(f.Body, Options{}, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := n; i < n+n/10; i++ {
+		d := doc(i)
+		if err := built.UpsertDocuments(ctx, d); err != nil {
+			b.Fatal(err)
+		}
+		if err := restored.UpsertDocuments(ctx, d); err != nil {
+			b.Fatal(err)
+		}
+	}
+	queries := make([]string, 4096)
+	for i := range queries {
+		queries[i] = s.query()
+	}
+	scope := domain.IndexScope{UserID: "u", AgentID: "a"}
+	for _, index := range []struct {
+		name string
+		port *Port
+	}{{"heap", built}, {"image", restored}} {
+		b.Run(index.name, func(b *testing.B) {
+			cpu0 := processCPU()
+			i := 0
+			for b.Loop() {
+				if _, err := index.port.SearchKeyword(ctx, domain.KeywordQuery{Scope: scope, Text: queries[i%len(queries)], Limit: 10}); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+			b.ReportMetric(float64((processCPU()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+		})
+	}
+}

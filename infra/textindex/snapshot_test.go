@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -22,9 +23,9 @@ import (
 // every filter and with or without forgotten memories, and goes on doing
 // so as both take the same further writes (replacing, deleting, forgetting
 // and compacting on the restored arrays), and through a second image
-// taken of the restored index. Images are read from a read-only mapping
-// of their file, as a start reads them: a write into the image's arrays
-// would crash the test.
+// taken of the restored index, in every walk of the postings. Images are
+// read from a read-only mapping of their file, as a start reads them: a
+// write into the image's arrays would crash the test.
 func TestSnapshotRestoresAnIndexThatSearchesTheSame(t *testing.T) {
 	ctx := context.Background()
 	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -82,7 +83,11 @@ func TestSnapshotRestoresAnIndexThatSearchesTheSame(t *testing.T) {
 		writes(orig, docs, docs, rng) // dead slots, compactions, forgotten flags
 		restored := mappedImage(t, orig, opts)
 		same := func(stage string) {
+			// Every walk (merged, dense and pruned), each reading the two
+			// segments of a term with postings written past its image's.
+			defer func(saved int) { sparseMax = saved }(sparseMax)
 			for q := range 60 {
+				sparseMax = []int{0, 1 << 30, 1 << 13}[q%3]
 				query := domain.KeywordQuery{Scope: scopes[q%len(scopes)], Text: word(rng) + " " + word(rng), Limit: 1 + rng.IntN(40)}
 				switch rng.IntN(5) {
 				case 0:
@@ -530,4 +535,102 @@ func TestSnapshotOfACollectionCompactedToNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// The first writes to an agent read in place from its image cost what
+// they change, not what the agent holds. Every document here holds
+// "heron" and "quarry": adding one appends a posting past the image's
+// lists of both and changes three document frequencies, and must copy
+// neither list (8 bytes a document each) nor the agent's document
+// frequencies (4 bytes a term); replacing one adds to that the agent's
+// dead flags (a byte a document), which a delete changes in place. A
+// term copies its image's list once a block of postings was written past
+// it (collection.join), and searches the same throughout.
+func TestFirstWritesToAnImageCopyNoWholeAgent(t *testing.T) {
+	const docs = 3000
+	ctx := context.Background()
+	orig := NewPort(Options{}, 0)
+	doc := func(i int, text string) domain.KeywordDocument {
+		return domain.KeywordDocument{MemoryID: fmt.Sprintf("m%05d", i), UserID: "u", AgentID: "a", Type: "note", CreatedAt: time.Unix(int64(i), 0), Text: text}
+	}
+	batch := make([]domain.KeywordDocument, 0, 1000)
+	for i := range docs {
+		batch = append(batch, doc(i, fmt.Sprintf("heron quarry w%d", i)))
+		if len(batch) == cap(batch) {
+			if err := orig.UpsertDocuments(ctx, batch...); err != nil {
+				t.Fatal(err)
+			}
+			batch = batch[:0]
+		}
+	}
+	var restored *Port
+	allocated := func(d domain.KeywordDocument) uint64 {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		if err := restored.UpsertDocuments(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+		runtime.ReadMemStats(&after)
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	const perWrite = 16 << 10 // a document's own records, maps and lists growing
+	for _, w := range []struct {
+		what  string
+		doc   domain.KeywordDocument
+		bound uint64
+	}{
+		{"an added document", doc(docs, "heron quarry newword"), perWrite},
+		{"a replaced document", doc(7, "heron quarry w8"), perWrite + docs},
+	} {
+		restored = mappedImage(t, orig, Options{})
+		if got := allocated(w.doc); got > w.bound {
+			t.Errorf("%s allocated %d bytes, want at most %d (an agent of %d documents)", w.what, got, w.bound, docs)
+		}
+	}
+	// Given the same writes as the original, the index searches the same
+	// in every walk, before and after "heron" and "quarry" take a block
+	// of postings past the image's and join their two segments on the
+	// heap, and through an image of it.
+	if err := orig.UpsertDocuments(ctx, doc(7, "heron quarry w8")); err != nil {
+		t.Fatal(err)
+	}
+	same := func(stage string, p *Port) {
+		t.Helper()
+		// The walks that read a term's segments apart: pruned, and dense
+		// with a filter (the merged walk reads them as two lists too; the
+		// restore test covers it).
+		defer func(saved int) { sparseMax = saved }(sparseMax)
+		sparseMax = 0
+		for _, q := range []string{"w7", "heron w8", "quarry w5 x3 x120"} {
+			for _, f := range []domain.IndexFilter{{}, {Types: []string{"note"}}} {
+				query := domain.KeywordQuery{Scope: domain.IndexScope{UserID: "u", AgentID: "a"}, Text: q, Filter: f, Limit: 5}
+				want, err1 := orig.SearchKeyword(ctx, query)
+				got, err2 := p.SearchKeyword(ctx, query)
+				if err1 != nil || err2 != nil {
+					t.Fatal(err1, err2)
+				}
+				if !reflect.DeepEqual(got, want) {
+					t.Errorf("%s: %q (%+v): %v, the original %v", stage, q, f, got, want)
+				}
+			}
+		}
+	}
+	c := restored.ix.lookup("u/a")
+	heron, _ := c.termOf(queryTerms("heron")[0])
+	joined := func() bool { image, _ := c.segments(heron); return len(image.postings) == 0 }
+	same("after the first writes", restored)
+	for i := range blockSize { // the replace wrote the first posting past the image's
+		d := doc(docs+1+i, fmt.Sprintf("heron quarry x%d", i))
+		if err := orig.UpsertDocuments(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+		if err := restored.UpsertDocuments(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+		if joined() != (i == blockSize-1) {
+			t.Fatalf("after %d postings written past the image's, joined = %v", i+2, joined())
+		}
+	}
+	same("once joined", restored)
+	same("through an image of it", mappedImage(t, restored, Options{}))
 }

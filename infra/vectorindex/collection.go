@@ -34,15 +34,24 @@ type collection struct {
 	ids    idArena
 	slotOf slotTable
 	// idOrder is a collection read from an image's live slots in ID order,
-	// read in place from the image: until its first write the collection
-	// finds an ID's slot by binary search in it and slotOf is empty; the
-	// first write builds slotOf (indexSlots) and drops it. A process that
-	// only searches never builds the table.
-	idOrder []uint32
-	created []int64  // unix nanos (see unixNanos)
-	types   []uint16 // code in typeNames
-	tagOff  []uint32 // item tags are tagArena[tagOff : tagOff+tagN], sorted codes
-	tagN    []uint8
+	// read in place from the image, and imageIDs the image's IDs it is
+	// ordered by (its offsets are never changed: a write changes a copy,
+	// see ownArrays). The collection finds an image slot's ID by binary
+	// search in idOrder, and slotOf holds only the slots appended since
+	// the image: a process that only searches, or catches up a few
+	// captures, never builds the whole table (at 100k vectors ~50 ms of
+	// CPU, most of a command-line search's open). A graph collection's
+	// slots never move, so its writes keep idOrder: a replaced or deleted
+	// image slot is a tombstone, which the lookup skips. A flat
+	// collection's first write builds the whole table (indexSlots), since
+	// a delete there moves a slot; so does a compaction, which renumbers
+	// them.
+	idOrder  []uint32
+	imageIDs idArena
+	created  []int64  // unix nanos (see unixNanos)
+	types    []uint16 // code in typeNames
+	tagOff   []uint32 // item tags are tagArena[tagOff : tagOff+tagN], sorted codes
+	tagN     []uint8
 
 	tagArena   []uint32
 	tagGarbage int // arena entries no slot refers to any more
@@ -119,25 +128,31 @@ func (c *collection) live() int { return c.ids.len() - c.nDead }
 // slot returns the slot of the live item id (caller holds the lock, read
 // or write).
 func (c *collection) slot(id string) (uint32, bool) {
-	if c.idOrder == nil {
-		return c.slotOf.get(&c.ids, id)
+	if s, ok := c.slotOf.get(&c.ids, id); ok || c.idOrder == nil {
+		return s, ok
 	}
 	i, found := slices.BinarySearchFunc(c.idOrder, id, func(slot uint32, id string) int {
-		return compareID(c.ids.at(slot), id)
+		return compareID(c.imageIDs.at(slot), id)
 	})
-	if !found {
+	if !found || c.stable && c.isDead(c.idOrder[i]) {
 		return 0, false
 	}
 	return c.idOrder[i], true
 }
 
-// indexSlots builds the slot table of a collection read from an image,
-// before its first write changes slots (caller holds the write lock).
+// indexSlots builds the slot table of a flat collection read from an
+// image, before its first write moves slots (caller holds the write
+// lock). A graph collection keeps its ID order (see idOrder).
 func (c *collection) indexSlots() {
-	if c.idOrder != nil {
-		c.slotOf.rebuild(&c.ids)
-		c.idOrder = nil
+	if c.idOrder != nil && !c.stable {
+		c.dropIDOrder()
 	}
+}
+
+// dropIDOrder indexes every live slot in slotOf instead of idOrder.
+func (c *collection) dropIDOrder() {
+	c.slotOf.rebuild(&c.ids)
+	c.idOrder, c.imageIDs = nil, idArena{}
 }
 
 func (c *collection) quantized() bool { return c.floats != nil }
@@ -201,13 +216,13 @@ func (c *collection) upsert(items []prepared) error {
 	}
 	fresh, freshBytes := 0, 0
 	for _, it := range items {
-		if _, ok := c.slotOf.get(&c.ids, it.id); !ok {
+		if _, ok := c.slot(it.id); !ok {
 			fresh, freshBytes = fresh+1, freshBytes+idSize(it.id)
 		}
 	}
 	c.reserve(fresh, freshBytes)
 	for i, it := range items {
-		slot, exists := c.slotOf.get(&c.ids, it.id)
+		slot, exists := c.slot(it.id)
 		switch {
 		case !exists:
 			c.appendSlot(it, c.unit(units, i))
@@ -299,7 +314,7 @@ func (c *collection) setMeta(slot uint32, it prepared) {
 // stable mode leaves a tombstone.
 func (c *collection) remove(id string) {
 	c.indexSlots()
-	slot, ok := c.slotOf.get(&c.ids, id)
+	slot, ok := c.slot(id)
 	if !ok {
 		return
 	}
@@ -377,7 +392,7 @@ func (c *collection) release() {
 		c.floats.close()
 	}
 	c.vecs, c.codes, c.scales, c.floats = slotArray[float32]{}, slotArray[int8]{}, slotArray[float32]{}, nil
-	c.ids, c.slotOf, c.idOrder, c.created, c.types, c.tagOff, c.tagN = idArena{}, slotTable{}, nil, nil, nil, nil, nil
+	c.ids, c.slotOf, c.idOrder, c.imageIDs, c.created, c.types, c.tagOff, c.tagN = idArena{}, slotTable{}, nil, idArena{}, nil, nil, nil, nil
 	c.tagArena, c.tagGarbage, c.typeNames, c.tagNames = nil, 0, interner{}, interner{}
 	c.dead, c.nDead, c.tagSlots, c.stable, c.graph, c.indexing = nil, 0, nil, false, nil, false
 	c.dropped = true

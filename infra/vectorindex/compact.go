@@ -66,8 +66,7 @@ func (c *collection) compact(dir string) error {
 	c.types = slices.Clip(c.types[:n])
 	c.tagOff = slices.Clip(c.tagOff[:n])
 	c.tagN = slices.Clip(c.tagN[:n])
-	c.slotOf.rebuild(&c.ids)
-	c.idOrder = nil // its slots are renumbered
+	c.dropIDOrder() // its slots are renumbered
 	c.nDead = 0
 	c.dead = make([]uint64, (n+63)/64)
 	c.graph = nil

@@ -48,6 +48,10 @@ type Index struct {
 	buildSlots chan struct{} // semaphore: BuildWorkers graph builds at a time
 	stop       chan struct{} // closed by Close
 	closeOnce  sync.Once
+	// finishing is closed by FinishBuilds: builds no longer hold off for
+	// writers.
+	finishing  chan struct{}
+	finishOnce sync.Once
 
 	snapshotMu sync.Mutex // one snapshot image at a time (snapshot.go)
 
@@ -66,6 +70,7 @@ func New(opts Options) *Index {
 		cols:       make(map[string]*collection),
 		buildSlots: make(chan struct{}, opts.BuildWorkers),
 		stop:       make(chan struct{}),
+		finishing:  make(chan struct{}),
 		bgIdle:     idle,
 	}
 	ix.scratch.New = func() any { return new(scratch) }
@@ -96,6 +101,15 @@ func (ix *Index) WaitIndexed(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
+}
+
+// FinishBuilds makes the graph builds hold off for writers no more and
+// waits for them to finish (or ctx to end): for a process about to save
+// its image and stop, whose last writes (a catch-up, a refill) would
+// otherwise hold its build off for writeQuiet.
+func (ix *Index) FinishBuilds(ctx context.Context) error {
+	ix.finishOnce.Do(func() { close(ix.finishing) })
+	return ix.WaitIndexed(ctx)
 }
 
 func (ix *Index) idle() <-chan struct{} {

@@ -116,6 +116,8 @@ func (ix *Index) runIndexer(c *collection, epoch uint64, published *graph) {
 			select {
 			case <-time.After(wait):
 				continue
+			case <-ix.finishing:
+				continue
 			case <-ix.stop:
 				ix.publish(c, epoch, g, true)
 				return
@@ -150,6 +152,11 @@ func (ix *Index) runIndexer(c *collection, epoch uint64, published *graph) {
 
 // deferral is how long c's build should hold off for its writers.
 func (ix *Index) deferral(c *collection) time.Duration {
+	select {
+	case <-ix.finishing:
+		return 0
+	default:
+	}
 	if ix.opts.BuildWhileWriting {
 		return 0
 	}

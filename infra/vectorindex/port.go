@@ -27,6 +27,9 @@ type Port struct {
 	// each write entirely or not at all (see snapshot.go). Writers do not
 	// exclude one another.
 	writes sync.RWMutex
+	// imageUnbuilt is how many vectors the graphs of the image the port
+	// was read from did not cover (ReadSnapshot).
+	imageUnbuilt int
 }
 
 var _ domain.VectorIndex = (*Port)(nil)
@@ -38,6 +41,26 @@ func NewPort(ix *Index) *Port {
 
 // Index is the underlying index (start-up waits on its graph builds).
 func (p *Port) Index() *Index { return p.ix }
+
+// Unbuilt is how many vectors of graph collections no graph covers yet:
+// searches scan them exactly until the background build inserts them.
+func (p *Port) Unbuilt() int {
+	n := 0
+	for _, c := range p.ix.Stats().PerCollection {
+		if c.Mode == ModeBuilding {
+			n += c.Vectors + c.Tombstones - c.Indexed
+		}
+	}
+	return n
+}
+
+// ImageUnbuilt is Unbuilt of the image the port was read from, as it was
+// read (0 for a port not read from an image): an image saved before its
+// graphs were built makes every start from it build them again.
+func (p *Port) ImageUnbuilt() int { return p.imageUnbuilt }
+
+// FinishBuilds finishes every graph build now (Index.FinishBuilds).
+func (p *Port) FinishBuilds(ctx context.Context) error { return p.ix.FinishBuilds(ctx) }
 
 // agentPrefix prefixes exactly the agent's collections: user and agent ids
 // hold no "/" (agent ids are [A-Za-z0-9._-]), whatever the model is called.

@@ -74,6 +74,7 @@ func ReadSnapshot(data []byte, opts Options) (*Port, error) {
 		}
 		return nil, d.err
 	}
+	p.imageUnbuilt = p.Unbuilt()
 	for _, c := range ix.cols {
 		c.mu.Lock()
 		if c.stable && c.graph.n < c.ids.len() {
@@ -312,7 +313,10 @@ func (d *decoder) collection() *collection {
 		c.release()
 		return nil
 	}
-	c.idOrder = idOrder
+	c.idOrder, c.imageIDs = idOrder, c.ids
+	// imageIDs must keep the image's offsets: the first write changes a
+	// copy of them (ownArrays), even of offsets decoded to the heap.
+	c.borrowed = true
 	return c
 }
 

@@ -465,9 +465,12 @@ func TestSnapshotMidBuild(t *testing.T) {
 }
 
 // A loaded collection finds its items without a slot table: by binary
-// search in the image's live slots in ID order, until its first write
-// builds the table. Either way it holds exactly the original's items,
-// tombstoned and swap-removed ones gone.
+// search in the image's live slots in ID order. A flat collection's first
+// write builds the table (its deletes move slots); a graph collection's
+// writes keep the ID order, and its table holds only the slots appended
+// since the image (a command-line search that catches up a few captures
+// builds no table of the whole collection). Either way it holds exactly
+// the original's items, tombstoned and swap-removed ones gone.
 func TestLoadedCollectionFindsIDsInTheImagesIDOrder(t *testing.T) {
 	ctx := context.Background()
 	for _, opts := range []Options{{}, {ANNThreshold: 50, BuildWhileWriting: true}} {
@@ -491,12 +494,30 @@ func TestLoadedCollectionFindsIDsInTheImagesIDOrder(t *testing.T) {
 			}
 		}
 		same("loaded")
-		w.ops(ctx, t, 10, orig, loaded)
-		if c.idOrder != nil || c.slotOf.n != c.live() {
-			t.Fatalf("ANN threshold %d: after a write, %d slot table entries for %d live items", opts.ANNThreshold, c.slotOf.n, c.live())
+		imageSlots := c.ids.len()
+		w.ops(ctx, t, 10, orig, loaded) // image items replaced, deleted
+		w.ops(ctx, t, 10, orig, loaded) // and some of those again
+		switch appended := liveFrom(c, imageSlots); {
+		case !c.stable && (c.idOrder != nil || c.slotOf.n != c.live()):
+			t.Fatalf("flat: after a write, %d slot table entries for %d live items", c.slotOf.n, c.live())
+		case c.stable && (c.idOrder == nil || c.slotOf.n != appended):
+			t.Fatalf("graph: after a write, ID order kept %v, %d slot table entries for the %d live slots appended since the image",
+				c.idOrder != nil, c.slotOf.n, appended)
 		}
 		same("after a write")
+		w.compare(ctx, t, orig, loaded)
 	}
+}
+
+// liveFrom counts c's live slots from slot on.
+func liveFrom(c *collection, slot int) int {
+	n := 0
+	for s := slot; s < c.ids.len(); s++ {
+		if c.ids.off[s] != noID {
+			n++
+		}
+	}
+	return n
 }
 
 // An image of body format 1 (written by the build before the IDs in order,

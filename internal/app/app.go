@@ -228,6 +228,7 @@ func New(ctx context.Context, settings Settings, parts Parts) (*App, error) {
 	}
 	cfg := settings.Config
 	cfg.Unsearched = parts.unsearched()
+	cfg.ShortLived = parts != 0 && parts&(Writes|Workers) == 0
 	core, err := openCore(ctx, cfg)
 	if err != nil {
 		return nil, err

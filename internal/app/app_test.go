@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +15,8 @@ import (
 
 	"github.com/engram-memory/engram/commands"
 	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/infra/snapshot"
+	"github.com/engram-memory/engram/infra/vectorindex"
 	"github.com/engram-memory/engram/internal/app"
 	"github.com/engram-memory/engram/projections"
 	"github.com/engram-memory/engram/projections/search"
@@ -193,4 +197,97 @@ func TestAKeywordReaderKeepsTheVectorImageItCatchesUpTheStateOf(t *testing.T) {
 	if len(resp.Results) != 1 || resp.Results[0].Memory.Content == nil || !strings.Contains(string(resp.Results[0].Memory.Content), "kingfisher") {
 		t.Fatalf("vector search for the write the keyword reader caught up: %+v", resp.Results)
 	}
+}
+
+// A search that refills the vector index (a stack with no image yet, as
+// after captures alone) saves its image at close with every graph built:
+// without waiting, its writes would hold the build off and the image would
+// hold no graph, which every later search (a command-line process each)
+// would scan exactly and start building again (docs/snapshots.md).
+func TestASearchThatRefillsSavesItsGraphsBuilt(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	cfg := app.Config{DataDir: dir, Indexes: app.Indexes{VectorOptions: vectorindex.Options{ANNThreshold: 20}}}
+	const memories = 25 // a graph collection (over the threshold)
+	captureNotes(t, cfg, memories)
+	searcher, err := app.New(ctx, app.Settings{Config: cfg}, app.Search)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := searcher.Core.Vectors.StartedFrom(); ok {
+		t.Fatal("the vector index started from an image: the captures saved one")
+	}
+	if err := searcher.Close(ctx); err != nil { // the refill's image is saved at close
+		t.Fatal(err)
+	}
+	if unbuilt, cols := vectorImage(t, dir); len(cols) != 1 || cols[0].Vectors != memories || unbuilt != 0 {
+		t.Fatalf("the refill's image: %d vectors its graphs do not cover, collections %+v", unbuilt, cols)
+	}
+}
+
+// A server saves a refill's image at once, its graphs partly built, and
+// again once they are: the next start then has nothing to build.
+func TestAServerSavesItsImageAgainOnceItsGraphsAreBuilt(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	cfg := app.Config{DataDir: dir, Indexes: app.Indexes{VectorOptions: vectorindex.Options{ANNThreshold: 20}}}
+	captureNotes(t, cfg, 25)
+	server, err := app.New(ctx, app.Settings{Config: cfg}, app.Writes|app.Search)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer server.Close(ctx)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		unbuilt, cols := vectorImage(t, dir)
+		if len(cols) == 1 && unbuilt == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the server's image: %d vectors its graphs do not cover, collections %+v", unbuilt, cols)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// captureNotes creates n notes in agent a of the stack cfg names, through
+// a writer that loads no index (as the local captures do).
+func captureNotes(t *testing.T, cfg app.Config, n int) {
+	t.Helper()
+	ctx := context.Background()
+	writer, err := app.New(ctx, app.Settings{Config: cfg}, app.Writes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch := make([]commands.MemoryInput, n)
+	for i := range batch {
+		content, _ := json.Marshal(map[string]string{"content": fmt.Sprintf("note %d about the heron by the quarry", i)})
+		batch[i] = commands.MemoryInput{Type: "note", Content: content}
+	}
+	if _, err := writer.Memories.CreateBatch(ctx, meta, "a", batch); err != nil {
+		t.Fatal(err)
+	}
+	if err := writer.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// vectorImage reads the vector image of the data dir: how many vectors
+// its graphs did not cover, and its collections (none: no image yet).
+func vectorImage(t *testing.T, dir string) (unbuilt int, cols []vectorindex.CollectionStats) {
+	t.Helper()
+	f, err := snapshot.Open(filepath.Join(dir, "snapshots"), projections.VectorsProjectionName, vectorindex.SnapshotVersion)
+	if errors.Is(err, snapshot.ErrMissing) {
+		return 0, nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	image, err := vectorindex.ReadSnapshot(f.Body, vectorindex.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer image.Index().Close()
+	return image.ImageUnbuilt(), image.Index().Stats().PerCollection
 }

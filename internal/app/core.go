@@ -161,6 +161,14 @@ type Config struct {
 	// next process that searches restores the image and re-reads the
 	// memories of the events after it (docs/snapshots.md).
 	Unsearched Unsearched
+	// ShortLived: the process opens, answers and closes (app.New sets it
+	// for the parts that run no engine: a local search). It saves its
+	// images only at its close, so an image due then waits for the vector
+	// graphs' build to finish and holds them whole
+	// (projections.Snapshots.FinishGraphs); and it opens an image already
+	// checksummed whole without reading every byte again
+	// (snapshot.OpenStamped; docs/snapshots.md#verified-once).
+	ShortLived bool
 }
 
 // Unsearched names in-process indexes a process does not search.
@@ -346,7 +354,7 @@ func openCore(ctx context.Context, cfg Config) (*Core, error) {
 	// A read-only opener never runs the projections, so its indexes stay
 	// empty: it restores no snapshot. Nor is an index restored that this
 	// process does not search.
-	restore := restoreFrom{keyword: snapshotDir(cfg.DataDir), vector: snapshotDir(cfg.DataDir)}
+	restore := restoreFrom{keyword: snapshotDir(cfg.DataDir), vector: snapshotDir(cfg.DataDir), stamped: cfg.ShortLived}
 	if cfg.SQLite.ReadOnly || cfg.Unsearched.Keyword {
 		restore.keyword = ""
 	}
@@ -436,7 +444,7 @@ func openCore(ctx context.Context, cfg Config) (*Core, error) {
 	}
 	s.Keyword = projections.NewKeyword(keywordState, ix.keyword, ix.keywordInProcess, logger)
 	s.Vectors = projections.NewVectors(vectorState, ix.vectors, ix.vectorsInProcess, logger)
-	s.useSnapshots(snapshotDir(cfg.DataDir), ix, cfg.SQLite.ReadOnly)
+	s.useSnapshots(snapshotDir(cfg.DataDir), ix, cfg.SQLite.ReadOnly, cfg.ShortLived)
 	if cfg.Unsearched.Keyword && ix.keywordInProcess {
 		s.Keyword.SkipIndex()
 	}
@@ -530,7 +538,11 @@ func (ix *indexes) close() {
 
 // restoreFrom is the snapshot directory each in-process index is
 // restored from ("": it starts empty).
-type restoreFrom struct{ keyword, vector string }
+type restoreFrom struct {
+	keyword, vector string
+	// stamped: trust an image's stamp (snapshot.OpenStamped).
+	stamped bool
+}
 
 // openIndexes builds the chosen index adapters. A remote backend that is
 // down is no error here: the core opens and Backends reports it. Remote
@@ -549,7 +561,7 @@ func openIndexes(ctx context.Context, cfg Indexes, restore restoreFrom, logger *
 		ix.keyword = ki
 	default:
 		ix.keywordInProcess = true
-		if restored, tag, release := restoreKeyword(restore.keyword, cfg.KeywordSaturation, logger); restored != nil {
+		if restored, tag, release := restoreKeyword(restore.keyword, restore.stamped, cfg.KeywordSaturation, logger); restored != nil {
 			ix.keyword, ix.keywordRestored = restored, tag
 			ix.closers = append(ix.closers, release) // the index reads the mapped image
 		} else {
@@ -566,7 +578,7 @@ func openIndexes(ctx context.Context, cfg Indexes, restore restoreFrom, logger *
 		ix.vectors = vi
 		ix.closers = append(ix.closers, func() { _ = vi.Close() })
 	default:
-		port, tag, release := restoreVectors(restore.vector, cfg.VectorOptions, logger)
+		port, tag, release := restoreVectors(restore.vector, restore.stamped, cfg.VectorOptions, logger)
 		if port == nil {
 			port = vectorindex.NewPort(vectorindex.New(cfg.VectorOptions))
 		}

@@ -36,10 +36,15 @@ var olderSnapshotVersions = map[string][]uint32{
 	projections.VectorsProjectionName: {1},
 }
 
-// openSnapshot opens the snapshot of kind in dir, or says why not in the
-// log (a missing one at info: a first start; any other at warn).
-func openSnapshot(dir, kind string, logger *slog.Logger) *snapshot.File {
-	f, err := snapshot.Open(dir, kind, snapshotVersions[kind], olderSnapshotVersions[kind]...)
+// openSnapshot opens the snapshot of kind in dir (trusting its stamp when
+// stamped: snapshot.OpenStamped), or says why not in the log (a missing
+// one at info: a first start; any other at warn).
+func openSnapshot(dir, kind string, stamped bool, logger *slog.Logger) *snapshot.File {
+	open := snapshot.Open
+	if stamped {
+		open = snapshot.OpenStamped
+	}
+	f, err := open(dir, kind, snapshotVersions[kind], olderSnapshotVersions[kind]...)
 	switch {
 	case errors.Is(err, snapshot.ErrMissing):
 		logger.Info("no index snapshot: the index is filled from its state", "index", kind)
@@ -57,12 +62,12 @@ func tagOf(f *snapshot.File) *domain.IndexSnapshot {
 // snapshot in dir, the image's tag, and a release of the image, to call
 // once the index is no longer used: the index reads its arrays in place
 // from the mapped body. All nil when there is none usable.
-func restoreKeyword(dir string, saturation float64, logger *slog.Logger) (*textindex.Port, *domain.IndexSnapshot, func()) {
+func restoreKeyword(dir string, stamped bool, saturation float64, logger *slog.Logger) (*textindex.Port, *domain.IndexSnapshot, func()) {
 	if dir == "" {
 		return nil, nil, nil
 	}
 	opening := startStep()
-	f := openSnapshot(dir, projections.KeywordProjectionName, logger)
+	f := openSnapshot(dir, projections.KeywordProjectionName, stamped, logger)
 	if f == nil {
 		return nil, nil, nil
 	}
@@ -81,12 +86,12 @@ func restoreKeyword(dir string, saturation float64, logger *slog.Logger) (*texti
 // snapshot in dir, the image's tag, and a release of the image, to call
 // after the index is closed: the index reads its big arrays in place from
 // the mapped body. All nil when there is none usable.
-func restoreVectors(dir string, opts vectorindex.Options, logger *slog.Logger) (*vectorindex.Port, *domain.IndexSnapshot, func()) {
+func restoreVectors(dir string, stamped bool, opts vectorindex.Options, logger *slog.Logger) (*vectorindex.Port, *domain.IndexSnapshot, func()) {
 	if dir == "" {
 		return nil, nil, nil
 	}
 	opening := startStep()
-	f := openSnapshot(dir, projections.VectorsProjectionName, logger)
+	f := openSnapshot(dir, projections.VectorsProjectionName, stamped, logger)
 	if f == nil {
 		return nil, nil, nil
 	}
@@ -97,24 +102,25 @@ func restoreVectors(dir string, opts vectorindex.Options, logger *slog.Logger) (
 		logger.Warn("index snapshot not used: the index is filled from its state", "index", projections.VectorsProjectionName, "error", err)
 		return nil, nil, nil
 	}
-	logSnapshotRead(logger, projections.VectorsProjectionName, len(f.Body), opening, reading)
+	logSnapshotRead(logger, projections.VectorsProjectionName, len(f.Body), opening, reading, "graph_unbuilt", p.ImageUnbuilt())
 	return p, tagOf(f), func() { _ = f.Close() }
 }
 
 // logSnapshotRead says what restoring an index from its image cost: the
 // open (mapping the file and checking its checksum, which reads every
-// byte), then the read (mostly checking the arrays used in place).
-func logSnapshotRead(logger *slog.Logger, kind string, bytes int, opening, reading step) {
+// byte), then the read (mostly checking the arrays used in place), and
+// what the index adds (attrs).
+func logSnapshotRead(logger *slog.Logger, kind string, bytes int, opening, reading step, attrs ...any) {
 	took, cpu := reading.since()
 	all, allCPU := opening.since()
-	logger.Info("index snapshot read", "index", kind, "bytes", bytes, "took", took, "cpu", cpu,
-		"open_took", all-took, "open_cpu", allCPU-cpu)
+	logger.Info("index snapshot read", append([]any{"index", kind, "bytes", bytes, "took", took, "cpu", cpu,
+		"open_took", all - took, "open_cpu", allCPU - cpu}, attrs...)...)
 }
 
 // useSnapshots gives the in-process index projections their snapshots:
 // the image each was restored from, and where to save new ones. A
 // read-only opener neither fills its indexes nor writes images.
-func (s *Core) useSnapshots(dir string, ix *indexes, readOnly bool) {
+func (s *Core) useSnapshots(dir string, ix *indexes, readOnly, finishGraphs bool) {
 	if dir == "" || readOnly {
 		return
 	}
@@ -126,6 +132,6 @@ func (s *Core) useSnapshots(dir string, ix *indexes, readOnly bool) {
 		s.Keyword.UseSnapshots(projections.Snapshots{Files: files, Restored: ix.keywordRestored})
 	}
 	if ix.vectorsInProcess {
-		s.Vectors.UseSnapshots(projections.Snapshots{Files: files, Restored: ix.vectorsRestored})
+		s.Vectors.UseSnapshots(projections.Snapshots{Files: files, Restored: ix.vectorsRestored, FinishGraphs: finishGraphs})
 	}
 }

@@ -10,6 +10,9 @@ of an operation are
     test/openapi/observed_errors.txt;
   - those of the middleware every route, or every route of a kind, goes
     through (RULES below), whether a test provoked them or not.
+A failure recorded for a method a documented path does not list (405
+method_not_allowed) belongs to no operation: it becomes the shared
+response Failure<status>-<code>, against which the API tests check it.
 The validation of every response of the API tests against the document
 then fails a test on a (status, code) its operation does not document,
 and TestOpenAPIErrorStatusesFollowTheErrorTable checks each documented
@@ -25,6 +28,11 @@ from collections import defaultdict
 DOC = "api/openapi.json"
 OBSERVED = "test/openapi/observed_errors.txt"
 FAILURE = "#/components/responses/Failure"
+# The record's name for a method a documented path does not list
+# (api/openapi_test.go, undocumentedMethod): no operation can carry its
+# failures, so each becomes a shared response of its own, which the
+# document's description names.
+UNDOCUMENTED_METHOD = "undocumented_method"
 
 
 def rules(op_id, op, doc):
@@ -64,6 +72,8 @@ def response(status, codes):
     headers = {"X-Request-ID": {"schema": {"type": "string"}}}
     if status in (429, 503):
         headers["Retry-After"] = {"description": "Seconds to wait, when the server knows.", "schema": {"type": "integer"}}
+    if status == 405:
+        headers["Allow"] = {"description": "The methods the path answers (RFC 9110).", "required": True, "schema": {"type": "string"}}
     return {
         "description": ", ".join(codes),
         "headers": headers,
@@ -93,8 +103,10 @@ def main(files):
             if isinstance(op, dict) and "operationId" in op:
                 ops[op["operationId"]] = op
     for op_id in observed:
-        if op_id not in ops:
+        if op_id not in ops and op_id != UNDOCUMENTED_METHOD:
             sys.exit(f"{op_id}: observed but not in the document")
+    for status, code in observed[UNDOCUMENTED_METHOD]:
+        components[f"Failure{status}-{code}"] = response(status, [code])
     for op_id, op in ops.items():
         responses = op["responses"]
         failures = {s: r for s, r in responses.items() if r.get("$ref", "").startswith(FAILURE)}

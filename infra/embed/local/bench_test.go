@@ -143,19 +143,32 @@ func TestRealisticModelLoads(t *testing.T) {
 }
 
 // BenchmarkBuiltinSIFOpen measures what a process pays for the built-in
-// model before its first embedding: the open (the word index; no row
-// decoded) and one two-word query, the rows it uses decoded then
-// (docs/snapshots.md#the-built-in-model). decode-all adds the decode of
-// every row, as the open did before.
+// model before its first embedding: the open (no word index, no row
+// decoded) and one two-word query, its words found by scanning the word
+// list and the rows it uses decoded then
+// (docs/snapshots.md#the-built-in-model). index adds the word index the
+// open built before (and a server builds after scanIndexLookups words);
+// decode-all adds the decode of every row, as the open did before that.
 func BenchmarkBuiltinSIFOpen(b *testing.B) {
-	for _, all := range []bool{false, true} {
-		b.Run(map[bool]string{false: "open-and-query", true: "decode-all"}[all], func(b *testing.B) {
+	for _, bc := range []struct {
+		name        string
+		index, rows bool
+	}{{"open-and-query", false, false}, {"index", true, false}, {"decode-all", true, true}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
 			for b.Loop() {
-				m, err := newSIFModel(builtinSIFManifest, builtinSIFWords, builtinSIFVectors)
+				m, err := openSIFModel(builtinSIFManifest, builtinSIFWords, builtinSIFVectors)
 				if err != nil {
 					b.Fatal(err)
 				}
-				if all {
+				if bc.index {
+					index, err := readWords(m.words, m.manifest.Words)
+					if err != nil {
+						b.Fatal(err)
+					}
+					m.index.Store(&index)
+				}
+				if bc.rows {
 					if err := m.decodeAll(); err != nil {
 						b.Fatal(err)
 					}

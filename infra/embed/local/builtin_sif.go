@@ -25,10 +25,10 @@ var (
 )
 
 // builtinSIFModel opens the committed GloVe SIF model once per process:
-// its word index (~50,000 map entries), with each row decoded when a text
-// first uses it (sifModel.row). Every Provider shares it.
+// its manifest, with no row decoded and no word index built until texts
+// use them (sifModel.row, sifModel.lookup). Every Provider shares it.
 var builtinSIFModel = sync.OnceValues(func() (*sifModel, error) {
-	m, err := newSIFModel(builtinSIFManifest, builtinSIFWords, builtinSIFVectors)
+	m, err := openSIFModel(builtinSIFManifest, builtinSIFWords, builtinSIFVectors)
 	if err != nil {
 		return nil, fmt.Errorf("the built-in %s: %w", DefaultModelName, err)
 	}

@@ -6,6 +6,8 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"math"
+	"runtime"
+	"slices"
 	"sync"
 	"testing"
 	"unsafe"
@@ -53,16 +55,24 @@ func TestBuiltinModelEmbedsAsItAlwaysHas(t *testing.T) {
 	if got := digest(bits); got != builtinTextsDigest {
 		t.Errorf("the built-in model's embeddings of %d texts changed: digest %s, want %s", len(identityTexts), got, builtinTextsDigest)
 	}
-	m, err := newSIFModel(builtinSIFManifest, builtinSIFWords, builtinSIFVectors)
+	m, err := openSIFModel(builtinSIFManifest, builtinSIFWords, builtinSIFVectors)
 	if err != nil {
 		t.Fatal(err)
+	}
+	index, err := readWords(m.words, m.manifest.Words)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byRow := make([]wordRow, m.manifest.Words)
+	for _, w := range index {
+		byRow[w.row] = w
 	}
 	const readers = 4
 	var wg sync.WaitGroup
 	for r := range readers {
 		wg.Go(func() {
 			for i := r % 2; i < m.manifest.Words; i += 2 {
-				if row := m.row(int32(i)); math.IsNaN(float64(row[0])) {
+				if row := m.row(byRow[i]); math.IsNaN(float64(row[0])) {
 					t.Errorf("row %d is not finite", i)
 				}
 			}
@@ -71,6 +81,65 @@ func TestBuiltinModelEmbedsAsItAlwaysHas(t *testing.T) {
 	wg.Wait()
 	if got := digest(rowBytes(m)); got != builtinRowsDigest {
 		t.Errorf("the built-in model's rows changed: digest %s, want %s", got, builtinRowsDigest)
+	}
+}
+
+// TestBuiltinModelFindsEveryWord checks the built-in word list as a model
+// directory's is checked at load (every line "word rank", each word once),
+// since the built-in model builds its index only after its first
+// scanIndexLookups words, and finds words before that by scanning the list:
+// each scan must find what the index finds, and nothing it does not.
+func TestBuiltinModelFindsEveryWord(t *testing.T) {
+	m, err := openSIFModel(builtinSIFManifest, builtinSIFWords, builtinSIFVectors)
+	if err != nil {
+		t.Fatal(err)
+	}
+	index, err := readWords(m.words, m.manifest.Words)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var probes []string
+	for w, at := range index {
+		if at.row%499 == 0 || at.row == int32(len(index)-1) {
+			probes = append(probes, w, w[:len(w)-1], w+"s", "x"+w, w+" 1")
+		}
+	}
+	probes = append(probes, "", " ", "\n", "zzqxunknown")
+	for _, w := range probes {
+		got, found := m.scan(w)
+		want, known := index[w]
+		if found != known || got != want {
+			t.Errorf("scan(%q) = %v %v, the index has %v %v", w, got, found, want, known)
+		}
+	}
+}
+
+// The built-in model's open builds no word index: a process that embeds
+// one query (a command-line search) finds its few words by scanning the
+// word list, and allocates its table of decoded rows (400 KB of nil
+// pointers) and a few rows, not an index of 50,000 words (2 MB more,
+// ~25 ms of CPU). After scanIndexLookups words it builds the index, and
+// embeds the same.
+func TestBuiltinModelBuildsItsWordIndexOnlyForManyWords(t *testing.T) {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	m, err := openSIFModel(builtinSIFManifest, builtinSIFWords, builtinSIFVectors)
+	if err != nil {
+		t.Fatal(err)
+	}
+	query, _ := m.embed("heron quarry deploy cache")
+	runtime.ReadMemStats(&after)
+	if allocated := after.TotalAlloc - before.TotalAlloc; allocated > 1<<20 {
+		t.Errorf("the open and a four-word query allocated %d bytes", allocated)
+	}
+	for i := 0; m.index.Load() == nil; i++ {
+		if i > scanIndexLookups {
+			t.Fatalf("no word index after %d lookups", i)
+		}
+		m.embed("the")
+	}
+	if again, _ := m.embed("heron quarry deploy cache"); !slices.Equal(again, query) {
+		t.Error("the query embeds differently through the word index")
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/engram-memory/engram/domain"
@@ -63,8 +64,18 @@ func isSIFModelDir(fsys fs.FS) bool {
 // every value.
 type sifModel struct {
 	manifest SIFManifest
-	index    map[string]int32
-	ranks    []int32 // by row: the word's 1-based frequency rank
+	// words is words.txt, "word rank" per line in row order; the index's
+	// keys are substrings of it.
+	words string
+	// index maps each word to its row and rank. A model directory builds
+	// it at load, which checks every line. The built-in model builds it
+	// only after scanIndexLookups lookups (lookup): until then a lookup
+	// scans words for the word's line, so a process that embeds one query
+	// never builds the 50,000 entries (~25 ms of CPU, a third of a
+	// command-line vector search at 10k memories).
+	index    atomic.Pointer[map[string]wordRow]
+	scans    atomic.Int32
+	indexing sync.Once
 	harmonic float64 // Σ 1/r up to the source vocabulary's size
 	vectors  string  // float16 rows, little-endian, as vectors.f16 holds them
 	// rows are the decoded rows, nil until decoded. Two goroutines may
@@ -72,6 +83,15 @@ type sifModel struct {
 	// first stored is kept.
 	rows []atomic.Pointer[[]float32]
 }
+
+// wordRow is a word's row in the matrix and its 1-based frequency rank.
+type wordRow struct{ row, rank int32 }
+
+// scanIndexLookups is how many words the built-in model looks up by
+// scanning its word list (each scan costs up to ~0.2 ms) before it builds
+// its index (~25 ms): a query is a few words, a server's captures are
+// many.
+const scanIndexLookups = 64
 
 // loadSIFModel reads a SIF model directory and decodes every row. Errors
 // are *domain.Error of kind invalid with field "model_dir", wrapping the
@@ -102,14 +122,23 @@ func readSIFModel(fsys fs.FS) (*sifModel, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newSIFModel(manifest, string(words), string(vectors))
+	m, err := openSIFModel(manifest, string(words), string(vectors))
+	if err != nil {
+		return nil, err
+	}
+	index, err := readWords(m.words, m.manifest.Words)
+	if err != nil {
+		return nil, err
+	}
+	m.index.Store(&index)
+	return m, nil
 }
 
-// newSIFModel returns the model of a manifest, its words.txt and its
-// vectors.f16, with no row decoded. The model keeps words and vectors (the
-// index's keys are substrings of words): the built-in model passes its
-// embedded files, which the binary's mapping holds, so they cost no copy.
-func newSIFModel(manifest []byte, words, vectors string) (*sifModel, error) {
+// openSIFModel returns the model of a manifest, its words.txt and its
+// vectors.f16, with no row decoded and no index built. The model keeps
+// words and vectors: the built-in model passes its embedded files, which
+// the binary's mapping holds, so they cost no copy.
+func openSIFModel(manifest []byte, words, vectors string) (*sifModel, error) {
 	var man SIFManifest
 	if err := json.Unmarshal(manifest, &man); err != nil {
 		return nil, fmt.Errorf("%s: %w", sifManifestFile, err)
@@ -120,80 +149,129 @@ func newSIFModel(manifest []byte, words, vectors string) (*sifModel, error) {
 	if want := man.Words * man.Dimensions * 2; len(vectors) != want {
 		return nil, fmt.Errorf("%s: %d bytes, want %d (%d words × %d dimensions × float16)", sifVectorsFile, len(vectors), want, man.Words, man.Dimensions)
 	}
-	m := &sifModel{manifest: man, index: make(map[string]int32, man.Words), ranks: make([]int32, 0, man.Words),
+	return &sifModel{manifest: man, words: words,
 		harmonic: math.Log(float64(man.SourceVocabulary)) + 0.5772156649,
 		vectors:  vectors,
-		rows:     make([]atomic.Pointer[[]float32], man.Words)}
-	if err := m.readWords(words); err != nil {
-		return nil, err
-	}
-	return m, nil
+		rows:     make([]atomic.Pointer[[]float32], man.Words)}, nil
 }
 
-// readWords reads words.txt: "word rank" per line, in matrix row order.
-func (m *sifModel) readWords(words string) error {
+// readWords reads words.txt: "word rank" per line, in matrix row order,
+// each word once, n lines.
+func readWords(words string, n int) (map[string]wordRow, error) {
+	index := make(map[string]wordRow, n)
+	row := int32(0)
 	for line := range strings.Lines(words) {
 		line = strings.TrimSuffix(strings.TrimSuffix(line, "\n"), "\r")
 		word, rankText, ok := strings.Cut(line, " ")
 		rank, err := strconv.ParseInt(rankText, 10, 32)
 		if !ok || word == "" || err != nil || rank < 1 {
-			return fmt.Errorf("%s line %d: want \"word rank\", got %q", sifWordsFile, len(m.ranks)+1, line)
+			return nil, fmt.Errorf("%s line %d: want \"word rank\", got %q", sifWordsFile, row+1, line)
 		}
-		m.index[word] = int32(len(m.ranks))
-		if m.ranks = append(m.ranks, int32(rank)); len(m.index) != len(m.ranks) {
-			return fmt.Errorf("%s: word %q appears twice", sifWordsFile, word)
+		if _, dup := index[word]; dup {
+			return nil, fmt.Errorf("%s: word %q appears twice", sifWordsFile, word)
 		}
+		index[word] = wordRow{row: row, rank: int32(rank)}
+		row++
 	}
-	if len(m.ranks) != m.manifest.Words {
-		return fmt.Errorf("%s: %d words, the manifest says %d", sifWordsFile, len(m.ranks), m.manifest.Words)
+	if int(row) != n {
+		return nil, fmt.Errorf("%s: %d words, the manifest says %d", sifWordsFile, row, n)
 	}
-	return nil
+	return index, nil
 }
 
-// decodeAll decodes every row, refusing a non-finite value.
+// lookup finds word's row: in the index once there is one, else by
+// scanning the word list, until scanIndexLookups scans make building the
+// index worth it. Only the built-in model has no index at load, and its
+// word list is checked by its tests (TestBuiltinModelFindsEveryWord), so
+// building it cannot fail.
+func (m *sifModel) lookup(word string) (wordRow, bool) {
+	if index := m.index.Load(); index != nil {
+		w, ok := (*index)[word]
+		return w, ok
+	}
+	if m.scans.Add(1) <= scanIndexLookups {
+		return m.scan(word)
+	}
+	m.indexing.Do(func() {
+		index, err := readWords(m.words, m.manifest.Words)
+		if err != nil {
+			panic(fmt.Sprintf("the built-in %s: %v", m.manifest.Name, err))
+		}
+		m.index.Store(&index)
+	})
+	w, ok := (*m.index.Load())[word]
+	return w, ok
+}
+
+// scan finds word's line in the word list, as the index would: a line
+// that starts with the word and a space (a word holds neither a space nor
+// a line break).
+func (m *sifModel) scan(word string) (wordRow, bool) {
+	if word == "" || strings.ContainsAny(word, " \r\n") {
+		return wordRow{}, false
+	}
+	at := -1
+	if strings.HasPrefix(m.words, word+" ") {
+		at = 0
+	} else if i := strings.Index(m.words, "\n"+word+" "); i >= 0 {
+		at = i + 1
+	}
+	if at < 0 {
+		return wordRow{}, false
+	}
+	line, _, _ := strings.Cut(m.words[at+len(word)+1:], "\n")
+	rank, err := strconv.ParseInt(strings.TrimSuffix(line, "\r"), 10, 32)
+	if err != nil || rank < 1 {
+		return wordRow{}, false
+	}
+	return wordRow{row: int32(strings.Count(m.words[:at], "\n")), rank: int32(rank)}, true
+}
+
+// decodeAll decodes every row, refusing a non-finite value (the caller
+// built the index).
 func (m *sifModel) decodeAll() error {
 	dims := m.manifest.Dimensions
 	all, v := make([]float32, len(m.rows)*dims), make([]float64, dims)
-	for word, i := range m.index {
-		row := all[int(i)*dims : int(i+1)*dims]
-		if !m.decodeRow(int(i), v, row) {
+	for word, w := range *m.index.Load() {
+		row := all[int(w.row)*dims : int(w.row+1)*dims]
+		if !m.decodeRow(w, v, row) {
 			return fmt.Errorf("%s: word %q has a non-finite value", sifVectorsFile, word)
 		}
-		m.rows[i].Store(&row)
+		m.rows[w.row].Store(&row)
 	}
 	return nil
 }
 
-// row returns row i, decoding it the first time.
-func (m *sifModel) row(i int32) []float32 {
-	if row := m.rows[i].Load(); row != nil {
+// row returns w's row, decoding it the first time.
+func (m *sifModel) row(w wordRow) []float32 {
+	if row := m.rows[w.row].Load(); row != nil {
 		return *row
 	}
 	// A non-finite value is possible only in a model directory, which
 	// decodeAll checked; the built-in model's rows are all finite
 	// (TestBuiltinModelEmbedsAsItAlwaysHas reads each).
 	row := make([]float32, m.manifest.Dimensions)
-	m.decodeRow(int(i), make([]float64, m.manifest.Dimensions), row)
-	if !m.rows[i].CompareAndSwap(nil, &row) {
-		return *m.rows[i].Load()
+	m.decodeRow(w, make([]float64, m.manifest.Dimensions), row)
+	if !m.rows[w.row].CompareAndSwap(nil, &row) {
+		return *m.rows[w.row].Load()
 	}
 	return row
 }
 
-// decodeRow computes row i from its float16 vector into row, with v as
+// decodeRow computes w's row from its float16 vector into row, with v as
 // scratch, and reports whether every value was finite.
-func (m *sifModel) decodeRow(i int, v []float64, row []float32) bool {
+func (m *sifModel) decodeRow(w wordRow, v []float64, row []float32) bool {
 	man := m.manifest
 	finite := true
 	var dot float64
 	for j := range v {
-		at := (i*man.Dimensions + j) * 2
+		at := (int(w.row)*man.Dimensions + j) * 2
 		x := float64(float16ToFloat32(uint16(m.vectors[at]) | uint16(m.vectors[at+1])<<8))
 		finite = finite && !math.IsNaN(x) && !math.IsInf(x, 0)
 		v[j] = x
 		dot += x * man.PrincipalComponent[j]
 	}
-	p := 1 / (float64(m.ranks[i]) * m.harmonic) // Zipf's law
+	p := 1 / (float64(w.rank) * m.harmonic) // Zipf's law
 	weight := man.SIFA / (man.SIFA + p)
 	for j := range v {
 		row[j] = float32(weight * (v[j] - dot*man.PrincipalComponent[j]))
@@ -249,7 +327,7 @@ func (m *sifModel) embed(text string) ([]float32, int) {
 	sum := make([]float64, m.manifest.Dimensions)
 	used := false
 	for _, w := range words {
-		i, ok := m.index[w]
+		i, ok := m.lookup(w)
 		if !ok {
 			continue
 		}

@@ -37,11 +37,12 @@ def binary(workdir: Path) -> str:
 
 
 class Server:
-    """One `engram serve` on a random loopback port with a temporary data dir."""
+    """One `engram serve` on a random loopback port with a temporary data dir
+    (or data_dir, e.g. on a file system the test fills)."""
 
-    def __init__(self, exe: str, *args: str) -> None:
+    def __init__(self, exe: str, *args: str, data_dir: Path | None = None) -> None:
         self.root = Path(tempfile.mkdtemp(prefix="engram-pysdk-"))
-        self.data_dir = self.root / "data"
+        self.data_dir = data_dir or self.root / "data"
         home = self.root / "home"
         home.mkdir()
         env = {k: os.environ[k] for k in INHERITED if k in os.environ}

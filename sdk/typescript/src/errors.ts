@@ -81,13 +81,29 @@ export class PermissionDeniedError extends APIStatusError {}
 /** 403 quota_*: a per-agent, per-user or byte quota is full. */
 export class QuotaExceededError extends PermissionDeniedError {}
 export class NotFoundError extends APIStatusError {}
+/** 405 method_not_allowed: a method the route does not take. */
+export class MethodNotAllowedError extends APIStatusError {}
+/**
+ * 408 request_timeout: the request's body did not reach the server in
+ * time. (APITimeoutError is the client's own timeout.)
+ */
+export class RequestTimeoutError extends APIStatusError {}
 export class ConflictError extends APIStatusError {}
 export class GoneError extends APIStatusError {}
 export class PreconditionFailedError extends APIStatusError {}
 export class PayloadTooLargeError extends APIStatusError {}
+/** 415 unsupported_media_type: a body that is not application/json. */
+export class UnsupportedMediaTypeError extends APIStatusError {}
 export class RateLimitError extends APIStatusError {}
 export class InternalServerError extends APIStatusError {}
 export class ServiceUnavailableError extends InternalServerError {}
+/**
+ * 507 storage_full: the server's storage is full, so it refuses every
+ * write (nothing of it is stored) and still serves reads; `retryAfter`
+ * says when to try again. A subclass of InternalServerError, which 507
+ * was before it had a class of its own.
+ */
+export class StorageFullError extends InternalServerError {}
 /**
  * 503 write_not_yet_visible: the write is stored but not yet applied to
  * every read model. Never send it again (that stores a copy); wait with
@@ -116,12 +132,17 @@ const byStatus: Record<number, StatusErrorClass> = {
   401: AuthenticationError,
   403: PermissionDeniedError,
   404: NotFoundError,
+  405: MethodNotAllowedError,
+  408: RequestTimeoutError,
   409: ConflictError,
   410: GoneError,
   412: PreconditionFailedError,
   413: PayloadTooLargeError,
+  415: UnsupportedMediaTypeError,
   429: RateLimitError,
+  500: InternalServerError,
   503: ServiceUnavailableError,
+  507: StorageFullError,
 };
 
 /** The error for a failure's status and code. */

@@ -2,7 +2,7 @@
 // port with a temp data dir and a hermetic environment, and registers
 // users through the outbox as internal/testserver does for the Go tests.
 import { spawn, execFileSync } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -30,10 +30,12 @@ const inherited = ["PATH", "TMPDIR", "TZ", "LANG", "LC_ALL", "LC_CTYPE", "GORACE
 
 /**
  * start launches `engram serve` with extra flags and resolves to
- * { apiURL, dataDir, stop, log } once /readyz answers 200.
+ * { apiURL, dataDir, stop, log } once /readyz answers 200. The data dir is
+ * options.dataDir (created here), else a new temporary directory.
  */
-export async function start(args = []) {
-  const dataDir = mkdtempSync(join(tmpdir(), "engram-ts-data-"));
+export async function start(args = [], options = {}) {
+  const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), "engram-ts-data-"));
+  mkdirSync(dataDir, { recursive: true });
   const home = mkdtempSync(join(tmpdir(), "engram-ts-home-"));
   const env = { HOME: home, ENGRAM_HOME: home };
   for (const name of inherited) if (process.env[name] !== undefined) env[name] = process.env[name];

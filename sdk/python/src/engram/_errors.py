@@ -21,13 +21,17 @@ __all__ = [
     "PermissionDeniedError",
     "QuotaExceededError",
     "NotFoundError",
+    "MethodNotAllowedError",
+    "RequestTimeoutError",
     "ConflictError",
     "GoneError",
     "PreconditionFailedError",
     "PayloadTooLargeError",
+    "UnsupportedMediaTypeError",
     "RateLimitError",
     "InternalServerError",
     "ServiceUnavailableError",
+    "StorageFullError",
     "WriteNotYetVisibleError",
     "WriteNotStoredError",
     "NotYetConsistentError",
@@ -106,6 +110,15 @@ class NotFoundError(APIStatusError):
     """404, also for another user's resources."""
 
 
+class MethodNotAllowedError(APIStatusError):
+    """405 ``method_not_allowed``: a method the route does not take."""
+
+
+class RequestTimeoutError(APIStatusError):
+    """408 ``request_timeout``: the request's body did not reach the server
+    in time (:class:`APITimeoutError` is the client's own timeout)."""
+
+
 class ConflictError(APIStatusError):
     """409, e.g. ``key_already_revoked``, ``job_in_progress``."""
 
@@ -122,6 +135,10 @@ class PayloadTooLargeError(APIStatusError):
     """413."""
 
 
+class UnsupportedMediaTypeError(APIStatusError):
+    """415 ``unsupported_media_type``: a body that is not application/json."""
+
+
 class RateLimitError(APIStatusError):
     """429; ``retry_after`` says when to try again."""
 
@@ -132,6 +149,13 @@ class InternalServerError(APIStatusError):
 
 class ServiceUnavailableError(InternalServerError):
     """503, e.g. ``server_busy``, ``provider_unavailable``."""
+
+
+class StorageFullError(InternalServerError):
+    """507 ``storage_full``: the server's storage is full, so it refuses every
+    write (nothing of it is stored) and still serves reads; ``retry_after``
+    says when to try again. A subclass of :class:`InternalServerError`,
+    which 507 raised before it had a class of its own."""
 
 
 class WriteNotYetVisibleError(ServiceUnavailableError):
@@ -158,12 +182,17 @@ _BY_STATUS: dict[int, type[APIStatusError]] = {
     401: AuthenticationError,
     403: PermissionDeniedError,
     404: NotFoundError,
+    405: MethodNotAllowedError,
+    408: RequestTimeoutError,
     409: ConflictError,
     410: GoneError,
     412: PreconditionFailedError,
     413: PayloadTooLargeError,
+    415: UnsupportedMediaTypeError,
     429: RateLimitError,
+    500: InternalServerError,
     503: ServiceUnavailableError,
+    507: StorageFullError,
 }
 
 
