@@ -5,7 +5,7 @@ BIN       ?= bin/engram
 BENCH     ?= .
 BENCHTIME ?= 1s
 
-.PHONY: build run test test-bin test-race test-rest test-norace test-race-smoke test-deps test-deps-mcp-ts test-deps-openai-node test-deps-pytools test-typescript test-python lint fuzz fuzz-api sdk-version vulncheck bench bench-quality bench-load bench-replay clean
+.PHONY: build run test test-bin test-race test-rest test-norace test-race-smoke test-deps test-deps-mcp-ts test-deps-openai-node test-deps-pytools test-deps-typescript test-deps-python test-typescript test-python lint fuzz fuzz-api sdk-version vulncheck bench bench-quality bench-load bench-replay clean
 
 # `engram version` reports these; `go build` alone leaves them to Go's
 # build information. VERSION (the file) is the release, shared by the server
@@ -55,17 +55,19 @@ NORACE_TESTS ?= TestHNSWRecall|TestFilteredSearchReturnsK|TestDuplicateGroupsSta
 # nothing of it:
 # - test-race: every package under the race detector, the slowest first
 #   (SLOW_FIRST) so that no long package starts last and runs alone; then
-#   the TypeScript and Python SDK suites;
+#   the TypeScript and Python SDK suites, at once (each waits on the
+#   servers it starts, and by then test-rest is done);
 # - test-rest: lint, the vector index's pass without the detector, the race
 #   smoke pass.
 # Both lanes start once the plain binary is built; test-race also waits for
-# the outside clients' installs (test-deps), which run beside the build and
-# lint (go.mod's ignore keeps go vet ./... out of what they write). make -j4
-# is for that start: the build and the three installs at once; later only
-# the two lanes run. Nothing
+# the installs (test-deps: the outside clients' and the SDK suites'), which
+# run beside the build and lint (go.mod's ignore keeps go vet ./... out of
+# what they write). make -j4 is for that start: the build and the five
+# installs at once; later only the two lanes run. Nothing
 # in test-rest writes into the tree the race pass's tests walk (docs,
-# internal/archtest): the SDK suites, whose installs and caches do, run
-# after it in its own lane.
+# internal/archtest); the installs end before the race pass starts, and the
+# SDK suites, whose builds and caches write into the tree, run after it in
+# its own lane.
 # --output-sync prints each step's output whole when it ends.
 # docs/testing.md#two-lanes has the timings.
 SLOW_FIRST ?= ./internal/cli ./api ./projections/search ./internal/app ./infra/sqlite ./infra/vectorindex ./internal/multinode ./infra/postgres ./projections
@@ -76,16 +78,17 @@ test:
 test-bin:
 	$(GO) build -o $(TEST_BIN) ./cmd/engram
 
-# internal/cli's end-to-end tests run in parallel (t.Parallel): each spends
-# most of its time waiting for the processes it started (a server, CLI
-# runs, schemathesis, the SDKs' clients), so four at once on two cores keep
-# them busy; go test's default is GOMAXPROCS (2).
+# internal/cli's end-to-end tests and api's tests run in parallel
+# (t.Parallel): the former spend most of their time waiting for the
+# processes they started (a server, CLI runs, schemathesis, the SDKs'
+# clients), the latter each own a whole stack and wait on its timeouts,
+# projections and job runner, so four at once on two cores keep them busy;
+# go test's default is GOMAXPROCS (2).
 PARALLEL ?= 4
 
 test-race: test-deps test-bin
 	PATH="$(PYTOOLS)/bin:$$PATH" ENGRAM_TEST_BINARY=$(TEST_BIN) $(GO) test $(RACE) -count=1 -parallel $(PARALLEL) -timeout 20m $(SLOW_FIRST) ./...
-	ENGRAM_TEST_BINARY=$(TEST_BIN) $(MAKE) test-typescript
-	$(MAKE) test-python ENGRAM_TEST_BINARY=$(TEST_BIN)
+	$(MAKE) test-typescript test-python ENGRAM_TEST_BINARY=$(TEST_BIN)
 
 test-rest: test-bin
 	$(MAKE) lint
@@ -108,10 +111,12 @@ test-race-smoke:
 # may refuse pip installs). A missing Node.js or Python fails, never skips.
 PYTOOLS ?= $(CURDIR)/bin/pytools
 
-# The three installs write to directories of their own (the two npm ones
-# share npm's cache, which takes concurrent writers), so make test runs
-# them at once, beside the build.
-test-deps: test-deps-mcp-ts test-deps-openai-node test-deps-pytools
+# The installs write to directories of their own (the npm ones share npm's
+# cache, which takes concurrent writers), so make test runs them at once,
+# beside the build; the SDK suites' own (test-deps-typescript,
+# test-deps-python) are among them, so that the race pass, after which the
+# SDK suites run, does not wait for them there.
+test-deps: test-deps-mcp-ts test-deps-openai-node test-deps-pytools test-deps-typescript test-deps-python
 
 test-deps-mcp-ts:
 	cd test/mcp-ts && npm ci --no-audit --no-fund
@@ -125,21 +130,41 @@ test-deps-pytools:
 
 # The TypeScript SDK (sdk/typescript): its pinned dependencies, the tsc
 # build and its suite (node --test) against the real binary, which is
-# ENGRAM_TEST_BINARY when set and otherwise built by the suite.
-test-typescript:
-	cd sdk/typescript && npm ci --no-audit --no-fund && npm run build && npm test
+# ENGRAM_TEST_BINARY when set and otherwise built by the suite. The
+# dependencies are installed (npm ci) when node_modules is older than the
+# lock file or missing, so that make test installs them in test-deps and
+# its later make test-typescript finds them there.
+TS_DEPS = sdk/typescript/node_modules/.package-lock.json
+
+test-deps-typescript: $(TS_DEPS)
+
+$(TS_DEPS): sdk/typescript/package-lock.json
+	cd sdk/typescript && npm ci --no-audit --no-fund
+	touch $@
+
+test-typescript: $(TS_DEPS)
+	cd sdk/typescript && npm run build && npm test
 
 # The Python SDK's suite against the real server ($ENGRAM_TEST_BINARY, else
 # a `go build` of its own), in a virtualenv under bin/ with the pinned dev
 # dependencies, after mypy --strict over the package (it ships py.typed).
 # A missing Python or package fails; so does a run that collects no tests
 # (pytest's exit code 5).
+# The virtualenv and the dev dependencies are made (test-deps-python) when
+# older than requirements-dev.txt or missing, as the TypeScript ones are;
+# the package itself is installed from the tree at every run.
 PYTHON  ?= python3
 PY_VENV ?= $(CURDIR)/bin/pyenv
+PY_DEPS  = $(PY_VENV)/.requirements-dev
 
-test-python:
+test-deps-python: $(PY_DEPS)
+
+$(PY_DEPS): sdk/python/requirements-dev.txt
 	$(PYTHON) -m venv $(PY_VENV)
 	$(PY_VENV)/bin/pip install -q --disable-pip-version-check -r sdk/python/requirements-dev.txt
+	touch $@
+
+test-python: $(PY_DEPS)
 	$(PY_VENV)/bin/pip install -q --disable-pip-version-check --no-build-isolation --no-deps --force-reinstall ./sdk/python
 	$(PY_VENV)/bin/mypy --strict sdk/python/src/engram
 	cd sdk/python && $(PY_VENV)/bin/python -m pytest -q -p no:cacheprovider; rc=$$?; \

@@ -13,6 +13,7 @@ import (
 // TestConcurrentCycle: 50 simultaneous cycles of one key give exactly one
 // success, 49 × 409 key_already_revoked, and exactly one replacement.
 func TestConcurrentCycle(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{})
 	_, initial := s.signUp("erin@example.com")
 	_, opsKey := s.createKey(initial, "ops") // the bearer, so the cycled key is not
@@ -79,6 +80,7 @@ func TestConcurrentCycle(t *testing.T) {
 // create one user and send one mail; the others are refused by the re-send
 // throttle (429 with Retry-After), however the appends interleave.
 func TestConcurrentRegistration(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{})
 	const addr = "frank@example.com"
 	const n = 20

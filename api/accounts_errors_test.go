@@ -47,6 +47,7 @@ func assertFailure(t *testing.T, r response, status int, code, field string) {
 }
 
 func TestAccountErrors(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{maxBody: 4096})
 	_, alice := s.signUp("alice@example.com")
 	_, spare := s.createKey(alice, "spare")
@@ -178,6 +179,7 @@ func TestAccountErrors(t *testing.T) {
 
 // TestExpiredVerificationToken: a token is good for 24 hours.
 func TestExpiredVerificationToken(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{})
 	expect(t, s.call("POST", "/v1/auth/register", "", map[string]string{"email": "late@example.com"}), http.StatusOK)
 	token := s.latestToken("late@example.com")
@@ -190,6 +192,7 @@ func TestExpiredVerificationToken(t *testing.T) {
 
 // TestShortSessionTTL: the session TTL is configurable.
 func TestShortSessionTTL(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{sessionTTL: time.Minute})
 	_, key := s.signUp("brief@example.com")
 	login := expect(t, s.call("POST", "/v1/auth/login", "", map[string]string{"api_key": key}), http.StatusOK)
@@ -206,6 +209,7 @@ func TestShortSessionTTL(t *testing.T) {
 // rest per credential; a refusal is 429 with Retry-After and the
 // X-RateLimit-* headers.
 func TestRateLimits(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{
 		ipLimit:   api.RateLimit{PerSecond: 0.01, Burst: 3},
 		userLimit: api.RateLimit{PerSecond: 0.01, Burst: 3},
@@ -244,6 +248,7 @@ func TestRateLimits(t *testing.T) {
 // then is refused too (the refusal says nothing about the credential).
 // Valid credentials cost no IP token, and missing ones are no guess.
 func TestFailedAuthenticationCostsAnIPToken(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{ipLimit: api.RateLimit{PerSecond: 0.01, Burst: 4}})
 	_, key := s.signUp("victim@example.com") // register + verify: 2 tokens
 	for range 5 {
@@ -274,6 +279,7 @@ func TestFailedAuthenticationCostsAnIPToken(t *testing.T) {
 // re-sent at most once a minute; sooner is 429 with Retry-After and no
 // mail, whoever asks. Other addresses are not affected.
 func TestVerificationMailThrottle(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{})
 	register := func(addr string) response {
 		return s.call("POST", "/v1/auth/register", "", map[string]string{"email": addr})
@@ -322,6 +328,7 @@ func checkRateHeaders(t *testing.T, r response) {
 // key_limit_reached (documented for POST /v1/auth/keys), and revoking one
 // makes room again.
 func TestKeyCreateAtTheLimit(t *testing.T) {
+	t.Parallel()
 	const limit = 5 // the server's --max-keys-per-user; the default's 100 is no different
 	s := newStack(t, stackOptions{maxKeys: limit})
 	_, key := s.user(t, "limit@example.com")

@@ -18,6 +18,7 @@ import (
 // two more keys → listing → cycle → revoke → sessions; and then checks that
 // no secret reached the database, the event log or the logs.
 func TestAccountFlow(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{})
 	const addr = "alice@example.com"
 	var secrets []string
@@ -240,6 +241,7 @@ func assertNoSecretsAtRest(t *testing.T, s *stack, secrets []string) {
 // TestVerificationOverSMTP delivers the verification mail over a real SMTP
 // connection to an in-process server and completes the sign-up with it.
 func TestVerificationOverSMTP(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{smtp: true})
 	const addr = "bob@example.org"
 	reg := expect(t, s.call("POST", "/v1/auth/register", "", map[string]string{"email": addr}), http.StatusOK)
@@ -283,6 +285,7 @@ func TestVerificationOverSMTP(t *testing.T) {
 // TestReRegistrationSendsNewToken: an unverified address gets a new mail
 // and keeps its user id; every unexpired token works until one is used.
 func TestReRegistrationSendsNewToken(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{})
 	const addr = "carol@example.net"
 	first := expect(t, s.call("POST", "/v1/auth/register", "", map[string]string{"email": addr}), http.StatusOK)
@@ -313,6 +316,7 @@ func TestReRegistrationSendsNewToken(t *testing.T) {
 // TestVerifyPage: the mail's link leads to a page that verifies nothing by
 // itself, so link scanners cannot spend the token.
 func TestVerifyPage(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{})
 	const addr = "dave@example.com"
 	expect(t, s.call("POST", "/v1/auth/register", "", map[string]string{"email": addr}), http.StatusOK)

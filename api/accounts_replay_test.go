@@ -13,6 +13,7 @@ import (
 // API, exports it, drops it and replays the log, and requires the export to
 // be byte-for-byte the same.
 func TestAccountsReplayEquivalence(t *testing.T) {
+	t.Parallel()
 	onEachReadModelBackend(t, stackOptions{}, func(t *testing.T, s *stack) {
 		ctx := context.Background()
 

@@ -9,6 +9,7 @@ import (
 // would name a directory and its parent on disk, so every endpoint that
 // takes an agent id answers 400 naming agent_id, and nothing is written.
 func TestDotOnlyAgentIDsRejected(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{fixedAuth: true})
 	for _, id := range []string{".", "..", "...."} {
 		tests := []struct {

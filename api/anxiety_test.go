@@ -22,6 +22,7 @@ type anxietyJSON struct {
 // processing the raw entries then moves raw aging and the suggestion
 // backlog.
 func TestAnxietyReport(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{fixedAuth: true})
 	for i := range 4 {
 		s.create(t, aliceKey, "claire", "episode", map[string]any{"objective": "task " + itoa(i), "outcome": "done"})
@@ -95,6 +96,7 @@ func (s *stack) anxiety(t testing.TB, bearer, agent string) hysteresisJSON {
 // Aware from a recorded Calm; the GET never records, the next process
 // does.
 func TestAnxietyHysteresisFromRecordedLevel(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{fixedAuth: true})
 	s.create(t, aliceKey, "claire", "note", map[string]any{"content": "hello"})
 	if rep := s.anxiety(t, aliceKey, "claire"); rep.PreviousLevel != nil || rep.HysteresisLevel != rep.OverallLevel {

@@ -17,6 +17,7 @@ import (
 // source sync and import, not with the interface that carried them (both
 // came over REST here); a write through REST says api.
 func TestAuditSourceOfSyncAndImport(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{fixedAuth: true})
 	var written struct {
 		ID string `json:"id"`
@@ -61,6 +62,7 @@ func TestAuditSourceOfSyncAndImport(t *testing.T) {
 // with it. Only api and mcp may be claimed; another value is refused and
 // names the header.
 func TestAuditSourceAClientDeclares(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{fixedAuth: true})
 	create := func(source, content string) response {
 		return s.sendAs(t, declaring(t, s, "POST", "/v1/memories", source, map[string]any{"agent_id": "claire", "type": "note", "content": map[string]any{"content": content}}))
@@ -110,6 +112,7 @@ func auditSources(t *testing.T, s *stack, agent string) map[string]string {
 // ignored (schemathesis found POST /v1/embeddings answering in Engram's
 // envelope).
 func TestOpenAIRoutesIgnoreEngramSource(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{fixedAuth: true})
 	for _, c := range []struct {
 		method, path string

@@ -41,6 +41,7 @@ func (s *stack) createFrom(t testing.TB, bearer, agentID, typ string, content an
 }
 
 func TestCogSettings(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{})
 	_, keyA := s.user(t, "settings-a@example.com")
 	_, keyB := s.user(t, "settings-b@example.com")
@@ -117,6 +118,7 @@ func TestCogSettings(t *testing.T) {
 }
 
 func TestCogProvenance(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{})
 	_, keyA := s.user(t, "prov-a@example.com")
 	_, keyB := s.user(t, "prov-b@example.com")
@@ -226,6 +228,7 @@ func TestCogProvenance(t *testing.T) {
 }
 
 func TestCogStrength(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{})
 	_, keyA := s.user(t, "strength-a@example.com")
 	_, keyB := s.user(t, "strength-b@example.com")
@@ -434,6 +437,7 @@ func TestCogStrength(t *testing.T) {
 }
 
 func TestCogAuditAndStats(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{})
 	_, keyA := s.user(t, "audit-a@example.com")
 	_, keyB := s.user(t, "audit-b@example.com")
@@ -568,6 +572,7 @@ func dataFileHashes(t testing.TB, dir string) map[string][32]byte {
 // where the original system would have written decayed strengths back:
 // the log's head and the database files must not change.
 func TestCogReadsNeverWrite(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{})
 	_, keyA := s.user(t, "ro-a@example.com")
 	raw := s.create(t, keyA, "a", "raw_entry", map[string]any{"content": "r"})
@@ -619,6 +624,7 @@ func TestCogReadsNeverWrite(t *testing.T) {
 // provenance and audit read models from the log after a scenario that
 // uses every new event: each export must equal the incremental one.
 func TestCogReplayEquivalence(t *testing.T) {
+	t.Parallel()
 	onEachReadModelBackend(t, stackOptions{}, func(t *testing.T, s *stack) {
 		_, keyA := s.user(t, "cog-replay-a@example.com")
 		_, keyB := s.user(t, "cog-replay-b@example.com")

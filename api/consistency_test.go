@@ -40,6 +40,8 @@ func (s *stack) withToken(t testing.TB, method, path, bearer, token string, body
 // and sending the token back is answered at once by the node that took the
 // write.
 func TestConsistencyTokenOnWrites(t *testing.T) {
+	// Not parallel: it bounds a wall-clock time, which tests beside it on
+	// the same two cores would stretch (docs/testing.md#keeping-the-suite-fast).
 	s := newStack(t, stackOptions{fixedAuth: true})
 	created := s.call("POST", "/v1/memories", aliceKey, map[string]any{"agent_id": "a1", "type": "note", "content": map[string]any{"content": "the token names this write"}})
 	expect(t, created, http.StatusCreated)
@@ -65,6 +67,7 @@ func TestConsistencyTokenOnWrites(t *testing.T) {
 }
 
 func TestConsistencyTokenMalformedIs400(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{fixedAuth: true})
 	for _, token := range []string{"abc", "v1.", "v1.0", "v1.-3", "v2.5", "v1.5x", "V1.5", "v1.5.6"} {
 		t.Run(token, func(t *testing.T) {
@@ -82,6 +85,7 @@ func TestConsistencyTokenMalformedIs400(t *testing.T) {
 // not_yet_consistent with Retry-After; once they have, the same request
 // succeeds.
 func TestConsistencyTokenNotYetAppliedIs503(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{fixedAuth: true, visibilityTimeout: 100 * time.Millisecond, consistencyWait: 200 * time.Millisecond})
 	token := s.writeNobodyApplies(t)
 	start := time.Now()
@@ -129,6 +133,7 @@ const farFutureToken = "v1.18446744073709551615"
 // once get 401 (none waits for the token), and then a valid request goes
 // through.
 func TestConsistencyTokenWaitsOnlyAfterAuthentication(t *testing.T) {
+	t.Parallel()
 	const slots = 2
 	s := newStack(t, stackOptions{fixedAuth: true, maxInFlight: slots, consistencyWait: 5 * time.Second})
 	answers := make(chan response, 4*slots)
@@ -167,6 +172,7 @@ func TestConsistencyTokenWaitsOnlyAfterAuthentication(t *testing.T) {
 // past the log's head was issued by no response; it is 400 at once, not
 // waited for until the bound.
 func TestConsistencyTokenBeyondTheLogIsRefused(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{fixedAuth: true, consistencyWait: 5 * time.Second})
 	head, err := s.store.Head(t.Context())
 	if err != nil {
@@ -198,6 +204,7 @@ func TestConsistencyTokenBeyondTheLogIsRefused(t *testing.T) {
 // client's requests, with or without the token, are served, and the
 // waiting ones succeed once the node applies the write.
 func TestConsistencyTokenWaitsAreBoundedPerClient(t *testing.T) {
+	t.Parallel()
 	const bound, sent = 2, 5
 	s := newStack(t, stackOptions{fixedAuth: true, visibilityTimeout: 100 * time.Millisecond, consistencyWait: 30 * time.Second, maxConsistencyWaits: bound})
 	token := s.writeNobodyApplies(t)
@@ -251,6 +258,7 @@ func TestConsistencyTokenWaitsAreBoundedPerClient(t *testing.T) {
 // WaitVisible does not return while nothing applies it, and returns once
 // the restarted engine has; the batch is then there exactly once.
 func TestClientWaitsForWriteNotYetVisible(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{fixedAuth: true, visibilityTimeout: 200 * time.Millisecond, consistencyWait: 200 * time.Millisecond})
 	c := client.New(s.srv.URL+"/v1", aliceKey)
 	ctx := t.Context()

@@ -86,6 +86,7 @@ func (s *stack) countEvents(eventType string) int {
 }
 
 func TestBulkReembedLifecycle(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{fixedAuth: true, noRun: true, runner: workers.RunnerConfig{BatchSize: 64}})
 	ids := s.seed(alice, "claire", 149)
 	text := "the user likes coffee in the morning"
@@ -178,6 +179,7 @@ func TestBulkReembedLifecycle(t *testing.T) {
 }
 
 func TestBulkReembedErrors(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{fixedAuth: true, noRun: true})
 	s.seed(alice, "claire", 1)
 	for _, c := range []struct {
@@ -206,6 +208,7 @@ type countingKicker struct{ n atomic.Int32 }
 func (k *countingKicker) Kick() { k.n.Add(1) }
 
 func TestBulkReembedRunsInBackground(t *testing.T) {
+	t.Parallel()
 	queue := &countingKicker{}
 	s := newStack(t, stackOptions{fixedAuth: true, runner: workers.RunnerConfig{BatchSize: 32, Queue: queue}})
 	s.seed(alice, "claire", 100)
@@ -238,6 +241,7 @@ func TestBulkReembedRunsInBackground(t *testing.T) {
 }
 
 func TestCancelJob(t *testing.T) {
+	t.Parallel()
 	// Cancel a queued job: the runner never starts it.
 	s := newStack(t, stackOptions{fixedAuth: true, noRun: true, runner: workers.RunnerConfig{BatchSize: 10}})
 	s.seed(alice, "claire", 40)
@@ -308,6 +312,7 @@ func (s *stack) jobFinishing(jobID string) bool {
 }
 
 func TestCancelWhileRunnerRuns(t *testing.T) {
+	t.Parallel()
 	// The runner runs on its own; a cancel arrives after its first batch.
 	var s *stack
 	var jobID atomic.Value
@@ -336,6 +341,7 @@ func TestCancelWhileRunnerRuns(t *testing.T) {
 }
 
 func TestJobResumesAfterRestart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	var stop func()
 	batches := 0
@@ -375,6 +381,7 @@ func TestJobResumesAfterRestart(t *testing.T) {
 }
 
 func TestStaleJobIsTakenOver(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s := newStack(t, stackOptions{fixedAuth: true, dataDir: dir, noRun: true, runner: workers.RunnerConfig{ID: "node-1", BatchSize: 20}})
 	s.seed(alice, "claire", 50)
@@ -402,6 +409,7 @@ func TestStaleJobIsTakenOver(t *testing.T) {
 }
 
 func TestJobFailsAfterRepeatedProviderErrors(t *testing.T) {
+	t.Parallel()
 	// The runner's clock is the test's: it steps past each retry backoff
 	// instead of sleeping through it.
 	clock := &testClock{}
@@ -440,6 +448,7 @@ func TestJobFailsAfterRepeatedProviderErrors(t *testing.T) {
 }
 
 func TestDeletedAgentTakesItsJobs(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{fixedAuth: true, noRun: true, runner: workers.RunnerConfig{BatchSize: 10}})
 	s.seed(alice, "claire", 30)
 	jobID := s.must(http.StatusAccepted, "POST", "/v1/embeddings/bulk-reembed", aliceKey, map[string]any{"agent_id": "claire", "model": staticModel}).data()["job_id"].(string)
@@ -459,6 +468,7 @@ func TestDeletedAgentTakesItsJobs(t *testing.T) {
 // the job embedded it keeps an old-model vector of its new text; after the
 // switch the embedding queue gives it one in the new model.
 func TestWritesDuringAJobGetNewVectorsAfterTheSwitch(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{fixedAuth: true, noRun: true, runner: workers.RunnerConfig{BatchSize: 10}})
 	ids := s.seed(alice, "claire", 30)
 	jobID := s.must(http.StatusAccepted, "POST", "/v1/embeddings/bulk-reembed", aliceKey, map[string]any{"agent_id": "claire", "model": staticModel}).data()["job_id"].(string)
@@ -506,6 +516,7 @@ func TestWritesDuringAJobGetNewVectorsAfterTheSwitch(t *testing.T) {
 // refuses (longer than the text limit) is skipped and listed in the job's
 // errors; the rest of its batch is embedded and the job completes.
 func TestRefusedMemoryIsSkipped(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{fixedAuth: true, noRun: true, runner: workers.RunnerConfig{BatchSize: 10}})
 	s.seed(alice, "claire", 12)
 	long := strings.Repeat("word ", 4000) // 20,000 characters per field
@@ -536,6 +547,7 @@ func TestRefusedMemoryIsSkipped(t *testing.T) {
 // Then, on the same log, the writes promised whole are refused whole
 // (writesOverTheAppendLimit).
 func TestBulkReembedStepsOverTheAppendLimit(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{fixedAuth: true, noRun: true, kurrentMaxAppend: 32 << 10, runner: workers.RunnerConfig{BatchSize: 128}})
 	const n = 150
 	for start := 0; start < n; start += 10 {

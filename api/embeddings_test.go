@@ -11,6 +11,7 @@ import (
 )
 
 func TestGenerateEmbedding(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{fixedAuth: true, noRun: true})
 	d := s.must(http.StatusOK, "POST", "/v1/embeddings/generate", aliceKey, map[string]any{"text": "deploy the server on friday"}).data()
 	if d["model"] != local.BuiltinModelName || num(d["dimensions"]) != 384 || len(floats(d["embedding"])) != 384 || num(d["tokens_used"]) <= 0 {
@@ -55,6 +56,7 @@ func TestGenerateEmbedding(t *testing.T) {
 }
 
 func TestBatchEmbeddings(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{fixedAuth: true, noRun: true})
 	texts := []string{"coffee in the morning", "rollback the release", "python code review", "coffee in the morning"}
 	d := s.must(http.StatusOK, "POST", "/v1/embeddings/batch", aliceKey, map[string]any{"texts": texts}).data()
@@ -106,6 +108,7 @@ func TestBatchEmbeddings(t *testing.T) {
 }
 
 func TestModelsCatalogue(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{fixedAuth: true, noRun: true})
 	d := s.must(http.StatusOK, "GET", "/v1/embeddings/models", aliceKey, nil).data()
 	models, _ := d["models"].([]any)
@@ -144,6 +147,7 @@ func TestModelsCatalogue(t *testing.T) {
 }
 
 func TestReembedMemory(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{fixedAuth: true, noRun: true})
 	ids := s.seed(alice, "claire", 3)
 	d := s.must(http.StatusOK, "POST", "/v1/embeddings/reembed", aliceKey, map[string]any{
@@ -202,6 +206,7 @@ func TestReembedMemory(t *testing.T) {
 }
 
 func TestSimilarByVector(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{fixedAuth: true, noRun: true})
 	s.seed(alice, "claire", 5)
 	belief, err := s.memCmds.Create(t.Context(), metaFor(alice), "claire", commandsBelief("alice prefers tea in the evening"))
@@ -277,6 +282,7 @@ func (s *stack) similar(bearer string, body map[string]any) []map[string]any {
 }
 
 func TestOtherUsersResourcesAreNotFound(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{fixedAuth: true, noRun: true})
 	ids := s.seed(alice, "claire", 3)
 	s.seed(bob, "bobs-agent", 1)

@@ -86,6 +86,8 @@ func errorCode(env map[string]any) string {
 // request_timeout once the body read timeout passes, and the connection is
 // closed; a body that arrives in time on the same stack is served.
 func TestSlowBodyIsCutOff(t *testing.T) {
+	// Not parallel: it bounds a wall-clock time, which tests beside it on
+	// the same two cores would stretch (docs/testing.md#keeping-the-suite-fast).
 	s := newStack(t, stackOptions{fixedAuth: true, bodyReadTimeout: time.Second})
 	body := `{"agent_id":"slow","type":"note","content":{"content":"one byte at a time"}}`
 	conn := s.rawRequest(t, "POST", "/v1/memories", aliceKey, len(body))
@@ -124,6 +126,7 @@ func TestSlowBodyIsCutOff(t *testing.T) {
 // at once and its connection closed, even though the client never sends
 // the body it announced; nothing waits for a body that is never coming.
 func TestRejectedBodyIsNotWaitedFor(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{fixedAuth: true, maxBody: 1 << 20, bodyReadTimeout: time.Minute})
 	tests := []struct {
 		name, key     string
@@ -159,6 +162,7 @@ func TestRejectedBodyIsNotWaitedFor(t *testing.T) {
 // server_busy with Retry-After and the envelope (request id included),
 // /healthz still answers, and a freed slot serves again.
 func TestInFlightCap(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{fixedAuth: true, maxInFlight: 2, bodyReadTimeout: time.Minute})
 	body := `{"agent_id":"busy","type":"note","content":{"content":"held"}}`
 	// Two requests whose bodies have not arrived hold both slots.
@@ -199,6 +203,7 @@ func TestInFlightCap(t *testing.T) {
 // never reads it holds its in-flight slot only until the write timeout
 // (without one it would hold it for as long as it keeps the connection).
 func TestStalledReaderIsCutOff(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{fixedAuth: true, maxInFlight: 1, writeTimeout: time.Second})
 	// 60 drives of 128 KB (drives are not embedded, so this is quick):
 	// a 7.5 MB listing, more than the socket buffers hold.

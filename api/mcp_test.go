@@ -213,6 +213,7 @@ func remarshal(t testing.TB, from, to any) {
 // what add_memory writes, search_memories finds as soon as it returns, and
 // the REST API shows.
 func TestMCPToolsOverHTTP(t *testing.T) {
+	t.Parallel()
 	for _, rev := range mcpRevisions {
 		t.Run(rev.name, func(t *testing.T) {
 			s := newStack(t, stackOptions{fixedAuth: true})
@@ -319,6 +320,7 @@ func TestMCPToolsOverHTTP(t *testing.T) {
 // Every tool's failures: isError results with the API's code, naming the
 // field as the API does, never an internal detail.
 func TestMCPToolErrors(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{fixedAuth: true})
 	cs := s.mcpClient(t, aliceKey, "", "2025-11-25")
 	schemas := toolSchemas(t, cs)
@@ -369,6 +371,7 @@ func TestMCPToolErrors(t *testing.T) {
 // User B's key sees none of user A's agents, through any tool, resource or
 // prompt: A's agent does not exist for B, as on the REST API.
 func TestMCPTenantIsolation(t *testing.T) {
+	t.Parallel()
 	for _, rev := range mcpRevisions {
 		t.Run(rev.name, func(t *testing.T) {
 			s := newStack(t, stackOptions{fixedAuth: true})
@@ -438,6 +441,7 @@ func TestMCPTenantIsolation(t *testing.T) {
 // prompt refuse any other agent, and the session cannot be carried to an
 // unbound connection.
 func TestMCPAgentBinding(t *testing.T) {
+	t.Parallel()
 	for _, rev := range mcpRevisions {
 		t.Run(rev.name, func(t *testing.T) {
 			s := newStack(t, stackOptions{fixedAuth: true})
@@ -498,6 +502,7 @@ func TestMCPAgentBinding(t *testing.T) {
 // protected-resource metadata, and a bad one costs the client IP what it
 // costs on the API: the IP's bucket is the same.
 func TestMCPAuthentication(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{fixedAuth: true, ipLimit: api.RateLimit{PerSecond: 0.001, Burst: 2}})
 	post := func(key string) response {
 		body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
@@ -549,6 +554,7 @@ func TestMCPAuthentication(t *testing.T) {
 // The credential's rate limit counts MCP requests like API requests: one
 // bucket per credential.
 func TestMCPRateLimit(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{fixedAuth: true, userLimit: api.RateLimit{PerSecond: 0.001, Burst: 8}})
 	cs := s.mcpClient(t, aliceKey, "", "2026-07-28")
 	var err error
@@ -567,6 +573,7 @@ func TestMCPRateLimit(t *testing.T) {
 // An MCP write is a command like any other: its audit entry names the
 // credential's actor, and a captured raw entry says source mcp.
 func TestMCPAudit(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{fixedAuth: true})
 	cs := s.mcpClient(t, aliceKey, "", "2025-11-25")
 	schemas := toolSchemas(t, cs)
@@ -611,6 +618,7 @@ func TestMCPAudit(t *testing.T) {
 // once beside REST writers: nothing is lost, and no session sees another's
 // memories.
 func TestMCPConcurrentSessions(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{fixedAuth: true})
 	const sessions, perSession, restWriters, perWriter = 50, 3, 5, 6
 	keys := []string{aliceKey, bobKey}
@@ -705,6 +713,7 @@ func mcpSessionWorkload(s *stack, key, revision string, i, perSession int) error
 // Over a transport that authenticates nothing (stdio, in memory) the
 // server acts for the backend's own caller and its Options.Agent binds.
 func TestMCPInMemoryTransport(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{fixedAuth: true})
 	local := apimcp.Caller{Actor: domain.Actor{Kind: domain.ActorUser, ID: alice, UserID: alice}, RequestID: "mcp"}
 	server := apimcp.NewServer(apimcp.NewServiceBackend(s.mcp, local), apimcp.Options{Agent: "claire", Version: "test"})
@@ -745,6 +754,7 @@ func TestMCPInMemoryTransport(t *testing.T) {
 // /mcp answers it like the API does (the bearer credential, not the Host,
 // is what a DNS-rebound page lacks).
 func TestMCPBehindProxy(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{fixedAuth: true})
 	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
 	req, _ := http.NewRequest("POST", s.srv.URL+"/mcp", strings.NewReader(body))
@@ -766,6 +776,7 @@ func TestMCPBehindProxy(t *testing.T) {
 // with the API's code) and no standing GET stream holding an in-flight
 // slot.
 func TestMCPLimits(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{fixedAuth: true, maxBody: 2048, quotas: memory.Quotas{MemoriesPerAgent: 1}})
 	post := func(body string) response {
 		req, _ := http.NewRequest("POST", s.srv.URL+"/mcp", strings.NewReader(body))
@@ -799,6 +810,7 @@ func TestMCPLimits(t *testing.T) {
 // revisions: a parse error for a body that is not JSON, invalid request
 // for a request without its params, method not found for an unknown one.
 func TestMCPMalformedMessages(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{fixedAuth: true})
 	for _, c := range []struct {
 		name, revision, body string
@@ -832,6 +844,7 @@ func TestMCPMalformedMessages(t *testing.T) {
 // carries the result is not the request the write ran under, so its header
 // cannot carry the token); a read names none.
 func TestMCPConsistencyToken(t *testing.T) {
+	t.Parallel()
 	for _, rev := range mcpRevisions {
 		t.Run(rev.name, func(t *testing.T) {
 			s := newStack(t, stackOptions{fixedAuth: true})
@@ -857,6 +870,7 @@ func TestMCPConsistencyToken(t *testing.T) {
 // takes, and calls it leaves to the SDK — and must give the same status,
 // headers and body, ids and times aside.
 func TestMCPDirectCallsAnswerAsTheSDK(t *testing.T) {
+	t.Parallel()
 	const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`
 	call := func(id, name, args string) string {
 		return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"` + name + `","arguments":` + args + `,` + meta + `}}`

@@ -40,6 +40,7 @@ func (s *stack) requestIfMatch(t testing.TB, method, path, bearer, ifMatch strin
 }
 
 func TestMemETagAndIfMatch(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{})
 	_, key := s.user(t, "etag@example.com")
 	_, other := s.user(t, "etag-other@example.com")
@@ -123,6 +124,7 @@ func TestMemETagAndIfMatch(t *testing.T) {
 // changing one field of one of five episodes of an agent: every change
 // must survive, in the read model and in the keyword index.
 func TestMemConcurrentPatchesOfDistinctFields(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{runQueue: true})
 	_, key := s.user(t, "fields@example.com")
 	var ids []string
@@ -193,6 +195,7 @@ func TestMemConcurrentPatchesOfDistinctFields(t *testing.T) {
 // TestMemConcurrentPatchesOfOneField: the last patch in log order wins,
 // and the ETag counts every patch.
 func TestMemConcurrentPatchesOfOneField(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{})
 	_, key := s.user(t, "samefield@example.com")
 	c := s.create(t, key, "a", "belief", map[string]any{"statement": "start"})

@@ -15,6 +15,7 @@ import (
 )
 
 func TestMemCreateEachType(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{runQueue: true})
 	_, key := s.user(t, "types@example.com")
 	tests := []struct {
@@ -87,6 +88,7 @@ func TestMemCreateEachType(t *testing.T) {
 }
 
 func TestMemCreateOptionalFields(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{runQueue: true})
 	_, key := s.user(t, "optional@example.com")
 	src := s.create(t, key, "a", "episode", map[string]any{"objective": "o", "outcome": "x"})
@@ -104,6 +106,7 @@ func TestMemCreateOptionalFields(t *testing.T) {
 }
 
 func TestMemCreateValidation(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{runQueue: true})
 	_, key := s.user(t, "invalid@example.com")
 	future := time.Now().Add(10 * time.Minute).UTC().Format(time.RFC3339)
@@ -155,6 +158,7 @@ func TestMemCreateValidation(t *testing.T) {
 }
 
 func TestMemBatch(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{runQueue: true})
 	_, key := s.user(t, "batch@example.com")
 
@@ -254,6 +258,7 @@ func TestMemBatch(t *testing.T) {
 }
 
 func TestMemDerivedFrom(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{runQueue: true})
 	_, key := s.user(t, "refs@example.com")
 	_, other := s.user(t, "refs-other@example.com")

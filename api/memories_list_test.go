@@ -12,6 +12,7 @@ import (
 )
 
 func TestMemGetAndListPagination(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{runQueue: true})
 	_, key := s.user(t, "pages@example.com")
 	base := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -70,6 +71,7 @@ func TestMemGetAndListPagination(t *testing.T) {
 }
 
 func TestMemPaginationUnderConcurrentInserts(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{runQueue: true})
 	_, key := s.user(t, "concurrent@example.com")
 	var items []any
@@ -145,6 +147,7 @@ func TestMemPaginationUnderConcurrentInserts(t *testing.T) {
 }
 
 func TestMemReadYourWrites(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{runQueue: true})
 	_, key := s.user(t, "ryw@example.com")
 	for i := range 30 {

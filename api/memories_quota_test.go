@@ -66,6 +66,7 @@ func wantQuota(t testing.TB, r response, code string, limit int) {
 }
 
 func TestMemQuotaMemoriesPerAgent(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{quotas: memory.Quotas{MemoriesPerAgent: 5}})
 	_, key := s.user(t, "quota-memories@example.com")
 	s.request(t, "POST", "/v1/memories/batch", key, notes("a", 3, "first")).must(t, http.StatusCreated, nil)
@@ -100,6 +101,7 @@ func TestMemQuotaMemoriesPerAgent(t *testing.T) {
 }
 
 func TestMemQuotaAgentsPerUser(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{quotas: memory.Quotas{AgentsPerUser: 2}})
 	_, key := s.user(t, "quota-agents@example.com")
 	_, other := s.user(t, "quota-agents-other@example.com")
@@ -116,6 +118,7 @@ func TestMemQuotaAgentsPerUser(t *testing.T) {
 }
 
 func TestMemQuotaTextBytes(t *testing.T) {
+	t.Parallel()
 	one, err := memory.NormalizeContent(memory.Note, []byte(`{"content":"0123456789"}`))
 	if err != nil {
 		t.Fatal(err)
@@ -156,6 +159,7 @@ func TestMemQuotaTextBytes(t *testing.T) {
 // TestMemQuotasHoldUnderConcurrentWrites: writers racing for the last
 // places never overshoot a quota.
 func TestMemQuotasHoldUnderConcurrentWrites(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{quotas: memory.Quotas{MemoriesPerAgent: 10, AgentsPerUser: 4}})
 	_, key := s.user(t, "quota-race@example.com")
 	var created, refused atomic.Int32
@@ -199,6 +203,7 @@ func TestMemQuotasHoldUnderConcurrentWrites(t *testing.T) {
 }
 
 func TestMemAgentsPagination(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{})
 	_, alice := s.user(t, "agents-a@example.com")
 	_, bob := s.user(t, "agents-b@example.com")

@@ -19,6 +19,7 @@ import (
 // then rebuilds it from the log: the export must be byte-equal, and the
 // replay must not call the embedding provider.
 func TestMemReplayEquivalence(t *testing.T) {
+	t.Parallel()
 	onEachReadModelBackend(t, stackOptions{runQueue: true}, func(t *testing.T, s *stack) {
 		userA, keyA := s.user(t, "replay-a@example.com")
 		_, keyB := s.user(t, "replay-b@example.com")

@@ -15,6 +15,7 @@ import (
 )
 
 func TestMemPatch(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{runQueue: true})
 	_, key := s.user(t, "patch@example.com")
 	c := s.create(t, key, "a", "belief", map[string]any{"statement": "the sky is green", "confidence": 0.4})
@@ -78,6 +79,7 @@ func TestMemPatch(t *testing.T) {
 }
 
 func TestMemForgetAndPurge(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{runQueue: true})
 	_, key := s.user(t, "forget@example.com")
 	keep := s.create(t, key, "a", "note", map[string]any{"content": "keep"})
@@ -137,6 +139,7 @@ func TestMemForgetAndPurge(t *testing.T) {
 }
 
 func TestMemDeleteAgent(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{runQueue: true})
 	_, key := s.user(t, "agents@example.com")
 	var ids []string
@@ -182,6 +185,7 @@ func TestMemDeleteAgent(t *testing.T) {
 }
 
 func TestMemTenantIsolation(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{runQueue: true})
 	_, keyA := s.user(t, "alice@example.com")
 	_, keyB := s.user(t, "bob@example.com")
@@ -233,6 +237,7 @@ func TestMemTenantIsolation(t *testing.T) {
 }
 
 func TestMemProviderOutage(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{runQueue: true})
 	_, key := s.user(t, "outage@example.com")
 	s.provider.down.Store(true)

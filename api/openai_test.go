@@ -39,6 +39,7 @@ func wantAPIError(t *testing.T, err error, status int, code, param string) {
 }
 
 func TestOpenAICompatibleEmbeddings(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{fixedAuth: true, noRun: true})
 	client := s.openAIClient(aliceKey)
 	ctx := context.Background()
@@ -122,6 +123,7 @@ func TestOpenAICompatibleEmbeddings(t *testing.T) {
 // TestEngramAsOpenAIProvider points a second Engram's openai provider at the
 // first Engram's /v1: a real HTTP provider, no mock.
 func TestEngramAsOpenAIProvider(t *testing.T) {
+	t.Parallel()
 	first := newStack(t, stackOptions{fixedAuth: true, noRun: true})
 	provider, err := openai.New(openai.Options{
 		BaseURL:         first.srv.URL + "/v1",
@@ -168,6 +170,7 @@ func TestEngramAsOpenAIProvider(t *testing.T) {
 // them or OpenAI's 404 model_not_found; both need a credential, as
 // /v1/embeddings does.
 func TestOpenAIModels(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{fixedAuth: true, noRun: true})
 	client := s.openAIClient(aliceKey)
 	ctx := context.Background()
@@ -216,6 +219,7 @@ func TestOpenAIModels(t *testing.T) {
 // the OpenAI-compatible route (schemathesis found it in Engram's envelope)
 // and in the envelope elsewhere.
 func TestOpenAIRoutesTooLargeInOpenAIShape(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{fixedAuth: true, noRun: true, maxBody: 1024})
 	big := strings.Repeat("x", 2048)
 	r := s.call("POST", "/v1/embeddings", aliceKey, map[string]any{"input": big, "model": "default"})

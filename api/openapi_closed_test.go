@@ -32,6 +32,7 @@ func documentAllows(t *testing.T, d *openAPIDoc, method, path, body string) erro
 // fuzzers build requests the server refuses (schemathesis's "schema
 // validation mismatch"), which TestSchemathesis now fails on.
 func TestOpenAPIRefusesWhatTheServerRefuses(t *testing.T) {
+	t.Parallel()
 	d := loadOpenAPI(t)
 	s := newStack(t, stackOptions{})
 	_, key := s.user(t, "closed@example.com")
@@ -196,6 +197,7 @@ func TestOpenAPIRefusesWhatTheServerRefuses(t *testing.T) {
 // one dropped, is refused by the document, so the harness validation
 // fails a test the day the server sends one more or one less.
 func TestOpenAPIClosedAnswers(t *testing.T) {
+	t.Parallel()
 	d := loadOpenAPI(t)
 	s := newStack(t, stackOptions{})
 	_, key := s.user(t, "answers@example.com")

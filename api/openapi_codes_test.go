@@ -28,6 +28,7 @@ import (
 // reason it never reaches an HTTP client. A code added without a test that
 // provokes it fails here, instead of being missing from the document.
 func TestEveryErrorCodeIsObservedOrExempt(t *testing.T) {
+	t.Parallel()
 	root := ".."
 	defined, err := definedErrorCodes(root)
 	if err != nil {

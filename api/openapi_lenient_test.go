@@ -59,6 +59,7 @@ var minimalContent = map[memory.Type]map[string]any{
 // against the document, so a document stricter than the server fails
 // here, before a client generated from it refuses what the server takes.
 func TestTheDocumentAcceptsWhatTheServerAccepts(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{fixedAuth: true})
 	const agent = "spellings"
 	raw := s.create(t, aliceKey, agent, "raw_entry", minimalContent[memory.RawEntry])

@@ -64,6 +64,7 @@ func loadOpenAPI(t testing.TB) *openAPIDoc {
 // TestOpenAPIDocumentIsValid: the document is valid OpenAPI 3.1 and
 // GET /v1/openapi.json serves it without a credential.
 func TestOpenAPIDocumentIsValid(t *testing.T) {
+	t.Parallel()
 	d := loadOpenAPI(t)
 	if !d.doc.IsOpenAPI31OrLater() || d.doc.IsOpenAPI32OrLater() {
 		t.Fatalf("openapi %q, want 3.1", d.doc.OpenAPI)
@@ -94,6 +95,7 @@ func mustJSON(t testing.TB, v any) string {
 // the methods it knows) counts as mounted for each documented method, and
 // must be documented.
 func TestOpenAPIDocumentsEveryMountedRoute(t *testing.T) {
+	t.Parallel()
 	d := loadOpenAPI(t)
 	s := newStack(t, stackOptions{fixedAuth: true, noRun: true})
 	methods := map[string][]string{} // path → mounted methods
@@ -255,6 +257,7 @@ func (w *teeWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // that is an error kind is documented with the status the one error table
 // (api/httpstatus) gives it.
 func TestOpenAPIErrorStatusesFollowTheErrorTable(t *testing.T) {
+	t.Parallel()
 	d := loadOpenAPI(t)
 	checked := 0
 	for path, item := range d.doc.Paths.Map() {
@@ -302,6 +305,7 @@ func documentedCodes(ref *openapi3.ResponseRef) []string {
 // TestOpenAPIRefusesAnUndocumentedFailure: the validation of responses
 // refuses a status, or a code, the operation does not document.
 func TestOpenAPIRefusesAnUndocumentedFailure(t *testing.T) {
+	t.Parallel()
 	d := loadOpenAPI(t)
 	failure := func(code string) string {
 		return `{"success":false,"error":{"code":"` + code + `","message":"m","request_id":"r"}}`

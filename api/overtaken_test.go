@@ -85,6 +85,7 @@ func (o *overtaker) AppendStreams(ctx context.Context, parts []domain.StreamAppe
 // for the agent while it decides, answers 409 concurrent_processing at
 // the first overtaking. The MCP tools answer the same codes.
 func TestWritesOvertakenByAnotherNode(t *testing.T) {
+	t.Parallel()
 	const attempts = 2
 	over := &overtaker{}
 	s := newStack(t, stackOptions{fixedAuth: true, noRun: true, agentAttempts: attempts, appends: func(log domain.EventStore) domain.EventStore {

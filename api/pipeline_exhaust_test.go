@@ -44,6 +44,7 @@ func cycleTrace(r commands.ExhaustResult) string {
 // Without auto-promote nothing becomes an episode, so every intensity
 // converges in turn.
 func TestExhaustGoldenWithRules(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{fixedAuth: true})
 	s.raws(t, aliceKey, "claire", goldenRaw...)
 	head := s.head(t)
@@ -128,6 +129,7 @@ func (c *transitionChat) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // sources), the retry promotes a belief, heavy offers that belief to
 // belief_to_value, and two empty heavy cycles converge.
 func TestExhaustWithChatModel(t *testing.T) {
+	t.Parallel()
 	chat := &transitionChat{answers: map[string][]string{
 		"belief": {`[{"content":{"statement":"Deploys fail without migrations"`, // malformed
 			`[{"content":{"statement":"Deploys fail without migrations","belief_type":"causal"},"confidence":0.8,"source_ids":$IDS3}]`,
@@ -162,6 +164,7 @@ func TestExhaustWithChatModel(t *testing.T) {
 }
 
 func TestExhaustBadInputAndIsolation(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{fixedAuth: true})
 	s.raws(t, aliceKey, "claire", goldenRaw...)
 	for _, c := range []struct {

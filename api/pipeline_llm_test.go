@@ -93,6 +93,8 @@ func (s *stack) unprocessed(t testing.TB, agent string, tr processing.Transition
 // recorded errors that leave the sources for the next pass, and a
 // proposal already pending is deduplicated.
 func TestProcessWithChatModel(t *testing.T) {
+	// Not parallel: it bounds a wall-clock time, which tests beside it on
+	// the same two cores would stretch (docs/testing.md#keeping-the-suite-fast).
 	s, chat := newChatStack(t)
 	for i := range 4 {
 		s.create(t, aliceKey, "claire", "episode", map[string]any{"objective": "deploy " + itoa(i), "outcome": "migration missing", "lessons": []string{}})
@@ -155,6 +157,7 @@ func TestProcessWithChatModel(t *testing.T) {
 // With a model, values come from beliefs; auto-promote writes them as
 // memories derived from the beliefs, with no suggestion.
 func TestChatAutoPromotesValues(t *testing.T) {
+	t.Parallel()
 	s, chat := newChatStack(t)
 	var beliefIDs []string
 	for i := range 5 {

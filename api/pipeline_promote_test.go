@@ -84,6 +84,7 @@ func (s *stack) secondNode(t *testing.T) *httptest.Server {
 // concurrent_processing) instead of a 409 that would say it stored
 // nothing.
 func TestConcurrentAutoPromotingRequestsStoreOnlyTheAnsweredMemories(t *testing.T) {
+	t.Parallel()
 	in := &interloper{}
 	s := newStack(t, stackOptions{fixedAuth: true, noRun: true, appends: func(log domain.EventStore) domain.EventStore {
 		in.EventStore = log

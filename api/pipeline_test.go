@@ -91,6 +91,7 @@ func itoa(n int) string { return strconv.Itoa(n) }
 // transitions propose, the identity transitions are blocked or have no
 // sources, and everything lands as pending suggestions.
 func TestProcessGoldenRunWithRules(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{fixedAuth: true})
 	ids := s.raws(t, aliceKey, "claire", goldenRaw...)
 
@@ -149,6 +150,7 @@ func TestProcessGoldenRunWithRules(t *testing.T) {
 // the caller's own user id and the agent's creation time (which only the
 // folds use to tell a deleted agent's events from its successor's).
 func TestPassRecordsLeaveOutTheAgentReference(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{fixedAuth: true})
 	s.raws(t, aliceKey, "claire", goldenRaw...)
 	answers := map[string][]byte{
@@ -193,6 +195,7 @@ func TestPassRecordsLeaveOutTheAgentReference(t *testing.T) {
 // forced episode_to_belief is blocked, and values never come without a
 // model.
 func TestRulesNeverRunIdentityTransitions(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{fixedAuth: true})
 	for i := range 6 {
 		s.create(t, aliceKey, "claire", "episode", map[string]any{"objective": "deploy " + itoa(i), "outcome": "worked", "emotional_arousal": 0.9})
@@ -210,6 +213,7 @@ func TestRulesNeverRunIdentityTransitions(t *testing.T) {
 }
 
 func TestSuggestionLifecycle(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{fixedAuth: true})
 	ids := s.raws(t, aliceKey, "claire", goldenRaw...)
 	s.process(t, aliceKey, "claire", map[string]any{"force": true})
@@ -285,6 +289,7 @@ func TestSuggestionLifecycle(t *testing.T) {
 }
 
 func TestSuggestionRejectAndExpiry(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{fixedAuth: true})
 	s.raws(t, aliceKey, "claire", goldenRaw...)
 	s.request(t, "PATCH", "/v1/agents/claire/processing", aliceKey, map[string]any{"suggestion_expiry_hours": 2}).must(t, http.StatusOK, nil)
@@ -332,6 +337,7 @@ func (s *stack) head(t testing.TB) uint64 {
 }
 
 func TestProcessingConfigPatch(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{fixedAuth: true})
 	s.raws(t, aliceKey, "claire", goldenRaw...)
 	var view query.ProcessingView
@@ -362,6 +368,7 @@ func TestProcessingConfigPatch(t *testing.T) {
 }
 
 func TestPipelineBadInput(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{fixedAuth: true})
 	s.raws(t, aliceKey, "claire", goldenRaw[0])
 	cases := []struct {
@@ -404,6 +411,7 @@ func TestPipelineBadInput(t *testing.T) {
 
 // Another user's agent or suggestion is not found on every endpoint.
 func TestPipelineTenantIsolation(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{fixedAuth: true})
 	s.raws(t, aliceKey, "claire", goldenRaw...)
 	s.process(t, aliceKey, "claire", map[string]any{"force": true})
@@ -436,6 +444,7 @@ func TestPipelineTenantIsolation(t *testing.T) {
 // A full tour of the GET endpoints writes nothing: the log's head and the
 // read models' exports are unchanged.
 func TestPipelineReadsNeverWrite(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{fixedAuth: true})
 	s.raws(t, aliceKey, "claire", goldenRaw...)
 	s.process(t, aliceKey, "claire", map[string]any{"force": true})
@@ -463,6 +472,7 @@ func (s *stack) exportSuggestions(t testing.TB) []byte {
 // Rebuilding the suggestions read model from the log gives the state the
 // incremental projection built.
 func TestSuggestionsReplayEquivalence(t *testing.T) {
+	t.Parallel()
 	onEachReadModelBackend(t, stackOptions{fixedAuth: true}, func(t *testing.T, s *stack) {
 		s.raws(t, aliceKey, "claire", goldenRaw...)
 		s.raws(t, aliceKey, "gone", goldenRaw...)
@@ -504,6 +514,7 @@ func TestSuggestionsReplayEquivalence(t *testing.T) {
 // Concurrent accepts of one suggestion create one memory: one succeeds,
 // the others conflict.
 func TestConcurrentAcceptCreatesOneMemory(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{fixedAuth: true})
 	s.raws(t, aliceKey, "claire", goldenRaw...)
 	s.process(t, aliceKey, "claire", map[string]any{"force": true})
@@ -533,6 +544,7 @@ func TestConcurrentAcceptCreatesOneMemory(t *testing.T) {
 }
 
 func TestRawEntriesByProcessedState(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{fixedAuth: true})
 	ids := s.raws(t, aliceKey, "claire", goldenRaw...)
 	s.request(t, "PATCH", "/v1/agents/claire/processing", aliceKey, map[string]any{"layers": map[string]any{"raw_to_note": map[string]any{"batch_size": 2}, "raw_to_episode": map[string]any{"enabled": false}}}).must(t, http.StatusOK, nil)
@@ -593,6 +605,7 @@ func (s *stack) node(t *testing.T) *commands.Pipeline {
 // accept is one append of the memory's events carrying the promotion, so
 // no crash can separate the memory from its promotion.
 func TestAcceptAcrossNodesCreatesOneMemory(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{fixedAuth: true})
 	s.raws(t, aliceKey, "claire", goldenRaw...)
 	s.process(t, aliceKey, "claire", map[string]any{"force": true})
@@ -675,6 +688,7 @@ func TestAcceptAcrossNodesCreatesOneMemory(t *testing.T) {
 // takes then. The stats, the raw listing's filter and the processing view
 // count the same entries.
 func TestStatsAndRawListingAgreeOnProcessed(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{fixedAuth: true})
 	s.raws(t, aliceKey, "claire", goldenRaw...)
 	byClient := s.create(t, aliceKey, "claire", "raw_entry", map[string]any{"content": "sorted out by hand", "processed": true}).ID

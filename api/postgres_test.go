@@ -42,12 +42,17 @@ func postgresServer(t testing.TB) *pgtest.Server {
 }
 
 // onEachReadModelBackend runs test on a stack with the read models in
-// SQLite (the data directory), then in PostgreSQL (with the log: PostgreSQL
-// read models need the shared log). The PostgreSQL run skips without a
-// server unless ENGRAM_REQUIRE_POSTGRES=1, as every PostgreSQL test does.
+// SQLite (the data directory) and, at the same time, on one with them in
+// PostgreSQL (with the log: PostgreSQL read models need the shared log).
+// The PostgreSQL run skips without a server unless
+// ENGRAM_REQUIRE_POSTGRES=1, as every PostgreSQL test does.
 func onEachReadModelBackend(t *testing.T, opts stackOptions, test func(t *testing.T, s *stack)) {
-	t.Run("sqlite", func(t *testing.T) { test(t, newStack(t, opts)) })
+	t.Run("sqlite", func(t *testing.T) {
+		t.Parallel()
+		test(t, newStack(t, opts))
+	})
 	t.Run("postgres", func(t *testing.T) {
+		t.Parallel()
 		opts := opts
 		opts.postgres = true
 		test(t, newStack(t, opts))

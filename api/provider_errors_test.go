@@ -118,6 +118,7 @@ func providerStack(t *testing.T, server *openAIServer) *stack {
 // failed re-embedding keeps the memory's vector, hybrid search answers
 // from the keyword side, and all works again once the provider does.
 func TestProviderFailuresReachEveryRouteThatEmbeds(t *testing.T) {
+	t.Parallel()
 	server := newOpenAIServer(t)
 	s := providerStack(t, server)
 	note := s.create(t, aliceKey, "a1", "note", map[string]any{"content": "the harbour lighthouse keeper logs every ship"})

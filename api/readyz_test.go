@@ -19,6 +19,7 @@ import (
 // /readyz lists each search index backend and the projections' delivery
 // metrics.
 func TestReadyzReportsBackendsAndProjections(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{})
 	r := s.request(t, "GET", "/readyz", "", nil)
 	if r.status != http.StatusOK {
@@ -47,6 +48,7 @@ func TestReadyzReportsBackendsAndProjections(t *testing.T) {
 
 // A backend that is down makes /readyz 503 backend_unavailable, naming it.
 func TestReadyzBackendDown(t *testing.T) {
+	t.Parallel()
 	h := api.New(api.Config{
 		Logger: slog.New(slog.DiscardHandler),
 		Auth:   fixedAuth{},
@@ -91,6 +93,7 @@ func TestReadyzBackendDown(t *testing.T) {
 // before a note was stored, so the restarted keyword projection cannot
 // catch up with the note.
 func TestReadyzIsNotReadyWhileTheProjectionsCatchUp(t *testing.T) {
+	t.Parallel()
 	const indexKey = "index-test-key"
 	meili := meilitest.New(t, meilitest.Options{APIKey: indexKey})
 	indexes := app.Indexes{Keyword: app.Meilisearch, MeilisearchURL: meili.URL, MeilisearchAPIKey: indexKey}

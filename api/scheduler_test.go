@@ -29,6 +29,7 @@ func (s *stack) scheduler(t testing.TB, concurrency int, ticks <-chan time.Time)
 // appends nothing; a stack in maintenance and a layer at its daily cap
 // are left alone.
 func TestSchedulerRunsDueTransitions(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{fixedAuth: true})
 	s.raws(t, aliceKey, "claire", goldenRaw...)
 	s.raws(t, bobKey, "bobs", goldenRaw...)
@@ -113,6 +114,7 @@ func (c *slowChat) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // stops on cancel without cutting a pass: the pass whose model call was
 // under way is recorded, and no agent is started after the cancel.
 func TestSchedulerConcurrencyAndShutdown(t *testing.T) {
+	t.Parallel()
 	chat := &slowChat{delay: 400 * time.Millisecond, firstCall: make(chan struct{})}
 	srv := httptest.NewServer(chat)
 	t.Cleanup(srv.Close)

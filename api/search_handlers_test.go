@@ -103,6 +103,7 @@ func resultsOf(t *testing.T, env map[string]any) []map[string]any {
 }
 
 func TestSearchHTTPDefaultsAndShape(t *testing.T) {
+	t.Parallel()
 	r := newSearchRig(t)
 	var first string
 	for i := range 12 {
@@ -174,6 +175,7 @@ func TestSearchHTTPDefaultsAndShape(t *testing.T) {
 }
 
 func TestSearchHTTPValidationAndAccess(t *testing.T) {
+	t.Parallel()
 	r := newSearchRig(t)
 	r.note("u1", "claire", "alpha")
 	r.note("u2", "bob", "alpha")
@@ -226,6 +228,7 @@ func TestSearchHTTPValidationAndAccess(t *testing.T) {
 }
 
 func TestSearchHTTPTypesSingularAndPlural(t *testing.T) {
+	t.Parallel()
 	r := newSearchRig(t)
 	note := r.note("u1", "a", "the roadmap review")
 	code, env := r.call("u1", "/memories", map[string]any{"agent_id": "a", "type": "belief", "content": map[string]any{"statement": "the roadmap is too long"}})
@@ -259,6 +262,7 @@ func TestSearchHTTPTypesSingularAndPlural(t *testing.T) {
 }
 
 func TestSearchHTTPReadYourWritesAndProviderDown(t *testing.T) {
+	t.Parallel()
 	r := newSearchRig(t)
 	for i := range 5 {
 		id := r.note("u1", "a", fmt.Sprintf("capybara sighting %d", i))

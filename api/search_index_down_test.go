@@ -18,6 +18,7 @@ import (
 // Both servers are the in-process ones that speak their real protocols
 // (infra/meilisearch/meilitest, infra/qdrant/qdranttest).
 func TestSearchWithAnIndexDownSaysWhich(t *testing.T) {
+	t.Parallel()
 	const indexKey = "index-test-key"
 	meili := meilitest.New(t, meilitest.Options{APIKey: indexKey})
 	qdrant := qdranttest.Start(t, indexKey)

@@ -21,6 +21,7 @@ import (
 // too, is 503 vector_index_rebuilding during the vector rebuild. Once the
 // rebuild ends, every mode finds the memory again with nothing degraded.
 func TestSearchDuringALiveRebuildSaysSo(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{fixedAuth: true})
 	note := s.create(t, aliceKey, "a1", "note", map[string]any{"content": "the harbour lighthouse keeper logs every ship"})
 	const query = "harbour lighthouse keeper"

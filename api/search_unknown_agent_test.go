@@ -10,6 +10,7 @@ import (
 // every route that names an agent (schemathesis found this answer
 // undocumented).
 func TestSearchOfAnUnknownAgent(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{fixedAuth: true})
 	s.request(t, "POST", "/v1/memories", aliceKey, map[string]any{
 		"agent_id": "claire", "type": "note", "content": map[string]any{"content": "the heron at the weir"},

@@ -23,6 +23,7 @@ const storageFullMount = 32 << 20
 // it stored: the log does not move, and what was stored before reads as
 // it did. Once space is freed the same writes succeed.
 func TestEveryWriteOnAFullDiskIs507AndStoresNothing(t *testing.T) {
+	t.Parallel()
 	disk := tmpfstest.Mount(t, storageFullMount)
 	dataDir := filepath.Join(disk, "data") // the mount's root is shared (mode 1777)
 	if err := os.Mkdir(dataDir, 0o700); err != nil {

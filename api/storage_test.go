@@ -18,6 +18,7 @@ import (
 // A write refused because storage is full is 507; /readyz says the
 // storage is full, and why, for as long as it is.
 func TestStorageFullIs507AndShowsOnReadyz(t *testing.T) {
+	t.Parallel()
 	if got := httpstatus.Of(domain.KindStorageFull); got != http.StatusInsufficientStorage {
 		t.Errorf("storage_full maps to %d, want 507", got)
 	}

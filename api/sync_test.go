@@ -63,6 +63,7 @@ func vectorOf(xs ...float32) string {
 // writes, a push that breaks it after valid events: the push is refused
 // with the error the API gives, and nothing of it is appended.
 func TestSyncPushObeysTheWriteRules(t *testing.T) {
+	t.Parallel()
 	quotas := memory.Quotas{MemoriesPerAgent: 5, AgentsPerUser: 3, TextBytesPerUser: 3000}
 	onEachReadModelBackend(t, stackOptions{quotas: quotas, syncMaxPushBytes: 256 << 10}, testSyncPushObeysTheWriteRules)
 }
@@ -208,6 +209,7 @@ func testSyncPushObeysTheWriteRules(t *testing.T, s *stack) {
 // naming a memory created earlier in the same push), a patch and a
 // weaken is appended whole.
 func TestSyncPushOfAValidHistoryIsAppended(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{fixedAuth: true})
 	ctx := context.Background()
 	if _, err := s.memCmds.Create(ctx, metaFor(alice), "a", commands.MemoryInput{Type: "raw_entry", Content: json.RawMessage(`{"content":"first"}`)}); err != nil {
@@ -239,6 +241,7 @@ func TestSyncPushOfAValidHistoryIsAppended(t *testing.T) {
 // NaN, an infinity or all zeros is refused as the API refuses such a
 // vector, and nothing of the push is stored.
 func TestSyncPushRefusesVectorsSearchCannotUse(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{fixedAuth: true})
 	for _, tc := range []struct {
 		name   string
@@ -268,6 +271,7 @@ func TestSyncPushRefusesVectorsSearchCannotUse(t *testing.T) {
 // TestSyncPushAcceptsOnlyCanonicalEventIDs: one UUID has one spelling,
 // so the same event cannot be appended once per spelling.
 func TestSyncPushAcceptsOnlyCanonicalEventIDs(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{fixedAuth: true})
 	id := uuid.New()
 	canonical := id.String()
@@ -299,6 +303,7 @@ func TestSyncPushAcceptsOnlyCanonicalEventIDs(t *testing.T) {
 // in another user's log gets the answer any taken id gets, without
 // saying where it is taken.
 func TestSyncPushOfAnotherTenantsEventIDSaysNothingOfIt(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{fixedAuth: true})
 	ev := pushedNote("bob's")
 	s.push(t, bobKey, "b", ev).must(t, http.StatusOK, nil)
@@ -329,6 +334,7 @@ func TestSyncPushOfAnotherTenantsEventIDSaysNothingOfIt(t *testing.T) {
 // TestSyncPullCursorBounds: a cursor past what a stream can hold is a
 // 400, and a cursor past the end reports the stream's real head.
 func TestSyncPullCursorBounds(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{fixedAuth: true})
 	s.push(t, aliceKey, "a", pushedNote("one"), pushedNote("two")).must(t, http.StatusOK, nil)
 	head := s.streamLength(t, alice, "a")
@@ -348,6 +354,7 @@ func TestSyncPullCursorBounds(t *testing.T) {
 // (none of that name, or another user's) is 404 not_found, alike, so a
 // pull tells nothing of other tenants.
 func TestSyncPullOfAnUnknownAgent(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{fixedAuth: true})
 	s.push(t, bobKey, "b", pushedNote("bob's")).must(t, http.StatusOK, nil)
 	for _, agent := range []string{"nobody", "b"} {
@@ -362,6 +369,7 @@ func TestSyncPullOfAnUnknownAgent(t *testing.T) {
 // memory id at once over HTTP: exactly one push wins, the other gets 409
 // memory_exists, and the memory exists once.
 func TestSyncConcurrentPushesOfOneMemoryID(t *testing.T) {
+	t.Parallel()
 	onEachReadModelBackend(t, stackOptions{fixedAuth: true}, testSyncConcurrentPushesOfOneMemoryID)
 }
 
@@ -408,6 +416,7 @@ func testSyncConcurrentPushesOfOneMemoryID(t *testing.T, s *stack) {
 // TestSyncConcurrentPushesToOneAgentAllLand: pushes to one agent at once
 // decide again when another came first, and every one of them lands.
 func TestSyncConcurrentPushesToOneAgentAllLand(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{fixedAuth: true})
 	const pushes, perPush = 8, 10
 	statuses := make([]int, pushes)

@@ -215,6 +215,7 @@ func agentSnapshot(t *testing.T, s *stack, key, agent string) string {
 // indexes answer the same through the API; a second import changes
 // nothing, and the audit names the importer and the origin.
 func TestTransferRoundTripsAnAgent(t *testing.T) {
+	t.Parallel()
 	src := newStack(t, stackOptions{})
 	_, keyA := src.user(t, "export-a@example.com")
 	buildRichAgent(t, src, keyA, "claire")
@@ -275,6 +276,7 @@ func TestTransferRoundTripsAnAgent(t *testing.T) {
 // are taken, so they are mapped, and every reference follows. On both
 // read-model backends.
 func TestTransferRemapsIdsTheServerHolds(t *testing.T) {
+	t.Parallel()
 	onEachReadModelBackend(t, stackOptions{}, testTransferRemapsIdsTheServerHolds)
 }
 
@@ -308,6 +310,7 @@ func testTransferRemapsIdsTheServerHolds(t *testing.T, s *stack) {
 // TestTransferMemoriesForm exports each memory's current state and imports
 // it: the memories, their provenance, strengths and forgets arrive.
 func TestTransferMemoriesForm(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{})
 	_, keyA := s.user(t, "mem-form-a@example.com")
 	_, keyB := s.user(t, "mem-form-b@example.com")
@@ -345,6 +348,7 @@ func TestTransferMemoriesForm(t *testing.T) {
 // stores nothing; another user's agent is not found; quotas hold; the
 // body must be JSON Lines within the body limit.
 func TestTransferRefusals(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{quotas: memory.Quotas{MemoriesPerAgent: 12}, maxBody: 64 << 10})
 	_, keyA := s.user(t, "refuse-a@example.com")
 	userB, keyB := s.user(t, "refuse-b@example.com")
@@ -404,6 +408,7 @@ func TestTransferRefusals(t *testing.T) {
 // and cognition streams are appended in one write: one transaction on
 // SQLite, one v2 multi-stream append on KurrentDB 25.1 (the test server).
 func TestTransferIsOneWrite(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		log  string
 		opts stackOptions
@@ -476,6 +481,7 @@ func transferIsOneWrite(t *testing.T, opts stackOptions) {
 // deleted memories stay claimed in the log, so they are mapped, and the
 // restored agent equals the exported one.
 func TestTransferRestoresADeletedAgent(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{})
 	_, key := s.user(t, "restore@example.com")
 	buildRichAgent(t, s, key, "claire")
@@ -502,6 +508,7 @@ func TestTransferRestoresADeletedAgent(t *testing.T) {
 // duplicates are judged among the live agent's events only. A repeat, or
 // a second restore after a second delete, works the same.
 func TestTransferRestoresIntoTheDeletedAgentsID(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{})
 	_, key := s.user(t, "restore-same@example.com")
 	buildRichAgent(t, s, key, "claire")

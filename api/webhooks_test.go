@@ -176,6 +176,7 @@ func verifiedBody(t *testing.T, r received, secret string) webhook.Body {
 }
 
 func TestWebhooksDeliverSignedEventsToTheirOwnersOnly(t *testing.T) {
+	t.Parallel()
 	for _, backend := range []struct {
 		name     string
 		postgres bool
@@ -284,6 +285,7 @@ func mustAtoi(t *testing.T, s string) int64 {
 }
 
 func TestWebhookDeliveryRetriesWithBackoff(t *testing.T) {
+	t.Parallel()
 	const backoff = 50 * time.Millisecond
 	for _, tc := range []struct {
 		name   string
@@ -330,6 +332,7 @@ func TestWebhookDeliveryRetriesWithBackoff(t *testing.T) {
 // TestWebhookRedirectIsNotFollowed: the redirect's target never hears of
 // the delivery.
 func TestWebhookRedirectIsNotFollowed(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{webhooks: fastWebhooks(1, time.Second)})
 	_, key := s.user(t, "alice@example.com")
 	target := newReceiver(t)
@@ -351,7 +354,12 @@ func TestWebhookRedirectIsNotFollowed(t *testing.T) {
 // enqueued but not sent; a server restarted over the same data dir sends
 // both.
 func TestWebhookRestartMidBackoffLosesNothing(t *testing.T) {
-	const backoff = 300 * time.Millisecond
+	t.Parallel()
+	// The backoff is long enough that the second attempt is never due
+	// before the stop, however slow the machine (at 300 ms a loaded run
+	// saw it sent first); the restarted server's clock is moved past it,
+	// so that attempt is due at once there.
+	const backoff = 20 * time.Second
 	rc := newReceiver(t, http.StatusServiceUnavailable)
 	s := newStack(t, stackOptions{webhooks: fastWebhooks(5, backoff)})
 	_, key := s.user(t, "alice@example.com")
@@ -369,7 +377,11 @@ func TestWebhookRestartMidBackoffLosesNothing(t *testing.T) {
 		t.Fatalf("receiver got %d requests before the restart, want 1", rc.count())
 	}
 
-	s = newStack(t, stackOptions{dataDir: dataDir, webhooks: fastWebhooks(5, backoff)})
+	s = newStack(t, stackOptions{dataDir: dataDir})
+	s.clock.Advance(backoff)
+	restarted := fastWebhooks(5, backoff)
+	restarted.Now = s.clock.Now
+	s.startWebhooks(restarted)
 	got := rc.wait(t, 3)
 	ids := map[string]int{}
 	for _, r := range got {
@@ -392,6 +404,7 @@ func TestWebhookRestartMidBackoffLosesNothing(t *testing.T) {
 // so the next dispatcher sends the delivery at once rather than after the
 // claim expires (the attempt timeout plus a minute).
 func TestAStoppingDispatcherGivesItsAttemptBack(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	var held sync.Once
 	rc := newReceiver(t)
@@ -438,6 +451,7 @@ func (p *panickingPoster) Post(context.Context, webhook.Pending, time.Time) (int
 // retried for ever at each claim's expiry (the attempt timeout plus a
 // minute) with no attempt counted.
 func TestAPanickingSenderFailsTheDeliveryAfterItsAttempts(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{})
 	_, key := s.user(t, "alice@example.com")
 	rc := newReceiver(t)
@@ -470,6 +484,7 @@ func TestAPanickingSenderFailsTheDeliveryAfterItsAttempts(t *testing.T) {
 // the dispatcher claims the next due delivery when an attempt ends, not at
 // its next poll (an hour here).
 func TestABusyDispatcherClaimsAgainAsAttemptsEnd(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{})
 	_, key := s.user(t, "alice@example.com")
 	rc := newReceiver(t)
@@ -487,6 +502,7 @@ func TestABusyDispatcherClaimsAgainAsAttemptsEnd(t *testing.T) {
 }
 
 func TestWebhookBadInputGetsTheEnvelopeAndStoresNothing(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{webhookStrict: true})
 	_, key := s.user(t, "alice@example.com")
 	long := "https://example.com/" + strings.Repeat("a", webhook.MaxURLLength)
@@ -529,6 +545,7 @@ func TestWebhookBadInputGetsTheEnvelopeAndStoresNothing(t *testing.T) {
 }
 
 func TestWebhookLimits(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{})
 	_, key := s.user(t, "alice@example.com")
 	rc := newReceiver(t)
@@ -561,6 +578,7 @@ func TestWebhookLimits(t *testing.T) {
 }
 
 func TestWebhookDeliveriesPaginate(t *testing.T) {
+	t.Parallel()
 	s := newStack(t, stackOptions{webhooks: fastWebhooks(3, 20*time.Millisecond)})
 	_, key := s.user(t, "alice@example.com")
 	rc := newReceiver(t)

@@ -83,6 +83,7 @@ func (s *stack) postWrite(bearer, requestID, agentID, text string) (writeAnswer,
 // whose append did not commit in time is rightly answered not stored, and
 // a round of only those would show nothing).
 func TestOnlyStoredWritesAreAnsweredStored(t *testing.T) {
+	t.Parallel()
 	onEachReadModelBackend(t, stackOptions{fixedAuth: true, visibilityTimeout: time.Second}, testOnlyStoredWritesAreAnsweredStored)
 }
 
