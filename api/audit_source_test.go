@@ -71,6 +71,11 @@ func TestAuditSourceAClientDeclares(t *testing.T) {
 	for _, source := range []string{"", "api", "mcp"} {
 		ids[create(source, "declared "+source).must(t, http.StatusCreated, nil).str("id")] = source
 	}
+	// An empty Engram-Source declares nothing, and the document allows it
+	// (schemathesis 4.32 sent one, which the document refused).
+	empty := declaring(t, s, "POST", "/v1/memories", "", map[string]any{"agent_id": "claire", "type": "note", "content": map[string]any{"content": "declared empty"}})
+	empty.Header.Set(api.SourceHeader, "")
+	ids[s.sendAs(t, empty).must(t, http.StatusCreated, nil).str("id")] = ""
 	for _, claimed := range []string{"system", "cli", "sync", "import", "MCP", "anything"} {
 		create(claimed, "refused").invalid(t, api.SourceHeader)
 	}

@@ -123,6 +123,7 @@ func TestOpenAPIRefusesWhatTheServerRefuses(t *testing.T) {
 		{"search of a blank tag", "POST", "/v1/search", `{"agent_id":"closed-agent","query":"x","tags":[" "]}`, 400, "invalid_request"},
 		{"similar of a zero vector", "POST", "/v1/embeddings/similar", `{"agent_id":"closed-agent","embedding":[0,0,-0.0]}`, 400, "invalid_request"},
 		{"similar of a number past 32 bits", "POST", "/v1/embeddings/similar", `{"agent_id":"closed-agent","embedding":[1e39]}`, 400, "invalid_request"},
+		{"list limit over 1000", "GET", "/v1/memories?agent_id=closed-agent&limit=1001", "", 400, "invalid_request"},
 		{"push of no events", "POST", "/v1/sync/events", `{"agent_id":"closed-agent","events":[]}`, 400, "invalid_request"},
 		{"push of an upper-case event id", "POST", "/v1/sync/events", push(strings.ToUpper(eventID), "MemoryForgotten", `{"memory_id":"`+eventID+`"}`), 400, "invalid_request"},
 		{"push of an event type sync does not carry", "POST", "/v1/sync/events", push(eventID, "SuggestionCreated", `{"suggestion_id":"`+eventID+`"}`), 400, "invalid_request"},
@@ -131,6 +132,9 @@ func TestOpenAPIRefusesWhatTheServerRefuses(t *testing.T) {
 		{"push of a memory of a non-canonical id", "POST", "/v1/sync/events", push(eventID, "MemoryCreated", `{"memory_id":"x","type":"note","content":{"content":"x"}}`), 400, "invalid_request"},
 		{"push of settings without lint rules", "POST", "/v1/sync/events", push(eventID, "StackSettingsChanged", `{"settings":{"stack_state":"active"}}`), 400, "invalid_request"},
 		{"push of a vector not base64", "POST", "/v1/sync/events", push(eventID, "MemoryEmbedded", `{"memory_id":"`+eventID+`","vector":"!!"}`), 400, "invalid_request"},
+		// Found by schemathesis: base64 of 5 bytes, no whole number of
+		// float32s, refused even for a memory the agent lacks.
+		{"push of a vector of 5 bytes", "POST", "/v1/sync/events", push(eventID, "MemoryEmbedded", `{"memory_id":"`+eventID+`","model":"m","dimensions":1,"vector":"AACAPwA="}`), 400, "invalid_request"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			wantError(t, s.request(t, c.method, c.path, key, c.body), c.status, c.code)
@@ -138,6 +142,16 @@ func TestOpenAPIRefusesWhatTheServerRefuses(t *testing.T) {
 				t.Errorf("the server answers %d %s but the document allows the request", c.status, c.code)
 			}
 		})
+	}
+	// OpenAI's embeddings refuse a field OpenAI's API does not take (in
+	// OpenAI's error shape, which TestOpenAIEmbeddings checks), and so
+	// does the document (schemathesis 4.32 sent such fields).
+	unknownField := `{"model":"default","input":"x","temperature":1}`
+	if r := s.request(t, "POST", "/v1/embeddings", key, unknownField); r.status != http.StatusBadRequest {
+		t.Errorf("OpenAI embeddings with an unknown field: %d %s, want 400", r.status, r.raw)
+	}
+	if err := documentAllows(t, d, "POST", "/v1/embeddings", unknownField); err == nil {
+		t.Error("the server refuses OpenAI embeddings with an unknown field but the document allows the request")
 	}
 	// The same shapes, well formed, are allowed, so the cases above are
 	// refused for what they vary, not for a mistake of the table.
@@ -167,6 +181,10 @@ func TestOpenAPIRefusesWhatTheServerRefuses(t *testing.T) {
 		{"POST", "/v1/sync/events", push(eventID, "MemoryCreated", `{"memory_id":"`+eventID+`","type":"raw_entries","content":{"content":"x"},"tags":null,"derived_from":["notes:`+note+`"],"created_at":"2024-05-01T12:00:00Z"}`)},
 		{"POST", "/v1/sync/events", push(eventID, "StackSettingsChanged", `{"settings":{"stack_state":"active","lint_rules":{"enabled":true,"min_length":0,"max_length":1,"check_fragments":false,"check_prefix_artifacts":false,"check_templated_noise":false}},"changed_at":"2024-05-01T12:00:00Z"}`)},
 		{"POST", "/v1/sync/events", push(eventID, "MemoryEmbedded", `{"memory_id":"`+eventID+`","model":"m","dimensions":1,"vector":"AACAPw=="}`)},
+		{"POST", "/v1/embeddings", `{"model":"default","input":["x"],"dimensions":8,"encoding_format":"base64","user":"u"}`},
+		{"GET", "/v1/memories?agent_id=closed-agent&limit=1000", ``},
+		{"POST", "/v1/sync/events", push(eventID, "MemoryEmbedded", `{"memory_id":"`+eventID+`","model":"m","dimensions":2,"vector":"AACAPwAAgD8="}`)},
+		{"POST", "/v1/sync/events", push(eventID, "MemoryEmbedded", `{"memory_id":"`+eventID+`","model":"m","dimensions":3,"vector":"AACAPwAAgD8AAIA/"}`)},
 	} {
 		if err := documentAllows(t, d, c.method, c.path, c.body); err != nil {
 			t.Errorf("%s %s %.80s: the document refuses a well-formed request: %v", c.method, c.path, c.body, err)

@@ -63,9 +63,10 @@ func TestSchemathesis(t *testing.T) {
 	// its first step, so the seeded jobs stay queued or running for the
 	// cancel route to succeed on (seedFuzzData). The passes share the
 	// loopback address, so the per-address limit of the accounts routes is
-	// off: its 429s would say nothing of the requests' shapes
-	// (TestRateLimits tests it).
-	p := startServer(t, dataDir, nil, "--webhook-allow-private", "--job-batch-delay", "1h", "--ip-rate-limit", "0")
+	// off, and so is the per-credential one, which schemathesis 4.32's
+	// coverage phase outruns: their 429s would say nothing of the requests'
+	// shapes (TestRateLimits tests them).
+	p := startServer(t, dataDir, nil, "--webhook-allow-private", "--job-batch-delay", "1h", "--ip-rate-limit", "0", "--rate-limit", "0")
 	owner := testserver.Register(t, p.BaseURL, dataDir, "fuzz@example.com")
 	other := testserver.Register(t, p.BaseURL, dataDir, "fuzz-other@example.com")
 	data := seedFuzzData(t, p.APIURL(), owner)
@@ -106,7 +107,10 @@ func TestSchemathesis(t *testing.T) {
 		cmd := exec.CommandContext(ctx, "schemathesis", "run", p.APIURL()+"/openapi.json",
 			"--url", p.BaseURL,
 			"--header", "Authorization: Bearer "+pass.key,
-			"--checks", "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance,response_headers_conformance",
+			// The checks that hold for a correct server; docs/api.md says
+			// why negative_data_rejection, positive_data_acceptance and the
+			// stateful ones are off.
+			"--checks", "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance,response_headers_conformance,ignored_auth,missing_required_header,unsupported_method",
 			"--max-examples", strconv.Itoa(examples),
 			"--phases", passPhases,
 			"--seed", "20261129",

@@ -18,12 +18,14 @@ In both passes the valid requests get the data a document cannot state
 (docs/api.md lists it): the account routes that take no credential a real
 secret of the pass (ENGRAM_FUZZ_KEY, the pass's API key, for login; a
 verification token of the seed for verify, one per phase), so each
-reaches its success instead of only its refusals; the OpenAI-compatible
-embeddings a model the server serves, a similarity search a vector of the
-agent's dimensions, a webhook a URL it can reach, a memory's derived_from
-the seeded agent's memories, a client's time one not in the future, a
-pushed event fresh ids; the cancel route a job still running, and the
-bulk re-embedding and sync push an agent of their own, per phase. Every
+reaches its success instead of only its refusals; the embeddings routes
+(OpenAI's, generate, batch, bulk re-embedding) a model the server serves,
+a similarity search a vector of the agent's dimensions, a search a time
+window that is not empty, agent settings lint bounds in order, a webhook
+a URL it can reach, a memory's derived_from the seeded agent's memories,
+a client's time one not in the future, a pushed event fresh ids; the
+cancel route a job still running, and the bulk re-embedding and sync push
+an agent of their own, per phase. Every
 exchange is appended to ENGRAM_FUZZ_LOG as "METHOD PATH PHASE
 positive|negative STATUS CODE", from which TestSchemathesis names the
 operations behind a schema validation mismatch, which fails it.
@@ -112,6 +114,30 @@ def in_the_past(value: Any) -> Any:
     return "2020" + value[4:]
 
 
+def parsed_time(value: Any) -> datetime.datetime | None:
+    """value as an aware time, or None when it is not one Python reads."""
+    if not isinstance(value, str):
+        return None
+    try:
+        when = datetime.datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return when if when.tzinfo is not None else None
+
+
+def with_time_window(search: dict[str, Any]) -> None:
+    """A search's created_before later than its created_after when it has
+    both (the server refuses an empty window, which no document can state;
+    the format alone lets schemathesis draw the same time for both)."""
+    after, before = parsed_time(search.get("created_after")), parsed_time(search.get("created_before"))
+    if after is None or before is None or before > after:
+        return
+    try:
+        search["created_before"] = (after + datetime.timedelta(seconds=1)).isoformat()
+    except OverflowError:  # created_after is the last second of year 9999
+        search["created_after"] = (before - datetime.timedelta(seconds=1)).isoformat()
+
+
 def seeded_refs(refs: Any) -> Any:
     """derived_from of a valid request: the seeded agent's memories, as
     "type:id" (a generated id names no memory)."""
@@ -179,8 +205,14 @@ def with_sync_data(event: Any, ref: str) -> None:
             payload[name] = in_the_past(payload[name])
     if isinstance(payload.get("derived_from"), list):
         payload["derived_from"] = [ref for _ in payload["derived_from"]]
-    settings = payload.get("settings")
-    lint = settings.get("lint_rules") if isinstance(settings, dict) else None
+    if isinstance(payload.get("settings"), dict):
+        with_lint_order(payload["settings"])
+
+
+def with_lint_order(settings: dict[str, Any]) -> None:
+    """Agent settings' lint bounds in order (min_length <= max_length, which
+    a document cannot state)."""
+    lint = settings.get("lint_rules")
     if isinstance(lint, dict) and isinstance(lint.get("min_length"), int) and isinstance(lint.get("max_length"), int):
         low, high = sorted((lint["min_length"], lint["max_length"]))
         lint["min_length"], lint["max_length"] = low, max(high, 1)
@@ -217,7 +249,11 @@ def before_call(context: HookContext, case: Any, kwargs: dict[str, Any]) -> None
         if isinstance(headers, MutableMapping):
             for name in [n for n, v in headers.items() if n.lower() not in KNOWN_HEADERS or not http_value_ok(v)]:
                 del headers[name]
-    if is_positive(case) and isinstance(case.body, dict):
+    # schemathesis 4.32 judges a case again after a hook changes it: what
+    # the hook does below keeps a valid request valid, so the case is
+    # judged once, as generated (without the headers dropped above).
+    positive = is_positive(case)
+    if positive and isinstance(case.body, dict):
         # The secrets are valid by the document; a generated one, however
         # well-formed, is unknown to the server (401, 400 for a token).
         if case.path == "/v1/auth/login":
@@ -234,13 +270,23 @@ def before_call(context: HookContext, case: Any, kwargs: dict[str, Any]) -> None
             case.body["token"] = SEED["verify_tokens"][PASS][case.meta.phase.name.value]
         elif case.path == "/v1/embeddings" and isinstance(case.body.get("model"), str):
             case.body["model"] = SEED["model"]  # OpenAI's: a model the server serves
-            if isinstance(case.body.get("dimensions"), int):
-                case.body["dimensions"] = SEED["dimensions"]  # the size of that model
+            if isinstance(case.body.get("dimensions"), (int, float)):
+                # The size of that model, as an integer: JSON Schema's
+                # integer takes 344.0, which Go's decoder refuses.
+                case.body["dimensions"] = SEED["dimensions"]
+        elif case.path in ("/v1/embeddings/generate", "/v1/embeddings/batch") and isinstance(case.body.get("model"), str):
+            case.body["model"] = SEED["model"]  # a model the server serves
         elif case.path == "/v1/embeddings/similar" and isinstance(case.body.get("embedding"), list):
             # The generated numbers, as many as the agent's model has dimensions.
             case.body["embedding"] = nonzero_window(case.body["embedding"] or [0.5], SEED["dimensions"])
         elif case.path == "/v1/memories":
             with_memory_data(case.body)
+        elif case.path == "/v1/search":
+            with_time_window(case.body)
+        elif case.path == "/v1/agents/{agent_id}/settings":
+            with_lint_order(case.body)
+        elif case.path == "/v1/embeddings/bulk-reembed" and isinstance(case.body.get("model"), str):
+            case.body["model"] = SEED["model"]  # a model the server serves
         elif case.path == "/v1/memories/batch" and isinstance(case.body.get("memories"), list):
             for memory in case.body["memories"]:
                 with_memory_data(memory)
@@ -251,7 +297,7 @@ def before_call(context: HookContext, case: Any, kwargs: dict[str, Any]) -> None
             # A URL the server can deliver to (the test allows private
             # addresses; this port is closed, so nothing leaves the machine).
             case.body["url"] = "http://127.0.0.1:9/fuzz"
-    if PASS == "owner" and not is_positive(case):
+    if PASS == "owner" and not positive:
         return
     for name in list(case.path_parameters or {}):
         value = seeded_id(case.method, case.path, name)
