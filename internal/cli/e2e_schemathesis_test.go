@@ -329,6 +329,15 @@ func seedFuzzData(t *testing.T, api, key string) map[string]any {
 		post("/auth/keys", map[string]any{"name": name}, &created)
 		return created.ID
 	}
+	// A key per phase for the routes that revoke one (revoke, cycle): a
+	// key revoked by one phase answers 409 key_already_revoked to the next.
+	keysPerPhase := func(name string) map[string]string {
+		keys := map[string]string{}
+		for _, phase := range []string{"examples", "coverage", "fuzzing"} {
+			keys[phase] = newKey(name + "-" + phase)
+		}
+		return keys
+	}
 	var catalogue struct {
 		Models []struct {
 			Name       string
@@ -369,8 +378,8 @@ func seedFuzzData(t *testing.T, api, key string) map[string]any {
 		"sync_agents":      syncAgents,
 		"webhook":          webhook(),
 		"doomed_webhook":   webhook(),
-		"cycled_key":       newKey("fuzz-cycled"),
-		"doomed_key":       newKey("fuzz-doomed"),
+		"cycled_keys":      keysPerPhase("fuzz-cycled"),
+		"doomed_keys":      keysPerPhase("fuzz-doomed"),
 		"model":            model,
 		"dimensions":       dimensions,
 	}

@@ -64,8 +64,6 @@ ROUTE_IDS: dict[tuple[str, str], list[str]] = {
     ("POST", "/v1/suggestions/{id}/accept"): SEED["suggestions"][0:1],
     ("POST", "/v1/suggestions/{id}/reject"): SEED["suggestions"][1:2],
     ("POST", "/v1/suggestions/{id}/dismiss"): SEED["suggestions"][2:3],
-    ("DELETE", "/v1/auth/keys/{key_id}"): [SEED["doomed_key"]],
-    ("POST", "/v1/auth/keys/{key_id}/cycle"): [SEED["cycled_key"]],
     ("DELETE", "/v1/webhooks/{webhook_id}"): [SEED["doomed_webhook"]],
 }
 DEFAULT_IDS: dict[str, list[str]] = {
@@ -73,7 +71,7 @@ DEFAULT_IDS: dict[str, list[str]] = {
     "id": SEED["memories"],
     "job_id": [SEED["running_jobs"]["examples"]],
     "webhook_id": [SEED["webhook"]],
-    "key_id": [SEED["cycled_key"]],
+    "key_id": [SEED["cycled_keys"]["examples"]],
     "model": [SEED["model"]],
 }
 
@@ -305,6 +303,12 @@ def before_call(context: HookContext, case: Any, kwargs: dict[str, Any]) -> None
             # A job still running, one per phase (schemathesis judges each
             # phase apart): the phase's first valid cancel succeeds.
             value = SEED["running_jobs"][phase_of(case)]
+        elif case.path == "/v1/auth/keys/{key_id}/cycle":
+            # A key of the phase's own: a key cycled (so revoked) by one
+            # phase answers 409 key_already_revoked to the next.
+            value = SEED["cycled_keys"][phase_of(case)]
+        elif case.path == "/v1/auth/keys/{key_id}":
+            value = SEED["doomed_keys"][phase_of(case)]
         if value is not None:
             case.path_parameters[name] = value
     # The listing, search and sync routes name the agent in the query or
