@@ -80,6 +80,7 @@ func TestOpenAPIRefusesWhatTheServerRefuses(t *testing.T) {
 		{"register inner space", "POST", "/v1/auth/register", `{"email":"a b@example.com"}`, 400, "invalid_request"},
 		{"register double dot", "POST", "/v1/auth/register", `{"email":"a..b@example.com"}`, 400, "invalid_request"},
 		{"register domain ends in a dot", "POST", "/v1/auth/register", `{"email":"a@example.com."}`, 400, "invalid_request"},
+		{"register domain of a character no host has", "POST", "/v1/auth/register", `{"email":"a@example.com*"}`, 400, "invalid_request"},
 		{"memory of an agent id with a slash", "POST", "/v1/memories", `{"agent_id":"a/b","type":"notes","content":{"content":"x"}}`, 400, "invalid_request"},
 		{"memory of an agent id of dots only", "POST", "/v1/memories", `{"agent_id":"..","type":"notes","content":{"content":"x"}}`, 400, "invalid_request"},
 		{"memory of an agent id over 64 characters", "POST", "/v1/memories", `{"agent_id":"` + long(65, "a") + `","type":"notes","content":{"content":"x"}}`, 400, "invalid_request"},

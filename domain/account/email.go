@@ -40,6 +40,12 @@ func NormalizeEmail(raw string) (string, error) {
 	if at < 1 || !strings.Contains(host, ".") || strings.HasPrefix(host, ".") || strings.HasSuffix(host, ".") || strings.Contains(host, "..") {
 		return "", invalidEmail()
 	}
+	// net/mail takes any dot-atom as the domain ("example.com*"); a host
+	// that mail can reach is letters, digits and hyphens (RFC 5321's
+	// Domain, as JSON Schema's "email" format checks it).
+	if strings.IndexFunc(host, func(r rune) bool { return r != '.' && r != '-' && !('a' <= r && r <= 'z') && !('0' <= r && r <= '9') }) >= 0 {
+		return "", invalidEmail()
+	}
 	return s, nil
 }
 

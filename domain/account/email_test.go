@@ -31,6 +31,10 @@ func TestNormalizeEmail(t *testing.T) {
 		{"bob @example.com", "", false},
 		{"bob@exa\x00mple.com", "", false},
 		{"a@b.c,d@e.f", "", false},
+		{"bob@example.com*", "", false},
+		{"bob@ex_ample.com", "", false},
+		{"bob@exämple.com", "", false},
+		{"bob@my-host.example.com", "bob@my-host.example.com", true},
 		{long, "", false},
 	}
 	for _, tt := range tests {
