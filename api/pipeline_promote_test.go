@@ -75,6 +75,25 @@ func (s *stack) secondNode(t *testing.T) *httptest.Server {
 	return srv
 }
 
+// callOn sends a JSON request to another node's server and returns its
+// status and body. It runs inside an armed append, off the test's
+// goroutine, where t.Fatal may not be called: the caller checks the error.
+func callOn(srv *httptest.Server, method, path, bearer string, body []byte) (int, []byte, error) {
+	req, err := http.NewRequest(method, srv.URL+path, bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+bearer)
+	res, err := srv.Client().Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	return res.StatusCode, raw, err
+}
+
 // Two nodes process one agent with auto_promote at once: the request
 // whose decision the other's overtakes is refused with 409
 // concurrent_processing and stores nothing, so the agent holds exactly
@@ -131,21 +150,7 @@ func TestConcurrentAutoPromotingRequestsStoreOnlyTheAnsweredMemories(t *testing.
 			var raw []byte
 			var otherErr error
 			in.arm(processing.Stream(alice, agent), func() {
-				req, err := http.NewRequest("POST", second.URL+"/v1/agents/"+agent+c.path, bytes.NewReader(body))
-				if err != nil {
-					otherErr = err
-					return
-				}
-				req.Header.Set("Content-Type", "application/json")
-				req.Header.Set("Authorization", "Bearer "+aliceKey)
-				res, err := second.Client().Do(req)
-				if err != nil {
-					otherErr = err
-					return
-				}
-				defer res.Body.Close()
-				status = res.StatusCode
-				raw, otherErr = io.ReadAll(res.Body)
+				status, raw, otherErr = callOn(second, "POST", "/v1/agents/"+agent+c.path, aliceKey, body)
 			})
 			refused := s.request(t, "POST", "/v1/agents/"+agent+c.path, aliceKey, c.body)
 			if otherErr != nil || status != http.StatusOK {
@@ -167,21 +172,7 @@ func TestConcurrentAutoPromotingRequestsStoreOnlyTheAnsweredMemories(t *testing.
 		// the other node changes the agent's processing configuration.
 		in.arm(processing.Stream(alice, agent), func() {
 			in.arm(processing.Stream(alice, agent), func() {
-				body := bytes.NewReader([]byte(`{"suggestion_expiry_hours": 100}`))
-				req, err := http.NewRequest("PATCH", second.URL+"/v1/agents/"+agent+"/processing", body)
-				if err != nil {
-					otherErr = err
-					return
-				}
-				req.Header.Set("Content-Type", "application/json")
-				req.Header.Set("Authorization", "Bearer "+aliceKey)
-				res, err := second.Client().Do(req)
-				if err != nil {
-					otherErr = err
-					return
-				}
-				status = res.StatusCode
-				otherErr = res.Body.Close()
+				status, _, otherErr = callOn(second, "PATCH", "/v1/agents/"+agent+"/processing", aliceKey, []byte(`{"suggestion_expiry_hours": 100}`))
 			})
 		})
 		var out struct {
