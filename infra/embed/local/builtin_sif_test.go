@@ -55,14 +55,7 @@ func TestBuiltinModelEmbedsAsItAlwaysHas(t *testing.T) {
 	if got := digest(bits); got != builtinTextsDigest {
 		t.Errorf("the built-in model's embeddings of %d texts changed: digest %s, want %s", len(identityTexts), got, builtinTextsDigest)
 	}
-	m, err := openSIFModel(builtinSIFManifest, builtinSIFWords, builtinSIFVectors)
-	if err != nil {
-		t.Fatal(err)
-	}
-	index, err := readWords(m.words, m.manifest.Words)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, index := openBuiltinWithIndex(t)
 	byRow := make([]wordRow, m.manifest.Words)
 	for _, w := range index {
 		byRow[w.row] = w
@@ -90,14 +83,7 @@ func TestBuiltinModelEmbedsAsItAlwaysHas(t *testing.T) {
 // scanIndexLookups words, and finds words before that by scanning the list:
 // each scan must find what the index finds, and nothing it does not.
 func TestBuiltinModelFindsEveryWord(t *testing.T) {
-	m, err := openSIFModel(builtinSIFManifest, builtinSIFWords, builtinSIFVectors)
-	if err != nil {
-		t.Fatal(err)
-	}
-	index, err := readWords(m.words, m.manifest.Words)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, index := openBuiltinWithIndex(t)
 	var probes []string
 	for w, at := range index {
 		if at.row%499 == 0 || at.row == int32(len(index)-1) {
@@ -157,4 +143,19 @@ func rowBytes(m *sifModel) []byte {
 		all = append(all, *m.rows[i].Load()...)
 	}
 	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(all))), len(all)*4)
+}
+
+// openBuiltinWithIndex opens the built-in model and reads its whole word
+// index, which the model itself builds only on demand.
+func openBuiltinWithIndex(t *testing.T) (*sifModel, map[string]wordRow) {
+	t.Helper()
+	m, err := openSIFModel(builtinSIFManifest, builtinSIFWords, builtinSIFVectors)
+	if err != nil {
+		t.Fatal(err)
+	}
+	index, err := readWords(m.words, m.manifest.Words)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, index
 }
