@@ -29,19 +29,7 @@ func BenchmarkWriteSnapshot(b *testing.B) {
 	s := newSynthCorpus(3)
 	p := NewPort(Options{}, 0)
 	doc := zipfDocuments(s)
-	docs := make([]domain.KeywordDocument, 0, 1000)
-	for i := range n {
-		docs = append(docs, doc(i))
-		if len(docs) == cap(docs) {
-			if err := p.UpsertDocuments(ctx, docs...); err != nil {
-				b.Fatal(err)
-			}
-			docs = docs[:0]
-		}
-	}
-	if err := p.UpsertDocuments(ctx, docs...); err != nil {
-		b.Fatal(err)
-	}
+	upsertInBatches(b, p, doc, n)
 	// The writer's documents are prepared beforehand, so it measures
 	// waiting and indexing, not the corpus generator.
 	writes := make([]domain.KeywordDocument, 4096)
@@ -137,14 +125,7 @@ func BenchmarkSnapshotRead(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	dir := b.TempDir()
-	if err := snapshot.Write(dir, snapshot.Header{Kind: "keyword", Version: SnapshotVersion, Checkpoint: 1, EventID: "e1"}, p.WriteSnapshot); err != nil {
-		b.Fatal(err)
-	}
-	f, err := snapshot.Open(dir, "keyword", SnapshotVersion)
-	if err != nil {
-		b.Fatal(err)
-	}
+	f := imageOf(b, p)
 	defer f.Close()
 	scope := domain.IndexScope{UserID: "u", AgentID: "a"}
 	queries := make([]string, 64)
@@ -202,6 +183,37 @@ func benchMemories(b *testing.B) int {
 	return n
 }
 
+// upsertInBatches writes documents 0 to n-1 of doc into p, a thousand
+// per call.
+func upsertInBatches(b *testing.B, p *Port, doc func(i int) domain.KeywordDocument, n int) {
+	b.Helper()
+	batch := make([]domain.KeywordDocument, 0, 1000)
+	for i := range n {
+		batch = append(batch, doc(i))
+		if len(batch) == cap(batch) || i == n-1 {
+			if err := p.UpsertDocuments(context.Background(), batch...); err != nil {
+				b.Fatal(err)
+			}
+			batch = batch[:0]
+		}
+	}
+}
+
+// imageOf writes p's image through infra/snapshot and opens it mapped,
+// as a restart reads it.
+func imageOf(b *testing.B, p *Port) *snapshot.File {
+	b.Helper()
+	dir := b.TempDir()
+	if err := snapshot.Write(dir, snapshot.Header{Kind: "keyword", Version: SnapshotVersion, Checkpoint: 1, EventID: "e1"}, p.WriteSnapshot); err != nil {
+		b.Fatal(err)
+	}
+	f, err := snapshot.Open(dir, "keyword", SnapshotVersion)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return f
+}
+
 // zipfDocuments makes document i of one agent: a short Zipf text of s
 // (the next one at each call), one of 100 tags, created i seconds after
 // the epoch.
@@ -225,24 +237,8 @@ func BenchmarkSearchAfterWritesPastAnImage(b *testing.B) {
 	s := newSynthCorpus(3)
 	built := NewPort(Options{}, 0)
 	doc := zipfDocuments(s)
-	batch := make([]domain.KeywordDocument, 0, 1000)
-	for i := range n {
-		batch = append(batch, doc(i))
-		if len(batch) == cap(batch) || i == n-1 {
-			if err := built.UpsertDocuments(ctx, batch...); err != nil {
-				b.Fatal(err)
-			}
-			batch = batch[:0]
-		}
-	}
-	dir := b.TempDir()
-	if err := snapshot.Write(dir, snapshot.Header{Kind: "keyword", Version: SnapshotVersion, Checkpoint: 1, EventID: "e1"}, built.WriteSnapshot); err != nil {
-		b.Fatal(err)
-	}
-	f, err := snapshot.Open(dir, "keyword", SnapshotVersion)
-	if err != nil {
-		b.Fatal(err)
-	}
+	upsertInBatches(b, built, doc, n)
+	f := imageOf(b, built)
 	defer f.Close()
 	restored, err := ReadSnapshot(f.Body, Options{}, 0)
 	if err != nil {
