@@ -416,6 +416,8 @@ export interface Pass {
   gate_blocked: number;
   gate_details: string[];
   errors: string[];
+  /** "type:id" of items an earlier attempt of the pass stored and a purge removed since: not written again, their sources consumed. Present only when not empty. */
+  purged?: string[];
 }
 export interface ProcessParams { force?: boolean; transition?: string }
 export interface ProcessResult { passes: Pass[] }

@@ -574,6 +574,9 @@ class Pass(Model):
     gate_blocked: int = 0
     gate_details: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    # "type:id" of items an earlier attempt of the pass stored and a purge removed
+    # since: not written again, their sources consumed (empty when none).
+    purged: list[str] = field(default_factory=list)
 
 
 @dataclass
