@@ -56,7 +56,8 @@ func (c *countingEmbeddings) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // CreateWith decides before it embeds: a batch refused whole — every item
-// over the memory quota, every item invalid, or the other stream's part
+// over the memory quota, every item citing a source that does not exist,
+// or the other stream's part
 // overtaken by another writer — makes no embedding call, and a batch the
 // quota partly admits embeds only the items it stores (one call). The
 // embeddings come from an OpenAI-compatible server on loopback that
@@ -80,7 +81,9 @@ func TestCreateWithEmbedsOnlyWhatItStores(t *testing.T) {
 		}
 		return m
 	}
-	invalid := commands.MemoryInput{Type: "notes", Content: json.RawMessage(`{"content": ""}`)}
+	// A note citing a memory that does not exist: refused when decided.
+	unfounded := memenvtest.Note("cites a raw entry that was never captured")
+	unfounded.DerivedFrom = []string{"raw_entry:0195c7a4-0000-7000-8000-000000000000"}
 
 	for i, c := range []struct {
 		name  string
@@ -93,7 +96,7 @@ func TestCreateWithEmbedsOnlyWhatItStores(t *testing.T) {
 		stored, texts, calls int
 	}{
 		{"every item over the quota", 1, []commands.MemoryInput{memenvtest.Note("the harbour lighthouse keeper logs ships"), memenvtest.Note("the ferry leaves at noon")}, false, 0, 0, 0},
-		{"every item invalid", 0, []commands.MemoryInput{invalid, invalid}, false, 0, 0, 0},
+		{"every item citing a missing source", 0, []commands.MemoryInput{unfounded, unfounded}, false, 0, 0, 0},
 		{"the other part overtaken", 0, []commands.MemoryInput{memenvtest.Note("the tide tables are printed weekly")}, true, 0, 0, 0},
 		{"one item of two within the quota", 2, []commands.MemoryInput{memenvtest.Note("the pier was rebuilt in spring"), memenvtest.Note("the gulls nest on the roof")}, false, 1, 1, 1},
 		{"every item admitted", 0, []commands.MemoryInput{memenvtest.Note("the market opens at dawn"), memenvtest.Note("the bakery sells rye bread")}, false, 2, 2, 1},
