@@ -53,9 +53,10 @@ const (
 	// was decided; that cycle stored nothing.
 	ReasonConcurrentProcessing = "concurrent_processing"
 	// ReasonCycleFailed: after the cycles done were stored, the next
-	// cycle failed (storage full, a quota, the read models, ...) and
-	// stored nothing of its own; the run answers with the cycles it
-	// stored and the failure.
+	// cycle failed (storage full, the read models, an internal error) and
+	// stored nothing of its own unless its error says so (a write stored
+	// but not yet visible); the run answers with the cycles it stored and
+	// the failure.
 	ReasonCycleFailed = "cycle_failed"
 )
 
