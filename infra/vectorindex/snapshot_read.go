@@ -75,6 +75,7 @@ func ReadSnapshot(data []byte, opts Options) (*Port, error) {
 		return nil, d.err
 	}
 	p.imageUnbuilt = p.Unbuilt()
+	p.imageOutdated = d.version < SnapshotVersion
 	for _, c := range ix.cols {
 		c.mu.Lock()
 		if c.stable && c.graph.n < c.ids.len() {
