@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/engram-memory/engram/domain"
 )
@@ -560,7 +561,8 @@ func TestReadsAnImageOfFormatOne(t *testing.T) {
 // captured after the image: a delete of IDs a restored collection does not
 // hold copies none of its image's arrays and builds no slot table. A flat
 // collection's appends then copy none of its image's vectors either (they
-// go to the heap tail) and keep its ID order (they move no slot); a delete or a replacement of an image item, which
+// go to the heap tail) and keep its ID order (they move no slot); no
+// collection's appends copy its image's IDs (the arena's tail); a delete or a replacement of an image item, which
 // changes vectors in place, copies them first (the image is a read-only
 // mapping: a write into it would crash the test). The restored port
 // answers as the original given the same writes throughout.
@@ -600,6 +602,11 @@ func TestCatchUpWritesCopyNoImageVectors(t *testing.T) {
 		each(func(c *collection) string {
 			if c.vecs.base == nil || c.idOrder == nil {
 				return fmt.Sprintf("an append: image vectors copied %v, ID order dropped %v", c.vecs.base == nil, c.idOrder == nil)
+			}
+			for _, s := range c.idOrder {
+				if id := c.ids.at(s); unsafe.SliceData(id) != unsafe.SliceData(c.imageIDs.at(s)) {
+					return fmt.Sprintf("an append copied the image's IDs (%s)", id)
+				}
 			}
 			return ""
 		})
