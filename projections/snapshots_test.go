@@ -144,6 +144,13 @@ func TestAnImageOfAnOlderFormatIsRenewedAtTheStop(t *testing.T) {
 		}
 		return b.Bytes()
 	}()
+	ctx := context.Background()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	db, err := sqlite.Open(ctx, t.TempDir(), sqlite.Options{}) // an empty state, which no case writes
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
 	for _, tc := range []struct {
 		name      string
 		image     []byte
@@ -153,14 +160,7 @@ func TestAnImageOfAnOlderFormatIsRenewedAtTheStop(t *testing.T) {
 		{"the current format", current, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := context.Background()
-			logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 			dir := t.TempDir()
-			db, err := sqlite.Open(ctx, dir, sqlite.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { db.Close() })
 			port, err := vectorindex.ReadSnapshot(tc.image, vectorindex.Options{})
 			if err != nil {
 				t.Fatal(err)
