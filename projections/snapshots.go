@@ -56,6 +56,14 @@ type graphBuilder interface {
 	FinishBuilds(ctx context.Context) error
 }
 
+// outdatedImager is an in-process index that still reads images of an
+// older body format, at a cost an image in the current one avoids
+// (vectorindex.Port: a format-1 image rebuilds its slot tables at every
+// read).
+type outdatedImager interface {
+	ImageOutdated() bool
+}
+
 // DefaultSnapshotEvery is Snapshots.Every's default, the fewest events
 // between two images: at a few thousand events a second, an image every
 // few seconds of writes; a start after a crash then re-reads at most that
@@ -122,6 +130,12 @@ type snapshotState struct {
 	// that do not cover every vector, so an image is due once they do.
 	graphs  graphBuilder
 	partial atomic.Bool
+	// outdated: the index started from an image of an older body format
+	// (outdatedImager), so an image in the current one is due at once. A
+	// process that only searches would otherwise read the older format at
+	// every start until a server's stop or a tail of DefaultSnapshotTail
+	// events renewed it.
+	outdated atomic.Bool
 	// restored is taken by Load (under the projection's loadMu); started
 	// is the image the index started from, once Load used it.
 	restored *domain.IndexSnapshot
@@ -169,7 +183,7 @@ func (s *snapshotState) due(stopping bool) bool {
 	if !s.enabled() {
 		return false
 	}
-	if s.refilled.Load() {
+	if s.refilled.Load() || s.outdated.Load() {
 		return true
 	}
 	if s.partial.Load() && (s.cfg.FinishGraphs || s.graphs.Unbuilt() == 0) {
@@ -211,6 +225,7 @@ func (s *snapshotState) dropped(ctx context.Context, kind string) error {
 	s.started.Store(nil)
 	s.refilled.Store(true)
 	s.partial.Store(false)
+	s.outdated.Store(false)
 	if s.cfg.Files == nil {
 		return nil
 	}
@@ -284,6 +299,7 @@ func (s *snapshotState) save(ctx context.Context, kind string, index any, loaded
 	s.caughtUp.Add(-caughtUp)
 	s.imaged.Store(pos)
 	s.partial.Store(partial)
+	s.outdated.Store(false)
 	if refilled {
 		s.refilled.CompareAndSwap(true, false)
 	}

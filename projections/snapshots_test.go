@@ -1,10 +1,13 @@
 package projections_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -15,6 +18,7 @@ import (
 	"github.com/engram-memory/engram/infra/snapshot"
 	"github.com/engram-memory/engram/infra/sqlite"
 	"github.com/engram-memory/engram/infra/textindex"
+	"github.com/engram-memory/engram/infra/vectorindex"
 	"github.com/engram-memory/engram/projections"
 )
 
@@ -188,5 +192,79 @@ func TestSnapshotIntervalGrowsFromTheLastImage(t *testing.T) {
 	}
 	if got, want := projections.SnapshotInterval(next), pos/2; got != want {
 		t.Errorf("started from an image at %d the interval is %d, want %d", pos, got, want)
+	}
+}
+
+// An index started from an image of an older body format, which it reads
+// at a cost the current format avoids (a vector image of format 1
+// rebuilds its slot tables at every read), saves an image in the current
+// format at its stop even when it applied and caught up nothing, as a
+// command-line search does: otherwise every later search of the stack
+// paid that cost until a server's stop or 100 events renewed the image.
+// An index started from an image of the current format saves none.
+func TestAnImageOfAnOlderFormatIsRenewedAtTheStop(t *testing.T) {
+	formatOne, err := os.ReadFile("../infra/vectorindex/testdata/vectors-format1.body")
+	if err != nil {
+		t.Fatal(err)
+	}
+	current := func() []byte {
+		p, err := vectorindex.ReadSnapshot(formatOne, vectorindex.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Index().Close()
+		var b bytes.Buffer
+		if err := p.WriteSnapshot(&b); err != nil {
+			t.Fatal(err)
+		}
+		return b.Bytes()
+	}()
+	ctx := context.Background()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	db, err := sqlite.Open(ctx, t.TempDir(), sqlite.Options{}) // an empty state, which no case writes
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	for _, tc := range []struct {
+		name      string
+		image     []byte
+		wantSaved bool
+	}{
+		{"format 1", formatOne, true},
+		{"the current format", current, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			port, err := vectorindex.ReadSnapshot(tc.image, vectorindex.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(port.Index().Close)
+			files := snapshot.Dir{Path: filepath.Join(dir, "snapshots"), Versions: map[string]uint32{projections.VectorsProjectionName: vectorindex.SnapshotVersion}}
+			p := projections.NewVectors(sqlite.NewVectorStore(db), port, true, logger)
+			p.UseSnapshots(projections.Snapshots{Files: files, Restored: &domain.IndexSnapshot{}}) // the image of an empty log
+			engine := projections.NewEngine(sqlite.NewEventStore(db, 20*time.Millisecond), logger, p)
+			if err := p.Load(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := p.StartedFrom(); !ok {
+				t.Fatal("the index was refilled, not started from its image")
+			}
+			if err := engine.SaveSnapshots(ctx); err != nil {
+				t.Fatal(err)
+			}
+			f, err := snapshot.Open(files.Path, projections.VectorsProjectionName, vectorindex.SnapshotVersion)
+			if saved := err == nil; saved != tc.wantSaved {
+				t.Fatalf("an image saved at the stop: %v (%v), want %v", saved, err, tc.wantSaved)
+			}
+			if f == nil {
+				return
+			}
+			defer f.Close()
+			if v := binary.LittleEndian.Uint32(f.Body); v != vectorindex.SnapshotVersion {
+				t.Fatalf("the image saved is of body format %d, want %d", v, vectorindex.SnapshotVersion)
+			}
+		})
 	}
 }
