@@ -671,7 +671,7 @@ EXPORTS = _export_lines()
 
 JSON_VALUES = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=16),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    lambda inner: st.lists(inner, min_size=1, max_size=3) | st.dictionaries(st.text(max_size=8), inner, min_size=1, max_size=3),
     max_leaves=6,
 )
 
