@@ -206,8 +206,8 @@ GOVULNCHECK ?= golang.org/x/vuln/cmd/govulncheck@v1.9.0
 # fuzz-api fuzzes the API of the real binary from its OpenAPI document
 # with schemathesis (installed by test-deps), with a fixed budget (50
 # examples per operation and pass, in the examples, coverage and fuzzing
-# phases, and 50 scenarios of the stateful phase, which follows the
-# document's links) and seed, over data seeded through the API: as its
+# phases, and 50 examples of the stateful phase, scenarios of up to 12
+# steps that follow the document's links) and seed, over data seeded through the API: as its
 # owner and, at the same time, as another user who must get none of it
 # (TestSchemathesis, test/fuzz/engram_hooks.py); make test runs a short
 # pass of the same.
