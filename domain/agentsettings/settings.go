@@ -139,9 +139,12 @@ func (s Settings) Apply(patch json.RawMessage) (Settings, error) {
 		default:
 			return s, domain.Invalid(name, "unknown setting %q; settings are stack_state, enforce_provenance, lazy_decay, lint_rules, promotion_gates", name)
 		}
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(target); err != nil {
+		err := domain.DecodeIntegral(raw, target, func(raw []byte, target any) error {
+			dec := json.NewDecoder(bytes.NewReader(raw))
+			dec.DisallowUnknownFields()
+			return dec.Decode(target)
+		})
+		if err != nil {
 			return s, domain.Invalid(name, "%s: %v", name, cleanJSONError(err))
 		}
 	}
