@@ -120,6 +120,18 @@ func TestTheDocumentAcceptsWhatTheServerAccepts(t *testing.T) {
 		call{"the suggestions' expiry 48.0 hours", "PATCH", "/v1/agents/" + processed + "/processing", map[string]any{"suggestion_expiry_hours": integral("48.0")}, http.StatusOK},
 		call{"a pushed agent's dimensions 384.0", "POST", "/v1/sync/events", map[string]any{"agent_id": agent, "events": []any{syncEvent("AgentCreated", map[string]any{"embedding_model": "engram-hash-384", "dimensions": integral("384.0")})}}, http.StatusOK},
 	)
+	// null for an optional body field and an empty optional query
+	// parameter are absent (docs/api.md#absent-values).
+	calls = append(calls,
+		call{"search's tags, types, limit and times null", "POST", "/v1/search", map[string]any{"agent_id": agent, "query": "shipped", "tags": nil, "types": nil, "limit": nil, "created_after": nil}, http.StatusOK},
+		call{"a memory's tags, created_at and derived_from null", "POST", "/v1/memories", map[string]any{"agent_id": agent, "type": "note", "content": minimalContent[memory.Note], "tags": nil, "created_at": nil, "derived_from": nil}, http.StatusCreated},
+		call{"a patch's content null", "PATCH", "/v1/memories/" + note.ID, map[string]any{"content": nil, "tags": []string{"patched"}}, http.StatusOK},
+		call{"weaken's reason and by null", "POST", "/v1/memories/" + note.ID + "/weaken", map[string]any{"reason": nil, "by": nil}, http.StatusOK},
+		call{"the processing's layers null", "PATCH", "/v1/agents/" + processed + "/processing", map[string]any{"layers": nil, "auto_promote": nil}, http.StatusOK},
+		call{"a setting null", "PATCH", "/v1/agents/" + agent + "/settings", map[string]any{"lint_rules": map[string]any{"min_length": nil}, "lazy_decay": nil}, http.StatusOK},
+		call{"the list's limit empty", "GET", "/v1/memories?agent_id=" + agent + "&limit=&include_forgotten=", nil, http.StatusOK},
+		call{"the agents' limit empty", "GET", "/v1/agents?limit=&cursor=", nil, http.StatusOK},
+	)
 	for _, spelling := range typeSpellings[memory.Note] {
 		calls = append(calls, call{"re-embed of " + spelling, "POST", "/v1/embeddings/reembed", map[string]any{"agent_id": agent, "memory_type": spelling, "memory_id": note.ID}, http.StatusOK})
 	}
