@@ -80,6 +80,11 @@ DEFAULT_IDS: dict[str, list[str]] = {
 _turns: dict[tuple[str, str, str], Iterator[str]] = {}
 
 
+# A text field of each seeded memory type (seedFuzzData), which a content
+# patch of a memory of that type may name.
+PATCHED_FIELD = {"raw_entry": "content", "notes": "content", "beliefs": "statement", "episodes": "outcome", "goals": "title"}
+
+
 def seeded_id(method: str, path: str, name: str) -> str | None:
     # Every route listed in ROUTE_IDS has one path parameter.
     ids = ROUTE_IDS.get((method, path), DEFAULT_IDS.get(name))
@@ -269,8 +274,7 @@ def before_call(context: HookContext, case: Any, kwargs: dict[str, Any]) -> None
         elif case.path == "/v1/embeddings" and isinstance(case.body.get("model"), str):
             case.body["model"] = SEED["model"]  # OpenAI's: a model the server serves
             if isinstance(case.body.get("dimensions"), (int, float)):
-                # The size of that model, as an integer: JSON Schema's
-                # integer takes 344.0, which Go's decoder refuses.
+                # The size of that model: another is refused.
                 case.body["dimensions"] = SEED["dimensions"]
         elif case.path in ("/v1/embeddings/generate", "/v1/embeddings/batch") and isinstance(case.body.get("model"), str):
             case.body["model"] = SEED["model"]  # a model the server serves
@@ -295,6 +299,11 @@ def before_call(context: HookContext, case: Any, kwargs: dict[str, Any]) -> None
             # A URL the server can deliver to (the test allows private
             # addresses; this port is closed, so nothing leaves the machine).
             case.body["url"] = "http://127.0.0.1:9/fuzz"
+    if positive and isinstance(case.query, dict):
+        # A cursor is one the server handed out with a page; a generated
+        # one, however well-formed, names no page (400 naming it).
+        for name in ("cursor", "before"):
+            case.query.pop(name, None)
     if PASS == "owner" and not positive:
         return
     for name in list(case.path_parameters or {}):
@@ -311,6 +320,13 @@ def before_call(context: HookContext, case: Any, kwargs: dict[str, Any]) -> None
             value = SEED["doomed_keys"][phase_of(case)]
         if value is not None:
             case.path_parameters[name] = value
+    if positive and case.method == "PATCH" and case.path == "/v1/memories/{id}" and isinstance(case.body, dict) and isinstance(case.body.get("content"), dict):
+        # The fields a content patch may name are those of its memory's
+        # type, which the id decides, not the document: a field of the
+        # memory's own type, keeping the marker the cross-tenant check
+        # looks for.
+        memory_type = SEED["memory_types"].get(case.path_parameters.get("id"))
+        case.body["content"] = {PATCHED_FIELD.get(memory_type, "content"): SEED["marker"] + " patched"}
     # The listing, search and sync routes name the agent in the query or
     # the body; the seeded one has data to find.
     if isinstance(case.query, dict) and "agent_id" in case.query:
