@@ -70,7 +70,7 @@ func TestSchemathesis(t *testing.T) {
 	owner := testserver.Register(t, p.BaseURL, dataDir, "fuzz@example.com")
 	other := testserver.Register(t, p.BaseURL, dataDir, "fuzz-other@example.com")
 	data := seedFuzzData(t, p.APIURL(), owner)
-	data["verify_tokens"] = verificationTokens(t, p)
+	data["verify_tokens"] = verificationTokens(t, p, examples)
 	seed, err := json.Marshal(data)
 	if err != nil {
 		t.Fatal(err)
@@ -180,25 +180,30 @@ func withoutPhase(phases, phase string) string {
 	return strings.Join(kept, ",")
 }
 
-// verificationTokens registers an address per pass and phase of
-// schemathesis and returns the unspent token of each, which the valid
-// POST /v1/auth/verify requests of that pass and phase send
+// verificationTokens registers addresses for each pass and phase of
+// schemathesis and returns their unspent tokens, which the valid
+// POST /v1/auth/verify requests of that pass and phase send in turn
 // (test/fuzz/engram_hooks.py): a generated token is unknown to the server,
-// and a token works once, so without one the phase never succeeds.
-func verificationTokens(t *testing.T, p *testserver.Server) map[string]map[string]string {
+// and a token works once (410 token_used after), so each valid request
+// needs one of its own. A phase sends at most about as many valid
+// requests to an operation as its budget of examples; the coverage phase
+// a few more.
+func verificationTokens(t *testing.T, p *testserver.Server, examples int) map[string]map[string][]string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	tokens := map[string]map[string]string{}
+	tokens := map[string]map[string][]string{}
 	for _, pass := range []string{"owner", "cross_tenant"} {
-		tokens[pass] = map[string]string{}
+		tokens[pass] = map[string][]string{}
 		for _, phase := range []string{"examples", "coverage", "fuzzing"} {
-			email := "fuzz-verify-" + pass + "-" + phase + "@example.com"
-			token, err := testserver.RequestVerification(ctx, p.BaseURL, p.OutboxDir(), email)
-			if err != nil {
-				t.Fatal(err)
+			for i := range examples + 10 {
+				email := fmt.Sprintf("fuzz-verify-%s-%s-%d@example.com", pass, phase, i)
+				token, err := testserver.RequestVerification(ctx, p.BaseURL, p.OutboxDir(), email)
+				if err != nil {
+					t.Fatal(err)
+				}
+				tokens[pass][phase] = append(tokens[pass][phase], token)
 			}
-			tokens[pass][phase] = token
 		}
 	}
 	return tokens

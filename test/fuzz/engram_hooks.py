@@ -17,7 +17,7 @@ cross_tenant  another user's key: every case gets the seeded ids, and the
 In both passes the valid requests get the data a document cannot state
 (docs/api.md lists it): the account routes that take no credential a real
 secret of the pass (ENGRAM_FUZZ_KEY, the pass's API key, for login; a
-verification token of the seed for verify, one per phase), so each
+unspent verification token of the seed for each verify, several per phase), so each
 reaches its success instead of only its refusals; the embeddings routes
 (OpenAI's, generate, batch, bulk re-embedding) a model the server serves,
 a similarity search a vector of the agent's dimensions, a search a time
@@ -83,6 +83,17 @@ _turns: dict[tuple[str, str, str], Iterator[str]] = {}
 # A text field of each seeded memory type (seedFuzzData), which a content
 # patch of a memory of that type may name.
 PATCHED_FIELD = {"raw_entry": "content", "notes": "content", "beliefs": "statement", "episodes": "outcome", "goals": "title"}
+
+
+_verify_tokens: dict[str, Any] = {}
+
+
+def next_verify_token(phase: str) -> str:
+    """The phase's next unspent verification token; the last once spent
+    (its 410 then says the budget outran the tokens the test made)."""
+    tokens = SEED["verify_tokens"][PASS][phase]
+    turn = _verify_tokens.setdefault(phase, iter(tokens))
+    return next(turn, tokens[-1])
 
 
 def seeded_id(method: str, path: str, name: str) -> str | None:
@@ -269,8 +280,9 @@ def before_call(context: HookContext, case: Any, kwargs: dict[str, Any]) -> None
             if len(email) < 254:
                 case.body["email"] = email[:at] + "x" + email[at:]
         elif case.path == "/v1/auth/verify":
-            # schemathesis judges each phase apart: a token of its own each.
-            case.body["token"] = SEED["verify_tokens"][PASS][case.meta.phase.name.value]
+            # A token works once: each valid request of the phase takes the
+            # next unspent one (schemathesis judges each phase apart).
+            case.body["token"] = next_verify_token(case.meta.phase.name.value)
         elif case.path == "/v1/embeddings" and isinstance(case.body.get("model"), str):
             case.body["model"] = SEED["model"]  # OpenAI's: a model the server serves
             if isinstance(case.body.get("dimensions"), (int, float)):
