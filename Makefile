@@ -36,12 +36,13 @@ RACE_BIN   ?= $(CURDIR)/bin/engram-race
 RACE_SMOKE ?= TestKillMidLoadLosesNoAcknowledgedWrite|TestLiveRebuildOfOneProjection|TestSchedulerEndToEnd|TestProcessingWithChatModelEndToEnd|TestServeHealthAndGracefulStop|TestCLISearchLocal
 
 # -race turns on checkptr, which checks every unsafe.Pointer conversion. In
-# modernc.org/sqlite/lib (SQLite translated from C: pointer arithmetic in
-# every statement it parses or steps) those checks cost the SQLite-bound
+# modernc.org/... (SQLite translated from C, and the C library and
+# allocator it runs on: pointer arithmetic in every statement it parses or
+# steps and every allocation it makes) those checks cost the SQLite-bound
 # test packages a large share of their CPU (docs/testing.md) and check
 # code that is not ours; our packages keep them, and the race detector
 # stays on everywhere.
-RACE ?= -race -gcflags=modernc.org/sqlite/lib=-d=checkptr=0
+RACE ?= -race -gcflags=modernc.org/...=-d=checkptr=0
 
 # The vector index's quality tests (infra/vectorindex/quality_test.go, built
 # without -race only) prove the graph's quality, not its safety under

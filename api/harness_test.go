@@ -219,10 +219,7 @@ func newStack(t testing.TB, opts stackOptions) *stack {
 		opts.runner.ID = "test-runner"
 	}
 	if opts.runner.PollInterval == 0 {
-		// Creating a job kicks the runner and a retry wakes it when due,
-		// so the poll is only a fallback; every poll is a query, which
-		// under the race detector costs the whole package CPU time.
-		opts.runner.PollInterval = harnessIdlePoll
+		opts.runner.PollInterval = harnessRunnerPoll
 	}
 	if opts.runner.RetryBackoff == 0 {
 		opts.runner.RetryBackoff = time.Millisecond
@@ -538,9 +535,19 @@ func (p *testProvider) Embed(ctx context.Context, req domain.EmbedRequest) (doma
 // tests look for.
 const harnessVisibilityTimeout = 2 * time.Minute
 
-// harnessIdlePoll is how often the stacks' job runner and event log look
-// for work nobody signalled (the servers' defaults are 2 s and 500 ms).
+// harnessIdlePoll is how often the stacks' event log looks for appends
+// nobody signalled (another process's; the server's default is 500 ms).
 const harnessIdlePoll = 250 * time.Millisecond
+
+// harnessRunnerPoll is how often a stack's job runner looks for work
+// nobody signalled: in effect never. Within one stack nothing needs the
+// poll: creating a job kicks the runner, a retry wakes it when due, and a
+// runner started over an existing log (a restart, a takeover) looks at
+// once. Every poll is a query the race detector makes dear, and every
+// stack runs a runner, jobs or not: at 250 ms the polls were 6 % of the
+// package's CPU. A test of a job that only a poll finds (another node's)
+// sets its own interval.
+const harnessRunnerPoll = time.Hour
 
 // testClock is the service clock; tests move it forward to expire tokens
 // and sessions without sleeping.

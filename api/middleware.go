@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"regexp"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/engram-memory/engram/domain"
@@ -22,14 +23,15 @@ const (
 	principalKey
 )
 
-var validRequestID = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+// validRequestID is compiled at first use, not at every process start (every command of the command line is one).
+var validRequestID = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`) })
 
 // withRequestID takes a sane incoming X-Request-Id or makes one, and echoes
 // it on every response.
 func withRequestID(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get("X-Request-Id")
-		if !validRequestID.MatchString(id) {
+		if !validRequestID().MatchString(id) {
 			var b [12]byte
 			_, _ = rand.Read(b[:])
 			id = "req_" + hex.EncodeToString(b[:])

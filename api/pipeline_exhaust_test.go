@@ -1,17 +1,21 @@
 package api_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/engram-memory/engram/commands"
+	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/processing"
 	"github.com/engram-memory/engram/infra/llm"
 	"github.com/engram-memory/engram/projections/query"
@@ -190,5 +194,120 @@ func TestExhaustBadInputAndIsolation(t *testing.T) {
 	wantError(t, s.request(t, "POST", "/v1/agents/claire/process/exhaust", "", nil), http.StatusUnauthorized, "unauthorized")
 	if s.head(t) != head {
 		t.Error("a refused exhaust wrote")
+	}
+}
+
+// refuser is the event log with the appends to one stream refused, once
+// armed, after the first few: storage that fills up in the middle of a
+// run, say.
+type refuser struct {
+	domain.EventStore
+
+	mu     sync.Mutex
+	stream string
+	let    int   // appends still let through
+	err    error // the refusal after them
+}
+
+func (f *refuser) arm(stream string, let int, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.stream, f.let, f.err = stream, let, err
+}
+
+func (f *refuser) refuse(streams ...string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.stream == "" || !slices.Contains(streams, f.stream) {
+		return nil
+	}
+	if f.let > 0 {
+		f.let--
+		return nil
+	}
+	return f.err
+}
+
+func (f *refuser) Append(ctx context.Context, stream string, expected int64, events []domain.NewEvent) (domain.AppendResult, error) {
+	if err := f.refuse(stream); err != nil {
+		return domain.AppendResult{}, err
+	}
+	return f.EventStore.Append(ctx, stream, expected, events)
+}
+
+func (f *refuser) AppendStreams(ctx context.Context, parts []domain.StreamAppend) ([]domain.AppendResult, error) {
+	streams := make([]string, len(parts))
+	for i, p := range parts {
+		streams[i] = p.Stream
+	}
+	if err := f.refuse(streams...); err != nil {
+		return nil, err
+	}
+	return f.EventStore.AppendStreams(ctx, parts)
+}
+
+// An exhaust run whose cycle after the first fails answers with what it
+// stored — 200, the cycles done, converged false, convergence_reason
+// cycle_failed and the failing cycle's error in the failure envelope's
+// shape (an internal error as the envelope shows one: no detail) — not
+// an error that would say it stored nothing. A first cycle that fails
+// stored nothing, and the run answers its error.
+func TestExhaustAnswersTheCyclesStoredBeforeACycleFailed(t *testing.T) {
+	t.Parallel()
+	log := &refuser{}
+	s := newStack(t, stackOptions{fixedAuth: true, noRun: true, appends: func(l domain.EventStore) domain.EventStore {
+		log.EventStore = l
+		return log
+	}})
+	full := domain.Errorf(domain.KindStorageFull, "the server's storage is full, so nothing of this request was stored; send it again once space is freed (GET /readyz says when)")
+	full.Err = domain.ErrStorageFull
+	for _, c := range []struct {
+		name string
+		// stored is how many cycles append before the refusal.
+		stored int
+		err    error
+		// code and message are the failure's.
+		code, message string
+	}{
+		{"storage full in the first cycle", 0, full, "storage_full", "storage is full"},
+		{"storage full in the second cycle", 1, full, "storage_full", "storage is full"},
+		{"an internal error in the third cycle", 2, errors.New("sqlite: disk I/O error on /srv/engram/engram.db"), "internal", "internal error"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			agent := fmt.Sprintf("failing-%d", c.stored)
+			s.raws(t, aliceKey, agent, goldenRaw...)
+			log.arm(processing.Stream(alice, agent), c.stored, c.err)
+			defer log.arm("", 0, nil)
+			got := s.request(t, "POST", "/v1/agents/"+agent+"/process/exhaust", aliceKey, map[string]any{"max_cycles": 5})
+			if c.stored == 0 {
+				wantError(t, got, http.StatusInsufficientStorage, c.code)
+				if held := s.promoted(t, agent); held != 0 {
+					t.Fatalf("the refused run left %d memories", held)
+				}
+				return
+			}
+			var out struct {
+				commands.ExhaustResult
+				Error *struct {
+					Code      string         `json:"code"`
+					Message   string         `json:"message"`
+					RequestID string         `json:"request_id"`
+					Details   map[string]any `json:"details"`
+				} `json:"error"`
+			}
+			got.must(t, http.StatusOK, &out)
+			if out.CyclesCompleted != c.stored || len(out.Cycles) != c.stored || out.Converged || out.ConvergenceReason != processing.ReasonCycleFailed {
+				t.Fatalf("exhaust answered %s; want its %d stored cycles, not converged, reason cycle_failed", got.raw, c.stored)
+			}
+			if out.Error == nil || out.Error.Code != c.code || !strings.Contains(out.Error.Message, c.message) || out.Error.RequestID == "" {
+				t.Fatalf("exhaust answered %s; want the failure %s (%q) with the request id", got.raw, c.code, c.message)
+			}
+			if strings.Contains(string(got.raw), "disk I/O") {
+				t.Fatalf("an internal error's detail reached the client: %s", got.raw)
+			}
+			if held := s.promoted(t, agent); out.TotalPromotions == 0 || held != out.TotalPromotions {
+				t.Fatalf("the run promoted %d memories; the agent holds %d", out.TotalPromotions, held)
+			}
+		})
 	}
 }

@@ -98,7 +98,30 @@ func (s *Server) exhaust(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeData(w, http.StatusOK, out)
+	writeData(w, http.StatusOK, exhaustAnswer{ExhaustResult: out, Error: s.cycleFailure(r, out.Failure)})
+}
+
+// exhaustAnswer is an exhaust run's result with, when a cycle after the
+// first failed (convergence_reason cycle_failed), that cycle's error in
+// the failure envelope's shape.
+type exhaustAnswer struct {
+	commands.ExhaustResult
+	Error *errorBody `json:"error,omitempty"`
+}
+
+// cycleFailure is err as the failure envelope's error object shows it
+// (nil for none); an internal error is logged, and the client told only
+// that it happened, as writeError does.
+func (s *Server) cycleFailure(r *http.Request, err error) *errorBody {
+	if err == nil {
+		return nil
+	}
+	f, _, internal := PublicFailure(err)
+	body := &errorBody{Code: f.Code, Message: f.Message, Details: f.Details, RequestID: requestID(r.Context())}
+	if internal {
+		s.logger.ErrorContext(r.Context(), "exhaust cycle failed", "method", r.Method, "path", r.URL.Path, "request_id", body.RequestID, "error", err)
+	}
+	return body
 }
 
 func (s *Server) getProcessing(w http.ResponseWriter, r *http.Request) {

@@ -157,6 +157,10 @@ type Pass struct {
 	GateBlocked      int        `json:"gate_blocked"`
 	GateDetails      []string   `json:"gate_details"`
 	Errors           []string   `json:"errors"`
+	// Purged are the "type:id" of items an earlier attempt of the pass
+	// stored and a purge removed since: not written again, their sources
+	// consumed.
+	Purged []string `json:"purged,omitempty"`
 }
 
 // Consumed is a source a pass processed and what was made of it.
@@ -213,6 +217,18 @@ type ExhaustResult struct {
 	ConvergenceReason string         `json:"convergence_reason"`
 	AutoPromote       bool           `json:"auto_promote"`
 	Cycles            []ExhaustCycle `json:"cycles"`
+	// Error is, with ConvergenceReason "cycle_failed", why the cycle
+	// after the listed ones failed (the listed ones are stored).
+	Error *CycleFailure `json:"error,omitempty"`
+}
+
+// CycleFailure is a failed exhaust cycle's error, in the failure
+// envelope's shape.
+type CycleFailure struct {
+	Code      string         `json:"code"`
+	Message   string         `json:"message"`
+	RequestID string         `json:"request_id"`
+	Details   map[string]any `json:"details,omitempty"`
 }
 
 // Exhaust processes the agent until nothing more comes of it.

@@ -3,6 +3,7 @@ package commands
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/memory"
@@ -14,6 +15,11 @@ type MadeMemory struct {
 	// Existed: a memory had the item's id already (an earlier write of
 	// the same item stored it), so nothing is appended for it.
 	Existed bool
+	// Purged: an earlier write of the same item stored a memory with its
+	// id, which has been purged since (the log keeps its id taken for
+	// good): the purge stands, nothing is appended for it, and
+	// Memory.CreatedAt is zero.
+	Purged bool
 	// Err is why the item is not stored (validation, quotas, provenance,
 	// derived_from, maintenance); the other items are stored without it.
 	Err error
@@ -27,7 +33,14 @@ type MadeMemory struct {
 // would). with builds the other stream's part from the items' outcomes (in
 // the order of in); it is called again whenever the memories are decided
 // again. An item whose id (MemoryInput.id) a memory has already is not
-// written again (MadeMemory.Existed).
+// written again (MadeMemory.Existed), nor is one whose memory was
+// purged since (MadeMemory.Purged).
+//
+// The items are decided before they are embedded, as Create does: a
+// write refused whole (every item refused, or the other stream moved on
+// already) pays no embedding call, and only the items the decision admits
+// are embedded. An item admitted only when decided again is stored with
+// its embedding pending, for the queue.
 //
 // When other writes reach the agent's stream first, the memories are
 // decided again, as Create does. When the other stream has moved from
@@ -50,11 +63,8 @@ func (m *Memories) CreateWith(ctx context.Context, meta domain.Metadata, agentID
 	now := m.now()
 	items := make([]pendingMemory, len(in))
 	invalid := make([]error, len(in))
-	var valid []pendingMemory
 	for i, input := range in {
-		if items[i], invalid[i] = m.prepare(input, now); invalid[i] == nil {
-			valid = append(valid, items[i])
-		}
+		items[i], invalid[i] = m.prepare(input, now)
 	}
 	model := m.cfg.DefaultModel
 	if agent, exists, err := m.cfg.Reader.Agent(ctx, userID, agentID); err != nil {
@@ -62,12 +72,10 @@ func (m *Memories) CreateWith(ctx context.Context, meta domain.Metadata, agentID
 	} else if exists {
 		model = domain.EmbeddingModel{Name: agent.EmbeddingModel, Dimensions: agent.Dimensions}
 	}
-	validVectors := m.embedOnWrite(ctx, agentID, model, valid)
-	vectors := make([][]float32, len(items))
-	for i, k := 0, 0; i < len(items); i++ {
-		if invalid[i] == nil {
-			vectors[i], k = validVectors[k], k+1
-		}
+	purged := make([]bool, len(items))
+	vectors, err := m.embedAdmitted(ctx, userID, agentID, items, invalid, purged, model, with)
+	if err != nil {
+		return err
 	}
 
 	unlock := m.lockUser(userID)
@@ -78,7 +86,7 @@ func (m *Memories) CreateWith(ctx context.Context, meta domain.Metadata, agentID
 		if err != nil {
 			return err
 		}
-		made, payloads, err := m.decideMade(ctx, userID, agentID, items, invalid, model, vectors)
+		made, payloads, err := m.decideMade(ctx, userID, agentID, items, invalid, purged, model, vectors)
 		if err != nil {
 			return err
 		}
@@ -99,12 +107,28 @@ func (m *Memories) CreateWith(ctx context.Context, meta domain.Metadata, agentID
 				return err
 			}
 			for _, mm := range made {
-				if mm.Err == nil && !mm.Existed && mm.Memory.Embedding.Status == memory.StatusPending {
+				if mm.Err == nil && !mm.Existed && !mm.Purged && mm.Memory.Embedding.Status == memory.StatusPending {
 					m.kick()
 					break
 				}
 			}
 			return nil
+		}
+		if i := takenItem(appendErr, items, purged); i >= 0 {
+			// The log holds the item's id although the read model shows
+			// no memory with it: once the read model has caught up, a
+			// memory still missing was stored by an earlier write and
+			// purged since. Writing it again would undo the purge, so it
+			// stays purged, and the others are decided again.
+			if err := m.cfg.Writer.CatchUp(ctx, m.cfg.DecidesOn...); err != nil {
+				return err
+			}
+			if _, found, err := m.cfg.Reader.Memory(ctx, userID, items[i].id); err != nil {
+				return err
+			} else if !found {
+				purged[i] = true
+			}
+			continue
 		}
 		if !errors.Is(appendErr, domain.ErrWrongExpectedVersion) {
 			return appendErr
@@ -128,17 +152,76 @@ func (m *Memories) CreateWith(ctx context.Context, meta domain.Metadata, agentID
 	}
 }
 
+// embedAdmitted decides the items on the state as it is now, without
+// the lock, and embeds those the decision would store (in one provider
+// call); vectors[i] is nil for the others. A write the decision refuses
+// whole, or whose other part (with) expects a version its stream has
+// moved on from, embeds nothing: the latter fails as the append would,
+// wrapping domain.ErrWrongExpectedVersion.
+func (m *Memories) embedAdmitted(ctx context.Context, userID, agentID string, items []pendingMemory, invalid []error, purged []bool,
+	model domain.EmbeddingModel, with func(made []MadeMemory) (StreamPart, error)) ([][]float32, error) {
+	vectors := make([][]float32, len(items))
+	made, _, err := m.decideMade(ctx, userID, agentID, items, invalid, purged, model, vectors)
+	if err != nil {
+		return nil, err
+	}
+	other, err := with(made)
+	if err != nil {
+		return nil, err
+	}
+	if moved, err := m.cfg.Writer.movedOn(ctx, other.Stream, other.Expected); err != nil {
+		return nil, err
+	} else if moved {
+		return nil, fmt.Errorf("commands: %s moved on from version %d: %w", other.Stream, other.Expected, domain.ErrWrongExpectedVersion)
+	}
+	var admitted []pendingMemory
+	var at []int
+	for i, mm := range made {
+		if mm.Err == nil && !mm.Existed && !mm.Purged {
+			admitted, at = append(admitted, items[i]), append(at, i)
+		}
+	}
+	if len(admitted) == 0 {
+		return vectors, nil
+	}
+	for k, v := range m.embedOnWrite(ctx, agentID, model, admitted) {
+		vectors[at[k]] = v
+	}
+	return vectors, nil
+}
+
+// takenItem is the index of the item whose derived id the log refused
+// as taken (appendErr wraps a *domain.ClaimTakenError of its
+// domain.MemoryClaim) and that is not known purged yet, or -1.
+func takenItem(appendErr error, items []pendingMemory, purged []bool) int {
+	var taken *domain.ClaimTakenError
+	if !errors.As(appendErr, &taken) {
+		return -1
+	}
+	for i, it := range items {
+		if it.id != "" && !purged[i] && domain.MemoryClaim(it.id) == taken.Key {
+			return i
+		}
+	}
+	return -1
+}
+
 // decideMade decides the items on the read model as it is now: those a
-// memory has already are Existed; each item the decision refuses is left
+// memory has already are Existed, those known purged (purged[i]) are
+// Purged; each item the decision refuses is left
 // out with its error, and the rest decided again; a refusal that names
 // no item (a quota, maintenance) refuses the last item left. It returns
 // the events of the items to store.
-func (m *Memories) decideMade(ctx context.Context, userID, agentID string, items []pendingMemory, invalid []error,
+func (m *Memories) decideMade(ctx context.Context, userID, agentID string, items []pendingMemory, invalid []error, purged []bool,
 	model domain.EmbeddingModel, vectors [][]float32) ([]MadeMemory, []domain.Payload, error) {
 	made := make([]MadeMemory, len(items))
 	var todo []int
 	for i, it := range items {
 		if made[i].Err = invalid[i]; made[i].Err != nil {
+			continue
+		}
+		if purged[i] {
+			made[i] = MadeMemory{Memory: CreatedMemory{Type: it.typ, ID: it.id}, Purged: true}
 			continue
 		}
 		if it.id != "" {

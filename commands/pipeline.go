@@ -310,7 +310,9 @@ type promotion struct {
 
 // complete is the pass once its promoted items are decided (made[k] is
 // promoted[k]'s outcome): each one stored, or that existed already, is
-// among the pass's created memories; each refused is an error of the
+// among the pass's created memories; each one an earlier attempt stored
+// and a purge removed since is among its purged ones (its sources are
+// consumed: the item was promoted once); each refused is an error of the
 // pass, which then leaves its sources unprocessed.
 func (d passDraft) complete(made []MadeMemory) (processing.PassRecorded, []processing.SuggestionCreated) {
 	pass := d.pass
@@ -322,11 +324,15 @@ func (d passDraft) complete(made []MadeMemory) (processing.PassRecorded, []proce
 	into := map[string][]string{}
 	for _, o := range d.outputs {
 		if o.promoted >= 0 {
-			if err := made[o.promoted].Err; err != nil {
-				pass.Errors = append(pass.Errors, fmt.Sprintf("write %s: %v", d.promoted[o.promoted].typ, err))
+			switch mm := made[o.promoted]; {
+			case mm.Err != nil:
+				pass.Errors = append(pass.Errors, fmt.Sprintf("write %s: %v", d.promoted[o.promoted].typ, mm.Err))
 				continue
+			case mm.Purged:
+				pass.Purged = append(pass.Purged, o.made)
+			default:
+				pass.Created = append(pass.Created, o.made)
 			}
-			pass.Created = append(pass.Created, o.made)
 		}
 		for _, src := range o.sources {
 			into[src] = append(into[src], o.made)

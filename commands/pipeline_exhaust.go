@@ -24,18 +24,27 @@ type ExhaustResult struct {
 	ConvergenceReason string                    `json:"convergence_reason"`
 	AutoPromote       bool                      `json:"auto_promote"`
 	Cycles            []processing.CycleSummary `json:"cycles"`
+	// Failure is why the cycle after the completed ones failed
+	// (ConvergenceReason processing.ReasonCycleFailed): the cycles
+	// listed are stored, and the API shows it in the failure envelope's
+	// shape.
+	Failure error `json:"-"`
 }
 
 // Exhaust processes the agent until nothing more comes of it (digest
 // §3.4): forced cycles at intensity light, then medium, then heavy, each
 // intensity until ConvergeAfter cycles in a row produce nothing; it ends
 // early when every transition with sources needs a model the server does
-// not run, after MaxCycles at the latest, and when another request or
-// node processes the agent during a cycle after the first (the first
-// refused answers 409 concurrent_processing, having stored nothing). Each cycle is one process
-// request under the agent's lock, recorded like any pass; between cycles
-// other commands of the agent may run, and a cancelled ctx stops the run
-// between cycles (the cycles done stay recorded).
+// not run, after MaxCycles at the latest, and when a cycle after the
+// first fails: another request or node processed the agent during it
+// (processing.ReasonConcurrentProcessing) or any other error
+// (processing.ReasonCycleFailed, with the error in Failure). Either way
+// the answer is the cycles stored, not an error that would say the run
+// stored nothing; a first cycle that fails is the run's error (409
+// concurrent_processing, say), as it stored nothing. Each cycle is one
+// process request under the agent's lock, recorded like any pass;
+// between cycles other commands of the agent may run, and a cancelled
+// ctx stops the run between cycles (the cycles done stay recorded).
 func (c *Pipeline) Exhaust(ctx context.Context, meta domain.Metadata, agentID string, req ExhaustRequest) (ExhaustResult, error) {
 	userID, err := userOf(meta)
 	if err != nil {
@@ -54,10 +63,14 @@ func (c *Pipeline) Exhaust(ctx context.Context, meta domain.Metadata, agentID st
 		}
 		intensity := run.Intensity()
 		passes, err := c.cycle(ctx, meta, userID, agentID, ProcessRequest{Force: true, AutoPromote: &autoPromote, transitions: intensity.Transitions()})
-		if de, ok := domain.AsError(err); ok && de.Code == "concurrent_processing" && out.CyclesCompleted > 0 {
-			// The cycles done are stored and this one is not: a 409 would
-			// say the run stored nothing, so the answer names what it did.
-			out.ConvergenceReason = processing.ReasonConcurrentProcessing
+		if err != nil && out.CyclesCompleted > 0 {
+			// The cycles done are stored and this one is not: an error
+			// would say the run stored nothing, so the answer names what
+			// it did, and why it stopped.
+			out.ConvergenceReason, out.Failure = processing.ReasonCycleFailed, err
+			if de, ok := domain.AsError(err); ok && de.Code == "concurrent_processing" {
+				out.ConvergenceReason, out.Failure = processing.ReasonConcurrentProcessing, nil
+			}
 			break
 		}
 		if err != nil {

@@ -3,6 +3,8 @@ package commands_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -242,5 +244,145 @@ func TestAutoPromotionAfterARefusedItemStoresNoSecondCopy(t *testing.T) {
 	if len(errs) != 0 || stored() != len(union) || len(union) == len(first)+len(second) {
 		t.Fatalf("once the quota allows: created %v after %v, errors %v; the agent holds %d processed memories, want the %d named, the stored belief named again, not copied",
 			second, first, errs, stored(), len(union))
+	}
+}
+
+// autoPromoting is a pipeline over env's log and read models whose
+// memories are created under a memory quota (0: none): process runs
+// every transition once, forced, with auto_promote.
+func autoPromoting(t *testing.T, env *memenvtest.Env, quota int) func(agent string) ([]processing.Pass, error) {
+	t.Helper()
+	mem, err := commands.NewMemories(commands.MemoriesConfig{Writer: env.Writer, Reader: env.ReadModel, Embedder: env.Provider, DefaultModel: env.Model,
+		Quotas: memory.Quotas{MemoriesPerAgent: quota}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pipeline, err := commands.NewPipeline(commands.PipelineConfig{Writer: env.Writer, Memories: env.ReadModel, Suggestions: env.Suggestions,
+		Creator: mem, Processor: processing.NewRuleExtractor(), States: processing.NewSnapshots(env.Store)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	promote := true
+	return func(agent string) ([]processing.Pass, error) {
+		return pipeline.Process(t.Context(), memenvtest.Meta("u1"), agent, commands.ProcessRequest{Force: true, AutoPromote: &promote})
+	}
+}
+
+// An auto-promoted memory purged while the sources of its pass are still
+// unprocessed stays purged. Its sources stay unprocessed after an item of
+// the pass was refused (any log) or, on a KurrentDB before 25.1, after
+// the pass's record was refused once its memories were stored. The next
+// pass proposes the same item, finds its id taken by the purged memory
+// and records it as purged — not created, not an error — writes no copy,
+// stores the rest and consumes the sources, so no later pass proposes it
+// again.
+func TestAPurgedAutoPromotedMemoryStaysPurged(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		// log is the log under the other writer; nil: SQLite.
+		log func(t *testing.T) domain.EventStore
+		// refuseRecord: the first pass's record is refused (another
+		// writer moves the cognition stream first); otherwise the memory
+		// quota refuses one of its items.
+		refuseRecord bool
+	}{
+		{"SQLite, after a refused item", nil, false},
+		{"KurrentDB 24.10, after a refused record", func(t *testing.T) domain.EventStore { return kurrentLog(t, kurrentdbtest.Version24_10) }, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			other := &firstWriter{}
+			var env *memenvtest.Env
+			if c.log == nil {
+				env = memenvtest.NewAround(t, func(log domain.EventStore) domain.EventStore { other.EventStore = log; return other })
+			} else {
+				other.EventStore = c.log(t)
+				env = memenvtest.NewOn(t, other)
+			}
+			ctx, meta, agent := t.Context(), memenvtest.Meta("u1"), "agent"
+			raws := []string{
+				"Yesterday we deployed the billing service and it failed, then I learned to check migrations",
+				"I think caching always helps latency",
+				"Reminder: the docs are at https://example.com/docs",
+			}
+			for _, text := range raws {
+				content, _ := json.Marshal(map[string]string{"content": text})
+				if _, err := env.Memories.Create(ctx, meta, agent, commands.MemoryInput{Type: "raw_entry", Content: content}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			held := func() []string {
+				page, err := env.ReadModel.ListMemories(ctx, memory.ListQuery{UserID: "u1", AgentID: agent, Limit: 100,
+					Types: []memory.Type{memory.Episode, memory.Note, memory.Belief}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var out []string
+				for _, m := range page.Memories {
+					out = append(out, string(m.Type)+":"+m.ID)
+				}
+				return out
+			}
+
+			if c.refuseRecord {
+				view, _, err := env.ReadModel.Agent(ctx, "u1", agent)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ref := processing.AgentRef{UserID: "u1", AgentID: agent, AgentCreatedAt: view.CreatedAt}
+				other.arm(processing.Stream("u1", agent), processing.ConfigChanged{AgentRef: ref, Config: processing.DefaultConfig(), ChangedAt: time.Now().UTC()})
+				if _, err := autoPromoting(t, env, 0)(agent); err == nil {
+					t.Fatal("the first pass was not refused")
+				}
+			} else if _, err := autoPromoting(t, env, len(raws)+2)(agent); err != nil {
+				t.Fatal(err)
+			}
+			// The rules make three items: the quota admits two of them, a
+			// refused record leaves all three.
+			stored := held()
+			if want := map[bool]int{false: 2, true: 3}[c.refuseRecord]; len(stored) != want {
+				t.Fatalf("the first pass left %v; want %d memories, its sources unprocessed", stored, want)
+			}
+			// The belief's pass is the one whose sources stay unprocessed.
+			i := slices.IndexFunc(stored, func(m string) bool { return strings.HasPrefix(m, "belief:") })
+			if i < 0 {
+				t.Fatalf("the first pass stored no belief: %v", stored)
+			}
+			purged := stored[i]
+			_, id, _ := strings.Cut(purged, ":")
+			if err := env.Memories.Purge(ctx, meta, id, nil); err != nil {
+				t.Fatal(err)
+			}
+
+			passes, err := autoPromoting(t, env, 0)(agent)
+			if err != nil {
+				t.Fatalf("the pass after the purge: %v", err)
+			}
+			var created, purgedNow, errs []string
+			for _, p := range passes {
+				created, purgedNow, errs = append(created, p.Created...), append(purgedNow, p.Purged...), append(errs, p.Errors...)
+			}
+			now := held()
+			if len(errs) != 0 || !slices.Equal(purgedNow, []string{purged}) || slices.Contains(created, purged) || slices.Contains(now, purged) {
+				t.Fatalf("after purging %s: created %v, purged %v, errors %v, the agent holds %v; want it purged, not written again, no error",
+					purged, created, purgedNow, errs, now)
+			}
+			// The episode and the note, stored now or before.
+			if len(now) != 2 || len(created) == 0 || slices.ContainsFunc(created, func(m string) bool { return !slices.Contains(now, m) }) {
+				t.Fatalf("after purging %s: created %v, the agent holds %v; want the other two items held, those created among them", purged, created, now)
+			}
+
+			passes, err = autoPromoting(t, env, 0)(agent)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range passes {
+				if !strings.HasPrefix(string(p.Transition), "raw_") {
+					continue
+				}
+				if len(p.Created)+len(p.Purged)+len(p.Suggestions) != 0 || p.SkipReason != processing.SkipNoSources {
+					t.Fatalf("a later pass of %s: %+v; want no sources left", p.Transition, p)
+				}
+			}
+		})
 	}
 }

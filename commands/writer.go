@@ -201,3 +201,16 @@ func RetryOnConflict(ctx context.Context, attempt func() error) error {
 		}
 	}
 }
+
+// movedOn tells whether stream holds events after version expected,
+// i.e. an append expecting it would fail (never for domain.ExpectAny).
+func (w *EventWriter) movedOn(ctx context.Context, stream string, expected int64) (bool, error) {
+	if expected == domain.ExpectAny {
+		return false, nil
+	}
+	events, err := w.store.ReadStream(ctx, stream, uint64(expected+1))
+	if err != nil {
+		return false, fmt.Errorf("commands: read %s: %w", stream, err)
+	}
+	return len(events) > 0, nil
+}

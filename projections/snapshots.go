@@ -29,8 +29,11 @@ type Snapshots struct {
 	// Restored is the image the index was built from at start (nil: the
 	// index starts empty and is refilled).
 	Restored *domain.IndexSnapshot
-	// Every is how many applied events make a new image due (0: 10000).
-	Every uint64
+	// Every and Divisor say how many applied events make a new image due:
+	// Every (0: DefaultSnapshotEvery), or the checkpoint of the last image
+	// divided by Divisor (0: DefaultSnapshotDivisor) when that is more
+	// (snapshotState.interval).
+	Every, Divisor uint64
 	// FinishGraphs: before saving an image, finish the index's graph
 	// builds (graphBuilder), so the image holds them whole. For a process
 	// that saves only at its close, soon after its open (a command-line
@@ -53,10 +56,31 @@ type graphBuilder interface {
 	FinishBuilds(ctx context.Context) error
 }
 
-// DefaultSnapshotEvery is Snapshots.Every's default: at a few thousand
-// events a second, an image every few seconds of writes; a start after a
-// crash then re-reads at most that many events' memories.
+// outdatedImager is an in-process index that still reads images of an
+// older body format, at a cost an image in the current one avoids
+// (vectorindex.Port: a format-1 image rebuilds its slot tables at every
+// read).
+type outdatedImager interface {
+	ImageOutdated() bool
+}
+
+// DefaultSnapshotEvery is Snapshots.Every's default, the fewest events
+// between two images: at a few thousand events a second, an image every
+// few seconds of writes; a start after a crash then re-reads at most that
+// many events' memories.
 const DefaultSnapshotEvery = 10000
+
+// DefaultSnapshotDivisor is Snapshots.Divisor's default: past 400,000
+// events (200,000 memories of a usual log) the events between two images
+// are a 40th of the log the last image covers. An image is the whole
+// index, so it costs in proportion to the memories indexed, never more
+// than to the events that indexed them: at a fixed interval its cost per
+// event grows with the index (at 1M memories, every 10,000 events, about
+// a quarter of the ingest's CPU), at an interval in proportion to the log
+// it stays bounded (about 5 % at 1M and beyond), and a start after a crash
+// re-reads at most a 40th of the log, in proportion to the index as the
+// rest of a start is (docs/snapshots.md#when-an-image-is-written).
+const DefaultSnapshotDivisor = 40
 
 // DefaultSnapshotTail is the shortest tail caught up with at start that
 // makes a process that applied nothing save an image when it stops (see
@@ -95,6 +119,9 @@ type snapshotState struct {
 	// caughtUp counts the events after the image the index was caught up
 	// with at start (Load), apart from since: see due.
 	caughtUp atomic.Uint64
+	// imaged is the checkpoint of the last image, saved or started from:
+	// the interval to the next one grows with it (interval).
+	imaged atomic.Uint64
 	// generation changes when the index is dropped or reset: an image
 	// being written across that is thrown away.
 	generation atomic.Uint64
@@ -103,6 +130,12 @@ type snapshotState struct {
 	// that do not cover every vector, so an image is due once they do.
 	graphs  graphBuilder
 	partial atomic.Bool
+	// outdated: the index started from an image of an older body format
+	// (outdatedImager), so an image in the current one is due at once. A
+	// process that only searches would otherwise read the older format at
+	// every start until a server's stop or a tail of DefaultSnapshotTail
+	// events renewed it.
+	outdated atomic.Bool
 	// restored is taken by Load (under the projection's loadMu); started
 	// is the image the index started from, once Load used it.
 	restored *domain.IndexSnapshot
@@ -139,9 +172,9 @@ func (s *snapshotState) applied(n int) {
 }
 
 // due: an image is due once the events since the last one, applied here
-// or caught up with at start, are as many as between two images (the next
-// start would re-read them all again). At a stop, it is due when this
-// process applied any event, or caught up with at least
+// or caught up with at start, are as many as between two images
+// (interval; the next start would re-read them all again). At a stop, it
+// is due when this process applied any event, or caught up with at least
 // DefaultSnapshotTail at start; a process that only caught its index up
 // with a shorter tail (a local search after a few captures) saves none:
 // the next start re-reads that tail again in less time than an image
@@ -150,7 +183,7 @@ func (s *snapshotState) due(stopping bool) bool {
 	if !s.enabled() {
 		return false
 	}
-	if s.refilled.Load() {
+	if s.refilled.Load() || s.outdated.Load() {
 		return true
 	}
 	if s.partial.Load() && (s.cfg.FinishGraphs || s.graphs.Unbuilt() == 0) {
@@ -160,7 +193,15 @@ func (s *snapshotState) due(stopping bool) bool {
 	if stopping && (since > 0 || caughtUp >= DefaultSnapshotTail) {
 		return true
 	}
-	return since+caughtUp >= cmpOr(s.cfg.Every, DefaultSnapshotEvery)
+	return since+caughtUp >= s.interval()
+}
+
+// interval is how many events make the next image due: Every, or the
+// last image's checkpoint divided by Divisor when that is more, so the
+// images' cost per event stays bounded as the index grows (see
+// DefaultSnapshotDivisor).
+func (s *snapshotState) interval() uint64 {
+	return max(cmpOr(s.cfg.Every, DefaultSnapshotEvery), s.imaged.Load()/cmpOr(s.cfg.Divisor, DefaultSnapshotDivisor))
 }
 
 func cmpOr(v, def uint64) uint64 {
@@ -184,6 +225,7 @@ func (s *snapshotState) dropped(ctx context.Context, kind string) error {
 	s.started.Store(nil)
 	s.refilled.Store(true)
 	s.partial.Store(false)
+	s.outdated.Store(false)
 	if s.cfg.Files == nil {
 		return nil
 	}
@@ -255,7 +297,9 @@ func (s *snapshotState) save(ctx context.Context, kind string, index any, loaded
 	}
 	s.since.Add(-since)
 	s.caughtUp.Add(-caughtUp)
+	s.imaged.Store(pos)
 	s.partial.Store(partial)
+	s.outdated.Store(false)
 	if refilled {
 		s.refilled.CompareAndSwap(true, false)
 	}
@@ -366,6 +410,7 @@ func (s *snapshotState) catchUp(ctx context.Context, kind string, tag domain.Ind
 	if err := reread(ctx, changed); err != nil {
 		return err
 	}
+	s.imaged.Store(tag.Checkpoint)
 	logger.Info("index started from its snapshot", "index", kind, "checkpoint", tag.Checkpoint, "state_position", statePos,
 		"memories_reread", len(changed.ids), "took", time.Since(start).Round(time.Millisecond))
 	return nil

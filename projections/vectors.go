@@ -223,6 +223,9 @@ func (p *Vectors) Load(ctx context.Context) error {
 		if err == nil {
 			p.snap.started.Store(&tag)
 			p.snap.partial.Store(p.snap.graphs != nil && p.snap.graphs.ImageUnbuilt() > 0)
+			if o, ok := p.index.(outdatedImager); ok {
+				p.snap.outdated.Store(o.ImageOutdated())
+			}
 			p.loaded = true
 			return nil
 		}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -41,6 +42,15 @@ func TestValidateAgentID(t *testing.T) {
 			continue
 		}
 		assertInvalidField(t, err, "agent_id")
+	}
+	// Every single byte is judged as the pattern of decisions.md judges it
+	// ("." alone is refused as a directory name).
+	pattern := regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+	for b := range 256 {
+		id := "x" + string([]byte{byte(b)})
+		if got, want := ValidateAgentID(id) == nil, pattern.MatchString(id); got != want {
+			t.Errorf("ValidateAgentID(%q) valid %v, the pattern says %v", id, got, want)
+		}
 	}
 	if AgentStream("u1", "claire") == AgentStream("u2", "claire") {
 		t.Error("two users' agents share a stream")

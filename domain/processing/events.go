@@ -69,6 +69,10 @@ type Pass struct {
 	GateBlocked      int        `json:"gate_blocked"`
 	GateDetails      []string   `json:"gate_details"`
 	Errors           []string   `json:"errors"`
+	// Purged are the "type:id" of items an earlier attempt of the pass
+	// stored and that were purged since: the purge stands, they are not
+	// written again, and their sources count as processed.
+	Purged []string `json:"purged,omitempty"`
 }
 
 // Passes returns the passes of records, [] when there are none.

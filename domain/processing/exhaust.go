@@ -52,6 +52,12 @@ const (
 	// another request or node processed the agent while the next cycle
 	// was decided; that cycle stored nothing.
 	ReasonConcurrentProcessing = "concurrent_processing"
+	// ReasonCycleFailed: after the cycles done were stored, the next
+	// cycle failed (storage full, the read models, an internal error) and
+	// stored nothing of its own unless its error says so (a write stored
+	// but not yet visible); the run answers with the cycles it stored and
+	// the failure.
+	ReasonCycleFailed = "cycle_failed"
 )
 
 // CheckExhaustCycles validates max_cycles (0: the default).

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/engram-memory/engram/domain/memory"
@@ -20,10 +21,17 @@ type LintRules struct {
 	CheckTemplatedNoise  bool
 }
 
+// The lint patterns are compiled at first use, not at every process start (every command of the command line is one).
 var (
-	lintPrefix   = regexp.MustCompile(`(?i)^\s*(belief|value|statement|note|episode|goal|insight)\s*:`)
-	lintTemplate = regexp.MustCompile(`(?i)(\{\{|\}\}|<[a-z_ ]+>|\[insert|lorem ipsum|\bTODO\b|\bTBD\b)`)
-	lintFragment = regexp.MustCompile(`(?i)\b(the|a|an|and|or|of|to|in|for|with|but|because|that)\s*[.,;:]?\s*$`)
+	lintPrefix = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)^\s*(belief|value|statement|note|episode|goal|insight)\s*:`)
+	})
+	lintTemplate = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)(\{\{|\}\}|<[a-z_ ]+>|\[insert|lorem ipsum|\bTODO\b|\bTBD\b)`)
+	})
+	lintFragment = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)\b(the|a|an|and|or|of|to|in|for|with|but|because|that)\s*[.,;:]?\s*$`)
+	})
 )
 
 // Lint checks the statement of a belief or a value against r and returns
@@ -43,11 +51,11 @@ func Lint(t memory.Type, content json.RawMessage, r LintRules) string {
 		return fmt.Sprintf("statement has %d characters, fewer than %d", n, r.MinLength)
 	case r.MaxLength > 0 && n > r.MaxLength:
 		return fmt.Sprintf("statement has %d characters, more than %d", n, r.MaxLength)
-	case r.CheckPrefixArtifacts && lintPrefix.MatchString(text):
+	case r.CheckPrefixArtifacts && lintPrefix().MatchString(text):
 		return "statement starts with a label such as \"Belief:\""
-	case r.CheckTemplatedNoise && lintTemplate.MatchString(text):
+	case r.CheckTemplatedNoise && lintTemplate().MatchString(text):
 		return "statement holds template noise"
-	case r.CheckFragments && lintFragment.MatchString(text):
+	case r.CheckFragments && lintFragment().MatchString(text):
 		return "statement ends mid-sentence"
 	}
 	return ""

@@ -250,6 +250,18 @@ func TestFingerprintIgnoresConfidenceAndSourceOrder(t *testing.T) {
 	}
 }
 
+// Building the extractor compiles none of its patterns: every local
+// command that reads builds it to name the processing view's model, and
+// most never classify anything.
+func TestRuleExtractorCompilesItsPatternsAtFirstUse(t *testing.T) {
+	if allocs := testing.AllocsPerRun(5, func() { processing.NewRuleExtractor() }); allocs > 5 {
+		t.Errorf("NewRuleExtractor: %.0f allocations, want at most 5 (no pattern compiled)", allocs)
+	}
+	if typ, _ := processing.NewRuleExtractor().Classify("Reminder: the docs are at https://example.com/docs"); typ != memory.Note {
+		t.Errorf("first classification: %q, want note", typ)
+	}
+}
+
 func TestRuleExtractorGolden(t *testing.T) {
 	r := processing.NewRuleExtractor()
 	batch := []processing.Source{

@@ -55,8 +55,9 @@ import (
 const DefaultStreamPrefix = "engram."
 
 // prefixPattern is what a stream prefix looks like. No '-' and a final
-// '.' keep any longer prefix from producing a name owns accepts.
-var prefixPattern = regexp.MustCompile(`^[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)*\.$`)
+// '.' keep any longer prefix from producing a name owns accepts. It is
+// compiled at first use, not at every process start (every command of the command line is one).
+var prefixPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)*\.$`) })
 
 // owns reports whether the KurrentDB stream name is one of this
 // deployment's: Prefix+s where s has no '.' before its first '-'. A longer
@@ -191,7 +192,7 @@ func Open(ctx context.Context, cfg Config) (*EventStore, error) {
 // credentials in the URL and credentials without TLS (the client would
 // refuse every call with a gRPC error that does not say why).
 func clientConfig(cfg Config, log *slog.Logger) (*kdb.Configuration, error) {
-	if cfg.StreamPrefix != "" && !prefixPattern.MatchString(cfg.StreamPrefix) {
+	if cfg.StreamPrefix != "" && !prefixPattern().MatchString(cfg.StreamPrefix) {
 		return nil, fmt.Errorf("kurrentdb: stream prefix %q must be dot-separated letters, digits and '_' ending in '.', like %q", cfg.StreamPrefix, DefaultStreamPrefix)
 	}
 	u, err := url.Parse(cfg.URL)

@@ -87,7 +87,8 @@ type Index struct {
 
 var _ domain.VectorIndex = (*Index)(nil)
 
-var prefixPattern = regexp.MustCompile(`^[A-Za-z0-9-]+$`)
+// prefixPattern is what a collection prefix looks like, compiled at first use, not at every process start (every command of the command line is one).
+var prefixPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9-]+$`) })
 
 // New returns the index for cfg. It does not contact Qdrant (gRPC connects
 // lazily), so Engram starts while Qdrant is down and Ready reports it.
@@ -100,7 +101,7 @@ func New(ctx context.Context, cfg Config) (*Index, error) {
 		return nil, err
 	}
 	prefix := cmp.Or(cfg.CollectionPrefix, "engram")
-	if !prefixPattern.MatchString(prefix) {
+	if !prefixPattern().MatchString(prefix) {
 		return nil, fmt.Errorf("qdrant: collection prefix %q: only letters, digits and '-'", prefix)
 	}
 	client, err := qdrant.NewClient(&qdrant.Config{

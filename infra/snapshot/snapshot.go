@@ -58,7 +58,11 @@ const (
 	maxString = 256
 )
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+// castagnoli is the CRC-32C table. The standard library builds it, with
+// the tables of its SSE4.2 code (1.5 MB of CRC computed, ~0.25 ms), at the
+// first call rather than at every process start: a command-line process
+// that trusts its images' stamps (stampChecksum) never builds them.
+func castagnoli() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) }
 
 // Header describes a snapshot's body.
 type Header struct {
@@ -116,7 +120,7 @@ func Write(dir string, h Header, body func(io.Writer) error) (err error) {
 	if _, err := tmp.Write(hdr); err != nil {
 		return fmt.Errorf("snapshot: %w", err)
 	}
-	crc := crc32.New(castagnoli)
+	crc := crc32.New(castagnoli())
 	counted := &countingWriter{w: io.MultiWriter(tmp, crc)}
 	buf := bufio.NewWriterSize(counted, 1<<20)
 	if err := body(buf); err != nil {
@@ -272,7 +276,7 @@ func verify(dir, kind string, body []byte, want stamp, trustStamp bool) error {
 	if trustStamp && stamped {
 		return nil
 	}
-	if crc32.Checksum(body, castagnoli) != want.crc {
+	if crc32.Checksum(body, castagnoli()) != want.crc {
 		return fmt.Errorf("%w: checksum mismatch", ErrCorrupt)
 	}
 	if known && !stamped {
@@ -406,7 +410,23 @@ func (s stamp) encode() []byte {
 	for _, v := range []uint64{s.file.Dev, s.file.Ino, s.file.Size, uint64(s.file.Mtime), uint64(s.file.Ctime), uint64(s.crc)} {
 		b = binary.LittleEndian.AppendUint64(b, v)
 	}
-	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+	return binary.LittleEndian.AppendUint32(b, stampChecksum(b))
+}
+
+// stampChecksum is the CRC-32C of a stamp's 56 bytes, computed a bit at a
+// time (~2 µs): crc32.Checksum would first build the standard library's
+// CRC-32C tables, which cost a hundred times more than this, in every
+// command-line process that reads a stamp and checksums nothing else.
+func stampChecksum(b []byte) uint32 {
+	const castagnoliReversed = 0x82f63b78
+	crc := ^uint32(0)
+	for _, c := range b {
+		crc ^= uint32(c)
+		for range 8 {
+			crc = crc>>1 ^ castagnoliReversed&-(crc&1)
+		}
+	}
+	return ^crc
 }
 
 // readStamp is kind's stamp in dir, the zero stamp when there is none or
@@ -415,7 +435,7 @@ func readStamp(dir, kind string) stamp {
 	b, err := os.ReadFile(stampPath(dir, kind))
 	const size = len(stampMagic) + 6*8 + 4
 	if err != nil || len(b) != size || string(b[:len(stampMagic)]) != stampMagic ||
-		crc32.Checksum(b[:size-4], castagnoli) != binary.LittleEndian.Uint32(b[size-4:]) {
+		stampChecksum(b[:size-4]) != binary.LittleEndian.Uint32(b[size-4:]) {
 		return stamp{}
 	}
 	v := func(i int) uint64 { return binary.LittleEndian.Uint64(b[len(stampMagic)+8*i:]) }

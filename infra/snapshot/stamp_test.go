@@ -3,6 +3,7 @@ package snapshot
 import (
 	"bytes"
 	"errors"
+	"hash/crc32"
 	"io"
 	"os"
 	"testing"
@@ -43,4 +44,18 @@ func TestOpenStampedTrustsAStampThatNamesTheFile(t *testing.T) {
 		t.Fatalf("OpenStamped checksummed a stamped body: %v", err)
 	}
 	opened.Close()
+}
+
+// A stamp's checksum, computed a bit at a time, is the CRC-32C the
+// standard library computes: stamps written before it read as before.
+func TestStampChecksumIsCRC32C(t *testing.T) {
+	b := make([]byte, 80)
+	for i := range b {
+		b[i] = byte(i*131 + 7)
+	}
+	for n := range len(b) + 1 {
+		if got, want := stampChecksum(b[:n]), crc32.Checksum(b[:n], crc32.MakeTable(crc32.Castagnoli)); got != want {
+			t.Fatalf("%d bytes: %08x, want %08x", n, got, want)
+		}
+	}
 }

@@ -35,7 +35,8 @@ func TestClaimsMigrationClaimsTheLogsMemories(t *testing.T) {
 		}
 	}
 	err = db.WriteTx(ctx, func(tx *sql.Tx) error {
-		for _, stmt := range []string{`DROP TABLE claims`, `DELETE FROM migrations WHERE name LIKE '%0014_claims.sql'`} {
+		// An engram before the schema version left it at 0.
+		for _, stmt := range []string{`DROP TABLE claims`, `DELETE FROM migrations WHERE name LIKE '%0014_claims.sql'`, `PRAGMA user_version = 0`} {
 			if _, err := tx.ExecContext(ctx, stmt); err != nil {
 				return err
 			}

@@ -101,18 +101,12 @@ func Open(ctx context.Context, dataDir string, opts Options) (*DB, error) {
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: open writer: %w", err)
 		}
+		// The writer connects at its first statement: an Open of a
+		// current database leaves it unconnected (below), so a command
+		// that only reads never opens it.
 		db.write.SetMaxOpenConns(1)
 		db.idle = time.AfterFunc(time.Hour, db.checkpointWhenIdle)
 		db.idle.Stop()
-		if err := migrate(ctx, db.write); err != nil {
-			db.write.Close()
-			return nil, err
-		}
-		// A rebuild cut part-way left its deferred indexes to be built.
-		if err := runTx(ctx, db.write, func(tx *sql.Tx) error { return restoreDeferredIndexes(ctx, tx) }); err != nil {
-			db.write.Close()
-			return nil, err
-		}
 	}
 	// The readers map the file (mmap_size, SQLite's cap of 2 GiB): a page
 	// read is then a memory access instead of a pread into each
@@ -140,20 +134,47 @@ func Open(ctx context.Context, dataDir string, opts Options) (*DB, error) {
 	db.read.SetMaxOpenConns(max(4, 2*runtime.GOMAXPROCS(0)))
 	db.read.SetMaxIdleConns(max(4, 2*runtime.GOMAXPROCS(0)))
 	db.hot = &stmtCache{db: db.read}
-	if err := db.read.PingContext(ctx); err != nil {
+	if err := db.prepareSchema(ctx, opts.ReadOnly); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+		return nil, err
 	}
-	if opts.ReadOnly {
+	return db, nil
+}
+
+// prepareSchema brings the database to this build's schema, or with
+// readOnly refuses one that is not there. A current database (see
+// schemaState) costs one statement on a reader; otherwise the writer runs
+// the migrations, builds the indexes a cut rebuild deferred and marks the
+// database current, all before anything queries it.
+func (db *DB) prepareSchema(ctx context.Context, readOnly bool) error {
+	names, err := migrationNames()
+	if err != nil {
+		return err
+	}
+	state, err := readSchemaState(ctx, db.read)
+	if err != nil {
+		return fmt.Errorf("sqlite: open %s: %w", db.path, err)
+	}
+	if state.version == len(names) && !state.deferredIndexes {
+		return nil
+	}
+	if readOnly {
 		// A reader cannot migrate: a database an older engram wrote last
 		// would answer queries about columns it does not have yet with
 		// SQL errors, so it is refused up front, saying how to upgrade it.
-		if err := requireMigrated(ctx, db.read, path); err != nil {
-			db.Close()
-			return nil, err
-		}
+		// (A reader leaves deferred indexes to the next writer.)
+		return requireMigrated(ctx, db.read, db.path, names)
 	}
-	return db, nil
+	if err := migrate(ctx, db.write, names); err != nil {
+		return err
+	}
+	// A rebuild cut part-way left its deferred indexes to be built.
+	return runTx(ctx, db.write, func(tx *sql.Tx) error {
+		if err := restoreDeferredIndexes(ctx, tx); err != nil {
+			return err
+		}
+		return markCurrent(ctx, tx, len(names))
+	})
 }
 
 func fileExists(path string) bool {
@@ -167,6 +188,15 @@ func dsn(path string, q url.Values, pragmas ...string) string {
 		q.Add("_pragma", p)
 	}
 	return "file:" + path + "?" + q.Encode()
+}
+
+// walHasFrames reports whether the database's WAL may hold frames: its
+// file is there and not empty. A checkpoint (TRUNCATE) leaves it empty;
+// SQLite reuses the file from its start after other checkpoints, so any
+// size above zero may be frames not yet copied.
+func walHasFrames(path string) bool {
+	info, err := os.Stat(path + "-wal")
+	return err == nil && info.Size() > 0
 }
 
 // Path is the database file.
@@ -193,8 +223,14 @@ func (db *DB) Close() error {
 	// cannot start a writer on a full disk without its -shm). A checkpoint
 	// that fails (a full disk that cannot take the frames) leaves the WAL
 	// to the next open.
+	//
+	// A WAL already empty (a process that wrote nothing, as a command that
+	// only reads) needs no checkpoint, and the writer, never connected,
+	// is not connected for one.
 	if db.write != nil {
-		_, _ = db.write.ExecContext(context.Background(), `PRAGMA wal_checkpoint(TRUNCATE)`)
+		if walHasFrames(db.path) {
+			_, _ = db.write.ExecContext(context.Background(), `PRAGMA wal_checkpoint(TRUNCATE)`)
+		}
 		if e := db.write.Close(); err == nil {
 			err = e
 		}

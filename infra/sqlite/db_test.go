@@ -76,9 +76,11 @@ func TestReadOnlyOpenRefusesAnOlderSchema(t *testing.T) {
 		{name: "current schema", older: func(*testing.T, string) {}},
 		{name: "a migration not applied", older: func(t *testing.T, dir string) {
 			execSQL(t, dir, `DELETE FROM migrations WHERE name = 'migrations/0013_agent_forgotten_count.sql'`)
+			execSQL(t, dir, olderSchemaVersion)
 		}, wantErr: "(not applied: 0013_agent_forgotten_count.sql); any engram command that writes to it"},
 		{name: "no migrations at all", older: func(t *testing.T, dir string) {
 			execSQL(t, dir, `DROP TABLE migrations`)
+			execSQL(t, dir, olderSchemaVersion)
 		}, wantErr: "not applied: 0001_"},
 	}
 	for _, tc := range cases {
@@ -110,6 +112,10 @@ func TestReadOnlyOpenRefusesAnOlderSchema(t *testing.T) {
 		})
 	}
 }
+
+// olderSchemaVersion sets the schema version an engram before it was kept
+// left in every database.
+const olderSchemaVersion = `PRAGMA user_version = 0`
 
 // execSQL runs one statement on the database in dir with a plain
 // connection, as an older engram (or another tool) would have left it.

@@ -18,6 +18,7 @@ func TestKeywordMetaMigrationReplays(t *testing.T) {
 	for _, stmt := range []string{
 		`ALTER TABLE keyword_docs DROP COLUMN meta`,
 		`DELETE FROM migrations WHERE name LIKE '%0008_keyword_meta.sql'`,
+		`PRAGMA user_version = 0`, // as an engram before the schema version left it
 		`INSERT INTO keyword_agents (user_id, agent_id) VALUES ('u', 'a')`,
 		`INSERT INTO keyword_docs (memory_id, user_id, agent_id, type, tags, created_ns, body) VALUES ('m1', 'u', 'a', 'note', '["x"]', 0, 'old')`,
 		`INSERT INTO projection_checkpoints (name, position) VALUES ('keyword', 42)`,

@@ -22,6 +22,7 @@ func TestForgottenCountMigrationCountsExistingRows(t *testing.T) {
 	for _, stmt := range []string{
 		`ALTER TABLE agents DROP COLUMN forgotten_memories`,
 		`DELETE FROM migrations WHERE name LIKE '%0013_agent_forgotten_count.sql'`,
+		`PRAGMA user_version = 0`, // as an engram before the schema version left it
 		`INSERT INTO agents (user_id, agent_id, embedding_model, dimensions, created_at, stored_memories) VALUES ('u', 'a', 'm', 4, '2026-01-01T00:00:00.000000000Z', 3), ('u', 'b', 'm', 4, '2026-01-01T00:00:00.000000000Z', 1)`,
 		memoryRow("m1", "u", "a", "NULL"),
 		memoryRow("m2", "u", "a", "'t'"),

@@ -49,8 +49,8 @@ func readModelTables() map[string][]exportTable {
 }
 
 // createDeferredIndexes is the table of indexes dropped for a rebuild in
-// progress. It is no migration: it only ever holds rows while a rebuild
-// runs or after one was cut.
+// progress. It is no migration: it only exists while a rebuild runs or
+// after one was cut.
 const createDeferredIndexes = `CREATE TABLE IF NOT EXISTS deferred_indexes (name TEXT PRIMARY KEY, sql TEXT NOT NULL) WITHOUT ROWID`
 
 // DeferIndexes drops the query-only secondary indexes of the named
@@ -114,7 +114,7 @@ func (db *DB) RestoreIndexes(ctx context.Context) error {
 }
 
 // restoreDeferredIndexes builds the indexes recorded in deferred_indexes,
-// if the table exists, and empties it.
+// if the table exists, and drops it.
 func restoreDeferredIndexes(ctx context.Context, tx *sql.Tx) error {
 	var n int
 	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'deferred_indexes'`).Scan(&n); err != nil {
@@ -144,7 +144,10 @@ func restoreDeferredIndexes(ctx context.Context, tx *sql.Tx) error {
 			return fmt.Errorf("sqlite: restore index %s: %w", d[0], err)
 		}
 	}
-	if _, err := tx.ExecContext(ctx, `DELETE FROM deferred_indexes`); err != nil {
+	// Dropped rather than emptied: the table's existence alone says a
+	// rebuild left indexes to build, which an Open checks with the schema
+	// version (readSchemaState).
+	if _, err := tx.ExecContext(ctx, `DROP TABLE deferred_indexes`); err != nil {
 		return fmt.Errorf("sqlite: restore indexes: %w", err)
 	}
 	return nil

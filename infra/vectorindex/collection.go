@@ -43,9 +43,9 @@ type collection struct {
 	// CPU, most of a command-line search's open). A graph collection's
 	// slots never move, so its writes keep idOrder: a replaced or deleted
 	// image slot is a tombstone, which the lookup skips. A flat
-	// collection's first write builds the whole table (indexSlots), since
-	// a delete there moves a slot; so does a compaction, which renumbers
-	// them.
+	// collection's appends and replacements move no slot either; its
+	// first delete builds the whole table (indexSlots), since a
+	// swap-remove moves one; so does a compaction, which renumbers them.
 	idOrder  []uint32
 	imageIDs idArena
 	created  []int64  // unix nanos (see unixNanos)
@@ -84,6 +84,11 @@ type collection struct {
 	// ones too) alias the snapshot's bytes rather than a copy of them.
 	inPlace bool
 	lent    atomic.Bool
+	// vecsShared: a flat collection's vectors may still be read by an
+	// image (the snapshot's bytes, or one being written): ownVectors
+	// copies them before a write changes one in place. Appends go to the
+	// heap tail past them (slotArray) and need no copy.
+	vecsShared bool
 	// published is signalled (with c.mu as its lock) whenever the graph
 	// grows, the indexer stops or the collection is dropped: writers held
 	// back by Options.MaxTail wait on it.
@@ -125,6 +130,12 @@ type prepared struct {
 
 func (c *collection) live() int { return c.ids.len() - c.nDead }
 
+// holds reports whether id is a live item (caller holds the lock).
+func (c *collection) holds(id string) bool {
+	_, ok := c.slot(id)
+	return ok
+}
+
 // slot returns the slot of the live item id (caller holds the lock, read
 // or write).
 func (c *collection) slot(id string) (uint32, bool) {
@@ -141,7 +152,7 @@ func (c *collection) slot(id string) (uint32, bool) {
 }
 
 // indexSlots builds the slot table of a flat collection read from an
-// image, before its first write moves slots (caller holds the write
+// image, before its first delete moves slots (caller holds the write
 // lock). A graph collection keeps its ID order (see idOrder).
 func (c *collection) indexSlots() {
 	if c.idOrder != nil && !c.stable {
@@ -202,7 +213,6 @@ const (
 // A quantised collection writes the batch's full-precision vectors to its
 // float file first, so that a failed write leaves the collection as it was.
 func (c *collection) upsert(items []prepared) error {
-	c.indexSlots()
 	var units []float32 // quantised: item i's unit vector at [i*dim, (i+1)*dim)
 	if c.quantized() {
 		units = make([]float32, len(items)*c.dim)
@@ -227,6 +237,7 @@ func (c *collection) upsert(items []prepared) error {
 		case !exists:
 			c.appendSlot(it, c.unit(units, i))
 		case !c.stable:
+			c.ownVectors()
 			scaleInto(c.vec(slot), it.vec, it.inv)
 			c.setMeta(slot, it)
 		default: // stable slots never change: graph links and posting lists stay valid
@@ -322,6 +333,7 @@ func (c *collection) remove(id string) {
 		c.tombstone(slot)
 		return
 	}
+	c.ownVectors()
 	c.slotOf.remove(&c.ids, id)
 	c.ids.drop(slot)
 	c.tagGarbage += int(c.tagN[slot])
@@ -335,7 +347,7 @@ func (c *collection) remove(id string) {
 		c.tagN[slot] = c.tagN[last]
 		c.slotOf.put(&c.ids, string(c.ids.at(slot)), slot)
 	}
-	c.vecs.tail = c.vecs.tail[:int(last)*c.dim] // owned: see ownArrays
+	c.vecs.tail = c.vecs.tail[:int(last)*c.dim] // owned: see ownVectors
 	c.ids.off = c.ids.off[:last]
 	c.created = c.created[:last]
 	c.types = c.types[:last]
@@ -355,12 +367,13 @@ func (c *collection) tombstone(slot uint32) {
 // ownArrays makes the arrays a write may change in place the collection's
 // own before it does (caller holds the write lock): the per-slot metadata
 // (tombstones, flat-mode swap-removes and replacements, compaction move
-// entries), and in flat mode the vectors. A stable collection's vectors,
-// codes and scales only ever grow past the length a snapshot took: appends
-// go to their heap tails (slotArray), so a restored collection's first
-// write copies none of them. Its ID bytes, tag arena and interned names
-// are append-only or replaced by compaction; they stay shared. The copies
-// keep room for the write's appends, which would copy them again.
+// entries). The vectors, codes and scales only ever grow past the length
+// a snapshot took, appends going to their heap tails (slotArray), except
+// a flat collection's, which a delete or a replacement changes in place:
+// ownVectors copies those first, so a restored flat collection's appends
+// (a catch-up's captures) copy none. Its ID bytes, tag arena and interned
+// names are append-only or replaced by compaction; they stay shared. The
+// copies keep room for the write's appends, which would copy them again.
 func (c *collection) ownArrays() {
 	if !c.borrowed && !c.lent.Load() {
 		return
@@ -371,11 +384,18 @@ func (c *collection) ownArrays() {
 	c.tagOff = ownCopy(c.tagOff)
 	c.tagN = ownCopy(c.tagN)
 	c.dead = ownCopy(c.dead)
-	if !c.stable {
-		c.vecs = heapSlots(ownCopy(c.vecs.owned()))
-	}
+	c.vecsShared = c.vecsShared || !c.stable
 	c.borrowed, c.inPlace = false, false
 	c.lent.Store(false)
+}
+
+// ownVectors makes a flat collection's vectors its own before a write
+// changes one in place (caller holds the write lock; see vecsShared).
+func (c *collection) ownVectors() {
+	if c.vecsShared || c.vecs.base != nil {
+		c.vecs = heapSlots(ownCopy(c.vecs.owned()))
+		c.vecsShared = false
+	}
 }
 
 // ownCopy is a copy of s with room to grow (see grow).

@@ -60,6 +60,7 @@ func (c *collection) compact(dir string) error {
 		c.floats.close()
 	}
 	c.vecs, c.codes, c.scales, c.floats = heapSlots(vecs), heapSlots(codes), heapSlots(scales), floats
+	c.vecsShared = false
 	c.ids.off = slices.Clip(c.ids.off[:n])
 	c.ids.compactIfSparse()
 	c.created = slices.Clip(c.created[:n])

@@ -70,11 +70,11 @@ func checkIDs(t *testing.T, c *collection, pool []string, vecs map[string][]floa
 			liveBytes += idSize(id)
 		}
 	}
-	if got := len(c.ids.bytes) - c.ids.garbage; got != liveBytes {
+	if got := c.ids.bytes.len() - c.ids.garbage; got != liveBytes {
 		t.Fatalf("step %d: arena accounts %d live bytes, want %d", step, got, liveBytes)
 	}
-	if len(c.ids.bytes) > 2*liveBytes+4096+400 {
-		t.Fatalf("step %d: arena holds %d bytes for %d live", step, len(c.ids.bytes), liveBytes)
+	if c.ids.bytes.len() > 2*liveBytes+4096+400 {
+		t.Fatalf("step %d: arena holds %d bytes for %d live", step, c.ids.bytes.len(), liveBytes)
 	}
 }
 

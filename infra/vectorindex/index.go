@@ -202,7 +202,10 @@ func (ix *Index) Delete(collection string, ids ...string) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.dropped {
+	// A snapshot's catch-up deletes every memory it re-reads, mostly ones
+	// captured after the image, which it does not hold: such a delete
+	// changes nothing, so it copies none of the image's arrays.
+	if c.dropped || !slices.ContainsFunc(ids, c.holds) {
 		return
 	}
 	c.ownArrays()

@@ -30,6 +30,10 @@ type Port struct {
 	// imageUnbuilt is how many vectors the graphs of the image the port
 	// was read from did not cover (ReadSnapshot).
 	imageUnbuilt int
+	// imageOutdated: that image's body is of an older format, which
+	// ReadSnapshot reads at a cost the current one avoids (format 1: every
+	// collection's slot table rebuilt at every read).
+	imageOutdated bool
 }
 
 var _ domain.VectorIndex = (*Port)(nil)
@@ -58,6 +62,11 @@ func (p *Port) Unbuilt() int {
 // read (0 for a port not read from an image): an image saved before its
 // graphs were built makes every start from it build them again.
 func (p *Port) ImageUnbuilt() int { return p.imageUnbuilt }
+
+// ImageOutdated reports that the image the port was read from is of an
+// older body format than WriteSnapshot writes: rewriting it spares every
+// later read the older format's cost.
+func (p *Port) ImageOutdated() bool { return p.imageOutdated }
 
 // FinishBuilds finishes every graph build now (Index.FinishBuilds).
 func (p *Port) FinishBuilds(ctx context.Context) error { return p.ix.FinishBuilds(ctx) }

@@ -1,7 +1,8 @@
 package vectorindex
 
 // slotArray is a per-slot array (a fixed number of elements per slot: the
-// vectors, the codes, the scales) in two segments: base, the elements a
+// vectors, the codes, the scales; or the ID arena's bytes, whose IDs do
+// not straddle the segments either) in two segments: base, the elements a
 // collection restored from a snapshot reads in place from the snapshot's
 // bytes (often a read-only mapping) and never writes, then tail, on the
 // heap, where appends go. So the first write after a restore appends to an

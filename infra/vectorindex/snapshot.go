@@ -65,7 +65,7 @@ type collectionImage struct {
 	graphBase, nDead, idGarbage, tagGarbg int
 	typeNames, tagNames                   []string
 
-	idBytes  []byte
+	idBytes  slotArray[byte]
 	idOff    []uint32
 	created  []int64
 	types    []uint16
@@ -90,7 +90,7 @@ func (c *collection) capture() collectionImage {
 		graphBase: c.graphBase, nDead: c.nDead, idGarbage: c.ids.garbage, tagGarbg: c.tagGarbage,
 		typeNames: c.typeNames.names[:c.typeNames.len():c.typeNames.len()],
 		tagNames:  c.tagNames.names[:c.tagNames.len():c.tagNames.len()],
-		idBytes:   c.ids.bytes[:len(c.ids.bytes):len(c.ids.bytes)],
+		idBytes:   c.ids.bytes.prefix(c.ids.bytes.len()),
 		idOff:     c.ids.off[:n:n],
 		created:   c.created[:n:n],
 		types:     c.types[:n:n],
@@ -300,12 +300,12 @@ func (e *encoder) collection(img *collectionImage) error {
 		flags |= snapCaughtUp
 	}
 	e.u32(flags)
-	for _, v := range []int{slots, img.graphBase, img.nDead, img.idGarbage, img.tagGarbg, len(img.idBytes), len(img.tagArena)} {
+	for _, v := range []int{slots, img.graphBase, img.nDead, img.idGarbage, img.tagGarbg, img.idBytes.len(), len(img.tagArena)} {
 		e.u64(uint64(v))
 	}
 	e.strs(img.typeNames)
 	e.strs(img.tagNames)
-	writeArray(e, img.idBytes)
+	writeSlots(e, img.idBytes)
 	writeArray(e, img.idOff)
 	writeArray(e, img.created)
 	writeArray(e, img.types)

@@ -75,6 +75,7 @@ func ReadSnapshot(data []byte, opts Options) (*Port, error) {
 		return nil, d.err
 	}
 	p.imageUnbuilt = p.Unbuilt()
+	p.imageOutdated = d.version < SnapshotVersion
 	for _, c := range ix.cols {
 		c.mu.Lock()
 		if c.stable && c.graph.n < c.ids.len() {
@@ -254,7 +255,7 @@ func (d *decoder) collection() *collection {
 	c.typeNames, c.tagNames = d.interner(c.name, typeNames), d.interner(c.name, tagNames)
 
 	var borrowed [12]bool
-	c.ids.bytes, borrowed[0] = readArray[byte](d, idBytesLen)
+	c.ids.bytes.base, borrowed[0] = readArray[byte](d, idBytesLen)
 	c.ids.off, borrowed[1] = readArray[uint32](d, n)
 	c.created, borrowed[2] = readArray[int64](d, n)
 	c.types, borrowed[3] = readArray[uint16](d, n)
@@ -397,12 +398,12 @@ func (d *decoder) check(c *collection) {
 		case isDead:
 			d.fail("collection %q: tombstone %d keeps an id", c.name, s)
 			return
-		case int(off) >= len(c.ids.bytes):
+		case int(off) >= len(c.ids.bytes.base):
 			d.fail("collection %q: slot %d: id offset %d", c.name, s, off)
 			return
 		default:
-			l, w := binary.Uvarint(c.ids.bytes[off:])
-			if w <= 0 || l == 0 || l > uint64(len(c.ids.bytes)-int(off)-w) {
+			l, w := binary.Uvarint(c.ids.bytes.base[off:])
+			if w <= 0 || l == 0 || l > uint64(len(c.ids.bytes.base)-int(off)-w) {
 				d.fail("collection %q: slot %d: bad id", c.name, s)
 				return
 			}

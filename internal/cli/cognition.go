@@ -90,24 +90,38 @@ func processExhaust(ctx context.Context, c *cli, args []string) error {
 		if err != nil {
 			return err
 		}
-		if c.json {
-			return c.printJSON(r)
-		}
-		tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "CYCLE\tINTENSITY\tSOURCES\tPROMOTIONS\tSUGGESTIONS\tERRORS")
-		for _, cy := range r.Cycles {
-			fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%d\t%d\n", cy.Cycle, cy.Intensity, cy.Sources, cy.Promotions, cy.Suggestions, cy.Errors)
-		}
-		if err := tw.Flush(); err != nil {
+		if err := printExhaust(c, r); err != nil {
 			return err
 		}
-		state := "not converged"
-		if r.Converged {
-			state = "converged"
+		if r.Failure != nil {
+			// What the cycles before stored is printed; the exit status
+			// and the message say the run failed.
+			return fmt.Errorf("cycle %d failed; the %d cycles before it are stored: %w", r.CyclesCompleted+1, r.CyclesCompleted, r.Failure)
 		}
-		fmt.Fprintf(c.stdout, "%d cycles, %d promotions, %d suggestions: %s (%s)\n", r.CyclesCompleted, r.TotalPromotions, r.TotalSuggestions, state, r.ConvergenceReason)
 		return nil
 	})
+}
+
+// printExhaust prints an exhaust run's result: the object the API answers
+// with --json, else a table of its cycles and a summary line.
+func printExhaust(c *cli, r commands.ExhaustResult) error {
+	if c.json {
+		return c.printJSON(r)
+	}
+	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "CYCLE\tINTENSITY\tSOURCES\tPROMOTIONS\tSUGGESTIONS\tERRORS")
+	for _, cy := range r.Cycles {
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%d\t%d\n", cy.Cycle, cy.Intensity, cy.Sources, cy.Promotions, cy.Suggestions, cy.Errors)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	state := "not converged"
+	if r.Converged {
+		state = "converged"
+	}
+	fmt.Fprintf(c.stdout, "%d cycles, %d promotions, %d suggestions: %s (%s)\n", r.CyclesCompleted, r.TotalPromotions, r.TotalSuggestions, state, r.ConvergenceReason)
+	return nil
 }
 
 // rawCommand is `engram raw`: a capture, or with "list" the raw entries

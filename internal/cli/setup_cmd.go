@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/engram-memory/engram/client"
@@ -29,8 +30,9 @@ const mcpKeyEnv = "ENGRAM_API_KEY"
 const vscodeKeyInput = "engram-api-key"
 
 // mcpServerNamePattern is what every client accepts as a server name (VS
-// Code's schema is the strictest: a letter, then letters, digits, _ or -).
-var mcpServerNamePattern = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]{0,63}$`)
+// Code's schema is the strictest: a letter, then letters, digits, _ or -),
+// compiled at first use, not at every process start (every command of the command line is one).
+var mcpServerNamePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]{0,63}$`) })
 
 // mcpServerSpec is the Engram MCP server one client is told about: a local
 // process speaking stdio, or the server's /mcp over streamable HTTP.
@@ -217,7 +219,7 @@ func setupCommand(ctx context.Context, c *cli, args []string) error {
 		return err
 	}
 	switch {
-	case !mcpServerNamePattern.MatchString(*name):
+	case !mcpServerNamePattern().MatchString(*name):
 		return usageErrorf("setup: --name %q: a letter, then letters, digits, _ or - (at most 64)", *name)
 	case *forceCloud && *forceLocal:
 		return usageErrorf("setup: --local and --cloud exclude each other")

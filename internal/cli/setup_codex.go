@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/pelletier/go-toml/v2"
 )
@@ -54,11 +55,12 @@ func codexServerTable(s mcpServerSpec) []byte {
 	return []byte(b.String())
 }
 
-var tomlBareKey = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+// tomlBareKey is compiled at first use, not at every process start (every command of the command line is one).
+var tomlBareKey = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-]+$`) })
 
 // tomlKey is a bare key when TOML allows one, else a quoted one.
 func tomlKey(k string) string {
-	if tomlBareKey.MatchString(k) {
+	if tomlBareKey().MatchString(k) {
 		return k
 	}
 	return tomlString(k)

@@ -180,6 +180,11 @@ func versionOf(binDir string) int {
 type cluster struct {
 	bin, dir, url string
 	cred          *syscall.Credential // the postgres user, when we are root
+	// watchdog stops the cluster and removes dir once the test process
+	// is gone, however it ended; its stdin is the read end of a pipe
+	// whose only write end is held here (alive).
+	watchdog *exec.Cmd
+	alive    *os.File
 }
 
 // startCluster runs initdb and pg_ctl start. PostgreSQL refuses to run as
@@ -217,6 +222,10 @@ func startCluster(ctx context.Context, bin string) (*cluster, error) {
 		err = c.run(ctx, "pg_ctl", "-D", data, "-l", filepath.Join(dir, "server.log"), "-o", opts, "-w", "-t", "60", "start")
 		if err == nil {
 			c.url = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
+			if err := c.startWatchdog(); err != nil {
+				_ = c.stop()
+				return nil, err
+			}
 			return c, nil
 		}
 		if attempt == 3 {
@@ -232,7 +241,48 @@ func (c *cluster) stop() error {
 	if rmErr := os.RemoveAll(c.dir); err == nil {
 		err = rmErr
 	}
+	if c.watchdog != nil {
+		// The cluster is gone: the watchdog's stop and removal find
+		// nothing left to do, and it exits.
+		c.alive.Close()
+		if wErr := c.watchdog.Wait(); err == nil && wErr != nil {
+			err = fmt.Errorf("pgtest: cluster watchdog: %w", wErr)
+		}
+	}
 	return err
+}
+
+// watchdogScript waits for the end of its stdin, which comes when the
+// test process closes the pipe or dies (kill -9, a go test timeout, a
+// crash: the kernel closes its files), then stops the cluster at once and
+// removes its directory. pg_ctl start puts the server in a session of its
+// own, so without this a test process killed before Close leaves a
+// cluster running until someone notices. The watchdog is in a session of
+// its own too, and ignores the signals a terminal or go test sends to the
+// process group, so that it outlives the test process it watches.
+const watchdogScript = `trap '' HUP INT TERM QUIT
+cat >/dev/null
+"$0" -D "$1/data" -m immediate -w stop >/dev/null 2>&1
+rm -rf "$1"`
+
+// startWatchdog starts the cluster's watchdog (as the postgres user when
+// we are root, as pg_ctl must run).
+func (c *cluster) startWatchdog() error {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("pgtest: %w", err)
+	}
+	defer r.Close() // the child has its own copy
+	cmd := exec.Command("/bin/sh", "-c", watchdogScript, filepath.Join(c.bin, "pg_ctl"), c.dir)
+	cmd.Stdin = r
+	cmd.Dir = c.dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Credential: c.cred}
+	if err := cmd.Start(); err != nil {
+		w.Close()
+		return fmt.Errorf("pgtest: start the cluster's watchdog: %w", err)
+	}
+	c.watchdog, c.alive = cmd, w
+	return nil
 }
 
 // run runs a PostgreSQL program of c.bin, as the postgres user when we

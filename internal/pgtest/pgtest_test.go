@@ -1,9 +1,16 @@
 package pgtest_test
 
 import (
+	"bufio"
 	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -110,3 +117,102 @@ func TestDatabaseIsFreshAndDropped(t *testing.T) {
 		t.Fatalf("database %s still exists after its test (%d, %v)", name, left, err)
 	}
 }
+
+// TestClusterStopsWhenItsTestProcessIsKilled: a test process killed with
+// SIGKILL runs no cleanup, yet leaves no cluster behind: the cluster's
+// watchdog stops it and removes its directory within seconds.
+func TestClusterStopsWhenItsTestProcessIsKilled(t *testing.T) {
+	child := exec.Command(os.Args[0], "-test.run=^$")
+	child.Env = append(os.Environ(), holdClusterEnv+"=1", pgtest.URLEnv+"=")
+	out, err := child.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	child.Stderr = os.Stderr
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = child.Process.Kill(); _ = child.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("the child printed no URL: %v", err)
+	}
+	verb, arg, _ := strings.Cut(strings.TrimSpace(line), " ")
+	switch verb {
+	case "skip":
+		t.Skip("SKIP: " + arg)
+	case "url":
+	default:
+		t.Fatalf("child: %s", line)
+	}
+	conn, err := pgx.Connect(t.Context(), arg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dataDir string
+	if err := conn.QueryRow(t.Context(), "SHOW data_directory").Scan(&dataDir); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close(t.Context())
+
+	if err := child.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = child.Wait()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, statErr := os.Stat(dataDir)
+		c, connErr := pgx.Connect(t.Context(), arg)
+		if connErr == nil {
+			c.Close(t.Context())
+		}
+		if connErr != nil && errors.Is(statErr, fs.ErrNotExist) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("10 s after its test process was killed the cluster still answers (%v) or its directory %s is there (%v)", connErr == nil, dataDir, statErr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// holdClusterEnv makes the test binary, run as the child of
+// TestClusterStopsWhenItsTestProcessIsKilled, a test process that starts a
+// cluster, prints its URL and waits to be killed.
+const holdClusterEnv = "PGTEST_HOLD_CLUSTER"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(holdClusterEnv) == "1" {
+		holdCluster()
+	}
+	os.Exit(m.Run())
+}
+
+// holdCluster opens a server, prints "url URL" (or "skip REASON" where
+// there is no PostgreSQL), and sleeps until it is killed.
+func holdCluster() {
+	pg, err := pgtest.Open(context.Background())
+	if err != nil {
+		fmt.Println("error", err)
+		os.Exit(1)
+	}
+	var tb outsideTest
+	url := pg.URL(&tb)
+	if tb.skipped != "" {
+		fmt.Println("skip", tb.skipped)
+		os.Exit(0)
+	}
+	fmt.Println("url", url)
+	time.Sleep(5 * time.Minute) // killed long before
+	os.Exit(1)
+}
+
+// outsideTest is the testing.TB that Server.URL needs, outside a test:
+// it records a skip.
+type outsideTest struct {
+	testing.TB
+	skipped string
+}
+
+func (*outsideTest) Helper()            {}
+func (o *outsideTest) Skip(args ...any) { o.skipped = fmt.Sprint(args...) }

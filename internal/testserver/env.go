@@ -16,8 +16,14 @@ var inherited = []string{"PATH", "TMPDIR", "TZ", "LANG", "LC_ALL", "LC_CTYPE", "
 // test: the allow-listed variables of the current environment, with HOME
 // and ENGRAM_HOME set to home (an empty directory the test owns), so the
 // built-in defaults apply unless the test passes more variables.
+//
+// ENGRAM_METRICS_ADDR is empty: a server started by a test serves no
+// metrics unless the test asks for them, instead of binding the default
+// 127.0.0.1:9464, which another engram on the machine (another test, a
+// developer's server) may need. A test that wants metrics passes its own
+// address (a flag, or the variable in its extra environment, which wins).
 func Environ(home string) []string {
-	env := []string{"HOME=" + home, "ENGRAM_HOME=" + home}
+	env := []string{"HOME=" + home, "ENGRAM_HOME=" + home, "ENGRAM_METRICS_ADDR="}
 	for _, name := range inherited {
 		if v, ok := os.LookupEnv(name); ok {
 			env = append(env, name+"="+v)

@@ -17,6 +17,11 @@ func TestStartRegisterStop(t *testing.T) {
 	if !strings.HasPrefix(s.BaseURL, "http://127.0.0.1:") {
 		t.Fatalf("BaseURL %q", s.BaseURL)
 	}
+	// No metrics listener: the default 127.0.0.1:9464 is the machine's,
+	// not a test's (it logs "metrics serving", or a warning when taken).
+	if log := s.Log(); strings.Contains(log, "metrics serving") || strings.Contains(log, "--metrics-addr") {
+		t.Fatalf("a test server opened a metrics listener (or tried the default):\n%s", log)
+	}
 	key := testserver.Register(t, s.APIURL(), s.DataDir, "ada@example.com")
 	if !strings.HasPrefix(key, "eng_") {
 		t.Fatalf("api key %q lacks the eng_ prefix", key)
@@ -92,7 +97,7 @@ func TestEnvironCarriesOnlyTheAllowList(t *testing.T) {
 		k, v, _ := strings.Cut(kv, "=")
 		env[k] = v
 	}
-	want := map[string]string{"HOME": "/tmp/hermetic", "ENGRAM_HOME": "/tmp/hermetic", "PATH": "/usr/bin:/bin"}
+	want := map[string]string{"HOME": "/tmp/hermetic", "ENGRAM_HOME": "/tmp/hermetic", "ENGRAM_METRICS_ADDR": "", "PATH": "/usr/bin:/bin"}
 	for k, v := range want {
 		if env[k] != v {
 			t.Errorf("%s = %q, want %q", k, env[k], v)

@@ -3,9 +3,13 @@ anxiety, audit and stats: the Go client's cognition test, through the SDK."""
 
 from __future__ import annotations
 
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
 import pytest
 
-from engram import BadRequestError, ConflictError, Engram, NotFoundError, PreconditionFailedError
+from engram import BadRequestError, ConflictError, CycleFailure, Engram, NotFoundError, PreconditionFailedError
 
 
 @pytest.fixture
@@ -115,3 +119,50 @@ def test_cognition_routes(client, server, claire):
     ):
         with pytest.raises(NotFoundError):
             call()
+
+
+def test_exhaust_answers_the_cycles_stored_before_a_failing_cycle():
+    """A run whose second cycle failed answers 200 with the cycle it stored,
+    convergence_reason "cycle_failed" and the failure in the envelope's shape:
+    a result, not an exception. A scripted loopback server gives the answer,
+    which the real one gives only when storage fills up mid-run."""
+    at = "2026-01-02T03:04:05Z"
+    pass_ = {
+        "pass_id": "p1", "transition": "raw_to_note", "model": "rules", "forced": True, "auto_promote": True,
+        "at": at, "skipped": False, "inference_blocked": False, "source_count": 3,
+        "consumed": [{"id": "r1", "into": ["note:n1"]}], "suggestions": [], "created": ["note:n1"],
+        "deduplicated": 0, "gate_blocked": 0, "gate_details": [], "errors": [], "purged": ["belief:b1"],
+    }
+    answer = {
+        "cycles_completed": 1, "total_promotions": 1, "total_suggestions": 0, "converged": False,
+        "convergence_reason": "cycle_failed", "auto_promote": True,
+        "cycles": [{"cycle": 1, "intensity": "light", "sources": 3, "promotions": 1, "suggestions": 0,
+                    "errors": 0, "inference_blocked": False, "passes": [pass_]}],
+        "error": {"code": "storage_full", "message": "the server's storage is full", "request_id": "req_1"},
+    }
+    body = json.dumps({"success": True, "data": answer}).encode()
+
+    class Scripted(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 (http.server's name)
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Scripted)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        client = Engram(api_key="eng_test", base_url=f"http://127.0.0.1:{srv.server_address[1]}/v1", max_retries=0)
+        r = client.processing.exhaust("claire", max_cycles=5)
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    assert (r.cycles_completed, r.converged, r.convergence_reason) == (1, False, "cycle_failed")
+    assert isinstance(r.error, CycleFailure)
+    assert (r.error.code, r.error.request_id) == ("storage_full", "req_1")
+    assert r.cycles[0].passes[0].purged == ["belief:b1"]

@@ -416,6 +416,8 @@ export interface Pass {
   gate_blocked: number;
   gate_details: string[];
   errors: string[];
+  /** "type:id" of items an earlier attempt of the pass stored and a purge removed since: not written again, their sources consumed. Present only when not empty. */
+  purged?: string[];
 }
 export interface ProcessParams { force?: boolean; transition?: string }
 export interface ProcessResult { passes: Pass[] }
@@ -435,11 +437,15 @@ export interface ExhaustResult {
   total_promotions: number;
   total_suggestions: number;
   converged: boolean;
-  /** "converged", "inference_unavailable", "max_cycles", or "concurrent_processing": another request or node processed the agent after the first cycle (the cycles listed are stored). */
+  /** "converged", "inference_unavailable", "max_cycles", "concurrent_processing" (another request or node processed the agent after the first cycle) or "cycle_failed" (a cycle after the first failed: `error` says why). Either way the cycles listed are stored. */
   convergence_reason: string;
   auto_promote: boolean;
   cycles: ExhaustCycle[];
+  /** With convergence_reason "cycle_failed": the failing cycle's error, in the failure envelope's shape. */
+  error?: CycleFailure;
 }
+/** Why an exhaust cycle after the first failed. */
+export interface CycleFailure { code: string; message: string; request_id: string; details?: Record<string, unknown> }
 export interface Layer {
   enabled: boolean;
   model: string;

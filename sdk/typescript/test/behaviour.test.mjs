@@ -188,6 +188,30 @@ describe("against a scripted loopback server", () => {
     }
   });
 
+  test("an exhaust run whose second cycle failed is a result: the cycle stored, cycle_failed and the error", async () => {
+    const pass = {
+      pass_id: "p1", transition: "raw_to_note", model: "rules", forced: true, auto_promote: true, at: "2026-01-02T03:04:05Z",
+      skipped: false, inference_blocked: false, source_count: 3, consumed: [{ id: "r1", into: ["note:n1"] }], suggestions: [],
+      created: ["note:n1"], deduplicated: 0, gate_blocked: 0, gate_details: [], errors: [], purged: ["belief:b1"],
+    };
+    const s = await scripted([
+      ok({
+        cycles_completed: 1, total_promotions: 1, total_suggestions: 0, converged: false, convergence_reason: "cycle_failed", auto_promote: true,
+        cycles: [{ cycle: 1, intensity: "light", sources: 3, promotions: 1, suggestions: 0, errors: 0, inference_blocked: false, passes: [pass] }],
+        error: { code: "storage_full", message: "the server's storage is full", request_id: "req_1" },
+      }),
+    ]);
+    try {
+      const r = await s.client({ maxRetries: 0 }).processing.exhaust("claire", { max_cycles: 5 });
+      assert.deepEqual([r.cycles_completed, r.converged, r.convergence_reason], [1, false, "cycle_failed"]);
+      assert.deepEqual([r.error?.code, r.error?.request_id], ["storage_full", "req_1"]);
+      assert.deepEqual(r.cycles[0].passes[0].purged, ["belief:b1"]);
+      assert.equal(s.got.length, 1);
+    } finally {
+      await s.close();
+    }
+  });
+
   test("write_not_stored past maxRetries surfaces as WriteNotStoredError", async () => {
     const s = await scripted([fail(503, "write_not_stored", { "Retry-After": "0" }), fail(503, "write_not_stored", { "Retry-After": "0" })]);
     try {

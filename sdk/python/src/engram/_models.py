@@ -574,6 +574,9 @@ class Pass(Model):
     gate_blocked: int = 0
     gate_details: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    # "type:id" of items an earlier attempt of the pass stored and a purge removed
+    # since: not written again, their sources consumed (empty when none).
+    purged: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -589,17 +592,30 @@ class ExhaustCycle(Model):
 
 
 @dataclass
+class CycleFailure(Model):
+    """Why an exhaust cycle after the first failed, in the failure envelope's shape."""
+
+    code: str = ""
+    message: str = ""
+    request_id: str = ""
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
 class ExhaustResult(Model):
     cycles_completed: int = 0
     total_promotions: int = 0
     total_suggestions: int = 0
     converged: bool = False
-    # "converged", "inference_unavailable", "max_cycles", or "concurrent_processing":
-    # another request or node processed the agent after the first cycle (the cycles
-    # listed are stored).
+    # "converged", "inference_unavailable", "max_cycles", "concurrent_processing"
+    # (another request or node processed the agent after the first cycle) or
+    # "cycle_failed" (a cycle after the first failed: error says why). Either way
+    # the cycles listed are stored.
     convergence_reason: str = ""
     auto_promote: bool = False
     cycles: list[ExhaustCycle] = field(default_factory=list)
+    # With convergence_reason "cycle_failed": the failing cycle's error.
+    error: CycleFailure | None = None
 
 
 @dataclass

@@ -1,0 +1,143 @@
+package commands_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/engram-memory/engram/commands"
+	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/domain/memory"
+	"github.com/engram-memory/engram/domain/processing"
+	"github.com/engram-memory/engram/infra/embed/openai"
+	"github.com/engram-memory/engram/internal/memenvtest"
+)
+
+// countingEmbeddings answers POST /v1/embeddings as OpenAI does (each
+// text's vector derived from its hash) and counts the calls and texts
+// that reached it.
+type countingEmbeddings struct {
+	calls, texts atomic.Int64
+}
+
+const countedModel, countedDims = "counted-embed-4", 4
+
+func (c *countingEmbeddings) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Input []string `json:"input"`
+		Model string   `json:"model"`
+	}
+	if r.URL.Path != "/v1/embeddings" || json.NewDecoder(r.Body).Decode(&req) != nil {
+		http.Error(w, "unexpected request", http.StatusBadRequest)
+		return
+	}
+	c.calls.Add(1)
+	c.texts.Add(int64(len(req.Input)))
+	data := make([]map[string]any, len(req.Input))
+	for i, text := range req.Input {
+		h := fnv.New64a()
+		h.Write([]byte(text))
+		seed := h.Sum64()
+		v := make([]float32, countedDims)
+		for j := range v {
+			v[j] = float32(int64(seed>>(8*j))&0xff) - 127.5
+		}
+		data[i] = map[string]any{"object": "embedding", "index": i, "embedding": v}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"object": "list", "data": data, "model": req.Model,
+		"usage": map[string]int{"prompt_tokens": len(req.Input), "total_tokens": len(req.Input)}})
+}
+
+// CreateWith decides before it embeds: a batch refused whole — every item
+// over the memory quota, every item citing a source that does not exist,
+// or the other stream's part
+// overtaken by another writer — makes no embedding call, and a batch the
+// quota partly admits embeds only the items it stores (one call). The
+// embeddings come from an OpenAI-compatible server on loopback that
+// counts what reaches it.
+func TestCreateWithEmbedsOnlyWhatItStores(t *testing.T) {
+	counter := &countingEmbeddings{}
+	srv := httptest.NewServer(counter)
+	t.Cleanup(srv.Close)
+	provider, err := openai.New(openai.Options{BaseURL: srv.URL + "/v1", APIKey: "sk-test", MaxAttempts: 1,
+		ExtraModels: []domain.EmbeddingModel{{Name: countedModel, Dimensions: countedDims}}, OnlyExtraModels: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := memenvtest.New(t)
+	ctx, meta := t.Context(), memenvtest.Meta("u1")
+	memories := func(quota int) *commands.Memories {
+		m, err := commands.NewMemories(commands.MemoriesConfig{Writer: env.Writer, Reader: env.ReadModel, Embedder: provider,
+			DefaultModel: domain.EmbeddingModel{Name: countedModel, Dimensions: countedDims}, Quotas: memory.Quotas{MemoriesPerAgent: quota}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	// A note citing a memory that does not exist: refused when decided.
+	unfounded := memenvtest.Note("cites a raw entry that was never captured")
+	unfounded.DerivedFrom = []string{"raw_entry:0195c7a4-0000-7000-8000-000000000000"}
+
+	for i, c := range []struct {
+		name  string
+		quota int // memories per agent; 0: none
+		items []commands.MemoryInput
+		// overtaken: another writer appends to the other stream first.
+		overtaken bool
+		// stored is how many items are stored; texts how many reach the
+		// embedding server (in calls calls).
+		stored, texts, calls int
+	}{
+		{"every item over the quota", 1, []commands.MemoryInput{memenvtest.Note("the harbour lighthouse keeper logs ships"), memenvtest.Note("the ferry leaves at noon")}, false, 0, 0, 0},
+		{"every item citing a missing source", 0, []commands.MemoryInput{unfounded, unfounded}, false, 0, 0, 0},
+		{"the other part overtaken", 0, []commands.MemoryInput{memenvtest.Note("the tide tables are printed weekly")}, true, 0, 0, 0},
+		{"one item of two within the quota", 2, []commands.MemoryInput{memenvtest.Note("the pier was rebuilt in spring"), memenvtest.Note("the gulls nest on the roof")}, false, 1, 1, 1},
+		{"every item admitted", 0, []commands.MemoryInput{memenvtest.Note("the market opens at dawn"), memenvtest.Note("the bakery sells rye bread")}, false, 2, 2, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			agent := fmt.Sprintf("agent-%d", i)
+			mem := memories(0)
+			if _, err := mem.Create(ctx, meta, agent, memenvtest.Note("a first note so the agent holds one memory")); err != nil {
+				t.Fatal(err)
+			}
+			other := processing.Stream("u1", agent)
+			view, _, err := env.ReadModel.Agent(ctx, "u1", agent)
+			if err != nil {
+				t.Fatal(err)
+			}
+			changed := processing.ConfigChanged{AgentRef: processing.AgentRef{UserID: "u1", AgentID: agent, AgentCreatedAt: view.CreatedAt},
+				Config: processing.DefaultConfig(), ChangedAt: time.Now().UTC()}
+			if c.overtaken {
+				if _, err := env.Writer.Append(ctx, other, domain.ExpectAny, meta, changed); err != nil {
+					t.Fatal(err)
+				}
+			}
+			calls, texts := counter.calls.Load(), counter.texts.Load()
+			var made []commands.MadeMemory
+			err = memories(c.quota).CreateWith(ctx, meta, agent, c.items, func(m []commands.MadeMemory) (commands.StreamPart, error) {
+				made = m
+				return commands.StreamPart{Stream: other, Expected: domain.ExpectNoStream, Payloads: []domain.Payload{changed}}, nil
+			})
+			if c.overtaken != errors.Is(err, domain.ErrWrongExpectedVersion) || (!c.overtaken && err != nil) {
+				t.Fatalf("CreateWith: %v; want it refused as overtaken: %v", err, c.overtaken)
+			}
+			stored := 0
+			for _, m := range made {
+				if err == nil && m.Err == nil {
+					stored++
+				}
+			}
+			gotCalls, gotTexts := counter.calls.Load()-calls, counter.texts.Load()-texts
+			if stored != c.stored || gotCalls != int64(c.calls) || gotTexts != int64(c.texts) {
+				t.Fatalf("stored %d, embedded %d texts in %d calls; want %d stored, %d texts in %d calls", stored, gotTexts, gotCalls, c.stored, c.texts, c.calls)
+			}
+		})
+	}
+}
