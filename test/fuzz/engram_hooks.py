@@ -26,7 +26,7 @@ its agent's event log and memory count as they were.
 In both passes the valid requests get the data a document cannot state
 (docs/api.md lists it): the account routes that take no credential a real
 secret of the pass (ENGRAM_FUZZ_KEY, the pass's API key, for login; a
-verification token of the seed for verify, one per phase), so each
+unspent verification token of the seed for each verify, several per phase), so each
 reaches its success instead of only its refusals; the embeddings routes
 (OpenAI's, generate, batch, bulk re-embedding) a model the server serves,
 a similarity search a vector of the agent's dimensions, a search a time
@@ -97,6 +97,22 @@ DEFAULT_IDS: dict[str, list[str]] = {
 # Each (operation, parameter) walks through its ids in turn: with one
 # worker and a fixed seed the run stays repeatable.
 _turns: dict[tuple[str, str, str], Iterator[str]] = {}
+
+
+# A text field of each seeded memory type (seedFuzzData), which a content
+# patch of a memory of that type may name.
+PATCHED_FIELD = {"raw_entry": "content", "notes": "content", "beliefs": "statement", "episodes": "outcome", "goals": "title"}
+
+
+_verify_tokens: dict[str, Any] = {}
+
+
+def next_verify_token(phase: str) -> str:
+    """The phase's next unspent verification token; the last once spent
+    (its 410 then says the budget outran the tokens the test made)."""
+    tokens = SEED["verify_tokens"][PASS][phase]
+    turn = _verify_tokens.setdefault(phase, iter(tokens))
+    return next(turn, tokens[-1])
 
 
 def seeded_id(method: str, path: str, name: str) -> str | None:
@@ -402,13 +418,13 @@ def before_call(context: HookContext, case: Any, kwargs: dict[str, Any]) -> None
             if len(email) < 254:
                 case.body["email"] = email[:at] + "x" + email[at:]
         elif case.path == "/v1/auth/verify":
-            # schemathesis judges each phase apart: a token of its own each.
-            case.body["token"] = SEED["verify_tokens"][PASS][case.meta.phase.name.value]
+            # A token works once: each valid request of the phase takes the
+            # next unspent one (schemathesis judges each phase apart).
+            case.body["token"] = next_verify_token(case.meta.phase.name.value)
         elif case.path == "/v1/embeddings" and isinstance(case.body.get("model"), str):
             case.body["model"] = SEED["model"]  # OpenAI's: a model the server serves
             if isinstance(case.body.get("dimensions"), (int, float)):
-                # The size of that model, as an integer: JSON Schema's
-                # integer takes 344.0, which Go's decoder refuses.
+                # The size of that model: another is refused.
                 case.body["dimensions"] = SEED["dimensions"]
         elif case.path in ("/v1/embeddings/generate", "/v1/embeddings/batch") and isinstance(case.body.get("model"), str):
             case.body["model"] = SEED["model"]  # a model the server serves
@@ -433,6 +449,11 @@ def before_call(context: HookContext, case: Any, kwargs: dict[str, Any]) -> None
             # A URL the server can deliver to (the test allows private
             # addresses; this port is closed, so nothing leaves the machine).
             case.body["url"] = "http://127.0.0.1:9/fuzz"
+    if positive and isinstance(case.query, dict):
+        # A cursor is one the server handed out with a page; a generated
+        # one, however well-formed, names no page (400 naming it).
+        for name in ("cursor", "before"):
+            case.query.pop(name, None)
     if PASS == "cross_tenant" or positive:
         with_seeded_ids(case)
     if case.path == IMPORT_PATH and PASS == "owner":
@@ -463,6 +484,13 @@ def with_seeded_ids(case: Any) -> None:
             value = f"fuzz-import-{phase}"
         if value is not None:
             case.path_parameters[name] = value
+    if is_positive(case) and case.method == "PATCH" and case.path == "/v1/memories/{id}" and isinstance(case.body, dict) and isinstance(case.body.get("content"), dict):
+        # The fields a content patch may name are those of its memory's
+        # type, which the id decides, not the document: a field of the
+        # memory's own type, keeping the marker the cross-tenant check
+        # looks for.
+        memory_type = SEED["memory_types"].get(case.path_parameters.get("id"))
+        case.body["content"] = {PATCHED_FIELD.get(memory_type, "content"): SEED["marker"] + " patched"}
     # The listing, search and sync routes name the agent in the query or
     # the body; the seeded one has data to find.
     if isinstance(case.query, dict) and "agent_id" in case.query and not is_linked(case, case.query["agent_id"]):
