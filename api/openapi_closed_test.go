@@ -137,6 +137,12 @@ func TestOpenAPIRefusesWhatTheServerRefuses(t *testing.T) {
 		{"push of a vector not base64", "POST", "/v1/sync/events", push(eventID, "MemoryEmbedded", `{"memory_id":"`+eventID+`","vector":"!!"}`), 400, "invalid_request"},
 		// Found by schemathesis: base64 of 5 bytes, no whole number of
 		// float32s, refused even for a memory the agent lacks.
+		// Found by schemathesis with the coverage phase (issue 25).
+		{"processing patch of a null body", "PATCH", "/v1/agents/closed-agent/processing", `null`, 400, "invalid_request"},
+		{"processing patch of a layer that names no transition", "PATCH", "/v1/agents/closed-agent/processing", `{"layers":{"raw_to_value":{"enabled":false}}}`, 400, "invalid_request"},
+		{"exhaust of more than 100 cycles", "POST", "/v1/agents/closed-agent/process/exhaust", `{"max_cycles":101}`, 400, "invalid_request"},
+		{"list of an event type for a memory type", "GET", "/v1/memories?agent_id=closed-agent&type=MemoryCreated", "", 400, "invalid_request"},
+		{"list of one unknown type among known ones", "GET", "/v1/memories?agent_id=closed-agent&type=notes,thoughts", "", 400, "invalid_request"},
 		{"push of a vector of 5 bytes", "POST", "/v1/sync/events", push(eventID, "MemoryEmbedded", `{"memory_id":"`+eventID+`","model":"m","dimensions":1,"vector":"AACAPwA="}`), 400, "invalid_request"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -186,6 +192,10 @@ func TestOpenAPIRefusesWhatTheServerRefuses(t *testing.T) {
 		{"POST", "/v1/sync/events", push(eventID, "MemoryEmbedded", `{"memory_id":"`+eventID+`","model":"m","dimensions":1,"vector":"AACAPw=="}`)},
 		{"POST", "/v1/embeddings", `{"model":"default","input":["x"],"dimensions":8,"encoding_format":"base64","user":"u"}`},
 		{"GET", "/v1/memories?agent_id=closed-agent&limit=1000", ``},
+		{"PATCH", "/v1/agents/closed-agent/processing", `{"layers":{"raw_to_note":{"enabled":false}}}`},
+		{"POST", "/v1/agents/closed-agent/process/exhaust", `{"max_cycles":100}`},
+		{"GET", "/v1/memories?agent_id=closed-agent&type=Notes,%20raw%09,,AGENT_VALUES", ``},
+		{"GET", "/v1/memories?agent_id=closed-agent&type=", ``},
 		{"POST", "/v1/sync/events", push(eventID, "MemoryEmbedded", `{"memory_id":"`+eventID+`","model":"m","dimensions":2,"vector":"AACAPwAAgD8="}`)},
 		{"POST", "/v1/sync/events", push(eventID, "MemoryEmbedded", `{"memory_id":"`+eventID+`","model":"m","dimensions":3,"vector":"AACAPwAAgD8AAIA/"}`)},
 	} {
