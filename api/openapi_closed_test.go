@@ -148,6 +148,7 @@ func TestOpenAPIRefusesWhatTheServerRefuses(t *testing.T) {
 		{"list of one unknown type among known ones", "GET", "/v1/memories?agent_id=closed-agent&type=notes,thoughts", "", 400, "invalid_request"},
 		{"drive of a null focus area", "POST", "/v1/memories", mem(`"drive"`, `{"drive_type":"x","focus_areas":["f",null]}`), 400, "invalid_request"},
 		{"batch of a null tag", "POST", "/v1/memories/batch", `{"agent_id":"closed-agent","memories":[{"type":"notes","content":{"content":"x"},"tags":[null]}]}`, 400, "invalid_request"},
+		{"push of a memory of a null lesson", "POST", "/v1/sync/events", push(eventID, "MemoryCreated", `{"memory_id":"`+eventID+`","type":"episode","content":{"objective":"o","outcome":"x","lessons":[null]}}`), 400, "invalid_request"},
 		{"push of a null time", "POST", "/v1/sync/events", `{"agent_id":"closed-agent","events":[{"id":"` + eventID + `","type":"MemoryForgotten","time":null,"payload":{"memory_id":"` + eventID + `"}}]}`, 400, "invalid_request"},
 		{"push without a time", "POST", "/v1/sync/events", `{"agent_id":"closed-agent","events":[{"id":"` + eventID + `","type":"MemoryForgotten","payload":{"memory_id":"` + eventID + `"}}]}`, 400, "invalid_request"},
 		{"push of a vector of 5 bytes", "POST", "/v1/sync/events", push(eventID, "MemoryEmbedded", `{"memory_id":"`+eventID+`","model":"m","dimensions":1,"vector":"AACAPwA="}`), 400, "invalid_request"},

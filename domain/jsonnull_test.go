@@ -1,6 +1,10 @@
-package api
+package domain_test
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/engram-memory/engram/domain"
+)
 
 // TestNullItemNamesTheList: a null item of a list, at any depth, is found
 // with the path of its list and its index; a null field is not an item.
@@ -21,9 +25,9 @@ func TestNullItemNamesTheList(t *testing.T) {
 		{"a null memory of a batch", `{"agent_id":"a","memories":[null]}`, "memories", 0, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			list, index, found := nullItem([]byte(c.body))
+			list, index, found := domain.NullItem([]byte(c.body))
 			if list != c.list || index != c.index || found != c.found {
-				t.Errorf("nullItem(%s) = %q, %d, %v; want %q, %d, %v", c.body, list, index, found, c.list, c.index, c.found)
+				t.Errorf("NullItem(%s) = %q, %d, %v; want %q, %d, %v", c.body, list, index, found, c.list, c.index, c.found)
 			}
 		})
 	}
