@@ -206,11 +206,13 @@ GOVULNCHECK ?= golang.org/x/vuln/cmd/govulncheck@v1.9.0
 # fuzz-api fuzzes the API of the real binary from its OpenAPI document
 # with schemathesis (installed by test-deps), with a fixed budget (50
 # examples per operation and pass, in the examples, coverage and fuzzing
-# phases) and seed, over data seeded through the API: as its owner and, at
-# the same time, as another user who must get none of it (TestSchemathesis,
-# test/fuzz/engram_hooks.py); make test runs a short fuzzing pass of the same.
+# phases, and 50 examples of the stateful phase, scenarios of up to 12
+# steps that follow the document's links) and seed, over data seeded through the API: as its
+# owner and, at the same time, as another user who must get none of it
+# (TestSchemathesis, test/fuzz/engram_hooks.py); make test runs a short
+# pass of the same.
 fuzz-api: test-deps
-	PATH="$(PYTOOLS)/bin:$$PATH" ENGRAM_TEST_FUZZ_API_EXAMPLES=$${ENGRAM_TEST_FUZZ_API_EXAMPLES:-50} ENGRAM_TEST_FUZZ_API_PHASES=examples,coverage,fuzzing \
+	PATH="$(PYTOOLS)/bin:$$PATH" ENGRAM_TEST_FUZZ_API_EXAMPLES=$${ENGRAM_TEST_FUZZ_API_EXAMPLES:-50} ENGRAM_TEST_FUZZ_API_PHASES=examples,coverage,fuzzing,stateful \
 		go test -count=1 -timeout 60m -run '^TestSchemathesis$$' -v ./internal/cli
 
 vulncheck:

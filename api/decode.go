@@ -15,23 +15,38 @@ import (
 )
 
 // decodeJSON reads the request body into v strictly: JSON content type,
-// bounded size, no unknown fields, exactly one value. Errors name the field.
+// bounded size, no unknown fields, exactly one value, an integral number
+// taken for an integer field (62.0, as JSON Schema has it). Errors name
+// the field.
 func decodeJSON(r *http.Request, v any) error {
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 		return domain.Errorf(domain.KindUnsupportedMedia, "request body must be JSON: send Content-Type: application/json")
 	}
-	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	body, err := readBody(r)
+	if err != nil {
 		return jsonError(err)
 	}
-	if err := dec.Decode(&struct{}{}); !errors.Is(err, io.EOF) {
-		if err == nil || !isTooLarge(err) {
-			return domain.Errorf(domain.KindInvalid, "request body must hold exactly one JSON object")
-		}
-		return jsonError(err)
+	return decodeOne(body, v, "request body must hold exactly one JSON object")
+}
+
+// maxBodyPresize bounds the buffer readBody sizes from the declared
+// Content-Length before any byte arrived.
+const maxBodyPresize = 1 << 20
+
+// readBody reads the request body whole, so the decoder can go over it
+// again when it needs its integral numbers rewritten
+// (domain.DecodeIntegral); json.Decoder would hold the whole value in its
+// buffer anyway. The buffer is sized from Content-Length (up to
+// maxBodyPresize, and bytes.MinRead more for the read that meets the end)
+// so a large batch is not copied at each doubling.
+func readBody(r *http.Request) ([]byte, error) {
+	size := int64(bytes.MinRead)
+	if r.ContentLength > 0 {
+		size += min(r.ContentLength, maxBodyPresize)
 	}
-	return nil
+	buf := bytes.NewBuffer(make([]byte, 0, size))
+	_, err := buf.ReadFrom(r.Body)
+	return buf.Bytes(), err
 }
 
 // DecodeArguments decodes raw, one JSON object, into v as strictly as a
@@ -43,15 +58,34 @@ func DecodeArguments(raw json.RawMessage, v any) error {
 	} else if t[0] != '{' {
 		return domain.Errorf(domain.KindInvalid, "arguments must be a JSON object")
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return jsonError(err)
+	return decodeOne(raw, v, "arguments must be one JSON object")
+}
+
+// errNotOne is a JSON text of more than one value.
+var errNotOne = errors.New("more than one JSON value")
+
+// decodeOne decodes data, exactly one JSON value, into v: no unknown
+// fields, an integral number taken for an integer field; notOne is the
+// message for data of more than one value.
+func decodeOne(data []byte, v any, notOne string) error {
+	err := domain.DecodeIntegral(data, v, func(data []byte, v any) error {
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(v); err != nil {
+			return err
+		}
+		if err := dec.Decode(&struct{}{}); !errors.Is(err, io.EOF) {
+			return errNotOne
+		}
+		return nil
+	})
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, errNotOne):
+		return domain.Errorf(domain.KindInvalid, "%s", notOne)
 	}
-	if err := dec.Decode(&struct{}{}); !errors.Is(err, io.EOF) {
-		return domain.Errorf(domain.KindInvalid, "arguments must be one JSON object")
-	}
-	return nil
+	return jsonError(err)
 }
 
 func isTooLarge(err error) bool {

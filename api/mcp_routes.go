@@ -28,7 +28,12 @@ func (s *Server) mcpRoutes(r chi.Router) {
 	}
 	r.Get(ProtectedResourcePath, s.protectedResource)
 	r.Get(ProtectedResourcePath+MCPPath, s.protectedResource)
-	r.Handle(MCPPath, s.requireAuthFor(s.resourceMetadataChallenge, s.cfg.MCP))
+	// The transport's methods only: any other is the API's 405, whose
+	// Allow lists these, as the document does.
+	mcp := s.requireAuthFor(s.resourceMetadataChallenge, s.cfg.MCP)
+	for _, method := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
+		r.Method(method, MCPPath, mcp)
+	}
 }
 
 // publicURL is the server's base URL as clients reach it: Config.PublicURL,

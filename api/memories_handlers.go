@@ -282,6 +282,9 @@ func (s *Server) patchMemory(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	if bytes.Equal(bytes.TrimSpace(req.Content), []byte("null")) {
+		req.Content = nil // null is absent, as for every optional field
+	}
 	id := chi.URLParam(r, "id")
 	ctx, end := memorySpan(r.Context(), opUpdateMemory, id)
 	v, err := s.cfg.Memories.Patch(ctx, meta(r), id, commands.MemoryPatch{Content: req.Content, Tags: req.Tags, IfMatch: cond})

@@ -151,15 +151,23 @@ func (b *bodySchemas) resolve(keys ...string) (string, bool) {
 	return ptr, true
 }
 
-// at is the node at a JSON pointer of the document.
+// at is the node at a JSON pointer of the document (through objects
+// and arrays).
 func (b *bodySchemas) at(ptr string) any {
 	var node any = b.doc
 	for _, tok := range strings.Split(strings.TrimPrefix(ptr, "/"), "/") {
-		m, ok := node.(map[string]any)
-		if !ok {
+		switch n := node.(type) {
+		case map[string]any:
+			node = n[strings.NewReplacer("~1", "/", "~0", "~").Replace(tok)]
+		case []any:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(n) {
+				return nil
+			}
+			node = n[i]
+		default:
 			return nil
 		}
-		node = m[strings.NewReplacer("~1", "/", "~0", "~").Replace(tok)]
 	}
 	return node
 }

@@ -64,6 +64,7 @@ func TestOpenAPIRefusesWhatTheServerRefuses(t *testing.T) {
 		{"PATCH tag with a control character", "PATCH", patch, `{"tags":["a\u0001b"]}`, 400, "invalid_request"},
 		{"PATCH tags not a list", "PATCH", patch, `{"tags":"a,b"}`, 400, "invalid_request"},
 		{"PATCH nothing to change", "PATCH", patch, `{}`, 400, "invalid_request"},
+		{"PATCH nothing but nulls", "PATCH", patch, `{"content":null,"tags":null}`, 400, "invalid_request"},
 		{"key name blank", "POST", "/v1/auth/keys", `{"name":"   "}`, 400, "invalid_request"},
 		{"key name of white space only", "POST", "/v1/auth/keys", `{"name":"\u3000\u00a0"}`, 400, "invalid_request"},
 		{"key name with a control character", "POST", "/v1/auth/keys", `{"name":"ci\u0007runner"}`, 400, "invalid_request"},

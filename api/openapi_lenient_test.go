@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -107,6 +108,30 @@ func TestTheDocumentAcceptsWhatTheServerAccepts(t *testing.T) {
 		{"process's transition empty", "POST", "/v1/agents/" + processed + "/process", map[string]any{"transition": ""}, http.StatusOK},
 		{"process's transition null", "POST", "/v1/agents/" + processed + "/process", map[string]any{"transition": nil}, http.StatusOK},
 	}
+	// Integral numbers written with a fraction or an exponent, integers to
+	// JSON Schema, wherever an integer is taken: a body's field, a memory's
+	// content, a setting, a pushed event's payload.
+	integral := func(literal string) json.Number { return json.Number(literal) }
+	calls = append(calls,
+		call{"search's limit 10.0", "POST", "/v1/search", map[string]any{"agent_id": agent, "query": "shipped", "limit": integral("10.0")}, http.StatusOK},
+		call{"similar's limit 3e0", "POST", "/v1/embeddings/similar", map[string]any{"agent_id": agent, "embedding": embedding, "limit": integral("3e0")}, http.StatusOK},
+		call{"a value's priority 62.0", "POST", "/v1/memories", map[string]any{"agent_id": agent, "type": "value", "content": map[string]any{"name": "care", "statement": "be careful", "priority": integral("62.0")}}, http.StatusCreated},
+		call{"a lint rule's lengths 1.0e1 and 2000.0", "PATCH", "/v1/agents/" + agent + "/settings", map[string]any{"lint_rules": map[string]any{"min_length": integral("1.0e1"), "max_length": integral("2000.0")}}, http.StatusOK},
+		call{"the suggestions' expiry 48.0 hours", "PATCH", "/v1/agents/" + processed + "/processing", map[string]any{"suggestion_expiry_hours": integral("48.0")}, http.StatusOK},
+		call{"a pushed agent's dimensions 384.0", "POST", "/v1/sync/events", map[string]any{"agent_id": agent, "events": []any{syncEvent("AgentCreated", map[string]any{"embedding_model": "engram-hash-384", "dimensions": integral("384.0")})}}, http.StatusOK},
+	)
+	// null for an optional body field and an empty optional query
+	// parameter are absent (docs/api.md#absent-values).
+	calls = append(calls,
+		call{"search's tags, types, limit and times null", "POST", "/v1/search", map[string]any{"agent_id": agent, "query": "shipped", "tags": nil, "types": nil, "limit": nil, "created_after": nil}, http.StatusOK},
+		call{"a memory's tags, created_at and derived_from null", "POST", "/v1/memories", map[string]any{"agent_id": agent, "type": "note", "content": minimalContent[memory.Note], "tags": nil, "created_at": nil, "derived_from": nil}, http.StatusCreated},
+		call{"a patch's content null", "PATCH", "/v1/memories/" + note.ID, map[string]any{"content": nil, "tags": []string{"patched"}}, http.StatusOK},
+		call{"weaken's reason and by null", "POST", "/v1/memories/" + note.ID + "/weaken", map[string]any{"reason": nil, "by": nil}, http.StatusOK},
+		call{"the processing's layers null", "PATCH", "/v1/agents/" + processed + "/processing", map[string]any{"layers": nil, "auto_promote": nil}, http.StatusOK},
+		call{"a setting null", "PATCH", "/v1/agents/" + agent + "/settings", map[string]any{"lint_rules": map[string]any{"min_length": nil}, "lazy_decay": nil}, http.StatusOK},
+		call{"the list's limit empty", "GET", "/v1/memories?agent_id=" + agent + "&limit=&include_forgotten=", nil, http.StatusOK},
+		call{"the agents' limit empty", "GET", "/v1/agents?limit=&cursor=", nil, http.StatusOK},
+	)
 	for _, spelling := range typeSpellings[memory.Note] {
 		calls = append(calls, call{"re-embed of " + spelling, "POST", "/v1/embeddings/reembed", map[string]any{"agent_id": agent, "memory_type": spelling, "memory_id": note.ID}, http.StatusOK})
 	}
@@ -133,6 +158,23 @@ func TestTheDocumentAcceptsWhatTheServerAccepts(t *testing.T) {
 	for _, c := range calls {
 		t.Run(c.name, func(t *testing.T) {
 			s.request(t, c.method, c.path, aliceKey, c.body).must(t, c.status, nil)
+		})
+	}
+	// A number that is not integral stays refused, naming its field.
+	for _, c := range []struct {
+		name, method, path string
+		body               any
+		field              string
+	}{
+		{"search's limit 2.5", "POST", "/v1/search", map[string]any{"agent_id": agent, "query": "shipped", "limit": integral("2.5")}, "limit"},
+		{"a value's priority 62.5", "POST", "/v1/memories", map[string]any{"agent_id": agent, "type": "value", "content": map[string]any{"name": "care", "statement": "be careful", "priority": integral("6.25e1")}}, "content.priority"},
+		{"a lint rule's length 10.5", "PATCH", "/v1/agents/" + agent + "/settings", map[string]any{"lint_rules": map[string]any{"min_length": integral("10.5")}}, "lint_rules"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := s.request(t, c.method, c.path, aliceKey, c.body)
+			if r.status != http.StatusBadRequest || r.errorCode() != "invalid_request" || r.details()["field"] != c.field {
+				t.Errorf("status %d, want 400 invalid_request naming %s: %s", r.status, c.field, r.raw)
+			}
 		})
 	}
 	t.Run("export's format empty", func(t *testing.T) {

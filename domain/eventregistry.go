@@ -131,11 +131,15 @@ func (d EventDecoder) decode(e Event, unmarshal func([]byte, any) error) (Payloa
 	return p, nil
 }
 
-// unmarshalStrict is json.Unmarshal refusing unknown fields.
+// unmarshalStrict is json.Unmarshal refusing unknown fields, taking an
+// integral number for an integer field (a pushed event's, as the OpenAPI
+// document has them).
 func unmarshalStrict(data []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	return dec.Decode(v)
+	return DecodeIntegral(data, v, func(data []byte, v any) error {
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.DisallowUnknownFields()
+		return dec.Decode(v)
+	})
 }
 
 // DecodeAll decodes in place the events of events no registry decoded

@@ -369,3 +369,89 @@ func TestEngineStopsAtOnceBeforeItsRouterRuns(t *testing.T) {
 		t.Fatal("an engine stopped before its router ran is still stopping after 5 s")
 	}
 }
+
+// catchingUpProjection stands for an index restored from its image: its
+// Position (where the index loads and catches up its tail) returns only
+// once every other projection's Position has started, or fails after
+// barrierWait, or fails with err.
+type catchingUpProjection struct {
+	sumProjection
+	started *sync.WaitGroup
+	err     error
+}
+
+const barrierWait = 5 * time.Second
+
+func (p *catchingUpProjection) Position(ctx context.Context) (uint64, error) {
+	p.started.Done()
+	all := make(chan struct{})
+	go func() { p.started.Wait(); close(all) }()
+	select {
+	case <-all:
+	case <-time.After(barrierWait):
+		return 0, errors.New("caught up alone: the other projections' catch-up had not started")
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	if p.err != nil {
+		return 0, p.err
+	}
+	return p.sumProjection.Position(ctx)
+}
+
+// TestEngineStartCatchesUpProjectionsAtOnce: a start asks every
+// projection its checkpoint at once, so the keyword and vector indexes
+// restored from their images catch up their tails side by side (each
+// waits here until the other has started; in turn, the first gives up
+// after barrierWait). A failure of one still fails the start, naming it.
+func TestEngineStartCatchesUpProjectionsAtOnce(t *testing.T) {
+	broken := errors.New("image unreadable")
+	cases := []struct {
+		name    string
+		errs    []error
+		wantErr string
+	}{
+		{name: "both indexes catch up at once, then apply the log", errs: []error{nil, nil}},
+		{name: "a failing catch-up fails the start, naming its projection", errs: []error{nil, broken}, wantErr: "projections: vectors checkpoint: image unreadable"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			store := newStore(t)
+			head := appendN(t, store, 1, 2, 3)
+			var started sync.WaitGroup
+			started.Add(len(tc.errs))
+			var ps []projections.Projection
+			var indexes []*catchingUpProjection
+			for i, name := range []string{"keyword", "vectors"} {
+				p := &catchingUpProjection{sumProjection: sumProjection{name: name}, started: &started, err: tc.errs[i]}
+				ps, indexes = append(ps, p), append(indexes, p)
+			}
+			engine := projections.NewEngine(store, slog.New(slog.NewTextHandler(io.Discard, nil)), ps...)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*barrierWait)
+			defer cancel()
+			ran := make(chan error, 1)
+			go func() { ran <- engine.Run(ctx) }()
+			if tc.wantErr != "" {
+				if err := <-ran; err == nil || err.Error() != tc.wantErr {
+					t.Fatalf("Run = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err := engine.WaitFor(ctx, head); err != nil {
+				select {
+				case runErr := <-ran:
+					t.Fatalf("the start failed: %v", runErr)
+				default:
+					t.Fatalf("wait for %d: %v", head, err)
+				}
+			}
+			for _, p := range indexes {
+				if sum, at := p.state(); sum != 6 || at != head {
+					t.Errorf("%s has sum %d at %d, want 6 at %d", p.name, sum, at, head)
+				}
+			}
+			cancel()
+			<-ran
+		})
+	}
+}

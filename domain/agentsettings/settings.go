@@ -109,8 +109,10 @@ func (s Settings) Validate() error {
 const maxEvidence = 1000
 
 // Apply merges a JSON patch into s: top-level fields replace, and the two
-// objects (lint_rules, promotion_gates) merge field by field. Unknown
-// fields, nulls and wrong types are rejected; the result is validated.
+// objects (lint_rules, promotion_gates) merge field by field. A null
+// leaves its setting as it is, as an absent one does (the API's rule for
+// an optional field); unknown fields and wrong types are rejected; the
+// result is validated.
 func (s Settings) Apply(patch json.RawMessage) (Settings, error) {
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(patch, &top); err != nil || top == nil {
@@ -121,9 +123,6 @@ func (s Settings) Apply(patch json.RawMessage) (Settings, error) {
 	}
 	out := s
 	for name, raw := range top {
-		if bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
-			return s, domain.Invalid(name, "%s cannot be null", name)
-		}
 		var target any
 		switch name {
 		case "stack_state":
@@ -139,9 +138,15 @@ func (s Settings) Apply(patch json.RawMessage) (Settings, error) {
 		default:
 			return s, domain.Invalid(name, "unknown setting %q; settings are stack_state, enforce_provenance, lazy_decay, lint_rules, promotion_gates", name)
 		}
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(target); err != nil {
+		if bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+			continue
+		}
+		err := domain.DecodeIntegral(raw, target, func(raw []byte, target any) error {
+			dec := json.NewDecoder(bytes.NewReader(raw))
+			dec.DisallowUnknownFields()
+			return dec.Decode(target)
+		})
+		if err != nil {
 			return s, domain.Invalid(name, "%s: %v", name, cleanJSONError(err))
 		}
 	}

@@ -28,7 +28,9 @@ func TestApplyPatch(t *testing.T) {
 		{"unknown state", `{"stack_state":"frozen"}`, "stack_state", nil},
 		{"unknown setting", `{"stack_sate":"active"}`, "stack_sate", nil},
 		{"unknown nested field", `{"lint_rules":{"min_len":3}}`, "lint_rules", nil},
-		{"null", `{"lazy_decay":null}`, "lazy_decay", nil},
+		{"null leaves the setting as it is", `{"lazy_decay":null,"stack_state":"maintenance"}`, "", func(s agentsettings.Settings) bool {
+			return s.LazyDecay == d.LazyDecay && s.StackState == agentsettings.Maintenance
+		}},
 		{"wrong type", `{"lazy_decay":"yes"}`, "lazy_decay", nil},
 		{"min above max", `{"lint_rules":{"min_length":50,"max_length":20}}`, "lint_rules", nil},
 		{"confidence above 1", `{"promotion_gates":{"belief_min_confidence":1.5}}`, "promotion_gates.belief_min_confidence", nil},

@@ -172,15 +172,26 @@ func newContent(t Type) typedContent {
 	return nil
 }
 
+// errNotOneObject is content of more than one JSON value.
+var errNotOneObject = errors.New("more than one JSON value")
+
 func decodeStrict(raw json.RawMessage, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	err := dec.Decode(v)
-	if err == nil {
+	err := domain.DecodeIntegral(raw, v, func(raw []byte, v any) error {
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(v); err != nil {
+			return err
+		}
 		if dec.Decode(&struct{}{}) != io.EOF {
-			return domain.Invalid("content", "content must be one JSON object")
+			return errNotOneObject
 		}
 		return nil
+	})
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, errNotOneObject) {
+		return domain.Invalid("content", "content must be one JSON object")
 	}
 	var typ *json.UnmarshalTypeError
 	switch {

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,12 +32,20 @@ import (
 // must accept some request valid by the document in each phase (else the
 // document is looser than the server: a schema validation mismatch).
 //
+// The owner pass also runs the stateful phase, which follows the
+// document's links from a create to the routes that use what it created;
+// its hooks read each created resource again with the other user's key,
+// which must answer 404. The import route is fuzzed with JSON Lines drawn
+// from the seeded agent's exports and malformed lines, and a refused
+// import must leave its agent as it was.
+//
 // The budget is ENGRAM_TEST_FUZZ_API_EXAMPLES examples per operation and
-// pass in the phases ENGRAM_TEST_FUZZ_API_PHASES (ENGRAM_TEST_*, which
-// TestMain's hermetic environment keeps); the default, 3 examples in the
-// examples and fuzzing phases, is the short run of make test and CI (the
-// fuzzing phase, which the budget scales, is nine tenths of a pass), and
-// make fuzz-api adds the coverage phase (to the owner pass) and raises the
+// pass (scenarios, in the stateful phase) in the phases
+// ENGRAM_TEST_FUZZ_API_PHASES (ENGRAM_TEST_*, which TestMain's hermetic
+// environment keeps); the default, 3 examples in the examples, fuzzing and
+// stateful phases, is the short run of make test and CI (the fuzzing
+// phase, which the budget scales, is nine tenths of a pass), and make
+// fuzz-api adds the coverage phase (to the owner pass) and raises the
 // budget. The seed is fixed and each pass has one worker, so a run is
 // repeatable. schemathesis is installed by .ci/run at a pinned version
 // (test/fuzz/requirements.txt); a missing one fails the test.
@@ -49,7 +59,7 @@ func TestSchemathesis(t *testing.T) {
 		}
 		examples = n
 	}
-	phases := "examples,fuzzing"
+	phases := "examples,fuzzing,stateful"
 	if v := os.Getenv("ENGRAM_TEST_FUZZ_API_PHASES"); v != "" {
 		phases = v
 	}
@@ -70,7 +80,8 @@ func TestSchemathesis(t *testing.T) {
 	owner := testserver.Register(t, p.BaseURL, dataDir, "fuzz@example.com")
 	other := testserver.Register(t, p.BaseURL, dataDir, "fuzz-other@example.com")
 	data := seedFuzzData(t, p.APIURL(), owner)
-	data["verify_tokens"] = verificationTokens(t, p)
+	data["exports"] = exports(t, p.APIURL(), owner, data["agent"].(string))
+	data["verify_tokens"] = verificationTokens(t, p, examples)
 	seed, err := json.Marshal(data)
 	if err != nil {
 		t.Fatal(err)
@@ -93,6 +104,12 @@ func TestSchemathesis(t *testing.T) {
 	// (its check fails any answer that would), and the owner's changes
 	// leave the other user's answers 404 whatever they are.
 	passes := []struct{ name, key string }{{"owner", owner}, {"cross_tenant", other}}
+	const shared = "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance,response_headers_conformance,ignored_auth,missing_required_header,unsupported_method,negative_data_rejection,allow_header_conformance"
+	// A valid request of the cross-tenant pass names the owner's objects:
+	// its right answers are refusals, some of them 400s (memories derived
+	// from another user's), which positive_data_acceptance would fail. Its
+	// own check (engram_hooks.py) judges those answers instead.
+	checks := map[string]string{"owner": shared + ",positive_data_acceptance", "cross_tenant": shared}
 	outs, errs, logs := make([][]byte, len(passes)), make([]error, len(passes)), make([]string, len(passes))
 	var wg sync.WaitGroup
 	for i, pass := range passes {
@@ -102,24 +119,27 @@ func TestSchemathesis(t *testing.T) {
 			// values: shapes, which the owner pass judges. The other user's
 			// requests all name the same seeded ids, and which ids they
 			// name is what this pass judges: it runs the other phases only.
-			passPhases = withoutPhase(phases, "coverage")
+			// The stateful phase chains a user's own creates and uses,
+			// which the owner pass runs and reads again as this user.
+			passPhases = withoutPhase(withoutPhase(phases, "coverage"), "stateful")
 		}
-		cmd := exec.CommandContext(ctx, "schemathesis", "run", p.APIURL()+"/openapi.json",
+		if passPhases == "" {
+			continue // ENGRAM_TEST_FUZZ_API_PHASES has none of this pass's phases
+		}
+		cmd := exec.CommandContext(ctx, "schemathesis", "--config-file", filepath.Join(hooks, "schemathesis.toml"), "run", p.APIURL()+"/openapi.json",
 			"--url", p.BaseURL,
 			"--header", "Authorization: Bearer "+pass.key,
 			// The checks that hold for a correct server; docs/api.md says
-			// why negative_data_rejection, positive_data_acceptance and the
-			// stateful ones are off.
-			"--checks", "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance,response_headers_conformance,ignored_auth,missing_required_header,unsupported_method",
+			// The checks that hold for a correct server; docs/api.md says
+			// why the stateful ones are off, and why the cross-tenant pass
+			// leaves positive_data_acceptance to its own check. The list turns
+			// off every check it does not name, the hooks' too, so it names those.
+			"--checks", checks[pass.name]+","+strings.Join(hookChecks(), ","),
 			"--max-examples", strconv.Itoa(examples),
 			"--phases", passPhases,
 			"--seed", "20261129",
 			"--workers", "1",
 			"--exclude-path", "/mcp",
-			// schemathesis has no serializer for application/x-ndjson request
-			// bodies; the import's refusals (bad lines, media type, size,
-			// quota, another tenant) are tested in api/transfer_test.go.
-			"--exclude-path", "/v1/agents/{agent_id}/import",
 			"--no-color",
 			// Generation slows with the machine's load (CI shares it), not
 			// with the document: a slow example is no finding.
@@ -134,7 +154,11 @@ func TestSchemathesis(t *testing.T) {
 			"ENGRAM_FUZZ_PASS="+pass.name,
 			"ENGRAM_FUZZ_KEY="+pass.key,
 			"ENGRAM_FUZZ_LOG="+logs[i],
+			"ENGRAM_FUZZ_BASE_URL="+p.BaseURL,
 		)
+		if pass.name == "owner" {
+			cmd.Env = append(cmd.Env, "ENGRAM_FUZZ_OTHER_KEY="+other)
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -143,6 +167,9 @@ func TestSchemathesis(t *testing.T) {
 	}
 	wg.Wait()
 	for i, pass := range passes {
+		if logs[i] == "" {
+			continue
+		}
 		if errs[i] != nil {
 			t.Errorf("schemathesis, %s pass: %v (install it as .ci/run does)\n%s", pass.name, errs[i], outs[i])
 			continue
@@ -154,6 +181,9 @@ func TestSchemathesis(t *testing.T) {
 		// and names three). Its warning counts the 400s of invalid
 		// requests beside valid ones answered 404 alone, which are the
 		// cross-tenant pass's right answers: there the list decides.
+		if missing := checksNotRun(t, logs[i]); len(missing) > 0 {
+			t.Errorf("%s pass: the hooks' checks %v never ran (a --checks list without them turns them off)", pass.name, missing)
+		}
 		left := unanswered(t, logs[i])
 		if left != "" || (pass.name == "owner" && bytes.Contains(outs[i], []byte("Schema validation mismatch"))) {
 			t.Errorf("%s pass: operations without a success to a valid request (a schema validation mismatch):\n%s", pass.name, left)
@@ -164,35 +194,63 @@ func TestSchemathesis(t *testing.T) {
 	}
 }
 
-// withoutPhase is the comma-separated phases without one of them (all of
-// them if that one is all).
+// hookChecks are the checks test/fuzz/engram_hooks.py registers (its
+// CHECKS): no leak to the other user, no resource the stateful phase
+// created readable with the other user's key, no refused import that
+// changed its agent.
+func hookChecks() []string {
+	return []string{"cross_tenant_isolation", "created_resources_stay_private", "refused_import_changes_nothing"}
+}
+
+// checksNotRun are the hooks' checks that a pass's exchanges log ("check
+// NAME", written at a check's first call) does not say ran.
+func checksNotRun(t *testing.T, log string) []string {
+	t.Helper()
+	raw, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(raw), "\n")
+	return slices.DeleteFunc(hookChecks(), func(check string) bool { return slices.Contains(lines, "check "+check) })
+}
+
+// schemathesisPhases are the phases of a schemathesis run, each of which
+// the hooks give objects of its own where a phase uses one up.
+func schemathesisPhases() []string {
+	return []string{"examples", "coverage", "fuzzing", "stateful"}
+}
+
+// withoutPhase is the comma-separated phases without one of them (empty
+// if that one is all).
 func withoutPhase(phases, phase string) string {
 	kept := slices.DeleteFunc(strings.Split(phases, ","), func(p string) bool { return p == phase })
-	if len(kept) == 0 {
-		return phases
-	}
 	return strings.Join(kept, ",")
 }
 
-// verificationTokens registers an address per pass and phase of
-// schemathesis and returns the unspent token of each, which the valid
-// POST /v1/auth/verify requests of that pass and phase send
+// verificationTokens registers addresses for each pass and phase of
+// schemathesis and returns their unspent tokens, which the valid
+// POST /v1/auth/verify requests of that pass and phase send in turn
 // (test/fuzz/engram_hooks.py): a generated token is unknown to the server,
-// and a token works once, so without one the phase never succeeds.
-func verificationTokens(t *testing.T, p *testserver.Server) map[string]map[string]string {
+// and a token works once (410 token_used after), so each valid request
+// needs one of its own. A phase sends at most about as many valid
+// requests to an operation as its budget of examples; the coverage phase
+// a few more.
+func verificationTokens(t *testing.T, p *testserver.Server, examples int) map[string]map[string][]string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	tokens := map[string]map[string]string{}
+	tokens := map[string]map[string][]string{}
 	for _, pass := range []string{"owner", "cross_tenant"} {
-		tokens[pass] = map[string]string{}
-		for _, phase := range []string{"examples", "coverage", "fuzzing"} {
-			email := "fuzz-verify-" + pass + "-" + phase + "@example.com"
-			token, err := testserver.RequestVerification(ctx, p.BaseURL, p.OutboxDir(), email)
-			if err != nil {
-				t.Fatal(err)
+		tokens[pass] = map[string][]string{}
+		for _, phase := range schemathesisPhases() {
+			for i := range examples + 10 {
+				email := fmt.Sprintf("fuzz-verify-%s-%s-%d@example.com", pass, phase, i)
+				token, err := testserver.RequestVerification(ctx, p.BaseURL, p.OutboxDir(), email)
+				if err != nil {
+					t.Fatal(err)
+				}
+				tokens[pass][phase] = append(tokens[pass][phase], token)
 			}
-			tokens[pass][phase] = token
 		}
 	}
 	return tokens
@@ -204,6 +262,10 @@ func verificationTokens(t *testing.T, p *testserver.Server) map[string]map[strin
 // reason than a credential or a missing object (401, 403, 404: the
 // cross-tenant pass's rule), with the answers it gave them: schemathesis's
 // mismatch warning (which judges each phase apart), naming every operation.
+// The stateful phase is not judged so: it sends an operation the few
+// requests its scenarios reach it with, in states its earlier steps left
+// (a suggestion its scenario accepted, a cursor of another listing), and
+// the other phases judge the document's shapes.
 func unanswered(t *testing.T, log string) string {
 	t.Helper()
 	raw, err := os.ReadFile(log)
@@ -214,7 +276,7 @@ func unanswered(t *testing.T, log string) string {
 	succeeded, refusedForShape := map[string]bool{}, map[string]bool{}
 	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
 		f := strings.Fields(line)
-		if len(f) != 6 || f[3] != "positive" {
+		if len(f) != 6 || f[3] != "positive" || f[2] == "stateful" {
 			continue
 		}
 		op := f[0] + " " + f[1] + " (" + f[2] + ")"
@@ -237,6 +299,34 @@ func unanswered(t *testing.T, log string) string {
 	}
 	sort.Strings(lines)
 	return strings.Join(lines, "\n")
+}
+
+// exports are the lines of an agent's export in each format, header
+// first, from which the hooks draw the bodies of imports.
+func exports(t *testing.T, api, key, agent string) map[string][]string {
+	t.Helper()
+	lines := map[string][]string{}
+	for _, format := range []string{"events", "memories"} {
+		req, err := http.NewRequest("GET", api+"/agents/"+agent+"/export?format="+format, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("export of %s as %s: %d %v %s", agent, format, resp.StatusCode, err, body)
+		}
+		lines[format] = strings.Split(strings.TrimSpace(string(body)), "\n")
+		if len(lines[format]) < 2 {
+			t.Fatalf("export of %s as %s has no line after its header:\n%s", agent, format, body)
+		}
+	}
+	return lines
 }
 
 // seedFuzzData creates, as the user of key, what the fuzzer's requests
@@ -282,6 +372,10 @@ func seedFuzzData(t *testing.T, api, key string) map[string]any {
 		t.Fatal(err)
 	}
 	memory("fuzz-doomed", "notes", map[string]any{"content": marker + " doomed agent's note"})
+	// The agent the stateful phase writes its memories to, with a note
+	// they may derive from: a link from a memory's create may delete it.
+	const statefulAgent = "fuzz-stateful"
+	statefulRef := "notes:" + memory(statefulAgent, "notes", map[string]any{"content": marker + " stateful note"})
 	memory("fuzz-settings", "notes", map[string]any{"content": marker + " settings agent's note"})
 
 	post("/agents/"+agent+"/process", map[string]any{"force": true}, nil)
@@ -307,7 +401,7 @@ func seedFuzzData(t *testing.T, api, key string) map[string]any {
 	// note their memories may derive from: a pushed settings change
 	// (maintenance, say) then binds only the later pushes of its phase.
 	runningJobs, reembedAgents, syncAgents := map[string]string{}, map[string]string{}, map[string]map[string]string{}
-	for _, phase := range []string{"examples", "coverage", "fuzzing"} {
+	for _, phase := range schemathesisPhases() {
 		syncAgent := "fuzz-sync-" + phase
 		syncAgents[phase] = map[string]string{"agent": syncAgent, "ref": "notes:" + memory(syncAgent, "notes", map[string]any{"content": marker + " note to derive from"})}
 		var job struct {
@@ -333,7 +427,7 @@ func seedFuzzData(t *testing.T, api, key string) map[string]any {
 	// key revoked by one phase answers 409 key_already_revoked to the next.
 	keysPerPhase := func(name string) map[string]string {
 		keys := map[string]string{}
-		for _, phase := range []string{"examples", "coverage", "fuzzing"} {
+		for _, phase := range schemathesisPhases() {
 			keys[phase] = newKey(name + "-" + phase)
 		}
 		return keys
@@ -367,6 +461,7 @@ func seedFuzzData(t *testing.T, api, key string) map[string]any {
 		"marker":           marker,
 		"agent":            agent,
 		"doomed_agent":     "fuzz-doomed",
+		"stateful_agent":   map[string]string{"agent": statefulAgent, "ref": statefulRef},
 		"settings_agent":   "fuzz-settings",
 		"memories":         memories,
 		"memory_types":     types,

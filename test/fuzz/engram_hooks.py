@@ -14,10 +14,19 @@ cross_tenant  another user's key: every case gets the seeded ids, and the
               check below fails any answer that lets that user read or
               change the seeding user's objects.
 
+The owner pass also runs schemathesis's stateful phase, which follows the
+document's links from a create to the routes that use what it created:
+there a value a link took from an earlier answer is kept, and each
+resource a create answered with is read again with another user's key
+(ENGRAM_FUZZ_OTHER_KEY), which must answer 404. Import bodies
+(application/x-ndjson) are drawn from the lines of a real export of the
+seeded agent, mixed with malformed lines; a refused import must leave
+its agent's event log and memory count as they were.
+
 In both passes the valid requests get the data a document cannot state
 (docs/api.md lists it): the account routes that take no credential a real
 secret of the pass (ENGRAM_FUZZ_KEY, the pass's API key, for login; a
-verification token of the seed for verify, one per phase), so each
+unspent verification token of the seed for each verify, several per phase), so each
 reaches its success instead of only its refusals; the embeddings routes
 (OpenAI's, generate, batch, bulk re-embedding) a model the server serves,
 a similarity search a vector of the agent's dimensions, a search a time
@@ -37,11 +46,16 @@ import datetime
 import itertools
 import json
 import os
+import re
+import urllib.error
+import urllib.parse
+import urllib.request
 import uuid
 from collections.abc import Iterator, MutableMapping
 from typing import Any
 
 import schemathesis
+from hypothesis import strategies as st
 from schemathesis import HookContext
 
 SEED: dict[str, Any] = json.loads(open(os.environ["ENGRAM_FUZZ_SEED"], encoding="utf-8").read())
@@ -50,6 +64,11 @@ if PASS not in ("owner", "cross_tenant"):
     raise ValueError(f"ENGRAM_FUZZ_PASS={PASS!r}: want owner or cross_tenant")
 KEY = os.environ["ENGRAM_FUZZ_KEY"]
 LOG = os.environ["ENGRAM_FUZZ_LOG"]
+# The server's base URL (http://host:port), for the checks' own requests.
+BASE_URL = os.environ["ENGRAM_FUZZ_BASE_URL"]
+# Another user's key, with which the owner pass reads again what its
+# stateful phase created (none in the cross-tenant pass).
+OTHER_KEY = os.environ.get("ENGRAM_FUZZ_OTHER_KEY", "")
 
 # Which seeded ids a path parameter takes, by (method, path template). A
 # route that destroys or changes its object's state gets objects of its
@@ -78,6 +97,22 @@ DEFAULT_IDS: dict[str, list[str]] = {
 # Each (operation, parameter) walks through its ids in turn: with one
 # worker and a fixed seed the run stays repeatable.
 _turns: dict[tuple[str, str, str], Iterator[str]] = {}
+
+
+# A text field of each seeded memory type (seedFuzzData), which a content
+# patch of a memory of that type may name.
+PATCHED_FIELD = {"raw_entry": "content", "notes": "content", "beliefs": "statement", "episodes": "outcome", "goals": "title"}
+
+
+_verify_tokens: dict[str, Any] = {}
+
+
+def next_verify_token(phase: str) -> str:
+    """The phase's next unspent verification token; the last once spent
+    (its 410 then says the budget outran the tokens the test made)."""
+    tokens = SEED["verify_tokens"][PASS][phase]
+    turn = _verify_tokens.setdefault(phase, iter(tokens))
+    return next(turn, tokens[-1])
 
 
 def seeded_id(method: str, path: str, name: str) -> str | None:
@@ -136,11 +171,13 @@ def with_time_window(search: dict[str, Any]) -> None:
         search["created_after"] = (before - datetime.timedelta(seconds=1)).isoformat()
 
 
-def seeded_refs(refs: Any) -> Any:
-    """derived_from of a valid request: the seeded agent's memories, as
-    "type:id" (a generated id names no memory)."""
+def seeded_refs(refs: Any, phase: str) -> Any:
+    """derived_from of a valid request: memories of the agent the phase
+    writes to, as "type:id" (a generated id names no memory)."""
     if not isinstance(refs, list):
         return refs
+    if phase == "stateful":
+        return [SEED["stateful_agent"]["ref"] for _ in refs]
     return [f"{SEED['memory_types'][i]}:{i}" for i in itertools.islice(_derived, len(refs))]
 
 
@@ -148,12 +185,20 @@ def seeded_refs(refs: Any) -> Any:
 _derived = itertools.cycle(SEED["memories"])
 
 
-def with_memory_data(memory: Any) -> None:
+def memory_agent(phase: str) -> str:
+    """The agent a valid request writes memories to: the seeded one, whose
+    memories the routes after it read, except in the stateful phase, which
+    reads what it wrote itself through the links and may delete its agent
+    (a link from a memory's create leads there)."""
+    return SEED["stateful_agent"]["agent"] if phase == "stateful" else SEED["agent"]
+
+
+def with_memory_data(memory: Any, phase: str) -> None:
     if isinstance(memory, dict):
         if "created_at" in memory:
             memory["created_at"] = in_the_past(memory["created_at"])
         if "derived_from" in memory:
-            memory["derived_from"] = seeded_refs(memory["derived_from"])
+            memory["derived_from"] = seeded_refs(memory["derived_from"], phase)
 
 
 _fresh = itertools.count(1)
@@ -241,6 +286,115 @@ def http_value_ok(value: Any) -> bool:
     return not isinstance(value, str) or all(c == "\t" or " " <= c <= "~" for c in value)
 
 
+IMPORT_PATH = "/v1/agents/{agent_id}/import"
+
+# The values the links of the stateful phase took from this pass's
+# answers (an id a create answered with, the agent it wrote to): a request
+# that carries one got it from a link, and keeps it.
+_linked: set[str] = set()
+
+
+def is_linked(case: Any, value: Any) -> bool:
+    return phase_of(case) == "stateful" and isinstance(value, str) and value in _linked
+
+
+def links_of(case: Any, status: int) -> list[dict[str, Any]]:
+    """The links the document gives the case's operation's answer of status."""
+    responses = case.operation.definition.raw.get("responses", {})
+    response = responses.get(str(status), {})
+    return list(response.get("links", {}).values()) if isinstance(response, dict) else []
+
+
+_EXPRESSION = re.compile(r"\{(\$[^}]*)\}")
+
+
+def pointer(document: Any, path: str) -> Any:
+    """The value at a JSON pointer of document, None when there is none."""
+    for token in path.split("/")[1:]:
+        token = token.replace("~1", "/").replace("~0", "~")
+        if isinstance(document, dict):
+            document = document.get(token)
+        elif isinstance(document, list) and token.isdigit() and int(token) < len(document):
+            document = document[int(token)]
+        else:
+            return None
+    return document
+
+
+def evaluate(expression: str, case: Any, response: Any) -> Any:
+    """A link's runtime expression (the forms the document uses, which
+    api/openapi_links_test.go allows) on a request and its answer."""
+    if not expression.startswith("$"):
+        # A string with expressions inside ("Bearer {$response.body#/data/token}").
+        return _EXPRESSION.sub(lambda m: str(evaluate(m.group(1), case, response)), expression)
+    where, _, path = expression.partition("#")
+    if where == "$response.body":
+        if not path:
+            return response.content.decode("utf-8", errors="replace")
+        try:
+            return pointer(response.json(), path)
+        except ValueError:
+            return None
+    if where == "$request.body":
+        return pointer(case.body, path) if path else case.body
+    _, location, name = where.split(".", 2)
+    return {"path": case.path_parameters, "query": case.query, "header": case.headers}.get(location, {}).get(name)
+
+
+def link_values(link: dict[str, Any], case: Any, response: Any) -> dict[str, Any]:
+    """What a link takes from an answer: its parameters' values by name,
+    and its body's fields."""
+    values = {name: evaluate(e, case, response) for name, e in link.get("parameters", {}).items()}
+    body = link.get("requestBody")
+    if isinstance(body, dict):
+        values.update({f"body.{name}": evaluate(e, case, response) for name, e in body.items()})
+    return values
+
+
+# The last consistency token an answer of this pass carried: the reads
+# the checks make send it, so they see every write of the pass before.
+_token: list[str] = []
+
+
+def remember_token(response: Any) -> None:
+    token = response.headers.get("engram-consistency-token")
+    if token:
+        _token[:] = token[:1] if isinstance(token, list) else [token]
+
+
+def api_get(path: str, key: str) -> tuple[int, Any]:
+    """GET an API path (/v1/...) with key, after the pass's last write."""
+    request = urllib.request.Request(BASE_URL + path, headers={"Authorization": "Bearer " + key})
+    if _token:
+        request.add_header("Engram-Consistency-Token", _token[0])
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return answer.status, json.loads(answer.read() or b"null")
+    except urllib.error.HTTPError as refused:
+        return refused.code, None
+
+
+# The state of an import's agent before the import, by case id: what a
+# refused import must leave as it was.
+_before_import: dict[str, tuple[Any, Any]] = {}
+
+
+def import_target_state(agent: str) -> tuple[Any, Any]:
+    """An agent's event log head and memory count (None: unknown agent)."""
+    quoted = urllib.parse.quote(agent, safe="")
+    status, page = api_get(f"/v1/sync/events?agent_id={quoted}&limit=1", KEY)
+    head = page["data"]["head"] if status == 200 else None
+    status, stats = api_get(f"/v1/agents/{quoted}/stats", KEY)
+    total = stats["data"]["total"] if status == 200 else None
+    return head, total
+
+
+def snapshot_import_target(case: Any) -> None:
+    agent = (case.path_parameters or {}).get("agent_id")
+    if isinstance(agent, str) and agent:
+        _before_import[case.id] = import_target_state(agent)
+
+
 @schemathesis.hook
 def before_call(context: HookContext, case: Any, kwargs: dict[str, Any]) -> None:
     for headers in (case.headers, kwargs.get("headers")):
@@ -264,13 +418,13 @@ def before_call(context: HookContext, case: Any, kwargs: dict[str, Any]) -> None
             if len(email) < 254:
                 case.body["email"] = email[:at] + "x" + email[at:]
         elif case.path == "/v1/auth/verify":
-            # schemathesis judges each phase apart: a token of its own each.
-            case.body["token"] = SEED["verify_tokens"][PASS][case.meta.phase.name.value]
+            # A token works once: each valid request of the phase takes the
+            # next unspent one (schemathesis judges each phase apart).
+            case.body["token"] = next_verify_token(case.meta.phase.name.value)
         elif case.path == "/v1/embeddings" and isinstance(case.body.get("model"), str):
             case.body["model"] = SEED["model"]  # OpenAI's: a model the server serves
             if isinstance(case.body.get("dimensions"), (int, float)):
-                # The size of that model, as an integer: JSON Schema's
-                # integer takes 344.0, which Go's decoder refuses.
+                # The size of that model: another is refused.
                 case.body["dimensions"] = SEED["dimensions"]
         elif case.path in ("/v1/embeddings/generate", "/v1/embeddings/batch") and isinstance(case.body.get("model"), str):
             case.body["model"] = SEED["model"]  # a model the server serves
@@ -278,7 +432,7 @@ def before_call(context: HookContext, case: Any, kwargs: dict[str, Any]) -> None
             # The generated numbers, as many as the agent's model has dimensions.
             case.body["embedding"] = nonzero_window(case.body["embedding"] or [0.5], SEED["dimensions"])
         elif case.path == "/v1/memories":
-            with_memory_data(case.body)
+            with_memory_data(case.body, phase_of(case))
         elif case.path == "/v1/search":
             with_time_window(case.body)
         elif case.path == "/v1/agents/{agent_id}/settings":
@@ -287,7 +441,7 @@ def before_call(context: HookContext, case: Any, kwargs: dict[str, Any]) -> None
             case.body["model"] = SEED["model"]  # a model the server serves
         elif case.path == "/v1/memories/batch" and isinstance(case.body.get("memories"), list):
             for memory in case.body["memories"]:
-                with_memory_data(memory)
+                with_memory_data(memory, phase_of(case))
         elif case.path == "/v1/sync/events" and isinstance(case.body.get("events"), list):
             for event in case.body["events"]:
                 with_sync_data(event, SEED["sync_agents"][phase_of(case)]["ref"])
@@ -295,9 +449,24 @@ def before_call(context: HookContext, case: Any, kwargs: dict[str, Any]) -> None
             # A URL the server can deliver to (the test allows private
             # addresses; this port is closed, so nothing leaves the machine).
             case.body["url"] = "http://127.0.0.1:9/fuzz"
-    if PASS == "owner" and not positive:
-        return
+    if positive and isinstance(case.query, dict):
+        # A cursor is one the server handed out with a page; a generated
+        # one, however well-formed, names no page (400 naming it).
+        for name in ("cursor", "before"):
+            case.query.pop(name, None)
+    if PASS == "cross_tenant" or positive:
+        with_seeded_ids(case)
+    if case.path == IMPORT_PATH and PASS == "owner":
+        snapshot_import_target(case)
+
+
+def with_seeded_ids(case: Any) -> None:
+    """The seeded objects' ids in place of the generated ones (those a
+    link of the stateful phase took from an answer stay)."""
+    phase = phase_of(case)
     for name in list(case.path_parameters or {}):
+        if is_linked(case, case.path_parameters[name]):
+            continue
         value = seeded_id(case.method, case.path, name)
         if case.path == "/v1/embeddings/jobs/{job_id}/cancel":
             # A job still running, one per phase (schemathesis judges each
@@ -309,15 +478,28 @@ def before_call(context: HookContext, case: Any, kwargs: dict[str, Any]) -> None
             value = SEED["cycled_keys"][phase_of(case)]
         elif case.path == "/v1/auth/keys/{key_id}":
             value = SEED["doomed_keys"][phase_of(case)]
+        elif case.path == IMPORT_PATH:
+            # An agent per phase that imports append to (an import into the
+            # seeded agent of its own export holds only duplicates).
+            value = f"fuzz-import-{phase}"
         if value is not None:
             case.path_parameters[name] = value
+    if is_positive(case) and case.method == "PATCH" and case.path == "/v1/memories/{id}" and isinstance(case.body, dict) and isinstance(case.body.get("content"), dict):
+        # The fields a content patch may name are those of its memory's
+        # type, which the id decides, not the document: a field of the
+        # memory's own type, keeping the marker the cross-tenant check
+        # looks for.
+        memory_type = SEED["memory_types"].get(case.path_parameters.get("id"))
+        case.body["content"] = {PATCHED_FIELD.get(memory_type, "content"): SEED["marker"] + " patched"}
     # The listing, search and sync routes name the agent in the query or
     # the body; the seeded one has data to find.
-    if isinstance(case.query, dict) and "agent_id" in case.query:
+    if isinstance(case.query, dict) and "agent_id" in case.query and not is_linked(case, case.query["agent_id"]):
         case.query["agent_id"] = SEED["agent"]
-    if isinstance(case.body, dict) and isinstance(case.body.get("agent_id"), str):
+    if isinstance(case.body, dict) and isinstance(case.body.get("agent_id"), str) and not is_linked(case, case.body["agent_id"]):
         case.body["agent_id"] = SEED["agent"]
-        if case.path == "/v1/embeddings/bulk-reembed":
+        if case.path in ("/v1/memories", "/v1/memories/batch"):
+            case.body["agent_id"] = memory_agent(phase)
+        elif case.path == "/v1/embeddings/bulk-reembed":
             # An agent without a job, one per phase (one job per agent at a time).
             case.body["agent_id"] = SEED["reembed_agents"][phase_of(case)]
         elif case.path == "/v1/sync/events":
@@ -325,7 +507,7 @@ def before_call(context: HookContext, case: Any, kwargs: dict[str, Any]) -> None
             # (maintenance refuses every later memory write).
             case.body["agent_id"] = SEED["sync_agents"][phase_of(case)]["agent"]
     # POST /v1/embeddings/reembed names a memory and its type in the body.
-    if isinstance(case.body, dict) and isinstance(case.body.get("memory_id"), str):
+    if isinstance(case.body, dict) and isinstance(case.body.get("memory_id"), str) and not is_linked(case, case.body["memory_id"]):
         memory_id = seeded_id(case.method, case.path, "id")
         case.body["memory_id"] = memory_id
         if isinstance(case.body.get("memory_type"), str):
@@ -334,6 +516,10 @@ def before_call(context: HookContext, case: Any, kwargs: dict[str, Any]) -> None
 
 @schemathesis.hook
 def after_call(context: HookContext, case: Any, response: Any) -> None:
+    remember_token(response)
+    if phase_of(case) == "stateful" and 200 <= response.status_code < 300:
+        for link in links_of(case, response.status_code):
+            _linked.update(v for v in link_values(link, case, response).values() if isinstance(v, str) and v)
     code = "-"
     if response.status_code >= 400:
         try:
@@ -367,9 +553,24 @@ def derived_refs(body: Any) -> list[str]:
     return refs
 
 
+# The checks below run only when named in schemathesis's --checks, which,
+# given, turns off every check it does not name, registered ones too:
+# each logs that it ran ("check NAME"), and TestSchemathesis fails a pass
+# in which one of them (its hookChecks) did not.
+_ran: set[str] = set()
+
+
+def ran(check: str) -> None:
+    if check not in _ran:
+        _ran.add(check)
+        with open(LOG, "a", encoding="utf-8") as log:
+            log.write(f"check {check}\n")
+
+
 @schemathesis.check
 def cross_tenant_isolation(ctx: Any, response: Any, case: Any) -> bool | None:
     """Another user never reads or changes the seeding user's objects."""
+    ran("cross_tenant_isolation")
     if PASS != "cross_tenant":
         return None
     body = response.content.decode("utf-8", errors="replace") if response.content else ""
@@ -403,3 +604,168 @@ def cross_tenant_isolation(ctx: Any, response: Any, case: Any) -> bool | None:
             f"{case.method} {case.formatted_path} as another user answered {response.status_code}: want 404 or 403"
         )
     return None
+
+
+@schemathesis.check
+def created_resources_stay_private(ctx: Any, response: Any, case: Any) -> bool | None:
+    """What the owner pass's stateful phase created is another user's to
+    read nowhere: each link from a create's answer to a read of the
+    created resource by the id the server gave it, followed with another
+    user's key, is 404 (decisions.md: another user's object is as absent
+    as one never made). An agent id is a name each user picks: another
+    user's agent of that name is its own, so reads by agent are not
+    followed (the cross-tenant pass reads the seeded agent's)."""
+    ran("created_resources_stay_private")
+    if PASS != "owner" or phase_of(case) != "stateful" or case.method.upper() == "GET":
+        return None
+    if not 200 <= response.status_code < 300:
+        return None
+    paths = case.operation.schema.raw_schema["paths"]
+    for link in links_of(case, response.status_code):
+        target = operation_by_id(paths, link["operationId"])
+        if target is None or target[0] != "get" or "{" not in target[1] or "{agent_id}" in target[1]:
+            continue
+        values = link_values(link, case, response)
+        path = target[1]
+        for name in re.findall(r"\{([^}]+)\}", path):
+            value = values.get(name, values.get(f"path.{name}"))
+            if not isinstance(value, str) or not value:
+                path = ""
+                break
+            path = path.replace("{" + name + "}", urllib.parse.quote(value, safe=":"))
+        if not path:
+            continue
+        status, _ = api_get(path, OTHER_KEY)
+        if status != 404:
+            raise AssertionError(
+                f"{case.method} {case.formatted_path} created what GET {path} reads; "
+                f"another user's key got {status} there: want 404"
+            )
+    return None
+
+
+def operation_by_id(paths: dict[str, Any], operation_id: str) -> tuple[str, str] | None:
+    """The method and path template of the document's operation of that id."""
+    for path, item in paths.items():
+        for method, operation in item.items():
+            if isinstance(operation, dict) and operation.get("operationId") == operation_id:
+                return method, path
+    return None
+
+
+@schemathesis.check
+def refused_import_changes_nothing(ctx: Any, response: Any, case: Any) -> bool | None:
+    """An import is all or nothing: a refused one leaves its agent's event
+    log and memory count as they were, and a refused line is named in the
+    failure envelope (its message and details.line)."""
+    ran("refused_import_changes_nothing")
+    if case.path != IMPORT_PATH or response.status_code < 400:
+        return None
+    try:
+        error = response.json()["error"]
+    except (ValueError, KeyError, TypeError):
+        raise AssertionError(f"import answered {response.status_code} without the failure envelope") from None
+    line = re.match(r"line (\d+): ", str(error.get("message", "")))
+    if line is not None and (error.get("details") or {}).get("line") != int(line.group(1)):
+        raise AssertionError(f"import refused {error['message']!r} with details {error.get('details')!r}: want its line")
+    before = _before_import.get(case.id)
+    if before is None:
+        return None
+    after = import_target_state(case.path_parameters["agent_id"])
+    if after != before:
+        raise AssertionError(
+            f"import into {case.path_parameters['agent_id']} answered {response.status_code} "
+            f"({error.get('code')}) yet changed its (event log head, memory count) from {before} to {after}"
+        )
+    return None
+
+
+# Import bodies: JSON Lines drawn from the lines of the seeded agent's
+# exports (the test exports it in both formats), a prefix in log order
+# (an event after the one it follows), with or without its header, and
+# malformed lines among them: text, truncated lines, JSON that is no
+# object, unknown fields, two kinds in one line, a field anywhere in a
+# line given another JSON value, a header that is not first. Another
+# user's pass imports the same lines without the seed's marker, which in
+# its answers would mean a leak.
+def _export_lines() -> dict[str, list[str]]:
+    exports: dict[str, list[str]] = SEED["exports"]
+    if PASS == "owner":
+        return exports
+    return {f: [line.replace(SEED["marker"], "fuzz-other-marker") for line in lines] for f, lines in exports.items()}
+
+
+EXPORTS = _export_lines()
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=16),
+    lambda inner: st.lists(inner, min_size=1, max_size=3) | st.dictionaries(st.text(max_size=8), inner, min_size=1, max_size=3),
+    max_leaves=6,
+)
+
+
+def _places(value: Any) -> list[tuple[Any, Any]]:
+    """Every (container, key) of a JSON value, depth first."""
+    places: list[tuple[Any, Any]] = []
+    keys = value.keys() if isinstance(value, dict) else range(len(value)) if isinstance(value, list) else []
+    for key in keys:
+        places.append((value, key))
+        places.extend(_places(value[key]))
+    return places
+
+
+@st.composite
+def malformed_line(draw: st.DrawFn, lines: list[str]) -> str:
+    line = draw(st.sampled_from(lines))
+    kind = draw(st.sampled_from(["text", "truncated", "not_object", "unknown_field", "two_kinds", "changed", "header"]))
+    if kind == "text":
+        return draw(st.text(max_size=40))
+    if kind == "truncated":
+        return line[: draw(st.integers(min_value=1, max_value=max(1, len(line) - 1)))]
+    if kind == "not_object":
+        return json.dumps(draw(JSON_VALUES.filter(lambda v: not isinstance(v, dict))))
+    value = json.loads(line)
+    if kind == "unknown_field":
+        value[draw(st.text(min_size=1, max_size=8))] = draw(JSON_VALUES)
+    elif kind == "two_kinds":
+        value[draw(st.sampled_from(["header", "event", "memory"]))] = draw(JSON_VALUES)
+    elif kind == "changed":
+        container, key = draw(st.sampled_from(_places(value)))
+        container[key] = draw(JSON_VALUES)
+    else:  # a header where only the first line may have one
+        return draw(st.sampled_from([lines_of_format[0] for lines_of_format in EXPORTS.values()]))
+    return json.dumps(value)
+
+
+@st.composite
+def ndjson_import(draw: st.DrawFn) -> bytes:
+    lines = EXPORTS[draw(st.sampled_from(sorted(EXPORTS)))]
+    header, body = lines[0], lines[1:]
+    chosen = body[: draw(st.integers(min_value=1, max_value=len(body)))]
+    if draw(st.booleans()):
+        chosen = [header, *chosen]
+    for _ in range(draw(st.sampled_from([0, 0, 0, 1, 2]))):
+        chosen.insert(draw(st.integers(min_value=0, max_value=len(chosen))), draw(malformed_line(lines)))
+    separator = draw(st.sampled_from(["\n", "\r\n", "\n\n"]))
+    return (separator.join(chosen) + draw(st.sampled_from(["", "\n"]))).encode("utf-8", errors="surrogatepass")
+
+
+schemathesis.openapi.media_type("application/x-ndjson", ndjson_import())
+
+
+@schemathesis.serializer("application/x-ndjson")
+def ndjson_body(ctx: Any, value: Any) -> bytes:
+    """The body as drawn (bytes), as the export answered it (text), or, for
+    the values a negative case draws against the body's `string`, as JSON."""
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, str):
+        return value.encode("utf-8", errors="surrogatepass")
+    return json.dumps(value).encode()
+
+
+@schemathesis.deserializer("application/x-ndjson")
+def ndjson_answer(ctx: Any, response: Any) -> str:
+    """An export's body, as its document says, a string: the link from an
+    export to an import sends it back."""
+    return response.content.decode("utf-8", errors="replace")
