@@ -32,6 +32,9 @@ type DB struct {
 	// hot holds the prepared statements of the read queries that run per
 	// request (see queryHot).
 	hot *stmtCache
+	// writer holds the write side's prepared statements (see
+	// writerStmts); nil without a writer.
+	writer *writerStmts
 	// idle checkpoints the WAL once writes pause (see checkpointWhenIdle);
 	// nil without a writer.
 	idle *time.Timer
@@ -105,6 +108,7 @@ func Open(ctx context.Context, dataDir string, opts Options) (*DB, error) {
 		// current database leaves it unconnected (below), so a command
 		// that only reads never opens it.
 		db.write.SetMaxOpenConns(1)
+		db.writer = newWriterStmts(db.write, maxWriterStmts)
 		db.idle = time.AfterFunc(time.Hour, db.checkpointWhenIdle)
 		db.idle.Stop()
 	}
@@ -216,6 +220,11 @@ func (db *DB) Close() error {
 	if db.hot != nil {
 		err = db.hot.close()
 	}
+	if db.writer != nil {
+		if e := db.writer.close(); err == nil {
+			err = e
+		}
+	}
 	// The writer empties the WAL and closes before the readers, so the
 	// read-only connection closing last leaves the WAL (empty) and its
 	// index (-shm) in place: the next open has nothing to re-read, and a
@@ -285,6 +294,8 @@ func (db *DB) WriteTx(ctx context.Context, fn func(*sql.Tx) error) error {
 	if joined, err := db.joinUnit(ctx, fn); joined {
 		return err
 	}
+	// Runs after the transaction, the writer connection free again.
+	defer db.writer.prepareWanted(ctx)
 	return runTx(ctx, db.write, fn)
 }
 
@@ -308,6 +319,9 @@ func (db *DB) logTx(ctx context.Context, fn func(*sql.Tx) error) (commit time.Du
 		return 0, fmt.Errorf("sqlite: database opened read-only")
 	}
 	defer db.idle.Reset(walIdleCheckpointAfter)
+	// Runs after the transaction and after conn is back in the pool
+	// (deferred calls run last first).
+	defer db.writer.prepareWanted(ctx)
 	if db.durability == Relaxed {
 		return timedTx(ctx, db.write, fn)
 	}

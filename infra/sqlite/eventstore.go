@@ -176,23 +176,23 @@ const insertEvent = `INSERT INTO events (id, stream, version, type, schema_versi
 // for the group (batchTx): an import of 10,000 memories appends 20,000
 // events and 10,000 claims in one append.
 func (s *EventStore) appendGroup(ctx context.Context, tx *sql.Tx, group []*appendRequest) error {
-	b := newBatchTx(ctx, tx)
+	b := s.db.newBatch(ctx, tx)
 	now := s.now().UTC()
 	for _, r := range group {
 		if err := r.ctx.Err(); err != nil {
 			r.err = fmt.Errorf("sqlite: append to %s: %w", r.parts[0].Stream, err)
 			continue
 		}
-		if _, err := tx.ExecContext(ctx, `SAVEPOINT append`); err != nil {
+		if err := b.run(`SAVEPOINT append`); err != nil {
 			return fmt.Errorf("sqlite: savepoint: %w", err)
 		}
 		r.res, r.err = appendParts(b, r, now)
 		if r.err != nil {
-			if _, err := tx.ExecContext(ctx, `ROLLBACK TO append`); err != nil {
+			if err := b.run(`ROLLBACK TO append`); err != nil {
 				return fmt.Errorf("sqlite: roll back to savepoint: %w", err)
 			}
 		}
-		if _, err := tx.ExecContext(ctx, `RELEASE append`); err != nil {
+		if err := b.run(`RELEASE append`); err != nil {
 			return fmt.Errorf("sqlite: release savepoint: %w", err)
 		}
 	}
@@ -207,7 +207,7 @@ func appendParts(b *batchTx, r *appendRequest, now time.Time) ([]domain.AppendRe
 	versions := make([]int64, len(r.parts))
 	for i, p := range r.parts {
 		var err error
-		if versions[i], err = expectedVersion(b.ctx, b.tx, p); err != nil {
+		if versions[i], err = expectedVersion(b, p); err != nil {
 			return nil, err
 		}
 	}
@@ -226,9 +226,9 @@ func appendParts(b *batchTx, r *appendRequest, now time.Time) ([]domain.AppendRe
 }
 
 // expectedVersion is the version of p's stream, if p expects it.
-func expectedVersion(ctx context.Context, tx *sql.Tx, p domain.StreamAppend) (int64, error) {
+func expectedVersion(b *batchTx, p domain.StreamAppend) (int64, error) {
 	current := int64(-1)
-	err := tx.QueryRowContext(ctx, `SELECT version FROM streams WHERE stream = ?`, p.Stream).Scan(&current)
+	err := b.queryRow(`SELECT version FROM streams WHERE stream = ?`, p.Stream).Scan(&current)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return 0, fmt.Errorf("sqlite: read stream version: %w", err)
 	}

@@ -31,8 +31,9 @@ func (db *DB) Checkpoint(ctx context.Context, name string) (uint64, error) {
 // a read model writes what it held back there (applyBatch, batchEnder).
 func (db *DB) ApplyEvents(ctx context.Context, name string, events []domain.Event, apply func(*sql.Tx, domain.Event) error, beforeCommit func(context.Context) error) error {
 	return db.WriteTx(ctx, func(tx *sql.Tx) error {
+		b := db.batchFor(ctx, tx)
 		var done uint64
-		err := tx.QueryRowContext(ctx, `SELECT position FROM projection_checkpoints WHERE name = ?`, name).Scan(&done)
+		err := b.queryRow(`SELECT position FROM projection_checkpoints WHERE name = ?`, name).Scan(&done)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("sqlite: checkpoint %s: %w", name, err)
 		}
@@ -54,7 +55,7 @@ func (db *DB) ApplyEvents(ctx context.Context, name string, events []domain.Even
 				return fmt.Errorf("%s: end the batch at %d: %w", name, last, err)
 			}
 		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO projection_checkpoints (name, position) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET position = excluded.position`, name, last)
+		err = b.run(`INSERT INTO projection_checkpoints (name, position) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET position = excluded.position`, name, last)
 		if err != nil {
 			return fmt.Errorf("sqlite: save checkpoint %s: %w", name, err)
 		}

@@ -50,24 +50,28 @@ type batchEnder interface {
 }
 
 // batchTx is the transaction of one batch of events with its statements,
-// each prepared once per batch: a batch write of 1000 memories is 2000
-// events, and parsing SQL for each was most of the apply time. Every
-// SQLite read model's write port uses it.
+// each prepared once by the writer (writerStmts), not per event nor per
+// batch: a batch write of 1000 memories is 2000 events, and parsing SQL
+// for each was most of the apply time. Every SQLite read model's write
+// port and the log's appends use it.
 type batchTx struct {
-	ctx   context.Context
-	tx    *sql.Tx
-	stmts map[string]*sql.Stmt // closed with the transaction
+	ctx    context.Context
+	tx     *sql.Tx
+	writer *writerStmts
+	stmts  map[string]*sql.Stmt // closed with the transaction
 }
 
-func newBatchTx(ctx context.Context, tx *sql.Tx) *batchTx {
-	return &batchTx{ctx: ctx, tx: tx, stmts: map[string]*sql.Stmt{}}
+// newBatch returns the statements of tx, a transaction of db's writer,
+// taken from the statements the writer keeps prepared.
+func (db *DB) newBatch(ctx context.Context, tx *sql.Tx) *batchTx {
+	return &batchTx{ctx: ctx, tx: tx, writer: db.writer, stmts: map[string]*sql.Stmt{}}
 }
 
 func (a *batchTx) stmt(query string) (*sql.Stmt, error) {
 	if st, ok := a.stmts[query]; ok {
 		return st, nil
 	}
-	st, err := a.tx.PrepareContext(a.ctx, query)
+	st, err := a.writer.inTx(a.ctx, a.tx, query)
 	if err != nil {
 		return nil, err
 	}

@@ -30,7 +30,7 @@ func (db *DB) InUnitOfWork(ctx context.Context, fn func(ctx context.Context) err
 		return fn(ctx) // already inside one: join it
 	}
 	return db.WriteTx(ctx, func(tx *sql.Tx) error {
-		u := &unit{db: db, batch: newBatchTx(ctx, tx)}
+		u := &unit{db: db, batch: db.newBatch(ctx, tx)}
 		return fn(context.WithValue(ctx, unitKey{}, u))
 	})
 }
@@ -51,5 +51,5 @@ func (db *DB) batchFor(ctx context.Context, tx *sql.Tx) *batchTx {
 	if u, ok := ctx.Value(unitKey{}).(*unit); ok && u.db == db && u.batch.tx == tx {
 		return u.batch
 	}
-	return newBatchTx(ctx, tx)
+	return db.newBatch(ctx, tx)
 }
