@@ -26,6 +26,12 @@ func decodeJSON(r *http.Request, v any) error {
 	if err != nil {
 		return jsonError(err)
 	}
+	// encoding/json takes null for a struct as "leave it alone", which
+	// would make a null body an empty patch; the document says a body is
+	// an object, and null is "absent" only for an optional field.
+	if bytes.Equal(bytes.TrimSpace(body), []byte("null")) {
+		return domain.Errorf(domain.KindInvalid, "request body must be a JSON object, not null")
+	}
 	return decodeOne(body, v, "request body must hold exactly one JSON object")
 }
 

@@ -98,6 +98,9 @@ func TestOpenAPIRefusesWhatTheServerRefuses(t *testing.T) {
 		{"similar limit over 100", "POST", "/v1/embeddings/similar", `{"agent_id":"closed-agent","embedding":[0.1],"limit":101}`, 400, "invalid_request"},
 		{"similar min_score over one", "POST", "/v1/embeddings/similar", `{"agent_id":"closed-agent","embedding":[0.1],"min_score":1.5}`, 400, "invalid_request"},
 		{"similar min_score negative", "POST", "/v1/embeddings/similar", `{"agent_id":"closed-agent","embedding":[0.1],"min_score":-0.1}`, 400, "invalid_request"},
+		{"register of a UTF-8 local part", "POST", "/v1/auth/register", `{"email":"é@example.com"}`, 400, "invalid_request"},
+		{"register of a quoted local part", "POST", "/v1/auth/register", `{"email":"\"a..b\"@example.com"}`, 400, "invalid_request"},
+		{"register of a Kelvin sign", "POST", "/v1/auth/register", `{"email":"\u212a@example.com"}`, 400, "invalid_request"},
 		{"register over 254 characters", "POST", "/v1/auth/register", `{"email":"` + long(250, "a") + `@example.com"}`, 400, "invalid_request"},
 		{"memory of an unknown type", "POST", "/v1/memories", mem(`"thoughts"`, `{"content":"x"}`), 400, "invalid_request"},
 		{"note without its text", "POST", "/v1/memories", mem(`"notes"`, `{"note_type":"fact"}`), 400, "invalid_request"},
@@ -137,6 +140,17 @@ func TestOpenAPIRefusesWhatTheServerRefuses(t *testing.T) {
 		{"push of a vector not base64", "POST", "/v1/sync/events", push(eventID, "MemoryEmbedded", `{"memory_id":"`+eventID+`","vector":"!!"}`), 400, "invalid_request"},
 		// Found by schemathesis: base64 of 5 bytes, no whole number of
 		// float32s, refused even for a memory the agent lacks.
+		// Found by schemathesis with the coverage phase (issue 25).
+		{"processing patch of a null body", "PATCH", "/v1/agents/closed-agent/processing", `null`, 400, "invalid_request"},
+		{"processing patch of a layer that names no transition", "PATCH", "/v1/agents/closed-agent/processing", `{"layers":{"raw_to_value":{"enabled":false}}}`, 400, "invalid_request"},
+		{"exhaust of more than 100 cycles", "POST", "/v1/agents/closed-agent/process/exhaust", `{"max_cycles":101}`, 400, "invalid_request"},
+		{"list of an event type for a memory type", "GET", "/v1/memories?agent_id=closed-agent&type=MemoryCreated", "", 400, "invalid_request"},
+		{"list of one unknown type among known ones", "GET", "/v1/memories?agent_id=closed-agent&type=notes,thoughts", "", 400, "invalid_request"},
+		{"drive of a null focus area", "POST", "/v1/memories", mem(`"drive"`, `{"drive_type":"x","focus_areas":["f",null]}`), 400, "invalid_request"},
+		{"batch of a null tag", "POST", "/v1/memories/batch", `{"agent_id":"closed-agent","memories":[{"type":"notes","content":{"content":"x"},"tags":[null]}]}`, 400, "invalid_request"},
+		{"push of a memory of a null lesson", "POST", "/v1/sync/events", push(eventID, "MemoryCreated", `{"memory_id":"`+eventID+`","type":"episode","content":{"objective":"o","outcome":"x","lessons":[null]}}`), 400, "invalid_request"},
+		{"push of a null time", "POST", "/v1/sync/events", `{"agent_id":"closed-agent","events":[{"id":"` + eventID + `","type":"MemoryForgotten","time":null,"payload":{"memory_id":"` + eventID + `"}}]}`, 400, "invalid_request"},
+		{"push without a time", "POST", "/v1/sync/events", `{"agent_id":"closed-agent","events":[{"id":"` + eventID + `","type":"MemoryForgotten","payload":{"memory_id":"` + eventID + `"}}]}`, 400, "invalid_request"},
 		{"push of a vector of 5 bytes", "POST", "/v1/sync/events", push(eventID, "MemoryEmbedded", `{"memory_id":"`+eventID+`","model":"m","dimensions":1,"vector":"AACAPwA="}`), 400, "invalid_request"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -165,6 +179,7 @@ func TestOpenAPIRefusesWhatTheServerRefuses(t *testing.T) {
 		{"POST", "/v1/auth/login", `{"api_key":"` + key + `"}`},
 		{"POST", "/v1/auth/verify", `{"token":"engv_` + long(43, "Z") + `"}`},
 		{"POST", "/v1/auth/register", `{"email":" Agent.Dev+x@Mail.Example.com "}`},
+		{"POST", "/v1/auth/register", `{"email":"\u00a0a@example.com\u3000"}`},
 		{"POST", "/v1/auth/keys/" + keyID + "/cycle", ``},
 		{"POST", "/v1/memories", `{"agent_id":".a_B-9","type":"notes","content":{"content":"x"}}`},
 		{"POST", "/v1/embeddings/similar", `{"agent_id":"closed-agent","embedding":[0.1],"limit":100,"min_score":1,"types":["raw"]}`},
@@ -186,6 +201,10 @@ func TestOpenAPIRefusesWhatTheServerRefuses(t *testing.T) {
 		{"POST", "/v1/sync/events", push(eventID, "MemoryEmbedded", `{"memory_id":"`+eventID+`","model":"m","dimensions":1,"vector":"AACAPw=="}`)},
 		{"POST", "/v1/embeddings", `{"model":"default","input":["x"],"dimensions":8,"encoding_format":"base64","user":"u"}`},
 		{"GET", "/v1/memories?agent_id=closed-agent&limit=1000", ``},
+		{"PATCH", "/v1/agents/closed-agent/processing", `{"layers":{"raw_to_note":{"enabled":false}}}`},
+		{"POST", "/v1/agents/closed-agent/process/exhaust", `{"max_cycles":100}`},
+		{"GET", "/v1/memories?agent_id=closed-agent&type=Notes,%20raw%09,,AGENT_VALUES", ``},
+		{"GET", "/v1/memories?agent_id=closed-agent&type=", ``},
 		{"POST", "/v1/sync/events", push(eventID, "MemoryEmbedded", `{"memory_id":"`+eventID+`","model":"m","dimensions":2,"vector":"AACAPwAAgD8="}`)},
 		{"POST", "/v1/sync/events", push(eventID, "MemoryEmbedded", `{"memory_id":"`+eventID+`","model":"m","dimensions":3,"vector":"AACAPwAAgD8AAIA/"}`)},
 	} {

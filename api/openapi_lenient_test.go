@@ -118,6 +118,7 @@ func TestTheDocumentAcceptsWhatTheServerAccepts(t *testing.T) {
 		call{"a value's priority 62.0", "POST", "/v1/memories", map[string]any{"agent_id": agent, "type": "value", "content": map[string]any{"name": "care", "statement": "be careful", "priority": integral("62.0")}}, http.StatusCreated},
 		call{"a lint rule's lengths 1.0e1 and 2000.0", "PATCH", "/v1/agents/" + agent + "/settings", map[string]any{"lint_rules": map[string]any{"min_length": integral("1.0e1"), "max_length": integral("2000.0")}}, http.StatusOK},
 		call{"the suggestions' expiry 48.0 hours", "PATCH", "/v1/agents/" + processed + "/processing", map[string]any{"suggestion_expiry_hours": integral("48.0")}, http.StatusOK},
+		call{"a layer's quantity threshold 287.0", "PATCH", "/v1/agents/" + processed + "/processing", map[string]any{"layers": map[string]any{"episode_to_goal": map[string]any{"quantity_threshold": integral("287.0")}}}, http.StatusOK},
 		call{"a pushed agent's dimensions 384.0", "POST", "/v1/sync/events", map[string]any{"agent_id": agent, "events": []any{syncEvent("AgentCreated", map[string]any{"embedding_model": "engram-hash-384", "dimensions": integral("384.0")})}}, http.StatusOK},
 	)
 	// null for an optional body field and an empty optional query
@@ -129,6 +130,8 @@ func TestTheDocumentAcceptsWhatTheServerAccepts(t *testing.T) {
 		call{"weaken's reason and by null", "POST", "/v1/memories/" + note.ID + "/weaken", map[string]any{"reason": nil, "by": nil}, http.StatusOK},
 		call{"the processing's layers null", "PATCH", "/v1/agents/" + processed + "/processing", map[string]any{"layers": nil, "auto_promote": nil}, http.StatusOK},
 		call{"a setting null", "PATCH", "/v1/agents/" + agent + "/settings", map[string]any{"lint_rules": map[string]any{"min_length": nil}, "lazy_decay": nil}, http.StatusOK},
+		call{"a memory's created_at empty", "POST", "/v1/memories", map[string]any{"agent_id": agent, "type": "note", "content": minimalContent[memory.Note], "created_at": ""}, http.StatusCreated},
+		call{"a batch item's created_at empty", "POST", "/v1/memories/batch", map[string]any{"agent_id": agent, "memories": []any{map[string]any{"type": "note", "content": minimalContent[memory.Note], "created_at": ""}}}, http.StatusCreated},
 		call{"the list's limit empty", "GET", "/v1/memories?agent_id=" + agent + "&limit=&include_forgotten=", nil, http.StatusOK},
 		call{"the agents' limit empty", "GET", "/v1/agents?limit=&cursor=", nil, http.StatusOK},
 	)

@@ -216,6 +216,11 @@ func (s *Sync) Push(ctx context.Context, meta domain.Metadata, agentID string, e
 		if err := checkCanonicalUUID("id", ev.ID); err != nil {
 			return SyncPushResult{}, BatchItemErrorIn("events", i, err)
 		}
+		// A time left out, or null (which encoding/json leaves zero), is
+		// refused: the event's time is part of the log, not a default.
+		if ev.Time.IsZero() {
+			return SyncPushResult{}, BatchItemErrorIn("events", i, domain.Invalid("time", "time is required: the RFC 3339 time the event happened"))
+		}
 		size += int64(len(ev.Payload))
 	}
 	if size > s.d.MaxPushBytes {

@@ -36,6 +36,13 @@ func TestNormalizeEmail(t *testing.T) {
 		{"bob@exämple.com", "", false},
 		{"bob@my-host.example.com", "bob@my-host.example.com", true},
 		{long, "", false},
+		// net/mail takes these; the document's pattern does not (issue 25).
+		{"é@example.com", "", false},
+		{`"a..b"@example.com`, "", false},
+		{"\u212a@example.com", "", false},
+		{"\u00a0bob@example.com\u3000", "bob@example.com", true},
+		{"   " + strings.Repeat("a", 240) + "@example.com", "", false},
+		{"!#$%&'*+/=?^_`{|}~-@example.com", "!#$%&'*+/=?^_`{|}~-@example.com", true},
 	}
 	for _, tt := range tests {
 		got, err := account.NormalizeEmail(tt.in)

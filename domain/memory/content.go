@@ -188,6 +188,13 @@ func decodeStrict(raw json.RawMessage, v any) error {
 		return nil
 	})
 	if err == nil {
+		// Most contents hold no null at all: only those are walked again.
+		if bytes.Contains(raw, []byte("null")) {
+			if list, index, ok := domain.NullItem(raw); ok {
+				field := "content." + list
+				return domain.Invalid(field, "%s[%d] is null: null stands for an absent field, not for an item of a list", field, index).WithDetail("index", index)
+			}
+		}
 		return nil
 	}
 	if errors.Is(err, errNotOneObject) {
