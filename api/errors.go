@@ -43,15 +43,23 @@ func PublicFailure(err error) (f Failure, status int, internal bool) {
 // are internal: the client gets a generic message, the log gets the detail.
 func writeError(w http.ResponseWriter, r *http.Request, logger *slog.Logger, err error) {
 	noteFailure(r.Context(), err)
-	f, status, internal := PublicFailure(err)
-	body := errorBody{Code: f.Code, Message: f.Message, Details: f.Details, RequestID: requestID(r.Context())}
-	if wait, ok := f.Details[domain.DetailRetryAfterSeconds].(int); ok {
+	body, status := failureBody(r, logger, "request failed", err)
+	if wait, ok := body.Details[domain.DetailRetryAfterSeconds].(int); ok {
 		w.Header().Set("Retry-After", strconv.Itoa(wait))
 	}
-	if internal {
-		logger.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "request_id", body.RequestID, "error", err)
-	}
 	writeFailure(w, status, body)
+}
+
+// failureBody is err as the failure envelope's error object shows it, and
+// its HTTP status; an internal error's detail goes to the log only, under
+// msg.
+func failureBody(r *http.Request, logger *slog.Logger, msg string, err error) (errorBody, int) {
+	f, status, internal := PublicFailure(err)
+	body := errorBody{Code: f.Code, Message: f.Message, Details: f.Details, RequestID: requestID(r.Context())}
+	if internal {
+		logger.ErrorContext(r.Context(), msg, "method", r.Method, "path", r.URL.Path, "request_id", body.RequestID, "error", err)
+	}
+	return body, status
 }
 
 // writeFailure sends the failure envelope.

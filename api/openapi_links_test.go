@@ -21,6 +21,7 @@ import (
 // place the source operation's request or response has: a link cannot rot
 // when an operation, a parameter or a field is renamed or removed.
 func TestOpenAPILinksResolve(t *testing.T) {
+	t.Parallel()
 	d := rawOpenAPI(t)
 	links := 0
 	for _, source := range d.operations() {
@@ -45,6 +46,7 @@ func TestOpenAPILinksResolve(t *testing.T) {
 // follows are links of the document (the stateful fuzzing follows these;
 // TestOpenAPILinksResolve keeps each one right).
 func TestOpenAPILinksChainCreatesToUses(t *testing.T) {
+	t.Parallel()
 	wanted := []struct{ from, status, to string }{
 		{"post_v1_auth_verify", "200", "get_v1_auth_keys"},
 		{"post_v1_auth_login", "200", "get_v1_auth_status"},

@@ -116,12 +116,8 @@ func (s *Server) cycleFailure(r *http.Request, err error) *errorBody {
 	if err == nil {
 		return nil
 	}
-	f, _, internal := PublicFailure(err)
-	body := &errorBody{Code: f.Code, Message: f.Message, Details: f.Details, RequestID: requestID(r.Context())}
-	if internal {
-		s.logger.ErrorContext(r.Context(), "exhaust cycle failed", "method", r.Method, "path", r.URL.Path, "request_id", body.RequestID, "error", err)
-	}
-	return body
+	body, _ := failureBody(r, s.logger, "exhaust cycle failed", err)
+	return &body
 }
 
 func (s *Server) getProcessing(w http.ResponseWriter, r *http.Request) {
