@@ -225,12 +225,6 @@ func (s *Server) record(r Received) {
 	s.arrived = make(chan struct{})
 }
 
-func (s *Server) isClosed() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.closed
-}
-
 // addressedTo compares case-insensitively: tests write addresses by hand and
 // no real mailbox differs only in case.
 func (r Received) addressedTo(addr string) bool {
@@ -253,20 +247,26 @@ func (r Received) clone() Received {
 
 // testLogger routes go-smtp's errors to the test log, but only while the
 // server runs: connection goroutines can outlive the test, and t.Logf after
-// the test has finished panics.
+// the test has finished panics (or races with its end). The log is written
+// under the server's lock, so Close, which a test's cleanup calls, waits
+// for a log line in flight instead of letting it land after the test.
 type testLogger struct {
 	t testing.TB
 	s *Server
 }
 
 func (l testLogger) Printf(format string, v ...any) {
-	if !l.s.isClosed() {
-		l.t.Logf("mailtest: "+format, v...)
-	}
+	l.whileServing(func() { l.t.Logf("mailtest: "+format, v...) })
 }
 
 func (l testLogger) Println(v ...any) {
-	if !l.s.isClosed() {
-		l.t.Log(append([]any{"mailtest:"}, v...)...)
+	l.whileServing(func() { l.t.Log(append([]any{"mailtest:"}, v...)...) })
+}
+
+func (l testLogger) whileServing(log func()) {
+	l.s.mu.Lock()
+	defer l.s.mu.Unlock()
+	if !l.s.closed {
+		log()
 	}
 }
