@@ -104,14 +104,7 @@ func TestAutoPromotedMemoriesAreStoredWithTheirPassOrNotAtAll(t *testing.T) {
 		{"KurrentDB 24.10, one stream at a time", func(t *testing.T) domain.EventStore { return kurrentLog(t, kurrentdbtest.Version24_10) }, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			other := &firstWriter{}
-			var env *memenvtest.Env
-			if c.log == nil {
-				env = memenvtest.NewAround(t, func(log domain.EventStore) domain.EventStore { other.EventStore = log; return other })
-			} else {
-				other.EventStore = c.log(t)
-				env = memenvtest.NewOn(t, other)
-			}
+			env, other := envUnderOtherWriter(t, c.log)
 			ctx, meta, agent := t.Context(), memenvtest.Meta("u1"), "agent"
 			pipeline, err := commands.NewPipeline(commands.PipelineConfig{Writer: env.Writer, Memories: env.ReadModel, Suggestions: env.Suggestions,
 				Creator: env.Memories, Processor: processing.NewRuleExtractor(), States: processing.NewSnapshots(env.Store)})
@@ -290,14 +283,7 @@ func TestAPurgedAutoPromotedMemoryStaysPurged(t *testing.T) {
 		{"KurrentDB 24.10, after a refused record", func(t *testing.T) domain.EventStore { return kurrentLog(t, kurrentdbtest.Version24_10) }, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			other := &firstWriter{}
-			var env *memenvtest.Env
-			if c.log == nil {
-				env = memenvtest.NewAround(t, func(log domain.EventStore) domain.EventStore { other.EventStore = log; return other })
-			} else {
-				other.EventStore = c.log(t)
-				env = memenvtest.NewOn(t, other)
-			}
+			env, other := envUnderOtherWriter(t, c.log)
 			ctx, meta, agent := t.Context(), memenvtest.Meta("u1"), "agent"
 			raws := []string{
 				"Yesterday we deployed the billing service and it failed, then I learned to check migrations",
@@ -385,4 +371,17 @@ func TestAPurgedAutoPromotedMemoryStaysPurged(t *testing.T) {
 			}
 		})
 	}
+}
+
+// envUnderOtherWriter is a memory environment whose log is wrapped by a
+// firstWriter, the other writer a test lets append first: on SQLite when
+// log is nil, else on the log it makes.
+func envUnderOtherWriter(t *testing.T, log func(t *testing.T) domain.EventStore) (*memenvtest.Env, *firstWriter) {
+	t.Helper()
+	other := &firstWriter{}
+	if log == nil {
+		return memenvtest.NewAround(t, func(log domain.EventStore) domain.EventStore { other.EventStore = log; return other }), other
+	}
+	other.EventStore = log(t)
+	return memenvtest.NewOn(t, other), other
 }
