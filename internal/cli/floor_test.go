@@ -2,8 +2,10 @@ package cli
 
 import (
 	"debug/elf"
+	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -61,5 +63,40 @@ func TestBinaryLinksNoPackageItCanDoWithout(t *testing.T) {
 		if slices.Contains(deps, pkg) {
 			t.Errorf("the binary links %s; use %s instead", pkg, instead)
 		}
+	}
+}
+
+// Our packages build nothing large at initialisation: a table, a set of
+// words or a regular expression that some command uses is built at its
+// first use (sync.OnceValue), so that the processes that never use it do
+// not allocate it, nor fault in the heap pages it fills. The runtime's
+// inittrace reports what each package's initialisation allocated; that is
+// deterministic, unlike its time.
+func TestOurPackagesAllocateLittleAtInitialisation(t *testing.T) {
+	const budget = 8 << 10 // bytes per package; the largest allocates ~3 KiB
+	cmd := exec.Command(binPath, "version")
+	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("engram version: %v\n%s", err, out)
+	}
+	seen := 0
+	for line := range strings.Lines(string(out)) {
+		// init PACKAGE @T ms, D ms clock, B bytes, N allocs
+		f := strings.Fields(line)
+		if len(f) < 11 || f[0] != "init" || f[8] != "bytes," || !strings.HasPrefix(f[1], "github.com/engram-memory/engram/") {
+			continue
+		}
+		seen++
+		bytes, err := strconv.Atoi(f[7])
+		if err != nil {
+			t.Fatalf("inittrace line %q: %v", line, err)
+		}
+		if bytes > budget {
+			t.Errorf("%s allocates %d bytes at initialisation, over %d: build what it needs at first use", f[1], bytes, budget)
+		}
+	}
+	if seen == 0 {
+		t.Fatalf("no inittrace line of ours in:\n%s", out)
 	}
 }
