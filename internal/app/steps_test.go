@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/engram-memory/engram/infra/sqlite/sqlitetest"
 	"github.com/engram-memory/engram/internal/app"
 	"github.com/engram-memory/engram/internal/testlog"
 )
@@ -18,7 +19,7 @@ import (
 // models' load and the projections' catch-up.
 func TestStartLogTimesEachPart(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
+	dir := sqlitetest.Dir(t)
 	seed(t, dir, "the heron nests by the quarry")
 	first, err := app.New(ctx, app.Settings{Config: app.Config{DataDir: dir}}, app.Search)
 	if err != nil {
