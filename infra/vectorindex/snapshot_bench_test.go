@@ -285,3 +285,26 @@ func BenchmarkGraphLinkCheck(b *testing.B) {
 	}
 	b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
 }
+
+// BenchmarkIDOrderCheck is the check a read of a vector image makes of a
+// collection's live slots in ID order (checkIDOrder) on the fixture.
+func BenchmarkIDOrderCheck(b *testing.B) {
+	f := benchSnapFixture(b, false)
+	p, err := ReadSnapshot(f.body, snapBenchOptions(f.points, false))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(p.Index().Close)
+	c := p.Index().lookup(p.Index().Collections("")[0])
+	if c.idOrder == nil {
+		b.Fatal("the read collection has no ID order")
+	}
+	d := &decoder{}
+	cpu0 := cpuTime()
+	for b.Loop() {
+		if !d.checkIDOrder(c, c.idOrder) {
+			b.Fatal(d.err)
+		}
+	}
+	b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+}

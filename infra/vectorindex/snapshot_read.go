@@ -329,15 +329,18 @@ func (d *decoder) checkIDOrder(c *collection, order []uint32) bool {
 		d.fail("collection %q: %d slots in ID order, %d live", c.name, len(order), c.live())
 		return false
 	}
+	var prev []byte // the ID of order[i-1], decoded once
 	for i, s := range order {
 		if int(s) >= c.ids.len() || c.ids.off[s] == noID {
 			d.fail("collection %q: slot %d in ID order is not live", c.name, s)
 			return false
 		}
-		if i > 0 && bytes.Compare(c.ids.at(order[i-1]), c.ids.at(s)) >= 0 {
+		id := c.ids.at(s)
+		if i > 0 && bytes.Compare(prev, id) >= 0 {
 			d.fail("collection %q: IDs out of order or repeated at %d", c.name, i)
 			return false
 		}
+		prev = id
 	}
 	return true
 }

@@ -436,6 +436,43 @@ func TestReadSnapshotRefusesABrokenGraph(t *testing.T) {
 	}
 }
 
+// A collection's live slots in ID order, as an image holds them, are
+// refused unless the IDs strictly ascend over every live slot.
+func TestCheckIDOrderRefusesAnOrderThatIsNot(t *testing.T) {
+	ctx := context.Background()
+	opts := Options{FloatDir: t.TempDir()}
+	orig := NewPort(New(opts))
+	t.Cleanup(orig.Index().Close)
+	w := newSnapWorld(4)
+	w.scopes, w.spaces = w.scopes[:1], w.spaces[:1]
+	must(t, orig.UpsertVectors(ctx, w.points(20, 0)...))
+	p, err := ReadSnapshot(snapshotBytes(t, orig), opts)
+	must(t, err)
+	t.Cleanup(p.Index().Close)
+	c := p.Index().lookup(p.Index().Collections("")[0])
+	if len(c.idOrder) < 3 {
+		t.Fatalf("the read collection's ID order: %v", c.idOrder)
+	}
+	cases := []struct {
+		name   string
+		change func(order []uint32) []uint32
+		ok     bool
+	}{
+		{"as read", func(o []uint32) []uint32 { return o }, true},
+		{"two swapped", func(o []uint32) []uint32 { o[1], o[2] = o[2], o[1]; return o }, false},
+		{"one repeated", func(o []uint32) []uint32 { o[2] = o[1]; return o }, false},
+		{"one missing", func(o []uint32) []uint32 { return o[1:] }, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := &decoder{}
+			if got := d.checkIDOrder(c, tc.change(slices.Clone(c.idOrder))); got != tc.ok || (!got && !errors.Is(d.err, ErrSnapshot)) {
+				t.Fatalf("checkIDOrder = %v (%v), want %v", got, d.err, tc.ok)
+			}
+		})
+	}
+}
+
 // FuzzReadSnapshot: any body is refused with an error or loaded into an
 // index that can be searched, written and snapshotted without a panic.
 func FuzzReadSnapshot(f *testing.F) {
