@@ -177,11 +177,11 @@ func TestCatchUpReadsTheCheckpointsOfOneTableAtOnce(t *testing.T) {
 		{name: "one read for the table, the others asked", wantReads: 1},
 		{name: "a failed read names its first projection", tableErr: unreadable, wantReads: 1, wantErr: "projections: jobs checkpoint: table unreadable"},
 	}
+	ctx := context.Background()
+	store := newStore(t) // the cases only read it
+	head := appendN(t, store, 1, 2, 3)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := context.Background()
-			store := newStore(t)
-			head := appendN(t, store, 1, 2, 3)
 			table := &checkpointTable{rows: map[string]uint64{"jobs": head, "audit": head}, err: tc.tableErr}
 			jobsStore := &keyedStore[job.ReadModelTx]{table: table, name: "jobs"}
 			auditStore := &keyedStore[audit.ReadModelTx]{table: table, name: "audit"}
