@@ -202,6 +202,7 @@ func TestOpenAPIRefusesWhatTheServerRefuses(t *testing.T) {
 		{"POST", "/v1/embeddings", `{"model":"default","input":["x"],"dimensions":8,"encoding_format":"base64","user":"u"}`},
 		{"GET", "/v1/memories?agent_id=closed-agent&limit=1000", ``},
 		{"PATCH", "/v1/agents/closed-agent/processing", `{"layers":{"raw_to_note":{"enabled":false}}}`},
+		{"PATCH", "/v1/agents/closed-agent/processing", `{"layers":{"raw_to_note":null,"belief_to_value":{"max_passes_per_day":null}}}`},
 		{"POST", "/v1/agents/closed-agent/process/exhaust", `{"max_cycles":100}`},
 		{"GET", "/v1/memories?agent_id=closed-agent&type=Notes,%20raw%09,,AGENT_VALUES", ``},
 		{"GET", "/v1/memories?agent_id=closed-agent&type=", ``},

@@ -7,8 +7,8 @@ was), and an empty value of an optional query parameter as the parameter
 absent (url.Values.Get). The document says the same:
   - every optional property of a request body's schema (reached from the
     operation's application/json schema through $ref, properties, items,
-    additionalProperties and the anyOf/oneOf/allOf/then/else branches)
-    admits null: "null" joins its `type` (and its `enum`), or, for a
+    additionalProperties and the anyOf/oneOf/allOf/then/else branches),
+    and every map's value (an additionalProperties schema), admits null: "null" joins its `type` (and its `enum`), or, for a
     schema without `type` (a $ref, a union), it becomes
     {"anyOf": [schema, {"type": "null"}]};
   - every optional query parameter has `allowEmptyValue: true`.
@@ -79,8 +79,13 @@ def main():
             walk(props[name])
             if name not in required:
                 props[name] = with_null(props[name])
-        for key in ("items", "additionalProperties"):
-            walk(schema.get(key))
+        walk(schema.get("items"))
+        values = schema.get("additionalProperties")
+        if isinstance(values, dict) and values:
+            # A map's entry is optional too: the server takes an entry of
+            # null as the entry absent (a layer of the processing patch).
+            walk(values)
+            schema["additionalProperties"] = with_null(values)
         for key in ("then", "else"):
             walk(schema.get(key), required)
         for key in ("anyOf", "oneOf", "allOf"):
