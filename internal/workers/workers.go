@@ -31,6 +31,9 @@ type Writer interface {
 // (the memories read model implements it).
 type PendingReader interface {
 	PendingEmbeddings(ctx context.Context, limit int) ([]memory.PendingEmbedding, error)
+	// MemoriesByID returns the memories among ids of the user's agent
+	// that are neither purged nor forgotten, keyed by id.
+	MemoriesByID(ctx context.Context, userID, agentID string, ids []string) (map[string]memory.View, error)
 }
 
 // ActiveJobs lists the jobs a runner must advance (the jobs read model
