@@ -46,10 +46,21 @@ func NewCountingProvider(t testing.TB) (*CountingEmbeddings, *openai.Provider) {
 }
 
 // Received reports whether text reached the server.
-func (c *CountingEmbeddings) Received(text string) bool {
+func (c *CountingEmbeddings) Received(text string) bool { return c.ReceivedSince(0, text) }
+
+// Mark is how many texts reached the server so far, for ReceivedSince.
+func (c *CountingEmbeddings) Mark() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return slices.Contains(c.received, text)
+	return len(c.received)
+}
+
+// ReceivedSince reports whether text reached the server after the first
+// mark texts (a Mark taken earlier).
+func (c *CountingEmbeddings) ReceivedSince(mark int, text string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Contains(c.received[mark:], text)
 }
 
 func (c *CountingEmbeddings) ServeHTTP(w http.ResponseWriter, r *http.Request) {
