@@ -5,7 +5,6 @@ import (
 	"hash/fnv"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,17 +13,25 @@ import (
 	"github.com/engram-memory/engram/infra/embed/openai"
 )
 
-// CountedModel is the one model of CountingEmbeddings.
-var CountedModel = domain.EmbeddingModel{Name: "counted-embed-4", Provider: openai.ProviderName, Dimensions: 4}
+// CountedModel and CountedModelB are the models of CountingEmbeddings
+// (two, so that an agent can be re-embedded with another).
+var (
+	CountedModel  = domain.EmbeddingModel{Name: "counted-embed-4", Provider: openai.ProviderName, Dimensions: 4}
+	CountedModelB = domain.EmbeddingModel{Name: "counted-embed-b-4", Provider: openai.ProviderName, Dimensions: 4}
+)
 
 // CountingEmbeddings answers POST /v1/embeddings as OpenAI does (each
 // text's vector derived from its hash) and counts the calls and texts
 // that reached it, so a test sees what text left for the provider.
 type CountingEmbeddings struct {
 	Calls, Texts atomic.Int64
-	// BeforeAnswer, when set, runs inside each call before it answers
-	// (e.g. to change the stack while a caller waits for its vectors).
-	BeforeAnswer func()
+	// RefuseBatches answers a call of more than one text with 400, as a
+	// provider refusing some input does, so callers go text by text.
+	RefuseBatches atomic.Bool
+	// BeforeAnswer, when set, runs inside each call it answers with
+	// vectors, before it answers, with the call's texts (e.g. to change
+	// the stack while a caller waits for its vectors).
+	BeforeAnswer func(texts []string)
 
 	mu       sync.Mutex
 	received []string
@@ -38,7 +45,7 @@ func NewCountingProvider(t testing.TB) (*CountingEmbeddings, *openai.Provider) {
 	srv := httptest.NewServer(counter)
 	t.Cleanup(srv.Close)
 	provider, err := openai.New(openai.Options{BaseURL: srv.URL + "/v1", APIKey: "sk-test", MaxAttempts: 1,
-		ExtraModels: []domain.EmbeddingModel{CountedModel}, OnlyExtraModels: true})
+		ExtraModels: []domain.EmbeddingModel{CountedModel, CountedModelB}, OnlyExtraModels: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,9 +65,21 @@ func (c *CountingEmbeddings) Mark() int {
 // ReceivedSince reports whether text reached the server after the first
 // mark texts (a Mark taken earlier).
 func (c *CountingEmbeddings) ReceivedSince(mark int, text string) bool {
+	return c.TimesSince(mark, text) > 0
+}
+
+// TimesSince is how many times text reached the server after the first
+// mark texts.
+func (c *CountingEmbeddings) TimesSince(mark int, text string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return slices.Contains(c.received[mark:], text)
+	n := 0
+	for _, r := range c.received[mark:] {
+		if r == text {
+			n++
+		}
+	}
+	return n
 }
 
 func (c *CountingEmbeddings) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -77,8 +96,14 @@ func (c *CountingEmbeddings) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c.mu.Lock()
 	c.received = append(c.received, req.Input...)
 	c.mu.Unlock()
+	if len(req.Input) > 1 && c.RefuseBatches.Load() {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": "one input is refused (test)", "type": "invalid_request_error", "param": "input", "code": nil}})
+		return
+	}
 	if c.BeforeAnswer != nil {
-		c.BeforeAnswer()
+		c.BeforeAnswer(req.Input)
 	}
 	data := make([]map[string]any, len(req.Input))
 	for i, text := range req.Input {

@@ -1,6 +1,7 @@
 package workers_test
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/engram-memory/engram/commands"
@@ -46,12 +47,12 @@ func TestEmbedQueueSendsNoTextOfAMemoryPurgedBeforeItsCall(t *testing.T) {
 	// The first call purges the memory it was not asked about; the purge
 	// is acknowledged (applied by the read model) before the call answers.
 	var purged string
-	counter.BeforeAnswer = func() {
+	counter.BeforeAnswer = func(asked []string) {
 		if purged != "" {
 			return
 		}
 		purged = "b"
-		if counter.Received(texts["b"]) {
+		if slices.Contains(asked, texts["b"]) {
 			purged = "a"
 		}
 		if err := mem.Purge(ctx, meta, ids[purged], nil); err != nil {
