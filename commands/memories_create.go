@@ -35,6 +35,11 @@ type MemoryInput struct {
 	// writing the same memory again finds it (autoPromotedMemoryID); see
 	// Memories.CreateWith.
 	id string
+	// taken says an earlier write is known to have stored a memory with
+	// id (the processing state recorded the pass that stored it): when no
+	// memory has it, it was purged, which CreateWith then knows before it
+	// embeds anything.
+	taken bool
 }
 
 // promotedIDSpace is the UUIDv5 namespace of the ids of memories accepted

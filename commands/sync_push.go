@@ -54,6 +54,10 @@ type pushPlan struct {
 	notWritable error
 	created     []string               // memories this push creates, in order
 	types       map[string]memory.Type // of the memories created earlier in this push
+	// purged are the memories this push purged so far: later events of
+	// the push see them gone, as later writes would (a change of one is
+	// skipped, derived_from naming one is refused).
+	purged map[string]bool
 	// contents are the contents of memories this push created or changed,
 	// to which a later change of the same push applies.
 	contents    map[string]json.RawMessage
@@ -72,7 +76,7 @@ type pushPlan struct {
 
 func (s *Sync) newPushPlan(ctx context.Context, ref memory.AgentRef, meta domain.Metadata) (*pushPlan, error) {
 	m := s.d.Memories
-	p := &pushPlan{s: s, m: m, ref: ref, meta: meta, now: m.now(), types: map[string]memory.Type{}, contents: map[string]json.RawMessage{}}
+	p := &pushPlan{s: s, m: m, ref: ref, meta: meta, now: m.now(), types: map[string]memory.Type{}, purged: map[string]bool{}, contents: map[string]json.RawMessage{}}
 	var err error
 	if p.agent, p.agentExists, err = m.cfg.Reader.Agent(ctx, ref.UserID, ref.AgentID); err != nil {
 		return nil, err
@@ -190,6 +194,9 @@ func (p *pushPlan) add(ctx context.Context, ev SyncEvent) (kept bool, err error)
 		payload, err = planChange(ctx, p, *m, func(m memory.MemoryPurged) memoryChange {
 			return memoryChange{memoryID: m.MemoryID}
 		})
+		if err == nil && payload != nil {
+			p.purged[m.MemoryID] = true
+		}
 	case *agentsettings.SettingsChanged:
 		if err := m.Settings.Validate(); err != nil {
 			return false, inPayload(err)
@@ -381,7 +388,7 @@ func (p *pushPlan) checkRefs(ctx context.Context, field string, refs []memory.Re
 		if !ok {
 			t, ok = p.types[r.ID]
 		}
-		if !ok || t != r.Type {
+		if !ok || t != r.Type || p.purged[r.ID] {
 			return memory.ErrRefNotFound(field, j, r)
 		}
 	}
@@ -538,6 +545,9 @@ func (p *pushPlan) contentOf(ctx context.Context, id string) (json.RawMessage, e
 func (p *pushPlan) typeOf(ctx context.Context, id string) (memory.Type, bool, error) {
 	if err := checkCanonicalUUID("payload.memory_id", id); err != nil {
 		return "", false, err
+	}
+	if p.purged[id] {
+		return "", false, nil
 	}
 	if t, ok := p.types[id]; ok {
 		return t, true, nil
