@@ -15,11 +15,20 @@ VERSION ?= $(shell cat VERSION 2>/dev/null || echo devel)
 COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
 CLI      = github.com/engram-memory/engram/internal/cli
 
+# The binary is built without cgo: a static binary, as the Dockerfile's.
+# Only the standard library's host and user lookups (net, os/user) use cgo
+# when it is on, and their pure-Go versions serve us; without the dynamic
+# loader and the C library every engram process faults fewer pages and
+# uses less CPU at its start (2-6 ms, docs/benchmarks.md#the-process-floor),
+# which a command-line search pays at every call. The race detector needs
+# cgo: the race builds below keep it.
+STATIC = CGO_ENABLED=0
+
 build:
-	$(GO) build -ldflags "-X $(CLI).version=$(VERSION) -X $(CLI).commit=$(COMMIT)" -o $(BIN) ./cmd/engram
+	$(STATIC) $(GO) build -ldflags "-X $(CLI).version=$(VERSION) -X $(CLI).commit=$(COMMIT)" -o $(BIN) ./cmd/engram
 
 run:
-	$(GO) run ./cmd/engram serve
+	$(STATIC) $(GO) run ./cmd/engram serve
 
 # The end-to-end suites drive a built engram binary, built once per `make
 # test` and named to them in ENGRAM_TEST_BINARY (internal/testserver; plain
@@ -77,7 +86,7 @@ test:
 	$(MAKE) -j4 --output-sync=target test-race test-rest
 
 test-bin:
-	$(GO) build -o $(TEST_BIN) ./cmd/engram
+	$(STATIC) $(GO) build -o $(TEST_BIN) ./cmd/engram
 
 # internal/cli's end-to-end tests and api's tests run in parallel
 # (t.Parallel): the former spend most of their time waiting for the

@@ -140,6 +140,11 @@ func testSyncPushObeysTheWriteRules(t *testing.T, s *stack) {
 			return []commands.SyncEvent{pushedNote("fine"), syncEvent("MemoryCreated", map[string]any{
 				"memory_id": uuid.NewString(), "type": "note", "content": map[string]any{"content": "derived"}, "derived_from": []string{"note:" + theirs}})}
 		}, http.StatusBadRequest, "invalid_request", "events[1].payload.derived_from"},
+		{"derived_from naming a memory purged earlier in the push", func(t *testing.T, userID string) []commands.SyncEvent {
+			id := createNote(t, userID, "a")
+			return []commands.SyncEvent{syncEvent("MemoryPurged", map[string]any{"memory_id": id}), syncEvent("MemoryCreated", map[string]any{
+				"memory_id": uuid.NewString(), "type": "note", "content": map[string]any{"content": "derived"}, "derived_from": []string{"note:" + id}})}
+		}, http.StatusBadRequest, "invalid_request", "events[1].payload.derived_from"},
 		{"a created_at of 9999-12-31", func(t *testing.T, _ string) []commands.SyncEvent {
 			return []commands.SyncEvent{pushedNote("fine"), syncEvent("MemoryCreated", map[string]any{
 				"memory_id": uuid.NewString(), "type": "note", "content": map[string]any{"content": "from the future"}, "created_at": "9999-12-31T00:00:00Z"})}
@@ -234,6 +239,35 @@ func TestSyncPushOfAValidHistoryIsAppended(t *testing.T) {
 	}
 	if v := s.get(t, aliceKey, belief); len(v.DerivedFrom) != 1 || v.DerivedFrom[0] != "note:"+note {
 		t.Errorf("belief derived from %v, want note:%s", v.DerivedFrom, note)
+	}
+}
+
+// TestSyncPushSkipsEventsOfAMemoryAfterItsPurge: in a push, the events
+// of a memory that follow its purge are skipped, as a change of a memory
+// the agent does not have is: neither its vector nor its new text enters
+// the log after the purge.
+func TestSyncPushSkipsEventsOfAMemoryAfterItsPurge(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, stackOptions{fixedAuth: true})
+	id := uuid.NewString()
+	events := []commands.SyncEvent{
+		syncEvent("MemoryCreated", map[string]any{"memory_id": id, "type": "note", "content": map[string]any{"content": "the secret to purge"}}),
+		syncEvent("MemoryPurged", map[string]any{"memory_id": id}),
+		syncEvent("MemoryEmbedded", map[string]any{"memory_id": id, "model": "default", "dimensions": 2, "text_hash": "x", "vector": vectorOf(0.5, 0.25)}),
+		syncEvent("MemoryPatched", map[string]any{"memory_id": id, "content": map[string]any{"content": "the secret, patched"}, "updated_at": time.Now().UTC()}),
+		syncEvent("MemoryPurged", map[string]any{"memory_id": id}),
+	}
+	var res commands.SyncPushResult
+	s.push(t, aliceKey, "a", events...).must(t, http.StatusOK, &res)
+	if res.Appended != 2 || res.Skipped != 3 {
+		t.Fatalf("push answered %+v; want the create and the purge appended, the three events after the purge skipped", res)
+	}
+	stream, err := s.store.ReadStream(context.Background(), memory.AgentStream(alice, "a"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := stream[len(stream)-1]; last.Type != "MemoryPurged" {
+		t.Fatalf("the agent's stream ends with %s; want the purge last", last.Type)
 	}
 }
 

@@ -35,6 +35,11 @@ type MemoryInput struct {
 	// writing the same memory again finds it (autoPromotedMemoryID); see
 	// Memories.CreateWith.
 	id string
+	// taken says an earlier write is known to have stored a memory with
+	// id (the processing state recorded the pass that stored it): when no
+	// memory has it, it was purged, which CreateWith then knows before it
+	// embeds anything.
+	taken bool
 }
 
 // promotedIDSpace is the UUIDv5 namespace of the ids of memories accepted
@@ -199,6 +204,9 @@ func parseCreatedAt(s string, now time.Time) (time.Time, error) {
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
 		return time.Time{}, domain.Invalid("created_at", "created_at must be an RFC 3339 timestamp such as 2025-01-31T12:00:00Z, got %q", s)
+	}
+	if err := domain.CheckClientTime("created_at", t); err != nil {
+		return time.Time{}, err
 	}
 	if err := checkNotInFuture("created_at", t, now); err != nil {
 		return time.Time{}, err

@@ -73,6 +73,9 @@ func (m *Memories) CreateWith(ctx context.Context, meta domain.Metadata, agentID
 		model = domain.EmbeddingModel{Name: agent.EmbeddingModel, Dimensions: agent.Dimensions}
 	}
 	purged := make([]bool, len(items))
+	if err := m.markPurged(ctx, userID, in, items, invalid, purged); err != nil {
+		return err
+	}
 	vectors, err := m.embedAdmitted(ctx, userID, agentID, items, invalid, purged, model, with)
 	if err != nil {
 		return err
@@ -150,6 +153,35 @@ func (m *Memories) CreateWith(ctx context.Context, meta domain.Metadata, agentID
 		}
 		m.logger.DebugContext(ctx, "agent stream moved on; deciding again", "agent_id", agentID, "attempt", attempt)
 	}
+}
+
+// markPurged marks purged the items whose id an earlier write is known
+// to have taken (MemoryInput.taken) and that no memory has once the read
+// models have caught up with the log: the purge stands, and their text is
+// neither embedded nor written again. An item whose id is taken without
+// its caller knowing it (a pass whose record was refused after its
+// memories were stored, on a KurrentDB before 25.1) is found only when the
+// append is refused (takenItem).
+func (m *Memories) markPurged(ctx context.Context, userID string, in []MemoryInput, items []pendingMemory, invalid []error, purged []bool) error {
+	caughtUp := false
+	for i, input := range in {
+		if !input.taken || invalid[i] != nil || items[i].id == "" {
+			continue
+		}
+		_, found, err := m.cfg.Reader.Memory(ctx, userID, items[i].id)
+		if err == nil && !found && !caughtUp {
+			// A read model behind the log may not show the memory yet.
+			caughtUp = true
+			if err = m.cfg.Writer.CatchUp(ctx, m.cfg.DecidesOn...); err == nil {
+				_, found, err = m.cfg.Reader.Memory(ctx, userID, items[i].id)
+			}
+		}
+		if err != nil {
+			return err
+		}
+		purged[i] = !found
+	}
+	return nil
 }
 
 // embedAdmitted decides the items on the state as it is now, without

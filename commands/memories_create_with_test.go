@@ -1,13 +1,8 @@
 package commands_test
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
-	"net/http"
-	"net/http/httptest"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,45 +10,8 @@ import (
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/memory"
 	"github.com/engram-memory/engram/domain/processing"
-	"github.com/engram-memory/engram/infra/embed/openai"
 	"github.com/engram-memory/engram/internal/memenvtest"
 )
-
-// countingEmbeddings answers POST /v1/embeddings as OpenAI does (each
-// text's vector derived from its hash) and counts the calls and texts
-// that reached it.
-type countingEmbeddings struct {
-	calls, texts atomic.Int64
-}
-
-const countedModel, countedDims = "counted-embed-4", 4
-
-func (c *countingEmbeddings) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Input []string `json:"input"`
-		Model string   `json:"model"`
-	}
-	if r.URL.Path != "/v1/embeddings" || json.NewDecoder(r.Body).Decode(&req) != nil {
-		http.Error(w, "unexpected request", http.StatusBadRequest)
-		return
-	}
-	c.calls.Add(1)
-	c.texts.Add(int64(len(req.Input)))
-	data := make([]map[string]any, len(req.Input))
-	for i, text := range req.Input {
-		h := fnv.New64a()
-		h.Write([]byte(text))
-		seed := h.Sum64()
-		v := make([]float32, countedDims)
-		for j := range v {
-			v[j] = float32(int64(seed>>(8*j))&0xff) - 127.5
-		}
-		data[i] = map[string]any{"object": "embedding", "index": i, "embedding": v}
-	}
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(map[string]any{"object": "list", "data": data, "model": req.Model,
-		"usage": map[string]int{"prompt_tokens": len(req.Input), "total_tokens": len(req.Input)}})
-}
 
 // CreateWith decides before it embeds: a batch refused whole — every item
 // over the memory quota, every item citing a source that does not exist,
@@ -63,19 +21,12 @@ func (c *countingEmbeddings) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // embeddings come from an OpenAI-compatible server on loopback that
 // counts what reaches it.
 func TestCreateWithEmbedsOnlyWhatItStores(t *testing.T) {
-	counter := &countingEmbeddings{}
-	srv := httptest.NewServer(counter)
-	t.Cleanup(srv.Close)
-	provider, err := openai.New(openai.Options{BaseURL: srv.URL + "/v1", APIKey: "sk-test", MaxAttempts: 1,
-		ExtraModels: []domain.EmbeddingModel{{Name: countedModel, Dimensions: countedDims}}, OnlyExtraModels: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	counter, provider := memenvtest.NewCountingProvider(t)
 	env := memenvtest.New(t)
 	ctx, meta := t.Context(), memenvtest.Meta("u1")
 	memories := func(quota int) *commands.Memories {
 		m, err := commands.NewMemories(commands.MemoriesConfig{Writer: env.Writer, Reader: env.ReadModel, Embedder: provider,
-			DefaultModel: domain.EmbeddingModel{Name: countedModel, Dimensions: countedDims}, Quotas: memory.Quotas{MemoriesPerAgent: quota}})
+			DefaultModel: memenvtest.CountedModel, Quotas: memory.Quotas{MemoriesPerAgent: quota}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -119,7 +70,7 @@ func TestCreateWithEmbedsOnlyWhatItStores(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			calls, texts := counter.calls.Load(), counter.texts.Load()
+			calls, texts := counter.Calls.Load(), counter.Texts.Load()
 			var made []commands.MadeMemory
 			err = memories(c.quota).CreateWith(ctx, meta, agent, c.items, func(m []commands.MadeMemory) (commands.StreamPart, error) {
 				made = m
@@ -134,7 +85,7 @@ func TestCreateWithEmbedsOnlyWhatItStores(t *testing.T) {
 					stored++
 				}
 			}
-			gotCalls, gotTexts := counter.calls.Load()-calls, counter.texts.Load()-texts
+			gotCalls, gotTexts := counter.Calls.Load()-calls, counter.Texts.Load()-texts
 			if stored != c.stored || gotCalls != int64(c.calls) || gotTexts != int64(c.texts) {
 				t.Fatalf("stored %d, embedded %d texts in %d calls; want %d stored, %d texts in %d calls", stored, gotTexts, gotCalls, c.stored, c.texts, c.calls)
 			}

@@ -453,7 +453,8 @@ func (c *Pipeline) pass(ctx context.Context, as agentState, t processing.Transit
 			id := autoPromotedMemoryID(as.ref, t, fp)
 			out.made, out.promoted = string(it.Type)+":"+id, len(d.promoted)
 			d.promoted = append(d.promoted, promotion{typ: it.Type,
-				input: MemoryInput{Type: string(it.Type), Content: it.Content, DerivedFrom: refs, FromProcessing: true, id: id}})
+				input: MemoryInput{Type: string(it.Type), Content: it.Content, DerivedFrom: refs, FromProcessing: true, id: id,
+					taken: as.state.Promoted(out.made)}})
 		} else {
 			id := uuid.Must(uuid.NewV7()).String()
 			d.created = append(d.created, processing.SuggestionCreated{AgentRef: as.ref, SuggestionID: id, PassID: pass.PassID, Transition: t,

@@ -245,7 +245,14 @@ func TestAutoPromotionAfterARefusedItemStoresNoSecondCopy(t *testing.T) {
 // every transition once, forced, with auto_promote.
 func autoPromoting(t *testing.T, env *memenvtest.Env, quota int) func(agent string) ([]processing.Pass, error) {
 	t.Helper()
-	mem, err := commands.NewMemories(commands.MemoriesConfig{Writer: env.Writer, Reader: env.ReadModel, Embedder: env.Provider, DefaultModel: env.Model,
+	return autoPromotingWith(t, env, quota, env.Provider, env.Model)
+}
+
+// autoPromotingWith is autoPromoting whose memories are embedded by
+// embedder with model.
+func autoPromotingWith(t *testing.T, env *memenvtest.Env, quota int, embedder domain.Embedder, model domain.EmbeddingModel) func(agent string) ([]processing.Pass, error) {
+	t.Helper()
+	mem, err := commands.NewMemories(commands.MemoriesConfig{Writer: env.Writer, Reader: env.ReadModel, Embedder: embedder, DefaultModel: model,
 		Quotas: memory.Quotas{MemoriesPerAgent: quota}})
 	if err != nil {
 		t.Fatal(err)
@@ -371,6 +378,76 @@ func TestAPurgedAutoPromotedMemoryStaysPurged(t *testing.T) {
 			}
 		})
 	}
+}
+
+// An auto-promoted memory that was purged is not sent to the embedder
+// again when a later pass proposes the same item: the agent's processing
+// state knows the pass that stored it, so its id is known taken before
+// anything is embedded, and the item is recorded as purged. The first
+// pass's quota refuses one of its items, which leaves the stored belief's
+// sources unprocessed; the belief is purged, and the next pass proposes
+// it again. The embeddings come from an OpenAI-compatible server on
+// loopback that records every text it is sent.
+func TestAPurgedAutoPromotedMemoryIsNotEmbeddedAgain(t *testing.T) {
+	env := memenvtest.New(t)
+	counter, provider := memenvtest.NewCountingProvider(t)
+	ctx, meta, agent := t.Context(), memenvtest.Meta("u1"), "agent"
+	raws := []string{
+		"Yesterday we deployed the billing service and it failed, then I learned to check migrations",
+		"I think caching always helps latency",
+		"Reminder: the docs are at https://example.com/docs",
+	}
+	for _, text := range raws {
+		content, _ := json.Marshal(map[string]string{"content": text})
+		if _, err := autoPromotingMemories(t, env, provider).Create(ctx, meta, agent, commands.MemoryInput{Type: "raw_entry", Content: content}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := autoPromotingWith(t, env, len(raws)+2, provider, memenvtest.CountedModel)(agent); err != nil {
+		t.Fatal(err)
+	}
+	page, err := env.ReadModel.ListMemories(ctx, memory.ListQuery{UserID: "u1", AgentID: agent, Limit: 100, Types: []memory.Type{memory.Belief}})
+	if err != nil || len(page.Memories) != 1 {
+		t.Fatalf("the first pass stored beliefs %v (%v); want one", page.Memories, err)
+	}
+	belief := page.Memories[0]
+	text, err := memory.IndexedText(belief.Type, belief.Content)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !counter.Received(text) {
+		t.Fatalf("the stored belief's text %q was never embedded", text)
+	}
+	if err := env.Memories.Purge(ctx, meta, belief.ID, nil); err != nil {
+		t.Fatal(err)
+	}
+
+	mark := counter.Mark()
+	passes, err := autoPromotingWith(t, env, 0, provider, memenvtest.CountedModel)(agent)
+	if err != nil {
+		t.Fatalf("the pass after the purge: %v", err)
+	}
+	var purged []string
+	for _, p := range passes {
+		purged = append(purged, p.Purged...)
+	}
+	if !slices.Equal(purged, []string{"belief:" + belief.ID}) {
+		t.Fatalf("the pass after the purge recorded purged %v; want the belief %s", purged, belief.ID)
+	}
+	if counter.ReceivedSince(mark, text) {
+		t.Fatalf("the purged belief's text %q was sent to the embedder again", text)
+	}
+}
+
+// autoPromotingMemories are memory commands of env embedded by embedder
+// with memenvtest.CountedModel.
+func autoPromotingMemories(t *testing.T, env *memenvtest.Env, embedder domain.Embedder) *commands.Memories {
+	t.Helper()
+	mem, err := commands.NewMemories(commands.MemoriesConfig{Writer: env.Writer, Reader: env.ReadModel, Embedder: embedder, DefaultModel: memenvtest.CountedModel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mem
 }
 
 // envUnderOtherWriter is a memory environment whose log is wrapped by a

@@ -71,6 +71,10 @@ type State struct {
 	consumed map[Transition]map[string]bool
 	// processedInto maps a source id to what was made of it.
 	processedInto map[string][]string
+	// promoted holds the "type:id" of every memory a pass recorded as
+	// stored (or as purged since): an auto-promoted id is taken for good
+	// once stored, even when its pass left its sources unprocessed.
+	promoted map[string]bool
 	// passDays counts passes that reached a processor, per transition and
 	// UTC day ("2006-01-02").
 	passDays       map[Transition]map[string]int
@@ -91,7 +95,7 @@ const RecentRuns = 50
 func NewState() *State {
 	return &State{
 		Version: -1, Config: DefaultConfig(), Suggestions: map[string]*Suggestion{},
-		consumed: map[Transition]map[string]bool{}, processedInto: map[string][]string{},
+		consumed: map[Transition]map[string]bool{}, processedInto: map[string][]string{}, promoted: map[string]bool{},
 		passDays: map[Transition]map[string]int{},
 	}
 }
@@ -135,6 +139,7 @@ func (s *State) Clone() *State {
 	for id, into := range s.processedInto {
 		c.processedInto[id] = slices.Clip(into)
 	}
+	c.promoted = maps.Clone(s.promoted)
 	c.passDays = make(map[Transition]map[string]int, len(s.passDays))
 	for t, days := range s.passDays {
 		c.passDays[t] = maps.Clone(days)
@@ -222,7 +227,14 @@ func (s *State) applyPass(p PassRecorded) {
 		s.consumed[p.Transition][c.ID] = true
 		s.processedInto[c.ID] = appendNew(s.processedInto[c.ID], c.Into...)
 	}
+	for _, made := range slices.Concat(p.Created, p.Purged) {
+		s.promoted[made] = true
+	}
 }
+
+// Promoted reports whether a pass recorded made ("type:id") as a memory
+// it stored, or as one an earlier pass stored and a purge removed since.
+func (s *State) Promoted(made string) bool { return s.promoted[made] }
 
 func (s *State) applyResolved(p SuggestionResolved) {
 	sg := s.Suggestions[p.SuggestionID]

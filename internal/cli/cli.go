@@ -270,38 +270,49 @@ func (c *cli) notice(format string, args ...any) {
 // cliErrorJSON is what --json prints on stderr for a failure: the error
 // object of the API's failure envelope.
 type cliErrorJSON struct {
-	Success bool `json:"success"`
-	Error   struct {
-		Code    string         `json:"code"`
-		Message string         `json:"message"`
-		Details map[string]any `json:"details,omitempty"`
-	} `json:"error"`
+	Success bool        `json:"success"`
+	Error   errorObject `json:"error"`
 }
 
-// printError shows err on stderr: the API's error object with --json, a
-// line for people otherwise. A field error names the flag that sets it.
-func (c *cli) printError(err error) {
-	var out cliErrorJSON
-	out.Error.Code, out.Error.Message = "error", err.Error()
+// errorObject is an error as the API's failure envelope shows it: its
+// code, message and details (a local stack has no request id).
+type errorObject struct {
+	Code    string         `json:"code"`
+	Message string         `json:"message"`
+	Details map[string]any `json:"details,omitempty"`
+}
+
+// errorObjectOf is err as --json shows it, on stderr for a failed command
+// and inside a result that reports a failure of its own (an exhaust run's
+// failed cycle). A field error names the flag that sets it.
+func errorObjectOf(err error) errorObject {
+	out := errorObject{Code: "error", Message: err.Error()}
 	var de *domain.Error
 	var ce *client.Error
 	switch {
 	case errors.As(err, &de):
-		out.Error.Code, out.Error.Message, out.Error.Details = de.PublicCode(), de.Message, de.Details
+		out.Code, out.Message, out.Details = de.PublicCode(), de.Message, de.Details
 		if f, ok := de.Details["field"].(string); ok {
 			if flagName := fieldFlag(f); flagName != "" && !strings.Contains(de.Message, flagName) {
-				out.Error.Message += " (" + flagName + ")"
+				out.Message += " (" + flagName + ")"
 			}
 		}
 	case errors.As(err, &ce):
-		out.Error.Code, out.Error.Details = ce.Code, ce.Details
-		if out.Error.Code == "" {
-			out.Error.Code = "cloud_error"
+		out.Code, out.Details = ce.Code, ce.Details
+		if out.Code == "" {
+			out.Code = "cloud_error"
 		}
-		out.Error.Message = fmt.Sprintf("cloud: %s (HTTP %d)", ce.Message, ce.Status)
+		out.Message = fmt.Sprintf("cloud: %s (HTTP %d)", ce.Message, ce.Status)
 	case errors.Is(err, errCloudUnreachable):
-		out.Error.Code = "cloud_unreachable"
+		out.Code = "cloud_unreachable"
 	}
+	return out
+}
+
+// printError shows err on stderr: the API's error object with --json, a
+// line for people otherwise.
+func (c *cli) printError(err error) {
+	out := cliErrorJSON{Error: errorObjectOf(err)}
 	if c.json {
 		enc := json.NewEncoder(c.stderr)
 		enc.SetEscapeHTML(false)

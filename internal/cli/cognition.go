@@ -103,10 +103,19 @@ func processExhaust(ctx context.Context, c *cli, args []string) error {
 }
 
 // printExhaust prints an exhaust run's result: the object the API answers
-// with --json, else a table of its cycles and a summary line.
+// with --json (with, after a failed cycle, its error object, as the API
+// shows it), else a table of its cycles and a summary line.
 func printExhaust(c *cli, r commands.ExhaustResult) error {
 	if c.json {
-		return c.printJSON(r)
+		out := struct {
+			commands.ExhaustResult
+			Error *errorObject `json:"error,omitempty"`
+		}{ExhaustResult: r}
+		if r.Failure != nil {
+			failure := errorObjectOf(r.Failure)
+			out.Error = &failure
+		}
+		return c.printJSON(out)
 	}
 	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "CYCLE\tINTENSITY\tSOURCES\tPROMOTIONS\tSUGGESTIONS\tERRORS")

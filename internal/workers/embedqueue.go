@@ -140,10 +140,11 @@ func (q *EmbedQueue) Drain(ctx context.Context) (int, error) {
 					seen[key] = true
 				}
 			}
-			if err := q.embedGroup(ctx, g); err != nil {
+			n, err := q.embedGroup(ctx, g)
+			done += n
+			if err != nil {
 				return done, err
 			}
-			done += len(g)
 		}
 	}
 }
@@ -171,19 +172,25 @@ func groupPending(pending []memory.PendingEmbedding) [][]memory.PendingEmbedding
 	return groups
 }
 
-func (q *EmbedQueue) embedGroup(ctx context.Context, g []memory.PendingEmbedding) error {
+// embedGroup embeds the group's memories that still wait for their
+// vector and records the vectors; it returns how many it embedded.
+func (q *EmbedQueue) embedGroup(ctx context.Context, g []memory.PendingEmbedding) (int, error) {
 	first := g[0]
+	g, err := q.stillPending(ctx, g)
+	if err != nil || len(g) == 0 {
+		return 0, err
+	}
 	texts := make([]string, len(g))
 	for i, p := range g {
 		text, err := memory.IndexedText(p.Type, p.Content)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		texts[i] = text
 	}
 	vecs, err := domain.EmbedExactly(ctx, q.cfg.Embedder, q.cfg.CallTimeout, first.Model, first.Dimensions, texts)
 	if err != nil {
-		return fmt.Errorf("embed %d memories of agent %s with %s: %w", len(g), first.AgentID, first.Model, err)
+		return 0, fmt.Errorf("embed %d memories of agent %s with %s: %w", len(g), first.AgentID, first.Model, err)
 	}
 	payloads := make([]domain.Payload, len(g))
 	for i, p := range g {
@@ -191,5 +198,34 @@ func (q *EmbedQueue) embedGroup(ctx context.Context, g []memory.PendingEmbedding
 			TextHash: p.TextHash, Vector: memory.Vector(vecs[i])}
 	}
 	meta := domain.Metadata{Actor: domain.Actor{Kind: domain.ActorSystem, ID: "embed-queue", UserID: first.UserID}, Source: domain.SourceSystem}
-	return appendInParts(ctx, q.cfg.Writer, memory.AgentStream(first.UserID, first.AgentID), meta, payloads)
+	if err := appendInParts(ctx, q.cfg.Writer, memory.AgentStream(first.UserID, first.AgentID), meta, payloads); err != nil {
+		return 0, err
+	}
+	return len(g), nil
+}
+
+// stillPending is the part of a group read earlier that still waits for
+// its vector, read again just before the provider call: a batch's later
+// groups wait for the earlier groups' calls, and a memory purged,
+// forgotten or given a new text in the meantime must not have its text
+// sent (a purge acknowledged before this read is never sent; one that
+// lands between this read and the call can still be, once, and its
+// vector is then dropped by the projections, which ignore a vector of a
+// memory they no longer hold).
+func (q *EmbedQueue) stillPending(ctx context.Context, g []memory.PendingEmbedding) ([]memory.PendingEmbedding, error) {
+	ids := make([]string, len(g))
+	for i, p := range g {
+		ids[i] = p.MemoryID
+	}
+	current, err := q.cfg.Reader.MemoriesByID(ctx, g[0].UserID, g[0].AgentID, ids)
+	if err != nil {
+		return nil, err
+	}
+	kept := g[:0:0]
+	for _, p := range g {
+		if v, ok := current[p.MemoryID]; ok && v.TextHash == p.TextHash {
+			kept = append(kept, p)
+		}
+	}
+	return kept, nil
 }

@@ -68,6 +68,15 @@ func (r *JobRunner) embedEach(ctx context.Context, j *job.Job, items []memory.Vi
 	var okVectors [][]float32
 	var skips []skip
 	for i, text := range texts {
+		// Each call waits for the ones before it: a memory purged,
+		// forgotten or given a new text meanwhile is not sent (its
+		// vector would be dropped anyway).
+		if current, err := r.stillCurrent(ctx, j, items[i], text); err != nil || !current {
+			if err != nil {
+				return err
+			}
+			continue
+		}
 		v, err := r.embed(ctx, j, []string{text})
 		switch {
 		case err == nil:
@@ -96,6 +105,18 @@ func (r *JobRunner) embedEach(ctx context.Context, j *job.Job, items []memory.Vi
 		}
 	}
 	return nil
+}
+
+// stillCurrent reports whether the job's memory m still has text: it is
+// neither purged nor forgotten, and its text has not changed since the
+// batch was read.
+func (r *JobRunner) stillCurrent(ctx context.Context, j *job.Job, m memory.View, text string) (bool, error) {
+	now, err := r.memories.MemoriesByID(ctx, j.UserID, j.AgentID, []string{m.ID})
+	if err != nil {
+		return false, err
+	}
+	v, ok := now[m.ID]
+	return ok && v.TextHash == memory.TextHash(text), nil
 }
 
 // record appends the batch's vectors, unless the job was cancelled or

@@ -31,6 +31,9 @@ type Writer interface {
 // (the memories read model implements it).
 type PendingReader interface {
 	PendingEmbeddings(ctx context.Context, limit int) ([]memory.PendingEmbedding, error)
+	// MemoriesByID returns the memories among ids of the user's agent
+	// that are neither purged nor forgotten, keyed by id.
+	MemoriesByID(ctx context.Context, userID, agentID string, ids []string) (map[string]memory.View, error)
 }
 
 // ActiveJobs lists the jobs a runner must advance (the jobs read model
@@ -49,6 +52,9 @@ type JobMemories interface {
 	MemoryIDsAfter(ctx context.Context, userID, agentID string, types []memory.Type, afterID string, limit int) ([]memory.View, error)
 	// CountMemories counts what MemoryIDsAfter pages through.
 	CountMemories(ctx context.Context, userID, agentID string, types []memory.Type) (int, error)
+	// MemoriesByID returns the memories among ids of the user's agent
+	// that are neither purged nor forgotten, keyed by id.
+	MemoriesByID(ctx context.Context, userID, agentID string, ids []string) (map[string]memory.View, error)
 }
 
 // AgentDirectory pages through the agents of every user (the memories
