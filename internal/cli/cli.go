@@ -286,27 +286,27 @@ type errorObject struct {
 // and inside a result that reports a failure of its own (an exhaust run's
 // failed cycle). A field error names the flag that sets it.
 func errorObjectOf(err error) errorObject {
-	out := errorObject{Code: "error", Message: err.Error()}
 	var de *domain.Error
 	var ce *client.Error
 	switch {
 	case errors.As(err, &de):
-		out.Code, out.Message, out.Details = de.PublicCode(), de.Message, de.Details
+		message := de.Message
 		if f, ok := de.Details["field"].(string); ok {
-			if flagName := fieldFlag(f); flagName != "" && !strings.Contains(de.Message, flagName) {
-				out.Message += " (" + flagName + ")"
+			if flagName := fieldFlag(f); flagName != "" && !strings.Contains(message, flagName) {
+				message += " (" + flagName + ")"
 			}
 		}
+		return errorObject{Code: de.PublicCode(), Message: message, Details: de.Details}
 	case errors.As(err, &ce):
-		out.Code, out.Details = ce.Code, ce.Details
-		if out.Code == "" {
-			out.Code = "cloud_error"
+		code := ce.Code
+		if code == "" {
+			code = "cloud_error"
 		}
-		out.Message = fmt.Sprintf("cloud: %s (HTTP %d)", ce.Message, ce.Status)
+		return errorObject{Code: code, Message: fmt.Sprintf("cloud: %s (HTTP %d)", ce.Message, ce.Status), Details: ce.Details}
 	case errors.Is(err, errCloudUnreachable):
-		out.Code = "cloud_unreachable"
+		return errorObject{Code: "cloud_unreachable", Message: err.Error()}
 	}
-	return out
+	return errorObject{Code: "error", Message: err.Error()}
 }
 
 // printError shows err on stderr: the API's error object with --json, a

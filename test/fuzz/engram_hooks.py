@@ -31,7 +31,8 @@ reaches its success instead of only its refusals; the embeddings routes
 (OpenAI's, generate, batch, bulk re-embedding) a model the server serves,
 a similarity search a vector of the agent's dimensions, a search a time
 window that is not empty, agent settings lint bounds in order, a webhook
-a URL it can reach, a memory's derived_from the seeded agent's memories,
+a URL it can reach, a memory's derived_from memories of the agent it
+writes to,
 a client's time one not in the future, a pushed event fresh ids; the
 cancel route a job still running, and the bulk re-embedding and sync push
 an agent of their own, per phase. Every
@@ -99,9 +100,34 @@ DEFAULT_IDS: dict[str, list[str]] = {
 _turns: dict[tuple[str, str, str], Iterator[str]] = {}
 
 
-# A text field of each seeded memory type (seedFuzzData), which a content
-# patch of a memory of that type may name.
-PATCHED_FIELD = {"raw_entry": "content", "notes": "content", "beliefs": "statement", "episodes": "outcome", "goals": "title"}
+# A text field of each memory type, by its name in answers, which a
+# content patch of a memory of that type may name.
+PATCHED_FIELD = {
+    "raw_entry": "content",
+    "note": "content",
+    "belief": "statement",
+    "episode": "outcome",
+    "goal": "title",
+    "value": "statement",
+    "playbook": "description",
+    "relationship": "entity_name",
+    "drive": "drive_type",
+}
+# The spellings seedFuzzData writes its memories' types in.
+SEEDED_TYPE = {"raw_entry": "raw_entry", "notes": "note", "beliefs": "belief", "episodes": "episode", "goals": "goal"}
+
+
+def memory_type(memory_id: Any) -> str | None:
+    """The type of a memory of the pass's user, by its name in answers: a
+    seeded one's from the seed, another's (one a create of the stateful
+    phase answered with, which a link brings to the patch) read back."""
+    seeded = SEED["memory_types"].get(memory_id)
+    if seeded is not None:
+        return SEEDED_TYPE[seeded]
+    if not isinstance(memory_id, str):
+        return None
+    status, answer = api_get(f"/v1/memories/{urllib.parse.quote(memory_id, safe='')}", KEY)
+    return answer["data"]["type"] if status == 200 else None
 
 
 _verify_tokens: dict[str, Any] = {}
@@ -171,18 +197,50 @@ def with_time_window(search: dict[str, Any]) -> None:
         search["created_after"] = (before - datetime.timedelta(seconds=1)).isoformat()
 
 
-def seeded_refs(refs: Any, phase: str) -> Any:
-    """derived_from of a valid request: memories of the agent the phase
-    writes to, as "type:id" (a generated id names no memory)."""
+def seeded_refs(refs: Any, agent: str) -> Any:
+    """derived_from of a valid request: memories of the agent it writes to,
+    as "type:id" (a generated id names no memory, and a memory of another
+    agent is rightly refused, 400 naming the reference)."""
     if not isinstance(refs, list):
         return refs
-    if phase == "stateful":
-        return [SEED["stateful_agent"]["ref"] for _ in refs]
-    return [f"{SEED['memory_types'][i]}:{i}" for i in itertools.islice(_derived, len(refs))]
+    if agent == SEED["agent"]:
+        return [f"{SEED['memory_types'][i]}:{i}" for i in itertools.islice(_derived, len(refs))]
+    ref = stateful_ref() if agent == SEED["stateful_agent"]["agent"] else memory_of(agent)
+    return [ref for _ in refs] if ref else []
+
+
+def memory_of(agent: str) -> str | None:
+    """A memory of the agent as "type:id", None when it has none (an
+    agent a link named, which schemathesis may give a create too)."""
+    status, page = api_get(f"/v1/memories?agent_id={urllib.parse.quote(agent, safe='')}&limit=1", KEY)
+    memories = page["data"]["memories"] if status == 200 else []
+    return f"{memories[0]['type']}:{memories[0]['id']}" if memories else None
 
 
 # The seeded agent's memories, in turn, for derived_from.
 _derived = itertools.cycle(SEED["memories"])
+
+# The note of the stateful phase's agent its memories derive from: the
+# seeded one, until a link deletes the agent (one from a memory's create
+# leads to the agent's delete) and takes the note with it.
+_stateful_ref = [SEED["stateful_agent"]["ref"]]
+
+
+def stateful_ref() -> str:
+    """A reference to a note of the stateful phase's agent that exists: a
+    reference to a memory gone with its agent is rightly refused (400
+    invalid_request, derived_from not found), which a valid request must
+    not be, so the note is written again (which makes the agent again)."""
+    memory_id = _stateful_ref[0].split(":", 1)[1]
+    status, _ = api_get(f"/v1/memories/{memory_id}", KEY)
+    if status == 200:
+        return _stateful_ref[0]
+    note = {"agent_id": SEED["stateful_agent"]["agent"], "type": "notes", "content": {"content": SEED["marker"] + " stateful note"}}
+    status, answer = api_call("POST", "/v1/memories", KEY, note)
+    if status != 201:
+        raise RuntimeError(f"the stateful phase's note could not be written again: {status} {answer}")
+    _stateful_ref[0] = "notes:" + answer["data"]["id"]
+    return _stateful_ref[0]
 
 
 def memory_agent(phase: str) -> str:
@@ -193,12 +251,20 @@ def memory_agent(phase: str) -> str:
     return SEED["stateful_agent"]["agent"] if phase == "stateful" else SEED["agent"]
 
 
-def with_memory_data(memory: Any, phase: str) -> None:
+def memory_target(case: Any) -> str:
+    """The agent a valid memory create or batch writes to: one a link of
+    the stateful phase gave it (schemathesis also reuses such values where
+    no link leads), else the phase's (with_seeded_ids puts it in)."""
+    agent = case.body.get("agent_id")
+    return agent if is_linked(case, agent) else memory_agent(phase_of(case))
+
+
+def with_memory_data(memory: Any, agent: str) -> None:
     if isinstance(memory, dict):
         if "created_at" in memory:
             memory["created_at"] = in_the_past(memory["created_at"])
         if "derived_from" in memory:
-            memory["derived_from"] = seeded_refs(memory["derived_from"], phase)
+            memory["derived_from"] = seeded_refs(memory["derived_from"], agent)
 
 
 _fresh = itertools.count(1)
@@ -250,13 +316,23 @@ def with_sync_data(event: Any, ref: str) -> None:
         payload["derived_from"] = [ref for _ in payload["derived_from"]]
     if isinstance(payload.get("settings"), dict):
         with_lint_order(payload["settings"])
+        if "enforce_provenance" in payload["settings"]:
+            # Enforced provenance would bind the phase's later pushes to
+            # sources of the types its rules name, and the agent has one
+            # note: their memories, valid by the document, would be
+            # refused (400 provenance_violation, as a stateful scenario's
+            # pushed drive was at the full budget).
+            payload["settings"]["enforce_provenance"] = False
 
 
 def with_lint_order(settings: dict[str, Any]) -> None:
     """Agent settings' lint bounds in order (min_length <= max_length, which
     a document cannot state)."""
     lint = settings.get("lint_rules")
-    if isinstance(lint, dict) and isinstance(lint.get("min_length"), int) and isinstance(lint.get("max_length"), int):
+    # An integer of the document may be drawn as an integral float (138.0),
+    # which the server reads as the integer it is.
+    bounds = (int, float)
+    if isinstance(lint, dict) and isinstance(lint.get("min_length"), bounds) and isinstance(lint.get("max_length"), bounds):
         low, high = sorted((lint["min_length"], lint["max_length"]))
         lint["min_length"], lint["max_length"] = low, max(high, 1)
 
@@ -364,11 +440,21 @@ def remember_token(response: Any) -> None:
 
 def api_get(path: str, key: str) -> tuple[int, Any]:
     """GET an API path (/v1/...) with key, after the pass's last write."""
-    request = urllib.request.Request(BASE_URL + path, headers={"Authorization": "Bearer " + key})
+    return api_call("GET", path, key)
+
+
+def api_call(method: str, path: str, key: str, body: Any = None) -> tuple[int, Any]:
+    """Send a request to an API path (/v1/...) with key, after the pass's
+    last write, and remember the consistency token of its answer."""
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(BASE_URL + path, data=data, method=method, headers={"Authorization": "Bearer " + key})
+    if data is not None:
+        request.add_header("Content-Type", "application/json")
     if _token:
         request.add_header("Engram-Consistency-Token", _token[0])
     try:
         with urllib.request.urlopen(request, timeout=30) as answer:
+            remember_token(answer)
             return answer.status, json.loads(answer.read() or b"null")
     except urllib.error.HTTPError as refused:
         return refused.code, None
@@ -432,7 +518,7 @@ def before_call(context: HookContext, case: Any, kwargs: dict[str, Any]) -> None
             # The generated numbers, as many as the agent's model has dimensions.
             case.body["embedding"] = nonzero_window(case.body["embedding"] or [0.5], SEED["dimensions"])
         elif case.path == "/v1/memories":
-            with_memory_data(case.body, phase_of(case))
+            with_memory_data(case.body, memory_target(case))
         elif case.path == "/v1/search":
             with_time_window(case.body)
         elif case.path == "/v1/agents/{agent_id}/settings":
@@ -441,7 +527,7 @@ def before_call(context: HookContext, case: Any, kwargs: dict[str, Any]) -> None
             case.body["model"] = SEED["model"]  # a model the server serves
         elif case.path == "/v1/memories/batch" and isinstance(case.body.get("memories"), list):
             for memory in case.body["memories"]:
-                with_memory_data(memory, phase_of(case))
+                with_memory_data(memory, memory_target(case))
         elif case.path == "/v1/sync/events" and isinstance(case.body.get("events"), list):
             for event in case.body["events"]:
                 with_sync_data(event, SEED["sync_agents"][phase_of(case)]["ref"])
@@ -489,8 +575,8 @@ def with_seeded_ids(case: Any) -> None:
         # type, which the id decides, not the document: a field of the
         # memory's own type, keeping the marker the cross-tenant check
         # looks for.
-        memory_type = SEED["memory_types"].get(case.path_parameters.get("id"))
-        case.body["content"] = {PATCHED_FIELD.get(memory_type, "content"): SEED["marker"] + " patched"}
+        patched = PATCHED_FIELD.get(memory_type(case.path_parameters.get("id")) or "", "content")
+        case.body["content"] = {patched: SEED["marker"] + " patched"}
     # The listing, search and sync routes name the agent in the query or
     # the body; the seeded one has data to find.
     if isinstance(case.query, dict) and "agent_id" in case.query and not is_linked(case, case.query["agent_id"]):
