@@ -44,6 +44,16 @@ RACE_SMOKE ?= TestKillMidLoadLosesNoAcknowledgedWrite|TestLiveRebuildOfOneProjec
 # stays on everywhere.
 RACE ?= -race -gcflags=modernc.org/...=-d=checkptr=0
 
+# go test vets each package it tests (a subset of go vet's analyzers)
+# unless told not to. make test's lint runs every analyzer of go vet over
+# every package, test files included, so its go test passes do not vet
+# again: that was ~68 CPU-s of the race pass on two cores
+# (docs/testing.md#three-lanes). go vet ./... reads the files of a plain
+# build, so lint vets the packages with files built for -race alone once
+# more with the race tag (RACE_TAGGED).
+TEST_VET ?= -vet=off
+RACE_TAGGED = $(addprefix ./,$(sort $(dir $(shell git grep -l -E '^//go:build .*race' -- '*.go'))))
+
 # The vector index's quality tests (infra/vectorindex/quality_test.go, built
 # without -race only) prove the graph's quality, not its safety under
 # concurrency, and the race detector makes them ten times dearer; they run
@@ -114,7 +124,7 @@ PARALLEL ?= 4
 
 test-race: test-bin test-deps-clients
 	$(call STAMP,start)
-	PATH="$(PYTOOLS)/bin:$$PATH" ENGRAM_TEST_BINARY=$(TEST_BIN) $(GO) test $(RACE) -count=1 -parallel $(PARALLEL) -timeout 20m $(SLOW_FIRST) ./...
+	PATH="$(PYTOOLS)/bin:$$PATH" ENGRAM_TEST_BINARY=$(TEST_BIN) $(GO) test $(RACE) $(TEST_VET) -count=1 -parallel $(PARALLEL) -timeout 20m $(SLOW_FIRST) ./...
 	$(call STAMP,end)
 
 test-rest: test-bin
@@ -129,13 +139,13 @@ test-sdks: test-bin test-deps-typescript test-deps-python
 
 test-norace:
 	$(call STAMP,start)
-	$(GO) test -count=1 -timeout 10m -run '^($(NORACE_TESTS))$$' ./infra/vectorindex
+	$(GO) test $(TEST_VET) -count=1 -timeout 10m -run '^($(NORACE_TESTS))$$' ./infra/vectorindex
 	$(call STAMP,end)
 
 test-race-smoke:
 	$(call STAMP,start)
 	$(GO) build $(RACE) -o $(RACE_BIN) ./cmd/engram
-	ENGRAM_TEST_BINARY=$(RACE_BIN) $(GO) test $(RACE) -count=1 -timeout 10m -run '^($(RACE_SMOKE))$$' ./internal/cli
+	ENGRAM_TEST_BINARY=$(RACE_BIN) $(GO) test $(RACE) $(TEST_VET) -count=1 -timeout 10m -run '^($(RACE_SMOKE))$$' ./internal/cli
 	$(call STAMP,end)
 
 # The clients nobody here wrote, at pinned versions, that the Go suites
@@ -145,7 +155,13 @@ test-race-smoke:
 # schemathesis (test/fuzz, TestSchemathesis). The Python ones go into a
 # virtual environment that `make test` puts first on PATH (a system Python
 # may refuse pip installs). A missing Node.js or Python fails, never skips.
+# pip installs without compiling every module to byte code (PIP_INSTALL):
+# Python compiles a module at its first import, and the tests import a
+# fifth of what the installs hold (schemathesis, hypothesis, the OpenAI
+# SDK: 38 CPU-s with the byte code, 22 without, and ~3 more at the first
+# import; docs/testing.md#three-lanes).
 PYTOOLS ?= $(CURDIR)/bin/pytools
+PIP_INSTALL = pip install --quiet --disable-pip-version-check --no-compile
 
 # The installs write to directories of their own (the npm ones share npm's
 # cache, which takes concurrent writers), so make test runs them at once,
@@ -169,7 +185,7 @@ test-deps-openai-node:
 test-deps-pytools:
 	$(call STAMP,start)
 	python3 -m venv $(PYTOOLS)
-	$(PYTOOLS)/bin/pip install --quiet --disable-pip-version-check -r test/openai-clients/python/requirements.txt -r test/fuzz/requirements.txt
+	$(PYTOOLS)/bin/$(PIP_INSTALL) -r test/openai-clients/python/requirements.txt -r test/fuzz/requirements.txt
 	$(call STAMP,end)
 
 # The TypeScript SDK (sdk/typescript): its pinned dependencies, the tsc
@@ -210,13 +226,13 @@ test-deps-python: $(PY_DEPS)
 $(PY_DEPS): sdk/python/requirements-dev.txt
 	@echo "== test-deps-python start $$(date -u +%T)"
 	$(PYTHON) -m venv $(PY_VENV)
-	$(PY_VENV)/bin/pip install -q --disable-pip-version-check -r sdk/python/requirements-dev.txt
+	$(PY_VENV)/bin/$(PIP_INSTALL) -r sdk/python/requirements-dev.txt
 	touch $@
 	@echo "== test-deps-python end $$(date -u +%T)"
 
 test-python: $(PY_DEPS)
 	$(call STAMP,start)
-	$(PY_VENV)/bin/pip install -q --disable-pip-version-check --no-build-isolation --no-deps --force-reinstall ./sdk/python
+	$(PY_VENV)/bin/$(PIP_INSTALL) --no-build-isolation --no-deps --force-reinstall ./sdk/python
 	$(PY_VENV)/bin/mypy --strict sdk/python/src/engram
 	cd sdk/python && $(PY_VENV)/bin/python -m pytest -q -p no:cacheprovider; rc=$$?; \
 		if [ $$rc -eq 5 ]; then echo "test-python: no tests collected" >&2; exit 1; fi; exit $$rc
@@ -239,6 +255,7 @@ lint:
 	$(call STAMP,start)
 	@unformatted="$$(git ls-files -z --cached --others --exclude-standard '*.go' | xargs -0 -r gofmt -l)"; if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
+	$(if $(RACE_TAGGED),$(GO) vet -tags race $(RACE_TAGGED))
 	$(call STAMP,end)
 
 # Every fuzz target for FUZZTIME each (package:target). Not part of `make
