@@ -15,11 +15,20 @@ VERSION ?= $(shell cat VERSION 2>/dev/null || echo devel)
 COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
 CLI      = github.com/engram-memory/engram/internal/cli
 
+# The binary is built without cgo: a static binary, as the Dockerfile's.
+# Only the standard library's host and user lookups (net, os/user) use cgo
+# when it is on, and their pure-Go versions serve us; without the dynamic
+# loader and the C library every engram process faults fewer pages and
+# uses less CPU at its start (2-6 ms, docs/benchmarks.md#the-process-floor),
+# which a command-line search pays at every call. The race detector needs
+# cgo: the race builds below keep it.
+STATIC = CGO_ENABLED=0
+
 build:
-	$(GO) build -ldflags "-X $(CLI).version=$(VERSION) -X $(CLI).commit=$(COMMIT)" -o $(BIN) ./cmd/engram
+	$(STATIC) $(GO) build -ldflags "-X $(CLI).version=$(VERSION) -X $(CLI).commit=$(COMMIT)" -o $(BIN) ./cmd/engram
 
 run:
-	$(GO) run ./cmd/engram serve
+	$(STATIC) $(GO) run ./cmd/engram serve
 
 # The end-to-end suites drive a built engram binary, built once per `make
 # test` and named to them in ENGRAM_TEST_BINARY (internal/testserver; plain
@@ -111,7 +120,7 @@ trim-go-cache:
 
 test-bin:
 	$(call STAMP,start)
-	$(GO) build -o $(TEST_BIN) ./cmd/engram
+	$(STATIC) $(GO) build -o $(TEST_BIN) ./cmd/engram
 	$(call STAMP,end)
 
 # internal/cli's end-to-end tests and api's tests run in parallel
@@ -250,12 +259,15 @@ sdk-version:
 
 # gofmt reads the repository's Go files (tracked, or new and not ignored)
 # rather than walking the tree: make test's other lanes write
-# node_modules, virtual environments and caches into it meanwhile.
+# node_modules, virtual environments and caches into it meanwhile. go vet
+# builds as test-bin does (STATIC), so that it finds the packages test-bin
+# compiled in the build cache instead of compiling them again with cgo;
+# no file of ours needs cgo.
 lint:
 	$(call STAMP,start)
 	@unformatted="$$(git ls-files -z --cached --others --exclude-standard '*.go' | xargs -0 -r gofmt -l)"; if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
-	$(GO) vet ./...
-	$(if $(RACE_TAGGED),$(GO) vet -tags race $(RACE_TAGGED))
+	$(STATIC) $(GO) vet ./...
+	$(if $(RACE_TAGGED),$(STATIC) $(GO) vet -tags race $(RACE_TAGGED))
 	$(call STAMP,end)
 
 # Every fuzz target for FUZZTIME each (package:target). Not part of `make

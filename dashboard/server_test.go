@@ -98,6 +98,40 @@ func TestInternalErrorsAreGeneric(t *testing.T) {
 	}
 }
 
+// The dashboard registers GET routes only; a HEAD request is answered as
+// the GET of its path would be, without the body, and a path no GET
+// answers is still a 404.
+func TestHEADIsAnsweredAsGET(t *testing.T) {
+	st, err := openStack(t, seedStack(t, 1), "demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	srv := httptest.NewServer(dashboard.New(dashboard.Config{UserID: "local", AgentID: "demo", Queries: st.Queries}).Handler())
+	defer srv.Close()
+	cases := []struct {
+		path   string
+		status int
+	}{
+		{"/api/stats", http.StatusOK},
+		{"/api/raw", http.StatusOK},
+		{"/api/notes", http.StatusOK},
+		{"/", http.StatusOK},
+		{"/api/nothing-here", http.StatusNotFound},
+	}
+	for _, c := range cases {
+		resp, err := http.Head(srv.URL + c.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != c.status || len(body) != 0 {
+			t.Errorf("HEAD %s: %d with %d body bytes, want %d and no body", c.path, resp.StatusCode, len(body), c.status)
+		}
+	}
+}
+
 // BenchmarkOpenAndFirstAnswer is the dashboard's start on stacks of
 // growing size: open read-only, wire the services, answer /api/stats
 // once. Nothing in it should grow with the stack but the counting query.

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/engram-memory/engram/domain"
@@ -34,7 +35,7 @@ func NormalizeEmail(raw string) (string, error) {
 	if utf8.RuneCountInString(raw) > MaxEmailLen {
 		return "", domain.Invalid("email", "e-mail address is longer than %d characters", MaxEmailLen)
 	}
-	if !plainAddress.MatchString(s) {
+	if !plainAddress().MatchString(s) {
 		return "", invalidEmail()
 	}
 	return strings.ToLower(s), nil
@@ -43,7 +44,9 @@ func NormalizeEmail(raw string) (string, error) {
 // plainAddress is a dot-atom local part of ASCII atext (RFC 5322) and a
 // domain of dot-separated labels of letters, digits and hyphens (RFC
 // 5321's Domain), at least two of them.
-var plainAddress = regexp.MustCompile("^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(\\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*@[A-Za-z0-9-]+(\\.[A-Za-z0-9-]+)+$")
+var plainAddress = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile("^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(\\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*@[A-Za-z0-9-]+(\\.[A-Za-z0-9-]+)+$")
+})
 
 func invalidEmail() *domain.Error {
 	return domain.Invalid("email", "field \"email\" must be a plain e-mail address such as name@example.com")

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/engram-memory/engram/domain"
@@ -244,7 +245,7 @@ func (m *Memories) MemoriesByID(ctx context.Context, userID, agentID string, ids
 		chunk := ids[start:min(start+memIDChunk, len(ids))]
 		// The statement is prepared once per size class (memIDSizes).
 		size := memIDSize(len(chunk))
-		views, err := m.scanViews(m.db.queryHot(ctx, memByIDQueries[size], memIDArgs(userID, agentID, chunk, size)...))
+		views, err := m.scanViews(m.db.queryHot(ctx, memIDQueries().byID[size], memIDArgs(userID, agentID, chunk, size)...))
 		if err != nil {
 			return nil, err
 		}
@@ -266,9 +267,9 @@ func (m *Memories) ExcerptsByID(ctx context.Context, userID, agentID string, ids
 	for start := 0; start < len(ids); start += memIDChunk {
 		chunk := ids[start:min(start+memIDChunk, len(ids))]
 		size := memIDSize(len(chunk))
-		queries := memExcerptQueries
+		queries := memIDQueries().excerpts
 		if includeForgotten {
-			queries = memExcerptWithForgottenQueries
+			queries = memIDQueries().withForgotten
 		}
 		rows, err := m.db.queryHot(ctx, queries[size], memIDArgs(userID, agentID, chunk, size)...)
 		if err != nil {
@@ -349,22 +350,28 @@ func memIDSize(n int) int {
 	return memIDChunk
 }
 
-// memByIDQueries, memExcerptQueries and memExcerptWithForgottenQueries are
-// the query texts of MemoriesByID and ExcerptsByID (without and with
-// forgotten memories) per size in memIDSizes.
-var memByIDQueries, memExcerptQueries, memExcerptWithForgottenQueries = func() (map[int]string, map[int]string, map[int]string) {
-	views, excerpts, withForgotten := make(map[int]string, len(memIDSizes)), make(map[int]string, len(memIDSizes)), make(map[int]string, len(memIDSizes))
+// memIDQueryTexts are the query texts of MemoriesByID (byID) and
+// ExcerptsByID (excerpts, withForgotten: without and with forgotten
+// memories) per size in memIDSizes.
+type memIDQueryTexts struct {
+	byID, excerpts, withForgotten map[int]string
+}
+
+// memIDQueries builds them at the first read by ids rather than at every
+// engram process's start.
+var memIDQueries = sync.OnceValue(func() memIDQueryTexts {
+	q := memIDQueryTexts{make(map[int]string, len(memIDSizes)), make(map[int]string, len(memIDSizes)), make(map[int]string, len(memIDSizes))}
 	const excerpt = `SELECT m.id, m.type, m.content, m.tags, m.created_at, m.forgotten_at IS NOT NULL,
 		m.strength, m.strength_since, m.protected, m.goal_type, COALESCE(s.lazy_decay, 1) FROM memories m
 		LEFT JOIN agent_settings s ON s.user_id = m.user_id AND s.agent_id = m.agent_id `
 	for _, n := range memIDSizes {
 		agentIDs := `WHERE m.user_id = ? AND m.agent_id = ? AND m.id IN (` + memPlaceholders(n) + `)`
-		views[n] = `SELECT ` + memViewColumns + memViewFrom + agentIDs + ` AND m.forgotten_at IS NULL`
-		excerpts[n] = excerpt + agentIDs + ` AND m.forgotten_at IS NULL`
-		withForgotten[n] = excerpt + agentIDs
+		q.byID[n] = `SELECT ` + memViewColumns + memViewFrom + agentIDs + ` AND m.forgotten_at IS NULL`
+		q.excerpts[n] = excerpt + agentIDs + ` AND m.forgotten_at IS NULL`
+		q.withForgotten[n] = excerpt + agentIDs
 	}
-	return views, excerpts, withForgotten
-}()
+	return q
+})
 
 // ListMemories returns one page, newest first by (created_at, id). The
 // cursor is the position of the last memory returned, so a page never

@@ -2,6 +2,7 @@ package textindex
 
 import (
 	"strings"
+	"sync"
 	"unicode"
 
 	"github.com/engram-memory/engram/infra/stem"
@@ -19,6 +20,7 @@ import (
 // alike (as the bench's BM25 baseline does). emit is called for every term
 // in text order.
 func tokenize(text string, emit func(term string)) {
+	stop := stopWords()
 	var words []string
 	for _, chunk := range strings.Fields(text) {
 		words = words[:0]
@@ -31,7 +33,7 @@ func tokenize(text string, emit func(term string)) {
 			}
 		}
 		for _, w := range words {
-			if _, stop := stopWords[w]; !stop {
+			if _, isStop := stop[w]; !isStop {
 				emit(stem.Porter(w))
 			}
 		}
@@ -46,7 +48,8 @@ func notWordRune(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsNumber
 // stopWords is a conventional English list, the same as the bench's BM25
 // baseline. Besides carrying little meaning they are what makes a question
 // match most of an agent's memories, which is what ranking costs time on.
-var stopWords = func() map[string]struct{} {
+// Built at first use, not at every engram process's start.
+var stopWords = sync.OnceValue(func() map[string]struct{} {
 	m := map[string]struct{}{}
 	for _, w := range strings.Fields(`a about above after again against all am an and any are aren as at
 be because been before being below between both but by can cannot could couldn d did didn do does
@@ -59,4 +62,4 @@ where which while who whom why will with won would wouldn y you your yours yours
 		m[w] = struct{}{}
 	}
 	return m
-}()
+})

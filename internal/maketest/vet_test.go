@@ -52,7 +52,7 @@ func TestLintVetsWhatOnlyARaceBuildReads(t *testing.T) {
 	}
 	var got []string
 	for line := range strings.Lines(string(out)) {
-		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "go vet -tags race "); ok {
+		if _, rest, ok := strings.Cut(strings.TrimSpace(line), "go vet -tags race "); ok {
 			got = append(got, strings.Fields(rest)...)
 		}
 	}

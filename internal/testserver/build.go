@@ -51,6 +51,11 @@ func build(ctx context.Context, out string, race bool) error {
 	args = append(args, MainPackage)
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if !race {
+		// Static, as `make build` and the Dockerfile build it; the race
+		// detector needs cgo.
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	}
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("go build %s: %w", MainPackage, err)
 	}

@@ -108,8 +108,9 @@ func (m *hashModel) embed(text string) ([]float32, int) {
 // unless the text has nothing else ("to be or not to be" still embeds).
 func (m *hashModel) features(lw lexicalWords) []feature {
 	content := make([]string, 0, len(lw.words))
+	irregular := irregularBase()
 	for _, w := range lw.words {
-		if base, ok := irregularBase[w]; ok {
+		if base, ok := irregular[w]; ok {
 			w = base
 		}
 		if !isStopword(w) {

@@ -151,12 +151,12 @@ func TestBuiltinIrregularFormsMeetTheirBase(t *testing.T) {
 		t.Errorf("went/child vs go/children %.3f, unrelated %.3f", rel, unrel)
 	}
 	for form, base := range map[string]string{"went": "go", "gone": "go", "bought": "buy", "children": "child", "people": "person"} {
-		if irregularBase[form] != base {
-			t.Errorf("irregularBase[%q] = %q, want %q", form, irregularBase[form], base)
+		if irregularBase()[form] != base {
+			t.Errorf("irregularBase()[%q] = %q, want %q", form, irregularBase()[form], base)
 		}
 	}
 	for _, w := range []string{"bit", "born", "ground", "may", "read"} {
-		if b, ok := irregularBase[w]; ok {
+		if b, ok := irregularBase()[w]; ok {
 			t.Errorf("ambiguous form %q is mapped to %q", w, b)
 		}
 	}

@@ -1,6 +1,9 @@
 package local
 
-import "strings"
+import (
+	"strings"
+	"sync"
+)
 
 // irregularBase maps English irregular inflections that the Porter stemmer
 // cannot join to their base form: the past tense and past participle of the
@@ -15,7 +18,9 @@ import "strings"
 // ("a bit"), "born", "bound", "ground", "wound", "rose", "fell", "bore";
 // forms identical to the base ("read", "put", "cut", "set", "hit") need no
 // entry.
-var irregularBase = func() map[string]string {
+//
+// It is built at first use, not at every engram process's start.
+var irregularBase = sync.OnceValue(func() map[string]string {
 	m := map[string]string{}
 	// Each line: base form, then its irregular past and participle forms.
 	for _, line := range strings.Split(`arise arose arisen
@@ -149,25 +154,27 @@ goose geese`, "\n") {
 		}
 	}
 	return m
-}()
+})
 
 // timeFeature is the one feature all time words share.
 var timeFeature = featureHash(kindClass, "time")
 
 // timeWords are the words that say when something happened, plus "when"
 // itself, the word that asks it. "may" is left out: it is far more often
-// the modal verb than the month.
-var timeWords = makeSet(`
+// the modal verb than the month. Built at first use.
+var timeWords = sync.OnceValue(func() map[string]struct{} {
+	return makeSet(`
 when yesterday today tonight tomorrow ago recently lately
 morning afternoon evening weekend weekends week weeks month months year years
 monday tuesday wednesday thursday friday saturday sunday
 january february march april june july august september october november december
 `)
+})
 
 // isTimeWord reports whether a lower-cased word is a time word: one of
 // timeWords or a year from 1900 to 2099.
 func isTimeWord(w string) bool {
-	if _, ok := timeWords[w]; ok {
+	if _, ok := timeWords()[w]; ok {
 		return true
 	}
 	if len(w) != 4 || (w[:2] != "19" && w[:2] != "20") {

@@ -1,10 +1,14 @@
 package local
 
+import "sync"
+
 // stopwords are English function words (articles, pronouns, auxiliaries,
 // prepositions, conjunctions, the fragments left by splitting contractions
 // such as "don't") and interjections ("hey", "wow"). They carry almost no topical signal, and in
 // a hashed vector they would only add collision noise to the content words.
-var stopwords = makeSet(`
+// Built at first use.
+var stopwords = sync.OnceValue(func() map[string]struct{} {
+	return makeSet(`
 a about above after again against all am an and any are aren as at be because
 been before being below between both but by can cannot could couldn d did didn
 do does doesn doing don down during each few for from further had hadn has hasn
@@ -17,6 +21,7 @@ were weren what when where which while who whom why will with won would wouldn
 y you your yours yourself yourselves
 hey hi hello oh wow yeah yes yep ok okay um uh hmm haha lol
 `)
+})
 
 // makeSet builds a lookup set from whitespace-separated words.
 func makeSet(words string) map[string]struct{} {
@@ -38,6 +43,6 @@ func makeSet(words string) map[string]struct{} {
 }
 
 func isStopword(w string) bool {
-	_, ok := stopwords[w]
+	_, ok := stopwords()[w]
 	return ok
 }
