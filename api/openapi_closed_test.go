@@ -150,6 +150,8 @@ func TestOpenAPIRefusesWhatTheServerRefuses(t *testing.T) {
 		{"batch of a null tag", "POST", "/v1/memories/batch", `{"agent_id":"closed-agent","memories":[{"type":"notes","content":{"content":"x"},"tags":[null]}]}`, 400, "invalid_request"},
 		{"push of a memory of a null lesson", "POST", "/v1/sync/events", push(eventID, "MemoryCreated", `{"memory_id":"`+eventID+`","type":"episode","content":{"objective":"o","outcome":"x","lessons":[null]}}`), 400, "invalid_request"},
 		{"push of a null time", "POST", "/v1/sync/events", `{"agent_id":"closed-agent","events":[{"id":"` + eventID + `","type":"MemoryForgotten","time":null,"payload":{"memory_id":"` + eventID + `"}}]}`, 400, "invalid_request"},
+		{"push at Go's zero time", "POST", "/v1/sync/events", `{"agent_id":"closed-agent","events":[{"id":"` + eventID + `","type":"MemoryForgotten","time":"0001-01-01T00:00:00Z","payload":{"memory_id":"` + eventID + `"}}]}`, 400, "invalid_request"},
+		{"memory created before 1970", "POST", "/v1/memories", `{"agent_id":"closed-agent","type":"note","content":{"content":"x"},"created_at":"1969-12-31T23:59:59+00:00"}`, 400, "invalid_request"},
 		{"push without a time", "POST", "/v1/sync/events", `{"agent_id":"closed-agent","events":[{"id":"` + eventID + `","type":"MemoryForgotten","payload":{"memory_id":"` + eventID + `"}}]}`, 400, "invalid_request"},
 		{"push of a vector of 5 bytes", "POST", "/v1/sync/events", push(eventID, "MemoryEmbedded", `{"memory_id":"`+eventID+`","model":"m","dimensions":1,"vector":"AACAPwA="}`), 400, "invalid_request"},
 	} {
@@ -202,6 +204,7 @@ func TestOpenAPIRefusesWhatTheServerRefuses(t *testing.T) {
 		{"POST", "/v1/embeddings", `{"model":"default","input":["x"],"dimensions":8,"encoding_format":"base64","user":"u"}`},
 		{"GET", "/v1/memories?agent_id=closed-agent&limit=1000", ``},
 		{"PATCH", "/v1/agents/closed-agent/processing", `{"layers":{"raw_to_note":{"enabled":false}}}`},
+		{"PATCH", "/v1/agents/closed-agent/processing", `{"layers":{"raw_to_note":null,"belief_to_value":{"max_passes_per_day":null}}}`},
 		{"POST", "/v1/agents/closed-agent/process/exhaust", `{"max_cycles":100}`},
 		{"GET", "/v1/memories?agent_id=closed-agent&type=Notes,%20raw%09,,AGENT_VALUES", ``},
 		{"GET", "/v1/memories?agent_id=closed-agent&type=", ``},

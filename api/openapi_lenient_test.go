@@ -129,6 +129,7 @@ func TestTheDocumentAcceptsWhatTheServerAccepts(t *testing.T) {
 		call{"a patch's content null", "PATCH", "/v1/memories/" + note.ID, map[string]any{"content": nil, "tags": []string{"patched"}}, http.StatusOK},
 		call{"weaken's reason and by null", "POST", "/v1/memories/" + note.ID + "/weaken", map[string]any{"reason": nil, "by": nil}, http.StatusOK},
 		call{"the processing's layers null", "PATCH", "/v1/agents/" + processed + "/processing", map[string]any{"layers": nil, "auto_promote": nil}, http.StatusOK},
+		call{"a processing layer null", "PATCH", "/v1/agents/" + processed + "/processing", map[string]any{"layers": map[string]any{"raw_to_note": nil}}, http.StatusOK},
 		call{"a setting null", "PATCH", "/v1/agents/" + agent + "/settings", map[string]any{"lint_rules": map[string]any{"min_length": nil}, "lazy_decay": nil}, http.StatusOK},
 		call{"a memory's created_at empty", "POST", "/v1/memories", map[string]any{"agent_id": agent, "type": "note", "content": minimalContent[memory.Note], "created_at": ""}, http.StatusCreated},
 		call{"a batch item's created_at empty", "POST", "/v1/memories/batch", map[string]any{"agent_id": agent, "memories": []any{map[string]any{"type": "note", "content": minimalContent[memory.Note], "created_at": ""}}}, http.StatusCreated},

@@ -347,6 +347,13 @@ func TestProcessingConfigPatch(t *testing.T) {
 	if l := view.Config.Layers[processing.RawToNote]; l.QuantityThreshold != 4 || l.BatchSize != 2 || l.TimeThresholdHours != 24 {
 		t.Fatalf("raw_to_note: %+v", l)
 	}
+	// A layer sent as null is absent: it stays as it is (docs/api.md#absent-values).
+	s.request(t, "PATCH", "/v1/agents/claire/processing", aliceKey, map[string]any{
+		"layers": map[string]any{"raw_to_note": nil, "raw_to_episode": nil},
+	}).must(t, http.StatusOK, &view)
+	if l := view.Config.Layers[processing.RawToNote]; l.QuantityThreshold != 4 || l.BatchSize != 2 || view.Config.Layers[processing.RawToEpisode].Enabled {
+		t.Fatalf("layers after a patch of null layers: raw_to_note %+v, raw_to_episode %+v", l, view.Config.Layers[processing.RawToEpisode])
+	}
 	// Four raws now reach raw_to_note's threshold: it runs unforced, on a
 	// batch of two (the oldest); raw_to_episode is disabled.
 	passes := s.process(t, aliceKey, "claire", nil)

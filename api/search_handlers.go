@@ -168,5 +168,11 @@ func parseSearchTime(field string, v *string) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, domain.Invalid(field, "%s must be an RFC 3339 timestamp such as 2024-05-01T12:00:00Z", field)
 	}
+	// A bound before 1970 is refused, not taken as none: Go's zero time
+	// is what the filter takes as no bound, so created_before
+	// 0001-01-01T00:00:00Z would find every memory instead of none.
+	if err := domain.CheckClientTime(field, t); err != nil {
+		return time.Time{}, err
+	}
 	return t, nil
 }

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/google/uuid"
@@ -341,6 +342,24 @@ func TestTransferMemoriesForm(t *testing.T) {
 	s.importAgent(t, keyB, "claire", export).must(t, http.StatusOK, &again)
 	if again.Appended != 0 {
 		t.Fatalf("second memories import appended %d", again.Appended)
+	}
+
+	// A memory line without created_at is created now, as a create
+	// without one is (its zero time is not taken as a time before 1970).
+	lines := bytes.Split(bytes.TrimSpace(export), []byte("\n"))
+	var line map[string]map[string]any
+	if err := json.Unmarshal(lines[1], &line); err != nil || line["memory"] == nil {
+		t.Fatalf("second line of a memories export: %v %.200s", err, lines[1])
+	}
+	delete(line["memory"], "created_at")
+	undated, err := json.Marshal(line)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := time.Now().Add(-time.Second)
+	s.importAgent(t, keyB, "undated", append(append(lines[0], '\n'), append(undated, '\n')...)).must(t, http.StatusOK, nil)
+	if got := s.listAll(t, keyB, "agent_id=undated&include_forgotten=true&include_weak=true", 10); len(got) != 1 || got[0].CreatedAt.Before(before) {
+		t.Fatalf("a memory line without created_at imported as %+v, want one created now", got)
 	}
 }
 

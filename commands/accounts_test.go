@@ -15,6 +15,7 @@ import (
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/account"
 	"github.com/engram-memory/engram/infra/sqlite"
+	"github.com/engram-memory/engram/infra/sqlite/sqlitetest"
 	"github.com/engram-memory/engram/internal/workers"
 	"github.com/engram-memory/engram/projections"
 )
@@ -71,7 +72,7 @@ func (m *capturedMail) token(t *testing.T) string {
 func newAccountsFixture(t *testing.T, usageInterval time.Duration) *accountsFixture {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	db, err := sqlite.Open(ctx, t.TempDir(), sqlite.Options{})
+	db, err := sqlite.Open(ctx, sqlitetest.Dir(t), sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

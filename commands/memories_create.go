@@ -200,6 +200,9 @@ func parseCreatedAt(s string, now time.Time) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, domain.Invalid("created_at", "created_at must be an RFC 3339 timestamp such as 2025-01-31T12:00:00Z, got %q", s)
 	}
+	if err := domain.CheckClientTime("created_at", t); err != nil {
+		return time.Time{}, err
+	}
 	if err := checkNotInFuture("created_at", t, now); err != nil {
 		return time.Time{}, err
 	}

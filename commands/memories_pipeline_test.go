@@ -11,6 +11,7 @@ import (
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/infra/embed/local"
 	"github.com/engram-memory/engram/infra/sqlite"
+	"github.com/engram-memory/engram/infra/sqlite/sqlitetest"
 	"github.com/engram-memory/engram/internal/memenvtest"
 	"github.com/engram-memory/engram/projections"
 )
@@ -58,7 +59,7 @@ func TestCreateHoldsTheUserLockUntilItsDecisionReadModelApplied(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
-			db, err := sqlite.Open(ctx, t.TempDir(), sqlite.Options{})
+			db, err := sqlite.Open(ctx, sqlitetest.Dir(t), sqlite.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -216,10 +216,12 @@ func (s *Sync) Push(ctx context.Context, meta domain.Metadata, agentID string, e
 		if err := checkCanonicalUUID("id", ev.ID); err != nil {
 			return SyncPushResult{}, BatchItemErrorIn("events", i, err)
 		}
-		// A time left out, or null (which encoding/json leaves zero), is
-		// refused: the event's time is part of the log, not a default.
+		// A time left out, or null (which encoding/json leaves zero, as it
+		// decodes 0001-01-01T00:00:00Z), is refused: the event's time is
+		// part of the log, not a default.
 		if ev.Time.IsZero() {
-			return SyncPushResult{}, BatchItemErrorIn("events", i, domain.Invalid("time", "time is required: the RFC 3339 time the event happened"))
+			return SyncPushResult{}, BatchItemErrorIn("events", i, domain.Invalid("time", "time is required: the RFC 3339 time the event happened, of the year %d or later", domain.EarliestClientYear).
+				WithDetail("minimum", domain.EarliestClientTime))
 		}
 		size += int64(len(ev.Payload))
 	}

@@ -28,11 +28,15 @@ import (
 //   - changes (MemoryUpdated, MemoryPatched, MemoryRecovered, strength
 //     events, MemoryForgotten, MemoryPurged): the agent's state, the text
 //     quota for grown content, the field limits of the API (a weaken's by
-//     and reason), strengths in [0, 1] and times not in the future; a
-//     change of a memory the agent does not have changes nothing and is
-//     skipped;
+//     and reason), strengths in [0, 1]; a change of a memory the agent
+//     does not have changes nothing and is skipped;
 //   - MemoryEmbedded: a memory of the agent and a finite, non-zero vector
 //     of the dimensions it names.
+//
+// Every time an event carries, its own and its payload's, is of the year
+// 1970 or later and not in the future (checkTime), checked before an
+// event is skipped for its memory or its agent, so a skipped event's bad
+// time is refused as the document refuses it.
 //
 // Every other type is refused, except agent deletes and model switches,
 // which stay on the machine that made them (skipped).
@@ -61,6 +65,9 @@ type pushPlan struct {
 	// are read one by one). The log's claim on every created id still
 	// refuses one that a write took since.
 	owned map[string]bool
+	// payload is the payload of the event being planned, which checkTime
+	// reads to tell a time sent from one left out.
+	payload json.RawMessage
 }
 
 func (s *Sync) newPushPlan(ctx context.Context, ref memory.AgentRef, meta domain.Metadata) (*pushPlan, error) {
@@ -83,7 +90,8 @@ func (s *Sync) newPushPlan(ctx context.Context, ref memory.AgentRef, meta domain
 // add checks one event and plans it; kept is false for an event sync does
 // not carry.
 func (p *pushPlan) add(ctx context.Context, ev SyncEvent) (kept bool, err error) {
-	if err := p.notInFuture("time", ev.Time); err != nil {
+	p.payload = ev.Payload
+	if err := p.checkTime("time", ev.Time); err != nil {
 		return false, err
 	}
 	decoded, err := p.s.pushEvents.DecodeStrict(domain.Event{Type: ev.Type, Time: ev.Time, Payload: ev.Payload})
@@ -93,14 +101,19 @@ func (p *pushPlan) add(ctx context.Context, ev SyncEvent) (kept bool, err error)
 	var payload domain.Payload
 	switch m := decoded.(type) {
 	case *memory.AgentCreated:
+		if err := p.checkTime("payload.created_at", m.CreatedAt); err != nil {
+			return false, err
+		}
 		if p.agentExists {
 			return false, nil
 		}
-		if err := p.notInFuture("payload.created_at", m.CreatedAt); err != nil {
-			return false, err
-		}
 		return true, p.createAgent(ev.ID, ev.Time, m.CreatedAt)
 	case *memory.MemoryCreated:
+		// A created_at left out is now (checkCreated); one sent is checked
+		// here, Go's zero time among them.
+		if err := p.checkTime("payload.created_at", m.CreatedAt); err != nil {
+			return false, err
+		}
 		if err := p.checkCreated(ctx, m); err != nil {
 			return false, err
 		}
@@ -136,14 +149,14 @@ func (p *pushPlan) add(ctx context.Context, ev SyncEvent) (kept bool, err error)
 		}
 		payload = *m
 	case *memory.MemoryRecovered:
+		if err := p.checkTime("payload.created_at", m.CreatedAt); err != nil {
+			return false, err
+		}
 		t, known, err := p.changeOf(ctx, m.MemoryID, "payload.recovered_at", m.RecoveredAt)
 		if err != nil || !known {
 			return false, err
 		}
 		if err := checkStrength(m.Strength); err != nil {
-			return false, err
-		}
-		if err := p.notInFuture("payload.created_at", m.CreatedAt); err != nil {
 			return false, err
 		}
 		m.Type = t
@@ -181,7 +194,7 @@ func (p *pushPlan) add(ctx context.Context, ev SyncEvent) (kept bool, err error)
 		if err := m.Settings.Validate(); err != nil {
 			return false, inPayload(err)
 		}
-		if err := p.notInFuture("payload.changed_at", m.ChangedAt); err != nil {
+		if err := p.checkTime("payload.changed_at", m.ChangedAt); err != nil {
 			return false, err
 		}
 		// Later events of the push obey the settings as they now stand,
@@ -192,7 +205,10 @@ func (p *pushPlan) add(ctx context.Context, ev SyncEvent) (kept bool, err error)
 		}
 		payload = *m
 	case *memory.AgentImported:
-		if err := p.notInFuture("payload.imported_at", m.ImportedAt); err != nil {
+		if err := p.checkTime("payload.imported_at", m.ImportedAt); err != nil {
+			return false, err
+		}
+		if err := p.checkTime("payload.exported_at", m.ExportedAt); err != nil {
 			return false, err
 		}
 		payload = *m
@@ -238,10 +254,35 @@ func (p *pushPlan) append(id string, at time.Time, payload domain.Payload) error
 	return nil
 }
 
-// notInFuture refuses a time of the pushed event more than MaxFutureSkew
-// ahead of the server clock, as a create refuses such a created_at.
-func (p *pushPlan) notInFuture(field string, t time.Time) error {
+// checkTime refuses a time of the pushed event written before
+// domain.EarliestClientYear or more than MaxFutureSkew ahead of the server
+// clock, as a create refuses such a created_at. The event's own time is
+// required; a payload's time left out (or null), which decoding leaves
+// zero as it leaves 0001-01-01T00:00:00Z, is absent and not checked.
+func (p *pushPlan) checkTime(field string, t time.Time) error {
+	if t.IsZero() && !p.sent(field) {
+		return nil
+	}
+	if err := domain.CheckClientTime(field, t); err != nil {
+		return err
+	}
 	return checkNotInFuture(field, t, p.now)
+}
+
+// sent reports whether the event being planned carries field (the event's
+// "time", or "payload.<name>") with a value other than null. It reads the
+// payload again, which only a zero time needs.
+func (p *pushPlan) sent(field string) bool {
+	name, inPayload := strings.CutPrefix(field, "payload.")
+	if !inPayload {
+		return true
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(p.payload, &fields); err != nil {
+		return false
+	}
+	v, ok := fields[name]
+	return ok && string(v) != "null"
 }
 
 // checkCreated validates a pushed memory as a create would, and stores
@@ -357,22 +398,23 @@ func (p *pushPlan) addText(n int64) error {
 	return nil
 }
 
-// changeOf checks a change of a memory: the memory's type, known false for
-// a memory the agent does not have (the change is skipped); the agent must
-// take memory writes, and the change's time (field, unless empty) must not
-// be in the future.
+// changeOf checks a change of a memory: the change's time (field, unless
+// empty) must be one checkTime takes, whether or not the agent has the
+// memory (the document refuses it alike); the memory's type, known false
+// for a memory the agent does not have (the change is skipped); the agent
+// must take memory writes.
 func (p *pushPlan) changeOf(ctx context.Context, id, field string, at time.Time) (memory.Type, bool, error) {
+	if field != "" {
+		if err := p.checkTime(field, at); err != nil {
+			return "", false, err
+		}
+	}
 	t, known, err := p.typeOf(ctx, id)
 	if err != nil || !known {
 		return t, known, err
 	}
 	if p.notWritable != nil {
 		return "", false, p.notWritable
-	}
-	if field != "" {
-		if err := p.notInFuture(field, at); err != nil {
-			return "", false, err
-		}
 	}
 	return t, true, nil
 }

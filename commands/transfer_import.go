@@ -36,7 +36,13 @@ func (t *Transfer) memoryEvents(v memory.View, ids *idMap) ([]SyncEvent, error) 
 		out = append(out, SyncEvent{ID: uuid.NewSHA1(importIDSpace, []byte(kind+"\x00"+id)).String(), Type: p.EventType(), Time: at, Payload: raw})
 		return nil
 	}
-	if err := add("created", v.CreatedAt, memory.MemoryCreated{MemoryID: id, Type: v.Type, Content: v.Content, Tags: v.Tags, DerivedFrom: derived, CreatedAt: v.CreatedAt}); err != nil {
+	// A line without created_at is created now, as a create without one
+	// is; its zero time would be refused as a time before 1970.
+	created := v.CreatedAt
+	if created.IsZero() {
+		created = now
+	}
+	if err := add("created", created, memory.MemoryCreated{MemoryID: id, Type: v.Type, Content: v.Content, Tags: v.Tags, DerivedFrom: derived, CreatedAt: created}); err != nil {
 		return nil, err
 	}
 	if !(v.Strength >= 0 && v.Strength <= 1) {
@@ -117,7 +123,8 @@ func (c *cognitionPlan) add(ctx context.Context, ev SyncEvent) error {
 		return nil
 	}
 	p := c.p
-	if err := p.notInFuture("time", ev.Time); err != nil {
+	p.payload = ev.Payload
+	if err := p.checkTime("time", ev.Time); err != nil {
 		return err
 	}
 	payload, err := c.t.d.Sync.cognitionEvents.DecodeStrict(domain.Event{Type: ev.Type, Time: ev.Time, Payload: ev.Payload})
@@ -153,7 +160,7 @@ func (c *cognitionPlan) add(ctx context.Context, ev SyncEvent) error {
 	default:
 		return domain.Invalid("type", "an import does not carry events of type %q", ev.Type)
 	}
-	if err := p.notInFuture(atField, at); err != nil {
+	if err := p.checkTime(atField, at); err != nil {
 		return err
 	}
 	if m, ok := payload.(*processing.SuggestionCreated); ok {

@@ -10,6 +10,7 @@ import (
 	"github.com/engram-memory/engram/commands"
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/infra/sqlite"
+	"github.com/engram-memory/engram/infra/sqlite/sqlitetest"
 	"github.com/engram-memory/engram/internal/memenvtest"
 	"github.com/engram-memory/engram/projections"
 )
@@ -28,7 +29,7 @@ type idleLog struct {
 
 func newIdleLog(t *testing.T) idleLog {
 	t.Helper()
-	db, err := sqlite.Open(context.Background(), t.TempDir(), sqlite.Options{})
+	db, err := sqlite.Open(context.Background(), sqlitetest.Dir(t), sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

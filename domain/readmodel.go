@@ -45,3 +45,18 @@ type UnitOfWork interface {
 type UnitOfWorkStore interface {
 	UnitOfWork() UnitOfWork
 }
+
+// CheckpointTable is where the checkpoints of several stores are kept,
+// one row each, so a start that asks for all of them reads them at once:
+// Checkpoints returns the position of each of names (0: none applied),
+// read in one statement, all from the same moment.
+type CheckpointTable interface {
+	Checkpoints(ctx context.Context, names []string) (map[string]uint64, error)
+}
+
+// CheckpointKeyed is a store whose checkpoint is the row Name of Table;
+// its Checkpoint reads the same value. Stores of one database return the
+// same Table.
+type CheckpointKeyed interface {
+	CheckpointKey() (table CheckpointTable, name string)
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/memory"
 	"github.com/engram-memory/engram/infra/sqlite"
+	"github.com/engram-memory/engram/infra/sqlite/sqlitetest"
 	"github.com/engram-memory/engram/internal/testlog"
 	"github.com/engram-memory/engram/projections"
 )
@@ -89,7 +90,7 @@ func appendN(t *testing.T, store domain.EventStore, ns ...int) uint64 {
 }
 
 func newStore(t *testing.T) domain.EventStore {
-	db, err := sqlite.Open(context.Background(), t.TempDir(), sqlite.Options{})
+	db, err := sqlite.Open(context.Background(), sqlitetest.Dir(t), sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

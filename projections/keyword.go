@@ -111,6 +111,16 @@ func (p *Keyword) applyTo(ctx context.Context, events []domain.Event, writeIndex
 	}, flush)
 }
 
+// checkpointKey implements checkpointed: the state's checkpoint row, when
+// a replay reads nothing else (a derived index's state position, or the
+// Position of a projection that loads no index).
+func (p *Keyword) checkpointKey() (domain.CheckpointTable, string, bool) {
+	if !p.indexFromState() && !p.skipIndex {
+		return nil, "", false
+	}
+	return keyOf(p.state)
+}
+
 // indexFromState implements derivedIndex.
 func (p *Keyword) indexFromState() bool { return p.loadIndex && !p.skipIndex }
 

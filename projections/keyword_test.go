@@ -14,6 +14,7 @@ import (
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/memory"
 	"github.com/engram-memory/engram/infra/sqlite"
+	"github.com/engram-memory/engram/infra/sqlite/sqlitetest"
 	"github.com/engram-memory/engram/infra/textindex"
 	"github.com/engram-memory/engram/projections"
 )
@@ -28,7 +29,7 @@ type keywordRig struct {
 }
 
 func newKeywordRig(t *testing.T) *keywordRig {
-	db, err := sqlite.Open(context.Background(), t.TempDir(), sqlite.Options{})
+	db, err := sqlite.Open(context.Background(), sqlitetest.Dir(t), sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +145,7 @@ func TestKeywordScopeUpdateAndReset(t *testing.T) {
 // update and after a restart reloads the index from SQLite; the tag filter
 // stays exact.
 func TestKeywordMetadataIsSearchable(t *testing.T) {
-	dir := t.TempDir()
+	dir := sqlitetest.Dir(t)
 	db, err := sqlite.Open(context.Background(), dir, sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -222,7 +223,7 @@ func (f *flakyKeywordIndex) DeleteMemory(ctx context.Context, scope domain.Index
 // the index is back; applying it again is harmless.
 func TestKeywordIndexOutageLeavesCheckpointBehind(t *testing.T) {
 	ctx := context.Background()
-	db, err := sqlite.Open(ctx, t.TempDir(), sqlite.Options{})
+	db, err := sqlite.Open(ctx, sqlitetest.Dir(t), sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,6 +47,9 @@ func (p *Memories) Name() string { return MemoriesProjectionName }
 // Position implements Projection.
 func (p *Memories) Position(ctx context.Context) (uint64, error) { return p.store.Checkpoint(ctx) }
 
+// checkpointKey implements checkpointed.
+func (p *Memories) checkpointKey() (domain.CheckpointTable, string, bool) { return keyOf(p.store) }
+
 // Reset implements Projection.
 func (p *Memories) Reset(ctx context.Context) error { return p.store.Reset(ctx) }
 

@@ -26,6 +26,9 @@ func (p *readModel[Tx]) Position(ctx context.Context) (uint64, error) {
 	return p.store.Checkpoint(ctx)
 }
 
+// checkpointKey implements checkpointed.
+func (p *readModel[Tx]) checkpointKey() (domain.CheckpointTable, string, bool) { return keyOf(p.store) }
+
 // Apply implements Projection. The store names the event that failed,
 // the engine the projection.
 func (p *readModel[Tx]) Apply(ctx context.Context, events []domain.Event) error {

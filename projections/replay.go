@@ -95,18 +95,14 @@ type applyGroup struct {
 // With refill, the derived in-process indexes are filled from the state
 // at the end; without, they are left empty and refilled at the next start.
 func (e *Engine) replay(ctx context.Context, selected []Projection, head uint64, refill bool, chunk int) (err error) {
+	positions, err := replayPositions(ctx, selected)
+	if err != nil {
+		return err
+	}
 	from := head
-	for _, p := range selected {
-		position := p.Position
-		if d, ok := p.(derivedIndex); ok && d.indexFromState() {
-			position = d.statePosition
-		}
-		pos, err := position(ctx)
-		if err != nil {
-			return fmt.Errorf("projections: %s checkpoint: %w", p.Name(), err)
-		}
-		e.advance(p.Name(), pos)
-		from = min(from, pos)
+	for i, p := range selected {
+		e.advance(p.Name(), positions[i])
+		from = min(from, positions[i])
 	}
 	if from >= head {
 		return nil
@@ -135,6 +131,83 @@ func (e *Engine) replay(ctx context.Context, selected []Projection, head uint64,
 		from = c.events[len(c.events)-1].Position
 	}
 	return ctx.Err()
+}
+
+// checkpointed is a projection whose position, as a replay reads it, is
+// a row of a checkpoint table (ok false: the projection is asked).
+type checkpointed interface {
+	checkpointKey() (table domain.CheckpointTable, name string, ok bool)
+}
+
+// keyOf is store's checkpoint row, when it has one.
+func keyOf(store any) (domain.CheckpointTable, string, bool) {
+	k, ok := store.(domain.CheckpointKeyed)
+	if !ok {
+		return nil, "", false
+	}
+	table, name := k.CheckpointKey()
+	return table, name, true
+}
+
+// replayPositions is where a replay starts each of selected: a derived
+// index's state position, any other projection's Position. The
+// projections whose checkpoints share a table are read in one statement
+// (a reader's catch-up at open asks eight of one database); a failure
+// names the first projection of the statement that failed, in order.
+func replayPositions(ctx context.Context, selected []Projection) ([]uint64, error) {
+	positions := make([]uint64, len(selected))
+	errs := make([]error, len(selected))
+	type row struct {
+		at   int
+		name string
+	}
+	shared := map[domain.CheckpointTable][]row{}
+	var tables []domain.CheckpointTable
+	var asked []int
+	for i, p := range selected {
+		if c, ok := p.(checkpointed); ok {
+			if table, name, ok := c.checkpointKey(); ok {
+				if _, seen := shared[table]; !seen {
+					tables = append(tables, table)
+				}
+				shared[table] = append(shared[table], row{i, name})
+				continue
+			}
+		}
+		asked = append(asked, i)
+	}
+	for _, table := range tables {
+		rows := shared[table]
+		if len(rows) == 1 { // nothing to share: asked as before
+			asked = append(asked, rows[0].at)
+			continue
+		}
+		names := make([]string, len(rows))
+		for j, r := range rows {
+			names[j] = r.name
+		}
+		read, err := table.Checkpoints(ctx, names)
+		if err != nil {
+			errs[rows[0].at] = err
+			continue
+		}
+		for _, r := range rows {
+			positions[r.at] = read[r.name]
+		}
+	}
+	for _, i := range asked {
+		position := selected[i].Position
+		if d, ok := selected[i].(derivedIndex); ok && d.indexFromState() {
+			position = d.statePosition
+		}
+		positions[i], errs[i] = position(ctx)
+	}
+	for i, p := range selected {
+		if errs[i] != nil {
+			return nil, fmt.Errorf("projections: %s checkpoint: %w", p.Name(), errs[i])
+		}
+	}
+	return positions, nil
 }
 
 // dropDerivedIndexes drops the derived indexes of selected and, with

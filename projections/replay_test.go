@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/domain/audit"
+	"github.com/engram-memory/engram/domain/job"
 	"github.com/engram-memory/engram/projections"
 )
 
@@ -160,3 +162,96 @@ func TestRebuildLiveThatFailsPartWaySkipsNothing(t *testing.T) {
 		}
 	}
 }
+
+// A catch-up reads the checkpoints that share a table in one statement
+// (at open, a reader asks eight of one database), asks a store with no
+// table itself, and names the first projection of a read that failed.
+func TestCatchUpReadsTheCheckpointsOfOneTableAtOnce(t *testing.T) {
+	unreadable := errors.New("table unreadable")
+	cases := []struct {
+		name      string
+		tableErr  error
+		wantReads int
+		wantErr   string
+	}{
+		{name: "one read for the table, the others asked", wantReads: 1},
+		{name: "a failed read names its first projection", tableErr: unreadable, wantReads: 1, wantErr: "projections: jobs checkpoint: table unreadable"},
+	}
+	ctx := context.Background()
+	store := newStore(t) // the cases only read it
+	head := appendN(t, store, 1, 2, 3)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			table := &checkpointTable{rows: map[string]uint64{"jobs": head, "audit": head}, err: tc.tableErr}
+			jobsStore := &keyedStore[job.ReadModelTx]{table: table, name: "jobs"}
+			auditStore := &keyedStore[audit.ReadModelTx]{table: table, name: "audit"}
+			alone := &sumProjection{name: "alone", pos: head}
+			engine := projections.NewEngine(store, slog.New(slog.NewTextHandler(io.Discard, nil)), projections.NewJobs(jobsStore), projections.NewAudit(auditStore), alone)
+			err := engine.CatchUp(ctx)
+			if tc.wantErr != "" {
+				if err == nil || err.Error() != tc.wantErr {
+					t.Fatalf("CatchUp = %v, want %q", err, tc.wantErr)
+				}
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if reads, asked := table.count(), jobsStore.asked+auditStore.asked; reads != tc.wantReads || asked != 0 {
+				t.Errorf("%d reads of the table and %d checkpoints asked one by one, want %d and 0", reads, asked, tc.wantReads)
+			}
+			if err != nil {
+				return
+			}
+			for name, st := range engine.Status() {
+				if st.Position != head {
+					t.Errorf("%s is at %d, want %d", name, st.Position, head)
+				}
+			}
+		})
+	}
+}
+
+// checkpointTable is a domain.CheckpointTable that counts its reads.
+type checkpointTable struct {
+	mu    sync.Mutex
+	rows  map[string]uint64
+	err   error
+	reads int
+}
+
+func (c *checkpointTable) Checkpoints(_ context.Context, names []string) (map[string]uint64, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.reads++
+	if c.err != nil {
+		return nil, c.err
+	}
+	out := map[string]uint64{}
+	for _, n := range names {
+		out[n] = c.rows[n]
+	}
+	return out, nil
+}
+
+func (c *checkpointTable) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.reads
+}
+
+// keyedStore is a read-model store whose checkpoint is a row of table; it
+// counts the times its own Checkpoint is asked, and applies nothing.
+type keyedStore[Tx any] struct {
+	table *checkpointTable
+	name  string
+	asked int
+}
+
+func (s *keyedStore[Tx]) CheckpointKey() (domain.CheckpointTable, string) { return s.table, s.name }
+func (s *keyedStore[Tx]) Checkpoint(context.Context) (uint64, error) {
+	s.asked++
+	return s.table.rows[s.name], nil
+}
+func (s *keyedStore[Tx]) Apply(context.Context, []domain.Event, func(context.Context, Tx, domain.Event) error) error {
+	return errors.New("keyedStore: nothing to apply")
+}
+func (s *keyedStore[Tx]) Reset(context.Context) error { return nil }

@@ -17,6 +17,7 @@ import (
 	"github.com/engram-memory/engram/domain/memory"
 	"github.com/engram-memory/engram/infra/snapshot"
 	"github.com/engram-memory/engram/infra/sqlite"
+	"github.com/engram-memory/engram/infra/sqlite/sqlitetest"
 	"github.com/engram-memory/engram/infra/textindex"
 	"github.com/engram-memory/engram/infra/vectorindex"
 	"github.com/engram-memory/engram/projections"
@@ -96,7 +97,7 @@ type snapshotLog struct {
 
 func newSnapshotLog(t *testing.T) *snapshotLog {
 	t.Helper()
-	dir := t.TempDir()
+	dir := sqlitetest.Dir(t)
 	db, err := sqlite.Open(context.Background(), dir, sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -221,7 +222,7 @@ func TestAnImageOfAnOlderFormatIsRenewedAtTheStop(t *testing.T) {
 	}()
 	ctx := context.Background()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	db, err := sqlite.Open(ctx, t.TempDir(), sqlite.Options{}) // an empty state, which no case writes
+	db, err := sqlite.Open(ctx, sqlitetest.Dir(t), sqlite.Options{}) // an empty state, which no case writes
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -166,6 +166,16 @@ func (p *Vectors) Follow(ctx context.Context) (uint64, error) {
 	return pos, nil
 }
 
+// checkpointKey implements checkpointed: the state's checkpoint row, when
+// a replay reads nothing else (a derived index's state position, or the
+// Position of a projection that loads no index).
+func (p *Vectors) checkpointKey() (domain.CheckpointTable, string, bool) {
+	if !p.indexFromState() && !p.skipIndex {
+		return nil, "", false
+	}
+	return keyOf(p.state)
+}
+
 // indexFromState implements derivedIndex.
 func (p *Vectors) indexFromState() bool { return p.loadIndex && !p.skipIndex }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/memory"
 	"github.com/engram-memory/engram/infra/sqlite"
+	"github.com/engram-memory/engram/infra/sqlite/sqlitetest"
 	"github.com/engram-memory/engram/infra/vectorindex"
 	"github.com/engram-memory/engram/projections"
 )
@@ -30,7 +31,7 @@ func TestVectorLoadTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	db, err := sqlite.Open(ctx, t.TempDir(), sqlite.Options{})
+	db, err := sqlite.Open(ctx, sqlitetest.Dir(t), sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/memory"
 	"github.com/engram-memory/engram/infra/sqlite"
+	"github.com/engram-memory/engram/infra/sqlite/sqlitetest"
 	"github.com/engram-memory/engram/infra/vectorindex"
 	"github.com/engram-memory/engram/projections"
 )
@@ -30,7 +31,7 @@ type vectorRig struct {
 }
 
 func newVectorRig(t *testing.T) *vectorRig {
-	db, err := sqlite.Open(context.Background(), t.TempDir(), sqlite.Options{})
+	db, err := sqlite.Open(context.Background(), sqlitetest.Dir(t), sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

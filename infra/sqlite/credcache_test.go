@@ -9,6 +9,7 @@ import (
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/account"
 	"github.com/engram-memory/engram/infra/sqlite"
+	"github.com/engram-memory/engram/infra/sqlite/sqlitetest"
 	"github.com/engram-memory/engram/projections"
 )
 
@@ -17,7 +18,7 @@ import (
 // key, its ended sessions, a cycled key and a new last_used_at.
 func TestAccountsCredentialCache(t *testing.T) {
 	ctx := context.Background()
-	db, err := sqlite.Open(ctx, t.TempDir(), sqlite.Options{})
+	db, err := sqlite.Open(ctx, sqlitetest.Dir(t), sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

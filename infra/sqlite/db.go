@@ -137,7 +137,7 @@ func Open(ctx context.Context, dataDir string, opts Options) (*DB, error) {
 	}
 	db.read.SetMaxOpenConns(max(4, 2*runtime.GOMAXPROCS(0)))
 	db.read.SetMaxIdleConns(max(4, 2*runtime.GOMAXPROCS(0)))
-	db.hot = &stmtCache{db: db.read}
+	db.hot = newStmtCache(db.read, maxReadStmts)
 	if err := db.prepareSchema(ctx, opts.ReadOnly); err != nil {
 		db.Close()
 		return nil, err
@@ -254,8 +254,9 @@ func (db *DB) Close() error {
 
 // queryHot runs a read query that the server runs per request as a
 // prepared statement kept for the life of the DB. query must be one of a
-// fixed set of texts (a constant, or one of a few generated shapes): every
-// distinct text stays prepared on every read connection.
+// bounded set of texts (a constant, or one of a few generated shapes):
+// every distinct text stays prepared on every read connection, up to
+// maxReadStmts texts.
 func (db *DB) queryHot(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	return db.hot.query(ctx, query, args...)
 }

@@ -11,11 +11,14 @@ import (
 	"github.com/engram-memory/engram/infra/eventlog"
 	"github.com/engram-memory/engram/infra/eventstoretest"
 	"github.com/engram-memory/engram/infra/sqlite"
+	"github.com/engram-memory/engram/infra/sqlite/sqlitetest"
 )
 
+// openDB opens a new database, copied from the migrated template: the
+// tests of migrating open an empty directory instead.
 func openDB(t testing.TB) *sqlite.DB {
 	t.Helper()
-	db, err := sqlite.Open(context.Background(), t.TempDir(), sqlite.Options{})
+	db, err := sqlite.Open(context.Background(), sqlitetest.Dir(t), sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

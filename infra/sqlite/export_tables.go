@@ -31,6 +31,9 @@ func (m tableModel) Checkpoint(ctx context.Context) (uint64, error) {
 	return m.db.Checkpoint(ctx, m.name)
 }
 
+// CheckpointKey implements domain.CheckpointKeyed.
+func (m tableModel) CheckpointKey() (domain.CheckpointTable, string) { return m.db, m.name }
+
 // Reset implements domain.ReadModelStore.
 func (m tableModel) Reset(ctx context.Context) error {
 	return m.db.ResetProjection(ctx, m.name, tableNames(m.tables)...)

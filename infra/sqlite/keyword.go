@@ -34,6 +34,11 @@ func (s *KeywordStore) KeywordCheckpoint(ctx context.Context) (uint64, error) {
 	return s.db.Checkpoint(ctx, keywordCheckpoint)
 }
 
+// CheckpointKey implements domain.CheckpointKeyed.
+func (s *KeywordStore) CheckpointKey() (domain.CheckpointTable, string) {
+	return s.db, keywordCheckpoint
+}
+
 // ApplyKeyword implements domain.KeywordState.
 func (s *KeywordStore) ApplyKeyword(ctx context.Context, events []domain.Event, apply func(context.Context, domain.KeywordStateTx, domain.Event) error, beforeCommit func(context.Context) error) error {
 	var t *keywordTx

@@ -537,8 +537,11 @@ func memSearchableFilter(userID, agentID string, types []memory.Type) (string, [
 	return where, args
 }
 
+// queryViews runs a query over memViewColumns kept prepared: the memory by
+// id, and the list's and the re-embedding's pages, whose filters make a
+// bounded set of texts.
 func (m *Memories) queryViews(ctx context.Context, query string, args ...any) ([]memory.View, error) {
-	return m.scanViews(m.db.read.QueryContext(ctx, query, args...))
+	return m.scanViews(m.db.queryHot(ctx, query, args...))
 }
 
 // scanViews reads every row of a query over memViewColumns.

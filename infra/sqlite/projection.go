@@ -77,3 +77,31 @@ func (db *DB) ResetProjection(ctx context.Context, name string, tables ...string
 		return nil
 	})
 }
+
+// Checkpoints implements domain.CheckpointTable: the table holds one row
+// per projection, so it is read whole, in one statement (a start reads
+// every read projection's checkpoint: one statement instead of one each).
+func (db *DB) Checkpoints(ctx context.Context, names []string) (map[string]uint64, error) {
+	rows, err := db.read.QueryContext(ctx, `SELECT name, position FROM projection_checkpoints`)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: checkpoints: %w", err)
+	}
+	defer rows.Close()
+	all := map[string]uint64{}
+	for rows.Next() {
+		var name string
+		var pos uint64
+		if err := rows.Scan(&name, &pos); err != nil {
+			return nil, fmt.Errorf("sqlite: checkpoints: %w", err)
+		}
+		all[name] = pos
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: checkpoints: %w", err)
+	}
+	out := make(map[string]uint64, len(names))
+	for _, n := range names {
+		out[n] = all[n]
+	}
+	return out, nil
+}

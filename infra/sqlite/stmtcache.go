@@ -9,23 +9,38 @@ import (
 	"sync/atomic"
 )
 
+// maxReadStmts bounds the read queries the readers keep prepared: the
+// per-request texts are constants and a few generated shapes (the memory
+// list's filters, the id lists of memIDSizes), a few hundred in all. Past
+// the bound a text is parsed per call, as before the cache.
+const maxReadStmts = 1024
+
 // stmtCache keeps the hot read queries prepared. The driver parses a query
 // afresh on every QueryContext, which costs as much as running a small one
-// (search hydration and authentication run one per request); a *sql.Stmt
-// is prepared once per pooled connection and reused.
+// (search hydration, authentication and reading a memory run one per
+// request); a *sql.Stmt is prepared once per pooled connection and reused.
 type stmtCache struct {
-	db *sql.DB
+	db  *sql.DB
+	max int
 
 	stmts sync.Map // query text → *sql.Stmt
 
 	mu     sync.Mutex // serialises preparing and closing
+	kept   int        // statements in stmts
 	closed bool
+
+	// prepares counts the statements the cache prepared.
+	prepares atomic.Int64
+}
+
+func newStmtCache(db *sql.DB, max int) *stmtCache {
+	return &stmtCache{db: db, max: max}
 }
 
 var errStmtCacheClosed = errors.New("sqlite: database is closed")
 
-// stmt returns the prepared statement of query, preparing it on first use.
-// Only a fixed set of query texts may come here (the cache never evicts).
+// stmt returns the prepared statement of query, preparing it on first use;
+// nil, with no error, when the cache is full and query not in it.
 func (c *stmtCache) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
 	if s, ok := c.stmts.Load(query); ok {
 		return s.(*sql.Stmt), nil
@@ -38,19 +53,27 @@ func (c *stmtCache) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
 	if s, ok := c.stmts.Load(query); ok {
 		return s.(*sql.Stmt), nil
 	}
+	if c.kept >= c.max {
+		return nil, nil
+	}
+	c.prepares.Add(1)
 	s, err := c.db.PrepareContext(ctx, query)
 	if err != nil {
 		return nil, err
 	}
 	c.stmts.Store(query, s)
+	c.kept++
 	return s, nil
 }
 
-// query runs a cached statement.
+// query runs query's cached statement, or past the bound the text itself.
 func (c *stmtCache) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	s, err := c.stmt(ctx, query)
 	if err != nil {
 		return nil, err
+	}
+	if s == nil {
+		return c.db.QueryContext(ctx, query, args...)
 	}
 	return s.QueryContext(ctx, args...)
 }
@@ -66,6 +89,7 @@ func (c *stmtCache) close() error {
 		c.stmts.Delete(k)
 		return true
 	})
+	c.kept = 0
 	return errors.Join(errs...)
 }
 

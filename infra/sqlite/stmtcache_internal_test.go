@@ -3,11 +3,13 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/engram-memory/engram/domain"
+	"github.com/engram-memory/engram/domain/memory"
 )
 
 // Writes of a shape the writer has run before prepare nothing: the log's
@@ -148,5 +150,102 @@ func TestWriterStatementsAreBounded(t *testing.T) {
 	}
 	if kept := len(db.writer.stmts); kept != 0 {
 		t.Fatalf("%d statements still kept after close", kept)
+	}
+}
+
+// The memory reads of every request (a memory by id, a page of the list,
+// a page of a re-embedding) run statements the readers keep prepared: a
+// second read of the same shape prepares nothing.
+func TestMemoryReadsRunKeptStatements(t *testing.T) {
+	ctx := context.Background()
+	db, err := Open(ctx, t.TempDir(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	m := NewMemories(db)
+	processed := true
+	tests := []struct {
+		name string
+		read func(i int) error
+	}{
+		{"a memory by id", func(i int) error {
+			_, _, err := m.Memory(ctx, "u", fmt.Sprint("m-", i))
+			return err
+		}},
+		{"a page of an agent's list", func(i int) error {
+			_, err := m.ListMemories(ctx, memory.ListQuery{UserID: "u", AgentID: fmt.Sprint("a-", i), Now: time.Now()})
+			return err
+		}},
+		{"a page of the list by type and processing", func(i int) error {
+			_, err := m.ListMemories(ctx, memory.ListQuery{UserID: fmt.Sprint("u-", i), Types: []memory.Type{memory.Belief, memory.Episode}, Processed: &processed, IncludeForgotten: true, IncludeWeak: true})
+			return err
+		}},
+		{"a page of a re-embedding", func(i int) error {
+			_, err := m.MemoryIDsAfter(ctx, "u", "a", nil, fmt.Sprint("m-", i), 10)
+			return err
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := db.hot.prepares.Load()
+			if err := tt.read(0); err != nil {
+				t.Fatal(err)
+			}
+			first := db.hot.prepares.Load() - before
+			for i := 1; i <= 3; i++ {
+				if err := tt.read(i); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if first == 0 {
+				t.Fatal("the first read prepared nothing: it does not run a kept statement")
+			}
+			if more := db.hot.prepares.Load() - before - first; more != 0 {
+				t.Fatalf("3 more reads of the same shape prepared %d statements; want none", more)
+			}
+		})
+	}
+}
+
+// The readers keep at most their bound of statements; a text past it is
+// run unprepared, with the same answer, and every kept statement closes
+// with the cache. (The cache needs no schema: an in-memory database.)
+func TestReadStatementsAreBounded(t *testing.T) {
+	ctx := context.Background()
+	db, err := sql.Open("sqlite", ":memory:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	hot := newStmtCache(db, 2)
+	for range 3 {
+		for want := 1; want <= 3; want++ {
+			rows, err := hot.query(ctx, fmt.Sprintf(`SELECT %d`, want))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got int
+			for rows.Next() {
+				if err := rows.Scan(&got); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+				t.Fatal(err)
+			}
+			if got != want {
+				t.Fatalf("SELECT %d gave %d", want, got)
+			}
+		}
+	}
+	if kept, n := hot.kept, hot.prepares.Load(); kept != 2 || n != 2 {
+		t.Fatalf("the readers keep %d statements after %d prepares, want their bound of 2 after 2", kept, n)
+	}
+	if err := hot.close(); err != nil {
+		t.Fatal(err)
+	}
+	if hot.kept != 0 {
+		t.Fatalf("%d statements still kept after close", hot.kept)
 	}
 }

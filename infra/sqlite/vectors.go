@@ -47,6 +47,11 @@ func (s *VectorStore) VectorsCheckpoint(ctx context.Context) (uint64, error) {
 	return s.db.Checkpoint(ctx, vectorsCheckpoint)
 }
 
+// CheckpointKey implements domain.CheckpointKeyed.
+func (s *VectorStore) CheckpointKey() (domain.CheckpointTable, string) {
+	return s.db, vectorsCheckpoint
+}
+
 // ApplyVectors implements domain.VectorState.
 func (s *VectorStore) ApplyVectors(ctx context.Context, events []domain.Event, apply func(context.Context, domain.VectorStateTx, domain.Event) error, beforeCommit func(context.Context) error) error {
 	return applyBatch(ctx, s.db, vectorsCheckpoint, events, func(b *batchTx) domain.VectorStateTx {

@@ -263,3 +263,48 @@ func rss(b *testing.B) (anon, file int64) {
 	}
 	return anon, file
 }
+
+// BenchmarkGraphLinkCheck is the check of every node and link a read of a
+// vector image makes (checkLinks) on the fixture's graph: most of the
+// image checks' CPU at a command line's open (docs/benchmarks.md).
+func BenchmarkGraphLinkCheck(b *testing.B) {
+	f := benchSnapFixture(b, false)
+	names := f.port.Index().Collections("")
+	c := f.port.Index().lookup(names[0])
+	c.mu.RLock()
+	g := c.graph
+	c.mu.RUnlock()
+	if g == nil {
+		b.Fatal("the fixture's collection has no graph")
+	}
+	cpu0 := cpuTime()
+	for b.Loop() {
+		if msg := g.checkLinks(g.maxLevel, len(g.upper)); msg != "" {
+			b.Fatal(msg)
+		}
+	}
+	b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+}
+
+// BenchmarkIDOrderCheck is the check a read of a vector image makes of a
+// collection's live slots in ID order (checkIDOrder) on the fixture.
+func BenchmarkIDOrderCheck(b *testing.B) {
+	f := benchSnapFixture(b, false)
+	p, err := ReadSnapshot(f.body, snapBenchOptions(f.points, false))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(p.Index().Close)
+	c := p.Index().lookup(p.Index().Collections("")[0])
+	if c.idOrder == nil {
+		b.Fatal("the read collection has no ID order")
+	}
+	d := &decoder{}
+	cpu0 := cpuTime()
+	for b.Loop() {
+		if !d.checkIDOrder(c, c.idOrder) {
+			b.Fatal(d.err)
+		}
+	}
+	b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+}

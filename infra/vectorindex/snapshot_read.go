@@ -329,15 +329,18 @@ func (d *decoder) checkIDOrder(c *collection, order []uint32) bool {
 		d.fail("collection %q: %d slots in ID order, %d live", c.name, len(order), c.live())
 		return false
 	}
+	var prev []byte // the ID of order[i-1], decoded once
 	for i, s := range order {
 		if int(s) >= c.ids.len() || c.ids.off[s] == noID {
 			d.fail("collection %q: slot %d in ID order is not live", c.name, s)
 			return false
 		}
-		if i > 0 && bytes.Compare(c.ids.at(order[i-1]), c.ids.at(s)) >= 0 {
+		id := c.ids.at(s)
+		if i > 0 && bytes.Compare(prev, id) >= 0 {
 			d.fail("collection %q: IDs out of order or repeated at %d", c.name, i)
 			return false
 		}
+		prev = id
 	}
 	return true
 }
@@ -487,23 +490,46 @@ func (d *decoder) graph(coll string, slots int) *graph {
 		d.fail("collection %q: graph entry %d is on level %d, not %d", coll, entry, g.levels[entry], top)
 		return nil
 	}
-	for id := range uint32(n) {
-		level := int(g.levels[id])
-		if level > top || (level > 0 && uint64(g.upperOff[id])+uint64(level*m) > uint64(upperLen)) {
-			d.fail("collection %q: graph node %d on level %d", coll, id, level)
-			return nil
+	if msg := g.checkLinks(top, upperLen); msg != "" {
+		d.fail("collection %q: %s", coll, msg)
+		return nil
+	}
+	return g
+}
+
+// checkLinks says what is wrong with the graph's nodes and links ("":
+// nothing): every node is on a level up to top, its upper blocks within
+// the upper array, and every link of a block (up to its first noLink)
+// names a node on that level or above. Level 0, n·m0 words and most of
+// the check, is one pass over its array: every node is on level 0, so a
+// link there need only name a node, and its level is not looked up.
+func (g *graph) checkLinks(top, upperLen int) string {
+	n := uint32(g.n)
+	for b := 0; b < len(g.links0); b += g.m0 {
+		for _, nb := range g.links0[b : b+g.m0] {
+			if nb == noLink {
+				break
+			}
+			if nb >= n {
+				return fmt.Sprintf("graph node %d links %d on level 0", b/g.m0, nb)
+			}
 		}
-		for l := 0; l <= level; l++ {
+	}
+	for id := range n {
+		level := int(g.levels[id])
+		if level > top || (level > 0 && uint64(g.upperOff[id])+uint64(level*g.m) > uint64(upperLen)) {
+			return fmt.Sprintf("graph node %d on level %d", id, level)
+		}
+		for l := 1; l <= level; l++ {
 			for _, nb := range g.block(id, l) {
 				if nb == noLink {
 					break
 				}
-				if int64(nb) >= int64(n) || int(g.levels[nb]) < l {
-					d.fail("collection %q: graph node %d links %d on level %d", coll, id, nb, l)
-					return nil
+				if nb >= n || int(g.levels[nb]) < l {
+					return fmt.Sprintf("graph node %d links %d on level %d", id, nb, l)
 				}
 			}
 		}
 	}
-	return g
+	return ""
 }

@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -367,6 +369,105 @@ func TestReadSnapshotRejects(t *testing.T) {
 			p, err := ReadSnapshot(data, opts)
 			if !errors.Is(err, ErrSnapshot) {
 				t.Fatalf("got %v, %v; want ErrSnapshot", p, err)
+			}
+		})
+	}
+}
+
+// An image whose graph links outside what the graph holds is refused with
+// ErrSnapshot, so the start refills instead of searching a broken graph:
+// a level-0 link past the last node, an upper link to a node below that
+// level, a node above the entry's level.
+func TestReadSnapshotRefusesABrokenGraph(t *testing.T) {
+	ctx := context.Background()
+	cases := []struct {
+		name    string
+		breakIt func(t *testing.T, g *graph)
+		want    string
+	}{
+		{"a level-0 link past the last node", func(t *testing.T, g *graph) {
+			g.links0[3*g.m0+1] = uint32(g.n)
+		}, "graph node 3 links"},
+		{"an upper link to a node below that level", func(t *testing.T, g *graph) {
+			upper := slices.IndexFunc(g.levels, func(l uint8) bool { return l > 0 })
+			low := slices.Index(g.levels, 0)
+			if upper < 0 || low < 0 {
+				t.Fatalf("the fixture's graph has no node above level 0 (levels %v)", g.levels)
+			}
+			g.block(uint32(upper), 1)[0] = uint32(low)
+		}, "on level 1"},
+		{"a node above the entry's level", func(t *testing.T, g *graph) {
+			g.levels[slices.Index(g.levels, 0)] = uint8(g.maxLevel + 1)
+		}, "graph node"},
+	}
+	opts := Options{ANNThreshold: 20, FloatDir: t.TempDir()}
+	p := NewPort(New(opts))
+	t.Cleanup(p.Index().Close)
+	w := newSnapWorld(3)
+	w.scopes, w.spaces = w.scopes[:1], w.spaces[:1]
+	must(t, p.UpsertVectors(ctx, w.points(200, 0)...))
+	must(t, p.Index().WaitIndexed(ctx))
+	if _, err := ReadSnapshot(snapshotBytes(t, p), opts); err != nil {
+		t.Fatalf("the unbroken image: %v", err)
+	}
+	names := p.Index().Collections("")
+	if len(names) != 1 {
+		t.Fatalf("collections %v, want one", names)
+	}
+	c := p.Index().lookup(names[0])
+	g := c.graph
+	if g == nil || g.n < 4 {
+		t.Fatal("the fixture's collection has no graph")
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c.mu.Lock()
+			links0, upper, levels := slices.Clone(g.links0), slices.Clone(g.upper), slices.Clone(g.levels)
+			tc.breakIt(t, g)
+			c.mu.Unlock()
+			got, err := ReadSnapshot(snapshotBytes(t, p), opts)
+			c.mu.Lock()
+			g.links0, g.upper, g.levels = links0, upper, levels // unbroken for the next case
+			c.mu.Unlock()
+			if !errors.Is(err, ErrSnapshot) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, %v; want ErrSnapshot naming %q", got, err, tc.want)
+			}
+		})
+	}
+}
+
+// A collection's live slots in ID order, as an image holds them, are
+// refused unless the IDs strictly ascend over every live slot.
+func TestCheckIDOrderRefusesAnOrderThatIsNot(t *testing.T) {
+	ctx := context.Background()
+	opts := Options{FloatDir: t.TempDir()}
+	orig := NewPort(New(opts))
+	t.Cleanup(orig.Index().Close)
+	w := newSnapWorld(4)
+	w.scopes, w.spaces = w.scopes[:1], w.spaces[:1]
+	must(t, orig.UpsertVectors(ctx, w.points(20, 0)...))
+	p, err := ReadSnapshot(snapshotBytes(t, orig), opts)
+	must(t, err)
+	t.Cleanup(p.Index().Close)
+	c := p.Index().lookup(p.Index().Collections("")[0])
+	if len(c.idOrder) < 3 {
+		t.Fatalf("the read collection's ID order: %v", c.idOrder)
+	}
+	cases := []struct {
+		name   string
+		change func(order []uint32) []uint32
+		ok     bool
+	}{
+		{"as read", func(o []uint32) []uint32 { return o }, true},
+		{"two swapped", func(o []uint32) []uint32 { o[1], o[2] = o[2], o[1]; return o }, false},
+		{"one repeated", func(o []uint32) []uint32 { o[2] = o[1]; return o }, false},
+		{"one missing", func(o []uint32) []uint32 { return o[1:] }, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := &decoder{}
+			if got := d.checkIDOrder(c, tc.change(slices.Clone(c.idOrder))); got != tc.ok || (!got && !errors.Is(d.err, ErrSnapshot)) {
+				t.Fatalf("checkIDOrder = %v (%v), want %v", got, d.err, tc.ok)
 			}
 		})
 	}

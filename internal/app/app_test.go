@@ -16,6 +16,7 @@ import (
 	"github.com/engram-memory/engram/commands"
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/infra/snapshot"
+	"github.com/engram-memory/engram/infra/sqlite/sqlitetest"
 	"github.com/engram-memory/engram/infra/vectorindex"
 	"github.com/engram-memory/engram/internal/app"
 	"github.com/engram-memory/engram/projections"
@@ -28,7 +29,7 @@ var meta = domain.Metadata{Actor: domain.Actor{Kind: domain.ActorUser, ID: "u1",
 // search starts no worker, a keyword search loads no model, and a nil part
 // stays nil.
 func TestNewBuildsOnlyThePartsAskedFor(t *testing.T) {
-	dir := t.TempDir()
+	dir := sqlitetest.Dir(t)
 	seed(t, dir, "the heron nests by the quarry")
 	cases := []struct {
 		name          string
@@ -80,7 +81,7 @@ func TestNewBuildsOnlyThePartsAskedFor(t *testing.T) {
 // write, and a keyword search finds it.
 func TestAReaderCatchesUpWithTheLog(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
+	dir := sqlitetest.Dir(t)
 	id := seed(t, dir, "the heron nests by the quarry")
 	coreApp, err := app.New(ctx, app.Settings{Config: app.Config{DataDir: dir}}, 0)
 	if err != nil {
@@ -140,7 +141,7 @@ func seed(t *testing.T, dir, text string) string {
 // with that write (docs/snapshots.md, "Writes that load no index").
 func TestAKeywordReaderKeepsTheVectorImageItCatchesUpTheStateOf(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
+	dir := sqlitetest.Dir(t)
 	seed(t, dir, "the heron nests by the quarry")
 	searcher, err := app.New(ctx, app.Settings{Config: app.Config{DataDir: dir}}, app.Search)
 	if err != nil {
@@ -206,7 +207,7 @@ func TestAKeywordReaderKeepsTheVectorImageItCatchesUpTheStateOf(t *testing.T) {
 // would scan exactly and start building again (docs/snapshots.md).
 func TestASearchThatRefillsSavesItsGraphsBuilt(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
+	dir := sqlitetest.Dir(t)
 	cfg := app.Config{DataDir: dir, Indexes: app.Indexes{VectorOptions: vectorindex.Options{ANNThreshold: 20}}}
 	const memories = 25 // a graph collection (over the threshold)
 	captureNotes(t, cfg, memories)
@@ -229,7 +230,7 @@ func TestASearchThatRefillsSavesItsGraphsBuilt(t *testing.T) {
 // again once they are: the next start then has nothing to build.
 func TestAServerSavesItsImageAgainOnceItsGraphsAreBuilt(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
+	dir := sqlitetest.Dir(t)
 	cfg := app.Config{DataDir: dir, Indexes: app.Indexes{VectorOptions: vectorindex.Options{ANNThreshold: 20}}}
 	captureNotes(t, cfg, 25)
 	server, err := app.New(ctx, app.Settings{Config: cfg}, app.Writes|app.Search)

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/engram-memory/engram/commands"
@@ -361,39 +362,64 @@ func openCore(ctx context.Context, cfg Config) (*Core, error) {
 	if cfg.SQLite.ReadOnly || cfg.Unsearched.Vector {
 		restore.vector = ""
 	}
-	ix, err := openIndexes(ctx, indexCfg, restore, logger)
-	if err != nil {
+	// The indexes (their images' reads) open while the database does: they
+	// share nothing until the projections are wired below, and each is
+	// CPU work of its own, so a start takes about the longer one's wall
+	// time on two cores. Every path waits for the indexes before it
+	// returns; an index failure is reported first, as when they opened
+	// first.
+	type openedIndexes struct {
+		ix  *indexes
+		err error
+	}
+	indexesOpened := make(chan openedIndexes, 1)
+	go func() {
+		ix, err := openIndexes(ctx, indexCfg, restore, logger)
+		indexesOpened <- openedIndexes{ix, err}
+	}()
+	fail := func(err error, closers ...func()) (*Core, error) {
+		for _, c := range closers {
+			c()
+		}
+		o := <-indexesOpened
+		if o.err != nil {
+			return nil, o.err
+		}
+		o.ix.close()
 		return nil, err
 	}
 	var owner *datadir.Lock
+	var err error
+	release := func() { _ = owner.Release() }
 	if !cfg.SQLite.ReadOnly {
 		if owner, err = datadir.Acquire(cfg.DataDir); err != nil {
-			ix.close()
-			return nil, err
+			return fail(err)
 		}
 	}
 	opening := startStep()
 	db, err := sqlite.Open(ctx, cfg.DataDir, cfg.SQLite)
 	if err != nil {
-		ix.close()
-		owner.Release()
-		return nil, err
+		return fail(err, release)
 	}
 	log, err := openEventStore(ctx, cfg, db)
 	if err != nil {
-		_ = db.Close()
-		ix.close()
-		owner.Release()
-		return nil, err
+		return fail(err, func() { _ = db.Close() }, release)
 	}
 	rm, err := openReadModels(ctx, cfg, db, log.postgres)
 	if err != nil {
+		return fail(err, log.close, func() { _ = db.Close() }, release)
+	}
+	took, cpu := opening.since()
+	logger.Debug("database opened", "took", took, "cpu", cpu)
+	opened := <-indexesOpened
+	if opened.err != nil {
+		rm.close()
 		log.close()
 		_ = db.Close()
-		ix.close()
 		owner.Release()
-		return nil, err
+		return nil, opened.err
 	}
+	ix := opened.ix
 	s := &Core{
 		Owner:           owner,
 		DB:              db,
@@ -419,8 +445,6 @@ func openCore(ctx context.Context, cfg Config) (*Core, error) {
 		sharedLog:       cfg.EventStore.Shared(),
 	}
 	s.sqliteReadModels = rm.postgres == nil
-	took, cpu := opening.since()
-	logger.Debug("database opened", "took", took, "cpu", cpu)
 	// A projection whose store the nodes share runs under a lease, one
 	// node at a time: the PostgreSQL read models, and a remote index, whose
 	// projection then keeps its state in the shared PostgreSQL (the read
@@ -549,47 +573,68 @@ type restoreFrom struct {
 // indexes keep their contents across restarts, so their projections'
 // checkpoints, not a fill at start, keep them current. An in-process
 // index is restored from its snapshot in its restore directory when one
-// is usable.
+// is usable. The keyword and the vector index are opened at once: each
+// image's read (mapping, checksum, checks) is the process's own CPU work,
+// so on two cores a start takes about the longer one's wall time, not the
+// sum (docs/snapshots.md). A failure is the keyword index's first, as
+// when they were opened in turn, and closes both.
 func openIndexes(ctx context.Context, cfg Indexes, restore restoreFrom, logger *slog.Logger) (*indexes, error) {
 	ix := &indexes{}
-	switch cfg.Keyword {
-	case Meilisearch:
+	var keywordClosers []func()
+	var keywordErr error
+	var wg sync.WaitGroup
+	wg.Go(func() { keywordClosers, keywordErr = ix.openKeyword(ctx, cfg, restore, logger) })
+	vectorClosers, vectorErr := ix.openVectors(ctx, cfg, restore, logger)
+	wg.Wait()
+	ix.closers = append(keywordClosers, vectorClosers...)
+	if err := cmp.Or(keywordErr, vectorErr); err != nil {
+		ix.close()
+		return nil, err
+	}
+	return ix, nil
+}
+
+// openKeyword sets ix's keyword index and returns what closes it.
+func (ix *indexes) openKeyword(ctx context.Context, cfg Indexes, restore restoreFrom, logger *slog.Logger) ([]func(), error) {
+	if cfg.Keyword == Meilisearch {
 		ki, err := meilisearch.New(ctx, meilisearch.Config{URL: cfg.MeilisearchURL, APIKey: cfg.MeilisearchAPIKey})
 		if err != nil {
 			return nil, fmt.Errorf("--keyword-index %s: %w", Meilisearch, err)
 		}
 		ix.keyword = ki
-	default:
-		ix.keywordInProcess = true
-		if restored, tag, release := restoreKeyword(restore.keyword, restore.stamped, cfg.KeywordSaturation, logger); restored != nil {
-			ix.keyword, ix.keywordRestored = restored, tag
-			ix.closers = append(ix.closers, release) // the index reads the mapped image
-		} else {
-			ix.keyword = textindex.NewPort(textindex.Options{}, cfg.KeywordSaturation)
-		}
+		return nil, nil
 	}
-	switch cfg.Vector {
-	case Qdrant:
+	ix.keywordInProcess = true
+	restored, tag, release := restoreKeyword(restore.keyword, restore.stamped, cfg.KeywordSaturation, logger)
+	if restored == nil {
+		ix.keyword = textindex.NewPort(textindex.Options{}, cfg.KeywordSaturation)
+		return nil, nil
+	}
+	ix.keyword, ix.keywordRestored = restored, tag
+	return []func(){release}, nil // the index reads the mapped image
+}
+
+// openVectors sets ix's vector index and returns what closes it, in order.
+func (ix *indexes) openVectors(ctx context.Context, cfg Indexes, restore restoreFrom, logger *slog.Logger) ([]func(), error) {
+	if cfg.Vector == Qdrant {
 		vi, err := qdrant.New(ctx, qdrant.Config{URL: cfg.QdrantURL, APIKey: cfg.QdrantAPIKey})
 		if err != nil {
-			ix.close()
 			return nil, fmt.Errorf("--vector-index %s: %w", Qdrant, err)
 		}
 		ix.vectors = vi
-		ix.closers = append(ix.closers, func() { _ = vi.Close() })
-	default:
-		port, tag, release := restoreVectors(restore.vector, restore.stamped, cfg.VectorOptions, logger)
-		if port == nil {
-			port = vectorindex.NewPort(vectorindex.New(cfg.VectorOptions))
-		}
-		vi := port.Index()
-		ix.vectors, ix.embeddedVectors, ix.vectorsInProcess, ix.vectorsRestored = port, vi, true, tag
-		ix.closers = append(ix.closers, vi.Close)
-		if release != nil {
-			ix.closers = append(ix.closers, release) // after Close: the index reads the mapped image
-		}
+		return []func(){func() { _ = vi.Close() }}, nil
 	}
-	return ix, nil
+	port, tag, release := restoreVectors(restore.vector, restore.stamped, cfg.VectorOptions, logger)
+	if port == nil {
+		port = vectorindex.NewPort(vectorindex.New(cfg.VectorOptions))
+	}
+	vi := port.Index()
+	ix.vectors, ix.embeddedVectors, ix.vectorsInProcess, ix.vectorsRestored = port, vi, true, tag
+	closers := []func(){vi.Close}
+	if release != nil {
+		closers = append(closers, release) // after Close: the index reads the mapped image
+	}
+	return closers, nil
 }
 
 // Projections lists every projection, in the order they are rebuilt.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/engram-memory/engram/infra/meilisearch/meilitest"
 	"github.com/engram-memory/engram/infra/qdrant/qdranttest"
+	"github.com/engram-memory/engram/infra/sqlite/sqlitetest"
 	"github.com/engram-memory/engram/internal/app"
 	"github.com/engram-memory/engram/projections/search"
 )
@@ -37,7 +38,7 @@ func TestIndexesValidate(t *testing.T) {
 }
 
 func TestEmbeddedStackReportsItsBackends(t *testing.T) {
-	dir := t.TempDir()
+	dir := sqlitetest.Dir(t)
 	stApp, err := app.New(context.Background(), app.Settings{Config: app.Config{DataDir: dir}}, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +96,7 @@ func TestHybridFusionPerBackendPair(t *testing.T) {
 			search.ModelFusion{Fusion: search.FusionRRF, VectorWeight: search.DefaultVectorWeight, KeywordWeight: search.DefaultKeywordWeight}, glove},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			stApp, err := app.New(context.Background(), app.Settings{Config: app.Config{DataDir: t.TempDir(), Indexes: tc.indexes}}, 0)
+			stApp, err := app.New(context.Background(), app.Settings{Config: app.Config{DataDir: sqlitetest.Dir(t), Indexes: tc.indexes}}, 0)
 			if err != nil {
 				t.Fatal(err)
 			}

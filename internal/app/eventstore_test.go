@@ -11,6 +11,7 @@ import (
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/infra/meilisearch/meilitest"
 	"github.com/engram-memory/engram/infra/qdrant/qdranttest"
+	"github.com/engram-memory/engram/infra/sqlite/sqlitetest"
 	"github.com/engram-memory/engram/internal/app"
 	"github.com/engram-memory/engram/internal/pgtest"
 	"github.com/engram-memory/engram/projections"
@@ -86,7 +87,7 @@ func TestPostgresStackSharesItsLog(t *testing.T) {
 // data dir's own log must not be continued from another log.
 func TestPostgresStackRefusesAnEmbeddedLogsDataDir(t *testing.T) {
 	ctx := t.Context()
-	dir := t.TempDir()
+	dir := sqlitetest.Dir(t)
 	stApp, err := app.New(ctx, app.Settings{Config: app.Config{DataDir: dir}}, 0)
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/engram-memory/engram/infra/sqlite"
+	"github.com/engram-memory/engram/infra/sqlite/sqlitetest"
 	"github.com/engram-memory/engram/internal/app"
 )
 
@@ -102,7 +103,7 @@ func openStack(t *testing.T, dir string) *app.Core {
 // reaches exactly the state of a whole rebuild, and a rerun completes.
 func TestOfflineRebuildKilledPartWay(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
+	dir := sqlitetest.Dir(t)
 	st := openStack(t, dir)
 	fillAgent(t, st.Store, 1000)
 	schema := indexSchema(t, st)
@@ -161,7 +162,7 @@ func rebuildProcess(dir string) *exec.Cmd {
 // TestOfflineRebuildThatFailsRestoresItsIndexes: a rebuild that fails
 // after dropping the query-only indexes leaves them to the next open.
 func TestOfflineRebuildThatFailsRestoresItsIndexes(t *testing.T) {
-	dir := t.TempDir()
+	dir := sqlitetest.Dir(t)
 	st := openStack(t, dir)
 	fillAgent(t, st.Store, 200)
 	schema := indexSchema(t, st)
@@ -188,7 +189,7 @@ func TestOfflineRebuildThatFailsRestoresItsIndexes(t *testing.T) {
 // indexes changes neither the rebuilt rows nor the schema.
 func TestOfflineRebuildEqualsTheReplayInPlace(t *testing.T) {
 	ctx := context.Background()
-	st := openStack(t, t.TempDir())
+	st := openStack(t, sqlitetest.Dir(t))
 	defer st.Close()
 	fillAgent(t, st.Store, 500)
 	schema := indexSchema(t, st)

@@ -18,6 +18,7 @@ import (
 	"github.com/engram-memory/engram/domain/processing"
 	"github.com/engram-memory/engram/infra/embed/local"
 	"github.com/engram-memory/engram/infra/sqlite"
+	"github.com/engram-memory/engram/infra/sqlite/sqlitetest"
 	"github.com/engram-memory/engram/internal/workers"
 	"github.com/engram-memory/engram/projections"
 	"github.com/engram-memory/engram/projections/query"
@@ -65,7 +66,7 @@ func NewAround(t testing.TB, wrap func(domain.EventStore) domain.EventStore) *En
 func build(t testing.TB, log domain.EventStore, wrap func(domain.EventStore) domain.EventStore) *Env {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	db, err := sqlite.Open(ctx, t.TempDir(), sqlite.Options{})
+	db, err := sqlite.Open(ctx, sqlitetest.Dir(t), sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

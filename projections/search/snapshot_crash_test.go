@@ -21,6 +21,7 @@ import (
 	"github.com/engram-memory/engram/commands"
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/infra/embed/local"
+	"github.com/engram-memory/engram/infra/sqlite/sqlitetest"
 	"github.com/engram-memory/engram/internal/app"
 	"github.com/engram-memory/engram/internal/app/searchtest"
 	"github.com/engram-memory/engram/projections"
@@ -152,7 +153,7 @@ func noneLeftPending(t *testing.T, what string, s *searchtest.Env) {
 // temporary files of interrupted writes are gone.
 func TestKilledWhileSavingSnapshots(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
+	dir := sqlitetest.Dir(t)
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
 	interrupted := 0
 	for round := range 5 {
@@ -258,7 +259,7 @@ func TestKilledWhileSavingSnapshots(t *testing.T) {
 // restart serves the memory whole at once.
 func TestRestartProbedBeforeItsVectorsCaughtUp(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
+	dir := sqlitetest.Dir(t)
 	s, err := searchtest.Open(ctx, dir, frozen)
 	if err != nil {
 		t.Fatal(err)

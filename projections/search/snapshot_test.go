@@ -16,6 +16,7 @@ import (
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/memory"
 	snapfile "github.com/engram-memory/engram/infra/snapshot"
+	"github.com/engram-memory/engram/infra/sqlite/sqlitetest"
 	"github.com/engram-memory/engram/internal/app/searchtest"
 	"github.com/engram-memory/engram/projections/search"
 )
@@ -108,7 +109,7 @@ func sameResponses(t *testing.T, what string, got, want []search.Response) {
 // a write (read-your-writes).
 func TestStartFromSnapshotsEqualsRefill(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
+	dir := sqlitetest.Dir(t)
 	s, err := searchtest.Open(ctx, dir, frozen)
 	if err != nil {
 		t.Fatal(err)
@@ -261,7 +262,7 @@ func TestKeywordImageOfBodyFormatOneIsRefilled(t *testing.T) {
 func restartsAfterRewritingImages(t *testing.T, rewrite func([]byte) []byte, fromImage func(start int) (keyword, vectors bool)) {
 	t.Helper()
 	ctx := context.Background()
-	dir := t.TempDir()
+	dir := sqlitetest.Dir(t)
 	s, err := searchtest.Open(ctx, dir, frozen)
 	if err != nil {
 		t.Fatal(err)
@@ -323,7 +324,7 @@ func probeAll(t *testing.T, s *searchtest.Env) []search.Response {
 // keyword index still starts from its image, and both answer as before.
 func TestModelSwitchAfterTheImageRefillsTheVectorIndex(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
+	dir := sqlitetest.Dir(t)
 	s, err := searchtest.Open(ctx, dir, frozen)
 	if err != nil {
 		t.Fatal(err)

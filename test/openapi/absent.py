@@ -7,11 +7,16 @@ was), and an empty value of an optional query parameter as the parameter
 absent (url.Values.Get). The document says the same:
   - every optional property of a request body's schema (reached from the
     operation's application/json schema through $ref, properties, items,
-    additionalProperties and the anyOf/oneOf/allOf/then/else branches)
-    admits null: "null" joins its `type` (and its `enum`), or, for a
+    additionalProperties and the anyOf/oneOf/allOf/then/else branches),
+    and every map's value (an additionalProperties schema), admits null: "null" joins its `type` (and its `enum`), or, for a
     schema without `type` (a $ref, a union), it becomes
     {"anyOf": [schema, {"type": "null"}]};
   - every optional query parameter has `allowEmptyValue: true`.
+Go's zero time, 0001-01-01T00:00:00Z, is what encoding/json leaves for a
+time left out or null, so the server refuses a time a request carries
+before the year 1970 (domain.EarliestClientYear) rather than take it as
+none; every date-time of a request body says so with a pattern on the
+year as written (EARLIEST_YEAR).
 Run it again after adding a field; it changes only what breaks the rule.
 TestTheDocumentSaysNullAndEmptyMeanAbsent (api/openapi_absent_test.go)
 fails until it has run.
@@ -21,6 +26,9 @@ Usage: python3 test/openapi/absent.py, from the repository root.
 import json
 
 DOC = "api/openapi.json"
+# The year as written, 1970 to 9999 (domain.CheckClientTime reads it so).
+EARLIEST_YEAR = "^(?:19[7-9][0-9]|[2-9][0-9]{3})-"
+EARLIEST_NOTE = "Of the year 1970 or later: an earlier time, Go's zero time 0001-01-01T00:00:00Z among them, is refused (400 invalid_request, details.minimum)."
 
 
 def main():
@@ -73,14 +81,24 @@ def main():
                 return
             seen.add(ref)
             walk(resolve(schema), inherited)
+        if schema.get("format") == "date-time":
+            schema["pattern"] = EARLIEST_YEAR
+            note = schema.get("description", "")
+            if EARLIEST_NOTE not in note:
+                schema["description"] = (note + " " + EARLIEST_NOTE).strip()
         required = inherited | set(schema.get("required", []))
         props = schema.get("properties", {})
         for name in list(props):
             walk(props[name])
             if name not in required:
                 props[name] = with_null(props[name])
-        for key in ("items", "additionalProperties"):
-            walk(schema.get(key))
+        walk(schema.get("items"))
+        values = schema.get("additionalProperties")
+        if isinstance(values, dict) and values:
+            # A map's entry is optional too: the server takes an entry of
+            # null as the entry absent (a layer of the processing patch).
+            walk(values)
+            schema["additionalProperties"] = with_null(values)
         for key in ("then", "else"):
             walk(schema.get(key), required)
         for key in ("anyOf", "oneOf", "allOf"):

@@ -21,6 +21,7 @@ import (
 	"github.com/engram-memory/engram/domain"
 	"github.com/engram-memory/engram/domain/memory"
 	"github.com/engram-memory/engram/infra/embed/local"
+	"github.com/engram-memory/engram/infra/sqlite/sqlitetest"
 	"github.com/engram-memory/engram/infra/vectorindex"
 	"github.com/engram-memory/engram/internal/app"
 	"github.com/engram-memory/engram/projections/search"
@@ -55,7 +56,7 @@ type Options struct {
 // New starts an Env on a fresh data dir; it stops on t.Cleanup.
 func New(t testing.TB, opts Options) *Env {
 	t.Helper()
-	s, err := Open(context.Background(), t.TempDir(), opts)
+	s, err := Open(context.Background(), sqlitetest.Dir(t), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
