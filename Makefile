@@ -46,7 +46,8 @@ RACE_BIN   ?= $(CURDIR)/bin/engram-race
 # test-deps-clients installs: the official MCP TypeScript SDK, OpenAI's
 # Python and Node SDKs, schemathesis. make test runs them in test-clients,
 # not in the race pass. internal/cli's TestMakefileListsNameTests keeps the
-# names in step with the tests.
+# names in step with the tests, and TestClientTestsNameEveryTestOfTheClients
+# fails a test of a file that runs one of the clients but is not named here.
 CLIENT_TESTS ?= TestMCPTypeScriptSDKDrivesTheBinary|TestOfficialOpenAISDKs|TestSchemathesis
 
 RACE_SMOKE ?= TestKillMidLoadLosesNoAcknowledgedWrite|TestLiveRebuildOfOneProjection|TestSchedulerEndToEnd|TestProcessingWithChatModelEndToEnd|TestServeHealthAndGracefulStop|TestCLISearchLocal

@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"testing"
 
@@ -25,5 +27,33 @@ func TestMakefileListsNameTests(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestClientTestsNameEveryTestOfTheClients: the race pass skips
+// CLIENT_TESTS and starts before test-deps-clients has installed the
+// outside clients (test/mcp-ts, test/openai-clients, test/fuzz). A test of
+// a file that runs one of them, left out of the list, would run there
+// against a half-done install and pass or fail by the timing.
+func TestClientTestsNameEveryTestOfTheClients(t *testing.T) {
+	listed := maketest.List(t, filepath.Join("..", "..", "Makefile"), "CLIENT_TESTS")
+	files, err := filepath.Glob("*_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	clients := regexp.MustCompile(`"(\.\./\.\./)?test/(mcp-ts|openai-clients|fuzz)"|"test", "(mcp-ts|openai-clients|fuzz)"`)
+	for _, f := range files {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !clients.Match(src) {
+			continue
+		}
+		for _, name := range maketest.TestFuncs(t, f) {
+			if _, found := slices.BinarySearch(listed, name); !found {
+				t.Errorf("%s runs an outside client (%s) but the Makefile's CLIENT_TESTS does not name it", name, f)
+			}
+		}
 	}
 }
