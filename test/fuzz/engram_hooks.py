@@ -548,8 +548,33 @@ def before_call(context: HookContext, case: Any, kwargs: dict[str, Any]) -> None
             case.query.pop(name, None)
     if PASS == "cross_tenant" or positive:
         with_seeded_ids(case)
+    else:
+        with_own_objects(case)
     if case.path == IMPORT_PATH and PASS == "owner":
         snapshot_import_target(case)
+
+
+# Every seeded id a path parameter may take.
+SEEDED_PATH_IDS = {value for ids in (*ROUTE_IDS.values(), *DEFAULT_IDS.values()) for value in ids}
+
+
+def with_own_objects(case: Any) -> None:
+    """A negative case of the owner pass keeps its generated values, but
+    the coverage phase builds its negative cases of an operation on the
+    path parameters the hook gave a positive case of the same parameter
+    (of another operation, the seeded ones): DELETE /v1/memories/{id}
+    went out with the first seeded raw entry's id, ?purge=true and a
+    Content-Type the operation has no body for, the negative part, which
+    a DELETE rightly ignores, and purged it (issue 25). A route that
+    destroys or changes its object takes, in place of a seeded id not its
+    own, one of its own objects: a seeded id is valid, so the case stays
+    as negative as it was."""
+    own = ROUTE_IDS.get((case.method, case.path))
+    if own is None:
+        return
+    for name, value in list((case.path_parameters or {}).items()):
+        if isinstance(value, str) and value in SEEDED_PATH_IDS and value not in own:
+            case.path_parameters[name] = seeded_id(case.method, case.path, name)
 
 
 def with_seeded_ids(case: Any) -> None:
