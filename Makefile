@@ -5,7 +5,7 @@ BIN       ?= bin/engram
 BENCH     ?= .
 BENCHTIME ?= 1s
 
-.PHONY: build run test test-bin test-race test-rest test-norace test-race-smoke test-deps test-deps-mcp-ts test-deps-openai-node test-deps-pytools test-deps-typescript test-deps-python test-typescript test-python lint fuzz fuzz-api sdk-version vulncheck bench bench-quality bench-load bench-replay clean
+.PHONY: build run test trim-go-cache test-bin test-race test-rest test-sdks test-norace test-race-smoke test-deps test-deps-clients test-deps-mcp-ts test-deps-openai-node test-deps-pytools test-deps-typescript test-deps-python test-typescript test-python lint fuzz fuzz-api sdk-version vulncheck bench bench-quality bench-load bench-replay clean
 
 # `engram version` reports these; `go build` alone leaves them to Go's
 # build information. VERSION (the file) is the release, shared by the server
@@ -53,40 +53,75 @@ RACE_SMOKE ?= TestKillMidLoadLosesNoAcknowledgedWrite|TestLiveRebuildOfOneProjec
 # stays on everywhere.
 RACE ?= -race -gcflags=modernc.org/...=-d=checkptr=0
 
+# go test vets each package it tests (a subset of go vet's analyzers)
+# unless told not to. make test's lint runs every analyzer of go vet over
+# every package, test files included, so its go test passes do not vet
+# again: that was ~68 CPU-s of the race pass on two cores
+# (docs/testing.md#three-lanes). go vet ./... reads the files of a plain
+# build, so lint vets the packages with files built for -race alone once
+# more with the race tag (RACE_TAGGED).
+TEST_VET ?= -vet=off
+RACE_TAGGED = $(addprefix ./,$(sort $(dir $(shell git grep -l -E '^//go:build .*race' -- '*.go'))))
+
 # The vector index's quality tests (infra/vectorindex/quality_test.go, built
 # without -race only) prove the graph's quality, not its safety under
 # concurrency, and the race detector makes them ten times dearer; they run
 # in a pass of their own without it. A test added to that file goes here.
 NORACE_TESTS ?= TestHNSWRecall|TestFilteredSearchReturnsK|TestDuplicateGroupsStayNavigable|TestMemoryWithinBudget
 
-# make test runs in two lanes at once: the race pass alone
-# leaves a core idle whenever its packages wait (on a server or CLI run
-# they started, on the last long package), and the smaller passes need
-# nothing of it:
+# make test runs in three lanes at once: the race pass alone leaves a core
+# idle whenever its packages wait (on a server or CLI run they started, on
+# the last long package), and the other lanes need nothing of it:
 # - test-race: every package under the race detector, the slowest first
-#   (SLOW_FIRST) so that no long package starts last and runs alone; then
-#   the TypeScript and Python SDK suites, at once (each waits on the
-#   servers it starts, and by then test-rest is done);
+#   (SLOW_FIRST) so that no long package starts last and runs alone;
 # - test-rest: lint, the vector index's pass without the detector, the race
-#   smoke pass.
-# Both lanes start once the plain binary is built; test-race also waits for
-# the installs (test-deps: the outside clients' and the SDK suites'), which
-# run beside the build and lint (go.mod's ignore keeps go vet ./... out of
-# what they write). make -j4 is for that start: the build and the five
-# installs at once; later only the two lanes run. Nothing
-# in test-rest writes into the tree the race pass's tests walk (docs,
-# internal/archtest); the installs end before the race pass starts, and the
-# SDK suites, whose builds and caches write into the tree, run after it in
-# its own lane.
-# --output-sync prints each step's output whole when it ends.
-# docs/testing.md#two-lanes has the timings.
+#   smoke pass;
+# - test-sdks: the SDK suites' installs, then the TypeScript and Python SDK
+#   suites at once (each waits on the servers it starts).
+# Each lane starts once the plain binary is built, which starts first;
+# test-race also waits for the outside clients' installs
+# (test-deps-clients), which run beside the build. The SDK suites' builds
+# and caches (tsc's dist, mypy, __pycache__, the SDK reinstalled into
+# bin/pyenv) write into the tree while the race pass's tests walk it
+# (docs, internal/archtest, api): internal/sourcetree's walk leaves out
+# what is no source and passes over what vanishes; go.mod's ignore keeps
+# go vet ./... out of node_modules and bin/, and lint's gofmt reads the
+# repository's files only.
+# --output-sync prints each step's output whole when it ends; each step
+# prints when it started and ended (STAMP), for the timeline in
+# docs/testing.md#three-lanes.
 SLOW_FIRST ?= ./internal/cli ./api ./projections/search ./internal/app ./infra/sqlite ./infra/vectorindex ./internal/multinode ./infra/postgres ./projections
 
+# STAMP prints "== <step> start|end HH:MM:SS" (UTC): $(call STAMP,start).
+STAMP = @echo "== $@ $(1) $$(date -u +%T)"
+
 test:
-	$(MAKE) -j4 --output-sync=target test-race test-rest
+	$(call STAMP,start)
+	$(MAKE) -j4 --output-sync=target trim-go-cache test-race test-rest test-sdks
+	$(call STAMP,end)
+
+# Go's build cache has no bound of its own (go deletes only entries unused
+# for five days), and a clone or worktree at a new path compiles every
+# package of ours into it anew (the compile's key holds the directory):
+# on the shared machine it grew by ~3 GB an hour and once filled the disk.
+# make test first keeps the GOCACHE_MAX_MB megabytes used most recently
+# (go refreshes an entry's time when it uses it, at most hourly) and
+# deletes the rest, as go's own trim does; 0 turns it off.
+# docs/testing.md#the-go-build-cache.
+GOCACHE_MAX_MB ?= 20000
+
+trim-go-cache:
+	@cache="$$($(GO) env GOCACHE)"; \
+	if [ "$(GOCACHE_MAX_MB)" -gt 0 ] && [ -d "$$cache" ]; then \
+		find "$$cache" -type f -name '*-[ad]' -printf '%T@\t%s\t%p\n' | sort -rn | \
+			awk -F '\t' -v max=$$(( $(GOCACHE_MAX_MB) * 1000000 )) '{ kept += $$2 } kept > max { print $$3 }' | \
+			xargs -r -d '\n' rm -f; \
+	fi
 
 test-bin:
+	$(call STAMP,start)
 	$(STATIC) $(GO) build -o $(TEST_BIN) ./cmd/engram
+	$(call STAMP,end)
 
 # internal/cli's end-to-end tests and api's tests run in parallel
 # (t.Parallel): the former spend most of their time waiting for the
@@ -96,21 +131,31 @@ test-bin:
 # go test's default is GOMAXPROCS (2).
 PARALLEL ?= 4
 
-test-race: test-deps test-bin
-	PATH="$(PYTOOLS)/bin:$$PATH" ENGRAM_TEST_BINARY=$(TEST_BIN) $(GO) test $(RACE) -count=1 -parallel $(PARALLEL) -timeout 20m $(SLOW_FIRST) ./...
-	$(MAKE) test-typescript test-python ENGRAM_TEST_BINARY=$(TEST_BIN)
+test-race: test-bin test-deps-clients
+	$(call STAMP,start)
+	PATH="$(PYTOOLS)/bin:$$PATH" ENGRAM_TEST_BINARY=$(TEST_BIN) $(GO) test $(RACE) $(TEST_VET) -count=1 -parallel $(PARALLEL) -timeout 20m $(SLOW_FIRST) ./...
+	$(call STAMP,end)
 
 test-rest: test-bin
 	$(MAKE) lint
 	$(MAKE) test-norace
 	$(MAKE) test-race-smoke
 
+# The SDK suites' installs are prerequisites here, not of the race pass,
+# which does not need them: make -j4 runs them once a slot frees.
+test-sdks: test-bin test-deps-typescript test-deps-python
+	$(MAKE) test-typescript test-python ENGRAM_TEST_BINARY=$(TEST_BIN)
+
 test-norace:
-	$(GO) test -count=1 -timeout 10m -run '^($(NORACE_TESTS))$$' ./infra/vectorindex
+	$(call STAMP,start)
+	$(GO) test $(TEST_VET) -count=1 -timeout 10m -run '^($(NORACE_TESTS))$$' ./infra/vectorindex
+	$(call STAMP,end)
 
 test-race-smoke:
+	$(call STAMP,start)
 	$(GO) build $(RACE) -o $(RACE_BIN) ./cmd/engram
-	ENGRAM_TEST_BINARY=$(RACE_BIN) $(GO) test $(RACE) -count=1 -timeout 10m -run '^($(RACE_SMOKE))$$' ./internal/cli
+	ENGRAM_TEST_BINARY=$(RACE_BIN) $(GO) test $(RACE) $(TEST_VET) -count=1 -timeout 10m -run '^($(RACE_SMOKE))$$' ./internal/cli
+	$(call STAMP,end)
 
 # The clients nobody here wrote, at pinned versions, that the Go suites
 # drive the binary with: the official MCP TypeScript SDK (test/mcp-ts,
@@ -119,24 +164,38 @@ test-race-smoke:
 # schemathesis (test/fuzz, TestSchemathesis). The Python ones go into a
 # virtual environment that `make test` puts first on PATH (a system Python
 # may refuse pip installs). A missing Node.js or Python fails, never skips.
+# pip installs without compiling every module to byte code (PIP_INSTALL):
+# Python compiles a module at its first import, and the tests import a
+# fifth of what the installs hold (schemathesis, hypothesis, the OpenAI
+# SDK: 38 CPU-s with the byte code, 22 without, and ~3 more at the first
+# import; docs/testing.md#three-lanes).
 PYTOOLS ?= $(CURDIR)/bin/pytools
+PIP_INSTALL = pip install --quiet --disable-pip-version-check --no-compile
 
 # The installs write to directories of their own (the npm ones share npm's
 # cache, which takes concurrent writers), so make test runs them at once,
-# beside the build; the SDK suites' own (test-deps-typescript,
-# test-deps-python) are among them, so that the race pass, after which the
-# SDK suites run, does not wait for them there.
-test-deps: test-deps-mcp-ts test-deps-openai-node test-deps-pytools test-deps-typescript test-deps-python
+# beside the build: the outside clients' (test-deps-clients) before the
+# race pass, the SDK suites' own (test-deps-typescript, test-deps-python)
+# in the SDK lane.
+test-deps: test-deps-clients test-deps-typescript test-deps-python
+
+test-deps-clients: test-deps-mcp-ts test-deps-openai-node test-deps-pytools
 
 test-deps-mcp-ts:
+	$(call STAMP,start)
 	cd test/mcp-ts && npm ci --no-audit --no-fund
+	$(call STAMP,end)
 
 test-deps-openai-node:
+	$(call STAMP,start)
 	npm ci --no-audit --no-fund --prefix test/openai-clients/node
+	$(call STAMP,end)
 
 test-deps-pytools:
+	$(call STAMP,start)
 	python3 -m venv $(PYTOOLS)
-	$(PYTOOLS)/bin/pip install --quiet --disable-pip-version-check -r test/openai-clients/python/requirements.txt -r test/fuzz/requirements.txt
+	$(PYTOOLS)/bin/$(PIP_INSTALL) -r test/openai-clients/python/requirements.txt -r test/fuzz/requirements.txt
+	$(call STAMP,end)
 
 # The TypeScript SDK (sdk/typescript): its pinned dependencies, the tsc
 # build and its suite (node --test) against the real binary, which is
@@ -149,11 +208,15 @@ TS_DEPS = sdk/typescript/node_modules/.package-lock.json
 test-deps-typescript: $(TS_DEPS)
 
 $(TS_DEPS): sdk/typescript/package-lock.json
+	@echo "== test-deps-typescript start $$(date -u +%T)"
 	cd sdk/typescript && npm ci --no-audit --no-fund
 	touch $@
+	@echo "== test-deps-typescript end $$(date -u +%T)"
 
 test-typescript: $(TS_DEPS)
+	$(call STAMP,start)
 	cd sdk/typescript && npm run build && npm test
+	$(call STAMP,end)
 
 # The Python SDK's suite against the real server ($ENGRAM_TEST_BINARY, else
 # a `go build` of its own), in a virtualenv under bin/ with the pinned dev
@@ -170,15 +233,19 @@ PY_DEPS  = $(PY_VENV)/.requirements-dev
 test-deps-python: $(PY_DEPS)
 
 $(PY_DEPS): sdk/python/requirements-dev.txt
+	@echo "== test-deps-python start $$(date -u +%T)"
 	$(PYTHON) -m venv $(PY_VENV)
-	$(PY_VENV)/bin/pip install -q --disable-pip-version-check -r sdk/python/requirements-dev.txt
+	$(PY_VENV)/bin/$(PIP_INSTALL) -r sdk/python/requirements-dev.txt
 	touch $@
+	@echo "== test-deps-python end $$(date -u +%T)"
 
 test-python: $(PY_DEPS)
-	$(PY_VENV)/bin/pip install -q --disable-pip-version-check --no-build-isolation --no-deps --force-reinstall ./sdk/python
+	$(call STAMP,start)
+	$(PY_VENV)/bin/$(PIP_INSTALL) --no-build-isolation --no-deps --force-reinstall ./sdk/python
 	$(PY_VENV)/bin/mypy --strict sdk/python/src/engram
 	cd sdk/python && $(PY_VENV)/bin/python -m pytest -q -p no:cacheprovider; rc=$$?; \
 		if [ $$rc -eq 5 ]; then echo "test-python: no tests collected" >&2; exit 1; fi; exit $$rc
+	$(call STAMP,end)
 
 # sdk-version stamps the release in VERSION into both SDKs (sdk/python's
 # _version.py, sdk/typescript's package.json, package-lock.json and
@@ -190,9 +257,18 @@ sdk-version:
 	sed -i 's/^export const VERSION = ".*";/export const VERSION = "$(VERSION)";/' sdk/typescript/src/version.ts
 	cd sdk/typescript && npm version --no-git-tag-version --allow-same-version "$(VERSION)" >/dev/null
 
+# gofmt reads the repository's Go files (tracked, or new and not ignored)
+# rather than walking the tree: make test's other lanes write
+# node_modules, virtual environments and caches into it meanwhile. go vet
+# builds as test-bin does (STATIC), so that it finds the packages test-bin
+# compiled in the build cache instead of compiling them again with cgo;
+# no file of ours needs cgo.
 lint:
-	@unformatted="$$(gofmt -l .)"; if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
-	$(GO) vet ./...
+	$(call STAMP,start)
+	@unformatted="$$(git ls-files -z --cached --others --exclude-standard '*.go' | xargs -0 -r gofmt -l)"; if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
+	$(STATIC) $(GO) vet ./...
+	$(if $(RACE_TAGGED),$(STATIC) $(GO) vet -tags race $(RACE_TAGGED))
+	$(call STAMP,end)
 
 # Every fuzz target for FUZZTIME each (package:target). Not part of `make
 # test`: the committed seed corpora (testdata/fuzz) run there as ordinary

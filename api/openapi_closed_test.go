@@ -136,7 +136,7 @@ func TestOpenAPIRefusesWhatTheServerRefuses(t *testing.T) {
 		{"push of a payload field its type lacks", "POST", "/v1/sync/events", push(eventID, "MemoryPurged", `{"memory_id":"`+eventID+`","reason":"x"}`), 400, "invalid_request"},
 		{"push of a note without its text", "POST", "/v1/sync/events", push(eventID, "MemoryCreated", `{"memory_id":"`+eventID+`","type":"note","content":{}}`), 400, "invalid_request"},
 		{"push of a memory of a non-canonical id", "POST", "/v1/sync/events", push(eventID, "MemoryCreated", `{"memory_id":"x","type":"note","content":{"content":"x"}}`), 400, "invalid_request"},
-		{"push of settings without lint rules", "POST", "/v1/sync/events", push(eventID, "StackSettingsChanged", `{"settings":{"stack_state":"active"}}`), 400, "invalid_request"},
+		{"push of settings with a setting they lack", "POST", "/v1/sync/events", push(eventID, "StackSettingsChanged", `{"settings":{"stack_state":"active","lint_rules":{"min_len":3}}}`), 400, "invalid_request"},
 		{"push of a vector not base64", "POST", "/v1/sync/events", push(eventID, "MemoryEmbedded", `{"memory_id":"`+eventID+`","vector":"!!"}`), 400, "invalid_request"},
 		// Found by schemathesis: base64 of 5 bytes, no whole number of
 		// float32s, refused even for a memory the agent lacks.

@@ -17,6 +17,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/engram-memory/engram/internal/sourcetree"
 )
 
 // TestEveryErrorCodeIsObservedOrExempt: every public error code the
@@ -86,13 +88,10 @@ func definedErrorCodes(root string) (map[string]string, error) {
 	fset := token.NewFileSet()
 	var files []*ast.File
 	var others [][]byte // the files not parsed, where a constant may be defined
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
+	err := sourcetree.Walk(root, func(path string, d fs.DirEntry) error {
 		rel, _ := filepath.Rel(root, path)
 		if d.IsDir() {
-			if skipForCodes(filepath.ToSlash(rel), d.Name()) {
+			if skipForCodes(filepath.ToSlash(rel)) {
 				return filepath.SkipDir
 			}
 			return nil
@@ -210,17 +209,16 @@ var dynamicCodes = map[string][]string{
 	`api/errors.go: f.Code`: nil,
 }
 
-// skipForCodes leaves out what the server does not run: the SDKs and
-// their dependencies, the Go client (it reads codes, it defines none),
-// test doubles and fixtures, the benchmarks' binary.
-func skipForCodes(rel, name string) bool {
-	switch {
-	case name == "node_modules" || name == "testdata" || strings.HasPrefix(name, "."):
-		return rel != "."
-	case rel == "sdk" || rel == "client" || rel == "cmd/engram-bench":
+// skipForCodes leaves out of the sources (sourcetree.Walk leaves out
+// dependencies and fixtures) what the server does not run: the SDKs, the
+// Go client (it reads codes, it defines none), test doubles, the
+// benchmarks' binary.
+func skipForCodes(rel string) bool {
+	switch rel {
+	case "sdk", "client", "cmd/engram-bench":
 		return true
 	}
-	return strings.HasSuffix(name, "test") // kurrentdbtest, meilitest, pgtest, …
+	return rel != "." && strings.HasSuffix(rel, "test") // kurrentdbtest, meilitest, pgtest, …
 }
 
 // definesCodes tells the files the patterns of definedErrorCodes can

@@ -17,7 +17,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/engram-memory/engram/commands"
+	"github.com/engram-memory/engram/domain/agentsettings"
 	"github.com/engram-memory/engram/domain/memory"
+	"github.com/engram-memory/engram/projections"
 )
 
 // syncEvent is a pushed event of type typ with a fresh canonical id.
@@ -187,7 +189,8 @@ func testSyncPushObeysTheWriteRules(t *testing.T, s *stack) {
 			return []commands.SyncEvent{pushedNote("fine"), syncEvent("SuggestionCreated", map[string]any{"suggestion_id": uuid.NewString()})}
 		}, http.StatusBadRequest, "invalid_request", "events[1].type"},
 		{"settings a write could not make", func(t *testing.T, _ string) []commands.SyncEvent {
-			return []commands.SyncEvent{pushedNote("fine"), syncEvent("StackSettingsChanged", map[string]any{"settings": map[string]any{"stack_state": "maintenance"}})}
+			return []commands.SyncEvent{pushedNote("fine"), syncEvent("StackSettingsChanged", map[string]any{"settings": map[string]any{
+				"stack_state": "maintenance", "lint_rules": map[string]any{"min_length": 50, "max_length": 10}}})}
 		}, http.StatusBadRequest, "invalid_request", "events[1].payload.lint_rules"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -474,5 +477,36 @@ func TestSyncConcurrentPushesToOneAgentAllLand(t *testing.T) {
 	}
 	if got := len(s.listAll(t, aliceKey, "agent_id=shared", 100)); got != pushes*perPush {
 		t.Fatalf("the agent holds %d memories, want %d", got, pushes*perPush)
+	}
+}
+
+// TestSyncPushOfPartOfTheSettingsTakesTheDefaults: a pushed settings event
+// that leaves settings out (as an engram older than them wrote it) or
+// sends them as null stands for the defaults, down to each field of
+// lint_rules, not for Go's zero values (lint off, decay off, gates of 0);
+// the settings read back are the same after a replay of the log.
+func TestSyncPushOfPartOfTheSettingsTakesTheDefaults(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, stackOptions{fixedAuth: true})
+	s.push(t, aliceKey, "a", pushedNote("the agent exists"), syncEvent("StackSettingsChanged", map[string]any{"settings": map[string]any{
+		"stack_state": "active", "lazy_decay": nil, "lint_rules": map[string]any{"min_length": 5}}})).must(t, http.StatusOK, nil)
+	want := agentsettings.Defaults()
+	want.StackState, want.LintRules.MinLength = agentsettings.Active, 5
+	read := func() agentsettings.Settings {
+		var v agentsettings.View
+		s.request(t, "GET", "/v1/agents/a/settings", aliceKey, nil).must(t, http.StatusOK, &v)
+		return v.Settings
+	}
+	if got := read(); got != want {
+		t.Fatalf("settings after the push = %+v, want %+v", got, want)
+	}
+	s.stopEngine()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := s.engine.Rebuild(ctx, projections.MemoriesProjectionName); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(); got != want {
+		t.Fatalf("settings after a replay = %+v, want %+v", got, want)
 	}
 }

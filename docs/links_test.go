@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"unicode"
+
+	"github.com/engram-memory/engram/internal/sourcetree"
 )
 
 var (
@@ -70,13 +72,7 @@ func TestRelativeLinksResolve(t *testing.T) {
 }
 
 func TestGoCommentsCiteExistingSections(t *testing.T) {
-	err := filepath.WalkDir("..", func(path string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && (d.Name() == ".git" || d.Name() == "testdata") {
-			return filepath.SkipDir
-		}
+	err := sourcetree.Walk("..", func(path string, d os.DirEntry) error {
 		if d.IsDir() || !strings.HasSuffix(path, ".go") {
 			return nil
 		}

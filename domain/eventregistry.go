@@ -12,7 +12,8 @@ import (
 type EventDecoder struct {
 	// Type is the event type it decodes (Payload.EventType).
 	Type string
-	// newPayload is a new, zero *T to decode into; derive, when set, fills
+	// newPayload is a new *T to decode into (zero, or the defaults of
+	// DecoderOnto); derive, when set, fills
 	// what the payload derives from the event beyond its JSON.
 	newPayload func() Payload
 	derive     func(Event, Payload)
@@ -24,6 +25,19 @@ func DecoderOf[T any, P interface {
 	Payload
 }]() EventDecoder {
 	return EventDecoder{Type: P(new(T)).EventType(), newPayload: func() Payload { return P(new(T)) }}
+}
+
+// DecoderOnto decodes events of payload type T onto the value start
+// returns: a field the payload leaves out, or sends as null, keeps start's
+// value. It is the upcast of an event type that gained fields: an event
+// written before a field existed reads as if it held the field's default,
+// the same for every reader (the live fold, a replay, a pushed or imported
+// copy of it).
+func DecoderOnto[T any, P interface {
+	*T
+	Payload
+}](start func() P) EventDecoder {
+	return EventDecoder{Type: P(new(T)).EventType(), newPayload: func() Payload { return start() }}
 }
 
 // DecoderDeriving decodes events of payload type T into a *T and then has

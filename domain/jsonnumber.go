@@ -12,13 +12,20 @@ import (
 // DecodeIntegral runs decode(data, v) and, when encoding/json refused a
 // number for an integer field, runs it again on data with every integral
 // number written with a fraction or an exponent (62.0, 6.2e1, 620e-1)
-// written as an integer (62), v reset to its zero value first. JSON
+// written as an integer (62), v restored first to the value it held before
+// the first decode (a value decoded onto defaults, or onto the settings a
+// patch merges into, keeps them for the fields data leaves out). JSON
 // Schema, and so the OpenAPI document and the clients generated from it,
 // calls such a number an integer; encoding/json does not. The rewrite
 // happens only after such a refusal, so the common request pays nothing
 // for it; a number that is not integral (62.5) is refused as before, by
 // the second decode, naming its field.
 func DecodeIntegral(data []byte, v any, decode func(data []byte, v any) error) error {
+	var before reflect.Value
+	if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer && !rv.IsNil() {
+		before = reflect.New(rv.Elem().Type()).Elem()
+		before.Set(rv.Elem())
+	}
 	err := decode(data, v)
 	if !refusedNumberForInteger(err) {
 		return err
@@ -27,8 +34,8 @@ func DecodeIntegral(data []byte, v any, decode func(data []byte, v any) error) e
 	if !changed {
 		return err
 	}
-	if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer && !rv.IsNil() {
-		rv.Elem().SetZero()
+	if before.IsValid() {
+		reflect.ValueOf(v).Elem().Set(before)
 	}
 	return decode(rewritten, v)
 }

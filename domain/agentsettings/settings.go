@@ -202,7 +202,14 @@ type SettingsChanged struct {
 func (SettingsChanged) EventType() string { return "StackSettingsChanged" }
 
 // Events lists the decoders of the settings event types for an event
-// registry (domain.NewEventRegistry).
+// registry (domain.NewEventRegistry). A settings event is decoded onto the
+// defaults: a setting it leaves out (an event written before the setting
+// existed, a push of part of them) or sends as null is the default, down
+// to each field of lint_rules and promotion_gates, so the server's fold,
+// a local stack's, a replay and a push all read the same settings from
+// it (docs/sync.md).
 func Events() []domain.EventDecoder {
-	return []domain.EventDecoder{domain.DecoderOf[SettingsChanged]()}
+	return []domain.EventDecoder{domain.DecoderOnto(func() *SettingsChanged {
+		return &SettingsChanged{Settings: Defaults()}
+	})}
 }

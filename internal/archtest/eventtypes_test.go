@@ -20,6 +20,7 @@ import (
 	"github.com/engram-memory/engram/domain/memory"
 	"github.com/engram-memory/engram/domain/processing"
 	"github.com/engram-memory/engram/domain/webhook"
+	"github.com/engram-memory/engram/internal/sourcetree"
 )
 
 // Events are told apart by decoding them through an event registry and a
@@ -37,17 +38,11 @@ func TestEventTypesAreNotDispatchedByName(t *testing.T) {
 	}
 	root := moduleRoot(t)
 	found := map[string][]string{}
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel := filepath.ToSlash(strings.TrimPrefix(path, root+string(filepath.Separator)))
+	err := sourcetree.Walk(root, func(path string, d fs.DirEntry) error {
 		if d.IsDir() {
-			if name := d.Name(); path != root && (strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") || name == "testdata") {
-				return filepath.SkipDir
-			}
 			return nil
 		}
+		rel := filepath.ToSlash(strings.TrimPrefix(path, root+string(filepath.Separator)))
 		if !strings.HasSuffix(rel, ".go") || strings.HasSuffix(rel, "_test.go") {
 			return nil
 		}

@@ -113,6 +113,15 @@ func TestCLISearchLocal(t *testing.T) {
 	} {
 		h.fails(1, "", bad...)
 	}
+	// A bound before 1970 is refused as the API refuses it, not taken as
+	// none (Go's zero time is the open bound).
+	for _, bad := range [][]string{
+		{"search", "login", "--before", "0001-01-01T00:00:00Z"}, {"search", "login", "--after", "1969-12-31T23:59:59Z"},
+	} {
+		if r := h.fails(1, "", bad...); !strings.Contains(r.stderr, "of the year 1970 or later") {
+			t.Fatalf("engram %s: stderr %q, want the 1970 refusal", strings.Join(bad, " "), r.stderr)
+		}
+	}
 	h.fails(2, "", "search")
 	h.fails(2, "", "search", "x", "--local", "--cloud")
 	h.fails(1, "", "search", "x", "--cloud") // no cloud configured

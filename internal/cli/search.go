@@ -335,7 +335,8 @@ func mergeResults(cloud, local searchOutputJSON, limit int) searchOutputJSON {
 	return merged
 }
 
-// parseFlagTime reads an RFC 3339 time flag; empty is an open bound.
+// parseFlagTime reads an RFC 3339 time flag of the year 1970 or later;
+// empty is an open bound.
 func parseFlagTime(flagName, v string) (time.Time, error) {
 	if v == "" {
 		return time.Time{}, nil
@@ -343,6 +344,13 @@ func parseFlagTime(flagName, v string) (time.Time, error) {
 	t, err := time.Parse(time.RFC3339Nano, v)
 	if err != nil {
 		return time.Time{}, domain.Invalid(strings.TrimPrefix(flagName, "--"), "%s must be an RFC 3339 time such as 2025-01-31T12:00:00Z, got %q", flagName, v)
+	}
+	// A time before 1970 is refused, as the API refuses it: Go's zero time
+	// is the open bound, so --before 0001-01-01T00:00:00Z would find every
+	// memory instead of none.
+	if t.Year() < domain.EarliestClientYear {
+		return time.Time{}, domain.Invalid(strings.TrimPrefix(flagName, "--"), "%s must be a time of the year %d or later, got %s", flagName, domain.EarliestClientYear, v).
+			WithDetail("minimum", domain.EarliestClientTime)
 	}
 	return t, nil
 }

@@ -2,7 +2,8 @@
 // hands to `go test -run` in a pass of their own) in step with the tests
 // they name. A name that is no test would select nothing and the pass
 // would still succeed, so each list has a guard test beside the tests it
-// names; this package is what those guards share.
+// names; this package is what those guards share. Its own tests run the
+// Makefile's targets that are shell, not Go (trim-go-cache).
 package maketest
 
 import (

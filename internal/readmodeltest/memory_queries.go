@@ -693,6 +693,25 @@ func RunMemoryQueries(t *testing.T, open func(t *testing.T) MemoryQueries) {
 			!v.UpdatedAt.Equal(memT0.Add(time.Minute)) || !reflect.DeepEqual(v.Settings, changed) {
 			t.Errorf("changed settings = %+v %v %v", v, found, err)
 		}
+		// A settings event as an engram older than most settings wrote
+		// it, read from the log: the settings it leaves out are the
+		// defaults, on every store (the server's and a local stack's
+		// fold, and a replay, decode it the same way).
+		oldShape := l.record(t, memory.AgentStream(memAlice.UserID, memAlice.AgentID), agentsettings.SettingsChanged{AgentRef: memAlice, ChangedAt: memT0.Add(2 * time.Minute)})
+		var payload map[string]json.RawMessage
+		if err := json.Unmarshal(oldShape[0].Payload, &payload); err != nil {
+			t.Fatal(err)
+		}
+		payload["settings"] = json.RawMessage(`{"stack_state":"active","lint_rules":{"min_length":5}}`)
+		oldShape[0].Payload, _ = json.Marshal(payload)
+		if err := l.projection().Apply(ctx, oldShape); err != nil {
+			t.Fatal(err)
+		}
+		want := agentsettings.Defaults()
+		want.StackState, want.LintRules.MinLength = agentsettings.Active, 5
+		if v, _, err := l.rm.Settings(ctx, memAlice.UserID, memAlice.AgentID); err != nil || v.Settings != want {
+			t.Errorf("settings of an old-shape event = %+v, %v; want %+v", v.Settings, err, want)
+		}
 		if _, found, err := l.rm.Settings(ctx, "nobody", memAlice.AgentID); found || err != nil {
 			t.Errorf("settings of another user's agent: found %v, %v", found, err)
 		}

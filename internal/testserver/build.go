@@ -16,6 +16,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/engram-memory/engram/internal/sourcetree"
 )
 
 // MainPackage is the import path of the engram binary.
@@ -175,17 +177,8 @@ func moduleRoot() (string, error) {
 // Go toolchain, the build environment and whether the race detector is on.
 func sourceHash(root string, race bool) (string, error) {
 	var files []string
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
+	err := sourcetree.Walk(root, func(path string, d fs.DirEntry) error {
 		name := d.Name()
-		if d.IsDir() {
-			if path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "bin" || name == "bench-out") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
 		if d.Type().IsRegular() && !strings.HasSuffix(name, "_test.go") && !strings.HasSuffix(name, ".md") {
 			files = append(files, path)
 		}
