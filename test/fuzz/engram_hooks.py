@@ -287,7 +287,7 @@ def fresh_id() -> str:
 PROMOTED_ID_SPACE = uuid.UUID("6f1f4c1e-5b0e-4c47-9d0b-2a6c5e8f3a71")
 
 # The times of a pushed event's payload, by field name.
-EVENT_TIMES = ("created_at", "updated_at", "forgotten_at", "recovered_at", "at", "verified_at", "changed_at", "imported_at")
+EVENT_TIMES = ("created_at", "updated_at", "forgotten_at", "recovered_at", "at", "verified_at", "changed_at", "imported_at", "exported_at")
 
 
 def with_sync_data(event: Any, ref: str) -> None:
