@@ -79,7 +79,19 @@ func TestSchemathesis(t *testing.T) {
 	// off, and so is the per-credential one, which schemathesis 4.32's
 	// coverage phase outruns: their 429s would say nothing of the requests'
 	// shapes (TestRateLimits tests them).
-	p := startServer(t, dataDir, nil, "--webhook-allow-private", "--job-batch-delay", "1h", "--ip-rate-limit", "0", "--rate-limit", "0")
+	//
+	// ENGRAM_TEST_FUZZ_API_LOGS, a directory, keeps what traces a failure
+	// of a long run there: the server's whole log, each pass's exchanges,
+	// whole (its hooks' trace), and schemathesis's output.
+	traceDir := os.Getenv("ENGRAM_TEST_FUZZ_API_LOGS")
+	serverLog := io.Discard
+	if traceDir != "" {
+		serverLog = createTraceFile(t, traceDir, "server.log")
+	}
+	p := testserver.Start(t, testserver.Options{
+		Binary: binPath, DataDir: dataDir, LogTo: serverLog,
+		Args: []string{"--webhook-allow-private", "--job-batch-delay", "1h", "--ip-rate-limit", "0", "--rate-limit", "0"},
+	})
 	owner := testserver.Register(t, p.BaseURL, dataDir, "fuzz@example.com")
 	other := testserver.Register(t, p.BaseURL, dataDir, "fuzz-other@example.com")
 	data := seedFuzzData(t, p.APIURL(), owner)
@@ -166,6 +178,9 @@ func TestSchemathesis(t *testing.T) {
 		if pass.name == "owner" {
 			cmd.Env = append(cmd.Env, "ENGRAM_FUZZ_OTHER_KEY="+other)
 		}
+		if traceDir != "" {
+			cmd.Env = append(cmd.Env, "ENGRAM_FUZZ_TRACE="+filepath.Join(traceDir, pass.name+"-exchanges.jsonl"))
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -173,9 +188,23 @@ func TestSchemathesis(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	// The seeded memories are what the passes' requests name: a request
+	// that removed one (the coverage phase's negative DELETE of a seeded
+	// raw entry, issue 25) fails the creates that derive from it later,
+	// far from its cause. Every one must still be there.
+	for _, id := range data["memories"].([]string) {
+		if _, err := call(t, "GET", p.APIURL()+"/memories/"+id, owner, nil, nil); err != nil {
+			t.Errorf("a seeded memory is gone after the passes (ENGRAM_TEST_FUZZ_API_LOGS traces the request that removed it): %v", err)
+		}
+	}
 	for i, pass := range passes {
 		if logs[i] == "" {
 			continue
+		}
+		if traceDir != "" {
+			if _, err := createTraceFile(t, traceDir, pass.name+"-output.txt").Write(outs[i]); err != nil {
+				t.Error(err)
+			}
 		}
 		if errs[i] != nil {
 			t.Errorf("schemathesis, %s pass: %v (install it as .ci/run does)\n%s", pass.name, errs[i], outs[i])
@@ -199,6 +228,25 @@ func TestSchemathesis(t *testing.T) {
 	if t.Failed() {
 		t.Logf("server log:\n%s", p.Log())
 	}
+}
+
+// createTraceFile creates name in dir (and dir) for a trace kept after
+// the test, closed when the test ends: a name already there is replaced.
+func createTraceFile(t *testing.T, dir, name string) *os.File {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(filepath.Join(dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := f.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return f
 }
 
 // hookChecks are the checks test/fuzz/engram_hooks.py registers (its

@@ -31,6 +31,9 @@ type LaunchOptions struct {
 	// Unready: return once the server listens, without waiting for
 	// /readyz to answer 200 (a server meant to start not ready).
 	Unready bool
+	// LogTo, if set, also receives every line of the server's log, whole
+	// (Log keeps only the tail): a long run's failure is traced there.
+	LogTo io.Writer
 }
 
 // Process is one running `engram serve` on a random loopback port.
@@ -41,6 +44,7 @@ type Process struct {
 	cmd    *exec.Cmd
 	home   string // the hermetic ENGRAM_HOME, removed when the process ends
 	log    *tailLog
+	logTo  io.Writer // LaunchOptions.LogTo; nil for none
 	races  raceLog
 	exited chan struct{} // closed when the process has been reaped
 	err    error         // Wait's result; read only after exited is closed
@@ -77,7 +81,7 @@ func Launch(ctx context.Context, opts LaunchOptions) (*Process, error) {
 		os.RemoveAll(home)
 		return nil, fmt.Errorf("testserver: start %s: %w", opts.Binary, err)
 	}
-	p := &Process{DataDir: opts.DataDir, cmd: cmd, home: home, log: newTailLog(512), exited: make(chan struct{})}
+	p := &Process{DataDir: opts.DataDir, cmd: cmd, home: home, log: newTailLog(512), logTo: opts.LogTo, exited: make(chan struct{})}
 	addr := make(chan string, 1)
 	go p.readLog(stderr, addr)
 
@@ -112,6 +116,9 @@ func (p *Process) readLog(r io.Reader, addr chan<- string) {
 	for sc.Scan() {
 		line := sc.Text()
 		p.log.add(line)
+		if p.logTo != nil {
+			_, _ = io.WriteString(p.logTo, line+"\n") // best effort: a trace, not the test's verdict
+		}
 		p.races.add(line)
 		if !found {
 			if a := servingAddr(line); a != "" {

@@ -2,17 +2,19 @@ package testserver
 
 import (
 	"context"
+	"io"
 	"testing"
 	"time"
 )
 
 // Options configure Start.
 type Options struct {
-	Binary  string   // default: Binary()
-	DataDir string   // default t.TempDir()
-	Env     []string // extra KEY=VALUE pairs
-	Args    []string // extra `engram serve` flags
-	Unready bool     // see LaunchOptions.Unready
+	Binary  string    // default: Binary()
+	DataDir string    // default t.TempDir()
+	Env     []string  // extra KEY=VALUE pairs
+	Args    []string  // extra `engram serve` flags
+	Unready bool      // see LaunchOptions.Unready
+	LogTo   io.Writer // see LaunchOptions.LogTo
 }
 
 // Server is a running engram for one test. It is killed on t.Cleanup if
@@ -39,7 +41,7 @@ func Start(t testing.TB, opts Options) *Server {
 		opts.DataDir = t.TempDir()
 	}
 	p, err := Launch(context.Background(), LaunchOptions{
-		Binary: opts.Binary, DataDir: opts.DataDir, Env: opts.Env, Args: opts.Args, Unready: opts.Unready,
+		Binary: opts.Binary, DataDir: opts.DataDir, Env: opts.Env, Args: opts.Args, Unready: opts.Unready, LogTo: opts.LogTo,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -1,11 +1,14 @@
 package testserver_test
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/engram-memory/engram/infra/embed/local"
@@ -131,5 +134,53 @@ func TestTokenFromMailBody(t *testing.T) {
 				t.Fatalf("got %q, %v", got, err)
 			}
 		})
+	}
+}
+
+// lockedBuffer is a bytes.Buffer the server's log reader writes to while
+// the test reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestLogToGetsTheWholeLog: Log keeps the tail of a long run's log, LogTo
+// gets every line, from the startup line on, so a failure late in a long
+// run can be traced to a request early in it.
+func TestLogToGetsTheWholeLog(t *testing.T) {
+	var whole lockedBuffer
+	s := testserver.Start(t, testserver.Options{LogTo: &whole})
+	const requests = 600 // an access line each, more lines than the tail keeps
+	for i := range requests {
+		resp, err := http.Get(fmt.Sprintf("%s/v1/memories?n=%d", s.BaseURL, i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	if err := s.Stop(); err != nil {
+		t.Fatalf("stop: %v\n%s", err, s.Log())
+	}
+	got, tail := whole.String(), s.Log()
+	if !strings.Contains(got, `msg="engram serving"`) || strings.Contains(tail, `msg="engram serving"`) {
+		t.Fatalf("the startup line should be in LogTo's copy and out of the tail:\nLogTo starts %.300q\ntail starts %.300q", got, tail)
+	}
+	if n := strings.Count(got, "msg=http method=GET path=/v1/memories"); n != requests {
+		t.Fatalf("LogTo's copy has %d access lines of the %d requests", n, requests)
+	}
+	if !strings.HasSuffix(got, tail) {
+		t.Fatalf("LogTo's copy does not end with the tail Log keeps:\ncopy ends %q\ntail ends %q", got[max(0, len(got)-300):], tail[max(0, len(tail)-300):])
 	}
 }

@@ -58,6 +58,7 @@ from typing import Any
 import schemathesis
 from hypothesis import strategies as st
 from schemathesis import HookContext
+from schemathesis.core import NotSet
 
 SEED: dict[str, Any] = json.loads(open(os.environ["ENGRAM_FUZZ_SEED"], encoding="utf-8").read())
 PASS = os.environ["ENGRAM_FUZZ_PASS"]
@@ -65,6 +66,11 @@ if PASS not in ("owner", "cross_tenant"):
     raise ValueError(f"ENGRAM_FUZZ_PASS={PASS!r}: want owner or cross_tenant")
 KEY = os.environ["ENGRAM_FUZZ_KEY"]
 LOG = os.environ["ENGRAM_FUZZ_LOG"]
+# If set, every exchange is also appended there whole, as a JSON line (the
+# request's path with its values, query, headers, body; the answer's
+# status and body), so a failure of a long run can be traced to the
+# request that caused it (TestSchemathesis's ENGRAM_TEST_FUZZ_API_LOGS).
+TRACE = os.environ.get("ENGRAM_FUZZ_TRACE", "")
 # The server's base URL (http://host:port), for the checks' own requests.
 BASE_URL = os.environ["ENGRAM_FUZZ_BASE_URL"]
 # Another user's key, with which the owner pass reads again what its
@@ -281,7 +287,7 @@ def fresh_id() -> str:
 PROMOTED_ID_SPACE = uuid.UUID("6f1f4c1e-5b0e-4c47-9d0b-2a6c5e8f3a71")
 
 # The times of a pushed event's payload, by field name.
-EVENT_TIMES = ("created_at", "updated_at", "forgotten_at", "recovered_at", "at", "verified_at", "changed_at", "imported_at")
+EVENT_TIMES = ("created_at", "updated_at", "forgotten_at", "recovered_at", "at", "verified_at", "changed_at", "imported_at", "exported_at")
 
 
 def with_sync_data(event: Any, ref: str) -> None:
@@ -542,8 +548,33 @@ def before_call(context: HookContext, case: Any, kwargs: dict[str, Any]) -> None
             case.query.pop(name, None)
     if PASS == "cross_tenant" or positive:
         with_seeded_ids(case)
+    else:
+        with_own_objects(case)
     if case.path == IMPORT_PATH and PASS == "owner":
         snapshot_import_target(case)
+
+
+# Every seeded id a path parameter may take.
+SEEDED_PATH_IDS = {value for ids in (*ROUTE_IDS.values(), *DEFAULT_IDS.values()) for value in ids}
+
+
+def with_own_objects(case: Any) -> None:
+    """A negative case of the owner pass keeps its generated values, but
+    the coverage phase builds its negative cases of an operation on the
+    path parameters the hook gave a positive case of the same parameter
+    (of another operation, the seeded ones): DELETE /v1/memories/{id}
+    went out with the first seeded raw entry's id, ?purge=true and a
+    Content-Type the operation has no body for, the negative part, which
+    a DELETE rightly ignores, and purged it (issue 25). A route that
+    destroys or changes its object takes, in place of a seeded id not its
+    own, one of its own objects: a seeded id is valid, so the case stays
+    as negative as it was."""
+    own = ROUTE_IDS.get((case.method, case.path))
+    if own is None:
+        return
+    for name, value in list((case.path_parameters or {}).items()):
+        if isinstance(value, str) and value in SEEDED_PATH_IDS and value not in own:
+            case.path_parameters[name] = seeded_id(case.method, case.path, name)
 
 
 def with_seeded_ids(case: Any) -> None:
@@ -616,6 +647,28 @@ def after_call(context: HookContext, case: Any, response: Any) -> None:
     phase = case.meta.phase.name.value if case.meta is not None else "-"
     with open(LOG, "a", encoding="utf-8") as log:
         log.write(f"{case.method} {case.path} {phase} {mode} {response.status_code} {code}\n")
+    if TRACE:
+        trace(case, response, phase, mode)
+
+
+def trace(case: Any, response: Any, phase: str, mode: str) -> None:
+    """Appends the exchange, whole, to TRACE (bodies cut at 4000 characters)."""
+    body = None if isinstance(case.body, NotSet) else case.body
+    if isinstance(body, bytes):
+        body = body.decode("utf-8", "replace")
+    entry = {
+        "method": case.method,
+        "path": case.formatted_path,
+        "phase": phase,
+        "mode": mode,
+        "query": case.query,
+        "headers": {k: v for k, v in (case.headers or {}).items() if k.lower() != "authorization"},
+        "body": json.dumps(body, default=repr)[:4000],
+        "status": response.status_code,
+        "answer": response.text[:4000],
+    }
+    with open(TRACE, "a", encoding="utf-8") as out:
+        out.write(json.dumps(entry, default=repr) + "\n")
 
 
 # The seeded objects' ids are random, and every seeded memory's content
