@@ -5,7 +5,7 @@ BIN       ?= bin/engram
 BENCH     ?= .
 BENCHTIME ?= 1s
 
-.PHONY: build run test trim-go-cache test-bin test-race test-rest test-sdks test-norace test-race-smoke test-deps test-deps-clients test-deps-mcp-ts test-deps-openai-node test-deps-pytools test-deps-typescript test-deps-python test-typescript test-python lint fuzz fuzz-api sdk-version vulncheck bench bench-quality bench-load bench-replay clean
+.PHONY: build run test trim-go-cache test-bin test-race test-clients test-rest test-sdks test-norace test-race-smoke test-deps test-deps-clients test-deps-mcp-ts test-deps-openai-node test-deps-pytools test-deps-typescript test-deps-python test-typescript test-python lint fuzz fuzz-api sdk-version vulncheck bench bench-quality bench-load bench-replay clean
 
 # `engram version` reports these; `go build` alone leaves them to Go's
 # build information. VERSION (the file) is the release, shared by the server
@@ -39,9 +39,17 @@ run:
 # under load and a kill, a live rebuild, the scheduler, the chat-model
 # pipeline, a graceful stop, the CLI's local stack) once more against a
 # race-built binary; a race the server reports fails the test.
-# internal/cli's TestRaceSmokeNamesTests keeps the names in step with the tests.
+# internal/cli's TestMakefileListsNameTests keeps the names in step with the tests.
 TEST_BIN   ?= $(CURDIR)/bin/engram-test
 RACE_BIN   ?= $(CURDIR)/bin/engram-race
+# The tests of internal/cli that drive the binary with the clients
+# test-deps-clients installs: the official MCP TypeScript SDK, OpenAI's
+# Python and Node SDKs, schemathesis. make test runs them in test-clients,
+# not in the race pass. internal/cli's TestMakefileListsNameTests keeps the
+# names in step with the tests, and TestClientTestsNameEveryTestOfTheClients
+# fails a test of a file that runs one of the clients but is not named here.
+CLIENT_TESTS ?= TestMCPTypeScriptSDKDrivesTheBinary|TestOfficialOpenAISDKs|TestSchemathesis
+
 RACE_SMOKE ?= TestKillMidLoadLosesNoAcknowledgedWrite|TestLiveRebuildOfOneProjection|TestSchedulerEndToEnd|TestProcessingWithChatModelEndToEnd|TestServeHealthAndGracefulStop|TestCLISearchLocal
 
 # -race turns on checkptr, which checks every unsafe.Pointer conversion. In
@@ -57,7 +65,7 @@ RACE ?= -race -gcflags=modernc.org/...=-d=checkptr=0
 # unless told not to. make test's lint runs every analyzer of go vet over
 # every package, test files included, so its go test passes do not vet
 # again: that was ~68 CPU-s of the race pass on two cores
-# (docs/testing.md#three-lanes). go vet ./... reads the files of a plain
+# (docs/testing.md#the-lanes). go vet ./... reads the files of a plain
 # build, so lint vets the packages with files built for -race alone once
 # more with the race tag (RACE_TAGGED).
 TEST_VET ?= -vet=off
@@ -69,18 +77,20 @@ RACE_TAGGED = $(addprefix ./,$(sort $(dir $(shell git grep -l -E '^//go:build .*
 # in a pass of their own without it. A test added to that file goes here.
 NORACE_TESTS ?= TestHNSWRecall|TestFilteredSearchReturnsK|TestDuplicateGroupsStayNavigable|TestMemoryWithinBudget
 
-# make test runs in three lanes at once: the race pass alone leaves a core
+# make test runs in four lanes at once: the race pass alone leaves a core
 # idle whenever its packages wait (on a server or CLI run they started, on
 # the last long package), and the other lanes need nothing of it:
 # - test-race: every package under the race detector, the slowest first
-#   (SLOW_FIRST) so that no long package starts last and runs alone;
+#   (SLOW_FIRST) so that no long package starts last and runs alone, but
+#   for CLIENT_TESTS;
+# - test-clients: the outside clients' installs (test-deps-clients), then
+#   CLIENT_TESTS under the race detector;
 # - test-rest: lint, the vector index's pass without the detector, the race
 #   smoke pass;
 # - test-sdks: the SDK suites' installs, then the TypeScript and Python SDK
 #   suites at once (each waits on the servers it starts).
-# Each lane starts once the plain binary is built, which starts first;
-# test-race also waits for the outside clients' installs
-# (test-deps-clients), which run beside the build. The SDK suites' builds
+# Each lane starts once the plain binary is built, which starts first; the
+# installs run beside the build and the race pass. The SDK suites' builds
 # and caches (tsc's dist, mypy, __pycache__, the SDK reinstalled into
 # bin/pyenv) write into the tree while the race pass's tests walk it
 # (docs, internal/archtest, api): internal/sourcetree's walk leaves out
@@ -89,7 +99,7 @@ NORACE_TESTS ?= TestHNSWRecall|TestFilteredSearchReturnsK|TestDuplicateGroupsSta
 # repository's files only.
 # --output-sync prints each step's output whole when it ends; each step
 # prints when it started and ended (STAMP), for the timeline in
-# docs/testing.md#three-lanes.
+# docs/testing.md#the-lanes.
 SLOW_FIRST ?= ./internal/cli ./api ./projections/search ./internal/app ./infra/sqlite ./infra/vectorindex ./internal/multinode ./infra/postgres ./projections
 
 # STAMP prints "== <step> start|end HH:MM:SS" (UTC): $(call STAMP,start).
@@ -97,7 +107,7 @@ STAMP = @echo "== $@ $(1) $$(date -u +%T)"
 
 test:
 	$(call STAMP,start)
-	$(MAKE) -j4 --output-sync=target trim-go-cache test-race test-rest test-sdks
+	$(MAKE) -j4 --output-sync=target trim-go-cache test-race test-clients test-rest test-sdks
 	$(call STAMP,end)
 
 # Go's build cache has no bound of its own (go deletes only entries unused
@@ -131,9 +141,20 @@ test-bin:
 # go test's default is GOMAXPROCS (2).
 PARALLEL ?= 4
 
-test-race: test-bin test-deps-clients
+test-race: test-bin
 	$(call STAMP,start)
-	PATH="$(PYTOOLS)/bin:$$PATH" ENGRAM_TEST_BINARY=$(TEST_BIN) $(GO) test $(RACE) $(TEST_VET) -count=1 -parallel $(PARALLEL) -timeout 20m $(SLOW_FIRST) ./...
+	ENGRAM_TEST_BINARY=$(TEST_BIN) $(GO) test $(RACE) $(TEST_VET) -count=1 -parallel $(PARALLEL) -timeout 20m -skip '^($(CLIENT_TESTS))$$' $(SLOW_FIRST) ./...
+	$(call STAMP,end)
+
+# The tests that drive the binary with the outside clients (CLIENT_TESTS,
+# test-deps-clients) run in a go test of their own once those are
+# installed, so that the race pass need not wait for the installs (the
+# Python tools' ended ~90 s after the build). They run under the race
+# detector as in the race pass, whose skip list is the same variable; a
+# missing client fails them, never skips them.
+test-clients: test-bin test-deps-clients
+	$(call STAMP,start)
+	PATH="$(PYTOOLS)/bin:$$PATH" ENGRAM_TEST_BINARY=$(TEST_BIN) $(GO) test $(RACE) $(TEST_VET) -count=1 -parallel $(PARALLEL) -timeout 20m -run '^($(CLIENT_TESTS))$$' ./internal/cli
 	$(call STAMP,end)
 
 test-rest: test-bin
@@ -168,7 +189,7 @@ test-race-smoke:
 # Python compiles a module at its first import, and the tests import a
 # fifth of what the installs hold (schemathesis, hypothesis, the OpenAI
 # SDK: 38 CPU-s with the byte code, 22 without, and ~3 more at the first
-# import; docs/testing.md#three-lanes).
+# import; docs/testing.md#the-lanes).
 PYTOOLS ?= $(CURDIR)/bin/pytools
 PIP_INSTALL = pip install --quiet --disable-pip-version-check --no-compile
 
