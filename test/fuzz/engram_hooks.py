@@ -338,9 +338,18 @@ def with_lint_order(settings: dict[str, Any]) -> None:
     # An integer of the document may be drawn as an integral float (138.0),
     # which the server reads as the integer it is.
     bounds = (int, float)
-    if isinstance(lint, dict) and isinstance(lint.get("min_length"), bounds) and isinstance(lint.get("max_length"), bounds):
-        low, high = sorted((lint["min_length"], lint["max_length"]))
+    if not isinstance(lint, dict):
+        return
+    low, high = lint.get("min_length"), lint.get("max_length")
+    if isinstance(low, bounds) and isinstance(high, bounds):
+        low, high = sorted((low, high))
         lint["min_length"], lint["max_length"] = low, max(high, 1)
+    elif isinstance(high, bounds):
+        # The bound left out keeps its default (a push) or the current
+        # value (a patch), which may lie past the one given: both given.
+        lint["min_length"] = 0
+    elif isinstance(low, bounds):
+        lint["max_length"] = max(low, 1)
 
 
 def nonzero_window(embedding: list[Any], size: int) -> list[Any]:
@@ -568,7 +577,8 @@ def with_own_objects(case: Any) -> None:
     a DELETE rightly ignores, and purged it (issue 25). A route that
     destroys or changes its object takes, in place of a seeded id not its
     own, one of its own objects: a seeded id is valid, so the case stays
-    as negative as it was."""
+    as negative as it was. The stateful phase's linked values get the same
+    (with_seeded_ids)."""
     own = ROUTE_IDS.get((case.method, case.path))
     if own is None:
         return
@@ -601,6 +611,12 @@ def with_seeded_ids(case: Any) -> None:
             value = f"fuzz-import-{phase}"
         if value is not None:
             case.path_parameters[name] = value
+    if phase == "stateful":
+        # A link may carry a seeded object's id from an answer to a route
+        # that destroys or changes its object (DELETE /v1/agents/{agent_id}
+        # with the seeded agent, which took every seeded memory with it):
+        # such a route takes one of its own objects instead.
+        with_own_objects(case)
     if is_positive(case) and case.method == "PATCH" and case.path == "/v1/memories/{id}" and isinstance(case.body, dict) and isinstance(case.body.get("content"), dict):
         # The fields a content patch may name are those of its memory's
         # type, which the id decides, not the document: a field of the
