@@ -93,6 +93,7 @@ func TestOpenAPIRefusesWhatTheServerRefuses(t *testing.T) {
 		{"search of drives", "POST", "/v1/search", `{"agent_id":"closed-agent","query":"x","types":["drives"]}`, 400, "invalid_request"},
 		{"search of an unknown type", "POST", "/v1/search", `{"agent_id":"closed-agent","query":"x","types":["thoughts"]}`, 400, "invalid_request"},
 		{"bulk re-embedding of drives", "POST", "/v1/embeddings/bulk-reembed", `{"agent_id":"closed-agent","types":["drives"]}`, 400, "invalid_request"},
+		{"re-embedding a drive", "POST", "/v1/embeddings/reembed", `{"agent_id":"closed-agent","memory_type":"drive","memory_id":"m1"}`, 400, "invalid_request"},
 		{"similar of drives", "POST", "/v1/embeddings/similar", `{"agent_id":"closed-agent","embedding":[0.1],"types":["drive"]}`, 400, "invalid_request"},
 		{"similar limit zero", "POST", "/v1/embeddings/similar", `{"agent_id":"closed-agent","embedding":[0.1],"limit":0}`, 400, "invalid_request"},
 		{"similar limit over 100", "POST", "/v1/embeddings/similar", `{"agent_id":"closed-agent","embedding":[0.1],"limit":101}`, 400, "invalid_request"},
