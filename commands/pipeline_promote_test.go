@@ -111,16 +111,7 @@ func TestAutoPromotedMemoriesAreStoredWithTheirPassOrNotAtAll(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, text := range []string{
-				"Yesterday we deployed the billing service and it failed, then I learned to check migrations",
-				"I think caching always helps latency",
-				"Reminder: the docs are at https://example.com/docs",
-			} {
-				content, _ := json.Marshal(map[string]string{"content": text})
-				if _, err := env.Memories.Create(ctx, meta, agent, commands.MemoryInput{Type: "raw_entry", Content: content}); err != nil {
-					t.Fatal(err)
-				}
-			}
+			captureRaws(t, env.Memories, agent)
 			made := func() map[string]bool {
 				page, err := env.ReadModel.ListMemories(ctx, memory.ListQuery{UserID: "u1", AgentID: agent, Limit: 100,
 					Types: []memory.Type{memory.Episode, memory.Note, memory.Belief}})
@@ -179,17 +170,7 @@ func TestAutoPromotedMemoriesAreStoredWithTheirPassOrNotAtAll(t *testing.T) {
 func TestAutoPromotionAfterARefusedItemStoresNoSecondCopy(t *testing.T) {
 	env := memenvtest.New(t)
 	ctx, meta, agent := t.Context(), memenvtest.Meta("u1"), "agent"
-	raws := []string{
-		"Yesterday we deployed the billing service and it failed, then I learned to check migrations",
-		"I think caching always helps latency",
-		"Reminder: the docs are at https://example.com/docs",
-	}
-	for _, text := range raws {
-		content, _ := json.Marshal(map[string]string{"content": text})
-		if _, err := env.Memories.Create(ctx, meta, agent, commands.MemoryInput{Type: "raw_entry", Content: content}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	raws := captureRaws(t, env.Memories, agent)
 	// process runs every transition once with auto_promote, its memories
 	// created under quota (0: none), and returns what its passes created
 	// and the errors they recorded.
@@ -243,6 +224,25 @@ func TestAutoPromotionAfterARefusedItemStoresNoSecondCopy(t *testing.T) {
 // autoPromoting is a pipeline over env's log and read models whose
 // memories are created under a memory quota (0: none): process runs
 // every transition once, forced, with auto_promote.
+// captureRaws stores, as raw entries of agent through memories, three
+// texts the rule extractor promotes (an episode, a belief and a note),
+// and returns them.
+func captureRaws(t *testing.T, memories *commands.Memories, agent string) []string {
+	t.Helper()
+	raws := []string{
+		"Yesterday we deployed the billing service and it failed, then I learned to check migrations",
+		"I think caching always helps latency",
+		"Reminder: the docs are at https://example.com/docs",
+	}
+	for _, text := range raws {
+		content, _ := json.Marshal(map[string]string{"content": text})
+		if _, err := memories.Create(t.Context(), memenvtest.Meta("u1"), agent, commands.MemoryInput{Type: "raw_entry", Content: content}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return raws
+}
+
 func autoPromoting(t *testing.T, env *memenvtest.Env, quota int) func(agent string) ([]processing.Pass, error) {
 	t.Helper()
 	return autoPromotingWith(t, env, quota, env.Provider, env.Model)
@@ -292,17 +292,7 @@ func TestAPurgedAutoPromotedMemoryStaysPurged(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			env, other := envUnderOtherWriter(t, c.log)
 			ctx, meta, agent := t.Context(), memenvtest.Meta("u1"), "agent"
-			raws := []string{
-				"Yesterday we deployed the billing service and it failed, then I learned to check migrations",
-				"I think caching always helps latency",
-				"Reminder: the docs are at https://example.com/docs",
-			}
-			for _, text := range raws {
-				content, _ := json.Marshal(map[string]string{"content": text})
-				if _, err := env.Memories.Create(ctx, meta, agent, commands.MemoryInput{Type: "raw_entry", Content: content}); err != nil {
-					t.Fatal(err)
-				}
-			}
+			raws := captureRaws(t, env.Memories, agent)
 			held := func() []string {
 				page, err := env.ReadModel.ListMemories(ctx, memory.ListQuery{UserID: "u1", AgentID: agent, Limit: 100,
 					Types: []memory.Type{memory.Episode, memory.Note, memory.Belief}})
@@ -392,17 +382,7 @@ func TestAPurgedAutoPromotedMemoryIsNotEmbeddedAgain(t *testing.T) {
 	env := memenvtest.New(t)
 	counter, provider := memenvtest.NewCountingProvider(t)
 	ctx, meta, agent := t.Context(), memenvtest.Meta("u1"), "agent"
-	raws := []string{
-		"Yesterday we deployed the billing service and it failed, then I learned to check migrations",
-		"I think caching always helps latency",
-		"Reminder: the docs are at https://example.com/docs",
-	}
-	for _, text := range raws {
-		content, _ := json.Marshal(map[string]string{"content": text})
-		if _, err := autoPromotingMemories(t, env, provider).Create(ctx, meta, agent, commands.MemoryInput{Type: "raw_entry", Content: content}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	raws := captureRaws(t, autoPromotingMemories(t, env, provider), agent)
 	if _, err := autoPromotingWith(t, env, len(raws)+2, provider, memenvtest.CountedModel)(agent); err != nil {
 		t.Fatal(err)
 	}
